@@ -1,0 +1,21 @@
+# Detects the CUDA toolkit and NCCL. Nothing requires them: the CPU build is
+# complete without. PSTRAIN_HAVE_CUDA / PSTRAIN_HAVE_NCCL tell later modules
+# whether the GPU code can be compiled.
+set(PSTRAIN_HAVE_CUDA OFF)
+set(PSTRAIN_HAVE_NCCL OFF)
+option(PSTRAIN_ENABLE_CUDA "Build the GPU code when CUDA is found" ON)
+if(PSTRAIN_ENABLE_CUDA)
+  if(NOT DEFINED CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
+    set(CUDAToolkit_ROOT /usr/local/cuda)
+  endif()
+  find_package(CUDAToolkit QUIET)
+  if(CUDAToolkit_FOUND)
+    set(PSTRAIN_HAVE_CUDA ON)
+    find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+    find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
+    if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+      set(PSTRAIN_HAVE_NCCL ON)
+    endif()
+  endif()
+endif()
+message(STATUS "pstrain: CUDA ${PSTRAIN_HAVE_CUDA}, NCCL ${PSTRAIN_HAVE_NCCL}")

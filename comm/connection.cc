@@ -1,0 +1,226 @@
+#include "comm/connection.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "comm/address.h"
+
+namespace pstrain {
+namespace {
+
+// One uv_write in flight: the bytes it points at live here until it completes.
+struct WriteRequest {
+  uv_write_t req;
+  std::vector<uint8_t> prefix;  // fixed header + FlatBuffers header
+  Payload payload;
+};
+
+std::string PeerName(uv_tcp_t* tcp) {
+  sockaddr_storage addr{};
+  int len = sizeof(addr);
+  if (uv_tcp_getpeername(tcp, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "?";
+  return FormatAddress(reinterpret_cast<const sockaddr*>(&addr));
+}
+
+}  // namespace
+
+std::string UvError(int code) { return uv_strerror(code); }
+
+Connection::Connection(EventLoop* loop, Logger log, std::unique_ptr<uv_tcp_t> tcp)
+    : loop_(loop), log_(std::move(log)), tcp_(std::move(tcp)) {
+  tcp_->data = static_cast<HandleOwner*>(this);
+}
+
+Connection::~Connection() = default;
+
+Connection::Ptr Connection::Adopt(EventLoop* loop, Logger log, std::unique_ptr<uv_tcp_t> tcp) {
+  Ptr conn(new Connection(loop, std::move(log), std::move(tcp)));
+  conn->self_ = conn;
+  conn->peer_ = PeerName(conn->tcp_.get());
+  uv_tcp_nodelay(conn->tcp_.get(), 1);
+  return conn;
+}
+
+void Connection::Connect(EventLoop* loop, Logger log, const std::string& host, uint16_t port,
+                         ConnectCallback done) {
+  ResolveAddress(loop, host, port, [loop, log, host, port, done](StatusOr<sockaddr_storage> addr) {
+    if (!addr.ok()) return done(addr.status());
+    if (loop->IsStopping()) return done(Aborted("event loop is stopping"));
+    auto tcp = std::make_unique<uv_tcp_t>();
+    uv_tcp_init(loop->uv(), tcp.get());
+    Ptr conn(new Connection(loop, log, std::move(tcp)));
+    conn->self_ = conn;
+    conn->peer_ = fmt::format("{}:{}", host, port);
+    struct ConnectRequest {
+      uv_connect_t req;
+      Ptr conn;
+      ConnectCallback done;
+    };
+    auto* req = new ConnectRequest{{}, conn, done};
+    int rc = uv_tcp_connect(
+        &req->req, conn->tcp_.get(), reinterpret_cast<const sockaddr*>(&*addr),
+        [](uv_connect_t* r, int status) {
+          std::unique_ptr<ConnectRequest> req(static_cast<ConnectRequest*>(r->data));
+          if (status < 0) {
+            Status error = Unavailable(fmt::format("connect to {}: {}", req->conn->peer_,
+                                                   UvError(status)));
+            req->conn->Close(error);
+            return req->done(error);
+          }
+          uv_tcp_nodelay(req->conn->tcp_.get(), 1);
+          req->done(req->conn);
+        });
+    req->req.data = req;
+    if (rc != 0) {
+      Status error = Unavailable(fmt::format("connect to {}: {}", conn->peer_, UvError(rc)));
+      delete req;
+      conn->Close(error);
+      done(error);
+    }
+  });
+}
+
+void Connection::Start(RequestHandler on_request, CloseHandler on_close) {
+  on_request_ = std::move(on_request);
+  on_close_ = std::move(on_close);
+  if (closing_) return;
+  int rc = uv_read_start(reinterpret_cast<uv_stream_t*>(tcp_.get()), &Connection::OnAlloc,
+                         &Connection::OnRead);
+  if (rc != 0) Close(Unavailable(fmt::format("read from {}: {}", peer_, UvError(rc))));
+}
+
+void Connection::OnAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
+  auto* self = static_cast<Connection*>(static_cast<HandleOwner*>(h->data));
+  FrameReader::Span span = self->reader_.NextBuffer();
+  *buf = uv_buf_init(reinterpret_cast<char*>(span.data), static_cast<unsigned>(
+                         std::min<size_t>(span.size, 1u << 30)));
+}
+
+void Connection::OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
+  auto* self = static_cast<Connection*>(static_cast<HandleOwner*>(s->data));
+  if (nread == 0) return;  // EAGAIN
+  if (nread < 0) {
+    self->Close(Unavailable(nread == UV_EOF ? "peer closed the connection"
+                                            : UvError(static_cast<int>(nread))));
+    return;
+  }
+  Ptr keep = self->shared_from_this();  // a handler may close us mid-parse
+  Status st = self->reader_.Consume(static_cast<size_t>(nread),
+                                    [self](Frame&& f) { self->OnFrame(std::move(f)); });
+  if (!st.ok()) {
+    self->log_->warn("closing connection from {}: bad frame: {}", self->peer_, st.message());
+    self->Close(st);
+  }
+}
+
+void Connection::OnFrame(Frame&& frame) {
+  if (closing_) return;
+  auto message = DecodeHeader(frame.header.data(), frame.header.size());
+  if (!message.ok()) {
+    log_->warn("closing connection from {}: bad frame: {}", peer_, message.status().message());
+    Close(message.status());
+    return;
+  }
+  Incoming in{std::move(*message), std::move(frame.payload), frame.payload_size};
+  if (!in.message.is_reply) {
+    if (on_request_) on_request_(shared_from_this(), std::move(in));
+    return;
+  }
+  auto it = pending_.find(in.message.request_id);
+  if (it == pending_.end()) {
+    Status bad = InvalidArgument(
+        fmt::format("reply to unknown request {}", in.message.request_id));
+    log_->warn("closing connection from {}: {}", peer_, bad.message());
+    Close(bad);
+    return;
+  }
+  ReplyCallback done = std::move(it->second);
+  pending_.erase(it);
+  if (auto* error = std::get_if<ErrorReply>(&in.message.body)) {
+    done(FailedPrecondition(error->message));
+  } else {
+    done(std::move(in));
+  }
+}
+
+void Connection::Call(MessageBody body, ReplyCallback done, Payload payload) {
+  if (closing_) {
+    done(Unavailable(fmt::format("connection to {} is closed: {}", peer_,
+                                 close_reason_.message())));
+    return;
+  }
+  Message m{next_request_id_++, false, std::move(body)};
+  pending_.emplace(m.request_id, std::move(done));
+  Send(m, std::move(payload));
+}
+
+void Connection::Notify(MessageBody body) { Send(Message{0, false, std::move(body)}, {}); }
+
+void Connection::Reply(uint64_t request_id, MessageBody body, Payload payload) {
+  if (request_id == 0) return;  // one-way messages get no reply
+  Send(Message{request_id, true, std::move(body)}, std::move(payload));
+}
+
+void Connection::Send(const Message& message, Payload payload) {
+  if (closing_) return;
+  auto* w = new WriteRequest;
+  std::vector<uint8_t> header = EncodeHeader(message);
+  w->prefix.resize(kFixedHeaderBytes + header.size());
+  EncodeFixedHeader(static_cast<uint32_t>(header.size()), payload.size, w->prefix.data());
+  std::memcpy(w->prefix.data() + kFixedHeaderBytes, header.data(), header.size());
+  w->payload = std::move(payload);
+  uv_buf_t bufs[2] = {
+      uv_buf_init(reinterpret_cast<char*>(w->prefix.data()),
+                  static_cast<unsigned>(w->prefix.size())),
+      uv_buf_init(const_cast<char*>(reinterpret_cast<const char*>(w->payload.data)),
+                  static_cast<unsigned>(w->payload.size))};
+  w->req.data = w;
+  int rc = uv_write(&w->req, reinterpret_cast<uv_stream_t*>(tcp_.get()), bufs,
+                    w->payload.size > 0 ? 2 : 1, [](uv_write_t* r, int status) {
+                      std::unique_ptr<WriteRequest> w(static_cast<WriteRequest*>(r->data));
+                      if (status < 0 && status != UV_ECANCELED) {
+                        auto* self = static_cast<Connection*>(
+                            static_cast<HandleOwner*>(r->handle->data));
+                        self->Close(Unavailable(fmt::format("write to {}: {}", self->peer_,
+                                                            UvError(status))));
+                      }
+                    });
+  if (rc != 0) {
+    delete w;
+    Close(Unavailable(fmt::format("write to {}: {}", peer_, UvError(rc))));
+  }
+}
+
+void Connection::Close(const Status& reason) {
+  if (closing_) return;
+  closing_ = true;
+  close_reason_ = reason;
+  CloseHandle(reinterpret_cast<uv_handle_t*>(tcp_.get()));
+}
+
+void Connection::OnHandleClosed(uv_handle_t*) {
+  if (!closing_) {  // closed by the loop shutting down
+    closing_ = true;
+    close_reason_ = Aborted("event loop stopped");
+  }
+  Ptr keep = std::move(self_);
+  auto pending = std::move(pending_);
+  pending_.clear();
+  for (auto& [id, done] : pending)
+    done(Unavailable(fmt::format("connection to {} closed: {}", peer_, close_reason_.message())));
+  if (on_close_) {
+    CloseHandler on_close = std::move(on_close_);
+    on_close(keep, close_reason_);
+  }
+  on_request_ = nullptr;
+}
+
+std::string Connection::LocalIp() const {
+  sockaddr_storage addr{};
+  int len = sizeof(addr);
+  if (uv_tcp_getsockname(tcp_.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "";
+  return FormatIp(reinterpret_cast<const sockaddr*>(&addr));
+}
+
+}  // namespace pstrain

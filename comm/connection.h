@@ -1,0 +1,105 @@
+// Connection: one TCP connection carrying frames, with request tracking.
+//
+// Owned by the loop: a Connection keeps itself alive until its handle is
+// closed, so callers hold it by shared_ptr (to use) or weak_ptr (to observe).
+// Every method is loop-thread only. Requests sent with Call() get a fresh id;
+// the peer's reply (same id, is_reply) completes the callback. When the
+// connection closes, every pending callback fails with the reason, so nothing
+// waits forever on a dead peer. A frame that fails any check closes the
+// connection with a logged reason; the process goes on.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include <uv.h>
+
+#include "comm/event_loop.h"
+#include "comm/frame.h"
+#include "comm/messages.h"
+#include "src/common/logging.h"
+#include "src/common/status.h"
+
+namespace pstrain {
+
+// Bytes sent after a frame's header, straight from the caller's memory.
+// `keepalive` holds that memory until the write completes.
+struct Payload {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  std::shared_ptr<const void> keepalive;
+};
+
+// A received message with its payload (if any).
+struct Incoming {
+  Message message;
+  std::unique_ptr<uint8_t[]> payload;
+  uint64_t payload_size = 0;
+};
+
+class Connection : public HandleOwner, public std::enable_shared_from_this<Connection> {
+ public:
+  using Ptr = std::shared_ptr<Connection>;
+  using RequestHandler = std::function<void(const Ptr&, Incoming&&)>;
+  using ReplyCallback = std::function<void(StatusOr<Incoming>)>;
+  using CloseHandler = std::function<void(const Ptr&, const Status& reason)>;
+  using ConnectCallback = std::function<void(StatusOr<Ptr>)>;
+
+  // Resolves `host` and connects. `done` runs on the loop thread.
+  static void Connect(EventLoop* loop, Logger log, const std::string& host, uint16_t port,
+                      ConnectCallback done);
+  // Wraps a socket accepted by a listener (already uv_accept()ed into `tcp`).
+  static Ptr Adopt(EventLoop* loop, Logger log, std::unique_ptr<uv_tcp_t> tcp);
+
+  ~Connection() override;
+
+  // Starts reading. `on_request` gets every message that is not a reply;
+  // `on_close` runs once, when the connection is gone.
+  void Start(RequestHandler on_request, CloseHandler on_close);
+
+  // Sends a request and calls `done` with the reply (or the reason none came).
+  // An ErrorReply from the peer arrives as a non-OK status with its message.
+  void Call(MessageBody body, ReplyCallback done, Payload payload = {});
+  // Sends a one-way message (request_id 0).
+  void Notify(MessageBody body);
+  // Answers request `request_id`.
+  void Reply(uint64_t request_id, MessageBody body, Payload payload = {});
+
+  // Closes the connection; `reason` goes to the close handler and to every
+  // pending call. Idempotent.
+  void Close(const Status& reason);
+
+  bool closed() const { return closing_; }
+  const std::string& peer() const { return peer_; }  // "ip:port"
+  std::string LocalIp() const;                       // address of this end
+
+  void OnHandleClosed(uv_handle_t* handle) override;
+
+ private:
+  Connection(EventLoop* loop, Logger log, std::unique_ptr<uv_tcp_t> tcp);
+  void Send(const Message& message, Payload payload);
+  void OnFrame(Frame&& frame);
+  static void OnAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
+  static void OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf);
+
+  EventLoop* loop_;
+  Logger log_;
+  std::unique_ptr<uv_tcp_t> tcp_;
+  std::string peer_;
+  FrameReader reader_;
+  RequestHandler on_request_;
+  CloseHandler on_close_;
+  std::unordered_map<uint64_t, ReplyCallback> pending_;
+  uint64_t next_request_id_ = 1;
+  bool closing_ = false;
+  Status close_reason_;
+  Ptr self_;  // keeps this alive while the handle is open
+};
+
+// Turns a libuv error code into a message ("connection refused").
+std::string UvError(int code);
+
+}  // namespace pstrain

@@ -1,0 +1,120 @@
+#include "comm/event_loop.h"
+
+#include <fmt/format.h>
+
+namespace pstrain {
+
+void CloseHandle(uv_handle_t* handle) {
+  if (uv_is_closing(handle)) return;
+  uv_close(handle, [](uv_handle_t* h) {
+    if (h->data != nullptr) static_cast<HandleOwner*>(h->data)->OnHandleClosed(h);
+  });
+}
+
+EventLoop::EventLoop() {
+  uv_loop_init(&loop_);
+  uv_async_init(&loop_, &wakeup_, &EventLoop::OnAsync);
+  wakeup_.data = nullptr;  // owned by the loop itself, not a HandleOwner
+  loop_.data = this;
+}
+
+EventLoop::~EventLoop() {
+  if (started_) {
+    Stop();
+    return;
+  }
+  // Never ran: close the wakeup handle and drain so the loop closes clean.
+  uv_close(reinterpret_cast<uv_handle_t*>(&wakeup_), nullptr);
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  uv_loop_close(&loop_);
+}
+
+Status EventLoop::Start() {
+  if (started_) return FailedPrecondition("event loop already started");
+  started_ = true;
+  thread_ = std::thread([this] {
+    thread_id_ = std::this_thread::get_id();
+    uv_run(&loop_, UV_RUN_DEFAULT);  // returns once CloseAll() closed every handle
+    close_result_ = uv_loop_close(&loop_);
+  });
+  return Status::OK();
+}
+
+bool EventLoop::Post(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return false;
+    queue_.push_back(std::move(fn));
+  }
+  uv_async_send(&wakeup_);
+  return true;
+}
+
+void EventLoop::RequestStop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  uv_async_send(&wakeup_);
+}
+
+bool EventLoop::IsStopping() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stopping_;
+}
+
+Status EventLoop::Stop() {
+  if (!started_) return Status::OK();
+  if (!joined_) {
+    RequestStop();
+    thread_.join();
+    joined_ = true;
+  }
+  if (close_result_ != 0)
+    return Internal(fmt::format("event loop closed with handles still open: {}",
+                                uv_strerror(close_result_)));
+  return Status::OK();
+}
+
+void EventLoop::OnAsync(uv_async_t* handle) {
+  static_cast<EventLoop*>(handle->loop->data)->RunPosted();
+}
+
+void EventLoop::RunPosted() {
+  for (;;) {
+    std::function<void()> fn;
+    bool stop = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (queue_.empty()) {
+        stop = stopping_;
+      } else {
+        fn = std::move(queue_.front());
+        queue_.pop_front();
+      }
+    }
+    if (fn) {
+      fn();
+      continue;
+    }
+    if (stop) CloseAll();
+    return;
+  }
+}
+
+void EventLoop::CloseAll() {
+  uv_walk(
+      &loop_,
+      [](uv_handle_t* h, void*) {
+        if (uv_is_closing(h)) return;
+        if (h->data == nullptr) {
+          uv_close(h, nullptr);  // the wakeup handle
+        } else {
+          CloseHandle(h);
+        }
+      },
+      nullptr);
+}
+
+}  // namespace pstrain

@@ -1,0 +1,101 @@
+// EventLoop: one libuv loop on its own thread, the only thread that touches
+// the sockets and timers registered with it.
+//
+// Other threads hand it work with Post(); the closure runs on the loop thread
+// (queue + uv_async_send). Loop callbacks never block and never do math.
+// Stop() closes every handle still open (each owner learns of it through
+// HandleOwner::OnHandleClosed) and joins the thread, so a stopped loop is
+// always closed clean.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <uv.h>
+
+#include "src/common/status.h"
+
+namespace pstrain {
+
+// Everything that owns a libuv handle sets handle->data to itself (as a
+// HandleOwner*) and must stay alive until OnHandleClosed is called for it.
+class HandleOwner {
+ public:
+  virtual ~HandleOwner() = default;
+  // Runs on the loop thread once libuv has closed `handle`.
+  virtual void OnHandleClosed(uv_handle_t* handle) = 0;
+};
+
+// Closes `handle` and reports to its owner (handle->data) when done. Safe to
+// call on a handle already closing. Loop thread only.
+void CloseHandle(uv_handle_t* handle);
+
+class EventLoop {
+ public:
+  EventLoop();
+  ~EventLoop();  // Stop()s and joins
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  // Starts the loop thread.
+  Status Start();
+  // Runs `fn` on the loop thread, in order of posting. Any thread. Returns
+  // false (and drops `fn`) once the loop is stopping; work accepted before
+  // that always runs.
+  bool Post(std::function<void()> fn);
+  // Closes every open handle, ends the loop and joins its thread. Any thread
+  // but the loop's own; idempotent. An error means a handle outlived the loop
+  // (a bug in its owner).
+  Status Stop();
+  // Asks the loop to stop without waiting (callable from the loop thread).
+  void RequestStop();
+
+  // Runs `fn` on the loop thread and waits for its result. Never call it from
+  // the loop thread. If the loop stops first, returns `if_stopped`.
+  template <typename T>
+  T Call(std::function<T()> fn, T if_stopped);
+
+  // True once Stop()/RequestStop() was called: owners must not open new
+  // handles then.
+  bool IsStopping();
+
+  bool InLoopThread() const { return std::this_thread::get_id() == thread_id_; }
+  uv_loop_t* uv() { return &loop_; }
+
+ private:
+  static void OnAsync(uv_async_t* handle);
+  void RunPosted();
+  void CloseAll();
+
+  uv_loop_t loop_;
+  uv_async_t wakeup_;
+  std::thread thread_;
+  std::atomic<std::thread::id> thread_id_;
+  std::mutex mutex_;
+  std::deque<std::function<void()>> queue_;  // GUARDED_BY(mutex_)
+  bool stopping_ = false;                    // GUARDED_BY(mutex_)
+  bool started_ = false;
+  bool joined_ = false;
+  int close_result_ = 0;  // uv_loop_close() on the loop thread, read after join
+};
+
+template <typename T>
+T EventLoop::Call(std::function<T()> fn, T if_stopped) {
+  auto result = std::make_shared<std::promise<T>>();
+  std::future<T> future = result->get_future();
+  // The promise lives in the closure: if the closure is dropped unrun (the
+  // loop stopped), the future reports a broken promise.
+  Post([fn = std::move(fn), result] { result->set_value(fn()); });
+  try {
+    return future.get();
+  } catch (const std::future_error&) {
+    return if_stopped;
+  }
+}
+
+}  // namespace pstrain

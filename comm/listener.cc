@@ -1,0 +1,55 @@
+#include "comm/listener.h"
+
+#include <fmt/format.h>
+
+#include "comm/address.h"
+
+namespace pstrain {
+
+Listener::Listener(EventLoop* loop, Logger log) : loop_(loop), log_(std::move(log)) {}
+
+// The owner stops the loop (closing the handle) before destroying us.
+Listener::~Listener() = default;
+
+StatusOr<uint16_t> Listener::Listen(const std::string& host, uint16_t port,
+                                    AcceptHandler on_accept) {
+  std::string where = fmt::format("listen on {}:{}", host, port);
+  auto addr = ResolveAddressNow(host, port);
+  if (!addr.ok()) return addr.status().WithContext(where);
+  uv_tcp_init(loop_->uv(), &tcp_);
+  tcp_.data = static_cast<HandleOwner*>(this);
+  open_ = true;
+  int rc = uv_tcp_bind(&tcp_, reinterpret_cast<const sockaddr*>(&*addr), 0);
+  if (rc == 0) rc = uv_listen(reinterpret_cast<uv_stream_t*>(&tcp_), 512, &Listener::OnConnection);
+  if (rc != 0) {
+    Close();
+    return Unavailable(fmt::format("{}: {}", where, UvError(rc)));
+  }
+  sockaddr_storage bound{};
+  int len = sizeof(bound);
+  uv_tcp_getsockname(&tcp_, reinterpret_cast<sockaddr*>(&bound), &len);
+  on_accept_ = std::move(on_accept);
+  return PortOf(reinterpret_cast<const sockaddr*>(&bound));
+}
+
+void Listener::Close() {
+  if (open_) CloseHandle(reinterpret_cast<uv_handle_t*>(&tcp_));
+}
+
+void Listener::OnConnection(uv_stream_t* server, int status) {
+  auto* self = static_cast<Listener*>(static_cast<HandleOwner*>(server->data));
+  if (status < 0) {
+    self->log_->warn("accept failed: {}", UvError(status));
+    return;
+  }
+  auto client = std::make_unique<uv_tcp_t>();
+  uv_tcp_init(self->loop_->uv(), client.get());
+  if (uv_accept(server, reinterpret_cast<uv_stream_t*>(client.get())) != 0) {
+    uv_close(reinterpret_cast<uv_handle_t*>(client.release()),
+             [](uv_handle_t* h) { delete reinterpret_cast<uv_tcp_t*>(h); });
+    return;
+  }
+  self->on_accept_(Connection::Adopt(self->loop_, self->log_, std::move(client)));
+}
+
+}  // namespace pstrain

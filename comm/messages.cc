@@ -1,0 +1,211 @@
+#include "comm/messages.h"
+
+#include <fmt/format.h>
+
+#include "comm/wire_generated.h"
+
+namespace pstrain {
+namespace fb = ::flatbuffers;
+namespace w = ::pstrain::wire;
+
+namespace {
+
+constexpr size_t kMaxText = 4096;  // node ids, hosts, tokens, error messages
+
+w::Role ToWire(Role r) {
+  switch (r) {
+    case Role::kScheduler: return w::Role_Scheduler;
+    case Role::kServer: return w::Role_Server;
+    case Role::kWorker: return w::Role_Worker;
+  }
+  return w::Role_Worker;
+}
+
+w::BarrierGroup ToWire(BarrierGroup g) {
+  switch (g) {
+    case BarrierGroup::kAll: return w::BarrierGroup_All;
+    case BarrierGroup::kServers: return w::BarrierGroup_Servers;
+    case BarrierGroup::kWorkers: return w::BarrierGroup_Workers;
+  }
+  return w::BarrierGroup_All;
+}
+
+fb::Offset<w::NodeInfo> ToWire(fb::FlatBufferBuilder& b, const NodeInfo& n) {
+  return w::CreateNodeInfo(b, b.CreateString(n.node_id), ToWire(n.role), b.CreateString(n.host),
+                           n.port, n.rank);
+}
+
+// Builds the union member for one body type.
+struct BodyEncoder {
+  fb::FlatBufferBuilder& b;
+  using Out = std::pair<w::Body, fb::Offset<void>>;
+
+  Out operator()(const RegisterRequest& m) {
+    auto node = ToWire(b, m.node);
+    return {w::Body_RegisterRequest, w::CreateRegisterRequest(b, node, m.server_num, m.worker_num,
+                                                              b.CreateString(m.token))
+                                         .Union()};
+  }
+  Out operator()(const RegisterReply& m) {
+    return {w::Body_RegisterReply, w::CreateRegisterReply(b, m.rank).Union()};
+  }
+  Out operator()(const Topology& m) {
+    std::vector<fb::Offset<w::NodeInfo>> nodes;
+    for (const NodeInfo& n : m.nodes) nodes.push_back(ToWire(b, n));
+    return {w::Body_Topology, w::CreateTopology(b, b.CreateVector(nodes)).Union()};
+  }
+  Out operator()(const Heartbeat&) {
+    return {w::Body_Heartbeat, w::CreateHeartbeat(b).Union()};
+  }
+  Out operator()(const BarrierRequest& m) {
+    return {w::Body_BarrierRequest, w::CreateBarrierRequest(b, ToWire(m.group)).Union()};
+  }
+  Out operator()(const Done&) { return {w::Body_Done, w::CreateDone(b).Union()}; }
+  Out operator()(const Shutdown& m) {
+    return {w::Body_Shutdown, w::CreateShutdown(b, b.CreateString(m.reason)).Union()};
+  }
+  Out operator()(const Hello& m) {
+    auto node = ToWire(b, m.node);
+    return {w::Body_Hello, w::CreateHello(b, node).Union()};
+  }
+  Out operator()(const Ack&) { return {w::Body_Ack, w::CreateAck(b).Union()}; }
+  Out operator()(const ErrorReply& m) {
+    return {w::Body_Error, w::CreateError(b, b.CreateString(m.message)).Union()};
+  }
+};
+
+// Field checks beyond what the Verifier knows: required fields present, text
+// of sane length, enums in range.
+StatusOr<std::string> Text(const fb::String* s, const char* field, bool required) {
+  if (s == nullptr) {
+    if (required) return InvalidArgument(fmt::format("missing field {}", field));
+    return std::string();
+  }
+  if (s->size() > kMaxText)
+    return InvalidArgument(fmt::format("field {} is {} bytes long (limit {})", field, s->size(),
+                                       kMaxText));
+  return s->str();
+}
+
+StatusOr<Role> FromWire(w::Role r) {
+  switch (r) {
+    case w::Role_Scheduler: return Role::kScheduler;
+    case w::Role_Server: return Role::kServer;
+    case w::Role_Worker: return Role::kWorker;
+  }
+  return InvalidArgument(fmt::format("unknown role {}", static_cast<int>(r)));
+}
+
+StatusOr<NodeInfo> FromWire(const w::NodeInfo* n, const char* field) {
+  if (n == nullptr) return InvalidArgument(fmt::format("missing field {}", field));
+  NodeInfo out;
+  auto id = Text(n->node_id(), "node_id", true);
+  if (!id.ok()) return id.status();
+  if (id->empty()) return InvalidArgument("empty node_id");
+  auto host = Text(n->host(), "host", true);
+  if (!host.ok()) return host.status();
+  auto role = FromWire(n->role());
+  if (!role.ok()) return role.status();
+  out.node_id = *id;
+  out.host = *host;
+  out.role = *role;
+  out.port = n->port();
+  out.rank = n->rank();
+  return out;
+}
+
+StatusOr<MessageBody> DecodeBody(const w::Header* h) {
+  switch (h->body_type()) {
+    case w::Body_RegisterRequest: {
+      auto m = h->body_as_RegisterRequest();
+      auto node = FromWire(m->node(), "node");
+      if (!node.ok()) return node.status();
+      auto token = Text(m->token(), "token", false);
+      if (!token.ok()) return token.status();
+      return MessageBody(RegisterRequest{*node, m->server_num(), m->worker_num(), *token});
+    }
+    case w::Body_RegisterReply:
+      return MessageBody(RegisterReply{h->body_as_RegisterReply()->rank()});
+    case w::Body_Topology: {
+      Topology t;
+      if (auto nodes = h->body_as_Topology()->nodes()) {
+        for (const w::NodeInfo* n : *nodes) {
+          auto node = FromWire(n, "nodes[]");
+          if (!node.ok()) return node.status();
+          t.nodes.push_back(std::move(*node));
+        }
+      }
+      return MessageBody(std::move(t));
+    }
+    case w::Body_Heartbeat: return MessageBody(Heartbeat{});
+    case w::Body_BarrierRequest: {
+      auto g = h->body_as_BarrierRequest()->group();
+      if (g < w::BarrierGroup_MIN || g > w::BarrierGroup_MAX)
+        return InvalidArgument(fmt::format("unknown barrier group {}", static_cast<int>(g)));
+      return MessageBody(BarrierRequest{static_cast<BarrierGroup>(g)});
+    }
+    case w::Body_Done: return MessageBody(Done{});
+    case w::Body_Shutdown: {
+      auto reason = Text(h->body_as_Shutdown()->reason(), "reason", false);
+      if (!reason.ok()) return reason.status();
+      return MessageBody(Shutdown{*reason});
+    }
+    case w::Body_Hello: {
+      auto node = FromWire(h->body_as_Hello()->node(), "node");
+      if (!node.ok()) return node.status();
+      return MessageBody(Hello{*node});
+    }
+    case w::Body_Ack: return MessageBody(Ack{});
+    case w::Body_Error: {
+      auto text = Text(h->body_as_Error()->message(), "message", false);
+      if (!text.ok()) return text.status();
+      return MessageBody(ErrorReply{*text});
+    }
+    case w::Body_NONE: break;
+  }
+  return InvalidArgument(fmt::format("unknown message type {}", static_cast<int>(h->body_type())));
+}
+
+}  // namespace
+
+const char* BarrierGroupName(BarrierGroup group) {
+  switch (group) {
+    case BarrierGroup::kAll: return "all nodes";
+    case BarrierGroup::kServers: return "servers";
+    case BarrierGroup::kWorkers: return "workers";
+  }
+  return "?";
+}
+
+const char* MessageName(const MessageBody& body) {
+  static const char* const kNames[] = {"RegisterRequest", "RegisterReply", "Topology",
+                                       "Heartbeat",       "BarrierRequest", "Done",
+                                       "Shutdown",        "Hello",          "Ack",
+                                       "Error"};
+  static_assert(std::size(kNames) == std::variant_size_v<MessageBody>);
+  return kNames[body.index()];
+}
+
+std::vector<uint8_t> EncodeHeader(const Message& message) {
+  fb::FlatBufferBuilder b(256);
+  auto [type, body] = std::visit(BodyEncoder{b}, message.body);
+  b.Finish(w::CreateHeader(b, message.request_id, message.is_reply, type, body));
+  return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+}
+
+StatusOr<Message> DecodeHeader(const uint8_t* data, size_t size) {
+  fb::Verifier verifier(data, size, /*max_depth=*/16, /*max_tables=*/100000);
+  if (!w::VerifyHeaderBuffer(verifier))
+    return InvalidArgument(fmt::format("frame header of {} bytes fails FlatBuffers verification",
+                                       size));
+  const w::Header* h = w::GetHeader(data);
+  auto body = DecodeBody(h);
+  if (!body.ok()) return body.status();
+  Message m;
+  m.request_id = h->request_id();
+  m.is_reply = h->is_reply();
+  m.body = std::move(*body);
+  return m;
+}
+
+}  // namespace pstrain

@@ -1,0 +1,74 @@
+// Plain C++ forms of the wire messages in wire.fbs. FlatBuffers types stay
+// inside messages.cc: everything else speaks these structs, and the two are
+// converted in exactly one place (EncodeHeader / DecodeHeader).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "src/common/options.h"
+#include "src/common/status.h"
+
+namespace pstrain {
+
+enum class BarrierGroup { kAll, kServers, kWorkers };
+const char* BarrierGroupName(BarrierGroup group);
+
+struct NodeInfo {
+  std::string node_id;
+  Role role = Role::kWorker;
+  std::string host;
+  uint16_t port = 0;
+  int rank = -1;
+};
+
+struct RegisterRequest {
+  NodeInfo node;
+  int server_num = 0;
+  int worker_num = 0;
+  std::string token;
+};
+struct RegisterReply {
+  int rank = -1;
+};
+struct Topology {
+  std::vector<NodeInfo> nodes;  // every server and worker, with ranks
+};
+struct Heartbeat {};
+struct BarrierRequest {
+  BarrierGroup group = BarrierGroup::kAll;
+};
+struct Done {};
+struct Shutdown {
+  std::string reason;
+};
+struct Hello {
+  NodeInfo node;
+};
+struct Ack {};
+struct ErrorReply {
+  std::string message;
+};
+
+using MessageBody = std::variant<RegisterRequest, RegisterReply, Topology, Heartbeat,
+                                 BarrierRequest, Done, Shutdown, Hello, Ack, ErrorReply>;
+
+struct Message {
+  uint64_t request_id = 0;  // 0: one-way, no reply expected
+  bool is_reply = false;
+  MessageBody body;
+};
+
+// Name of the body's type, for logs and errors ("RegisterRequest").
+const char* MessageName(const MessageBody& body);
+
+// The FlatBuffers header bytes for `message`.
+std::vector<uint8_t> EncodeHeader(const Message& message);
+
+// Verifies (flatbuffers::Verifier plus field checks) and converts a received
+// header. Never trusts the bytes: any defect is an InvalidArgument naming it.
+StatusOr<Message> DecodeHeader(const uint8_t* data, size_t size);
+
+}  // namespace pstrain

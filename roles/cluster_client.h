@@ -1,0 +1,65 @@
+// ClusterClient: a server's or worker's side of the scheduler protocol
+// (see roles/scheduler.h): join the job, heartbeats, barriers, Done and
+// Shutdown.
+//
+// The public methods block and must be called from the node's own thread,
+// never from the loop thread; the protocol itself runs on the loop.
+#pragma once
+
+#include <string>
+
+#include "comm/completion.h"
+#include "comm/connection.h"
+#include "comm/event_loop.h"
+#include "src/common/logging.h"
+#include "src/common/options.h"
+
+namespace pstrain {
+
+class ClusterClient : public HandleOwner {
+ public:
+  ClusterClient(EventLoop* loop, NodeOptions options, Logger log);
+
+  // Connects to the scheduler (retrying until options.cluster.connect_timeout_s
+  // has passed), registers this node as listening on `listen_port`, and waits
+  // for the topology. The error names the scheduler address tried.
+  StatusOr<Topology> Join(uint16_t listen_port);
+  // Waits until every node of `group` has entered the barrier.
+  Status Barrier(BarrierGroup group);
+  // Tells the scheduler this worker's work is over.
+  Status ReportDone();
+  // Blocks until the scheduler ends the job; an error if it is lost first.
+  Status WaitForShutdown();
+
+  int rank() const { return rank_; }  // valid after Join
+
+  void OnHandleClosed(uv_handle_t*) override {}
+
+ private:
+  void TryConnect();
+  void OnConnected(Connection::Ptr conn);
+  void OnRequest(const Connection::Ptr& conn, Incoming&& in);
+  void OnSchedulerLost(const Status& reason);
+  Status CallScheduler(MessageBody body, const std::string& what);
+  std::string SchedulerAddress() const;
+
+  EventLoop* loop_;
+  NodeOptions options_;
+  Logger log_;
+  uint16_t listen_port_ = 0;
+  int rank_ = -1;
+
+  // Loop-thread state.
+  Connection::Ptr scheduler_;
+  uv_timer_t retry_timer_;
+  uv_timer_t heartbeat_timer_;
+  bool timers_open_ = false;
+  uint64_t connect_deadline_ms_ = 0;
+  Status last_connect_error_;
+  bool shutdown_received_ = false;
+
+  Completion<StatusOr<Topology>> joined_;
+  Completion<Status> shutdown_;
+};
+
+}  // namespace pstrain

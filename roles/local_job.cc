@@ -1,0 +1,63 @@
+#include "roles/local_job.h"
+
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "roles/scheduler.h"
+#include "roles/server.h"
+#include "roles/worker.h"
+
+namespace pstrain {
+
+Status RunLocalJob(const LocalJobOptions& options) {
+  ClusterOptions cluster = options.cluster;
+  cluster.sched_host = "127.0.0.1";
+  cluster.sched_port = 0;
+  Scheduler scheduler(cluster, options.make_logger("scheduler"));
+  auto port = scheduler.Start();
+  if (!port.ok()) return port.status().WithContext("scheduler");
+  cluster.sched_port = *port;
+
+  std::mutex mutex;
+  Status first_error;  // GUARDED_BY(mutex)
+  auto record = [&](const std::string& who, const Status& st) {
+    if (st.ok()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (first_error.ok()) first_error = st.WithContext(who);
+    }
+    // The others would wait for this node forever: end the job for all.
+    scheduler.Abort(fmt::format("{} failed: {}", who, st.message()));
+  };
+  std::vector<std::thread> threads;
+  auto node_options = [&](Role role) {
+    NodeOptions o;
+    o.role = role;
+    o.cluster = cluster;
+    o.node_id = MakeNodeId();
+    o.config_path = options.config_path;
+    return o;
+  };
+  for (int i = 0; i < cluster.server_num; ++i) {
+    threads.emplace_back([&, i] {
+      std::string name = fmt::format("server_{}", i);
+      Server server(node_options(Role::kServer), options.make_logger(name));
+      record(name, server.Run());
+    });
+  }
+  for (int i = 0; i < cluster.worker_num; ++i) {
+    threads.emplace_back([&, i] {
+      std::string name = fmt::format("worker_{}", i);
+      Worker worker(node_options(Role::kWorker), options.make_logger(name));
+      record(name, worker.Run());
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  record("scheduler", scheduler.Wait());
+  return first_error;
+}
+
+}  // namespace pstrain

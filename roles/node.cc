@@ -1,0 +1,46 @@
+#include "roles/node.h"
+
+#include <fmt/format.h>
+
+namespace pstrain {
+
+Node::Node(NodeOptions options, Logger log)
+    : options_(std::move(options)),
+      log_(std::move(log)),
+      listener_(&loop_, log_),
+      cluster_(&loop_, options_, log_) {}
+
+Node::~Node() { loop_.Stop(); }
+
+StatusOr<Topology> Node::Start(RequestHandler on_peer_request) {
+  PSTRAIN_RETURN_IF_ERROR(loop_.Start());
+  // Peers reach us on every interface; MS_NODE_HOST only picks the address
+  // advertised to them.
+  auto port = loop_.Call<StatusOr<uint16_t>>(
+      [&]() -> StatusOr<uint16_t> {
+        return listener_.Listen("0.0.0.0", options_.node_port, [this, on_peer_request](
+                                                                  Connection::Ptr c) {
+          c->Start(on_peer_request, [this](const Connection::Ptr& conn, const Status& why) {
+            if (why.code() != StatusCode::kAborted)
+              log_->debug("peer {} disconnected: {}", conn->peer(), why.message());
+          });
+        });
+      },
+      Aborted("node stopped while starting"));
+  if (!port.ok()) return port.status();
+  auto topology = cluster_.Join(*port);
+  if (!topology.ok()) return topology.status();
+  log_->info("{} rank {} joined a job of {} servers and {} workers", RoleName(options_.role),
+             cluster_.rank(), options_.cluster.server_num, options_.cluster.worker_num);
+  return topology;
+}
+
+Status Node::Finish() {
+  if (options_.role == Role::kWorker) PSTRAIN_RETURN_IF_ERROR(cluster_.ReportDone());
+  PSTRAIN_RETURN_IF_ERROR(cluster_.WaitForShutdown());
+  PSTRAIN_RETURN_IF_ERROR(loop_.Stop());
+  log_->info("{} rank {} stops: the job is over", RoleName(options_.role), cluster_.rank());
+  return Status::OK();
+}
+
+}  // namespace pstrain

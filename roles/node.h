@@ -1,0 +1,42 @@
+// Node: what a server and a worker share. A node owns one event loop, listens
+// for peers (workers connect to servers, and to each other for all-reduce),
+// and joins the job through the scheduler.
+#pragma once
+
+#include <memory>
+
+#include "comm/event_loop.h"
+#include "comm/listener.h"
+#include "roles/cluster_client.h"
+#include "src/common/logging.h"
+#include "src/common/options.h"
+
+namespace pstrain {
+
+class Node {
+ public:
+  using RequestHandler = Connection::RequestHandler;
+
+  Node(NodeOptions options, Logger log);
+  ~Node();  // stops the loop: every handle closes before members go
+
+  // Starts the loop, listens on options.node_port (peers' requests go to
+  // `on_peer_request`, on the loop thread) and joins the job.
+  StatusOr<Topology> Start(RequestHandler on_peer_request);
+  // Reports Done (workers) and waits for the scheduler to end the job.
+  Status Finish();
+
+  EventLoop& loop() { return loop_; }
+  ClusterClient& cluster() { return cluster_; }
+  const NodeOptions& options() const { return options_; }
+  const Logger& log() const { return log_; }
+
+ private:
+  NodeOptions options_;
+  Logger log_;
+  EventLoop loop_;
+  Listener listener_;
+  ClusterClient cluster_;
+};
+
+}  // namespace pstrain

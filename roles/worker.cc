@@ -1,0 +1,55 @@
+#include "roles/worker.h"
+
+#include <fmt/format.h>
+
+namespace pstrain {
+
+Worker::Worker(NodeOptions options, Logger log) : node_(std::move(options), std::move(log)) {}
+
+Status Worker::Run() {
+  auto topology = node_.Start([](const Connection::Ptr& c, Incoming&& in) {
+    c->Reply(in.message.request_id, ErrorReply{fmt::format("a worker does not handle {}",
+                                                           MessageName(in.message.body))});
+  });
+  if (!topology.ok()) return topology.status();
+  PSTRAIN_RETURN_IF_ERROR(ConnectServers(*topology));
+  PSTRAIN_RETURN_IF_ERROR(node_.cluster().Barrier(BarrierGroup::kAll));
+  node_.log()->info("worker rank {} is connected to {} servers; no model is configured, so "
+                    "there is nothing to train",
+                    node_.cluster().rank(), servers_.size());
+  return node_.Finish();
+}
+
+Status Worker::ConnectServers(const Topology& topology) {
+  std::vector<NodeInfo> servers;
+  for (const NodeInfo& n : topology.nodes)
+    if (n.role == Role::kServer) servers.push_back(n);
+  servers_.assign(servers.size(), nullptr);
+  Completion<Status> all_connected;
+  auto remaining = std::make_shared<size_t>(servers.size());
+  if (servers.empty()) return Status::OK();
+  Hello hello;
+  hello.node.node_id = node_.options().node_id;
+  hello.node.role = Role::kWorker;
+  hello.node.rank = node_.cluster().rank();
+  bool posted = node_.loop().Post([this, servers, hello, all_connected, remaining] {
+    for (const NodeInfo& s : servers) {
+      std::string who = fmt::format("server rank {} at {}:{}", s.rank, s.host, s.port);
+      Connection::Connect(
+          &node_.loop(), node_.log(), s.host, s.port,
+          [this, s, who, hello, all_connected, remaining](StatusOr<Connection::Ptr> conn) {
+            if (!conn.ok()) return all_connected.Set(conn.status().WithContext(who));
+            servers_[s.rank] = *conn;
+            (*conn)->Start(nullptr, nullptr);
+            (*conn)->Call(hello, [who, all_connected, remaining](StatusOr<Incoming> reply) {
+              if (!reply.ok()) return all_connected.Set(reply.status().WithContext(who));
+              if (--*remaining == 0) all_connected.Set(Status::OK());
+            });
+          });
+    }
+  });
+  if (!posted) return Aborted("the worker is stopping");
+  return all_connected.Wait();
+}
+
+}  // namespace pstrain

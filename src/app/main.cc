@@ -1,0 +1,93 @@
+// pstrain: one executable for every role of a parameter-server training job.
+//
+//   pstrain [flags]          run as the role in MS_ROLE (or --role)
+//   pstrain local [flags]    run a whole job on this machine
+//   pstrain --help           explain roles, variables and subcommands
+//
+// Exit status: 0 the job (or role) finished; 1 it failed at run time; 2 the
+// command line or environment was wrong (nothing was started).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "roles/local_job.h"
+#include "roles/scheduler.h"
+#include "roles/server.h"
+#include "roles/worker.h"
+#include "src/app/usage.h"
+#include "src/common/logging.h"
+#include "src/common/options.h"
+
+namespace pstrain {
+namespace {
+
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+
+int UsageError(const Status& status) {
+  std::fprintf(stderr, "pstrain: %s\n", status.message().c_str());
+  return kExitUsage;
+}
+
+int Finished(const Logger& log, const Status& status) {
+  if (status.ok()) return 0;
+  log->error("{}", status.message());
+  return kExitFailed;
+}
+
+int RunRole(const std::vector<std::string>& args) {
+  auto options = ParseNodeOptions(args, ProcessEnv());
+  if (!options.ok()) return UsageError(options.status());
+  switch (options->role) {
+    case Role::kScheduler: {
+      Logger log = MakeLogger("scheduler");
+      Scheduler scheduler(options->cluster, log);
+      auto port = scheduler.Start();
+      if (!port.ok()) return Finished(log, port.status());
+      return Finished(log, scheduler.Wait());
+    }
+    case Role::kServer: {
+      Logger log = MakeLogger("server");
+      return Finished(log, Server(*options, log).Run());
+    }
+    case Role::kWorker: {
+      Logger log = MakeLogger("worker");
+      return Finished(log, Worker(*options, log).Run());
+    }
+  }
+  return kExitFailed;
+}
+
+int RunLocal(const std::vector<std::string>& args) {
+  auto options = ParseLocalOptions(args, ProcessEnv());
+  if (!options.ok()) return UsageError(options.status());
+  LocalJobOptions job;
+  job.cluster = options->cluster;
+  job.config_path = options->config_path;
+  Logger log = MakeLogger("local");
+  log->info("running a job of {} servers and {} workers on this machine",
+            job.cluster.server_num, job.cluster.worker_num);
+  Status status = RunLocalJob(job);
+  if (status.ok()) log->info("the job finished");
+  return Finished(log, status);
+}
+
+}  // namespace
+}  // namespace pstrain
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty()) {
+    const std::string& first = args[0];
+    if (first == "--help" || first == "-h" || first == "help") {
+      std::fputs(pstrain::UsageText(), stdout);
+      return 0;
+    }
+    if (first == "--version") {
+      std::puts("pstrain 0.1.0");
+      return 0;
+    }
+    if (first == "local") return pstrain::RunLocal({args.begin() + 1, args.end()});
+  }
+  return pstrain::RunRole(args);
+}

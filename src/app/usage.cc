@@ -1,0 +1,53 @@
+#include "src/app/usage.h"
+
+namespace pstrain {
+
+const char* UsageText() {
+  return R"(pstrain: a parameter-server trainer for neural networks.
+
+Usage:
+  pstrain [flags]            run one node; its role comes from MS_ROLE (or --role)
+  pstrain local [flags]      run a whole job (scheduler, servers, workers) on this
+                             machine as threads of one process
+  pstrain --help             this text
+  pstrain --version          the version
+
+Roles (MS_ROLE / --role):
+  MS_SCHED                 the scheduler: nodes register with it, it assigns ranks
+                           (servers and workers each from 0), wires the topology,
+                           runs barriers, watches heartbeats and ends the job
+  MS_PSERVER (MS_SERVER)   a parameter server: holds a shard of the PS-managed weights
+  MS_WORKER                a worker: computes gradients, pushes and pulls weights
+
+Environment (a flag of the same meaning overrides the variable):
+  MS_ROLE          --role            MS_SCHED | MS_PSERVER | MS_SERVER | MS_WORKER
+  MS_SERVER_NUM    --servers         number of servers in the job (0..4096)
+  MS_WORKER_NUM    --workers         number of workers in the job (1..4096)
+  MS_SCHED_HOST    --sched-host      address the scheduler listens on (and nodes dial)
+  MS_SCHED_PORT    --sched-port      port of the scheduler (1..65535)
+  MS_NODE_ID       --node-id         stable identity: a node that comes back with the
+                                     same id gets its old rank (default: a random id)
+  MS_NODE_HOST     --node-host       address this node advertises to its peers
+                                     (default: the address it reaches the scheduler from)
+  MS_CLUSTER_TOKEN --token           shared secret; a node with another token is refused
+  PSTRAIN_NODE_PORT          --node-port          port this node listens on (default: any)
+  PSTRAIN_HEARTBEAT_INTERVAL --heartbeat-interval seconds between heartbeats (default 1)
+  PSTRAIN_HEARTBEAT_TIMEOUT  --heartbeat-timeout  a node silent this long is logged and
+                                                  ends the job (default 30)
+  PSTRAIN_CONNECT_TIMEOUT    --connect-timeout    how long a node keeps trying to reach
+                                                  the scheduler (default 60)
+  PSTRAIN_CONFIG             --config             the job's YAML config
+
+`pstrain local` takes --servers, --workers (default 2 and 2), --config and the
+heartbeat flags; it needs no MS_* variable.
+
+Exit status: 0 finished; 1 failed while running; 2 bad command line or environment.
+
+Scheduler log lines (stable, for grep):
+  The server node id:<id>,node ip: <ip>,node port:<port> assign rank id:<r>
+  The worker node id:<id>,node ip: <ip>,node port:<port> assign rank id:<r>
+  Start the scheduler node is successful!
+)";
+}
+
+}  // namespace pstrain

@@ -1,0 +1,6 @@
+// The text of `pstrain --help`.
+#pragma once
+
+namespace pstrain {
+const char* UsageText();
+}

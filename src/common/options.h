@@ -1,0 +1,66 @@
+// Node options: what a pstrain process is told by its environment and flags.
+//
+// The MindSpore variables (MS_ROLE, MS_SERVER_NUM, MS_WORKER_NUM,
+// MS_SCHED_HOST, MS_SCHED_PORT, MS_NODE_ID, MS_NODE_HOST, MS_CLUSTER_TOKEN)
+// and pstrain's own PSTRAIN_* tuning variables are read here and nowhere else;
+// a command-line flag overrides the variable of the same meaning. Every value
+// is validated once; an error names the variable (or flag) and what it
+// accepts, so main() can print it on one line and exit with status 2.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/common/status.h"
+
+namespace pstrain {
+
+enum class Role { kScheduler, kServer, kWorker };
+
+// "scheduler", "server", "worker": the words the scheduler log uses.
+const char* RoleName(Role role);
+
+struct ClusterOptions {
+  int server_num = 0;
+  int worker_num = 0;
+  std::string sched_host = "127.0.0.1";
+  uint16_t sched_port = 0;  // 0 only in-process (tests, `pstrain local`)
+  std::string token;        // MS_CLUSTER_TOKEN; empty = no check
+  double heartbeat_interval_s = 1.0;
+  double heartbeat_timeout_s = 30.0;  // a node silent this long ends the job
+  double connect_timeout_s = 60.0;  // how long a node keeps trying the scheduler
+};
+
+struct NodeOptions {
+  Role role = Role::kWorker;
+  ClusterOptions cluster;
+  std::string node_id;    // empty: a fresh random id is made at start-up
+  std::string node_host;  // empty: the address used to reach the scheduler
+  uint16_t node_port = 0; // 0: any free port
+  std::string config_path;
+};
+
+// Looks up an environment variable; nullopt when unset. Tests pass a map.
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+EnvLookup ProcessEnv();
+
+// Parses a role process's options (`pstrain [flags]`): role and cluster shape
+// are required. `args` excludes the program name.
+StatusOr<NodeOptions> ParseNodeOptions(const std::vector<std::string>& args, const EnvLookup& env);
+
+// Options of `pstrain local`: the cluster shape from --servers/--workers (or
+// the MS_* variables), no role and no scheduler address.
+struct LocalOptions {
+  ClusterOptions cluster;
+  std::string config_path;
+};
+StatusOr<LocalOptions> ParseLocalOptions(const std::vector<std::string>& args,
+                                         const EnvLookup& env);
+
+// A random node id in the UUID text form, as MindSpore's are.
+std::string MakeNodeId();
+
+}  // namespace pstrain
