@@ -1,9 +1,9 @@
 #include "comm/address.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
 #include <memory>
-
-#include <fmt/format.h>
 
 namespace pstrain {
 namespace {
@@ -85,7 +85,8 @@ std::string FormatIp(const sockaddr* addr) {
 }
 
 uint16_t PortOf(const sockaddr* addr) {
-  if (addr->sa_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(addr)->sin_port);
+  if (addr->sa_family == AF_INET)
+    return ntohs(reinterpret_cast<const sockaddr_in*>(addr)->sin_port);
   if (addr->sa_family == AF_INET6)
     return ntohs(reinterpret_cast<const sockaddr_in6*>(addr)->sin6_port);
   return 0;

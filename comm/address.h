@@ -1,10 +1,10 @@
 // Socket addresses: resolving host names and printing addresses.
 #pragma once
 
+#include <uv.h>
+
 #include <functional>
 #include <string>
-
-#include <uv.h>
 
 #include "comm/event_loop.h"
 #include "src/common/status.h"
@@ -20,7 +20,7 @@ void ResolveAddress(EventLoop* loop, const std::string& host, uint16_t port,
 // Blocking resolve, for start-up (binding a listener) only.
 StatusOr<sockaddr_storage> ResolveAddressNow(const std::string& host, uint16_t port);
 
-std::string FormatIp(const sockaddr* addr);       // "127.0.0.1", "::1"
+std::string FormatIp(const sockaddr* addr);  // "127.0.0.1", "::1"
 uint16_t PortOf(const sockaddr* addr);
 std::string FormatAddress(const sockaddr* addr);  // "127.0.0.1:80", "[::1]:80"
 

@@ -1,8 +1,8 @@
 #include "comm/connection.h"
 
-#include <cstring>
-
 #include <fmt/format.h>
+
+#include <cstring>
 
 #include "comm/address.h"
 
@@ -63,8 +63,8 @@ void Connection::Connect(EventLoop* loop, Logger log, const std::string& host, u
         [](uv_connect_t* r, int status) {
           std::unique_ptr<ConnectRequest> req(static_cast<ConnectRequest*>(r->data));
           if (status < 0) {
-            Status error = Unavailable(fmt::format("connect to {}: {}", req->conn->peer_,
-                                                   UvError(status)));
+            Status error =
+                Unavailable(fmt::format("connect to {}: {}", req->conn->peer_, UvError(status)));
             req->conn->Close(error);
             return req->done(error);
           }
@@ -93,8 +93,8 @@ void Connection::Start(RequestHandler on_request, CloseHandler on_close) {
 void Connection::OnAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
   auto* self = static_cast<Connection*>(static_cast<HandleOwner*>(h->data));
   FrameReader::Span span = self->reader_.NextBuffer();
-  *buf = uv_buf_init(reinterpret_cast<char*>(span.data), static_cast<unsigned>(
-                         std::min<size_t>(span.size, 1u << 30)));
+  *buf = uv_buf_init(reinterpret_cast<char*>(span.data),
+                     static_cast<unsigned>(std::min<size_t>(span.size, 1u << 30)));
 }
 
 void Connection::OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
@@ -129,8 +129,7 @@ void Connection::OnFrame(Frame&& frame) {
   }
   auto it = pending_.find(in.message.request_id);
   if (it == pending_.end()) {
-    Status bad = InvalidArgument(
-        fmt::format("reply to unknown request {}", in.message.request_id));
+    Status bad = InvalidArgument(fmt::format("reply to unknown request {}", in.message.request_id));
     log_->warn("closing connection from {}: {}", peer_, bad.message());
     Close(bad);
     return;
@@ -146,8 +145,8 @@ void Connection::OnFrame(Frame&& frame) {
 
 void Connection::Call(MessageBody body, ReplyCallback done, Payload payload) {
   if (closing_) {
-    done(Unavailable(fmt::format("connection to {} is closed: {}", peer_,
-                                 close_reason_.message())));
+    done(
+        Unavailable(fmt::format("connection to {} is closed: {}", peer_, close_reason_.message())));
     return;
   }
   Message m{next_request_id_++, false, std::move(body)};
@@ -170,22 +169,20 @@ void Connection::Send(const Message& message, Payload payload) {
   EncodeFixedHeader(static_cast<uint32_t>(header.size()), payload.size, w->prefix.data());
   std::memcpy(w->prefix.data() + kFixedHeaderBytes, header.data(), header.size());
   w->payload = std::move(payload);
-  uv_buf_t bufs[2] = {
-      uv_buf_init(reinterpret_cast<char*>(w->prefix.data()),
-                  static_cast<unsigned>(w->prefix.size())),
-      uv_buf_init(const_cast<char*>(reinterpret_cast<const char*>(w->payload.data)),
-                  static_cast<unsigned>(w->payload.size))};
+  uv_buf_t bufs[2] = {uv_buf_init(reinterpret_cast<char*>(w->prefix.data()),
+                                  static_cast<unsigned>(w->prefix.size())),
+                      uv_buf_init(const_cast<char*>(reinterpret_cast<const char*>(w->payload.data)),
+                                  static_cast<unsigned>(w->payload.size))};
   w->req.data = w;
-  int rc = uv_write(&w->req, reinterpret_cast<uv_stream_t*>(tcp_.get()), bufs,
-                    w->payload.size > 0 ? 2 : 1, [](uv_write_t* r, int status) {
-                      std::unique_ptr<WriteRequest> w(static_cast<WriteRequest*>(r->data));
-                      if (status < 0 && status != UV_ECANCELED) {
-                        auto* self = static_cast<Connection*>(
-                            static_cast<HandleOwner*>(r->handle->data));
-                        self->Close(Unavailable(fmt::format("write to {}: {}", self->peer_,
-                                                            UvError(status))));
-                      }
-                    });
+  int rc = uv_write(
+      &w->req, reinterpret_cast<uv_stream_t*>(tcp_.get()), bufs, w->payload.size > 0 ? 2 : 1,
+      [](uv_write_t* r, int status) {
+        std::unique_ptr<WriteRequest> w(static_cast<WriteRequest*>(r->data));
+        if (status < 0 && status != UV_ECANCELED) {
+          auto* self = static_cast<Connection*>(static_cast<HandleOwner*>(r->handle->data));
+          self->Close(Unavailable(fmt::format("write to {}: {}", self->peer_, UvError(status))));
+        }
+      });
   if (rc != 0) {
     delete w;
     Close(Unavailable(fmt::format("write to {}: {}", peer_, UvError(rc))));

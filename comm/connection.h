@@ -9,13 +9,13 @@
 // connection with a logged reason; the process goes on.
 #pragma once
 
+#include <uv.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
-
-#include <uv.h>
 
 #include "comm/event_loop.h"
 #include "comm/frame.h"

@@ -72,8 +72,8 @@ Status EventLoop::Stop() {
     joined_ = true;
   }
   if (close_result_ != 0)
-    return Internal(fmt::format("event loop closed with handles still open: {}",
-                                uv_strerror(close_result_)));
+    return Internal(
+        fmt::format("event loop closed with handles still open: {}", uv_strerror(close_result_)));
   return Status::OK();
 }
 

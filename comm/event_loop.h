@@ -8,6 +8,8 @@
 // always closed clean.
 #pragma once
 
+#include <uv.h>
+
 #include <atomic>
 #include <deque>
 #include <functional>
@@ -15,8 +17,6 @@
 #include <memory>
 #include <mutex>
 #include <thread>
-
-#include <uv.h>
 
 #include "src/common/status.h"
 

@@ -1,9 +1,9 @@
 #include "comm/frame.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
-
-#include <fmt/format.h>
 
 namespace pstrain {
 namespace {
@@ -92,9 +92,8 @@ Status FrameReader::StartFrame() {
   if (magic != kFrameMagic)
     return InvalidArgument(fmt::format("bad frame magic 0x{:08x} (not a pstrain peer?)", magic));
   if (version != kWireVersion)
-    return InvalidArgument(
-        fmt::format("wire version {} is not supported (this build speaks {})", version,
-                    kWireVersion));
+    return InvalidArgument(fmt::format("wire version {} is not supported (this build speaks {})",
+                                       version, kWireVersion));
   if (flags != 0) return InvalidArgument(fmt::format("unknown frame flags 0x{:04x}", flags));
   if (header_len == 0 || header_len > limits_.max_header_bytes)
     return InvalidArgument(fmt::format("frame header of {} bytes is outside 1..{}", header_len,

@@ -73,7 +73,7 @@ class FrameReader {
   uint8_t fixed_[kFixedHeaderBytes];
   size_t fixed_have_ = 0;
   Frame current_;
-  uint64_t have_ = 0;  // bytes of the current stage's body already stored
+  uint64_t have_ = 0;             // bytes of the current stage's body already stored
   std::vector<uint8_t> staging_;  // small reads land here and are parsed out
   bool last_was_direct_ = false;
 };

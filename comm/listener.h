@@ -2,11 +2,11 @@
 // Loop-thread only, except where noted.
 #pragma once
 
+#include <uv.h>
+
 #include <functional>
 #include <memory>
 #include <string>
-
-#include <uv.h>
 
 #include "comm/connection.h"
 #include "comm/event_loop.h"

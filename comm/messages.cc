@@ -14,18 +14,24 @@ constexpr size_t kMaxText = 4096;  // node ids, hosts, tokens, error messages
 
 w::Role ToWire(Role r) {
   switch (r) {
-    case Role::kScheduler: return w::Role_Scheduler;
-    case Role::kServer: return w::Role_Server;
-    case Role::kWorker: return w::Role_Worker;
+    case Role::kScheduler:
+      return w::Role_Scheduler;
+    case Role::kServer:
+      return w::Role_Server;
+    case Role::kWorker:
+      return w::Role_Worker;
   }
   return w::Role_Worker;
 }
 
 w::BarrierGroup ToWire(BarrierGroup g) {
   switch (g) {
-    case BarrierGroup::kAll: return w::BarrierGroup_All;
-    case BarrierGroup::kServers: return w::BarrierGroup_Servers;
-    case BarrierGroup::kWorkers: return w::BarrierGroup_Workers;
+    case BarrierGroup::kAll:
+      return w::BarrierGroup_All;
+    case BarrierGroup::kServers:
+      return w::BarrierGroup_Servers;
+    case BarrierGroup::kWorkers:
+      return w::BarrierGroup_Workers;
   }
   return w::BarrierGroup_All;
 }
@@ -42,9 +48,9 @@ struct BodyEncoder {
 
   Out operator()(const RegisterRequest& m) {
     auto node = ToWire(b, m.node);
-    return {w::Body_RegisterRequest, w::CreateRegisterRequest(b, node, m.server_num, m.worker_num,
-                                                              b.CreateString(m.token))
-                                         .Union()};
+    return {w::Body_RegisterRequest,
+            w::CreateRegisterRequest(b, node, m.server_num, m.worker_num, b.CreateString(m.token))
+                .Union()};
   }
   Out operator()(const RegisterReply& m) {
     return {w::Body_RegisterReply, w::CreateRegisterReply(b, m.rank).Union()};
@@ -54,9 +60,7 @@ struct BodyEncoder {
     for (const NodeInfo& n : m.nodes) nodes.push_back(ToWire(b, n));
     return {w::Body_Topology, w::CreateTopology(b, b.CreateVector(nodes)).Union()};
   }
-  Out operator()(const Heartbeat&) {
-    return {w::Body_Heartbeat, w::CreateHeartbeat(b).Union()};
-  }
+  Out operator()(const Heartbeat&) { return {w::Body_Heartbeat, w::CreateHeartbeat(b).Union()}; }
   Out operator()(const BarrierRequest& m) {
     return {w::Body_BarrierRequest, w::CreateBarrierRequest(b, ToWire(m.group)).Union()};
   }
@@ -82,16 +86,19 @@ StatusOr<std::string> Text(const fb::String* s, const char* field, bool required
     return std::string();
   }
   if (s->size() > kMaxText)
-    return InvalidArgument(fmt::format("field {} is {} bytes long (limit {})", field, s->size(),
-                                       kMaxText));
+    return InvalidArgument(
+        fmt::format("field {} is {} bytes long (limit {})", field, s->size(), kMaxText));
   return s->str();
 }
 
 StatusOr<Role> FromWire(w::Role r) {
   switch (r) {
-    case w::Role_Scheduler: return Role::kScheduler;
-    case w::Role_Server: return Role::kServer;
-    case w::Role_Worker: return Role::kWorker;
+    case w::Role_Scheduler:
+      return Role::kScheduler;
+    case w::Role_Server:
+      return Role::kServer;
+    case w::Role_Worker:
+      return Role::kWorker;
   }
   return InvalidArgument(fmt::format("unknown role {}", static_cast<int>(r)));
 }
@@ -115,6 +122,10 @@ StatusOr<NodeInfo> FromWire(const w::NodeInfo* n, const char* field) {
 }
 
 StatusOr<MessageBody> DecodeBody(const w::Header* h) {
+  // The Verifier accepts a union whose type is set but whose table is absent.
+  if (h->body_type() != w::Body_NONE && h->body() == nullptr)
+    return InvalidArgument(
+        fmt::format("message type {} has no body", static_cast<int>(h->body_type())));
   switch (h->body_type()) {
     case w::Body_RegisterRequest: {
       auto m = h->body_as_RegisterRequest();
@@ -137,14 +148,16 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h) {
       }
       return MessageBody(std::move(t));
     }
-    case w::Body_Heartbeat: return MessageBody(Heartbeat{});
+    case w::Body_Heartbeat:
+      return MessageBody(Heartbeat{});
     case w::Body_BarrierRequest: {
       auto g = h->body_as_BarrierRequest()->group();
       if (g < w::BarrierGroup_MIN || g > w::BarrierGroup_MAX)
         return InvalidArgument(fmt::format("unknown barrier group {}", static_cast<int>(g)));
       return MessageBody(BarrierRequest{static_cast<BarrierGroup>(g)});
     }
-    case w::Body_Done: return MessageBody(Done{});
+    case w::Body_Done:
+      return MessageBody(Done{});
     case w::Body_Shutdown: {
       auto reason = Text(h->body_as_Shutdown()->reason(), "reason", false);
       if (!reason.ok()) return reason.status();
@@ -155,13 +168,15 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h) {
       if (!node.ok()) return node.status();
       return MessageBody(Hello{*node});
     }
-    case w::Body_Ack: return MessageBody(Ack{});
+    case w::Body_Ack:
+      return MessageBody(Ack{});
     case w::Body_Error: {
       auto text = Text(h->body_as_Error()->message(), "message", false);
       if (!text.ok()) return text.status();
       return MessageBody(ErrorReply{*text});
     }
-    case w::Body_NONE: break;
+    case w::Body_NONE:
+      break;
   }
   return InvalidArgument(fmt::format("unknown message type {}", static_cast<int>(h->body_type())));
 }
@@ -170,18 +185,20 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h) {
 
 const char* BarrierGroupName(BarrierGroup group) {
   switch (group) {
-    case BarrierGroup::kAll: return "all nodes";
-    case BarrierGroup::kServers: return "servers";
-    case BarrierGroup::kWorkers: return "workers";
+    case BarrierGroup::kAll:
+      return "all nodes";
+    case BarrierGroup::kServers:
+      return "servers";
+    case BarrierGroup::kWorkers:
+      return "workers";
   }
   return "?";
 }
 
 const char* MessageName(const MessageBody& body) {
-  static const char* const kNames[] = {"RegisterRequest", "RegisterReply", "Topology",
-                                       "Heartbeat",       "BarrierRequest", "Done",
-                                       "Shutdown",        "Hello",          "Ack",
-                                       "Error"};
+  static const char* const kNames[] = {
+      "RegisterRequest", "RegisterReply", "Topology", "Heartbeat", "BarrierRequest", "Done",
+      "Shutdown",        "Hello",         "Ack",      "Error"};
   static_assert(std::size(kNames) == std::variant_size_v<MessageBody>);
   return kNames[body.index()];
 }
@@ -196,8 +213,8 @@ std::vector<uint8_t> EncodeHeader(const Message& message) {
 StatusOr<Message> DecodeHeader(const uint8_t* data, size_t size) {
   fb::Verifier verifier(data, size, /*max_depth=*/16, /*max_tables=*/100000);
   if (!w::VerifyHeaderBuffer(verifier))
-    return InvalidArgument(fmt::format("frame header of {} bytes fails FlatBuffers verification",
-                                       size));
+    return InvalidArgument(
+        fmt::format("frame header of {} bytes fails FlatBuffers verification", size));
   const w::Header* h = w::GetHeader(data);
   auto body = DecodeBody(h);
   if (!body.ok()) return body.status();

@@ -19,8 +19,8 @@ Status CheckTopology(const Topology& t, const ClusterOptions& c) {
                                                        : nullptr;
     if (seen == nullptr || n.rank < 0 || n.rank >= static_cast<int>(seen->size()) ||
         (*seen)[n.rank]++ > 0)
-      return InvalidArgument(fmt::format("topology lists {} rank {} wrongly", RoleName(n.role),
-                                         n.rank));
+      return InvalidArgument(
+          fmt::format("topology lists {} rank {} wrongly", RoleName(n.role), n.rank));
   }
   if (t.nodes.size() != static_cast<size_t>(c.server_num + c.worker_num))
     return InvalidArgument(fmt::format("topology lists {} nodes, expected {}", t.nodes.size(),
@@ -99,8 +99,8 @@ void ClusterClient::OnConnected(Connection::Ptr conn) {
       return;
     }
     rank_ = ok->rank;
-    log_->info("registered with the scheduler at {} as {} rank {} (node id {})",
-               SchedulerAddress(), RoleName(options_.role), rank_, options_.node_id);
+    log_->info("registered with the scheduler at {} as {} rank {} (node id {})", SchedulerAddress(),
+               RoleName(options_.role), rank_, options_.node_id);
     uint64_t every = Millis(options_.cluster.heartbeat_interval_s);
     uv_timer_start(
         &heartbeat_timer_,
@@ -129,8 +129,7 @@ void ClusterClient::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
     shutdown_.Set(Status::OK());
   } else {
     conn->Reply(id, ErrorReply{fmt::format("a {} does not handle {} from the scheduler",
-                                           RoleName(options_.role),
-                                           MessageName(in.message.body))});
+                                           RoleName(options_.role), MessageName(in.message.body))});
   }
 }
 

@@ -1,10 +1,10 @@
 #include "roles/local_job.h"
 
+#include <fmt/format.h>
+
 #include <mutex>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "roles/scheduler.h"
 #include "roles/server.h"

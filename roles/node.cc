@@ -18,13 +18,13 @@ StatusOr<Topology> Node::Start(RequestHandler on_peer_request) {
   // advertised to them.
   auto port = loop_.Call<StatusOr<uint16_t>>(
       [&]() -> StatusOr<uint16_t> {
-        return listener_.Listen("0.0.0.0", options_.node_port, [this, on_peer_request](
-                                                                  Connection::Ptr c) {
-          c->Start(on_peer_request, [this](const Connection::Ptr& conn, const Status& why) {
-            if (why.code() != StatusCode::kAborted)
-              log_->debug("peer {} disconnected: {}", conn->peer(), why.message());
-          });
-        });
+        return listener_.Listen(
+            "0.0.0.0", options_.node_port, [this, on_peer_request](Connection::Ptr c) {
+              c->Start(on_peer_request, [this](const Connection::Ptr& conn, const Status& why) {
+                if (why.code() != StatusCode::kAborted)
+                  log_->debug("peer {} disconnected: {}", conn->peer(), why.message());
+              });
+            });
       },
       Aborted("node stopped while starting"));
   if (!port.ok()) return port.status();

@@ -143,7 +143,7 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
   int limit = info.role == Role::kServer ? options_.server_num : options_.worker_num;
   if (static_cast<int>(nodes.size()) >= limit)
     return refuse(FailedPrecondition(fmt::format(
-        "the job has {}={} and all {} {}s are registered", 
+        "the job has {}={} and all {} {}s are registered",
         info.role == Role::kServer ? "MS_SERVER_NUM" : "MS_WORKER_NUM", limit, limit, role)));
   info.rank = static_cast<int>(nodes.size());
   nodes.push_back(NodeEntry{info, conn, uv_now(loop_.uv())});
@@ -184,10 +184,10 @@ void Scheduler::HandleBarrier(const Connection::Ptr& conn, uint64_t id, NodeEntr
                 (group == BarrierGroup::kServers && node.info.role == Role::kServer) ||
                 (group == BarrierGroup::kWorkers && node.info.role == Role::kWorker);
   if (!member || !topology_sent_) {
-    conn->Reply(id, ErrorReply{fmt::format(
-                        "{} cannot enter the barrier of {}: {}", Describe(node),
-                        BarrierGroupName(group),
-                        member ? "not every node has registered yet" : "not a member")});
+    conn->Reply(
+        id, ErrorReply{fmt::format("{} cannot enter the barrier of {}: {}", Describe(node),
+                                   BarrierGroupName(group),
+                                   member ? "not every node has registered yet" : "not a member")});
     return;
   }
   auto& waiters = barriers_[static_cast<size_t>(group)];
@@ -195,6 +195,8 @@ void Scheduler::HandleBarrier(const Connection::Ptr& conn, uint64_t id, NodeEntr
   for (auto it = waiters.begin(); it != waiters.end();)
     it = it->node_id == node.info.node_id ? waiters.erase(it) : it + 1;
   waiters.push_back({conn, id, node.info.node_id});
+  log_->debug("{} entered the barrier of {} ({} of {})", Describe(node), BarrierGroupName(group),
+              waiters.size(), GroupSize(group));
   if (waiters.size() < GroupSize(group)) return;
   for (const BarrierWaiter& w : waiters)
     if (auto c = w.conn.lock()) c->Reply(w.request_id, Ack{});
@@ -308,9 +310,12 @@ std::string Scheduler::Describe(const NodeEntry& node) const {
 
 size_t Scheduler::GroupSize(BarrierGroup g) const {
   switch (g) {
-    case BarrierGroup::kAll: return servers_.size() + workers_.size();
-    case BarrierGroup::kServers: return servers_.size();
-    case BarrierGroup::kWorkers: return workers_.size();
+    case BarrierGroup::kAll:
+      return servers_.size() + workers_.size();
+    case BarrierGroup::kServers:
+      return servers_.size();
+    case BarrierGroup::kWorkers:
+      return workers_.size();
   }
   return 0;
 }

@@ -101,7 +101,7 @@ class Scheduler : public HandleOwner {
   Completion<Status> finished_;
 
   // Loop-thread state.
-  std::vector<NodeEntry> servers_, workers_;  // index = rank
+  std::vector<NodeEntry> servers_, workers_;                       // index = rank
   std::unordered_map<std::string, std::pair<Role, int>> rank_of_;  // node id -> role, rank
   std::unordered_map<const Connection*, std::string> node_of_;     // registered connections
   std::array<std::vector<BarrierWaiter>, 3> barriers_;             // by BarrierGroup

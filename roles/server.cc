@@ -16,8 +16,8 @@ Status Server::Run() {
 
 void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
   if (auto* hello = std::get_if<Hello>(&in.message.body)) {
-    node_.log()->info("{} rank {} connected from {}", RoleName(hello->node.role),
-                      hello->node.rank, conn->peer());
+    node_.log()->info("{} rank {} connected from {}", RoleName(hello->node.role), hello->node.rank,
+                      conn->peer());
     conn->Reply(in.message.request_id, Ack{});
     return;
   }

@@ -8,15 +8,16 @@ Worker::Worker(NodeOptions options, Logger log) : node_(std::move(options), std:
 
 Status Worker::Run() {
   auto topology = node_.Start([](const Connection::Ptr& c, Incoming&& in) {
-    c->Reply(in.message.request_id, ErrorReply{fmt::format("a worker does not handle {}",
-                                                           MessageName(in.message.body))});
+    c->Reply(in.message.request_id,
+             ErrorReply{fmt::format("a worker does not handle {}", MessageName(in.message.body))});
   });
   if (!topology.ok()) return topology.status();
   PSTRAIN_RETURN_IF_ERROR(ConnectServers(*topology));
   PSTRAIN_RETURN_IF_ERROR(node_.cluster().Barrier(BarrierGroup::kAll));
-  node_.log()->info("worker rank {} is connected to {} servers; no model is configured, so "
-                    "there is nothing to train",
-                    node_.cluster().rank(), servers_.size());
+  node_.log()->info(
+      "worker rank {} is connected to {} servers; no model is configured, so "
+      "there is nothing to train",
+      node_.cluster().rank(), servers_.size());
   return node_.Finish();
 }
 

@@ -65,8 +65,8 @@ int RunLocal(const std::vector<std::string>& args) {
   job.cluster = options->cluster;
   job.config_path = options->config_path;
   Logger log = MakeLogger("local");
-  log->info("running a job of {} servers and {} workers on this machine",
-            job.cluster.server_num, job.cluster.worker_num);
+  log->info("running a job of {} servers and {} workers on this machine", job.cluster.server_num,
+            job.cluster.worker_num);
   Status status = RunLocalJob(job);
   if (status.ok()) log->info("the job finished");
   return Finished(log, status);

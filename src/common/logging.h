@@ -3,11 +3,11 @@
 // one process (tests, `pstrain local`) keep their lines apart by name.
 #pragma once
 
+#include <spdlog/logger.h>
+
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <spdlog/logger.h>
 
 namespace pstrain {
 

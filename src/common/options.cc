@@ -1,12 +1,12 @@
 #include "src/common/options.h"
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <map>
 #include <random>
-
-#include <fmt/format.h>
 
 namespace pstrain {
 namespace {
@@ -16,7 +16,7 @@ struct Setting {
   const char* flag;  // without the leading "--"
   const char* env;   // nullptr: flag only
   bool required;
-  const char* accepted;  // for error messages
+  const char* accepted;                           // for error messages
   std::function<bool(const std::string&)> store;  // false: malformed value
 };
 
@@ -51,7 +51,8 @@ Setting IntSetting(const char* flag, const char* env, bool required, long lo, lo
 }
 
 Setting PortSetting(const char* flag, const char* env, bool required, long lo, uint16_t* target) {
-  const char* accepted = lo == 0 ? "a port number from 0 to 65535" : "a port number from 1 to 65535";
+  const char* accepted =
+      lo == 0 ? "a port number from 0 to 65535" : "a port number from 1 to 65535";
   return {flag, env, required, accepted, [=](const std::string& s) {
             long v;
             if (!ParseInt(s, lo, 65535, &v)) return false;
@@ -61,9 +62,8 @@ Setting PortSetting(const char* flag, const char* env, bool required, long lo, u
 }
 
 Setting SecondsSetting(const char* flag, const char* env, double lo, double* target) {
-  return {flag, env, false, "a number of seconds from 0.01 to 86400", [=](const std::string& s) {
-            return ParseSeconds(s, lo, 86400.0, target);
-          }};
+  return {flag, env, false, "a number of seconds from 0.01 to 86400",
+          [=](const std::string& s) { return ParseSeconds(s, lo, 86400.0, target); }};
 }
 
 Setting TextSetting(const char* flag, const char* env, bool required, const char* accepted,
@@ -95,7 +95,7 @@ std::vector<Setting> ClusterSettings(ClusterOptions* c, bool shape_required) {
 
 // "--name value" and "--name=value" into a map; anything else is an error.
 StatusOr<std::map<std::string, std::string>> CollectFlags(const std::vector<std::string>& args,
-                                                         const std::vector<Setting>& settings) {
+                                                          const std::vector<Setting>& settings) {
   std::map<std::string, std::string> flags;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -135,13 +135,12 @@ Status ApplySettings(const std::vector<std::string>& args, const EnvLookup& env,
     }
     if (!value) {
       if (!s.required) continue;
-      std::string name = s.env ? fmt::format("{} (or --{})", s.env, s.flag)
-                               : fmt::format("--{}", s.flag);
+      std::string name =
+          s.env ? fmt::format("{} (or --{})", s.env, s.flag) : fmt::format("--{}", s.flag);
       return InvalidArgument(fmt::format("{} is not set: expected {}", name, s.accepted));
     }
     if (!s.store(*value))
-      return InvalidArgument(
-          fmt::format("{} is '{}': expected {}", source, *value, s.accepted));
+      return InvalidArgument(fmt::format("{} is '{}': expected {}", source, *value, s.accepted));
   }
   return Status::OK();
 }
@@ -158,9 +157,12 @@ Status CheckHeartbeat(const ClusterOptions& c) {
 
 const char* RoleName(Role role) {
   switch (role) {
-    case Role::kScheduler: return "scheduler";
-    case Role::kServer: return "server";
-    case Role::kWorker: return "worker";
+    case Role::kScheduler:
+      return "scheduler";
+    case Role::kServer:
+      return "server";
+    case Role::kWorker:
+      return "worker";
   }
   return "?";
 }
@@ -179,19 +181,23 @@ StatusOr<NodeOptions> ParseNodeOptions(const std::vector<std::string>& args, con
   std::vector<Setting> settings = ClusterSettings(&c, /*shape_required=*/true);
   const char* kRoles = "MS_SCHED, MS_PSERVER (or MS_SERVER) or MS_WORKER";
   settings.push_back({"role", "MS_ROLE", true, kRoles, [&o](const std::string& s) {
-                        if (s == "MS_SCHED") o.role = Role::kScheduler;
-                        else if (s == "MS_PSERVER" || s == "MS_SERVER") o.role = Role::kServer;
-                        else if (s == "MS_WORKER") o.role = Role::kWorker;
-                        else return false;
+                        if (s == "MS_SCHED")
+                          o.role = Role::kScheduler;
+                        else if (s == "MS_PSERVER" || s == "MS_SERVER")
+                          o.role = Role::kServer;
+                        else if (s == "MS_WORKER")
+                          o.role = Role::kWorker;
+                        else
+                          return false;
                         return true;
                       }});
-  settings.push_back(TextSetting("sched-host", "MS_SCHED_HOST", true,
-                                 "a host name or IP address", &c.sched_host));
+  settings.push_back(
+      TextSetting("sched-host", "MS_SCHED_HOST", true, "a host name or IP address", &c.sched_host));
   settings.push_back(PortSetting("sched-port", "MS_SCHED_PORT", true, 1, &c.sched_port));
   settings.push_back(TextSetting("node-id", "MS_NODE_ID", false,
                                  "1 to 255 printable characters without spaces", &o.node_id));
-  settings.push_back(TextSetting("node-host", "MS_NODE_HOST", false,
-                                 "a host name or IP address", &o.node_host));
+  settings.push_back(
+      TextSetting("node-host", "MS_NODE_HOST", false, "a host name or IP address", &o.node_host));
   settings.push_back(PortSetting("node-port", "PSTRAIN_NODE_PORT", false, 0, &o.node_port));
   settings.push_back(TextSetting("config", "PSTRAIN_CONFIG", false, "a file path", &o.config_path));
   PSTRAIN_RETURN_IF_ERROR(ApplySettings(args, env, settings));
@@ -216,8 +222,8 @@ std::string MakeNodeId() {
   std::random_device rd;
   std::mt19937_64 gen((static_cast<uint64_t>(rd()) << 32) ^ rd());
   uint64_t a = gen(), b = gen();
-  return fmt::format("{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xffff,
-                     a & 0xfff, (b >> 48 & 0x3fff) | 0x8000, b & 0xffffffffffffULL);
+  return fmt::format("{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xffff, a & 0xfff,
+                     (b >> 48 & 0x3fff) | 0x8000, b & 0xffffffffffffULL);
 }
 
 }  // namespace pstrain

@@ -31,15 +31,15 @@ struct ClusterOptions {
   std::string token;        // MS_CLUSTER_TOKEN; empty = no check
   double heartbeat_interval_s = 1.0;
   double heartbeat_timeout_s = 30.0;  // a node silent this long ends the job
-  double connect_timeout_s = 60.0;  // how long a node keeps trying the scheduler
+  double connect_timeout_s = 60.0;    // how long a node keeps trying the scheduler
 };
 
 struct NodeOptions {
   Role role = Role::kWorker;
   ClusterOptions cluster;
-  std::string node_id;    // empty: a fresh random id is made at start-up
-  std::string node_host;  // empty: the address used to reach the scheduler
-  uint16_t node_port = 0; // 0: any free port
+  std::string node_id;     // empty: a fresh random id is made at start-up
+  std::string node_host;   // empty: the address used to reach the scheduler
+  uint16_t node_port = 0;  // 0: any free port
   std::string config_path;
 };
 

@@ -16,13 +16,13 @@ namespace pstrain {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,    // bad input from a user or a peer
-  kNotFound,           // a named thing does not exist
-  kUnavailable,        // a peer cannot be reached or went away
-  kDeadlineExceeded,   // gave up waiting
-  kFailedPrecondition, // the system is not in a state that allows this
-  kAborted,            // the job is stopping
-  kInternal,           // a bug or an unexpected library failure
+  kInvalidArgument,     // bad input from a user or a peer
+  kNotFound,            // a named thing does not exist
+  kUnavailable,         // a peer cannot be reached or went away
+  kDeadlineExceeded,    // gave up waiting
+  kFailedPrecondition,  // the system is not in a state that allows this
+  kAborted,             // the job is stopping
+  kInternal,            // a bug or an unexpected library failure
 };
 
 class Status {
@@ -44,10 +44,14 @@ class Status {
   std::string message_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
-inline Status DeadlineExceeded(std::string m) { return {StatusCode::kDeadlineExceeded, std::move(m)}; }
+inline Status DeadlineExceeded(std::string m) {
+  return {StatusCode::kDeadlineExceeded, std::move(m)};
+}
 inline Status FailedPrecondition(std::string m) {
   return {StatusCode::kFailedPrecondition, std::move(m)};
 }
@@ -65,9 +69,18 @@ class StatusOr {
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   Status status() const { return ok() ? Status::OK() : std::get<Status>(v_); }
-  const T& value() const& { assert(ok()); return std::get<T>(v_); }
-  T& value() & { assert(ok()); return std::get<T>(v_); }
-  T&& value() && { assert(ok()); return std::get<T>(std::move(v_)); }
+  const T& value() const& {
+    assert(ok());
+    return std::get<T>(v_);
+  }
+  T& value() & {
+    assert(ok());
+    return std::get<T>(v_);
+  }
+  T&& value() && {
+    assert(ok());
+    return std::get<T>(std::move(v_));
+  }
   const T& operator*() const& { return value(); }
   T& operator*() & { return value(); }
   const T* operator->() const { return &value(); }
@@ -80,8 +93,8 @@ class StatusOr {
 }  // namespace pstrain
 
 // Returns early from the enclosing function when `expr` is not OK.
-#define PSTRAIN_RETURN_IF_ERROR(expr)         \
-  do {                                        \
-    ::pstrain::Status _st = (expr);           \
-    if (!_st.ok()) return _st;                \
+#define PSTRAIN_RETURN_IF_ERROR(expr) \
+  do {                                \
+    ::pstrain::Status _st = (expr);   \
+    if (!_st.ok()) return _st;        \
   } while (0)

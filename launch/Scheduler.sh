@@ -1,0 +1,8 @@
+#!/bin/sh
+# Starts the scheduler of a pstrain job in the background; its log is
+# scheduler.log. Usage: sh launch/Scheduler.sh
+# Every MS_* variable below may be set by the caller; these are defaults.
+. "$(dirname "$0")/common.sh"
+
+export MS_ROLE=MS_SCHED
+start_node scheduler

@@ -1,0 +1,81 @@
+#!/bin/sh
+# Runs one process of a pstrain job under a resource manager that starts all
+# of them at once and tells each its rank:
+#   srun -n N sh launch/slurm/pstrain-srun.sh [pstrain flags]
+#   mpirun -np N sh launch/slurm/pstrain-srun.sh [pstrain flags]
+# Rank 0 is the scheduler, ranks 1..MS_SERVER_NUM the servers, the rest the
+# workers, so N must be 1 + MS_SERVER_NUM + MS_WORKER_NUM.
+# MS_SERVER_NUM defaults to 1 and MS_WORKER_NUM to N - 1 - MS_SERVER_NUM.
+# MS_SCHED_HOST defaults to the allocation's first host, where rank 0 runs
+# with Slurm's usual task layout; MS_SCHED_PORT defaults to 8081 (give each
+# job its own port when jobs share hosts).
+# POSIX sh: runs under dash and bash.
+
+me=$(basename "$0")
+fail() { echo "$me: $*" >&2; exit 2; }
+
+# The rank and the world size come from the same launcher. mpirun's own
+# variables are read first: inside an sbatch allocation mpirun's processes
+# also inherit SLURM_PROCID (0 for every process on the batch host), which
+# would make them all schedulers.
+if [ -n "${OMPI_COMM_WORLD_RANK:-}" ]; then rank_var=OMPI_COMM_WORLD_RANK size_var=OMPI_COMM_WORLD_SIZE
+elif [ -n "${PMI_RANK:-}" ]; then rank_var=PMI_RANK size_var=PMI_SIZE
+elif [ -n "${SLURM_PROCID:-}" ]; then rank_var=SLURM_PROCID size_var=SLURM_NTASKS
+else fail "no rank: none of SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK is set (run me under srun or mpirun)"
+fi
+rank="" size=""
+eval "rank=\${$rank_var}"
+eval "size=\${$size_var:-}"
+
+check_count() {  # name value
+  case "$2" in
+    ''|*[!0-9]*) fail "$1 is '$2': expected a whole number" ;;
+  esac
+}
+check_count "$rank_var" "$rank"
+check_count "$size_var" "$size"
+
+# Job shape: the world size must hold exactly one scheduler, the servers and
+# the workers, or some process would wait for a peer that never comes.
+servers="${MS_SERVER_NUM:-1}"
+check_count MS_SERVER_NUM "$servers"
+if [ -z "${MS_WORKER_NUM:-}" ] && [ "$size" -ge $((servers + 2)) ]; then
+  MS_WORKER_NUM=$((size - 1 - servers))
+fi
+workers="${MS_WORKER_NUM:-}"
+[ -z "$workers" ] || check_count MS_WORKER_NUM "$workers"
+if [ -z "$workers" ] || [ "$size" -ne $((1 + servers + workers)) ]; then
+  fail "world size $size_var=$size must equal 1 (scheduler) + MS_SERVER_NUM=$servers + MS_WORKER_NUM=${workers:-(at least 1)}"
+fi
+export MS_SERVER_NUM="$servers" MS_WORKER_NUM="$workers"
+
+# Scheduler address: every rank must compute the same one.
+if [ -z "${MS_SCHED_HOST:-}" ]; then
+  nodelist="${SLURM_JOB_NODELIST:-${SLURM_NODELIST:-}}"
+  if [ -n "$nodelist" ] && command -v scontrol > /dev/null 2>&1; then
+    MS_SCHED_HOST=$(scontrol show hostnames "$nodelist" 2> /dev/null | head -n 1)
+  else
+    case "$nodelist" in *[[,]*) ;; *) MS_SCHED_HOST="$nodelist" ;; esac  # a single plain host name
+  fi
+  [ -n "$MS_SCHED_HOST" ] || fail "MS_SCHED_HOST is not set and cannot be taken from SLURM_JOB_NODELIST='$nodelist' (is scontrol on PATH?): set MS_SCHED_HOST to the host of rank 0"
+fi
+export MS_SCHED_HOST
+export MS_SCHED_PORT="${MS_SCHED_PORT:-8081}"
+
+if [ "$rank" -eq 0 ]; then role=MS_SCHED word=scheduler
+elif [ "$rank" -le "$servers" ]; then role=MS_PSERVER word=server
+else role=MS_WORKER word=worker
+fi
+export MS_ROLE="$role"
+# A stable id per rank, so a rank the resource manager restarts gets its old
+# rank back from the scheduler. A given MS_NODE_ID is shared by every rank,
+# so it becomes a prefix (as in launch/common.sh).
+export MS_NODE_ID="${MS_NODE_ID:+$MS_NODE_ID-}$word-$rank"
+
+# The binary, found as launch/common.sh finds it.
+REPO_DIR=$(cd "$(dirname "$0")/../.." && pwd)
+. "$REPO_DIR/launch/find_binary.sh"
+
+echo "$me: rank $rank of $size is $role (node id $MS_NODE_ID), scheduler $MS_SCHED_HOST:$MS_SCHED_PORT" >&2
+# exec, so that srun/mpirun see pstrain's own exit status and signals.
+exec "$PSTRAIN_BIN" "$@"

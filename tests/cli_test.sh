@@ -1,0 +1,60 @@
+#!/bin/sh
+# The command line as a user meets it: bad variables exit 2 with a one-line
+# message naming the variable; a node with no scheduler gives up in time.
+# Usage: sh tests/cli_test.sh PSTRAIN_BIN
+set -u
+BIN="$1"
+OUT=$(mktemp)
+trap 'rm -f "$OUT"' EXIT
+passed=0
+failed=0
+check() {
+  desc="$1"; shift
+  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $desc"; cat "$OUT"; fi
+}
+has() { grep -q "$1" "$OUT"; }
+lines() { wc -l < "$OUT" | tr -d ' '; }
+
+GOOD="MS_ROLE=MS_WORKER MS_SERVER_NUM=1 MS_WORKER_NUM=1 MS_SCHED_HOST=127.0.0.1 MS_SCHED_PORT=1"
+
+# run_env "VAR=value ..." [args]: runs the binary in exactly that environment.
+run_env() {
+  vars="$1"; shift
+  # shellcheck disable=SC2086
+  env -i $vars "$BIN" "$@" > "$OUT" 2>&1
+}
+
+run_env "" --help; status=$?
+check "--help exits 0" [ "$status" = 0 ]
+check "--help explains roles and variables" has "MS_SCHED_PORT"
+
+for case in "MS_ROLE=MS_BOSS|MS_ROLE is 'MS_BOSS': expected MS_SCHED, MS_PSERVER" \
+            "MS_WORKER_NUM=0|MS_WORKER_NUM is '0': expected an integer from 1 to 4096" \
+            "MS_SERVER_NUM=x|MS_SERVER_NUM is 'x': expected an integer" \
+            "MS_SCHED_PORT=99999|MS_SCHED_PORT is '99999': expected a port number from 1 to 65535"; do
+  override=${case%%|*}
+  message=${case#*|}
+  run_env "$GOOD $override"; status=$?
+  check "$override exits 2 (got $status)" [ "$status" = 2 ]
+  check "$override names the variable" has "pstrain: $message"
+  check "$override is one line" [ "$(lines)" = 1 ]
+done
+
+run_env "MS_ROLE=MS_WORKER MS_SERVER_NUM=1 MS_WORKER_NUM=1 MS_SCHED_HOST=127.0.0.1"; status=$?
+check "missing MS_SCHED_PORT exits 2" [ "$status" = 2 ]
+check "missing MS_SCHED_PORT is named" has "MS_SCHED_PORT (or --sched-port) is not set"
+
+run_env "$GOOD" --bogus 1; status=$?
+check "unknown flag exits 2" [ "$status" = 2 ]
+check "unknown flag is named" has "unknown flag --bogus"
+
+# Nothing listens on port 1: the worker retries for 1 s, then gives up.
+start=$(date +%s)
+run_env "$GOOD PSTRAIN_CONNECT_TIMEOUT=1"; status=$?
+took=$(( $(date +%s) - start ))
+check "a worker with no scheduler exits 1 (got $status)" [ "$status" = 1 ]
+check "its message names the address" has "cannot reach the scheduler at 127.0.0.1:1"
+check "it gives up within the configured time (took $took s)" [ "$took" -le 10 ]
+
+echo "cli_test: $passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,105 @@
+#!/bin/sh
+# Tests the cluster launchers: launch/k8s/pstrain-job.yaml parses, and
+# launch/slurm/pstrain-srun.sh runs a real job on 127.0.0.1 (Slurm faked by
+# setting SLURM_PROCID/SLURM_NTASKS per process) and rejects bad setups.
+# Usage: sh tests/cluster_launchers_test.sh PATH/TO/pstrain   (dash or bash)
+
+bin="${1:?usage: $0 PATH/TO/pstrain}"
+[ -x "$bin" ] || { echo "not an executable: $bin" >&2; exit 2; }
+repo=$(cd "$(dirname "$0")/.." && pwd)
+wrapper="$repo/launch/slurm/pstrain-srun.sh"
+yaml_file="$repo/launch/k8s/pstrain-job.yaml"
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "ok: $*"; }
+fail() { failed=$((failed + 1)); echo "FAILED: $*"; }
+
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' INT TERM
+
+# Launcher variables from the caller (say, a test run inside a Slurm
+# allocation) would change which rank each process takes.
+unset SLURM_PROCID SLURM_NTASKS SLURM_JOB_NODELIST SLURM_NODELIST \
+  OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE PMI_RANK PMI_SIZE \
+  MS_ROLE MS_NODE_ID MS_NODE_HOST MS_CLUSTER_TOKEN MS_SERVER_NUM MS_WORKER_NUM \
+  MS_SCHED_HOST MS_SCHED_PORT PSTRAIN_NODE_PORT PSTRAIN_CONFIG
+export PSTRAIN_BIN="$bin"
+
+# Each pstrain ends by itself in about a second; timeout only guards a hang.
+if command -v timeout > /dev/null 2>&1; then guard="timeout 60"; else guard=""; fi
+
+# (a) The Kubernetes manifests are valid YAML with the expected objects.
+if python3 -c "import yaml" > /dev/null 2>&1; then
+  if python3 - "$yaml_file" > "$tmp/yaml.out" 2>&1 <<'EOF'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+kinds = sorted(d["kind"] for d in docs)
+assert kinds == ["ConfigMap", "Job", "Job", "Service", "Service", "StatefulSet"], kinds
+svc = [d for d in docs if d["metadata"]["name"] == "pstrain-scheduler" and d["kind"] == "Service"]
+assert svc and svc[0]["spec"]["clusterIP"] == "None", "pstrain-scheduler must be headless"
+for d in docs:
+    if d["kind"] in ("Job", "StatefulSet"):
+        for c in d["spec"]["template"]["spec"]["containers"]:
+            assert c["command"] == ["pstrain"], d["metadata"]["name"]
+EOF
+  then pass "k8s YAML parses"; else fail "k8s YAML: $(cat "$tmp/yaml.out")"; fi
+else
+  echo "skipped: no PyYAML (k8s YAML not checked)"
+fi
+
+# (b) A real job: rank 0 scheduler, rank 1 server, ranks 2-3 workers.
+port=$((20000 + $$ % 30000))
+pids=""
+for rank in 0 1 2 3; do
+  SLURM_PROCID=$rank SLURM_NTASKS=4 MS_SCHED_HOST=127.0.0.1 MS_SCHED_PORT=$port \
+    PSTRAIN_CONNECT_TIMEOUT=20 $guard sh "$wrapper" > "$tmp/rank$rank.log" 2>&1 &
+  pids="$pids $!"
+done
+rank=0
+for pid in $pids; do
+  wait "$pid"
+  status=$?
+  if [ "$status" -eq 0 ]; then pass "rank $rank exits 0"
+  else fail "rank $rank exits $status; its log:"; cat "$tmp/rank$rank.log"
+  fi
+  rank=$((rank + 1))
+done
+sched_log="$tmp/rank0.log"
+if grep -q "The server node id:server-1,.*assign rank id:0" "$sched_log"; then
+  pass "scheduler gives server-1 rank 0"
+else fail "no 'assign rank id:0' for server-1 in the scheduler's log:"; cat "$sched_log"
+fi
+if grep -q "Start the scheduler node is successful!" "$sched_log"; then
+  pass "scheduler starts the job"
+else fail "no 'Start the scheduler node is successful!' in the scheduler's log"
+fi
+
+# expect_usage_error NAME WORDS... : the last run exited 2 and its message
+# ($tmp/err.log) names every WORD.
+expect_usage_error() {
+  name="$1"; shift
+  if [ "$status" -ne 2 ]; then fail "$name: exit $status, expected 2"; return; fi
+  for word in "$@"; do
+    grep -q "$word" "$tmp/err.log" || { fail "$name: message lacks $word: $(cat "$tmp/err.log")"; return; }
+  done
+  pass "$name: exit 2 naming $*"
+}
+
+# (c) Bad setups are refused before pstrain starts.
+SLURM_PROCID=0 SLURM_NTASKS=5 MS_SERVER_NUM=1 MS_WORKER_NUM=2 MS_SCHED_HOST=127.0.0.1 \
+  $guard sh "$wrapper" > "$tmp/err.log" 2>&1
+status=$?
+expect_usage_error "world size mismatch" SLURM_NTASKS MS_SERVER_NUM MS_WORKER_NUM
+
+MS_SCHED_HOST=127.0.0.1 $guard sh "$wrapper" > "$tmp/err.log" 2>&1
+status=$?
+expect_usage_error "no rank variable" SLURM_PROCID OMPI_COMM_WORLD_RANK PMI_RANK
+
+SLURM_PROCID=0 SLURM_NTASKS=4 $guard sh "$wrapper" > "$tmp/err.log" 2>&1
+status=$?
+expect_usage_error "no scheduler host" MS_SCHED_HOST
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,133 @@
+// Framing: round trips through the FrameReader at every split of the stream,
+// and rejection (not a crash) of frames that are wrong in any way.
+#include "comm/frame.h"
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <random>
+
+#include "comm/messages.h"
+
+namespace pstrain {
+namespace {
+
+std::vector<uint8_t> MakeFrame(const Message& m, const std::vector<uint8_t>& payload) {
+  std::vector<uint8_t> header = EncodeHeader(m);
+  std::vector<uint8_t> out(kFixedHeaderBytes);
+  EncodeFixedHeader(static_cast<uint32_t>(header.size()), payload.size(), out.data());
+  out.insert(out.end(), header.begin(), header.end());
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
+
+std::vector<uint8_t> Bytes(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::vector<uint8_t> b(n);
+  for (auto& x : b) x = static_cast<uint8_t>(gen());
+  return b;
+}
+
+// Feeds `stream` in chunks of `chunk` bytes; returns the frames decoded.
+StatusOr<std::vector<Frame>> FeedAll(const std::vector<uint8_t>& stream, size_t chunk,
+                                     FrameLimits limits = {}) {
+  FrameReader reader(limits);
+  std::vector<Frame> frames;
+  for (size_t at = 0; at < stream.size(); at += chunk) {
+    size_t n = std::min(chunk, stream.size() - at);
+    Status st =
+        reader.Feed(stream.data() + at, n, [&](Frame&& f) { frames.push_back(std::move(f)); });
+    if (!st.ok()) return st;
+  }
+  return frames;
+}
+
+Message Shutdown42() { return Message{42, false, Shutdown{"done"}}; }
+
+TEST_CASE("frames round-trip whatever the read sizes") {
+  std::vector<uint8_t> small = Bytes(100, 1), large = Bytes(300 * 1024, 2);
+  std::vector<uint8_t> stream = MakeFrame(Shutdown42(), {});
+  for (auto* payload : {&small, &large}) {
+    auto f = MakeFrame(Message{7, true, Ack{}}, *payload);
+    stream.insert(stream.end(), f.begin(), f.end());
+  }
+  for (size_t chunk :
+       {size_t{1}, size_t{3}, size_t{20}, size_t{4096}, size_t{70000}, stream.size()}) {
+    CAPTURE(chunk);
+    auto frames = FeedAll(stream, chunk);
+    REQUIRE(frames.ok());
+    REQUIRE(frames->size() == 3);
+    auto first = DecodeHeader((*frames)[0].header.data(), (*frames)[0].header.size());
+    REQUIRE(first.ok());
+    CHECK(first->request_id == 42);
+    CHECK(std::get<Shutdown>(first->body).reason == "done");
+    CHECK((*frames)[0].payload_size == 0);
+    CHECK((*frames)[1].payload_size == small.size());
+    CHECK(std::memcmp((*frames)[1].payload.get(), small.data(), small.size()) == 0);
+    CHECK((*frames)[2].payload_size == large.size());
+    CHECK(std::memcmp((*frames)[2].payload.get(), large.data(), large.size()) == 0);
+  }
+}
+
+TEST_CASE("a truncated frame yields nothing until the rest arrives") {
+  std::vector<uint8_t> stream = MakeFrame(Shutdown42(), Bytes(1000, 3));
+  FrameReader reader;
+  int frames = 0;
+  auto count = [&](Frame&&) { ++frames; };
+  REQUIRE(reader.Feed(stream.data(), stream.size() - 1, count).ok());
+  CHECK(frames == 0);
+  REQUIRE(reader.Feed(stream.data() + stream.size() - 1, 1, count).ok());
+  CHECK(frames == 1);
+}
+
+TEST_CASE("fixed headers that are wrong are rejected with the reason") {
+  std::vector<uint8_t> good = MakeFrame(Shutdown42(), {});
+  struct Case {
+    const char* name;
+    size_t offset;
+    uint8_t value;
+    const char* reason;
+  };
+  for (const Case& c : {Case{"magic", 0, 'X', "magic"}, Case{"version", 4, 9, "version 9"},
+                        Case{"flags", 6, 1, "flags"}, Case{"header size", 11, 0x7f, "header"},
+                        Case{"payload size", 19, 0x7f, "exceeds the limit"}}) {
+    CAPTURE(c.name);
+    std::vector<uint8_t> bad = good;
+    bad[c.offset] = c.value;
+    auto frames = FeedAll(bad, bad.size());
+    REQUIRE_FALSE(frames.ok());
+    CHECK(frames.status().message().find(c.reason) != std::string::npos);
+  }
+  std::vector<uint8_t> empty_header(kFixedHeaderBytes);
+  EncodeFixedHeader(0, 0, empty_header.data());
+  CHECK_FALSE(FeedAll(empty_header, 5).ok());
+}
+
+TEST_CASE("the payload limit is configurable") {
+  std::vector<uint8_t> stream = MakeFrame(Shutdown42(), Bytes(2000, 4));
+  CHECK_FALSE(FeedAll(stream, 64, FrameLimits{1 << 20, 1000}).ok());
+  CHECK(FeedAll(stream, 64, FrameLimits{1 << 20, 2000}).ok());
+}
+
+TEST_CASE("random bytes never crash the reader or the decoder") {
+  std::mt19937 gen(5);
+  int rejected = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::vector<uint8_t> stream = Bytes(1 + gen() % 512, trial);
+    if (trial % 2 == 0) {  // a valid fixed header over a random FlatBuffers header
+      size_t header = stream.size();
+      stream.insert(stream.begin(), kFixedHeaderBytes, 0);
+      EncodeFixedHeader(static_cast<uint32_t>(header), 0, stream.data());
+    }
+    auto frames = FeedAll(stream, 1 + gen() % 64, FrameLimits{4096, 4096});
+    if (!frames.ok()) {
+      ++rejected;
+      continue;
+    }
+    for (const Frame& f : *frames) rejected += !DecodeHeader(f.header.data(), f.header.size()).ok();
+  }
+  CHECK(rejected > 900);  // nearly every random stream is refused somewhere
+}
+
+}  // namespace
+}  // namespace pstrain

@@ -1,0 +1,139 @@
+// Environment and flag parsing: what a user sees when a variable is missing
+// or malformed, and that flags override the environment.
+#include "src/common/options.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+
+namespace pstrain {
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+EnvLookup Lookup(Env env) {
+  return [env](const std::string& name) -> std::optional<std::string> {
+    auto it = env.find(name);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+Env Valid() {
+  return {{"MS_ROLE", "MS_WORKER"},
+          {"MS_SERVER_NUM", "2"},
+          {"MS_WORKER_NUM", "3"},
+          {"MS_SCHED_HOST", "127.0.0.1"},
+          {"MS_SCHED_PORT", "8081"}};
+}
+
+std::string ErrorOf(Env env, std::vector<std::string> args = {}) {
+  auto o = ParseNodeOptions(args, Lookup(env));
+  REQUIRE_FALSE(o.ok());
+  CHECK(o.status().code() == StatusCode::kInvalidArgument);
+  return o.status().message();
+}
+
+TEST_CASE("a complete environment parses") {
+  auto o = ParseNodeOptions({}, Lookup(Valid()));
+  REQUIRE(o.ok());
+  CHECK(o->role == Role::kWorker);
+  CHECK(o->cluster.server_num == 2);
+  CHECK(o->cluster.worker_num == 3);
+  CHECK(o->cluster.sched_host == "127.0.0.1");
+  CHECK(o->cluster.sched_port == 8081);
+  CHECK(o->node_id.size() == 36);  // a fresh UUID when MS_NODE_ID is unset
+  CHECK(o->node_port == 0);
+}
+
+TEST_CASE("each role spelling") {
+  for (auto [text, role] : {std::pair{"MS_SCHED", Role::kScheduler},
+                            {"MS_PSERVER", Role::kServer},
+                            {"MS_SERVER", Role::kServer},
+                            {"MS_WORKER", Role::kWorker}}) {
+    Env env = Valid();
+    env["MS_ROLE"] = text;
+    auto o = ParseNodeOptions({}, Lookup(env));
+    REQUIRE(o.ok());
+    CHECK(o->role == role);
+  }
+}
+
+TEST_CASE("a missing variable names itself and what it accepts") {
+  for (const char* name :
+       {"MS_ROLE", "MS_SERVER_NUM", "MS_WORKER_NUM", "MS_SCHED_HOST", "MS_SCHED_PORT"}) {
+    CAPTURE(name);
+    Env env = Valid();
+    env.erase(name);
+    std::string error = ErrorOf(env);
+    CHECK(error.find(std::string(name) + " (or --") == 0);
+    CHECK(error.find("is not set: expected") != std::string::npos);
+  }
+}
+
+TEST_CASE("a malformed variable names itself, its value and what it accepts") {
+  struct Case {
+    const char* name;
+    const char* value;
+    const char* expected;
+  };
+  for (const Case& c :
+       {Case{"MS_ROLE", "MS_BOSS", "MS_SCHED, MS_PSERVER (or MS_SERVER) or MS_WORKER"},
+        Case{"MS_SERVER_NUM", "two", "an integer from 0 to 4096"},
+        Case{"MS_SERVER_NUM", "-1", "an integer from 0 to 4096"},
+        Case{"MS_WORKER_NUM", "0", "an integer from 1 to 4096"},
+        Case{"MS_WORKER_NUM", "3x", "an integer from 1 to 4096"},
+        Case{"MS_SCHED_PORT", "70000", "a port number from 1 to 65535"},
+        Case{"MS_SCHED_PORT", "", "a port number from 1 to 65535"},
+        Case{"MS_SCHED_HOST", "a b", "a host name or IP address"},
+        Case{"MS_NODE_ID", "", "1 to 255 printable characters"},
+        Case{"PSTRAIN_HEARTBEAT_TIMEOUT", "soon", "a number of seconds"},
+        Case{"PSTRAIN_CONNECT_TIMEOUT", "-3", "a number of seconds"}}) {
+    CAPTURE(c.name);
+    CAPTURE(c.value);
+    Env env = Valid();
+    env[c.name] = c.value;
+    std::string error = ErrorOf(env);
+    CHECK(error.find(std::string(c.name) + " is '" + c.value + "': expected ") == 0);
+    CHECK(error.find(c.expected) != std::string::npos);
+  }
+}
+
+TEST_CASE("flags override the environment and are named in errors") {
+  auto o = ParseNodeOptions(
+      {"--role", "MS_PSERVER", "--workers=7", "--sched-port", "9000", "--node-id", "srv-a"},
+      Lookup(Valid()));
+  REQUIRE(o.ok());
+  CHECK(o->role == Role::kServer);
+  CHECK(o->cluster.worker_num == 7);
+  CHECK(o->cluster.sched_port == 9000);
+  CHECK(o->node_id == "srv-a");
+
+  CHECK(ErrorOf(Valid(), {"--workers", "many"}) ==
+        "--workers is 'many': expected an integer from 1 to 4096");
+  CHECK(ErrorOf(Valid(), {"--colour", "red"}).find("unknown flag --colour") == 0);
+  CHECK(ErrorOf(Valid(), {"--workers"}).find("--workers needs a value") == 0);
+  CHECK(ErrorOf(Valid(), {"stray"}).find("unexpected argument 'stray'") == 0);
+}
+
+TEST_CASE("heartbeat timeout must leave room for missed beats") {
+  Env env = Valid();
+  env["PSTRAIN_HEARTBEAT_INTERVAL"] = "2";
+  env["PSTRAIN_HEARTBEAT_TIMEOUT"] = "3";
+  CHECK(ErrorOf(env).find("at least twice") != std::string::npos);
+}
+
+TEST_CASE("pstrain local has defaults and needs no MS_* variable") {
+  auto o = ParseLocalOptions({}, Lookup({}));
+  REQUIRE(o.ok());
+  CHECK(o->cluster.server_num == 2);
+  CHECK(o->cluster.worker_num == 2);
+  auto custom = ParseLocalOptions({"--servers", "1", "--workers", "4"}, Lookup({}));
+  REQUIRE(custom.ok());
+  CHECK(custom->cluster.server_num == 1);
+  CHECK(custom->cluster.worker_num == 4);
+  CHECK_FALSE(ParseLocalOptions({"--role", "MS_WORKER"}, Lookup({})).ok());
+}
+
+}  // namespace
+}  // namespace pstrain

@@ -1,0 +1,323 @@
+// The scheduler protocol with real sockets on 127.0.0.1: ranks, topology,
+// barriers, refusals, re-registration, heartbeats and shutdown. Nodes run as
+// threads of this process.
+#include "roles/scheduler.h"
+
+#include <arpa/inet.h>
+#include <doctest/doctest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "comm/frame.h"
+#include "roles/cluster_client.h"
+#include "roles/local_job.h"
+#include "roles/server.h"
+#include "roles/worker.h"
+#include "tests/test_util.h"
+
+namespace pstrain {
+namespace {
+
+using testing::CaptureLogger;
+using testing::CaptureSink;
+
+ClusterOptions Shape(int servers, int workers) {
+  ClusterOptions c;
+  c.server_num = servers;
+  c.worker_num = workers;
+  c.sched_host = "127.0.0.1";
+  c.sched_port = 0;
+  c.connect_timeout_s = 10;
+  return c;
+}
+
+NodeOptions NodeFor(Role role, const ClusterOptions& cluster, uint16_t port,
+                    const std::string& id = "") {
+  NodeOptions o;
+  o.role = role;
+  o.cluster = cluster;
+  o.cluster.sched_port = port;
+  o.node_id = id.empty() ? MakeNodeId() : id;
+  return o;
+}
+
+// A bare cluster member: a loop and a ClusterClient, driven by the test.
+struct TestNode {
+  TestNode(NodeOptions options, Logger log) : client(&loop, std::move(options), std::move(log)) {
+    REQUIRE(loop.Start().ok());
+  }
+  ~TestNode() { (void)loop.Stop(); }
+  EventLoop loop;
+  ClusterClient client;
+};
+
+// Sends `bytes` to 127.0.0.1:port on a plain socket, then closes it.
+void SendRaw(uint16_t port, const std::vector<uint8_t>& bytes) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  REQUIRE(write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+  // Wait for the scheduler to close its end (it read a bad frame): read
+  // returns 0 at EOF.
+  char c;
+  while (read(fd, &c, 1) > 0) {
+  }
+  close(fd);
+}
+
+TEST_CASE("a local job of 2 servers and 2 workers registers, passes a barrier and ends") {
+  auto sink = std::make_shared<CaptureSink>();
+  LocalJobOptions job;
+  job.cluster = Shape(2, 2);
+  job.make_logger = [sink](const std::string& name) { return CaptureLogger(name, sink); };
+  Status status = RunLocalJob(job);  // OK includes: every event loop closed clean
+  REQUIRE_MESSAGE(status.ok(), status.message());
+
+  for (const char* role : {"server", "worker"}) {
+    auto lines = sink->Matching(std::string("The ") + role + " node id:");
+    REQUIRE(lines.size() == 2);
+    std::set<std::string> ranks;
+    for (const std::string& l : lines) {
+      CHECK(l.find(",node ip: 127.0.0.1,node port:") != std::string::npos);
+      ranks.insert(l.substr(l.find("assign rank id:") + 15));
+    }
+    CHECK(ranks == std::set<std::string>{"0", "1"});
+  }
+  auto all = sink->Lines();
+  auto at = [&](const std::string& needle) {
+    for (size_t i = 0; i < all.size(); ++i)
+      if (all[i].find(needle) != std::string::npos) return i;
+    return all.size();
+  };
+  CHECK(sink->Matching("Start the scheduler node is successful!").size() == 1);
+  CHECK(at("Start the scheduler node is successful!") > at("assign rank id:1"));
+  CHECK(sink->Matching("stops: the job is over").size() == 4);
+  CHECK(sink->Matching("connected from").size() == 4);  // each worker greeted each server
+}
+
+TEST_CASE("a larger job of 8 servers and 16 workers registers cleanly") {
+  auto sink = std::make_shared<CaptureSink>();
+  LocalJobOptions job;
+  job.cluster = Shape(8, 16);
+  job.make_logger = [sink](const std::string& name) { return CaptureLogger(name, sink); };
+  auto start = std::chrono::steady_clock::now();
+  Status status = RunLocalJob(job);
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE_MESSAGE(status.ok(), status.message());
+  CHECK(sink->Matching("assign rank id:").size() == 24);
+  CHECK(sink->Matching("stops: the job is over").size() == 24);
+  MESSAGE("8 servers + 16 workers: whole job in " << ms << " ms");
+}
+
+TEST_CASE("garbage on the scheduler port closes that connection only") {
+  auto sink = std::make_shared<CaptureSink>();
+  ClusterOptions cluster = Shape(1, 1);
+  Scheduler scheduler(cluster, CaptureLogger("scheduler", sink));
+  auto port = scheduler.Start();
+  REQUIRE(port.ok());
+
+  SendRaw(*port, std::vector<uint8_t>(64, 0xAB));  // wrong magic
+  std::vector<uint8_t> bad_body(kFixedHeaderBytes + 16, 0x5A);
+  EncodeFixedHeader(16, 0, bad_body.data());  // valid fixed header, junk FlatBuffer
+  SendRaw(*port, bad_body);
+  CHECK(sink->Matching("bad frame").size() == 2);
+
+  std::thread server([&] {
+    Server s(NodeFor(Role::kServer, cluster, *port), CaptureLogger("server", sink));
+    CHECK(s.Run().ok());
+  });
+  Worker w(NodeFor(Role::kWorker, cluster, *port), CaptureLogger("worker", sink));
+  CHECK(w.Run().ok());
+  server.join();
+  CHECK(scheduler.Wait().ok());
+  CHECK(sink->Matching("Start the scheduler node is successful!").size() == 1);
+}
+
+TEST_CASE("a worker beyond MS_WORKER_NUM is refused with the reason") {
+  auto sink = std::make_shared<CaptureSink>();
+  ClusterOptions cluster = Shape(1, 2);
+  Scheduler scheduler(cluster, CaptureLogger("scheduler", sink));
+  auto port = scheduler.Start();
+  REQUIRE(port.ok());
+
+  // Two workers register and wait for the server, which is not there yet.
+  std::vector<std::thread> workers;
+  for (int i = 0; i < 2; ++i)
+    workers.emplace_back([&] {
+      Worker w(NodeFor(Role::kWorker, cluster, *port), CaptureLogger("worker", sink));
+      CHECK(w.Run().ok());
+    });
+  REQUIRE(sink->WaitFor("The worker node id:", 2));
+
+  Worker third(NodeFor(Role::kWorker, cluster, *port, "third"), CaptureLogger("third", sink));
+  Status refused = third.Run();
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.message().find("refused") != std::string::npos);
+  CHECK(refused.message().find("MS_WORKER_NUM=2") != std::string::npos);
+  CHECK(sink->Matching("refused worker node id:third").size() == 1);
+
+  Server server(NodeFor(Role::kServer, cluster, *port), CaptureLogger("server", sink));
+  CHECK(server.Run().ok());
+  for (auto& t : workers) t.join();
+  CHECK(scheduler.Wait().ok());
+  CHECK(sink->Matching("assign rank id:").size() == 3);
+}
+
+TEST_CASE("a node whose token or shape differs is refused") {
+  auto sink = std::make_shared<CaptureSink>();
+  ClusterOptions cluster = Shape(0, 1);
+  cluster.token = "s3cret";
+  Scheduler scheduler(cluster, CaptureLogger("scheduler", sink));
+  auto port = scheduler.Start();
+  REQUIRE(port.ok());
+
+  NodeOptions wrong_token = NodeFor(Role::kWorker, cluster, *port);
+  wrong_token.cluster.token = "guess";
+  TestNode a(wrong_token, CaptureLogger("a", sink));
+  auto joined = a.client.Join(0);
+  REQUIRE_FALSE(joined.ok());
+  CHECK(joined.status().message().find("MS_CLUSTER_TOKEN does not match") != std::string::npos);
+
+  NodeOptions wrong_shape = NodeFor(Role::kWorker, cluster, *port);
+  wrong_shape.cluster.worker_num = 3;
+  TestNode b(wrong_shape, CaptureLogger("b", sink));
+  joined = b.client.Join(0);
+  REQUIRE_FALSE(joined.ok());
+  CHECK(joined.status().message().find("MS_WORKER_NUM=3") != std::string::npos);
+
+  Worker good(NodeFor(Role::kWorker, cluster, *port), CaptureLogger("good", sink));
+  CHECK(good.Run().ok());
+  CHECK(scheduler.Wait().ok());
+}
+
+TEST_CASE("a worker that cannot reach the scheduler gives up in the configured time") {
+  // A port nobody listens on: bind one, note it, close it.
+  ClusterOptions cluster = Shape(0, 1);
+  cluster.connect_timeout_s = 0.5;
+  uint16_t dead_port;
+  {
+    EventLoop loop;
+    REQUIRE(loop.Start().ok());
+    Listener listener(&loop, MakeLogger("probe"));
+    auto port = loop.Call<StatusOr<uint16_t>>(
+        [&] { return listener.Listen("127.0.0.1", 0, [](Connection::Ptr) {}); },
+        Aborted("stopped"));
+    REQUIRE(port.ok());
+    dead_port = *port;
+    REQUIRE(loop.Stop().ok());
+  }
+  auto sink = std::make_shared<CaptureSink>();
+  Worker w(NodeFor(Role::kWorker, cluster, dead_port), CaptureLogger("worker", sink));
+  auto start = std::chrono::steady_clock::now();
+  Status st = w.Run();
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.message().find("cannot reach the scheduler at 127.0.0.1:" + std::to_string(dead_port)) !=
+        std::string::npos);
+  CHECK(s >= 0.5);
+  CHECK(s < 10);
+}
+
+TEST_CASE("a node that registers again with its node id keeps its rank") {
+  auto sink = std::make_shared<CaptureSink>();
+  ClusterOptions cluster = Shape(0, 2);
+  Scheduler scheduler(cluster, CaptureLogger("scheduler", sink));
+  auto port = scheduler.Start();
+  REQUIRE(port.ok());
+
+  NodeOptions a_options = NodeFor(Role::kWorker, cluster, *port, "worker-a");
+  StatusOr<Topology> first_join = Unavailable("not run");
+  auto first = std::make_unique<TestNode>(a_options, CaptureLogger("a", sink));
+  std::thread first_thread([&] { first_join = first->client.Join(0); });
+  REQUIRE(sink->WaitFor("node id:worker-a,node ip: 127.0.0.1,node port:0 assign rank id:0"));
+  REQUIRE(first->loop.Stop().ok());  // the process "dies"
+  first_thread.join();
+  CHECK_FALSE(first_join.ok());
+
+  TestNode again(a_options, CaptureLogger("a2", sink));
+  std::thread other([&] {
+    Worker w(NodeFor(Role::kWorker, cluster, *port, "worker-b"), CaptureLogger("b", sink));
+    CHECK(w.Run().ok());
+  });
+  auto topology = again.client.Join(0);
+  REQUIRE(topology.ok());
+  CHECK(again.client.rank() == 0);
+  CHECK(sink->Matching("node id:worker-a,node ip: 127.0.0.1,node port:0 registered again, keeps "
+                       "rank id:0")
+            .size() == 1);
+  CHECK(sink->Matching("node id:worker-b").size() >= 1);
+  CHECK(again.client.Barrier(BarrierGroup::kAll).ok());
+  CHECK(again.client.ReportDone().ok());
+  CHECK(again.client.WaitForShutdown().ok());
+  other.join();
+  CHECK(scheduler.Wait().ok());
+}
+
+TEST_CASE("a barrier holds each member until all have entered") {
+  auto sink = std::make_shared<CaptureSink>();
+  ClusterOptions cluster = Shape(1, 2);
+  Scheduler scheduler(cluster, CaptureLogger("scheduler", sink));
+  auto port = scheduler.Start();
+  REQUIRE(port.ok());
+  TestNode server(NodeFor(Role::kServer, cluster, *port), CaptureLogger("s", sink));
+  TestNode w0(NodeFor(Role::kWorker, cluster, *port), CaptureLogger("w0", sink));
+  TestNode w1(NodeFor(Role::kWorker, cluster, *port), CaptureLogger("w1", sink));
+  std::thread joins[] = {std::thread([&] { CHECK(server.client.Join(0).ok()); }),
+                         std::thread([&] { CHECK(w1.client.Join(0).ok()); })};
+  REQUIRE(w0.client.Join(0).ok());
+  for (auto& t : joins) t.join();
+
+  std::atomic<bool> w1_entered{false};
+  std::thread first([&] {
+    CHECK(w0.client.Barrier(BarrierGroup::kWorkers).ok());
+    CHECK(w1_entered.load());  // released only after the other worker came
+  });
+  REQUIRE(sink->WaitFor("entered the barrier of workers (1 of 2)"));
+  w1_entered = true;
+  CHECK(w1.client.Barrier(BarrierGroup::kWorkers).ok());
+  first.join();
+
+  // A server is not a member of the workers' barrier.
+  Status not_member = server.client.Barrier(BarrierGroup::kWorkers);
+  REQUIRE_FALSE(not_member.ok());
+  CHECK(not_member.message().find("not a member") != std::string::npos);
+  CHECK(server.client.Barrier(BarrierGroup::kServers).ok());  // a group of one
+
+  for (TestNode* w : {&w0, &w1}) CHECK(w->client.ReportDone().ok());
+  for (TestNode* n : {&server, &w0, &w1}) CHECK(n->client.WaitForShutdown().ok());
+  CHECK(scheduler.Wait().ok());
+}
+
+TEST_CASE("a silent node is logged with its id, role and rank, and ends the job") {
+  auto sink = std::make_shared<CaptureSink>();
+  ClusterOptions cluster = Shape(0, 1);
+  cluster.heartbeat_interval_s = 0.05;
+  cluster.heartbeat_timeout_s = 0.3;
+  Scheduler scheduler(cluster, CaptureLogger("scheduler", sink));
+  auto port = scheduler.Start();
+  REQUIRE(port.ok());
+  NodeOptions quiet = NodeFor(Role::kWorker, cluster, *port, "quiet");
+  quiet.cluster.heartbeat_interval_s = 3600;  // as good as silent
+  TestNode node(quiet, CaptureLogger("quiet", sink));
+  REQUIRE(node.client.Join(0).ok());
+  Status lost = node.client.WaitForShutdown();
+  REQUIRE_FALSE(lost.ok());
+  CHECK(lost.message().find("lost the connection to the scheduler") != std::string::npos);
+  Status aborted = scheduler.Wait();
+  CHECK(aborted.code() == StatusCode::kAborted);
+  CHECK(sink->Matching("the worker node id:quiet (rank 0, 127.0.0.1:0) has sent no heartbeat")
+            .size() >= 1);
+}
+
+}  // namespace
+}  // namespace pstrain
