@@ -36,11 +36,11 @@ if python3 -c "import yaml" > /dev/null 2>&1; then
 import sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
 kinds = sorted(d["kind"] for d in docs)
-assert kinds == ["ConfigMap", "Job", "Job", "Service", "Service", "StatefulSet"], kinds
+assert kinds == ["ConfigMap", "Job", "Job", "Job", "Service"], kinds
 svc = [d for d in docs if d["metadata"]["name"] == "pstrain-scheduler" and d["kind"] == "Service"]
 assert svc and svc[0]["spec"]["clusterIP"] == "None", "pstrain-scheduler must be headless"
 for d in docs:
-    if d["kind"] in ("Job", "StatefulSet"):
+    if d["kind"] == "Job":
         for c in d["spec"]["template"]["spec"]["containers"]:
             assert c["command"] == ["pstrain"], d["metadata"]["name"]
 EOF
