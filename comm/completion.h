@@ -17,7 +17,7 @@ template <typename T>
 class Completion {
  public:
   Completion() : state_(std::make_shared<State>()) {
-    state_->future = state_->promise.get_future();
+    state_->future = state_->promise.get_future().share();
   }
 
   // Any thread. Later calls are ignored.
@@ -31,9 +31,9 @@ class Completion {
     std::lock_guard<std::mutex> lock(state_->mutex);
     return state_->set;
   }
-  // Blocks until set. Call once.
+  // Blocks until set. Any number of times, from any copy.
   T Wait() const { return state_->future.get(); }
-  // Blocks at most `timeout`; nullopt when not set by then. Call once.
+  // Blocks at most `timeout`; nullopt when not set by then.
   std::optional<T> WaitFor(std::chrono::milliseconds timeout) const {
     if (state_->future.wait_for(timeout) != std::future_status::ready) return std::nullopt;
     return state_->future.get();
@@ -44,7 +44,7 @@ class Completion {
     std::mutex mutex;
     bool set = false;  // GUARDED_BY(mutex)
     std::promise<T> promise;
-    std::future<T> future;  // the waiting side
+    std::shared_future<T> future;  // the waiting side
   };
   std::shared_ptr<State> state_;  // copies share it: hand one to a callback
 };

@@ -28,7 +28,12 @@ std::string PeerName(uv_tcp_t* tcp) {
 std::string UvError(int code) { return uv_strerror(code); }
 
 Connection::Connection(EventLoop* loop, Logger log, std::unique_ptr<uv_tcp_t> tcp)
-    : loop_(loop), log_(std::move(log)), tcp_(std::move(tcp)) {
+    : loop_(loop),
+      log_(std::move(log)),
+      tcp_(std::move(tcp)),
+      reader_({}, [this](const std::vector<uint8_t>& header, uint64_t size) {
+        return PlacePayload(header, size);
+      }) {
   tcp_->data = static_cast<HandleOwner*>(this);
 }
 
@@ -114,15 +119,22 @@ void Connection::OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
   }
 }
 
+// The header is verified here, before any payload byte is read, so that a
+// reply's payload can go straight to the memory its request named.
+StatusOr<Buffer> Connection::PlacePayload(const std::vector<uint8_t>& header, uint64_t size) {
+  auto message = DecodeHeader(header.data(), header.size());
+  if (!message.ok()) return message.status();
+  decoded_ = std::move(*message);
+  if (!decoded_->is_reply) return Buffer{};
+  auto it = pending_.find(decoded_->request_id);
+  if (it == pending_.end() || it->second.reply_into.size != size) return Buffer{};
+  return it->second.reply_into;
+}
+
 void Connection::OnFrame(Frame&& frame) {
-  if (closing_) return;
-  auto message = DecodeHeader(frame.header.data(), frame.header.size());
-  if (!message.ok()) {
-    log_->warn("closing connection from {}: bad frame: {}", peer_, message.status().message());
-    Close(message.status());
-    return;
-  }
-  Incoming in{std::move(*message), std::move(frame.payload), frame.payload_size};
+  if (closing_ || !decoded_) return;
+  Incoming in{std::move(*decoded_), std::move(frame.payload)};
+  decoded_.reset();
   if (!in.message.is_reply) {
     if (on_request_) on_request_(shared_from_this(), std::move(in));
     return;
@@ -134,23 +146,26 @@ void Connection::OnFrame(Frame&& frame) {
     Close(bad);
     return;
   }
-  ReplyCallback done = std::move(it->second);
+  Pending pending = std::move(it->second);
   pending_.erase(it);
   if (auto* error = std::get_if<ErrorReply>(&in.message.body)) {
-    done(FailedPrecondition(error->message));
+    pending.done(FailedPrecondition(error->message));
+  } else if (pending.reply_into.size > 0 && in.payload.data != pending.reply_into.data) {
+    pending.done(InvalidArgument(fmt::format("{} replied with {} payload bytes, expected {}", peer_,
+                                             in.payload.size, pending.reply_into.size)));
   } else {
-    done(std::move(in));
+    pending.done(std::move(in));
   }
 }
 
-void Connection::Call(MessageBody body, ReplyCallback done, Payload payload) {
+void Connection::Call(MessageBody body, ReplyCallback done, Payload payload, Buffer reply_into) {
   if (closing_) {
     done(
         Unavailable(fmt::format("connection to {} is closed: {}", peer_, close_reason_.message())));
     return;
   }
   Message m{next_request_id_++, false, std::move(body)};
-  pending_.emplace(m.request_id, std::move(done));
+  pending_.emplace(m.request_id, Pending{std::move(done), std::move(reply_into)});
   Send(m, std::move(payload));
 }
 
@@ -204,8 +219,8 @@ void Connection::OnHandleClosed(uv_handle_t*) {
   Ptr keep = std::move(self_);
   auto pending = std::move(pending_);
   pending_.clear();
-  for (auto& [id, done] : pending)
-    done(Unavailable(fmt::format("connection to {} closed: {}", peer_, close_reason_.message())));
+  for (auto& [id, p] : pending)
+    p.done(Unavailable(fmt::format("connection to {} closed: {}", peer_, close_reason_.message())));
   if (on_close_) {
     CloseHandler on_close = std::move(on_close_);
     on_close(keep, close_reason_);

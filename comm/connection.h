@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -36,8 +37,7 @@ struct Payload {
 // A received message with its payload (if any).
 struct Incoming {
   Message message;
-  std::unique_ptr<uint8_t[]> payload;
-  uint64_t payload_size = 0;
+  Buffer payload;
 };
 
 class Connection : public HandleOwner, public std::enable_shared_from_this<Connection> {
@@ -62,7 +62,10 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
 
   // Sends a request and calls `done` with the reply (or the reason none came).
   // An ErrorReply from the peer arrives as a non-OK status with its message.
-  void Call(MessageBody body, ReplyCallback done, Payload payload = {});
+  // A reply payload of exactly reply_into.size bytes is read straight into
+  // reply_into (which must stay valid until `done` runs); one of another size
+  // fails the call.
+  void Call(MessageBody body, ReplyCallback done, Payload payload = {}, Buffer reply_into = {});
   // Sends a one-way message (request_id 0).
   void Notify(MessageBody body);
   // Answers request `request_id`.
@@ -81,6 +84,7 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
  private:
   Connection(EventLoop* loop, Logger log, std::unique_ptr<uv_tcp_t> tcp);
   void Send(const Message& message, Payload payload);
+  StatusOr<Buffer> PlacePayload(const std::vector<uint8_t>& header, uint64_t size);
   void OnFrame(Frame&& frame);
   static void OnAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
   static void OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf);
@@ -92,7 +96,12 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   FrameReader reader_;
   RequestHandler on_request_;
   CloseHandler on_close_;
-  std::unordered_map<uint64_t, ReplyCallback> pending_;
+  struct Pending {
+    ReplyCallback done;
+    Buffer reply_into;
+  };
+  std::unordered_map<uint64_t, Pending> pending_;
+  std::optional<Message> decoded_;  // header of the frame being read
   uint64_t next_request_id_ = 1;
   bool closing_ = false;
   Status close_reason_;

@@ -31,13 +31,17 @@ void EncodeFixedHeader(uint32_t header_len, uint64_t payload_len, uint8_t* out) 
   PutLe(payload_len, 8, out + 12);
 }
 
-FrameReader::FrameReader(FrameLimits limits) : limits_(limits), staging_(kStagingBytes) {}
+FrameReader::FrameReader(FrameLimits limits, PayloadPlacer placer)
+    : limits_(limits),
+      placer_(std::move(placer)),
+      pool_(BufferPool::Create()),
+      staging_(kStagingBytes) {}
 
 FrameReader::Span FrameReader::NextBuffer() {
-  uint64_t remaining = current_.payload_size - have_;
+  uint64_t remaining = payload_size_ - have_;
   if (stage_ == Stage::kPayload && remaining >= kDirectReadThreshold) {
     last_was_direct_ = true;
-    return {current_.payload.get() + have_, static_cast<size_t>(remaining)};
+    return {current_.payload.data + have_, static_cast<size_t>(remaining)};
   }
   last_was_direct_ = false;
   return {staging_.data(), staging_.size()};
@@ -46,7 +50,7 @@ FrameReader::Span FrameReader::NextBuffer() {
 Status FrameReader::Consume(size_t n, const std::function<void(Frame&&)>& on_frame) {
   if (last_was_direct_) {
     have_ += n;
-    if (have_ == current_.payload_size) Emit(on_frame);
+    if (have_ == payload_size_) Emit(on_frame);
     return Status::OK();
   }
   const uint8_t* p = staging_.data();
@@ -65,19 +69,19 @@ Status FrameReader::Consume(size_t n, const std::function<void(Frame&&)>& on_fra
         have_ += take;
         if (have_ == current_.header.size()) {
           have_ = 0;
-          if (current_.payload_size == 0) {
+          PSTRAIN_RETURN_IF_ERROR(PlacePayload());
+          if (payload_size_ == 0) {
             Emit(on_frame);
           } else {
-            current_.payload.reset(new uint8_t[current_.payload_size]);
             stage_ = Stage::kPayload;
           }
         }
         break;
       case Stage::kPayload:
-        take = static_cast<size_t>(std::min<uint64_t>(n, current_.payload_size - have_));
-        std::memcpy(current_.payload.get() + have_, p, take);
+        take = static_cast<size_t>(std::min<uint64_t>(n, payload_size_ - have_));
+        std::memcpy(current_.payload.data + have_, p, take);
         have_ += take;
-        if (have_ == current_.payload_size) Emit(on_frame);
+        if (have_ == payload_size_) Emit(on_frame);
         break;
     }
     p += take;
@@ -103,9 +107,25 @@ Status FrameReader::StartFrame() {
                                        payload_len, limits_.max_payload_bytes));
   current_ = Frame{};
   current_.header.resize(header_len);
-  current_.payload_size = payload_len;
+  payload_size_ = payload_len;
   stage_ = Stage::kHeader;
   have_ = 0;
+  return Status::OK();
+}
+
+Status FrameReader::PlacePayload() {
+  if (placer_) {
+    auto placed = placer_(current_.header, payload_size_);
+    if (!placed.ok()) return placed.status();
+    if (placed->data != nullptr) {
+      if (placed->size != payload_size_)
+        return Internal(
+            fmt::format("payload placed in {} bytes, frame has {}", placed->size, payload_size_));
+      current_.payload = std::move(*placed);
+      return Status::OK();
+    }
+  }
+  if (payload_size_ > 0) current_.payload = pool_->Get(payload_size_);
   return Status::OK();
 }
 
@@ -115,6 +135,7 @@ void FrameReader::Emit(const std::function<void(Frame&&)>& on_frame) {
   stage_ = Stage::kFixed;
   fixed_have_ = 0;
   have_ = 0;
+  payload_size_ = 0;
   on_frame(std::move(done));
 }
 

@@ -17,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "comm/buffer.h"
 #include "src/common/status.h"
 
 namespace pstrain {
@@ -36,9 +37,15 @@ void EncodeFixedHeader(uint32_t header_len, uint64_t payload_len, uint8_t* out);
 // A received frame: its FlatBuffers header (not yet verified) and payload.
 struct Frame {
   std::vector<uint8_t> header;
-  std::unique_ptr<uint8_t[]> payload;  // null when payload_size == 0
-  uint64_t payload_size = 0;
+  Buffer payload;  // size 0 when the frame has none
 };
+
+// Called once a frame's header is in, before its payload is read: returns the
+// memory the payload_size bytes go to (exactly that size; e.g. the tensor a
+// pull reply belongs in), or an empty Buffer to let the reader allocate one.
+// An error ends the stream.
+using PayloadPlacer =
+    std::function<StatusOr<Buffer>(const std::vector<uint8_t>& header, uint64_t payload_size)>;
 
 // Cuts a byte stream into frames. Feed it through NextBuffer()/Consume() from
 // a socket's read callbacks: small frames are parsed out of a staging buffer
@@ -46,7 +53,7 @@ struct Frame {
 // memory (no copy). Single-threaded.
 class FrameReader {
  public:
-  explicit FrameReader(FrameLimits limits = {});
+  explicit FrameReader(FrameLimits limits = {}, PayloadPlacer placer = nullptr);
 
   struct Span {
     uint8_t* data;
@@ -66,9 +73,13 @@ class FrameReader {
  private:
   enum class Stage { kFixed, kHeader, kPayload };
   Status StartFrame();
+  Status PlacePayload();
   void Emit(const std::function<void(Frame&&)>& on_frame);
 
   FrameLimits limits_;
+  PayloadPlacer placer_;
+  std::shared_ptr<BufferPool> pool_;
+  uint64_t payload_size_ = 0;  // of the frame being read
   Stage stage_ = Stage::kFixed;
   uint8_t fixed_[kFixedHeaderBytes];
   size_t fixed_have_ = 0;

@@ -76,6 +76,26 @@ struct BodyEncoder {
   Out operator()(const ErrorReply& m) {
     return {w::Body_Error, w::CreateError(b, b.CreateString(m.message)).Union()};
   }
+  Out operator()(const PushRequest& m) {
+    auto kind = m.kind == PushKind::kInit ? w::PushKind_Init : w::PushKind_Gradient;
+    return {
+        w::Body_PushRequest,
+        w::CreatePushRequest(b, b.CreateString(m.tensor), m.part, m.worker, m.clock, kind).Union()};
+  }
+  Out operator()(const PullRequest& m) {
+    return {
+        w::Body_PullRequest,
+        w::CreatePullRequest(b, b.CreateString(m.tensor), m.part, m.worker, m.min_clock).Union()};
+  }
+  Out operator()(const PullReply& m) {
+    return {w::Body_PullReply, w::CreatePullReply(b, m.clock).Union()};
+  }
+  Out operator()(const SaveRequest& m) {
+    return {w::Body_SaveRequest, w::CreateSaveRequest(b, m.step, b.CreateString(m.dir)).Union()};
+  }
+  Out operator()(const SaveReply& m) {
+    return {w::Body_SaveReply, w::CreateSaveReply(b, b.CreateString(m.file)).Union()};
+  }
 };
 
 // Field checks beyond what the Verifier knows: required fields present, text
@@ -175,6 +195,34 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h) {
       if (!text.ok()) return text.status();
       return MessageBody(ErrorReply{*text});
     }
+    case w::Body_PushRequest: {
+      auto m = h->body_as_PushRequest();
+      auto tensor = Text(m->tensor(), "tensor", true);
+      if (!tensor.ok()) return tensor.status();
+      if (m->kind() != w::PushKind_Gradient && m->kind() != w::PushKind_Init)
+        return InvalidArgument(fmt::format("unknown push kind {}", static_cast<int>(m->kind())));
+      return MessageBody(
+          PushRequest{*tensor, m->part(), m->worker(), m->clock(),
+                      m->kind() == w::PushKind_Init ? PushKind::kInit : PushKind::kGradient});
+    }
+    case w::Body_PullRequest: {
+      auto m = h->body_as_PullRequest();
+      auto tensor = Text(m->tensor(), "tensor", true);
+      if (!tensor.ok()) return tensor.status();
+      return MessageBody(PullRequest{*tensor, m->part(), m->worker(), m->min_clock()});
+    }
+    case w::Body_PullReply:
+      return MessageBody(PullReply{h->body_as_PullReply()->clock()});
+    case w::Body_SaveRequest: {
+      auto dir = Text(h->body_as_SaveRequest()->dir(), "dir", true);
+      if (!dir.ok()) return dir.status();
+      return MessageBody(SaveRequest{h->body_as_SaveRequest()->step(), *dir});
+    }
+    case w::Body_SaveReply: {
+      auto file = Text(h->body_as_SaveReply()->file(), "file", true);
+      if (!file.ok()) return file.status();
+      return MessageBody(SaveReply{*file});
+    }
     case w::Body_NONE:
       break;
   }
@@ -198,7 +246,8 @@ const char* BarrierGroupName(BarrierGroup group) {
 const char* MessageName(const MessageBody& body) {
   static const char* const kNames[] = {
       "RegisterRequest", "RegisterReply", "Topology", "Heartbeat", "BarrierRequest", "Done",
-      "Shutdown",        "Hello",         "Ack",      "Error"};
+      "Shutdown",        "Hello",         "Ack",      "Error",     "PushRequest",    "PullRequest",
+      "PullReply",       "SaveRequest",   "SaveReply"};
   static_assert(std::size(kNames) == std::variant_size_v<MessageBody>);
   return kNames[body.index()];
 }

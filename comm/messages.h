@@ -52,8 +52,36 @@ struct ErrorReply {
   std::string message;
 };
 
+// Parameter-server messages: one partition of a tensor each; the float32
+// values travel as the frame's payload.
+enum class PushKind { kGradient, kInit };
+struct PushRequest {
+  std::string tensor;
+  uint32_t part = 0;
+  int worker = 0;
+  int64_t clock = 0;  // the worker's step
+  PushKind kind = PushKind::kGradient;
+};
+struct PullRequest {
+  std::string tensor;
+  uint32_t part = 0;
+  int worker = 0;
+  int64_t min_clock = 0;  // answer once the partition's clock reaches this
+};
+struct PullReply {
+  int64_t clock = 0;
+};
+struct SaveRequest {
+  int64_t step = 0;
+  std::string dir;
+};
+struct SaveReply {
+  std::string file;  // written inside the step's directory
+};
+
 using MessageBody = std::variant<RegisterRequest, RegisterReply, Topology, Heartbeat,
-                                 BarrierRequest, Done, Shutdown, Hello, Ack, ErrorReply>;
+                                 BarrierRequest, Done, Shutdown, Hello, Ack, ErrorReply,
+                                 PushRequest, PullRequest, PullReply, SaveRequest, SaveReply>;
 
 struct Message {
   uint64_t request_id = 0;  // 0: one-way, no reply expected

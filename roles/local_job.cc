@@ -38,20 +38,20 @@ Status RunLocalJob(const LocalJobOptions& options) {
     o.role = role;
     o.cluster = cluster;
     o.node_id = MakeNodeId();
-    o.config_path = options.config_path;
     return o;
   };
   for (int i = 0; i < cluster.server_num; ++i) {
     threads.emplace_back([&, i] {
       std::string name = fmt::format("server_{}", i);
-      Server server(node_options(Role::kServer), options.make_logger(name));
+      Server server(node_options(Role::kServer), options.make_logger(name), options.config);
       record(name, server.Run());
     });
   }
   for (int i = 0; i < cluster.worker_num; ++i) {
     threads.emplace_back([&, i] {
       std::string name = fmt::format("worker_{}", i);
-      Worker worker(node_options(Role::kWorker), options.make_logger(name));
+      Worker worker(node_options(Role::kWorker), options.make_logger(name), options.config,
+                    options.make_job ? options.make_job(i) : nullptr);
       record(name, worker.Run());
     });
   }

@@ -6,6 +6,8 @@
 #include <functional>
 #include <string>
 
+#include "roles/worker_job.h"
+#include "src/common/config.h"
 #include "src/common/logging.h"
 #include "src/common/options.h"
 
@@ -13,7 +15,9 @@ namespace pstrain {
 
 struct LocalJobOptions {
   ClusterOptions cluster;  // sched_host/sched_port are ignored: 127.0.0.1, any port
-  std::string config_path;
+  Config config;
+  // Makes worker i's job; none: workers only do the handshake.
+  std::function<std::unique_ptr<WorkerJob>(int index)> make_job;
   // Makes each node's logger from its name ("scheduler", "server_0", ...).
   std::function<Logger(const std::string& name)> make_logger = [](const std::string& name) {
     return MakeLogger(name);

@@ -1,23 +1,48 @@
-// Server: holds its shard of the PS-managed parameters and answers workers.
-// In this version it joins the job, greets the workers that connect, takes
-// part in barriers, and stops when the scheduler ends the job; push/pull and
-// the optimizers arrive with the parameter-server core.
+// Server: holds its share of the PS-managed partitions (see
+// comm/partition_map.h for which) and answers the workers.
+//
+// Peer protocol (messages in comm/wire.fbs), worker -> server:
+//   1. Hello: a worker introduces itself.                      reply: Ack
+//   2. PushRequest(kind Init) + values: the chief's initial values of a
+//      partition; the first Init creates it, later ones are acknowledged
+//      and ignored (values restored from a checkpoint win).  reply: Ack
+//   3. PushRequest(kind Gradient, clock) + gradient: applied as the mode
+//      says (roles/ps_partition.h).            reply: Ack, or Error naming why
+//   4. PullRequest(min_clock): answered once the partition exists and its
+//      clock has reached min_clock.     reply: PullReply(clock) + values
+//   5. SaveRequest(step, dir): write this server's shard of a checkpoint.
+//                                                        reply: SaveReply
+// The loop thread only routes: each partition belongs to one shard thread
+// (PsShard), which does the math and sends the reply.
 #pragma once
 
+#include <memory>
+#include <vector>
+
 #include "roles/node.h"
+#include "roles/ps_shard.h"
+#include "src/common/config.h"
 
 namespace pstrain {
 
 class Server {
  public:
-  Server(NodeOptions options, Logger log);
+  Server(NodeOptions options, Logger log, Config config = {});
+  ~Server();
   // Runs the server's part of the job; blocks until it is over.
   Status Run();
 
  private:
   void OnPeerRequest(const Connection::Ptr& conn, Incoming&& in);
+  PsShard& ShardFor(const std::string& tensor, uint32_t part);
+  PsShard::Reply ReplyTo(const Connection::Ptr& conn, uint64_t request_id);
 
+  Config config_;
   Node node_;
+  // Declared after node_: the destructor stops the loop first (no more
+  // requests reach the shards), then the shards join (their last replies
+  // are dropped by the stopped loop), then the node goes.
+  std::vector<std::unique_ptr<PsShard>> shards_;
 };
 
 }  // namespace pstrain

@@ -4,7 +4,8 @@
 
 namespace pstrain {
 
-Worker::Worker(NodeOptions options, Logger log) : node_(std::move(options), std::move(log)) {}
+Worker::Worker(NodeOptions options, Logger log, Config config, std::unique_ptr<WorkerJob> job)
+    : config_(std::move(config)), job_(std::move(job)), node_(std::move(options), std::move(log)) {}
 
 Status Worker::Run() {
   auto topology = node_.Start([](const Connection::Ptr& c, Incoming&& in) {
@@ -13,11 +14,33 @@ Status Worker::Run() {
   });
   if (!topology.ok()) return topology.status();
   PSTRAIN_RETURN_IF_ERROR(ConnectServers(*topology));
+  WorkerContext context;
+  context.rank = node_.cluster().rank();
+  context.workers = node_.options().cluster.worker_num;
+  context.config = &config_;
+  context.cluster = &node_.cluster();
+  context.log = node_.log();
+  context.loop = &node_.loop();
+  context.servers = servers_;
+  if (job_) {
+    std::vector<TensorSpec> tensors = job_->PsTensors();
+    if (!tensors.empty()) {
+      auto map = PartitionMap::Build(std::move(tensors), static_cast<int>(servers_.size()),
+                                     config_.train.partition_bytes);
+      if (!map.ok()) return map.status().WithContext("partition map");
+      kv_ = std::make_unique<KvClient>(&node_.loop(), servers_, context.rank, std::move(*map));
+      context.kv = kv_.get();
+    }
+  }
   PSTRAIN_RETURN_IF_ERROR(node_.cluster().Barrier(BarrierGroup::kAll));
-  node_.log()->info(
-      "worker rank {} is connected to {} servers; no model is configured, so "
-      "there is nothing to train",
-      node_.cluster().rank(), servers_.size());
+  if (job_) {
+    PSTRAIN_RETURN_IF_ERROR(job_->Run(context));
+  } else {
+    node_.log()->info(
+        "worker rank {} is connected to {} servers; no model is configured, so "
+        "there is nothing to train",
+        context.rank, servers_.size());
+  }
   return node_.Finish();
 }
 

@@ -1,17 +1,23 @@
-// Worker: computes gradients and talks to the servers. In this version it
-// joins the job, connects to every server, passes the start barrier with the
-// rest of the job and reports Done; training arrives with later issues.
+// Worker: joins the job, connects to every server, builds the partition map
+// and the KV client from its job's PS tensors, passes the start barrier with
+// the rest of the job, runs the job (roles/worker_job.h) and reports Done.
+// Without a job it only does the handshake.
 #pragma once
 
+#include <memory>
 #include <vector>
 
+#include "comm/kv_client.h"
 #include "roles/node.h"
+#include "roles/worker_job.h"
+#include "src/common/config.h"
 
 namespace pstrain {
 
 class Worker {
  public:
-  Worker(NodeOptions options, Logger log);
+  Worker(NodeOptions options, Logger log, Config config = {},
+         std::unique_ptr<WorkerJob> job = nullptr);
   // Runs the worker's part of the job; blocks until it is over.
   Status Run();
 
@@ -19,8 +25,11 @@ class Worker {
   // Connects to every server of `topology` and greets it. Blocking.
   Status ConnectServers(const Topology& topology);
 
+  Config config_;
+  std::unique_ptr<WorkerJob> job_;
   Node node_;
-  std::vector<Connection::Ptr> servers_;  // by server rank; loop-thread use only
+  std::vector<Connection::Ptr> servers_;  // by server rank
+  std::unique_ptr<KvClient> kv_;
 };
 
 }  // namespace pstrain

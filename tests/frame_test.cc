@@ -61,12 +61,32 @@ TEST_CASE("frames round-trip whatever the read sizes") {
     REQUIRE(first.ok());
     CHECK(first->request_id == 42);
     CHECK(std::get<Shutdown>(first->body).reason == "done");
-    CHECK((*frames)[0].payload_size == 0);
-    CHECK((*frames)[1].payload_size == small.size());
-    CHECK(std::memcmp((*frames)[1].payload.get(), small.data(), small.size()) == 0);
-    CHECK((*frames)[2].payload_size == large.size());
-    CHECK(std::memcmp((*frames)[2].payload.get(), large.data(), large.size()) == 0);
+    CHECK((*frames)[0].payload.size == 0);
+    CHECK((*frames)[1].payload.size == small.size());
+    CHECK(std::memcmp((*frames)[1].payload.data, small.data(), small.size()) == 0);
+    CHECK((*frames)[2].payload.size == large.size());
+    CHECK(std::memcmp((*frames)[2].payload.data, large.data(), large.size()) == 0);
   }
+}
+
+TEST_CASE("a placer puts the payload straight into the caller's memory") {
+  std::vector<uint8_t> payload = Bytes(200 * 1024, 6);
+  std::vector<uint8_t> stream = MakeFrame(Shutdown42(), payload);
+  std::vector<uint8_t> target(payload.size());
+  FrameReader reader({}, [&](const std::vector<uint8_t>&, uint64_t size) -> StatusOr<Buffer> {
+    REQUIRE(size == target.size());
+    return Buffer{target.data(), target.size(), nullptr};
+  });
+  int frames = 0;
+  REQUIRE(reader
+              .Feed(stream.data(), stream.size(),
+                    [&](Frame&& f) {
+                      CHECK(f.payload.data == target.data());
+                      ++frames;
+                    })
+              .ok());
+  CHECK(frames == 1);
+  CHECK(target == payload);
 }
 
 TEST_CASE("a truncated frame yields nothing until the rest arrives") {

@@ -15,6 +15,7 @@
 #include "roles/server.h"
 #include "roles/worker.h"
 #include "src/app/usage.h"
+#include "src/common/config.h"
 #include "src/common/logging.h"
 #include "src/common/options.h"
 
@@ -35,9 +36,17 @@ int Finished(const Logger& log, const Status& status) {
   return kExitFailed;
 }
 
+// The job's config, or defaults when no --config / PSTRAIN_CONFIG is given.
+StatusOr<Config> ConfigOf(const std::string& path) {
+  if (path.empty()) return Config{};
+  return LoadConfig(path);
+}
+
 int RunRole(const std::vector<std::string>& args) {
   auto options = ParseNodeOptions(args, ProcessEnv());
   if (!options.ok()) return UsageError(options.status());
+  auto config = ConfigOf(options->config_path);
+  if (!config.ok()) return UsageError(config.status());
   switch (options->role) {
     case Role::kScheduler: {
       Logger log = MakeLogger("scheduler");
@@ -48,11 +57,11 @@ int RunRole(const std::vector<std::string>& args) {
     }
     case Role::kServer: {
       Logger log = MakeLogger("server");
-      return Finished(log, Server(*options, log).Run());
+      return Finished(log, Server(*options, log, *config).Run());
     }
     case Role::kWorker: {
       Logger log = MakeLogger("worker");
-      return Finished(log, Worker(*options, log).Run());
+      return Finished(log, Worker(*options, log, *config).Run());
     }
   }
   return kExitFailed;
@@ -61,9 +70,11 @@ int RunRole(const std::vector<std::string>& args) {
 int RunLocal(const std::vector<std::string>& args) {
   auto options = ParseLocalOptions(args, ProcessEnv());
   if (!options.ok()) return UsageError(options.status());
+  auto config = ConfigOf(options->config_path);
+  if (!config.ok()) return UsageError(config.status());
   LocalJobOptions job;
   job.cluster = options->cluster;
-  job.config_path = options->config_path;
+  job.config = *config;
   Logger log = MakeLogger("local");
   log->info("running a job of {} servers and {} workers on this machine", job.cluster.server_num,
             job.cluster.worker_num);

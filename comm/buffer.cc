@@ -1,0 +1,48 @@
+#include "comm/buffer.h"
+
+namespace pstrain {
+namespace {
+constexpr size_t kMaxFreeBuffers = 16;
+}
+
+std::shared_ptr<BufferPool> BufferPool::Create(size_t max_cached_bytes) {
+  return std::shared_ptr<BufferPool>(new BufferPool(max_cached_bytes));
+}
+
+BufferPool::~BufferPool() {
+  for (const Free& f : free_) delete[] f.data;
+}
+
+Buffer BufferPool::Get(uint64_t size) {
+  uint8_t* data = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t i = 0; i < free_.size(); ++i) {
+      if (free_[i].size != size) continue;
+      data = free_[i].data;
+      cached_bytes_ -= size;
+      free_[i] = free_.back();
+      free_.pop_back();
+      break;
+    }
+  }
+  if (data == nullptr) data = new uint8_t[size];
+  std::shared_ptr<BufferPool> pool = shared_from_this();
+  std::shared_ptr<void> owner(
+      data, [pool, size](void* p) { pool->Release(static_cast<uint8_t*>(p), size); });
+  return Buffer{data, size, std::move(owner)};
+}
+
+void BufferPool::Release(uint8_t* data, uint64_t size) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (free_.size() < kMaxFreeBuffers && cached_bytes_ + size <= max_cached_bytes_) {
+      free_.push_back({data, size});
+      cached_bytes_ += size;
+      return;
+    }
+  }
+  delete[] data;
+}
+
+}  // namespace pstrain

@@ -1,0 +1,141 @@
+#include "roles/ps_shard.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace pstrain {
+
+PsShard::PsShard(const Config* config, int workers, Logger log)
+    : config_(config), workers_(workers), log_(std::move(log)) {}
+
+Status PsShard::Create(const Key& key, std::vector<float> values, PsPartition** out) {
+  auto optimizer = MakeDenseOptimizer(OptimizerFor(*config_, key.first), values.size());
+  if (!optimizer.ok())
+    return optimizer.status().WithContext(fmt::format("optimizer of '{}'", key.first));
+  auto partition =
+      std::make_unique<PsPartition>(key.first, key.second, workers_, config_->train.mode,
+                                    std::move(*optimizer), std::move(values));
+  *out = partition.get();
+  partitions_[key] = std::move(partition);
+  return Status::OK();
+}
+
+void PsShard::Push(PushRequest request, Buffer payload, Reply reply) {
+  thread_.Post([this, request = std::move(request), payload = std::move(payload),
+                reply = std::move(reply)] {
+    Key key{request.tensor, request.part};
+    auto it = partitions_.find(key);
+    const float* data = reinterpret_cast<const float*>(payload.data);
+    const size_t n = payload.size / sizeof(float);
+    if (payload.size % sizeof(float) != 0)
+      return reply(ErrorReply{fmt::format("push to '{}' partition {}: {} bytes is not whole floats",
+                                          request.tensor, request.part, payload.size)},
+                   {});
+    if (request.kind == PushKind::kInit) {
+      if (it == partitions_.end()) {
+        PsPartition* created = nullptr;
+        Status st = Create(key, std::vector<float>(data, data + n), &created);
+        if (!st.ok()) return reply(ErrorReply{st.message()}, {});
+        AnswerReady(key, *created);
+      }
+      return reply(Ack{}, {});
+    }
+    if (it == partitions_.end())
+      return reply(ErrorReply{fmt::format("push to unknown tensor '{}' partition {}: not "
+                                          "initialized on this server",
+                                          request.tensor, request.part)},
+                   {});
+    PsPartition& partition = *it->second;
+    if (n != partition.size() || payload.size % sizeof(float) != 0)
+      return reply(ErrorReply{fmt::format("push of {} bytes to '{}' partition {}, which holds {} "
+                                          "floats ({} bytes)",
+                                          payload.size, request.tensor, request.part,
+                                          partition.size(), partition.size() * sizeof(float))},
+                   {});
+    Status st = partition.Push(request.worker, request.clock, data);
+    if (!st.ok()) return reply(ErrorReply{st.message()}, {});
+    reply(Ack{}, {});
+    AnswerReady(key, partition);
+  });
+}
+
+void PsShard::Pull(PullRequest request, Reply reply) {
+  thread_.Post([this, request = std::move(request), reply = std::move(reply)] {
+    Key key{request.tensor, request.part};
+    auto it = partitions_.find(key);
+    if (it != partitions_.end() && it->second->clock() >= request.min_clock)
+      return Answer(*it->second, reply);
+    // Not initialized yet, or not at the asked clock: wait, never answer
+    // with values the worker should not see.
+    waiting_[key].push_back({request.min_clock, std::move(reply)});
+  });
+}
+
+void PsShard::AnswerReady(const Key& key, PsPartition& partition) {
+  auto it = waiting_.find(key);
+  if (it == waiting_.end()) return;
+  std::vector<WaitingPull>& pulls = it->second;
+  const int64_t clock = partition.clock();
+  size_t kept = 0;
+  for (WaitingPull& w : pulls) {
+    if (w.min_clock <= clock) {
+      Answer(partition, w.reply);
+    } else {
+      pulls[kept++] = std::move(w);
+    }
+  }
+  pulls.resize(kept);
+  if (pulls.empty()) waiting_.erase(it);
+}
+
+void PsShard::Answer(const PsPartition& partition, const Reply& reply) {
+  std::shared_ptr<const std::vector<float>> values = partition.values();
+  Payload payload{reinterpret_cast<const uint8_t*>(values->data()), values->size() * sizeof(float),
+                  values};
+  reply(PullReply{partition.clock()}, std::move(payload));
+}
+
+void PsShard::Snapshot(std::function<void(std::vector<PartitionSnapshot>)> done) {
+  thread_.Post([this, done = std::move(done)] {
+    std::vector<PartitionSnapshot> out;
+    for (auto& [key, p] : partitions_) {
+      PartitionSnapshot s{key.first,    key.second, p->applied(), p->optimizer().steps(),
+                          *p->values(), {}};
+      DenseOptimizer& opt = p->optimizer();
+      for (int k = 0; k < opt.num_slots(); ++k)
+        s.slots.emplace_back(opt.slot_name(k),
+                             std::vector<float>(opt.slot(k), opt.slot(k) + opt.size()));
+      out.push_back(std::move(s));
+    }
+    done(std::move(out));
+  });
+}
+
+void PsShard::Restore(std::vector<PartitionSnapshot> partitions, std::function<void(Status)> done) {
+  thread_.Post([this, partitions = std::move(partitions), done = std::move(done)]() mutable {
+    for (PartitionSnapshot& s : partitions) {
+      Key key{s.tensor, s.part};
+      PsPartition* p = nullptr;
+      Status st = Create(key, std::move(s.values), &p);
+      if (!st.ok()) return done(st);
+      DenseOptimizer& opt = p->optimizer();
+      if (static_cast<int>(s.slots.size()) != opt.num_slots())
+        return done(InvalidArgument(fmt::format(
+            "checkpoint of '{}' partition {} has {} optimizer slots, the optimizer has {}",
+            s.tensor, s.part, s.slots.size(), opt.num_slots())));
+      for (int k = 0; k < opt.num_slots(); ++k) {
+        if (s.slots[k].second.size() != opt.size() || s.slots[k].first != opt.slot_name(k))
+          return done(InvalidArgument(
+              fmt::format("checkpoint of '{}' partition {}: optimizer slot {} does not match",
+                          s.tensor, s.part, s.slots[k].first)));
+        std::memcpy(opt.slot(k), s.slots[k].second.data(), opt.size() * sizeof(float));
+      }
+      opt.set_steps(s.optimizer_steps);
+      p->RestoreClock(s.applied);
+    }
+    done(Status::OK());
+  });
+}
+
+}  // namespace pstrain

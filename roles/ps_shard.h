@@ -1,0 +1,68 @@
+// PsShard: the partitions one server thread owns, and the pulls waiting on
+// them. Every method posts to the shard's own thread and returns at once; the
+// answer goes to the `Reply` given, from that thread. So the partitions need
+// no locks: one thread touches them.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "comm/connection.h"
+#include "roles/ps_partition.h"
+#include "src/common/config.h"
+#include "src/common/logging.h"
+#include "src/common/work_thread.h"
+
+namespace pstrain {
+
+// What a checkpoint holds of one partition.
+struct PartitionSnapshot {
+  std::string tensor;
+  uint32_t part = 0;
+  int64_t applied = 0;
+  uint64_t optimizer_steps = 0;
+  std::vector<float> values;
+  std::vector<std::pair<std::string, std::vector<float>>> slots;  // optimizer state
+};
+
+class PsShard {
+ public:
+  // Sends a reply; must be callable from any thread.
+  using Reply = std::function<void(MessageBody body, Payload payload)>;
+
+  PsShard(const Config* config, int workers, Logger log);
+
+  // Init (the chief's first values; later Inits are acknowledged and
+  // ignored, so a restored checkpoint wins) or a gradient.
+  void Push(PushRequest request, Buffer payload, Reply reply);
+  // Answers once the partition exists and its clock reaches min_clock.
+  void Pull(PullRequest request, Reply reply);
+  // Copies out every partition, for a checkpoint.
+  void Snapshot(std::function<void(std::vector<PartitionSnapshot>)> done);
+  // Installs partitions read from a checkpoint (before any worker connects).
+  void Restore(std::vector<PartitionSnapshot> partitions, std::function<void(Status)> done);
+
+ private:
+  using Key = std::pair<std::string, uint32_t>;
+  struct WaitingPull {
+    int64_t min_clock;
+    Reply reply;
+  };
+
+  Status Create(const Key& key, std::vector<float> values, PsPartition** out);
+  void AnswerReady(const Key& key, PsPartition& partition);
+  static void Answer(const PsPartition& partition, const Reply& reply);
+
+  const Config* config_;
+  const int workers_;
+  Logger log_;
+  std::map<Key, std::unique_ptr<PsPartition>> partitions_;
+  std::map<Key, std::vector<WaitingPull>> waiting_;
+  WorkThread thread_;  // last: joined before the state above goes
+};
+
+}  // namespace pstrain

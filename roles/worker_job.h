@@ -1,0 +1,39 @@
+// WorkerJob: what a worker does once it is part of a job: the training loop,
+// a benchmark, or a test's scripted steps. The Worker role wires everything
+// (scheduler, servers, the KV client) and then hands over.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "comm/kv_client.h"
+#include "comm/partition_map.h"
+#include "roles/cluster_client.h"
+#include "src/common/config.h"
+#include "src/common/logging.h"
+
+namespace pstrain {
+
+struct WorkerContext {
+  int rank = 0;
+  int workers = 1;
+  const Config* config = nullptr;
+  ClusterClient* cluster = nullptr;  // barriers
+  KvClient* kv = nullptr;            // null when the job has no PS tensors
+  Logger log;
+  EventLoop* loop = nullptr;             // the worker's loop
+  std::vector<Connection::Ptr> servers;  // by server rank; use on `loop` only
+};
+
+class WorkerJob {
+ public:
+  virtual ~WorkerJob() = default;
+  // The PS-managed tensors, the same list on every worker (the partition map
+  // is computed from it).
+  virtual std::vector<TensorSpec> PsTensors() = 0;
+  // Runs after every node has passed the start barrier. Called on the
+  // worker's own thread; may block.
+  virtual Status Run(WorkerContext& context) = 0;
+};
+
+}  // namespace pstrain

@@ -1,0 +1,100 @@
+// The job's YAML config, parsed and validated once into plain structs.
+//
+// Nothing else in pstrain reads YAML: roles get these structs. Parsing checks
+// every key and every range here, so later code can trust the values. An
+// error is one line naming the file, the 1-based line, the dotted key path and
+// what was expected:
+//   configs/x.yaml:7: train.optimizer.lr: expected a number > 0, got '-1'
+//   configs/x.yaml:12: parameters[1].ps: expected true or false, got 'maybe'
+// List items are numbered from 0. Unknown keys are errors (a typo must not be
+// silently ignored). yaml-cpp stays inside config.cc; no exception leaves it.
+//
+// Layout (every section optional; the file holds one YAML document, a mapping):
+//   model: ...        accepted and not yet read
+//   data: ...         accepted and not yet read
+//   train: {epochs, batch_size, steps, mode, staleness, optimizer, seed,
+//           log_every, partition_bytes, checkpoint}
+//   parameters: [{match, ps, init_in_server, cache_rows, optimizer}, ...]
+// configs/ps_example.yaml is a commented example. A null section (`train:`
+// with nothing under it) counts as an empty one.
+//
+// All functions are pure and thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/common/optimizer_config.h"
+#include "src/common/status.h"
+
+namespace pstrain {
+
+// How workers' updates meet on the servers: `sync` waits for every worker
+// each step, `async` never waits, `ssp` lets the fastest worker run at most
+// `staleness` steps ahead of the slowest (0 = lockstep).
+enum class UpdateMode { kSync, kAsync, kSsp };
+
+struct CheckpointConfig {
+  std::string dir;          // required, non-empty
+  int64_t every_steps = 0;  // 0 = only at the end
+  bool resume = false;      // start from the newest checkpoint in `dir`
+  int keep = 3;             // how many checkpoints to keep, >= 1
+};
+
+struct TrainConfig {
+  int epochs = 1;       // >= 1
+  int batch_size = 64;  // per worker, 1..1048576
+  int64_t steps = 0;    // 0 = run the epochs
+  UpdateMode mode = UpdateMode::kSync;
+  int staleness = 0;          // >= 0; must stay 0 unless mode is ssp
+  OptimizerConfig optimizer;  // default for every parameter
+  uint64_t seed = 1;
+  int log_every = 100;  // steps between progress lines, >= 1
+  // Large tensors are split into parts of this size across the servers:
+  // 4096..1<<30, a multiple of 4.
+  int64_t partition_bytes = 4 << 20;
+  std::optional<CheckpointConfig> checkpoint;  // unset: no checkpoints
+};
+
+// One entry of `parameters:`. Rules are tried in order; the first whose
+// pattern matches a parameter's name applies to it.
+struct ParameterRule {
+  std::string match;            // glob over parameter names: * and ? ("conv*", "emb_?")
+  bool ps = true;               // lives on the servers (false: all-reduced among workers)
+  bool init_in_server = false;  // servers initialize it (needs ps)
+  int64_t cache_rows = 0;       // rows cached on each worker, 0 = none (needs ps)
+  // Replaces train.optimizer for matching parameters; keys it leaves unset
+  // take OptimizerConfig's defaults, not train.optimizer's.
+  std::optional<OptimizerConfig> optimizer;
+  int line = 0;  // 1-based line of the entry, for messages
+};
+
+struct Config {
+  std::string source;  // file name, for messages
+  TrainConfig train;
+  std::vector<ParameterRule> parameters;
+};
+
+// Parses `yaml_text`; `source_name` is the file name used in messages.
+// Any error is kInvalidArgument.
+StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& source_name);
+
+// Reads and parses the file at `path`. A missing file is kNotFound, an
+// unreadable one kInvalidArgument; both messages name the path.
+StatusOr<Config> LoadConfig(const std::string& path);
+
+// Whether `name` matches `pattern` as a whole: `*` matches any run of
+// characters (also none), `?` exactly one; every other character itself.
+bool GlobMatch(const std::string& pattern, const std::string& name);
+
+// The rule that applies to `name` (the first match), or nullptr: then the
+// parameter lives on the servers and uses train.optimizer. The pointer is
+// into `config` and lives as long as it.
+const ParameterRule* FindParameterRule(const Config& config, const std::string& name);
+
+// The optimizer for `name`: its rule's override, or train.optimizer.
+OptimizerConfig OptimizerFor(const Config& config, const std::string& name);
+
+}  // namespace pstrain

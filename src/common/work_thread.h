@@ -1,0 +1,36 @@
+// WorkThread: one thread that runs posted closures in order. The owner of a
+// piece of state gives it to one WorkThread, and every access is a closure
+// posted there, so the state needs no lock.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace pstrain {
+
+class WorkThread {
+ public:
+  WorkThread();
+  ~WorkThread();  // runs what was posted, then joins
+  WorkThread(const WorkThread&) = delete;
+  WorkThread& operator=(const WorkThread&) = delete;
+
+  // Any thread. Closures run in order of posting.
+  void Post(std::function<void()> fn);
+  bool InThread() const { return std::this_thread::get_id() == thread_.get_id(); }
+
+ private:
+  void Run();
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> queue_;  // GUARDED_BY(mutex_)
+  bool stopping_ = false;                    // GUARDED_BY(mutex_)
+  std::thread thread_;
+};
+
+}  // namespace pstrain

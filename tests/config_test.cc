@@ -1,0 +1,324 @@
+// The YAML config: what a user gets for a valid file, and the exact
+// file:line: key message for each kind of mistake.
+#include "src/common/config.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace pstrain {
+namespace {
+
+Config Parse(const std::string& yaml) {
+  auto config = ParseConfig(yaml, "x.yaml");
+  INFO(config.status().ToString());
+  REQUIRE(config.ok());
+  return *config;
+}
+
+std::string ErrorOf(const std::string& yaml) {
+  auto config = ParseConfig(yaml, "x.yaml");
+  REQUIRE_FALSE(config.ok());
+  CHECK(config.status().code() == StatusCode::kInvalidArgument);
+  return config.status().message();
+}
+
+// A file under the temp directory, removed at the end of the test.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& text)
+      : path_((std::filesystem::temp_directory_path() /
+               ("pstrain_config_test_" + std::to_string(getpid()) + ".yaml"))
+                  .string()) {
+    std::ofstream(path_) << text;
+  }
+  ~TempFile() { std::remove(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+const char* const kFull = R"(model: {layers: [1, 2]}
+data: {format: idx}
+train:
+  epochs: 10
+  batch_size: 32
+  steps: 500
+  mode: ssp
+  staleness: 3
+  optimizer: {type: momentum, lr: 0.05, momentum: 0.8, nesterov: true, weight_decay: 0.001}
+  seed: 18446744073709551615
+  log_every: 7
+  partition_bytes: 8192
+  checkpoint: {dir: ckpt, every_steps: 1000, resume: yes, keep: 5}
+parameters:
+  - {match: "conv*", ps: true}
+  - {match: "fc*", ps: false}
+  - match: "emb_*"
+    init_in_server: true
+    cache_rows: 100000
+    optimizer: {type: adagrad, lr: 0.1, initial_accumulator: 0.5}
+)";
+
+TEST_CASE("a full config parses to its values") {
+  Config c = Parse(kFull);
+  CHECK(c.source == "x.yaml");
+  CHECK(c.train.epochs == 10);
+  CHECK(c.train.batch_size == 32);
+  CHECK(c.train.steps == 500);
+  CHECK(c.train.mode == UpdateMode::kSsp);
+  CHECK(c.train.staleness == 3);
+  CHECK(c.train.optimizer.type == OptimizerType::kMomentum);
+  CHECK(c.train.optimizer.lr == doctest::Approx(0.05));
+  CHECK(c.train.optimizer.momentum == doctest::Approx(0.8));
+  CHECK(c.train.optimizer.nesterov);
+  CHECK(c.train.optimizer.weight_decay == doctest::Approx(0.001));
+  CHECK(c.train.optimizer.beta2 == doctest::Approx(0.999));  // unset: default
+  CHECK(c.train.seed == 18446744073709551615ull);
+  CHECK(c.train.log_every == 7);
+  CHECK(c.train.partition_bytes == 8192);
+  REQUIRE(c.train.checkpoint);
+  CHECK(c.train.checkpoint->dir == "ckpt");
+  CHECK(c.train.checkpoint->every_steps == 1000);
+  CHECK(c.train.checkpoint->resume);
+  CHECK(c.train.checkpoint->keep == 5);
+
+  REQUIRE(c.parameters.size() == 3);
+  CHECK(c.parameters[0].match == "conv*");
+  CHECK(c.parameters[0].ps);
+  CHECK(c.parameters[0].line == 15);
+  CHECK_FALSE(c.parameters[0].optimizer);
+  CHECK(c.parameters[1].match == "fc*");
+  CHECK_FALSE(c.parameters[1].ps);
+  const ParameterRule& emb = c.parameters[2];
+  CHECK(emb.match == "emb_*");
+  CHECK(emb.ps);  // default
+  CHECK(emb.init_in_server);
+  CHECK(emb.cache_rows == 100000);
+  CHECK(emb.line == 17);
+  REQUIRE(emb.optimizer);
+  CHECK(emb.optimizer->type == OptimizerType::kAdagrad);
+  CHECK(emb.optimizer->lr == doctest::Approx(0.1));
+  CHECK(emb.optimizer->initial_accumulator == doctest::Approx(0.5));
+  CHECK(emb.optimizer->weight_decay == 0.0f);  // defaults, not train.optimizer's
+}
+
+TEST_CASE("missing sections and keys take the defaults") {
+  for (const char* yaml : {"model: {}\n", "train:\nparameters:\n", "train: {}\nparameters: []\n"}) {
+    CAPTURE(yaml);
+    Config c = Parse(yaml);
+    TrainConfig d;
+    CHECK(c.train.epochs == d.epochs);
+    CHECK(c.train.batch_size == 64);
+    CHECK(c.train.steps == 0);
+    CHECK(c.train.mode == UpdateMode::kSync);
+    CHECK(c.train.optimizer.type == OptimizerType::kSgd);
+    CHECK(c.train.optimizer.lr == doctest::Approx(0.01));
+    CHECK(c.train.seed == 1);
+    CHECK(c.train.log_every == 100);
+    CHECK(c.train.partition_bytes == 4 << 20);
+    CHECK_FALSE(c.train.checkpoint);
+    CHECK(c.parameters.empty());
+  }
+  Config c = Parse("train: {optimizer: {type: adam}, checkpoint: {dir: /tmp/ck}}\n");
+  CHECK(c.train.optimizer.type == OptimizerType::kAdam);
+  CHECK(c.train.optimizer.lr == doctest::Approx(0.01));
+  CHECK(c.train.checkpoint->every_steps == 0);
+  CHECK_FALSE(c.train.checkpoint->resume);
+  CHECK(c.train.checkpoint->keep == 3);
+}
+
+TEST_CASE("an unknown key names itself and the allowed keys") {
+  CHECK(ErrorOf("train: {}\ntrian:\n  epochs: 1\n") ==
+        "x.yaml:2: trian: unknown key (allowed: model, data, train, parameters)");
+  CHECK(ErrorOf("train:\n  epochs: 2\n  optimizer:\n    type: sgd\n    learning_rate: 0.1\n") ==
+        "x.yaml:5: train.optimizer.learning_rate: unknown key (allowed: type, lr, weight_decay, "
+        "momentum, nesterov, beta1, beta2, epsilon, initial_accumulator, lr_power, l1, l2)");
+  CHECK(ErrorOf("train:\n  checkpoint: {dir: c, every: 5}\n") ==
+        "x.yaml:2: train.checkpoint.every: unknown key (allowed: dir, every_steps, resume, keep)");
+  CHECK(ErrorOf("parameters:\n  - {match: a}\n  - {match: b, cache: 5}\n") ==
+        "x.yaml:3: parameters[1].cache: unknown key (allowed: match, ps, init_in_server, "
+        "cache_rows, optimizer)");
+}
+
+TEST_CASE("a value of the wrong type names the key and what it got") {
+  CHECK(ErrorOf("train:\n  optimizer: {type: sgd, lr: fast}\n") ==
+        "x.yaml:2: train.optimizer.lr: expected a number > 0, got 'fast'");
+  CHECK(ErrorOf("train:\n  epochs: [1, 2]\n") ==
+        "x.yaml:2: train.epochs: expected an integer >= 1, got a list");
+  CHECK(ErrorOf("train:\n  epochs: 2.5\n") ==
+        "x.yaml:2: train.epochs: expected an integer >= 1, got '2.5'");
+  CHECK(ErrorOf("train:\n  batch_size:\n") ==
+        "x.yaml:2: train.batch_size: expected an integer in 1..1048576, got nothing");
+  CHECK(ErrorOf("train:\n  seed: -1\n") ==
+        "x.yaml:2: train.seed: expected an integer >= 0, got '-1'");
+  CHECK(ErrorOf("train:\n  checkpoint: {dir: c, resume: maybe}\n") ==
+        "x.yaml:2: train.checkpoint.resume: expected true or false, got 'maybe'");
+  CHECK(ErrorOf("parameters:\n  - {match: a}\n  - {match: b, ps: maybe}\n") ==
+        "x.yaml:3: parameters[1].ps: expected true or false, got 'maybe'");
+  CHECK(ErrorOf("train: 5\n") == "x.yaml:1: train: expected a mapping, got '5'");
+  CHECK(ErrorOf("parameters: {match: a}\n") ==
+        "x.yaml:1: parameters: expected a list of rules, got a mapping");
+  CHECK(ErrorOf("parameters:\n  - conv*\n") ==
+        "x.yaml:2: parameters[0]: expected a mapping, got 'conv*'");
+  CHECK(ErrorOf("- train\n") ==
+        "x.yaml:1: expected a mapping of sections at the top level, got a list");
+  CHECK(ErrorOf("") == "x.yaml:1: the config is empty; expected a mapping of sections");
+  CHECK(ErrorOf("parameters:\n  -\n  - {match: a}\n") ==
+        "x.yaml:1: parameters[0]: expected a mapping, got nothing");
+  CHECK(ErrorOf("train: {}\n---\ntrian: {}\n") ==
+        "x.yaml:3: expected one YAML document, found a second one");
+}
+
+TEST_CASE("a value out of range names the key and the range") {
+  CHECK(ErrorOf("train:\n  epochs: 3\n  optimizer:\n    type: sgd\n    lr: -1\n") ==
+        "x.yaml:5: train.optimizer.lr: expected a number > 0, got '-1'");
+  CHECK(ErrorOf("train: {optimizer: {type: sgd, lr: .inf}}\n") ==
+        "x.yaml:1: train.optimizer.lr: expected a number > 0, got '.inf'");
+  CHECK(ErrorOf("train: {optimizer: {type: momentum, momentum: 1}}\n") ==
+        "x.yaml:1: train.optimizer.momentum: expected a number in [0, 1), got '1'");
+  CHECK(ErrorOf("train: {optimizer: {type: ftrl, lr_power: 0.5}}\n") ==
+        "x.yaml:1: train.optimizer.lr_power: expected a number <= 0, got '0.5'");
+  CHECK(ErrorOf("train: {optimizer: {type: ftrl, l1: -0.1}}\n") ==
+        "x.yaml:1: train.optimizer.l1: expected a number >= 0, got '-0.1'");
+  CHECK(ErrorOf("train: {optimizer: {type: adam, epsilon: 0}}\n") ==
+        "x.yaml:1: train.optimizer.epsilon: expected a number > 0, got '0'");
+  CHECK(ErrorOf("train:\n  epochs: 0\n") ==
+        "x.yaml:2: train.epochs: expected an integer >= 1, got '0'");
+  CHECK(ErrorOf("train:\n  batch_size: 1048577\n") ==
+        "x.yaml:2: train.batch_size: expected an integer in 1..1048576, got '1048577'");
+  CHECK(
+      ErrorOf("train:\n  partition_bytes: 4098\n") ==
+      "x.yaml:2: train.partition_bytes: expected an integer in 4096..1073741824, a multiple of 4, "
+      "got '4098'");
+  CHECK(ErrorOf("train:\n  staleness: -1\n") ==
+        "x.yaml:2: train.staleness: expected an integer >= 0, got '-1'");
+  CHECK(ErrorOf("train:\n  checkpoint: {dir: c, keep: 0}\n") ==
+        "x.yaml:2: train.checkpoint.keep: expected an integer >= 1, got '0'");
+  CHECK(ErrorOf("train:\n  checkpoint: {dir: ''}\n") ==
+        "x.yaml:2: train.checkpoint.dir: expected a non-empty string, got ''");
+  CHECK(ErrorOf("parameters:\n  - {match: a, cache_rows: -5}\n") ==
+        "x.yaml:2: parameters[0].cache_rows: expected an integer >= 0, got '-5'");
+}
+
+TEST_CASE("a bad mode or optimizer type lists the choices") {
+  CHECK(ErrorOf("train:\n  mode: fast\n") ==
+        "x.yaml:2: train.mode: expected one of sync|async|ssp, got 'fast'");
+  CHECK(ErrorOf("parameters:\n  - match: emb_*\n    optimizer: {type: rmsprop}\n") ==
+        "x.yaml:3: parameters[0].optimizer.type: expected one of "
+        "sgd|momentum|adam|adagrad|ftrl, got 'rmsprop'");
+}
+
+TEST_CASE("a missing required key is named at its section's line") {
+  CHECK(ErrorOf("train:\n  epochs: 1\n  optimizer: {lr: 0.1}\n") ==
+        "x.yaml:3: train.optimizer.type: required key is missing");
+  CHECK(ErrorOf("train:\n  checkpoint: {every_steps: 10}\n") ==
+        "x.yaml:2: train.checkpoint.dir: required key is missing");
+  CHECK(ErrorOf("parameters:\n  - {match: a}\n  - {ps: false}\n") ==
+        "x.yaml:3: parameters[1].match: required key is missing");
+}
+
+TEST_CASE("settings that would be silently ignored are errors") {
+  CHECK(ErrorOf("train:\n  mode: sync\n  staleness: 2\n") ==
+        "x.yaml:3: train.staleness: 2 is only used with mode: ssp");
+  CHECK(Parse("train: {mode: ssp, staleness: 0}\n").train.mode == UpdateMode::kSsp);
+  CHECK(ErrorOf("parameters:\n  - {match: fc*, ps: false, init_in_server: true}\n") ==
+        "x.yaml:2: parameters[0].init_in_server: needs ps: true (with ps: false the parameter is "
+        "all-reduced among workers)");
+  CHECK(ErrorOf("parameters:\n  - {match: fc*,\n     cache_rows: 10, ps: false}\n") ==
+        "x.yaml:3: parameters[0].cache_rows: needs ps: true (with ps: false the parameter is "
+        "all-reduced among workers)");
+  CHECK(ErrorOf("parameters:\n  - {match: a*}\n  - {match: b}\n  - {match: a*, ps: false}\n") ==
+        "x.yaml:4: parameters[2].match: 'a*' is already matched by parameters[0] (line 2), so "
+        "this rule never applies");
+  CHECK(ErrorOf("train:\n  epochs: 1\n  epochs: 2\n") ==
+        "x.yaml:3: train.epochs: duplicate key (first at line 2)");
+}
+
+TEST_CASE("a YAML syntax error gives the line") {
+  CHECK(ErrorOf("train:\n  epochs: [1\n  seed: 2\n") ==
+        "x.yaml:3: invalid YAML: end of sequence flow not found");
+  CHECK(ErrorOf("train:\n  epochs: 1\n    seed: 2\n") ==
+        "x.yaml:3: invalid YAML: illegal map value");
+}
+
+TEST_CASE("LoadConfig names the file in errors") {
+  TempFile file("train:\n  log_every: 0\n");
+  auto bad = LoadConfig(file.path());
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() ==
+        file.path() + ":2: train.log_every: expected an integer >= 1, got '0'");
+
+  auto missing = LoadConfig("/nonexistent/pstrain.yaml");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().code() == StatusCode::kNotFound);
+  CHECK(missing.status().message() ==
+        "config /nonexistent/pstrain.yaml: No such file or directory");
+
+  auto directory = LoadConfig(std::filesystem::temp_directory_path().string());
+  REQUIRE_FALSE(directory.ok());
+  CHECK(directory.status().message().find("Is a directory") != std::string::npos);
+}
+
+TEST_CASE("configs/ps_example.yaml is valid") {
+  std::string here = __FILE__;
+  std::string repo = here.substr(0, here.size() - std::string("tests/config_test.cc").size());
+  auto c = LoadConfig(repo + "configs/ps_example.yaml");
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  CHECK(c->train.mode == UpdateMode::kSsp);
+  CHECK(c->train.checkpoint);
+  REQUIRE(c->parameters.size() == 3);
+  CHECK(OptimizerFor(*c, "emb_user").type == OptimizerType::kAdagrad);
+  CHECK_FALSE(FindParameterRule(*c, "fc1")->ps);
+}
+
+TEST_CASE("GlobMatch") {
+  CHECK(GlobMatch("*", ""));
+  CHECK(GlobMatch("*", "anything"));
+  CHECK(GlobMatch("conv*", "conv"));
+  CHECK(GlobMatch("conv*", "conv1.weight"));
+  CHECK_FALSE(GlobMatch("conv*", "fc_conv"));
+  CHECK(GlobMatch("*.bias", "fc1.bias"));
+  CHECK_FALSE(GlobMatch("*.bias", "fc1.bias2"));
+  CHECK(GlobMatch("fc?", "fc1"));
+  CHECK_FALSE(GlobMatch("fc?", "fc"));
+  CHECK_FALSE(GlobMatch("fc?", "fc12"));
+  CHECK(GlobMatch("fc1", "fc1"));
+  CHECK_FALSE(GlobMatch("fc1", "fc2"));
+  CHECK(GlobMatch("emb_*", "emb_"));
+  CHECK(GlobMatch("emb_*", "emb_user"));
+  CHECK_FALSE(GlobMatch("emb_*", "emb"));
+  CHECK(GlobMatch("a*b*c", "aXXbYYbc"));
+  CHECK_FALSE(GlobMatch("a*b*c", "aXXbYYb"));
+  CHECK(GlobMatch("[x]", "[x]"));  // brackets are literal
+  CHECK_FALSE(GlobMatch("[x]", "x"));
+}
+
+TEST_CASE("the first matching rule wins; no match means PS with train.optimizer") {
+  Config c = Parse(
+      "train: {optimizer: {type: momentum, lr: 0.2}}\n"
+      "parameters:\n"
+      "  - {match: emb_item, ps: false}\n"
+      "  - {match: emb_*, optimizer: {type: adagrad, lr: 0.05}}\n"
+      "  - {match: \"*\", ps: true}\n");
+  CHECK(FindParameterRule(c, "emb_item") == &c.parameters[0]);
+  CHECK(FindParameterRule(c, "emb_user") == &c.parameters[1]);
+  CHECK(FindParameterRule(c, "fc1") == &c.parameters[2]);
+  CHECK(OptimizerFor(c, "emb_user").type == OptimizerType::kAdagrad);
+  CHECK(OptimizerFor(c, "emb_user").lr == doctest::Approx(0.05));
+  CHECK(OptimizerFor(c, "emb_item").type == OptimizerType::kMomentum);  // rule without override
+  CHECK(OptimizerFor(c, "fc1").lr == doctest::Approx(0.2));
+
+  Config none = Parse("train: {optimizer: {type: adam, lr: 0.3}}\n");
+  CHECK(FindParameterRule(none, "w") == nullptr);
+  CHECK(OptimizerFor(none, "w").type == OptimizerType::kAdam);
+  CHECK(OptimizerFor(none, "w").lr == doctest::Approx(0.3));
+}
+
+}  // namespace
+}  // namespace pstrain

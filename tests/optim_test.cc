@@ -1,0 +1,386 @@
+// Tests for optim/dense_optimizer.h: each formula against numbers computed
+// apart from this code (python3, in double, from the header's formulas), the
+// vectorized blocks against a scalar loop, checkpoint slots, validation.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "optim/dense_optimizer.h"
+
+namespace pstrain {
+namespace {
+
+using Vec3 = std::array<float, 3>;
+
+// One weight negative; the last gradient is always zero, so that weight moves
+// only through weight decay (or FTRL, which sets it from z alone).
+constexpr Vec3 kInitialWeights = {0.5f, -1.0f, 2.0f};
+constexpr std::array<Vec3, 3> kGrads = {
+    {{0.1f, -0.2f, 0.0f}, {0.3f, 0.1f, 0.0f}, {-0.2f, 0.4f, 0.0f}}};
+
+struct LiteralCase {
+  const char* name;
+  OptimizerConfig config;
+  std::array<Vec3, 3> expected;  // weights after each step
+};
+
+OptimizerConfig Config(OptimizerType type, float lr, float weight_decay = 0.0f) {
+  OptimizerConfig c;
+  c.type = type;
+  c.lr = lr;
+  c.weight_decay = weight_decay;
+  return c;
+}
+
+std::vector<LiteralCase> LiteralCases() {
+  std::vector<LiteralCase> cases;
+  OptimizerConfig c = Config(OptimizerType::kSgd, 0.1f);
+  cases.push_back(
+      {"sgd", c, {{{0.49f, -0.98f, 2.0f}, {0.46f, -0.99f, 2.0f}, {0.48f, -1.03f, 2.0f}}}});
+  c.weight_decay = 0.01f;
+  cases.push_back({"sgd weight decay",
+                   c,
+                   {{{0.4895f, -0.979f, 1.998f},
+                     {0.4590105f, -0.988021f, 1.996002f},
+                     {0.478551489f, -1.02703298f, 1.994006f}}}});
+  c = Config(OptimizerType::kMomentum, 0.1f);
+  c.momentum = 0.9f;
+  cases.push_back({"momentum",
+                   c,
+                   {{{0.49f, -0.98f, 2.0f}, {0.451f, -0.972f, 2.0f}, {0.4359f, -1.0048f, 2.0f}}}});
+  c.weight_decay = 0.01f;
+  cases.push_back({"momentum weight decay",
+                   c,
+                   {{{0.4895f, -0.979f, 1.998f},
+                     {0.4495605f, -0.969121f, 1.994202f},
+                     {0.433165389f, -0.999260779f, 1.9887896f}}}});
+  c.nesterov = true;
+  cases.push_back({"nesterov weight decay",
+                   c,
+                   {{{0.48005f, -0.9601f, 1.9962f},
+                     {0.413632905f, -0.96026581f, 1.99078722f},
+                     {0.418503662f, -1.02645462f, 1.9839298f}}}});
+  c = Config(OptimizerType::kAdam, 0.01f);  // beta1 0.9, beta2 0.999, epsilon 1e-8
+  cases.push_back({"adam",
+                   c,
+                   {{{0.490000001f, -0.99f, 2.0f},
+                     {0.48082219f, -0.98733663f, 2.0f},
+                     {0.478243152f, -0.991909948f, 2.0f}}}});
+  c = Config(OptimizerType::kAdam, 0.01f, 0.1f);
+  c.beta1 = 0.8f;
+  c.beta2 = 0.99f;
+  c.epsilon = 1e-6f;
+  cases.push_back({"adam weight decay",
+                   c,
+                   {{{0.490000067f, -0.990000033f, 1.99000005f},
+                     {0.480316632f, -0.983725107f, 1.98000279f},
+                     {0.476443613f, -0.985567641f, 1.97001f}}}});
+  c = Config(OptimizerType::kAdagrad, 0.1f);  // initial_accumulator 0.1, epsilon 1e-8
+  cases.push_back({"adagrad",
+                   c,
+                   {{{0.469848866f, -0.946547753f, 2.0f},
+                     {0.402766829f, -0.972367641f, 2.0f},
+                     {0.443591657f, -1.04420976f, 2.0f}}}});
+  c = Config(OptimizerType::kAdagrad, 0.1f, 0.05f);
+  c.initial_accumulator = 0.0f;
+  cases.push_back({"adagrad weight decay",
+                   c,
+                   {{{0.400000008f, -0.900000004f, 1.90000001f},
+                     {0.306854276f, -0.921486181f, 1.83112507f},
+                     {0.354198668f, -1.00251436f, 1.77582153f}}}});
+  c = Config(OptimizerType::kFtrl, 0.1f);  // initial_accumulator 0.1, lr_power -0.5
+  cases.push_back({"ftrl",
+                   c,
+                   {{{-0.00688242908f, -0.101393497f, 0.0f},
+                     {-0.0739644684f, -0.127213386f, 0.0f},
+                     {-0.0331396394f, -0.199055507f, 0.0f}}}});
+  // |z| of the first weight is 0.13 after steps 1 and 3: l1 = 0.2 zeroes it.
+  c.l1 = 0.2f;
+  c.l2 = 0.01f;
+  cases.push_back({"ftrl l1 l2",
+                   c,
+                   {{{0.0f, -0.0476863542f, 0.0f},
+                     {-0.0273425462f, -0.0733735949f, 0.0f},
+                     {0.0f, -0.144958575f, 0.0f}}}});
+  c = Config(OptimizerType::kFtrl, 0.1f, 0.01f);
+  c.lr_power = -0.6f;
+  c.l1 = 0.01f;
+  c.l2 = 0.05f;
+  cases.push_back({"ftrl lr_power -0.6 weight decay",
+                   c,
+                   {{{-0.00492432322f, -0.122577949f, 0.0f},
+                     {-0.0814684099f, -0.152037385f, 0.0f},
+                     {-0.0354253858f, -0.230513792f, 0.0f}}}});
+  return cases;
+}
+
+std::unique_ptr<DenseOptimizer> Make(const OptimizerConfig& config, size_t size) {
+  auto optimizer = MakeDenseOptimizer(config, size);
+  REQUIRE_MESSAGE(optimizer.ok(), optimizer.status().ToString());
+  return std::move(optimizer).value();
+}
+
+TEST_CASE("each optimizer matches its formula, step by step") {
+  for (const LiteralCase& c : LiteralCases()) {
+    INFO(c.name);
+    auto optimizer = Make(c.config, 3);
+    Vec3 w = kInitialWeights;
+    for (int step = 0; step < 3; ++step) {
+      INFO("step " << step + 1);
+      optimizer->Update(w.data(), kGrads[step].data());
+      for (int i = 0; i < 3; ++i) CHECK(w[i] == doctest::Approx(c.expected[step][i]).epsilon(1e-6));
+    }
+    CHECK(optimizer->steps() == 3);
+  }
+}
+
+TEST_CASE("ftrl with l1 sets a weight to exactly zero") {
+  OptimizerConfig c = Config(OptimizerType::kFtrl, 0.1f);
+  c.l1 = 0.2f;
+  auto optimizer = Make(c, 3);
+  Vec3 w = kInitialWeights;
+  optimizer->Update(w.data(), kGrads[0].data());
+  CHECK(w[0] == 0.0f);
+  CHECK_FALSE(std::signbit(w[0]));  // +0, not -0: a checkpoint diff shows no change
+  CHECK(w[1] != 0.0f);
+}
+
+// The header's formulas one element at a time, apart from the Eigen code.
+struct ReferenceOptimizer {
+  ReferenceOptimizer(const OptimizerConfig& config, size_t size)
+      : c(config),
+        a(size, config.type == OptimizerType::kAdagrad ? config.initial_accumulator : 0.0f),
+        b(size, config.type == OptimizerType::kFtrl ? config.initial_accumulator : 0.0f) {}
+
+  void Update(float* weights, const float* grad) {
+    ++t;
+    for (size_t i = 0; i < a.size(); ++i) {
+      float& w = weights[i];
+      const float g = grad[i] + c.weight_decay * w;
+      const float p = -c.lr_power;
+      switch (c.type) {
+        case OptimizerType::kSgd:
+          w -= c.lr * g;
+          break;
+        case OptimizerType::kMomentum:
+          a[i] = c.momentum * a[i] + g;
+          w -= c.lr * (c.nesterov ? g + c.momentum * a[i] : a[i]);
+          break;
+        case OptimizerType::kAdam: {
+          a[i] = c.beta1 * a[i] + (1 - c.beta1) * g;
+          b[i] = c.beta2 * b[i] + (1 - c.beta2) * g * g;
+          const auto correction1 = static_cast<float>(1 - std::pow(double{c.beta1}, t));
+          const auto correction2 = static_cast<float>(1 - std::pow(double{c.beta2}, t));
+          w -= c.lr * (a[i] / correction1) / (std::sqrt(b[i] / correction2) + c.epsilon);
+          break;
+        }
+        case OptimizerType::kAdagrad:
+          a[i] += g * g;
+          w -= c.lr * g / (std::sqrt(a[i]) + c.epsilon);
+          break;
+        case OptimizerType::kFtrl: {  // a is z, b is n
+          const float n_new = b[i] + g * g;
+          const float sigma = (std::pow(n_new, p) - std::pow(b[i], p)) / c.lr;
+          a[i] += g - sigma * w;
+          b[i] = n_new;
+          w = std::fabs(a[i]) <= c.l1
+                  ? 0.0f
+                  : -(a[i] - std::copysign(c.l1, a[i])) / (std::pow(b[i], p) / c.lr + 2 * c.l2);
+          break;
+        }
+      }
+    }
+  }
+
+  OptimizerConfig c;
+  std::vector<float> a, b;
+  uint64_t t = 0;
+};
+
+// Deterministic values in [-1, 1); <random>'s distributions differ between
+// standard libraries.
+struct Lcg {
+  float Next() {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<float>(state >> 40) / static_cast<float>(1 << 24) * 2.0f - 1.0f;
+  }
+  uint64_t state = 12345;
+};
+
+std::vector<float> RandomVector(Lcg& lcg, size_t n, float scale) {
+  std::vector<float> v(n);
+  for (float& x : v) x = scale * lcg.Next();
+  return v;
+}
+
+std::vector<OptimizerConfig> VariedConfigs() {
+  std::vector<OptimizerConfig> configs = {
+      Config(OptimizerType::kSgd, 0.1f, 0.01f),       Config(OptimizerType::kMomentum, 0.05f),
+      Config(OptimizerType::kMomentum, 0.05f, 0.01f), Config(OptimizerType::kAdam, 0.01f, 0.01f),
+      Config(OptimizerType::kAdagrad, 0.1f, 0.01f),   Config(OptimizerType::kFtrl, 0.1f),
+      Config(OptimizerType::kFtrl, 0.1f, 0.01f)};
+  configs[2].nesterov = true;
+  configs[5].l1 = 0.05f;
+  configs[5].l2 = 0.01f;
+  configs[6].lr_power = -0.6f;
+  configs[6].l1 = 0.01f;
+  return configs;
+}
+
+TEST_CASE("a long, unaligned, odd-sized partition matches a scalar loop") {
+  // Odd, so the last block (optimizers work in blocks of 1024) ends in a
+  // partial SIMD vector.
+  constexpr size_t kSize = 10007;
+  for (const OptimizerConfig& config : VariedConfigs()) {
+    INFO(OptimizerTypeName(config.type) << " weight_decay " << config.weight_decay << " nesterov "
+                                        << config.nesterov << " lr_power " << config.lr_power);
+    Lcg lcg;
+    std::vector<float> start = RandomVector(lcg, kSize + 1, 1.0f);
+    std::vector<float> expected(start.begin() + 1, start.end());
+    std::vector<float> actual = start;  // updated from actual.data() + 1: not 16-byte aligned
+    auto optimizer = Make(config, kSize);
+    ReferenceOptimizer reference(config, kSize);
+    for (int step = 0; step < 5; ++step) {
+      std::vector<float> grad = RandomVector(lcg, kSize, 0.5f);
+      grad[step] = 0.0f;
+      optimizer->Update(actual.data() + 1, grad.data());
+      reference.Update(expected.data(), grad.data());
+    }
+    size_t mismatches = 0, first = 0;
+    for (size_t i = 0; i < kSize; ++i) {
+      const float x = actual[i + 1], y = expected[i];
+      if (!(std::fabs(x - y) <= 1e-5f * std::max(std::fabs(x), std::fabs(y)) + 1e-6f)) {
+        if (mismatches++ == 0) first = i;
+      }
+    }
+    INFO("first mismatch at " << first << ": " << actual[first + 1] << " vs " << expected[first]);
+    CHECK(mismatches == 0);
+    CHECK(actual[0] == start[0]);  // the float before the partition is untouched
+  }
+}
+
+TEST_CASE("state slots have their names and survive a checkpoint restore") {
+  const std::vector<std::vector<std::string>> kNames = {
+      {}, {"momentum"}, {"m", "v"}, {"accumulator"}, {"z", "n"}};
+  constexpr size_t kSize = 37;
+  for (const OptimizerConfig& config : VariedConfigs()) {
+    INFO(OptimizerTypeName(config.type));
+    const auto& names = kNames[static_cast<int>(config.type)];
+    auto original = Make(config, kSize);
+    REQUIRE(original->num_slots() == static_cast<int>(names.size()));
+    for (int k = 0; k < original->num_slots(); ++k) {
+      CHECK(original->slot_name(k) == names[k]);
+      const bool starts_at_accumulator = names[k] == "accumulator" || names[k] == "n";
+      const float initial = starts_at_accumulator ? config.initial_accumulator : 0.0f;
+      for (size_t i = 0; i < kSize; ++i) REQUIRE(original->slot(k)[i] == initial);
+    }
+
+    Lcg lcg;
+    std::vector<float> w = RandomVector(lcg, kSize, 1.0f);
+    for (int step = 0; step < 2; ++step)
+      original->Update(w.data(), RandomVector(lcg, kSize, 1).data());
+    auto restored = Make(config, kSize);
+    auto restored_without_steps = Make(config, kSize);
+    for (int k = 0; k < original->num_slots(); ++k) {
+      std::memcpy(restored->slot(k), original->slot(k), kSize * sizeof(float));
+      std::memcpy(restored_without_steps->slot(k), original->slot(k), kSize * sizeof(float));
+    }
+    restored->set_steps(original->steps());
+    std::vector<float> w_restored = w, w_without_steps = w;
+    for (int step = 0; step < 3; ++step) {
+      const std::vector<float> grad = RandomVector(lcg, kSize, 1.0f);
+      original->Update(w.data(), grad.data());
+      restored->Update(w_restored.data(), grad.data());
+      restored_without_steps->Update(w_without_steps.data(), grad.data());
+    }
+    CHECK(restored->steps() == 5);
+    CHECK(w_restored == w);
+    for (int k = 0; k < original->num_slots(); ++k) {
+      CHECK(std::memcmp(restored->slot(k), original->slot(k), kSize * sizeof(float)) == 0);
+    }
+    // Adam's bias correction depends on the step count: it is state too.
+    if (config.type == OptimizerType::kAdam) CHECK(w_without_steps != w);
+  }
+}
+
+TEST_CASE("an empty partition is valid") {
+  auto optimizer = Make(Config(OptimizerType::kAdam, 0.01f), 0);
+  optimizer->Update(nullptr, nullptr);
+  CHECK(optimizer->size() == 0);
+  CHECK(optimizer->steps() == 1);
+}
+
+TEST_CASE("ValidateOptimizerConfig names the bad field and its value") {
+  struct BadField {
+    OptimizerType type;
+    const char* field;
+    void (*set)(OptimizerConfig&);
+    const char* got;
+  };
+  const BadField kBad[] = {
+      {OptimizerType::kSgd, "lr", [](OptimizerConfig& c) { c.lr = 0; }, "0"},
+      {OptimizerType::kSgd, "lr",
+       [](OptimizerConfig& c) { c.lr = std::numeric_limits<float>::quiet_NaN(); }, "nan"},
+      {OptimizerType::kSgd, "weight_decay", [](OptimizerConfig& c) { c.weight_decay = -0.5f; },
+       "-0.5"},
+      {OptimizerType::kMomentum, "momentum", [](OptimizerConfig& c) { c.momentum = 1; }, "1"},
+      {OptimizerType::kMomentum, "momentum", [](OptimizerConfig& c) { c.momentum = -0.5f; },
+       "-0.5"},
+      {OptimizerType::kAdam, "lr",
+       [](OptimizerConfig& c) { c.lr = std::numeric_limits<float>::infinity(); }, "inf"},
+      {OptimizerType::kAdam, "beta1", [](OptimizerConfig& c) { c.beta1 = 1; }, "1"},
+      {OptimizerType::kAdam, "beta2", [](OptimizerConfig& c) { c.beta2 = -0.5f; }, "-0.5"},
+      {OptimizerType::kAdam, "epsilon", [](OptimizerConfig& c) { c.epsilon = 0; }, "0"},
+      {OptimizerType::kAdagrad, "epsilon", [](OptimizerConfig& c) { c.epsilon = -1; }, "-1"},
+      {OptimizerType::kAdagrad, "initial_accumulator",
+       [](OptimizerConfig& c) { c.initial_accumulator = -0.5f; }, "-0.5"},
+      {OptimizerType::kFtrl, "initial_accumulator",
+       [](OptimizerConfig& c) { c.initial_accumulator = 0; }, "0"},
+      {OptimizerType::kFtrl, "lr_power", [](OptimizerConfig& c) { c.lr_power = 0.5f; }, "0.5"},
+      {OptimizerType::kFtrl, "l1", [](OptimizerConfig& c) { c.l1 = -1; }, "-1"},
+      {OptimizerType::kFtrl, "l2", [](OptimizerConfig& c) { c.l2 = -2; }, "-2"},
+  };
+  for (const BadField& bad : kBad) {
+    OptimizerConfig config;
+    config.type = bad.type;
+    REQUIRE(ValidateOptimizerConfig(config).ok());
+    bad.set(config);
+    const Status status = ValidateOptimizerConfig(config);
+    INFO(status.ToString());
+    CHECK(status.code() == StatusCode::kInvalidArgument);
+    const std::string prefix = std::string("optimizer ") + OptimizerTypeName(bad.type) + ": ";
+    CHECK(status.message().compare(0, prefix.size(), prefix) == 0);
+    CHECK(status.message().find(std::string(bad.field) + " must be") != std::string::npos);
+    CHECK(status.message().find(std::string("got ") + bad.got) != std::string::npos);
+    CHECK(MakeDenseOptimizer(config, 4).status().message() == status.message());
+  }
+}
+
+TEST_CASE("ValidateOptimizerConfig ignores fields the optimizer does not use") {
+  OptimizerConfig config = Config(OptimizerType::kSgd, 0.1f);
+  config.momentum = 2;
+  config.beta2 = -1;
+  config.lr_power = 1;
+  CHECK(ValidateOptimizerConfig(config).ok());
+}
+
+TEST_CASE("optimizer type names") {
+  CHECK(std::string(OptimizerTypeName(OptimizerType::kSgd)) == "sgd");
+  CHECK(std::string(OptimizerTypeName(OptimizerType::kMomentum)) == "momentum");
+  CHECK(std::string(OptimizerTypeName(OptimizerType::kAdam)) == "adam");
+  CHECK(std::string(OptimizerTypeName(OptimizerType::kAdagrad)) == "adagrad");
+  CHECK(std::string(OptimizerTypeName(OptimizerType::kFtrl)) == "ftrl");
+  const auto bogus = static_cast<OptimizerType>(42);
+  CHECK(std::string(OptimizerTypeName(bogus)) == "unknown");
+  OptimizerConfig config;
+  config.type = bogus;
+  CHECK(ValidateOptimizerConfig(config).message() == "unknown optimizer type 42");
+}
+
+}  // namespace
+}  // namespace pstrain

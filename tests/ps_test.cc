@@ -1,0 +1,223 @@
+// The parameter-server core over real sockets: 2 servers and 3 workers as
+// threads of this process. Sync averages and applies once per step; async
+// applies every push exactly once; ssp bounds how far a worker runs ahead;
+// bad pushes are refused without changing anything; a pull before the
+// chief's init waits.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <thread>
+
+#include "roles/local_job.h"
+#include "tests/test_util.h"
+
+namespace pstrain {
+namespace {
+
+using Body = std::function<Status(WorkerContext&)>;
+
+class FunctionJob : public WorkerJob {
+ public:
+  FunctionJob(std::vector<TensorSpec> tensors, Body body)
+      : tensors_(std::move(tensors)), body_(std::move(body)) {}
+  std::vector<TensorSpec> PsTensors() override { return tensors_; }
+  Status Run(WorkerContext& context) override { return body_(context); }
+
+ private:
+  std::vector<TensorSpec> tensors_;
+  Body body_;
+};
+
+const std::vector<TensorSpec> kTensors = {{"w", 1000}, {"b", 3}};
+
+Config PsConfig(UpdateMode mode, float lr, int staleness = 0) {
+  Config c;
+  c.train.mode = mode;
+  c.train.staleness = staleness;
+  c.train.optimizer.type = OptimizerType::kSgd;
+  c.train.optimizer.lr = lr;
+  c.train.partition_bytes = 1024;  // "w" becomes 4 partitions over 2 servers
+  return c;
+}
+
+Status RunJob(const Config& config, int servers, int workers, Body body) {
+  auto sink = std::make_shared<testing::CaptureSink>();
+  LocalJobOptions job;
+  job.cluster.server_num = servers;
+  job.cluster.worker_num = workers;
+  job.config = config;
+  job.make_job = [body](int) { return std::make_unique<FunctionJob>(kTensors, body); };
+  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
+  return RunLocalJob(job);
+}
+
+float Initial(int t, size_t i) { return (t == 0 ? 0.001f : -0.5f) * static_cast<float>(i + 1); }
+float Gradient(int rank, int64_t step, size_t i) {
+  return 0.01f * static_cast<float>((rank + 1) * (step + 1)) * static_cast<float>(i % 7 + 1);
+}
+
+std::vector<std::vector<float>> InitialValues() {
+  std::vector<std::vector<float>> v;
+  for (int t = 0; t < 2; ++t) {
+    v.emplace_back(kTensors[t].elements);
+    for (size_t i = 0; i < v[t].size(); ++i) v[t][i] = Initial(t, i);
+  }
+  return v;
+}
+
+// The chief pushes the initial values; everyone pulls them (waiting for the
+// chief if need be).
+Status InitAndPull(WorkerContext& ctx, std::vector<std::vector<float>>& values) {
+  std::vector<std::vector<float>> init = InitialValues();
+  if (ctx.rank == 0)
+    for (int t = 0; t < 2; ++t) PSTRAIN_RETURN_IF_ERROR(ctx.kv->Init(t, init[t].data()).Wait());
+  values.assign(2, {});
+  for (int t = 0; t < 2; ++t) {
+    values[t].resize(kTensors[t].elements);
+    PSTRAIN_RETURN_IF_ERROR(ctx.kv->Pull(t, values[t].data(), 0).Wait());
+  }
+  return Status::OK();
+}
+
+TEST_CASE("sync: the pulled weights equal the hand-computed averaged SGD steps") {
+  constexpr int kWorkers = 3, kSteps = 5;
+  constexpr float kLr = 0.1f;
+  std::mutex mutex;
+  std::vector<std::vector<std::vector<float>>> finals(kWorkers);
+  Status st = RunJob(PsConfig(UpdateMode::kSync, kLr), 2, kWorkers, [&](WorkerContext& ctx) {
+    std::vector<std::vector<float>> values;
+    PSTRAIN_RETURN_IF_ERROR(InitAndPull(ctx, values));
+    std::vector<std::vector<float>> grads = values;
+    for (int64_t step = 0; step < kSteps; ++step) {
+      for (int t = 0; t < 2; ++t) {
+        for (size_t i = 0; i < grads[t].size(); ++i) grads[t][i] = Gradient(ctx.rank, step, i);
+        // Push and pull together: the pull waits on the server for the update.
+        KvHandle push = ctx.kv->Push(t, grads[t].data(), step);
+        KvHandle pull = ctx.kv->Pull(t, values[t].data(), step + 1);
+        PSTRAIN_RETURN_IF_ERROR(push.Wait());
+        PSTRAIN_RETURN_IF_ERROR(pull.Wait());
+      }
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    finals[ctx.rank] = values;
+    return Status::OK();
+  });
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  std::vector<std::vector<float>> expected = InitialValues();
+  for (int64_t step = 0; step < kSteps; ++step)
+    for (int t = 0; t < 2; ++t)
+      for (size_t i = 0; i < expected[t].size(); ++i) {
+        double mean = 0;
+        for (int r = 0; r < kWorkers; ++r) mean += Gradient(r, step, i);
+        expected[t][i] -= kLr * static_cast<float>(mean / kWorkers);
+      }
+  for (int r = 0; r < kWorkers; ++r)
+    for (int t = 0; t < 2; ++t)
+      for (size_t i = 0; i < expected[t].size(); ++i)
+        REQUIRE(finals[r][t][i] == doctest::Approx(expected[t][i]).epsilon(1e-5));
+}
+
+TEST_CASE("async: every push is applied exactly once") {
+  constexpr int kWorkers = 3, kPushes = 20;
+  std::vector<float> after(kTensors[0].elements);
+  Status st = RunJob(PsConfig(UpdateMode::kAsync, 1.0f), 2, kWorkers, [&](WorkerContext& ctx) {
+    std::vector<std::vector<float>> values;
+    PSTRAIN_RETURN_IF_ERROR(InitAndPull(ctx, values));
+    std::vector<float> ones(kTensors[0].elements, static_cast<float>(ctx.rank + 1));
+    for (int k = 0; k < kPushes; ++k)  // no waiting on anyone
+      PSTRAIN_RETURN_IF_ERROR(ctx.kv->Push(0, ones.data(), k).Wait());
+    PSTRAIN_RETURN_IF_ERROR(ctx.cluster->Barrier(BarrierGroup::kWorkers));
+    if (ctx.rank == 0) return ctx.kv->Pull(0, after.data(), 0).Wait();
+    return Status::OK();
+  });
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  // lr 1: w = w0 - sum of all pushes = w0 - 20 * (1 + 2 + 3).
+  for (size_t i = 0; i < after.size(); ++i)
+    REQUIRE(after[i] == doctest::Approx(Initial(0, i) - kPushes * 6.0f));
+}
+
+TEST_CASE("ssp: no worker runs more than `staleness` steps ahead of the slowest") {
+  constexpr int kWorkers = 3, kSteps = 12, kStaleness = 2;
+  std::atomic<int64_t> clocks[kWorkers] = {};
+  std::atomic<int64_t> worst_lead{0};
+  Status st =
+      RunJob(PsConfig(UpdateMode::kSsp, 0.01f, kStaleness), 2, kWorkers, [&](WorkerContext& ctx) {
+        std::vector<std::vector<float>> values;
+        PSTRAIN_RETURN_IF_ERROR(InitAndPull(ctx, values));
+        std::vector<float> grad(kTensors[0].elements, 1.0f);
+        for (int64_t step = 0; step < kSteps; ++step) {
+          if (ctx.rank == 2) std::this_thread::sleep_for(std::chrono::milliseconds(15));
+          clocks[ctx.rank] = step + 1;  // before the push that the server counts
+          PSTRAIN_RETURN_IF_ERROR(ctx.kv->Push(0, grad.data(), step).Wait());
+          // Entering step + 1 needs the slowest to have pushed step + 1 - s.
+          PSTRAIN_RETURN_IF_ERROR(ctx.kv->Pull(0, values[0].data(), step + 1 - kStaleness).Wait());
+          int64_t slowest = kSteps;
+          for (auto& c : clocks) slowest = std::min<int64_t>(slowest, c);
+          int64_t lead = (step + 1) - slowest;
+          int64_t prev = worst_lead;
+          while (lead > prev && !worst_lead.compare_exchange_weak(prev, lead)) {
+          }
+        }
+        return Status::OK();
+      });
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  CHECK(worst_lead <= kStaleness);
+  MESSAGE("largest lead over the slowest worker: " << worst_lead.load());
+}
+
+TEST_CASE("a bad push is refused naming the problem, and changes nothing") {
+  Status st = RunJob(PsConfig(UpdateMode::kAsync, 1.0f), 2, 1, [&](WorkerContext& ctx) {
+    std::vector<std::vector<float>> values;
+    PSTRAIN_RETURN_IF_ERROR(InitAndPull(ctx, values));
+    // A client whose model disagrees with the servers': "b" has 5 floats
+    // instead of 3, and "nope" does not exist.
+    auto wrong = PartitionMap::Build({{"b", 5}, {"nope", 4}}, 2, 1024);
+    REQUIRE(wrong.ok());
+    KvClient bad(ctx.loop, ctx.servers, ctx.rank, std::move(*wrong));
+    std::vector<float> junk(5, 100.0f);
+    Status long_push = bad.Push("b", junk.data(), 0).Wait();
+    REQUIRE_FALSE(long_push.ok());
+    CHECK(long_push.message().find("push of 20 bytes to 'b' partition 0, which holds 3 floats") !=
+          std::string::npos);
+    Status unknown = bad.Push("nope", junk.data(), 0).Wait();
+    REQUIRE_FALSE(unknown.ok());
+    CHECK(unknown.message().find("unknown tensor 'nope'") != std::string::npos);
+    CHECK(ctx.kv->Push("absent", junk.data(), 0).Wait().message() ==
+          "push of unknown tensor 'absent'");
+    std::vector<float> now(kTensors[1].elements);
+    PSTRAIN_RETURN_IF_ERROR(ctx.kv->Pull(1, now.data(), 0).Wait());
+    CHECK(now == values[1]);  // nothing was applied
+    return Status::OK();
+  });
+  REQUIRE_MESSAGE(st.ok(), st.message());
+}
+
+TEST_CASE("a pull before the chief's init waits for it") {
+  std::atomic<bool> pull_was_pending{false};
+  Completion<bool> pull_issued;
+  Status st = RunJob(PsConfig(UpdateMode::kSync, 0.1f), 1, 2, [&](WorkerContext& ctx) {
+    std::vector<std::vector<float>> init = InitialValues();
+    if (ctx.rank == 0) {
+      pull_issued.Wait();  // worker 1 has asked and got nothing yet
+      for (int t = 0; t < 2; ++t) PSTRAIN_RETURN_IF_ERROR(ctx.kv->Init(t, init[t].data()).Wait());
+      return Status::OK();
+    }
+    std::vector<float> got(kTensors[0].elements, -7.0f);
+    KvHandle pull = ctx.kv->Pull(0, got.data(), 0);
+    // Nothing can answer it yet: the chief has not pushed its values.
+    pull_was_pending = !pull.IsDone();
+    pull_issued.Set(true);
+    PSTRAIN_RETURN_IF_ERROR(pull.Wait());
+    CHECK(got == init[0]);
+    return Status::OK();
+  });
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  CHECK(pull_was_pending);
+}
+
+}  // namespace
+}  // namespace pstrain
