@@ -12,8 +12,7 @@ namespace {
 // One uv_write in flight: the bytes it points at live here until it completes.
 struct WriteRequest {
   uv_write_t req;
-  std::vector<uint8_t> prefix;  // fixed header + FlatBuffers header
-  Payload payload;
+  std::vector<Connection::OutFrame> frames;
 };
 
 std::string PeerName(uv_tcp_t* tcp) {
@@ -176,22 +175,38 @@ void Connection::Reply(uint64_t request_id, MessageBody body, Payload payload) {
   Send(Message{request_id, true, std::move(body)}, std::move(payload));
 }
 
+// Frames queue in the outbox and go out in one write at the end of the loop
+// iteration: a push and a pull issued together share one segment, and the
+// peer reads them in one go.
 void Connection::Send(const Message& message, Payload payload) {
   if (closing_) return;
-  auto* w = new WriteRequest;
+  OutFrame frame;
   std::vector<uint8_t> header = EncodeHeader(message);
-  w->prefix.resize(kFixedHeaderBytes + header.size());
-  EncodeFixedHeader(static_cast<uint32_t>(header.size()), payload.size, w->prefix.data());
-  std::memcpy(w->prefix.data() + kFixedHeaderBytes, header.data(), header.size());
-  w->payload = std::move(payload);
-  uv_buf_t bufs[2] = {uv_buf_init(reinterpret_cast<char*>(w->prefix.data()),
-                                  static_cast<unsigned>(w->prefix.size())),
-                      uv_buf_init(const_cast<char*>(reinterpret_cast<const char*>(w->payload.data)),
-                                  static_cast<unsigned>(w->payload.size))};
+  frame.prefix.resize(kFixedHeaderBytes + header.size());
+  EncodeFixedHeader(static_cast<uint32_t>(header.size()), payload.size, frame.prefix.data());
+  std::memcpy(frame.prefix.data() + kFixedHeaderBytes, header.data(), header.size());
+  frame.payload = std::move(payload);
+  if (outbox_.empty()) loop_->AtEndOfIteration([self = shared_from_this()] { self->Flush(); });
+  outbox_.push_back(std::move(frame));
+}
+
+void Connection::Flush() {
+  if (closing_ || outbox_.empty()) return;
+  auto* w = new WriteRequest;
+  w->frames.swap(outbox_);
+  std::vector<uv_buf_t> bufs;
+  bufs.reserve(2 * w->frames.size());
+  for (OutFrame& f : w->frames) {
+    bufs.push_back(uv_buf_init(reinterpret_cast<char*>(f.prefix.data()),
+                               static_cast<unsigned>(f.prefix.size())));
+    if (f.payload.size > 0)
+      bufs.push_back(uv_buf_init(const_cast<char*>(reinterpret_cast<const char*>(f.payload.data)),
+                                 static_cast<unsigned>(f.payload.size)));
+  }
   w->req.data = w;
   int rc = uv_write(
-      &w->req, reinterpret_cast<uv_stream_t*>(tcp_.get()), bufs, w->payload.size > 0 ? 2 : 1,
-      [](uv_write_t* r, int status) {
+      &w->req, reinterpret_cast<uv_stream_t*>(tcp_.get()), bufs.data(),
+      static_cast<unsigned>(bufs.size()), [](uv_write_t* r, int status) {
         std::unique_ptr<WriteRequest> w(static_cast<WriteRequest*>(r->data));
         if (status < 0 && status != UV_ECANCELED) {
           auto* self = static_cast<Connection*>(static_cast<HandleOwner*>(r->handle->data));

@@ -81,9 +81,16 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
 
   void OnHandleClosed(uv_handle_t* handle) override;
 
+  // A frame waiting to be written: its headers, and its payload's memory.
+  struct OutFrame {
+    std::vector<uint8_t> prefix;  // fixed header + FlatBuffers header
+    Payload payload;
+  };
+
  private:
   Connection(EventLoop* loop, Logger log, std::unique_ptr<uv_tcp_t> tcp);
   void Send(const Message& message, Payload payload);
+  void Flush();
   StatusOr<Buffer> PlacePayload(const std::vector<uint8_t>& header, uint64_t size);
   void OnFrame(Frame&& frame);
   static void OnAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
@@ -103,6 +110,7 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   std::unordered_map<uint64_t, Pending> pending_;
   std::optional<Message> decoded_;  // header of the frame being read
   uint64_t next_request_id_ = 1;
+  std::vector<OutFrame> outbox_;  // sent at the end of this loop iteration
   bool closing_ = false;
   Status close_reason_;
   Ptr self_;  // keeps this alive while the handle is open

@@ -15,6 +15,10 @@ EventLoop::EventLoop() {
   uv_loop_init(&loop_);
   uv_async_init(&loop_, &wakeup_, &EventLoop::OnAsync);
   wakeup_.data = nullptr;  // owned by the loop itself, not a HandleOwner
+  uv_check_init(&loop_, &end_check_);
+  uv_idle_init(&loop_, &end_idle_);
+  end_check_.data = nullptr;
+  end_idle_.data = nullptr;
   loop_.data = this;
 }
 
@@ -23,8 +27,10 @@ EventLoop::~EventLoop() {
     Stop();
     return;
   }
-  // Never ran: close the wakeup handle and drain so the loop closes clean.
+  // Never ran: close the loop's own handles and drain so the loop closes clean.
   uv_close(reinterpret_cast<uv_handle_t*>(&wakeup_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&end_check_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&end_idle_), nullptr);
   uv_run(&loop_, UV_RUN_DEFAULT);
   uv_loop_close(&loop_);
 }
@@ -57,6 +63,26 @@ void EventLoop::RequestStop() {
     stopping_ = true;
   }
   uv_async_send(&wakeup_);
+}
+
+void EventLoop::AtEndOfIteration(std::function<void()> fn) {
+  if (at_end_.empty()) {
+    uv_check_start(&end_check_,
+                   [](uv_check_t* h) { static_cast<EventLoop*>(h->loop->data)->RunAtEnd(); });
+    uv_idle_start(&end_idle_,
+                  [](uv_idle_t* h) { static_cast<EventLoop*>(h->loop->data)->RunAtEnd(); });
+  }
+  at_end_.push_back(std::move(fn));
+}
+
+void EventLoop::RunAtEnd() {
+  while (!at_end_.empty()) {  // what the work queues in turn runs too
+    std::vector<std::function<void()>> batch;
+    batch.swap(at_end_);
+    for (auto& fn : batch) fn();
+  }
+  uv_check_stop(&end_check_);
+  uv_idle_stop(&end_idle_);
 }
 
 bool EventLoop::IsStopping() {
@@ -104,12 +130,13 @@ void EventLoop::RunPosted() {
 }
 
 void EventLoop::CloseAll() {
+  RunAtEnd();  // queued frames go out (a final Ack, say) before their sockets close
   uv_walk(
       &loop_,
       [](uv_handle_t* h, void*) {
         if (uv_is_closing(h)) return;
         if (h->data == nullptr) {
-          uv_close(h, nullptr);  // the wakeup handle
+          uv_close(h, nullptr);  // the loop's own handles
         } else {
           CloseHandle(h);
         }

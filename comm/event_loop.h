@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "src/common/status.h"
 
@@ -60,6 +61,11 @@ class EventLoop {
   template <typename T>
   T Call(std::function<T()> fn, T if_stopped);
 
+  // Runs `fn` once this loop iteration's I/O callbacks are done, so that what
+  // several callbacks queue (e.g. frames for one socket) goes out together.
+  // Loop thread only.
+  void AtEndOfIteration(std::function<void()> fn);
+
   // True once Stop()/RequestStop() was called: owners must not open new
   // handles then.
   bool IsStopping();
@@ -69,11 +75,18 @@ class EventLoop {
 
  private:
   static void OnAsync(uv_async_t* handle);
+  void RunAtEnd();
   void RunPosted();
   void CloseAll();
 
   uv_loop_t loop_;
   uv_async_t wakeup_;
+  // Both run RunAtEnd(): the check handle right after the I/O callbacks, the
+  // idle handle (which also keeps the next poll from blocking) for work
+  // queued later in an iteration, e.g. by a close callback.
+  uv_check_t end_check_;
+  uv_idle_t end_idle_;
+  std::vector<std::function<void()>> at_end_;  // loop thread only
   std::thread thread_;
   std::atomic<std::thread::id> thread_id_;
   std::mutex mutex_;

@@ -16,70 +16,108 @@ KvHandle KvClient::Failed(Status status) {
   return handle;
 }
 
-KvHandle KvClient::Send(int tensor, const char* verb, RequestMaker make, const float* out_data,
-                        float* in_data) {
-  if (tensor < 0 || tensor >= static_cast<int>(map_.tensors().size()))
-    return Failed(NotFound(fmt::format("{} of tensor #{}: no such tensor", verb, tensor)));
+namespace {
+
+const char* Verb(KvOp::Kind kind) {
+  switch (kind) {
+    case KvOp::Kind::kInit:
+      return "init";
+    case KvOp::Kind::kPush:
+      return "push";
+    case KvOp::Kind::kPull:
+      return "pull";
+  }
+  return "?";
+}
+
+}  // namespace
+
+KvHandle KvClient::Run(std::vector<KvOp> ops) {
+  size_t requests = 0;
+  for (const KvOp& op : ops) {
+    if (op.tensor < 0 || op.tensor >= static_cast<int>(map_.tensors().size()))
+      return Failed(
+          NotFound(fmt::format("{} of tensor #{}: no such tensor", Verb(op.kind), op.tensor)));
+    requests += map_.partitions(op.tensor).size();
+  }
   KvHandle handle;
   Completion<Status> done = handle.done_;
-  const std::string& name = map_.tensors()[tensor].name;
-  bool posted = loop_->Post([this, tensor, verb, make = std::move(make), out_data, in_data, done,
-                             name] {
-    const std::vector<Partition>& parts = map_.partitions(tensor);
-    auto remaining = std::make_shared<std::atomic<size_t>>(parts.size());
-    for (const Partition& p : parts) {
-      const Connection::Ptr& server = servers_[p.server];
-      const size_t bytes = static_cast<size_t>(p.elements) * sizeof(float);
-      Payload payload;
-      if (out_data != nullptr)
-        payload = Payload{reinterpret_cast<const uint8_t*>(out_data + p.offset), bytes, nullptr};
-      Buffer reply_into;
-      if (in_data != nullptr)
-        reply_into = Buffer{reinterpret_cast<uint8_t*>(in_data + p.offset), bytes, nullptr};
-      std::string where =
-          fmt::format("{} '{}' partition {} on server {}", verb, name, p.part, p.server);
-      server->Call(
-          make(p),
-          [done, remaining, where](StatusOr<Incoming> reply) {
-            if (!reply.ok()) return done.Set(reply.status().WithContext(where));
-            if (--*remaining == 0) done.Set(Status::OK());
-          },
-          std::move(payload), std::move(reply_into));
-    }
+  auto remaining = std::make_shared<std::atomic<size_t>>(requests);
+  bool posted = loop_->Post([this, ops = std::move(ops), done, remaining] {
+    for (const KvOp& op : ops) Issue(op, done, remaining);
   });
-  if (!posted) return Failed(Aborted(fmt::format("{} '{}': the worker is stopping", verb, name)));
+  if (!posted) return Failed(Aborted("the worker is stopping"));
   return handle;
 }
 
+// Loop thread: one request per partition of `op`.
+void KvClient::Issue(const KvOp& op, const Completion<Status>& done,
+                     const std::shared_ptr<std::atomic<size_t>>& remaining) {
+  const std::string& name = map_.tensors()[op.tensor].name;
+  for (const Partition& p : map_.partitions(op.tensor)) {
+    const size_t bytes = static_cast<size_t>(p.elements) * sizeof(float);
+    uint8_t* data = reinterpret_cast<uint8_t*>(op.data + p.offset);
+    MessageBody body;
+    Payload payload;
+    Buffer reply_into;
+    if (op.kind == KvOp::Kind::kPull) {
+      body = PullRequest{name, p.part, worker_rank_, op.clock, p.elements};
+      reply_into = Buffer{data, bytes, nullptr};
+    } else {
+      bool init = op.kind == KvOp::Kind::kInit;
+      body = PushRequest{name, p.part, worker_rank_, init ? 0 : op.clock,
+                         init ? PushKind::kInit : PushKind::kGradient};
+      payload = Payload{data, bytes, nullptr};
+    }
+    const char* verb = Verb(op.kind);
+    servers_[p.server]->Call(
+        std::move(body),
+        [done, remaining, verb, &name, p](StatusOr<Incoming> reply) {
+          if (!reply.ok())
+            return done.Set(reply.status().WithContext(
+                fmt::format("{} '{}' partition {} on server {}", verb, name, p.part, p.server)));
+          if (--*remaining == 0) done.Set(Status::OK());
+        },
+        std::move(payload), std::move(reply_into));
+  }
+}
+
 KvHandle KvClient::Init(int tensor, const float* values) {
-  const int worker = worker_rank_;
-  return Send(
-      tensor, "init",
-      [this, worker](const Partition& p) -> MessageBody {
-        return PushRequest{map_.tensors()[p.tensor].name, p.part, worker, 0, PushKind::kInit};
-      },
-      values, nullptr);
+  return Run({{KvOp::Kind::kInit, tensor, const_cast<float*>(values), 0}});
 }
 
 KvHandle KvClient::Push(int tensor, const float* gradient, int64_t clock) {
-  const int worker = worker_rank_;
-  return Send(
-      tensor, "push",
-      [this, worker, clock](const Partition& p) -> MessageBody {
-        return PushRequest{map_.tensors()[p.tensor].name, p.part, worker, clock,
-                           PushKind::kGradient};
-      },
-      gradient, nullptr);
+  return Run({{KvOp::Kind::kPush, tensor, const_cast<float*>(gradient), clock}});
 }
 
 KvHandle KvClient::Pull(int tensor, float* values, int64_t min_clock) {
-  const int worker = worker_rank_;
-  return Send(
-      tensor, "pull",
-      [this, worker, min_clock](const Partition& p) -> MessageBody {
-        return PullRequest{map_.tensors()[p.tensor].name, p.part, worker, min_clock};
-      },
-      nullptr, values);
+  return Run({{KvOp::Kind::kPull, tensor, values, min_clock}});
+}
+
+KvHandle KvClient::PushPull(int tensor, const float* gradient, int64_t clock, float* values,
+                            int64_t min_clock) {
+  return Run({{KvOp::Kind::kPush, tensor, const_cast<float*>(gradient), clock},
+              {KvOp::Kind::kPull, tensor, values, min_clock}});
+}
+
+KvHandle KvClient::Save(int64_t step, std::vector<std::string>* files) {
+  KvHandle handle;
+  Completion<Status> done = handle.done_;
+  files->assign(servers_.size(), "");
+  auto remaining = std::make_shared<std::atomic<size_t>>(servers_.size());
+  bool posted = loop_->Post([this, step, files, done, remaining] {
+    for (size_t r = 0; r < servers_.size(); ++r) {
+      servers_[r]->Call(SaveRequest{step}, [files, r, done, remaining](StatusOr<Incoming> reply) {
+        if (!reply.ok())
+          return done.Set(reply.status().WithContext(fmt::format("checkpoint on server {}", r)));
+        if (auto* saved = std::get_if<SaveReply>(&reply->message.body)) (*files)[r] = saved->file;
+        if (--*remaining == 0) done.Set(Status::OK());
+      });
+    }
+  });
+  if (!posted) return Failed(Aborted("the worker is stopping"));
+  if (servers_.empty()) handle.done_.Set(Status::OK());
+  return handle;
 }
 
 KvHandle KvClient::Push(const std::string& name, const float* gradient, int64_t clock) {

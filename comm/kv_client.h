@@ -10,6 +10,7 @@
 // Thread-safety: any thread may call; the requests are issued on the loop.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,15 @@ class KvHandle {
   Completion<Status> done_;
 };
 
+// One request of a batch: a tensor's init, push or pull.
+struct KvOp {
+  enum class Kind { kInit, kPush, kPull };
+  Kind kind;
+  int tensor;     // index in map().tensors()
+  float* data;    // values or gradient (read for init/push, written for pull)
+  int64_t clock;  // push: the worker's step; pull: min_clock; init: unused
+};
+
 class KvClient {
  public:
   // `servers[r]` is the connection to server rank r, on `loop`.
@@ -41,22 +51,32 @@ class KvClient {
 
   const PartitionMap& map() const { return map_; }
 
+  // Sends every op (one request per partition, all in flight at once); the
+  // handle completes when all have answered, with the first error if any.
+  KvHandle Run(std::vector<KvOp> ops);
+
   // The chief's initial values of tensor `tensor` (index in map().tensors()).
   KvHandle Init(int tensor, const float* values);
   // A gradient for step `clock`.
   KvHandle Push(int tensor, const float* gradient, int64_t clock);
   // The values, once every partition's clock has reached `min_clock`.
   KvHandle Pull(int tensor, float* values, int64_t min_clock);
+  // Push and pull together: the pull waits on the server for the push's
+  // update (sync: min_clock = clock + 1) instead of costing a second trip.
+  KvHandle PushPull(int tensor, const float* gradient, int64_t clock, float* values,
+                    int64_t min_clock);
+
+  // Asks every server to write its shard of checkpoint `step`; files[r] gets
+  // server r's file name. `files` must stay valid until the handle completes.
+  KvHandle Save(int64_t step, std::vector<std::string>* files);
 
   // The same by name; an unknown name completes at once with an error.
   KvHandle Push(const std::string& name, const float* gradient, int64_t clock);
   KvHandle Pull(const std::string& name, float* values, int64_t min_clock);
 
  private:
-  // Issues one request per partition of `tensor`; `make` builds each.
-  using RequestMaker = std::function<MessageBody(const Partition&)>;
-  KvHandle Send(int tensor, const char* verb, RequestMaker make, const float* out_data,
-                float* in_data);
+  void Issue(const KvOp& op, const Completion<Status>& done,
+             const std::shared_ptr<std::atomic<size_t>>& remaining);
   KvHandle Failed(Status status);
 
   EventLoop* loop_;

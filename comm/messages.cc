@@ -83,15 +83,15 @@ struct BodyEncoder {
         w::CreatePushRequest(b, b.CreateString(m.tensor), m.part, m.worker, m.clock, kind).Union()};
   }
   Out operator()(const PullRequest& m) {
-    return {
-        w::Body_PullRequest,
-        w::CreatePullRequest(b, b.CreateString(m.tensor), m.part, m.worker, m.min_clock).Union()};
+    return {w::Body_PullRequest, w::CreatePullRequest(b, b.CreateString(m.tensor), m.part, m.worker,
+                                                      m.min_clock, m.elements)
+                                     .Union()};
   }
   Out operator()(const PullReply& m) {
     return {w::Body_PullReply, w::CreatePullReply(b, m.clock).Union()};
   }
   Out operator()(const SaveRequest& m) {
-    return {w::Body_SaveRequest, w::CreateSaveRequest(b, m.step, b.CreateString(m.dir)).Union()};
+    return {w::Body_SaveRequest, w::CreateSaveRequest(b, m.step).Union()};
   }
   Out operator()(const SaveReply& m) {
     return {w::Body_SaveReply, w::CreateSaveReply(b, b.CreateString(m.file)).Union()};
@@ -209,15 +209,13 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h) {
       auto m = h->body_as_PullRequest();
       auto tensor = Text(m->tensor(), "tensor", true);
       if (!tensor.ok()) return tensor.status();
-      return MessageBody(PullRequest{*tensor, m->part(), m->worker(), m->min_clock()});
+      return MessageBody(
+          PullRequest{*tensor, m->part(), m->worker(), m->min_clock(), m->elements()});
     }
     case w::Body_PullReply:
       return MessageBody(PullReply{h->body_as_PullReply()->clock()});
-    case w::Body_SaveRequest: {
-      auto dir = Text(h->body_as_SaveRequest()->dir(), "dir", true);
-      if (!dir.ok()) return dir.status();
-      return MessageBody(SaveRequest{h->body_as_SaveRequest()->step(), *dir});
-    }
+    case w::Body_SaveRequest:
+      return MessageBody(SaveRequest{h->body_as_SaveRequest()->step()});
     case w::Body_SaveReply: {
       auto file = Text(h->body_as_SaveReply()->file(), "file", true);
       if (!file.ok()) return file.status();

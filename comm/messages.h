@@ -67,13 +67,13 @@ struct PullRequest {
   uint32_t part = 0;
   int worker = 0;
   int64_t min_clock = 0;  // answer once the partition's clock reaches this
+  int64_t elements = 0;   // the partition's size as the worker knows it
 };
 struct PullReply {
   int64_t clock = 0;
 };
 struct SaveRequest {
-  int64_t step = 0;
-  std::string dir;
+  int64_t step = 0;  // written to the server's own checkpoint dir
 };
 struct SaveReply {
   std::string file;  // written inside the step's directory

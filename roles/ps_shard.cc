@@ -6,8 +6,22 @@
 
 namespace pstrain {
 
-PsShard::PsShard(const Config* config, int workers, Logger log)
-    : config_(config), workers_(workers), log_(std::move(log)) {}
+namespace {
+
+ErrorReply PullSizeError(int64_t elements, const PsPartition& partition) {
+  return ErrorReply{fmt::format("pull of {} floats from '{}' partition {}, which holds {}",
+                                elements, partition.tensor(), partition.part(), partition.size())};
+}
+
+}  // namespace
+
+PsShard::PsShard(const Config* config, int workers, Logger log, Executor run)
+    : config_(config), workers_(workers), log_(std::move(log)), run_(std::move(run)) {
+  if (!run_) {
+    thread_ = std::make_unique<WorkThread>();
+    run_ = [thread = thread_.get()](std::function<void()> fn) { thread->Post(std::move(fn)); };
+  }
+}
 
 Status PsShard::Create(const Key& key, std::vector<float> values, PsPartition** out) {
   auto optimizer = MakeDenseOptimizer(OptimizerFor(*config_, key.first), values.size());
@@ -22,8 +36,8 @@ Status PsShard::Create(const Key& key, std::vector<float> values, PsPartition** 
 }
 
 void PsShard::Push(PushRequest request, Buffer payload, Reply reply) {
-  thread_.Post([this, request = std::move(request), payload = std::move(payload),
-                reply = std::move(reply)] {
+  run_([this, request = std::move(request), payload = std::move(payload),
+        reply = std::move(reply)] {
     Key key{request.tensor, request.part};
     auto it = partitions_.find(key);
     const float* data = reinterpret_cast<const float*>(payload.data);
@@ -61,14 +75,16 @@ void PsShard::Push(PushRequest request, Buffer payload, Reply reply) {
 }
 
 void PsShard::Pull(PullRequest request, Reply reply) {
-  thread_.Post([this, request = std::move(request), reply = std::move(reply)] {
+  run_([this, request = std::move(request), reply = std::move(reply)] {
     Key key{request.tensor, request.part};
     auto it = partitions_.find(key);
+    if (it != partitions_.end() && it->second->size() != static_cast<size_t>(request.elements))
+      return reply(PullSizeError(request.elements, *it->second), {});
     if (it != partitions_.end() && it->second->clock() >= request.min_clock)
       return Answer(*it->second, reply);
     // Not initialized yet, or not at the asked clock: wait, never answer
     // with values the worker should not see.
-    waiting_[key].push_back({request.min_clock, std::move(reply)});
+    waiting_[key].push_back({request.min_clock, request.elements, std::move(reply)});
   });
 }
 
@@ -79,7 +95,9 @@ void PsShard::AnswerReady(const Key& key, PsPartition& partition) {
   const int64_t clock = partition.clock();
   size_t kept = 0;
   for (WaitingPull& w : pulls) {
-    if (w.min_clock <= clock) {
+    if (static_cast<size_t>(w.elements) != partition.size()) {
+      w.reply(PullSizeError(w.elements, partition), {});
+    } else if (w.min_clock <= clock) {
       Answer(partition, w.reply);
     } else {
       pulls[kept++] = std::move(w);
@@ -97,7 +115,7 @@ void PsShard::Answer(const PsPartition& partition, const Reply& reply) {
 }
 
 void PsShard::Snapshot(std::function<void(std::vector<PartitionSnapshot>)> done) {
-  thread_.Post([this, done = std::move(done)] {
+  run_([this, done = std::move(done)] {
     std::vector<PartitionSnapshot> out;
     for (auto& [key, p] : partitions_) {
       PartitionSnapshot s{key.first,    key.second, p->applied(), p->optimizer().steps(),
@@ -113,7 +131,7 @@ void PsShard::Snapshot(std::function<void(std::vector<PartitionSnapshot>)> done)
 }
 
 void PsShard::Restore(std::vector<PartitionSnapshot> partitions, std::function<void(Status)> done) {
-  thread_.Post([this, partitions = std::move(partitions), done = std::move(done)]() mutable {
+  run_([this, partitions = std::move(partitions), done = std::move(done)]() mutable {
     for (PartitionSnapshot& s : partitions) {
       Key key{s.tensor, s.part};
       PsPartition* p = nullptr;

@@ -34,7 +34,11 @@ class PsShard {
   // Sends a reply; must be callable from any thread.
   using Reply = std::function<void(MessageBody body, Payload payload)>;
 
-  PsShard(const Config* config, int workers, Logger log);
+  // Runs a closure on the thread that owns the shard's partitions.
+  using Executor = std::function<void(std::function<void()>)>;
+
+  // `run` null: the shard gets a thread of its own.
+  PsShard(const Config* config, int workers, Logger log, Executor run = nullptr);
 
   // Init (the chief's first values; later Inits are acknowledged and
   // ignored, so a restored checkpoint wins) or a gradient.
@@ -50,6 +54,7 @@ class PsShard {
   using Key = std::pair<std::string, uint32_t>;
   struct WaitingPull {
     int64_t min_clock;
+    int64_t elements;
     Reply reply;
   };
 
@@ -62,7 +67,8 @@ class PsShard {
   Logger log_;
   std::map<Key, std::unique_ptr<PsPartition>> partitions_;
   std::map<Key, std::vector<WaitingPull>> waiting_;
-  WorkThread thread_;  // last: joined before the state above goes
+  Executor run_;
+  std::unique_ptr<WorkThread> thread_;  // last: joined before the state above goes
 };
 
 }  // namespace pstrain

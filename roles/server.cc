@@ -4,10 +4,16 @@
 
 #include <algorithm>
 #include <functional>
+#include <mutex>
 #include <thread>
+
+#include "src/common/checkpoint_file.h"
 
 namespace pstrain {
 namespace {
+
+// Partitions up to this size are updated on the loop thread (Server::loop_shard_).
+constexpr int64_t kLoopShardBytes = 16 * 1024;
 
 int ShardThreads() {
   unsigned hw = std::thread::hardware_concurrency();
@@ -21,6 +27,15 @@ Server::Server(NodeOptions options, Logger log, Config config)
   for (int i = 0; i < ShardThreads(); ++i)
     shards_.push_back(
         std::make_unique<PsShard>(&config_, node_.options().cluster.worker_num, node_.log()));
+  EventLoop* loop = &node_.loop();
+  loop_shard_ = std::make_unique<PsShard>(&config_, node_.options().cluster.worker_num, node_.log(),
+                                          [loop](std::function<void()> fn) {
+                                            if (loop->InLoopThread()) {
+                                              fn();
+                                            } else {
+                                              loop->Post(std::move(fn));
+                                            }
+                                          });
 }
 
 Server::~Server() { (void)node_.loop().Stop(); }
@@ -29,19 +44,30 @@ Status Server::Run() {
   auto topology = node_.Start(
       [this](const Connection::Ptr& c, Incoming&& in) { OnPeerRequest(c, std::move(in)); });
   if (!topology.ok()) return topology.status();
+  // Restored partitions are in place before any worker can push or pull:
+  // workers start only after this barrier.
+  PSTRAIN_RETURN_IF_ERROR(RestoreNewestCheckpoint());
   PSTRAIN_RETURN_IF_ERROR(node_.cluster().Barrier(BarrierGroup::kAll));
   return node_.Finish();
 }
 
-PsShard& Server::ShardFor(const std::string& tensor, uint32_t part) {
-  size_t h = std::hash<std::string>()(tensor) * 31 + part;
-  return *shards_[h % shards_.size()];
+// A partition's shard is fixed the first time it is named (by its size then),
+// so a later request of the wrong size still reaches the partition and is
+// refused by it with the reason.
+PsShard& Server::ShardFor(const std::string& tensor, uint32_t part, int64_t bytes) {
+  auto [it, inserted] = routes_.try_emplace({tensor, part}, nullptr);
+  if (inserted) {
+    size_t h = std::hash<std::string>()(tensor) * 31 + part;
+    it->second = bytes <= kLoopShardBytes ? loop_shard_.get() : shards_[h % shards_.size()].get();
+  }
+  return *it->second;
 }
 
 // Replies are made on shard threads and sent from the loop thread.
 PsShard::Reply Server::ReplyTo(const Connection::Ptr& conn, uint64_t request_id) {
   EventLoop* loop = &node_.loop();
   return [loop, conn, request_id](MessageBody body, Payload payload) {
+    if (loop->InLoopThread()) return conn->Reply(request_id, std::move(body), std::move(payload));
     loop->Post([conn, request_id, body = std::move(body), payload = std::move(payload)]() mutable {
       conn->Reply(request_id, std::move(body), std::move(payload));
     });
@@ -51,10 +77,13 @@ PsShard::Reply Server::ReplyTo(const Connection::Ptr& conn, uint64_t request_id)
 void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
   const uint64_t id = in.message.request_id;
   if (auto* push = std::get_if<PushRequest>(&in.message.body)) {
-    ShardFor(push->tensor, push->part)
+    ShardFor(push->tensor, push->part, static_cast<int64_t>(in.payload.size))
         .Push(std::move(*push), std::move(in.payload), ReplyTo(conn, id));
   } else if (auto* pull = std::get_if<PullRequest>(&in.message.body)) {
-    ShardFor(pull->tensor, pull->part).Pull(std::move(*pull), ReplyTo(conn, id));
+    ShardFor(pull->tensor, pull->part, pull->elements * 4)
+        .Pull(std::move(*pull), ReplyTo(conn, id));
+  } else if (auto* save = std::get_if<SaveRequest>(&in.message.body)) {
+    Save(save->step, ReplyTo(conn, id));
   } else if (auto* hello = std::get_if<Hello>(&in.message.body)) {
     node_.log()->info("{} rank {} connected from {}", RoleName(hello->node.role), hello->node.rank,
                       conn->peer());
@@ -63,6 +92,84 @@ void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
     conn->Reply(
         id, ErrorReply{fmt::format("a server does not handle {}", MessageName(in.message.body))});
   }
+}
+
+std::vector<PsShard*> Server::AllShards() {
+  std::vector<PsShard*> all{loop_shard_.get()};
+  for (auto& s : shards_) all.push_back(s.get());
+  return all;
+}
+
+ShardMeta Server::Meta() {
+  return ShardMeta{node_.cluster().rank(), node_.options().cluster.server_num,
+                   node_.options().cluster.worker_num};
+}
+
+// Every shard copies out its partitions; the last one to finish hands the
+// lot to the I/O thread, which writes the file and answers.
+void Server::Save(int64_t step, PsShard::Reply reply) {
+  if (!config_.train.checkpoint)
+    return reply(ErrorReply{"this server's config has no train.checkpoint.dir"}, {});
+  struct Gather {
+    std::mutex mutex;
+    std::vector<PartitionSnapshot> partitions;  // GUARDED_BY(mutex)
+    size_t remaining;                           // GUARDED_BY(mutex)
+  };
+  std::vector<PsShard*> shards = AllShards();
+  auto gather = std::make_shared<Gather>();
+  gather->remaining = shards.size();
+  std::string dir = CheckpointStepDir(config_.train.checkpoint->dir, step);
+  std::string file = ShardFileName(node_.cluster().rank());
+  ShardMeta meta = Meta();
+  for (PsShard* shard : shards) {
+    shard->Snapshot([this, gather, dir, file, meta, reply](std::vector<PartitionSnapshot> part) {
+      std::lock_guard<std::mutex> lock(gather->mutex);
+      for (auto& p : part) gather->partitions.push_back(std::move(p));
+      if (--gather->remaining > 0) return;
+      io_thread_.Post([gather, dir, file, meta, reply] {
+        Status st = WriteShardFile(dir + "/" + file, meta, gather->partitions);
+        if (!st.ok()) return reply(ErrorReply{st.message()}, {});
+        reply(SaveReply{file}, {});
+      });
+    });
+  }
+}
+
+Status Server::RestoreNewestCheckpoint() {
+  if (!config_.train.checkpoint || !config_.train.checkpoint->resume) return Status::OK();
+  const std::string& dir = config_.train.checkpoint->dir;
+  std::vector<std::string> skipped;
+  auto newest = FindNewestCheckpoint(dir, &skipped);
+  for (const std::string& why : skipped) node_.log()->warn("checkpoint skipped: {}", why);
+  if (!newest.ok()) {
+    if (newest.status().code() != StatusCode::kNotFound) return newest.status();
+    node_.log()->info("no complete checkpoint in {}: starting from the chief's values", dir);
+    return Status::OK();
+  }
+  std::string path = newest->step_dir + "/" + ShardFileName(node_.cluster().rank());
+  auto partitions = ReadShardFile(path, Meta());
+  if (!partitions.ok()) return partitions.status().WithContext("resume");
+  // Route each partition as a request for it would be routed (on the loop,
+  // which owns the routes), then let each shard install its own.
+  std::map<PsShard*, std::vector<PartitionSnapshot>> per_shard;
+  size_t count = partitions->size();
+  Status routed = node_.loop().Call<Status>(
+      [&]() -> Status {
+        for (PartitionSnapshot& p : *partitions) {
+          int64_t bytes = static_cast<int64_t>(p.values.size() * sizeof(float));
+          per_shard[&ShardFor(p.tensor, p.part, bytes)].push_back(std::move(p));
+        }
+        return Status::OK();
+      },
+      Aborted("the server is stopping"));
+  PSTRAIN_RETURN_IF_ERROR(routed);
+  for (auto& [shard, list] : per_shard) {
+    Completion<Status> done;
+    shard->Restore(std::move(list), [done](Status st) { done.Set(st); });
+    PSTRAIN_RETURN_IF_ERROR(done.Wait().WithContext(path));
+  }
+  node_.log()->info("resumed {} partitions from {} (step {})", count, path, newest->step);
+  return Status::OK();
 }
 
 }  // namespace pstrain

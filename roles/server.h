@@ -16,11 +16,15 @@
 // (PsShard), which does the math and sends the reply.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "roles/node.h"
 #include "roles/ps_shard.h"
+#include "roles/shard_file.h"
 #include "src/common/config.h"
 
 namespace pstrain {
@@ -34,8 +38,14 @@ class Server {
 
  private:
   void OnPeerRequest(const Connection::Ptr& conn, Incoming&& in);
-  PsShard& ShardFor(const std::string& tensor, uint32_t part);
+  PsShard& ShardFor(const std::string& tensor, uint32_t part, int64_t bytes);
   PsShard::Reply ReplyTo(const Connection::Ptr& conn, uint64_t request_id);
+  // Checkpoints (roles/shard_file.h): write this server's shard of `step`;
+  // at start, restore the newest complete checkpoint when the config says so.
+  void Save(int64_t step, PsShard::Reply reply);
+  Status RestoreNewestCheckpoint();
+  std::vector<PsShard*> AllShards();
+  ShardMeta Meta();
 
   Config config_;
   Node node_;
@@ -43,6 +53,11 @@ class Server {
   // requests reach the shards), then the shards join (their last replies
   // are dropped by the stopped loop), then the node goes.
   std::vector<std::unique_ptr<PsShard>> shards_;
+  // Owns the small partitions, on the loop thread: for them a hand-off to a
+  // shard thread (two thread switches) costs far more than the update.
+  std::unique_ptr<PsShard> loop_shard_;
+  std::map<std::pair<std::string, uint32_t>, PsShard*> routes_;  // loop thread only
+  WorkThread io_thread_;  // writes checkpoint files off the loop and the shards
 };
 
 }  // namespace pstrain

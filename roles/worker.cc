@@ -7,6 +7,10 @@ namespace pstrain {
 Worker::Worker(NodeOptions options, Logger log, Config config, std::unique_ptr<WorkerJob> job)
     : config_(std::move(config)), job_(std::move(job)), node_(std::move(options), std::move(log)) {}
 
+// The loop stops first: callbacks still pending on it may refer to the KV
+// client, which goes before the node.
+Worker::~Worker() { (void)node_.loop().Stop(); }
+
 Status Worker::Run() {
   auto topology = node_.Start([](const Connection::Ptr& c, Incoming&& in) {
     c->Reply(in.message.request_id,

@@ -18,6 +18,7 @@ class Worker {
  public:
   Worker(NodeOptions options, Logger log, Config config = {},
          std::unique_ptr<WorkerJob> job = nullptr);
+  ~Worker();
   // Runs the worker's part of the job; blocks until it is over.
   Status Run();
 

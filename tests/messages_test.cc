@@ -52,6 +52,22 @@ TEST_CASE("every message type round-trips") {
             .node.node_id == "w");
   RoundTrip({9, true, Ack{}});
   CHECK(std::get<ErrorReply>(RoundTrip({10, true, ErrorReply{"no"}}).body).message == "no");
+
+  auto push = std::get<PushRequest>(
+      RoundTrip({11, false, PushRequest{"fc1.weight", 3, 2, 17, PushKind::kInit}}).body);
+  CHECK(push.tensor == "fc1.weight");
+  CHECK(push.part == 3);
+  CHECK(push.worker == 2);
+  CHECK(push.clock == 17);
+  CHECK(push.kind == PushKind::kInit);
+  auto pull = std::get<PullRequest>(RoundTrip({12, false, PullRequest{"b", 1, 0, 9, 250}}).body);
+  CHECK(pull.tensor == "b");
+  CHECK(pull.min_clock == 9);
+  CHECK(pull.elements == 250);
+  CHECK(std::get<PullReply>(RoundTrip({13, true, PullReply{44}}).body).clock == 44);
+  CHECK(std::get<SaveRequest>(RoundTrip({14, false, SaveRequest{300}}).body).step == 300);
+  CHECK(std::get<SaveReply>(RoundTrip({15, true, SaveReply{"server-1.ckpt"}}).body).file ==
+        "server-1.ckpt");
 }
 
 TEST_CASE("damaged headers are refused with a reason") {

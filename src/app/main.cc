@@ -14,6 +14,7 @@
 #include "roles/scheduler.h"
 #include "roles/server.h"
 #include "roles/worker.h"
+#include "src/app/bench.h"
 #include "src/app/usage.h"
 #include "src/common/config.h"
 #include "src/common/logging.h"
@@ -99,6 +100,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (first == "local") return pstrain::RunLocal({args.begin() + 1, args.end()});
+    if (first == "bench") return pstrain::RunBench({args.begin() + 1, args.end()});
   }
   return pstrain::RunRole(args);
 }

@@ -1,0 +1,124 @@
+#include "roles/shard_file.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstring>
+#include <map>
+
+#include "src/common/checkpoint_file.h"
+
+namespace pstrain {
+namespace {
+
+std::string Prefix(const std::string& tensor, uint32_t part) {
+  return fmt::format("p/{}/{}/", tensor, part);
+}
+
+std::string MetaText(const ShardMeta& m) {
+  return fmt::format("server {}\nservers {}\nworkers {}\n", m.server, m.servers, m.workers);
+}
+
+std::vector<float> Floats(const Section& s) {
+  std::vector<float> out(s.bytes.size() / sizeof(float));
+  std::memcpy(out.data(), s.bytes.data(), out.size() * sizeof(float));
+  return out;
+}
+
+// "p/<tensor>/<part>/<rest>", rest one of "state", "values", "slot/<name>".
+// Parsed from the right: a tensor name may itself hold '/'.
+bool SplitName(const std::string& name, std::string* tensor, uint32_t* part, std::string* rest) {
+  if (name.rfind("p/", 0) != 0) return false;
+  size_t cut = std::string::npos;
+  for (const char* tail : {"/state", "/values"}) {
+    size_t n = std::strlen(tail);
+    if (name.size() > n && name.compare(name.size() - n, n, tail) == 0) cut = name.size() - n;
+  }
+  if (cut == std::string::npos) cut = name.rfind("/slot/");
+  if (cut == std::string::npos || cut < 2) return false;
+  *rest = name.substr(cut + 1);
+  size_t slash = name.rfind('/', cut - 1);
+  if (slash == std::string::npos || slash < 2) return false;
+  std::string digits = name.substr(slash + 1, cut - slash - 1);
+  if (digits.empty() || digits.size() > 9 ||
+      digits.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  *tensor = name.substr(2, slash - 2);
+  *part = static_cast<uint32_t>(std::stoul(digits));
+  return !tensor->empty();
+}
+
+}  // namespace
+
+std::string ShardFileName(int rank) { return fmt::format("server-{}.ckpt", rank); }
+
+Status WriteShardFile(const std::string& path, const ShardMeta& meta,
+                      const std::vector<PartitionSnapshot>& partitions) {
+  std::string meta_text = MetaText(meta);
+  std::vector<SectionView> sections{{"meta", meta_text.data(), meta_text.size()}};
+  std::vector<std::array<int64_t, 2>> states(partitions.size());
+  std::vector<std::string> names;  // keeps the section names alive
+  names.reserve(partitions.size() * 4);
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    const PartitionSnapshot& p = partitions[i];
+    std::string prefix = Prefix(p.tensor, p.part);
+    states[i] = {p.applied, static_cast<int64_t>(p.optimizer_steps)};
+    names.push_back(prefix + "state");
+    sections.push_back({names.back(), states[i].data(), sizeof(states[i])});
+    names.push_back(prefix + "values");
+    sections.push_back({names.back(), p.values.data(), p.values.size() * sizeof(float)});
+    for (const auto& [slot, data] : p.slots) {
+      names.push_back(prefix + "slot/" + slot);
+      sections.push_back({names.back(), data.data(), data.size() * sizeof(float)});
+    }
+  }
+  return WriteCheckpointFile(path, sections);
+}
+
+StatusOr<std::vector<PartitionSnapshot>> ReadShardFile(const std::string& path,
+                                                       const ShardMeta& expected) {
+  auto sections = ReadCheckpointFile(path);
+  if (!sections.ok()) return sections.status();
+  if (sections->empty() || (*sections)[0].name != "meta")
+    return InvalidArgument(fmt::format("{}: no meta section", path));
+  std::string meta((*sections)[0].bytes.begin(), (*sections)[0].bytes.end());
+  if (meta != MetaText(expected))
+    return FailedPrecondition(fmt::format(
+        "{} was written by a job of another shape (it says '{}'; this is server {} of {} with {} "
+        "workers)",
+        path, meta.substr(0, meta.find('\n')) + ", ...", expected.server, expected.servers,
+        expected.workers));
+  std::map<std::pair<std::string, uint32_t>, PartitionSnapshot> by_key;
+  for (size_t i = 1; i < sections->size(); ++i) {
+    const Section& s = (*sections)[i];
+    std::string tensor, rest;
+    uint32_t part = 0;
+    if (!SplitName(s.name, &tensor, &part, &rest) || s.bytes.size() % sizeof(float) != 0)
+      return InvalidArgument(fmt::format("{}: unexpected section '{}'", path, s.name));
+    PartitionSnapshot& p = by_key[{tensor, part}];
+    p.tensor = tensor;
+    p.part = part;
+    if (rest == "state") {
+      if (s.bytes.size() != 2 * sizeof(int64_t))
+        return InvalidArgument(fmt::format("{}: section '{}' has the wrong size", path, s.name));
+      int64_t state[2];
+      std::memcpy(state, s.bytes.data(), sizeof(state));
+      p.applied = state[0];
+      p.optimizer_steps = static_cast<uint64_t>(state[1]);
+    } else if (rest == "values") {
+      p.values = Floats(s);
+    } else {
+      p.slots.emplace_back(rest.substr(5), Floats(s));
+    }
+  }
+  std::vector<PartitionSnapshot> out;
+  for (auto& [key, p] : by_key) {
+    if (p.values.empty())
+      return InvalidArgument(
+          fmt::format("{}: '{}' partition {} has no values", path, p.tensor, p.part));
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace pstrain

@@ -1,0 +1,66 @@
+#include "src/app/bench.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "src/common/status.h"
+
+namespace pstrain {
+
+Status RunKvBench(const std::vector<int64_t>& sizes, const std::vector<int>& servers,
+                  const std::vector<int>& workers);
+
+namespace {
+
+// "4096,262144" -> {4096, 262144}; false on anything else.
+template <typename T>
+bool ParseList(const std::string& text, std::vector<T>* out) {
+  out->clear();
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t comma = text.find(',', at);
+    std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    char* end = nullptr;
+    long long v = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v <= 0) return false;
+    out->push_back(static_cast<T>(v));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return !out->empty();
+}
+
+int Usage(const char* why) {
+  std::fprintf(stderr,
+               "pstrain bench: %s\n"
+               "usage: pstrain bench kv [--bytes N,N,...] [--servers N,N] [--workers N,N]\n",
+               why);
+  return 2;
+}
+
+}  // namespace
+
+int RunBench(const std::vector<std::string>& args) {
+  if (args.empty()) return Usage("which benchmark? (kv)");
+  if (args[0] != "kv") return Usage(("unknown benchmark '" + args[0] + "'").c_str());
+  std::vector<int64_t> sizes = {4096, 262144, 4194304, 67108864};
+  std::vector<int> servers = {1, 2}, workers = {1, 2};
+  for (size_t i = 1; i < args.size(); i += 2) {
+    if (i + 1 >= args.size()) return Usage((args[i] + " needs a value").c_str());
+    bool ok = args[i] == "--bytes"     ? ParseList(args[i + 1], &sizes)
+              : args[i] == "--servers" ? ParseList(args[i + 1], &servers)
+              : args[i] == "--workers" ? ParseList(args[i + 1], &workers)
+                                       : false;
+    if (!ok) return Usage(("bad flag or value: " + args[i] + " " + args[i + 1]).c_str());
+  }
+  for (int64_t b : sizes)
+    if (b % 4 != 0) return Usage("--bytes must be multiples of 4 (float32 tensors)");
+  Status st = RunKvBench(sizes, servers, workers);
+  if (!st.ok()) {
+    std::fprintf(stderr, "pstrain bench kv: %s\n", st.message().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace pstrain

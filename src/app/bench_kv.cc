@@ -1,0 +1,108 @@
+// bench kv: push+pull round trips of one PS tensor on loopback, with the
+// servers applying a real SGD update (sync mode), for each tensor size,
+// server count and worker count.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <vector>
+
+#include "roles/local_job.h"
+#include "src/app/bench.h"
+
+namespace pstrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct KvCase {
+  int64_t bytes;
+  int servers;
+  int workers;
+};
+
+// Each worker: the chief initializes, everyone pulls, then `iters` steps of
+// push(gradient) + pull(updated values), issued together so the pull waits
+// on the server for the step's update rather than paying a second trip.
+class KvBenchJob : public WorkerJob {
+ public:
+  KvBenchJob(int64_t elements, int warmup, int iters, std::vector<double>* seconds,
+             std::mutex* mutex)
+      : elements_(elements), warmup_(warmup), iters_(iters), seconds_(seconds), mutex_(mutex) {}
+
+  std::vector<TensorSpec> PsTensors() override { return {{"w", elements_}}; }
+
+  Status Run(WorkerContext& ctx) override {
+    std::vector<float> values(elements_, 0.5f), grad(elements_, 1e-3f);
+    if (ctx.rank == 0) PSTRAIN_RETURN_IF_ERROR(ctx.kv->Init(0, values.data()).Wait());
+    PSTRAIN_RETURN_IF_ERROR(ctx.kv->Pull(0, values.data(), 0).Wait());
+    Clock::time_point start;
+    for (int step = 0; step < warmup_ + iters_; ++step) {
+      if (step == warmup_) start = Clock::now();
+      PSTRAIN_RETURN_IF_ERROR(
+          ctx.kv->PushPull(0, grad.data(), step, values.data(), step + 1).Wait());
+    }
+    double s = std::chrono::duration<double>(Clock::now() - start).count();
+    std::lock_guard<std::mutex> lock(*mutex_);
+    seconds_->push_back(s);
+    return Status::OK();
+  }
+
+ private:
+  const int64_t elements_;
+  const int warmup_, iters_;
+  std::vector<double>* seconds_;
+  std::mutex* mutex_;
+};
+
+// About 2 GiB moved per case, within [20, 5000] round trips.
+int ItersFor(int64_t bytes) {
+  return static_cast<int>(std::clamp<int64_t>((int64_t{1} << 31) / (2 * bytes), 20, 5000));
+}
+
+Status RunKvCase(const KvCase& c) {
+  const int iters = ItersFor(c.bytes), warmup = std::max(3, iters / 20);
+  std::vector<double> seconds;
+  std::mutex mutex;
+  LocalJobOptions job;
+  job.cluster.server_num = c.servers;
+  job.cluster.worker_num = c.workers;
+  job.config.train.mode = UpdateMode::kSync;
+  job.config.train.optimizer.type = OptimizerType::kSgd;
+  job.config.train.optimizer.lr = 1e-3f;
+  job.make_job = [&](int) {
+    return std::make_unique<KvBenchJob>(c.bytes / 4, warmup, iters, &seconds, &mutex);
+  };
+  job.make_logger = [](const std::string& name) {
+    Logger log = MakeLogger(name);
+    log->set_level(spdlog::level::warn);
+    return log;
+  };
+  PSTRAIN_RETURN_IF_ERROR(RunLocalJob(job));
+  double mean_s = 0;
+  for (double s : seconds) mean_s += s / iters;
+  mean_s /= static_cast<double>(seconds.size());
+  double gbps = 2.0 * static_cast<double>(c.bytes) / mean_s / 1e9;
+  std::printf(
+      "{\"bench\":\"kv\",\"bytes\":%lld,\"servers\":%d,\"workers\":%d,\"mode\":\"sync\","
+      "\"optimizer\":\"sgd\",\"iters\":%d,\"pushpull_ms\":%.4f,\"GBps\":%.3f,"
+      "\"aggregate_GBps\":%.3f}\n",
+      static_cast<long long>(c.bytes), c.servers, c.workers, iters, mean_s * 1e3, gbps,
+      gbps * c.workers);
+  std::fflush(stdout);
+  return Status::OK();
+}
+
+}  // namespace
+
+Status RunKvBench(const std::vector<int64_t>& sizes, const std::vector<int>& servers,
+                  const std::vector<int>& workers) {
+  for (int64_t bytes : sizes)
+    for (int s : servers)
+      for (int w : workers) PSTRAIN_RETURN_IF_ERROR(RunKvCase({bytes, s, w}));
+  return Status::OK();
+}
+
+}  // namespace pstrain
