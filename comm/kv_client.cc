@@ -18,6 +18,10 @@ KvHandle KvClient::Failed(Status status) {
 
 namespace {
 
+// Batches of up to kSpinBytes spin up to kSpinFor before their waiter sleeps.
+constexpr int64_t kSpinBytes = 64 * 1024;
+constexpr std::chrono::microseconds kSpinFor{100};
+
 const char* Verb(KvOp::Kind kind) {
   switch (kind) {
     case KvOp::Kind::kInit:
@@ -34,13 +38,17 @@ const char* Verb(KvOp::Kind kind) {
 
 KvHandle KvClient::Run(std::vector<KvOp> ops) {
   size_t requests = 0;
+  int64_t bytes = 0;
   for (const KvOp& op : ops) {
     if (op.tensor < 0 || op.tensor >= static_cast<int>(map_.tensors().size()))
       return Failed(
           NotFound(fmt::format("{} of tensor #{}: no such tensor", Verb(op.kind), op.tensor)));
     requests += map_.partitions(op.tensor).size();
+    bytes += map_.tensors()[op.tensor].elements * static_cast<int64_t>(sizeof(float));
   }
   KvHandle handle;
+  // Waiting on a small batch is about one round trip: worth spinning for.
+  if (bytes <= kSpinBytes) handle.spin_ = kSpinFor;
   Completion<Status> done = handle.done_;
   auto remaining = std::make_shared<std::atomic<size_t>>(requests);
   bool posted = loop_->Post([this, ops = std::move(ops), done, remaining] {

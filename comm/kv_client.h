@@ -26,12 +26,14 @@ namespace pstrain {
 // of times.
 class KvHandle {
  public:
-  Status Wait() const { return done_.Wait(); }
+  // Small requests spin briefly before sleeping (see Completion).
+  Status Wait() const { return done_.SpinThenWait(spin_); }
   bool IsDone() const { return done_.IsSet(); }
 
  private:
   friend class KvClient;
   Completion<Status> done_;
+  std::chrono::microseconds spin_{0};
 };
 
 // One request of a batch: a tensor's init, push or pull.
