@@ -62,7 +62,7 @@ struct BodyEncoder {
   }
   Out operator()(const Heartbeat&) { return {w::Body_Heartbeat, w::CreateHeartbeat(b).Union()}; }
   Out operator()(const BarrierRequest& m) {
-    return {w::Body_BarrierRequest, w::CreateBarrierRequest(b, ToWire(m.group)).Union()};
+    return {w::Body_BarrierRequest, w::CreateBarrierRequest(b, ToWire(m.group), m.value).Union()};
   }
   Out operator()(const Done&) { return {w::Body_Done, w::CreateDone(b).Union()}; }
   Out operator()(const Shutdown& m) {
@@ -92,6 +92,9 @@ struct BodyEncoder {
   }
   Out operator()(const SaveRequest& m) {
     return {w::Body_SaveRequest, w::CreateSaveRequest(b, m.step).Union()};
+  }
+  Out operator()(const BarrierReply& m) {
+    return {w::Body_BarrierReply, w::CreateBarrierReply(b, m.min_value).Union()};
   }
   Out operator()(const SaveReply& m) {
     return {w::Body_SaveReply, w::CreateSaveReply(b, b.CreateString(m.file)).Union()};
@@ -174,7 +177,8 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h) {
       auto g = h->body_as_BarrierRequest()->group();
       if (g < w::BarrierGroup_MIN || g > w::BarrierGroup_MAX)
         return InvalidArgument(fmt::format("unknown barrier group {}", static_cast<int>(g)));
-      return MessageBody(BarrierRequest{static_cast<BarrierGroup>(g)});
+      return MessageBody(
+          BarrierRequest{static_cast<BarrierGroup>(g), h->body_as_BarrierRequest()->value()});
     }
     case w::Body_Done:
       return MessageBody(Done{});
@@ -221,6 +225,8 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h) {
       if (!file.ok()) return file.status();
       return MessageBody(SaveReply{*file});
     }
+    case w::Body_BarrierReply:
+      return MessageBody(BarrierReply{h->body_as_BarrierReply()->min_value()});
     case w::Body_NONE:
       break;
   }
@@ -242,10 +248,12 @@ const char* BarrierGroupName(BarrierGroup group) {
 }
 
 const char* MessageName(const MessageBody& body) {
-  static const char* const kNames[] = {
-      "RegisterRequest", "RegisterReply", "Topology", "Heartbeat", "BarrierRequest", "Done",
-      "Shutdown",        "Hello",         "Ack",      "Error",     "PushRequest",    "PullRequest",
-      "PullReply",       "SaveRequest",   "SaveReply"};
+  static const char* const kNames[] = {"RegisterRequest", "RegisterReply",  "Topology",
+                                       "Heartbeat",       "BarrierRequest", "Done",
+                                       "Shutdown",        "Hello",          "Ack",
+                                       "Error",           "PushRequest",    "PullRequest",
+                                       "PullReply",       "SaveRequest",    "SaveReply",
+                                       "BarrierReply"};
   static_assert(std::size(kNames) == std::variant_size_v<MessageBody>);
   return kNames[body.index()];
 }

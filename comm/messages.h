@@ -39,6 +39,10 @@ struct Topology {
 struct Heartbeat {};
 struct BarrierRequest {
   BarrierGroup group = BarrierGroup::kAll;
+  int64_t value = 0;  // the reply carries the smallest value of the group
+};
+struct BarrierReply {
+  int64_t min_value = 0;
 };
 struct Done {};
 struct Shutdown {
@@ -79,9 +83,10 @@ struct SaveReply {
   std::string file;  // written inside the step's directory
 };
 
-using MessageBody = std::variant<RegisterRequest, RegisterReply, Topology, Heartbeat,
-                                 BarrierRequest, Done, Shutdown, Hello, Ack, ErrorReply,
-                                 PushRequest, PullRequest, PullReply, SaveRequest, SaveReply>;
+using MessageBody =
+    std::variant<RegisterRequest, RegisterReply, Topology, Heartbeat, BarrierRequest, Done,
+                 Shutdown, Hello, Ack, ErrorReply, PushRequest, PullRequest, PullReply, SaveRequest,
+                 SaveReply, BarrierReply>;
 
 struct Message {
   uint64_t request_id = 0;  // 0: one-way, no reply expected

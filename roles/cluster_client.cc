@@ -143,23 +143,33 @@ void ClusterClient::OnSchedulerLost(const Status& reason) {
   shutdown_.Set(lost);
 }
 
-Status ClusterClient::CallScheduler(MessageBody body, const std::string& what) {
-  Completion<Status> done;
+StatusOr<Incoming> ClusterClient::CallScheduler(MessageBody body, const std::string& what) {
+  Completion<StatusOr<Incoming>> done;
   bool posted = loop_->Post([this, body = std::move(body), done] {
     if (!scheduler_) return done.Set(Unavailable("not connected to the scheduler"));
     // A lost connection fails the call, so this always completes.
-    scheduler_->Call(body, [done](StatusOr<Incoming> reply) { done.Set(reply.status()); });
+    scheduler_->Call(body, [done](StatusOr<Incoming> reply) { done.Set(std::move(reply)); });
   });
   if (!posted) return Aborted(fmt::format("{}: the node is stopping", what));
-  return done.Wait().WithContext(what);
+  StatusOr<Incoming> reply = done.Wait();
+  if (!reply.ok()) return reply.status().WithContext(what);
+  return reply;
 }
 
-Status ClusterClient::Barrier(BarrierGroup group) {
-  return CallScheduler(BarrierRequest{group},
-                       fmt::format("barrier of {}", BarrierGroupName(group)));
+Status ClusterClient::Barrier(BarrierGroup group) { return AgreeMin(group, 0).status(); }
+
+StatusOr<int64_t> ClusterClient::AgreeMin(BarrierGroup group, int64_t value) {
+  std::string what = fmt::format("barrier of {}", BarrierGroupName(group));
+  auto reply = CallScheduler(BarrierRequest{group, value}, what);
+  if (!reply.ok()) return reply.status();
+  auto* agreed = std::get_if<BarrierReply>(&reply->message.body);
+  if (agreed == nullptr)
+    return InvalidArgument(
+        fmt::format("{}: the scheduler answered with {}", what, MessageName(reply->message.body)));
+  return agreed->min_value;
 }
 
-Status ClusterClient::ReportDone() { return CallScheduler(Done{}, "report Done"); }
+Status ClusterClient::ReportDone() { return CallScheduler(Done{}, "report Done").status(); }
 
 Status ClusterClient::WaitForShutdown() { return shutdown_.Wait(); }
 

@@ -26,6 +26,8 @@ class ClusterClient : public HandleOwner {
   StatusOr<Topology> Join(uint16_t listen_port);
   // Waits until every node of `group` has entered the barrier.
   Status Barrier(BarrierGroup group);
+  // A barrier that also returns the smallest `value` any member gave.
+  StatusOr<int64_t> AgreeMin(BarrierGroup group, int64_t value);
   // Tells the scheduler this worker's work is over.
   Status ReportDone();
   // Blocks until the scheduler ends the job; an error if it is lost first.
@@ -40,7 +42,7 @@ class ClusterClient : public HandleOwner {
   void OnConnected(Connection::Ptr conn);
   void OnRequest(const Connection::Ptr& conn, Incoming&& in);
   void OnSchedulerLost(const Status& reason);
-  Status CallScheduler(MessageBody body, const std::string& what);
+  StatusOr<Incoming> CallScheduler(MessageBody body, const std::string& what);
   std::string SchedulerAddress() const;
 
   EventLoop* loop_;

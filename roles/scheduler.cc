@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace pstrain {
 namespace {
 
@@ -79,7 +81,7 @@ void Scheduler::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
   node->last_heard_ms = uv_now(loop_.uv());
   if (std::holds_alternative<Heartbeat>(in.message.body)) return;
   if (auto* barrier = std::get_if<BarrierRequest>(&in.message.body)) {
-    HandleBarrier(conn, id, *node, barrier->group);
+    HandleBarrier(conn, id, *node, *barrier);
   } else if (std::holds_alternative<Done>(in.message.body)) {
     HandleDone(conn, id, *node);
   } else {
@@ -179,7 +181,8 @@ void Scheduler::SendTopology() {
 }
 
 void Scheduler::HandleBarrier(const Connection::Ptr& conn, uint64_t id, NodeEntry& node,
-                              BarrierGroup group) {
+                              const BarrierRequest& request) {
+  const BarrierGroup group = request.group;
   bool member = group == BarrierGroup::kAll ||
                 (group == BarrierGroup::kServers && node.info.role == Role::kServer) ||
                 (group == BarrierGroup::kWorkers && node.info.role == Role::kWorker);
@@ -194,12 +197,14 @@ void Scheduler::HandleBarrier(const Connection::Ptr& conn, uint64_t id, NodeEntr
   // A node that asks again (it reconnected) replaces its earlier request.
   for (auto it = waiters.begin(); it != waiters.end();)
     it = it->node_id == node.info.node_id ? waiters.erase(it) : it + 1;
-  waiters.push_back({conn, id, node.info.node_id});
+  waiters.push_back({conn, id, node.info.node_id, request.value});
   log_->debug("{} entered the barrier of {} ({} of {})", Describe(node), BarrierGroupName(group),
               waiters.size(), GroupSize(group));
   if (waiters.size() < GroupSize(group)) return;
+  int64_t min_value = waiters[0].value;
+  for (const BarrierWaiter& w : waiters) min_value = std::min(min_value, w.value);
   for (const BarrierWaiter& w : waiters)
-    if (auto c = w.conn.lock()) c->Reply(w.request_id, Ack{});
+    if (auto c = w.conn.lock()) c->Reply(w.request_id, BarrierReply{min_value});
   waiters.clear();
 }
 

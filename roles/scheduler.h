@@ -19,8 +19,9 @@
 //      aborted: every node's connection is closed, so each exits non-zero
 //      instead of waiting forever for a peer that is gone. (A node restarted
 //      with the same MS_NODE_ID within the timeout keeps the job alive.)
-//   5. BarrierRequest(group): the reply (Ack) goes to every member of the
-//      group once all of them have asked.
+//   5. BarrierRequest(group, value): the reply goes to every member of the
+//      group once all of them have asked; it carries the smallest value any
+//      member sent (workers agree on a step count this way).
 //   6. Each worker sends Done when its work is over. When all have, every
 //      node gets Shutdown; once each has acknowledged (or gone away, or the
 //      heartbeat timeout passed), the job is over.
@@ -70,13 +71,15 @@ class Scheduler : public HandleOwner {
     std::weak_ptr<Connection> conn;
     uint64_t request_id;
     std::string node_id;
+    int64_t value;
   };
 
   void OnAccept(Connection::Ptr conn);
   void OnRequest(const Connection::Ptr& conn, Incoming&& in);
   void OnClose(const Connection::Ptr& conn, const Status& reason);
   void HandleRegister(const Connection::Ptr& conn, uint64_t id, const RegisterRequest& req);
-  void HandleBarrier(const Connection::Ptr& conn, uint64_t id, NodeEntry& node, BarrierGroup g);
+  void HandleBarrier(const Connection::Ptr& conn, uint64_t id, NodeEntry& node,
+                     const BarrierRequest& request);
   void HandleDone(const Connection::Ptr& conn, uint64_t id, NodeEntry& node);
   Status CheckRegistration(const RegisterRequest& req) const;
   void SendTopology();

@@ -287,6 +287,16 @@ TEST_CASE("a barrier holds each member until all have entered") {
   CHECK(w1.client.Barrier(BarrierGroup::kWorkers).ok());
   first.join();
 
+  // A barrier can also agree on the smallest of the members' values.
+  StatusOr<int64_t> agreed0 = Unavailable("not run");
+  std::thread agree([&] { agreed0 = w0.client.AgreeMin(BarrierGroup::kWorkers, 5); });
+  auto agreed1 = w1.client.AgreeMin(BarrierGroup::kWorkers, 3);
+  agree.join();
+  REQUIRE(agreed0.ok());
+  REQUIRE(agreed1.ok());
+  CHECK(*agreed0 == 3);
+  CHECK(*agreed1 == 3);
+
   // A server is not a member of the workers' barrier.
   Status not_member = server.client.Barrier(BarrierGroup::kWorkers);
   REQUIRE_FALSE(not_member.ok());

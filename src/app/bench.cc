@@ -9,6 +9,8 @@ namespace pstrain {
 
 Status RunKvBench(const std::vector<int64_t>& sizes, const std::vector<int>& servers,
                   const std::vector<int>& workers);
+Status RunTrainBench(const std::string& config_path, int64_t steps, const std::vector<int>& servers,
+                     const std::vector<int>& workers);
 
 namespace {
 
@@ -33,7 +35,9 @@ bool ParseList(const std::string& text, std::vector<T>* out) {
 int Usage(const char* why) {
   std::fprintf(stderr,
                "pstrain bench: %s\n"
-               "usage: pstrain bench kv [--bytes N,N,...] [--servers N,N] [--workers N,N]\n",
+               "usage: pstrain bench kv [--bytes N,N,...] [--servers N,N] [--workers N,N]\n"
+               "       pstrain bench train --config FILE [--steps N] [--servers N,N] "
+               "[--workers N,N]\n",
                why);
   return 2;
 }
@@ -41,23 +45,38 @@ int Usage(const char* why) {
 }  // namespace
 
 int RunBench(const std::vector<std::string>& args) {
-  if (args.empty()) return Usage("which benchmark? (kv)");
-  if (args[0] != "kv") return Usage(("unknown benchmark '" + args[0] + "'").c_str());
+  if (args.empty()) return Usage("which benchmark? (kv, train)");
+  const std::string& which = args[0];
+  if (which != "kv" && which != "train")
+    return Usage(("unknown benchmark '" + which + "'").c_str());
   std::vector<int64_t> sizes = {4096, 262144, 4194304, 67108864};
+  std::vector<int64_t> steps = {300};
   std::vector<int> servers = {1, 2}, workers = {1, 2};
+  std::string config;
+  if (which == "train") servers = {2};
   for (size_t i = 1; i < args.size(); i += 2) {
     if (i + 1 >= args.size()) return Usage((args[i] + " needs a value").c_str());
-    bool ok = args[i] == "--bytes"     ? ParseList(args[i + 1], &sizes)
-              : args[i] == "--servers" ? ParseList(args[i + 1], &servers)
-              : args[i] == "--workers" ? ParseList(args[i + 1], &workers)
-                                       : false;
-    if (!ok) return Usage(("bad flag or value: " + args[i] + " " + args[i + 1]).c_str());
+    const std::string& flag = args[i];
+    const std::string& value = args[i + 1];
+    bool ok = flag == "--bytes"     ? ParseList(value, &sizes)
+              : flag == "--steps"   ? ParseList(value, &steps) && steps.size() == 1
+              : flag == "--servers" ? ParseList(value, &servers)
+              : flag == "--workers" ? ParseList(value, &workers)
+              : flag == "--config"  ? (config = value, true)
+                                    : false;
+    if (!ok) return Usage(("bad flag or value: " + flag + " " + value).c_str());
   }
-  for (int64_t b : sizes)
-    if (b % 4 != 0) return Usage("--bytes must be multiples of 4 (float32 tensors)");
-  Status st = RunKvBench(sizes, servers, workers);
+  Status st;
+  if (which == "kv") {
+    for (int64_t b : sizes)
+      if (b % 4 != 0) return Usage("--bytes must be multiples of 4 (float32 tensors)");
+    st = RunKvBench(sizes, servers, workers);
+  } else {
+    if (config.empty()) return Usage("bench train needs --config FILE");
+    st = RunTrainBench(config, steps[0], servers, workers);
+  }
   if (!st.ok()) {
-    std::fprintf(stderr, "pstrain bench kv: %s\n", st.message().c_str());
+    std::fprintf(stderr, "pstrain bench %s: %s\n", which.c_str(), st.message().c_str());
     return 1;
   }
   return 0;

@@ -13,12 +13,14 @@
 #include "roles/local_job.h"
 #include "roles/scheduler.h"
 #include "roles/server.h"
+#include "roles/trainer.h"
 #include "roles/worker.h"
 #include "src/app/bench.h"
 #include "src/app/usage.h"
 #include "src/common/config.h"
 #include "src/common/logging.h"
 #include "src/common/options.h"
+#include "src/data/gen_cli.h"
 
 namespace pstrain {
 namespace {
@@ -43,6 +45,16 @@ StatusOr<Config> ConfigOf(const std::string& path) {
   return LoadConfig(path);
 }
 
+// The worker's job: training when the config has a model, else none (the
+// workers only take part in the handshake). Config errors surface here,
+// before any node starts.
+StatusOr<std::unique_ptr<WorkerJob>> JobOf(const Config& config) {
+  if (!config.has_model) return std::unique_ptr<WorkerJob>();
+  auto job = TrainJob::Create(config);
+  if (!job.ok()) return job.status();
+  return std::unique_ptr<WorkerJob>(std::move(*job));
+}
+
 int RunRole(const std::vector<std::string>& args) {
   auto options = ParseNodeOptions(args, ProcessEnv());
   if (!options.ok()) return UsageError(options.status());
@@ -61,8 +73,10 @@ int RunRole(const std::vector<std::string>& args) {
       return Finished(log, Server(*options, log, *config).Run());
     }
     case Role::kWorker: {
+      auto job = JobOf(*config);
+      if (!job.ok()) return UsageError(job.status());
       Logger log = MakeLogger("worker");
-      return Finished(log, Worker(*options, log, *config).Run());
+      return Finished(log, Worker(*options, log, *config, std::move(*job)).Run());
     }
   }
   return kExitFailed;
@@ -73,9 +87,11 @@ int RunLocal(const std::vector<std::string>& args) {
   if (!options.ok()) return UsageError(options.status());
   auto config = ConfigOf(options->config_path);
   if (!config.ok()) return UsageError(config.status());
+  if (auto check = JobOf(*config); !check.ok()) return UsageError(check.status());
   LocalJobOptions job;
   job.cluster = options->cluster;
   job.config = *config;
+  job.make_job = [config = *config](int) { return std::move(JobOf(config).value()); };
   Logger log = MakeLogger("local");
   log->info("running a job of {} servers and {} workers on this machine", job.cluster.server_num,
             job.cluster.worker_num);
@@ -101,6 +117,7 @@ int main(int argc, char** argv) {
     }
     if (first == "local") return pstrain::RunLocal({args.begin() + 1, args.end()});
     if (first == "bench") return pstrain::RunBench({args.begin() + 1, args.end()});
+    if (first == "gen") return pstrain::RunGen({args.begin() + 1, args.end()});
   }
   return pstrain::RunRole(args);
 }

@@ -1,62 +1,36 @@
 #include "src/common/config.h"
 
-#include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <functional>
-#include <limits>
+#include <filesystem>
 #include <map>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "src/common/config_reader.h"
+
 namespace pstrain {
-namespace {
+namespace config_internal {
 
-// A node of the document and what an error about it must name.
-struct Value {
-  const std::string* source;
-  YAML::Node node;
-  std::string path;  // "train.optimizer.lr", "parameters[2]"; empty for the document
-  int line;          // 1-based
-
-  Status Error(std::string_view what) const {
-    if (path.empty()) return InvalidArgument(fmt::format("{}:{}: {}", *source, line, what));
-    return InvalidArgument(fmt::format("{}:{}: {}: {}", *source, line, path, what));
-  }
-  // "expected <expected>, got '<text>'"
-  Status Expected(std::string_view expected) const {
-    std::string got = "nothing";
-    if (node.IsScalar()) got = "'" + node.Scalar() + "'";
-    if (node.IsSequence()) got = "a list";
-    if (node.IsMap()) got = "a mapping";
-    return Error(fmt::format("expected {}, got {}", expected, got));
-  }
-};
-
-// One key a mapping may hold, and how to read its value.
-struct Field {
-  const char* key;
-  std::function<Status(const Value&)> read;
-  bool required = false;
-};
+Status Value::Expected(std::string_view expected) const {
+  std::string got = "nothing";
+  if (node.IsScalar()) got = "'" + node.Scalar() + "'";
+  if (node.IsSequence()) got = "a list";
+  if (node.IsMap()) got = "a mapping";
+  return Error(fmt::format("expected {}, got {}", expected, got));
+}
 
 Field Required(Field f) {
   f.required = true;
   return f;
 }
 
-// Reads a mapping (null counts as empty): each key through its Field, once.
-// Unknown, duplicate and missing required keys are errors. `lines`, when
-// given, receives the line of each key present, for checks across keys.
 Status ReadMap(const Value& map, const std::vector<Field>& fields,
-               std::map<std::string, int>* lines = nullptr) {
+               std::map<std::string, int>* lines) {
   if (!map.node.IsNull() && !map.node.IsMap()) return map.Expected("a mapping");
   std::map<std::string, int> seen;
   for (const auto& entry : map.node) {
@@ -81,38 +55,25 @@ Status ReadMap(const Value& map, const std::vector<Field>& fields,
   }
   for (const Field& f : fields) {
     if (f.required && seen.count(f.key) == 0) {
-      std::string path = map.path.empty() ? f.key : map.path + "." + f.key;
-      return Value{map.source, map.node, path, map.line}.Error("required key is missing");
+      return map.Key(f.key, map.line).Error("required key is missing");
     }
   }
   if (lines != nullptr) *lines = std::move(seen);
   return Status::OK();
 }
 
-// Parses all of `text` as a number; false on anything else.
-template <typename T>
-bool ParseNumber(const std::string& text, T* out) {
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, *out);
-  return ec == std::errc() && ptr == end;
-}
-
-template <typename T>
-Field Int(const char* key, T* out, int64_t lo, int64_t hi = std::numeric_limits<T>::max(),
-          int64_t multiple_of = 1) {
-  std::string expected = hi == std::numeric_limits<T>::max()
-                             ? fmt::format("an integer >= {}", lo)
-                             : fmt::format("an integer in {}..{}", lo, hi);
-  if (multiple_of > 1) expected += fmt::format(", a multiple of {}", multiple_of);
-  return {key, [=](const Value& v) {
-            int64_t n = 0;
-            if (!v.node.IsScalar() || !ParseNumber(v.node.Scalar(), &n) || n < lo || n > hi ||
-                n % multiple_of != 0) {
-              return v.Expected(expected);
-            }
-            *out = static_cast<T>(n);
-            return Status::OK();
-          }};
+Status ReadList(const Value& list, std::string_view expected,
+                const std::function<Status(const Value& item)>& read) {
+  if (list.node.IsNull()) return Status::OK();
+  if (!list.node.IsSequence()) return list.Expected(expected);
+  size_t index = 0;
+  for (const YAML::Node& item : list.node) {
+    // A null item has no position of its own; the list's line is close.
+    int line = item.IsNull() ? list.line : item.Mark().line + 1;
+    PSTRAIN_RETURN_IF_ERROR(
+        read(Value{list.source, item, fmt::format("{}[{}]", list.path, index++), line}));
+  }
+  return Status::OK();
 }
 
 Field Uint64(const char* key, uint64_t* out) {
@@ -123,9 +84,6 @@ Field Uint64(const char* key, uint64_t* out) {
             return Status::OK();
           }};
 }
-
-// Allowed ranges of float fields.
-enum class Bound { kPositive, kNonNegative, kUnitInterval /* [0, 1) */, kNonPositive };
 
 Field Float(const char* key, float* out, Bound bound) {
   static const char* const kExpected[] = {"a number > 0", "a number >= 0", "a number in [0, 1)",
@@ -168,30 +126,13 @@ Field NonEmptyString(const char* key, std::string* out) {
           }};
 }
 
-template <typename E>
-Field Enum(const char* key, E* out, std::vector<std::pair<const char*, E>> names) {
-  return {key, [=](const Value& v) {
-            std::string choices;
-            for (const auto& [name, e] : names) {
-              if (v.node.IsScalar() && v.node.Scalar() == name) {
-                *out = e;
-                return Status::OK();
-              }
-              choices += (choices.empty() ? "" : "|") + std::string(name);
-            }
-            return v.Expected("one of " + choices);
-          }};
+Field Choice(const char* key, std::string* out, const std::vector<const char*>& names) {
+  std::vector<std::pair<const char*, std::string>> pairs;
+  for (const char* name : names) pairs.emplace_back(name, name);
+  return Enum<std::string>(key, out, std::move(pairs));
 }
 
-// A field whose value is read by `read` (a nested section).
-template <typename T>
-Field Section(const char* key, T* out, Status (*read)(const Value&, T*)) {
-  return {key, [=](const Value& v) { return read(v, out); }};
-}
-
-Field Ignored(const char* key) {
-  return {key, [](const Value&) { return Status::OK(); }};
-}
+namespace {
 
 Status ReadOptimizer(const Value& v, OptimizerConfig* out) {
   *out = OptimizerConfig{};
@@ -239,8 +180,8 @@ Status ReadTrain(const Value& v, TrainConfig* t) {
       &lines));
   // A bound the chosen mode ignores is a mistake the user would not notice.
   if (t->staleness != 0 && t->mode != M::kSsp) {
-    return Value{v.source, v.node, v.path + ".staleness", lines["staleness"]}.Error(
-        fmt::format("{} is only used with mode: ssp", t->staleness));
+    return v.Key("staleness", lines["staleness"])
+        .Error(fmt::format("{} is only used with mode: ssp", t->staleness));
   }
   return Status::OK();
 }
@@ -258,59 +199,76 @@ Status ReadRule(const Value& v, ParameterRule* rule) {
                             : rule->cache_rows > 0 ? "cache_rows"
                                                    : nullptr;
   if (!rule->ps && server_only != nullptr) {
-    return Value{v.source, v.node, v.path + "." + server_only, lines[server_only]}.Error(
-        "needs ps: true (with ps: false the parameter is all-reduced among workers)");
+    return v.Key(server_only, lines[server_only])
+        .Error("needs ps: true (with ps: false the parameter is all-reduced among workers)");
   }
   return Status::OK();
 }
 
 Status ReadParameters(const Value& v, std::vector<ParameterRule>* rules) {
-  if (v.node.IsNull()) return Status::OK();
-  if (!v.node.IsSequence()) return v.Expected("a list of rules");
-  for (const YAML::Node& item : v.node) {
-    // A null item has no position of its own; the list's line is close.
-    int line = item.IsNull() ? v.line : item.Mark().line + 1;
-    Value entry{v.source, item, fmt::format("{}[{}]", v.path, rules->size()), line};
-    if (item.IsNull()) return entry.Expected("a mapping");
+  return ReadList(v, "a list of rules", [&](const Value& entry) {
+    if (entry.node.IsNull()) return entry.Expected("a mapping");
     ParameterRule& rule = rules->emplace_back();
-    rule.line = line;
+    rule.line = entry.line;
     PSTRAIN_RETURN_IF_ERROR(ReadRule(entry, &rule));
     for (size_t i = 0; i + 1 < rules->size(); ++i) {
       if ((*rules)[i].match == rule.match) {
-        return Value{v.source, item, entry.path + ".match", line}.Error(
-            fmt::format("'{}' is already matched by {}[{}] (line {}), so this rule never applies",
-                        rule.match, v.path, i, (*rules)[i].line));
+        return entry.Key("match", entry.line)
+            .Error(fmt::format(
+                "'{}' is already matched by {}[{}] (line {}), so this rule never applies",
+                rule.match, v.path, i, (*rules)[i].line));
       }
     }
-  }
-  return Status::OK();
+    return Status::OK();
+  });
 }
 
-}  // namespace
+// Reads the whole document into `config`; `base_dir` as for ReadData.
+Status ReadConfig(const std::vector<YAML::Node>& documents, const std::string& base_dir,
+                  Config* config) {
+  YAML::Node root = documents.empty() ? YAML::Node() : documents[0];
+  Value doc{&config->source, root, "", 1};
+  if (documents.size() > 1) {
+    doc.line = documents[1].Mark().line + 1;
+    return doc.Error("expected one YAML document, found a second one");
+  }
+  if (root.IsNull()) return doc.Error("the config is empty; expected a mapping of sections");
+  if (!root.IsMap()) return doc.Expected("a mapping of sections at the top level");
+  return ReadMap(doc, {{"model",
+                        [&](const Value& v) {
+                          config->has_model = true;
+                          return ReadModel(v, &config->model);
+                        }},
+                       {"data",
+                        [&](const Value& v) {
+                          config->has_data = true;
+                          return ReadData(v, base_dir, &config->data);
+                        }},
+                       Section("train", &config->train, &ReadTrain),
+                       Section("parameters", &config->parameters, &ReadParameters)});
+}
 
-StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& source_name) {
+// ParseConfig, resolving relative data paths against `base_dir` (if not empty).
+StatusOr<Config> Parse(const std::string& yaml_text, const std::string& source_name,
+                       const std::string& base_dir) {
   Config config;
   config.source = source_name;
-  // The readers only inspect nodes and never call a throwing conversion, so
-  // an exception here comes from the parser.
+  // The readers never call a throwing conversion, so an exception here comes
+  // from the parser.
   try {
-    std::vector<YAML::Node> documents = YAML::LoadAll(yaml_text);
-    YAML::Node root = documents.empty() ? YAML::Node() : documents[0];
-    Value doc{&config.source, root, "", 1};
-    if (documents.size() > 1) {
-      doc.line = documents[1].Mark().line + 1;
-      return doc.Error("expected one YAML document, found a second one");
-    }
-    if (root.IsNull()) return doc.Error("the config is empty; expected a mapping of sections");
-    if (!root.IsMap()) return doc.Expected("a mapping of sections at the top level");
-    PSTRAIN_RETURN_IF_ERROR(ReadMap(
-        doc, {Ignored("model"), Ignored("data"), Section("train", &config.train, &ReadTrain),
-              Section("parameters", &config.parameters, &ReadParameters)}));
+    PSTRAIN_RETURN_IF_ERROR(ReadConfig(YAML::LoadAll(yaml_text), base_dir, &config));
   } catch (const YAML::Exception& e) {
     return InvalidArgument(
         fmt::format("{}:{}: invalid YAML: {}", source_name, std::max(e.mark.line, 0) + 1, e.msg));
   }
   return config;
+}
+
+}  // namespace
+}  // namespace config_internal
+
+StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& source_name) {
+  return config_internal::Parse(yaml_text, source_name, "");
 }
 
 StatusOr<Config> LoadConfig(const std::string& path) {
@@ -327,7 +285,7 @@ StatusOr<Config> LoadConfig(const std::string& path) {
   int err = std::ferror(file) ? errno : 0;
   std::fclose(file);
   if (err != 0) return InvalidArgument(fmt::format("config {}: {}", path, std::strerror(err)));
-  return ParseConfig(text, path);
+  return config_internal::Parse(text, path, std::filesystem::path(path).parent_path().string());
 }
 
 bool GlobMatch(const std::string& pattern, const std::string& name) {

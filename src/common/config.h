@@ -7,16 +7,21 @@
 //   configs/x.yaml:7: train.optimizer.lr: expected a number > 0, got '-1'
 //   configs/x.yaml:12: parameters[1].ps: expected true or false, got 'maybe'
 // List items are numbered from 0. Unknown keys are errors (a typo must not be
-// silently ignored). yaml-cpp stays inside config.cc; no exception leaves it.
+// silently ignored), and so are keys that do not apply to what is chosen
+// (`model.layers[2].out: not a key of a maxpool layer`). yaml-cpp stays inside
+// src/common's config*.cc; no exception leaves them.
 //
 // Layout (every section optional; the file holds one YAML document, a mapping):
-//   model: ...        accepted and not yet read
-//   data: ...         accepted and not yet read
+//   model: {input, sparse_fields, device, loss, layers | wide + deep}
+//          (fields and defaults: src/common/model_config.h)
+//   data: {format, train, test, vocab, limit, shuffle}
 //   train: {epochs, batch_size, steps, mode, staleness, optimizer, seed,
 //           log_every, partition_bytes, checkpoint}
 //   parameters: [{match, ps, init_in_server, cache_rows, optimizer}, ...]
-// configs/ps_example.yaml is a commented example. A null section (`train:`
-// with nothing under it) counts as an empty one.
+// configs/ps_example.yaml is a commented example of train and parameters;
+// configs/lenet_fashion_mnist.yaml and configs/mlp_fashion_mnist.yaml are
+// complete jobs. A null section (`train:` with nothing under it) counts as an
+// empty one. A layer may be written as its type alone (`- relu`).
 //
 // All functions are pure and thread-safe.
 #pragma once
@@ -26,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "src/common/model_config.h"
 #include "src/common/optimizer_config.h"
 #include "src/common/status.h"
 
@@ -73,6 +79,12 @@ struct ParameterRule {
 
 struct Config {
   std::string source;  // file name, for messages
+  // Whether `model:` / `data:` were given; when not, `model` / `data` hold
+  // the defaults and a role that needs them must say so.
+  bool has_model = false;
+  bool has_data = false;
+  ModelConfig model;
+  DataConfig data;
   TrainConfig train;
   std::vector<ParameterRule> parameters;
 };
@@ -81,8 +93,10 @@ struct Config {
 // Any error is kInvalidArgument.
 StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& source_name);
 
-// Reads and parses the file at `path`. A missing file is kNotFound, an
-// unreadable one kInvalidArgument; both messages name the path.
+// Reads and parses the file at `path`. Relative paths under `data:` are taken
+// from the config file's directory (ParseConfig keeps them as written). A
+// missing file is kNotFound, an unreadable one kInvalidArgument; both
+// messages name the path. Data files are not opened here.
 StatusOr<Config> LoadConfig(const std::string& path);
 
 // Whether `name` matches `pattern` as a whole: `*` matches any run of

@@ -1,0 +1,216 @@
+#include "roles/trainer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "roles/checkpointing.h"
+#include "src/data/batcher.h"
+#include "src/data/dataset.h"
+#include "src/data/metrics.h"
+
+namespace pstrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TrainJob>> TrainJob::Create(const Config& config) {
+  if (!config.has_model)
+    return InvalidArgument(fmt::format("{}: no model: section", config.source));
+  if (!config.has_data) return InvalidArgument(fmt::format("{}: no data: section", config.source));
+  if (config.model.device != "cpu")
+    return InvalidArgument(
+        fmt::format("{}: model.device: {} is not available in this build (cpu only for now)",
+                    config.source, config.model.device));
+  std::unique_ptr<TrainJob> job(new TrainJob(config));
+  auto model = Model::Build(config.model, config.train.seed);
+  if (!model.ok()) return model.status().WithContext(config.source);
+  job->model_ = std::move(*model);
+  for (const Param* p : job->model_->params()) {
+    const ParameterRule* rule = FindParameterRule(config, p->name);
+    if (rule != nullptr && !rule->ps)
+      return InvalidArgument(fmt::format(
+          "{}:{}: parameters: '{}' matches {} with ps: false, but all-reduced parameters are not "
+          "supported yet: mark it ps: true",
+          config.source, rule->line, p->name, rule->match));
+  }
+  return job;
+}
+
+std::vector<TensorSpec> TrainJob::PsTensors() {
+  std::vector<TensorSpec> specs;
+  for (const Param* p : model_->params()) specs.push_back({p->name, p->value.size()});
+  return specs;
+}
+
+std::vector<std::vector<float>> TrainJob::Weights() const {
+  std::vector<std::vector<float>> out;
+  for (const Param* p : model_->params()) out.push_back(p->value.data);
+  return out;
+}
+
+int64_t TrainJob::MinClock(int64_t step) const {
+  switch (config_.train.mode) {
+    case UpdateMode::kSync:
+      return step + 1;
+    case UpdateMode::kAsync:
+      return 0;
+    case UpdateMode::kSsp:
+      return std::max<int64_t>(0, step + 1 - config_.train.staleness);
+  }
+  return 0;
+}
+
+// The chief's initial weights go to the servers once (a restored checkpoint
+// keeps its own); everyone then pulls, waiting for the chief if need be.
+Status TrainJob::InitWeights(WorkerContext& ctx) {
+  const std::vector<Param*>& params = model_->params();
+  std::vector<KvOp> ops;
+  if (ctx.rank == 0) {
+    for (size_t t = 0; t < params.size(); ++t)
+      ops.push_back({KvOp::Kind::kInit, static_cast<int>(t), params[t]->value.ptr(), 0});
+    PSTRAIN_RETURN_IF_ERROR(ctx.kv->Run(ops).Wait().WithContext("initial weights"));
+    ops.clear();
+  }
+  for (size_t t = 0; t < params.size(); ++t)
+    ops.push_back({KvOp::Kind::kPull, static_cast<int>(t), params[t]->value.ptr(), 0});
+  return ctx.kv->Run(ops).Wait().WithContext("initial pull");
+}
+
+Status TrainJob::Step(WorkerContext& ctx, const Batch& batch, int64_t step) {
+  Clock::time_point start = Clock::now();
+  model_->Forward(batch, /*training=*/true);
+  stats_.last_loss = model_->Backward(batch);
+  if (!std::isfinite(stats_.last_loss))
+    return FailedPrecondition(
+        fmt::format("the loss is {} at step {}: training diverged (lower train.optimizer.lr?)",
+                    stats_.last_loss, step + 1));
+  stats_.compute_s += Since(start);
+  start = Clock::now();
+  const std::vector<Param*>& params = model_->params();
+  std::vector<KvOp> ops;
+  ops.reserve(2 * params.size());
+  const int64_t min_clock = MinClock(step);
+  for (size_t t = 0; t < params.size(); ++t) {
+    ops.push_back({KvOp::Kind::kPush, static_cast<int>(t), params[t]->grad.ptr(), step});
+    ops.push_back({KvOp::Kind::kPull, static_cast<int>(t), params[t]->value.ptr(), min_clock});
+  }
+  Status st = ctx.kv->Run(std::move(ops)).Wait();
+  stats_.comm_s += Since(start);
+  ++stats_.steps;
+  stats_.samples += batch.size();
+  return st.WithContext(fmt::format("step {}", step + 1));
+}
+
+Status TrainJob::Evaluate(WorkerContext& ctx, int epoch) {
+  auto test = LoadTest(config_.data);
+  if (!test.ok()) return test.status();
+  Batcher batcher(&*test, 1024, 0, 1, /*split_by_index=*/true, 0, /*shuffle=*/false,
+                  /*keep_last=*/true);
+  batcher.StartEpoch(0);
+  Batch batch;
+  const bool click = config_.model.loss == "bce_with_logits";
+  int64_t correct_n = 0, seen = 0;
+  double correct = 0;
+  std::vector<float> scores, labels;
+  while (batcher.Next(&batch)) {
+    const Tensor& logits = model_->Forward(batch, /*training=*/false);
+    if (click) {
+      for (int64_t i = 0; i < batch.size(); ++i) {
+        scores.push_back(1.0f / (1.0f + std::exp(-logits.data[i])));
+        labels.push_back(batch.labels[i]);
+      }
+    } else {
+      correct += Accuracy(logits, batch.labels) * static_cast<double>(batch.size());
+      correct_n += batch.size();
+    }
+    seen += batch.size();
+  }
+  if (click) {
+    stats_.test_metric = Auc(scores, labels);
+    stats_.test_logloss = LogLoss(scores, labels);
+    ctx.log->info("epoch: {} test AUC: {:.4f}, log-loss: {:.4f} ({} samples)", epoch,
+                  stats_.test_metric, stats_.test_logloss, seen);
+  } else {
+    stats_.test_metric = correct_n > 0 ? correct / static_cast<double>(correct_n) : 0.0;
+    ctx.log->info("epoch: {} test accuracy: {:.4f} ({} samples)", epoch, stats_.test_metric, seen);
+  }
+  return Status::OK();
+}
+
+Status TrainJob::Run(WorkerContext& ctx) {
+  if (ctx.kv == nullptr) return FailedPrecondition("training needs at least one server");
+  auto data = LoadTrainShard(config_.data, ctx.rank, ctx.workers);
+  if (!data.ok()) return data.status();
+  const int batch_size = config_.train.batch_size;
+  Batcher batcher(&*data, batch_size, ctx.rank, ctx.workers, !data->sharded_by_file,
+                  config_.train.seed, config_.data.shuffle, /*keep_last=*/false);
+  int64_t steps_per_epoch = batcher.StepsPerEpoch();
+  if (data->sharded_by_file) {
+    // Each worker reads its own files: agree on the shortest epoch, or sync
+    // mode would wait forever for a worker that has run out of data.
+    auto agreed = ctx.cluster->AgreeMin(BarrierGroup::kWorkers, steps_per_epoch);
+    if (!agreed.ok()) return agreed.status();
+    steps_per_epoch = *agreed;
+  }
+  if (steps_per_epoch <= 0)
+    return FailedPrecondition(
+        fmt::format("{} training samples on worker {} make no batch of {} (times {} workers)",
+                    data->size(), ctx.rank, batch_size, ctx.workers));
+  const int64_t total =
+      config_.train.steps > 0 ? config_.train.steps : config_.train.epochs * steps_per_epoch;
+  auto start_step = ResumeStep(config_, ctx.log);
+  if (!start_step.ok()) return start_step.status();
+  PSTRAIN_RETURN_IF_ERROR(InitWeights(ctx));
+  ctx.log->info("worker {} trains {} steps ({} per epoch, batch {}) on {} samples", ctx.rank,
+                total - *start_step, steps_per_epoch, batch_size, data->size());
+
+  Clock::time_point begin = Clock::now(), epoch_begin = begin;
+  int64_t epoch_samples = 0;
+  Batch batch;
+  for (int64_t step = *start_step; step < total; ++step) {
+    const int epoch = static_cast<int>(step / steps_per_epoch);
+    const int64_t in_epoch = step % steps_per_epoch;
+    if (in_epoch == 0 || step == *start_step) {
+      batcher.StartEpoch(epoch);
+      for (int64_t k = 0; k < in_epoch; ++k) batcher.Next(&batch);  // resume mid-epoch
+      epoch_begin = Clock::now();
+      epoch_samples = 0;
+    }
+    if (!batcher.Next(&batch))
+      return Internal(fmt::format("worker {} ran out of batches at step {}", ctx.rank, step + 1));
+    PSTRAIN_RETURN_IF_ERROR(Step(ctx, batch, step));
+    epoch_samples += batch.size();
+    if ((in_epoch + 1) % config_.train.log_every == 0 || in_epoch == 0)
+      ctx.log->info("epoch: {} step: {}, loss is {:.6f}", epoch + 1, in_epoch + 1,
+                    stats_.last_loss);
+    const bool last = step + 1 == total;
+    if (ctx.rank == 0 && CheckpointDue(config_, step + 1, last))
+      PSTRAIN_RETURN_IF_ERROR(SaveCheckpoint(ctx, step + 1));
+    if (in_epoch + 1 == steps_per_epoch || last) {
+      double seconds = Since(epoch_begin);
+      ctx.log->info("epoch: {} done: {:.0f} samples/s on this worker ({} workers)", epoch + 1,
+                    static_cast<double>(epoch_samples) / seconds, ctx.workers);
+      if (ctx.rank == 0 && !config_.data.test.empty())
+        PSTRAIN_RETURN_IF_ERROR(Evaluate(ctx, epoch + 1));
+    }
+  }
+  stats_.seconds = Since(begin);
+  ctx.log->info(
+      "worker {} finished {} steps in {:.1f} s: {:.0f} samples/s, {:.0f}% of step time "
+      "communicating, last loss {:.6f}",
+      ctx.rank, stats_.steps, stats_.seconds,
+      static_cast<double>(stats_.samples) / std::max(stats_.seconds, 1e-9),
+      100.0 * stats_.comm_s / std::max(stats_.compute_s + stats_.comm_s, 1e-9), stats_.last_loss);
+  return Status::OK();
+}
+
+}  // namespace pstrain

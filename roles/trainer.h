@@ -1,0 +1,62 @@
+// TrainJob: a worker's training loop, as a WorkerJob.
+//
+// Every worker builds the same model from the config (same seed, same
+// initial weights). The chief pushes those weights to the servers once; every
+// worker pulls them. Then, each step:
+//   1. the next batch of this worker's shard (src/data: the same shuffled
+//      order on every worker, worker r taking its slice),
+//   2. forward and backward,
+//   3. push every gradient and pull every weight in one batch of requests;
+//      the pull asks for the step's update (sync), any values (async) or
+//      values at most `staleness` steps old (ssp),
+//   4. every log_every steps: "epoch: E step: S, loss is L".
+// At each epoch end the chief evaluates on the test set (accuracy, or AUC and
+// log-loss for click data) and logs throughput; checkpoints as configured.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "roles/worker_job.h"
+#include "src/common/config.h"
+#include "src/nn/model.h"
+
+namespace pstrain {
+
+struct TrainStats {
+  int64_t steps = 0;     // steps this worker ran
+  int64_t samples = 0;   // samples this worker trained on
+  double seconds = 0;    // wall time of the training loop
+  double compute_s = 0;  // forward + backward
+  double comm_s = 0;     // waiting on push/pull
+  double last_loss = 0;
+  double test_metric = -1;   // accuracy or AUC after the last epoch (chief; -1: not run)
+  double test_logloss = -1;  // click data only
+};
+
+class TrainJob : public WorkerJob {
+ public:
+  // Builds the model and checks that the config can be trained (placement
+  // of every parameter, data format against the model's input).
+  static StatusOr<std::unique_ptr<TrainJob>> Create(const Config& config);
+
+  std::vector<TensorSpec> PsTensors() override;
+  Status Run(WorkerContext& context) override;
+
+  const TrainStats& stats() const { return stats_; }
+  // The weights as this worker last pulled them, in params() order.
+  std::vector<std::vector<float>> Weights() const;
+
+ private:
+  explicit TrainJob(const Config& config) : config_(config) {}
+  Status InitWeights(WorkerContext& ctx);
+  Status Step(WorkerContext& ctx, const Batch& batch, int64_t step);
+  Status Evaluate(WorkerContext& ctx, int epoch);
+  int64_t MinClock(int64_t step) const;
+
+  Config config_;
+  std::unique_ptr<Model> model_;
+  TrainStats stats_;
+};
+
+}  // namespace pstrain

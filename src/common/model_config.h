@@ -1,0 +1,67 @@
+// The `model:` and `data:` parts of the job's YAML config as plain structs,
+// filled by config.cc and used by src/nn (building the network) and src/data
+// (reading samples).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pstrain {
+
+// One layer of a model. Which fields matter depends on `type`.
+struct LayerConfig {
+  // linear | conv2d | maxpool | avgpool | relu | sigmoid | tanh | dropout |
+  // flatten | concat | embedding_bag
+  std::string type;
+  // Parameters are "<name>.weight" and "<name>.bias". Default: "<type><i>"
+  // with i the layer's index in its list (e.g. "linear3").
+  std::string name;
+  int64_t out = 0;           // linear: output features
+  int64_t out_channels = 0;  // conv2d
+  int kernel = 0;            // conv2d, maxpool, avgpool (square)
+  int stride = 0;            // 0: conv2d 1, pooling = kernel
+  int padding = 0;           // conv2d, pooling
+  bool bias = true;          // linear, conv2d
+  float rate = 0.5f;         // dropout: probability of zeroing
+  int64_t vocab = 0;         // embedding_bag: rows
+  int64_t dim = 0;           // embedding_bag: columns
+  std::string mode = "sum";  // embedding_bag: sum | mean over the sample's fields,
+                             // or concat (one dim-sized slot per field)
+  // xavier | he | normal | uniform | zeros (weights; biases start at 0).
+  // Default: he for conv2d and linear, normal (std 0.01) for embedding_bag.
+  std::string init;
+  float init_scale = 0.01f;  // std of normal, bound of uniform
+  int line = 0;              // where it was written, for messages
+};
+
+struct ModelConfig {
+  std::vector<int64_t> input;  // one sample's dense input, e.g. [1, 28, 28] or [13]
+  int sparse_fields = 0;       // categorical ids per sample (click data), 0: none
+  // A sequential model ...
+  std::vector<LayerConfig> layers;
+  // ... or two towers whose outputs are summed into one logit (Wide&Deep):
+  // `wide` usually an embedding_bag of dim 1 over the ids, `deep` embeddings
+  // plus the dense features into an MLP.
+  std::vector<LayerConfig> wide;
+  std::vector<LayerConfig> deep;
+  std::string loss = "softmax_cross_entropy";  // | bce_with_logits
+  std::string device = "cpu";                  // cpu | gpu
+  int line = 0;
+};
+
+struct DataConfig {
+  std::string format;  // idx | criteo
+  // idx: [images, labels] (.gz or raw). criteo: one or more paths; a path
+  // "DIR/train.txt" with files "DIR/train.txt-00000", "-00001", ... means
+  // those shards, worker r reading the shards whose suffix % workers == r;
+  // a single file is split among workers by sample index.
+  std::vector<std::string> train;
+  std::vector<std::string> test;
+  int64_t vocab = 1 << 20;  // criteo: categorical values hash into [0, vocab)
+  int64_t limit = 0;        // use at most this many training samples (0: all)
+  bool shuffle = true;      // reshuffle every epoch (seeded by train.seed)
+  int line = 0;
+};
+
+}  // namespace pstrain

@@ -1,0 +1,22 @@
+// Batch: what a worker trains on for one step. Image data fills `dense`
+// ([N, C, H, W]); click data fills `dense` ([N, 13]) and `sparse` (hashed
+// categorical ids, [N, fields] row-major).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "src/nn/tensor.h"
+
+namespace pstrain {
+
+struct Batch {
+  Tensor dense;
+  std::vector<int64_t> sparse;  // size N * fields; ids in [0, vocab)
+  int fields = 0;
+  std::vector<float> labels;  // size N: class index (0..C-1) or click (0/1)
+
+  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+};
+
+}  // namespace pstrain

@@ -1,0 +1,86 @@
+#include "src/data/batcher.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <numeric>
+
+#include "src/data/random.h"
+
+namespace pstrain {
+
+Batcher::Batcher(const Dataset* data, int batch_size, int rank, int workers, bool split_by_index,
+                 uint64_t seed, bool shuffle, bool keep_last)
+    : data_(data),
+      batch_size_(batch_size),
+      rank_(split_by_index ? rank : 0),
+      workers_(split_by_index ? workers : 1),
+      seed_(seed),
+      shuffle_(shuffle),
+      keep_last_(keep_last) {
+  assert(data != nullptr && batch_size > 0);
+  assert(workers > 0 && rank >= 0 && rank < workers);
+  assert(!keep_last || workers_ == 1);
+}
+
+Batcher Batcher::ForTraining(const Dataset* data, int batch_size, int rank, int workers,
+                             uint64_t seed, bool shuffle) {
+  return Batcher(data, batch_size, rank, workers, !data->sharded_by_file, seed, shuffle);
+}
+
+Batcher Batcher::ForEval(const Dataset* data, int batch_size) {
+  return Batcher(data, batch_size, 0, 1, /*split_by_index=*/false, /*seed=*/0, /*shuffle=*/false,
+                 /*keep_last=*/true);
+}
+
+int64_t Batcher::StepsPerEpoch() const {
+  const int64_t global = int64_t{batch_size_} * workers_;
+  const int64_t n = data_->size();
+  const int64_t steps = keep_last_ ? (n + global - 1) / global : n / global;
+  return cap_ >= 0 ? std::min(steps, cap_) : steps;
+}
+
+void Batcher::StartEpoch(int epoch) {
+  order_.resize(static_cast<size_t>(data_->size()));
+  std::iota(order_.begin(), order_.end(), int64_t{0});
+  if (shuffle_) {
+    Rng rng(StreamSeed(seed_, static_cast<uint64_t>(epoch)));
+    Shuffle(&order_, &rng);
+  }
+  step_ = 0;
+  started_ = true;
+}
+
+bool Batcher::Next(Batch* out) {
+  if (!started_ || step_ >= StepsPerEpoch()) return false;
+  const int64_t begin = (step_ * workers_ + rank_) * batch_size_;
+  const int64_t end = std::min<int64_t>(begin + batch_size_, data_->size());
+  Gather(begin, end, out);
+  ++step_;
+  return true;
+}
+
+// Copies the samples at permutation positions [begin, end) into `out`.
+void Batcher::Gather(int64_t begin, int64_t end, Batch* out) const {
+  const int64_t n = end - begin;
+  const int64_t width = data_->dense_per_sample();
+  const int fields = data_->fields;
+  Shape shape = {n};
+  shape.insert(shape.end(), data_->sample_shape.begin(), data_->sample_shape.end());
+  out->dense.Resize(std::move(shape));
+  out->fields = fields;
+  out->sparse.resize(static_cast<size_t>(n * fields));
+  out->labels.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t s = order_[static_cast<size_t>(begin + i)];
+    std::memcpy(out->dense.ptr() + i * width, data_->dense.data() + s * width,
+                sizeof(float) * static_cast<size_t>(width));
+    if (fields > 0) {
+      std::memcpy(out->sparse.data() + i * fields, data_->sparse.data() + s * fields,
+                  sizeof(int64_t) * static_cast<size_t>(fields));
+    }
+    out->labels[static_cast<size_t>(i)] = data_->labels[static_cast<size_t>(s)];
+  }
+}
+
+}  // namespace pstrain

@@ -1,0 +1,58 @@
+// Dataset: samples held in memory, and loading the ones a worker trains on as
+// DataConfig describes (format, file lists, shards, limit).
+//
+// Sharding (DESIGN.md "Data"): a criteo path P that has files P-00000,
+// P-00001, ... names those shards, and worker r loads the shards whose suffix
+// % workers == r (PaddlePaddle's rule); the result is `sharded_by_file` and
+// the Batcher must not split it again. Anything else (idx files, a single
+// criteo file) is loaded whole by every worker and split by sample index in
+// the Batcher, so the workers together see each sample once per epoch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/common/model_config.h"
+#include "src/common/status.h"
+#include "src/nn/tensor.h"
+
+namespace pstrain {
+
+// Plain data; N samples stored row-major.
+struct Dataset {
+  Shape sample_shape;           // one sample's dense features: [1, 28, 28] or [13]
+  std::vector<float> dense;     // N * NumElements(sample_shape)
+  int fields = 0;               // categorical ids per sample (0: none)
+  std::vector<int64_t> sparse;  // N * fields
+  std::vector<float> labels;    // N
+  // True when this worker loaded only its own files: batch it whole.
+  bool sharded_by_file = false;
+
+  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+  int64_t dense_per_sample() const { return NumElements(sample_shape); }
+  // Keeps the first n samples (no-op when there are fewer).
+  void Truncate(int64_t n);
+};
+
+// A shard file of a criteo path: its name and numeric suffix.
+struct ShardFile {
+  std::string path;
+  int64_t index = 0;
+};
+
+// The files "P-<digits>" next to P, by increasing suffix; empty when none.
+StatusOr<std::vector<ShardFile>> ListShards(const std::string& path);
+
+// The shards of `all` that worker `rank` of `workers` reads (suffix % workers
+// == rank), keeping their order.
+std::vector<ShardFile> ShardsOf(const std::vector<ShardFile>& all, int rank, int workers);
+
+// The training samples of worker `rank` (0 <= rank < workers), at most
+// config.limit of them when it is set.
+StatusOr<Dataset> LoadTrainShard(const DataConfig& config, int rank, int workers);
+
+// All test samples (never sharded: evaluation reads them whole).
+StatusOr<Dataset> LoadTest(const DataConfig& config);
+
+}  // namespace pstrain

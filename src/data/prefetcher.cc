@@ -1,0 +1,80 @@
+#include "src/data/prefetcher.h"
+
+#include <cassert>
+#include <utility>
+
+namespace pstrain {
+
+PrefetchingBatcher::PrefetchingBatcher(Batcher batcher, int depth)
+    : batcher_(std::move(batcher)),
+      depth_(depth),
+      steps_per_epoch_(batcher_.StepsPerEpoch()),
+      samples_(batcher_.Samples()) {
+  assert(depth >= 1);
+  reader_ = std::thread([this] { Run(); });
+}
+
+PrefetchingBatcher::~PrefetchingBatcher() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  reader_.join();
+}
+
+void PrefetchingBatcher::StartEpoch(int epoch) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++generation_;
+    epoch_ = epoch;
+    queue_.clear();
+    epoch_done_ = false;
+  }
+  changed_.notify_all();
+}
+
+bool PrefetchingBatcher::Next(Batch* out) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [this] { return !queue_.empty() || epoch_done_; });
+  if (queue_.empty()) return false;
+  *out = std::move(queue_.front());
+  queue_.pop_front();
+  lock.unlock();
+  changed_.notify_all();  // room for the reader
+  return true;
+}
+
+void PrefetchingBatcher::Run() {
+  uint64_t served = 0;  // the generation the reader last started
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stopping_ || generation_ != served; });
+    if (stopping_) return;
+    served = generation_;
+    const int epoch = epoch_;
+    lock.unlock();
+    batcher_.StartEpoch(epoch);
+    for (;;) {
+      Batch batch;
+      const bool more = batcher_.Next(&batch);  // the slow part, unlocked
+      lock.lock();
+      if (more) {
+        changed_.wait(lock, [&] {
+          return stopping_ || generation_ != served || static_cast<int>(queue_.size()) < depth_;
+        });
+      }
+      if (stopping_ || generation_ != served) break;  // relock held: outer loop waits
+      if (!more) {
+        epoch_done_ = true;
+        changed_.notify_all();
+        break;
+      }
+      queue_.push_back(std::move(batch));
+      changed_.notify_all();
+      lock.unlock();
+    }
+  }
+}
+
+}  // namespace pstrain

@@ -1,0 +1,57 @@
+// PrefetchingBatcher: a Batcher run on a reader thread, so the next batches
+// are ready while the caller trains on the current one. It yields exactly the
+// batches the wrapped Batcher would, in the same order.
+//
+// Threads: the reader thread owns the Batcher from construction on; the
+// caller's thread (one at a time) calls StartEpoch/Next. They share only the
+// queue and the epoch request, under mutex_. Destroying it mid-epoch stops
+// the reader after the batch it is building (no hang, nothing left behind).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "src/data/batcher.h"
+
+namespace pstrain {
+
+class PrefetchingBatcher {
+ public:
+  // Configure `batcher` fully (CapStepsPerEpoch) before handing it over.
+  // `depth`: batches prepared ahead (>= 1).
+  explicit PrefetchingBatcher(Batcher batcher, int depth = 3);
+  ~PrefetchingBatcher();
+  PrefetchingBatcher(const PrefetchingBatcher&) = delete;
+  PrefetchingBatcher& operator=(const PrefetchingBatcher&) = delete;
+
+  // Begins epoch `epoch`, dropping what is left of the previous one.
+  void StartEpoch(int epoch);
+  // Blocks until the next batch is ready; false at the epoch's end.
+  bool Next(Batch* out);
+  int64_t StepsPerEpoch() const { return steps_per_epoch_; }
+  int64_t Samples() const { return samples_; }
+
+ private:
+  void Run();  // the reader thread
+
+  Batcher batcher_;  // reader thread only
+  const int depth_;
+  const int64_t steps_per_epoch_;
+  const int64_t samples_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;  // any field below changed
+  // Bumped by each StartEpoch; the reader drops batches of older ones.
+  uint64_t generation_ = 0;  // GUARDED_BY(mutex_)
+  int epoch_ = 0;            // GUARDED_BY(mutex_)
+  std::deque<Batch> queue_;  // GUARDED_BY(mutex_): this generation's batches
+  bool epoch_done_ = true;   // GUARDED_BY(mutex_): no more batches will come
+  bool stopping_ = false;    // GUARDED_BY(mutex_)
+  std::thread reader_;
+};
+
+}  // namespace pstrain

@@ -1,0 +1,108 @@
+// embedding_bag: looks up each sample's `fields` ids (batch.sparse) in a
+// [vocab, dim] table and sums them, averages them, or lays them side by side.
+// Its input shape is the ids' [fields]; the input tensor itself is ignored.
+#include <cassert>
+#include <cstring>
+
+#include "src/nn/eigen_maps.h"
+#include "src/nn/init.h"
+#include "src/nn/layers.h"
+
+namespace pstrain {
+namespace {
+
+enum class Mode { kSum, kMean, kConcat };
+
+using Row = Eigen::Map<Eigen::VectorXf>;
+using ConstRow = Eigen::Map<const Eigen::VectorXf>;
+
+class EmbeddingBag : public Layer {
+ public:
+  explicit EmbeddingBag(const LayerConfig& c)
+      : Layer(c.name),
+        vocab_(c.vocab),
+        dim_(c.dim),
+        mode_(c.mode == "sum" ? Mode::kSum : c.mode == "mean" ? Mode::kMean : Mode::kConcat),
+        init_(c.init.empty() ? "normal" : c.init),
+        init_scale_(c.init_scale) {}
+
+  StatusOr<Shape> Build(const Shape& input, uint64_t seed) override {
+    if (input.size() != 1 || input[0] <= 0) {
+      return InvalidArgument("embedding_bag expects the sparse ids [fields], got " +
+                             ShapeString(input));
+    }
+    fields_ = input[0];
+    weight_ = NewParam(name(), "weight", {vocab_, dim_});
+    InitWeight(init_, init_scale_, dim_, vocab_, seed, &weight_);
+    return Shape{mode_ == Mode::kConcat ? fields_ * dim_ : dim_};
+  }
+
+  void Forward(const Batch& batch, const Tensor&, Tensor* out, bool) override {
+    assert(batch.fields == fields_);
+    const int64_t n = static_cast<int64_t>(batch.sparse.size()) / fields_;
+    const int64_t width = mode_ == Mode::kConcat ? fields_ * dim_ : dim_;
+    out->Resize({n, width});
+    const float scale = mode_ == Mode::kMean ? 1.0f / static_cast<float>(fields_) : 1.0f;
+    for (int64_t s = 0; s < n; ++s) {
+      float* dst = out->ptr() + s * width;
+      if (mode_ != Mode::kConcat) Row(dst, dim_).setZero();
+      for (int64_t f = 0; f < fields_; ++f) {
+        ConstRow row(weight_.value.ptr() + Id(batch, s, f) * dim_, dim_);
+        if (mode_ == Mode::kConcat) {
+          Row(dst + f * dim_, dim_) = row;
+        } else {
+          Row(dst, dim_) += row;
+        }
+      }
+      if (mode_ == Mode::kMean) Row(dst, dim_) *= scale;
+    }
+  }
+
+  // The whole table's gradient, dense: simple, and fine for small vocabularies.
+  void Backward(const Batch& batch, const Tensor& in, const Tensor&, const Tensor& dout,
+                Tensor* din) override {
+    const int64_t n = static_cast<int64_t>(batch.sparse.size()) / fields_;
+    const int64_t width = mode_ == Mode::kConcat ? fields_ * dim_ : dim_;
+    const float scale = mode_ == Mode::kMean ? 1.0f / static_cast<float>(fields_) : 1.0f;
+    std::memset(weight_.grad.ptr(), 0, sizeof(float) * weight_.grad.data.size());
+    for (int64_t s = 0; s < n; ++s) {
+      const float* dy = dout.ptr() + s * width;
+      for (int64_t f = 0; f < fields_; ++f) {
+        Row grad(weight_.grad.ptr() + Id(batch, s, f) * dim_, dim_);
+        if (mode_ == Mode::kConcat) {
+          grad += ConstRow(dy + f * dim_, dim_);
+        } else {
+          grad += ConstRow(dy, dim_) * scale;
+        }
+      }
+    }
+    if (din == nullptr) return;
+    din->Resize(in.shape);  // the ids are not differentiable
+    std::memset(din->ptr(), 0, sizeof(float) * din->data.size());
+  }
+
+  std::vector<Param*> Params() override { return {&weight_}; }
+
+ private:
+  // The reader validates ids; one out of range here is a bug.
+  int64_t Id(const Batch& batch, int64_t sample, int64_t field) const {
+    const int64_t id = batch.sparse[static_cast<size_t>(sample * fields_ + field)];
+    assert(id >= 0 && id < vocab_);
+    return id;
+  }
+
+  const int64_t vocab_, dim_;
+  const Mode mode_;
+  const std::string init_;
+  const float init_scale_;
+  int64_t fields_ = 0;
+  Param weight_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> NewEmbeddingBag(const LayerConfig& config) {
+  return std::make_unique<EmbeddingBag>(config);
+}
+
+}  // namespace pstrain

@@ -1,0 +1,89 @@
+// MakeLayer: checks a layer's config fields and dispatches to its type.
+#include <string>
+
+#include "src/nn/init.h"
+#include "src/nn/layers.h"
+
+namespace pstrain {
+namespace {
+
+constexpr char kTypes[] =
+    "linear|conv2d|maxpool|avgpool|relu|sigmoid|tanh|dropout|flatten|concat|embedding_bag";
+
+Status Require(bool ok, const LayerConfig& c, const std::string& what) {
+  if (ok) return Status::OK();
+  return InvalidArgument(c.type + " needs " + what);
+}
+
+// The fields that kernel-based layers share.
+Status CheckWindow(const LayerConfig& c) {
+  PSTRAIN_RETURN_IF_ERROR(Require(c.kernel > 0, c, "kernel > 0"));
+  PSTRAIN_RETURN_IF_ERROR(Require(c.stride >= 0, c, "stride >= 0 (0: default)"));
+  return Require(c.padding >= 0, c, "padding >= 0");
+}
+
+Status CheckInit(const LayerConfig& c) {
+  if (c.init.empty() || IsKnownInit(c.init)) return Status::OK();
+  return InvalidArgument("unknown init \"" + c.init + "\" (xavier|he|normal|uniform|zeros)");
+}
+
+}  // namespace
+
+std::string ShapeString(const Shape& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+Param NewParam(const std::string& layer, const char* suffix, const Shape& shape) {
+  return Param{layer + "." + suffix, Tensor(shape), Tensor(shape)};
+}
+
+StatusOr<std::unique_ptr<Layer>> CreateLayer(const LayerConfig& c, const LayerContext& context) {
+  const std::string& t = c.type;
+  PSTRAIN_RETURN_IF_ERROR(CheckInit(c));
+  if (t == "linear") {
+    PSTRAIN_RETURN_IF_ERROR(Require(c.out > 0, c, "out > 0"));
+    return NewLinear(c);
+  }
+  if (t == "conv2d") {
+    PSTRAIN_RETURN_IF_ERROR(Require(c.out_channels > 0, c, "out_channels > 0"));
+    PSTRAIN_RETURN_IF_ERROR(CheckWindow(c));
+    return NewConv2d(c);
+  }
+  if (t == "maxpool" || t == "avgpool") {
+    PSTRAIN_RETURN_IF_ERROR(CheckWindow(c));
+    // As PyTorch: every window then holds at least one input element.
+    PSTRAIN_RETURN_IF_ERROR(Require(c.padding <= c.kernel / 2, c, "padding <= kernel / 2"));
+    return NewPool(c);
+  }
+  if (t == "relu" || t == "sigmoid" || t == "tanh") return NewActivation(c);
+  if (t == "dropout") {
+    PSTRAIN_RETURN_IF_ERROR(Require(c.rate >= 0.0f && c.rate < 1.0f, c, "rate in [0, 1)"));
+    return NewDropout(c);
+  }
+  if (t == "flatten") return NewFlatten(c);
+  if (t == "concat") return NewConcat(c, context.dense);
+  if (t == "embedding_bag") {
+    PSTRAIN_RETURN_IF_ERROR(Require(c.vocab > 0, c, "vocab > 0"));
+    PSTRAIN_RETURN_IF_ERROR(Require(c.dim > 0, c, "dim > 0"));
+    PSTRAIN_RETURN_IF_ERROR(Require(c.mode == "sum" || c.mode == "mean" || c.mode == "concat", c,
+                                    "mode sum|mean|concat, not \"" + c.mode + "\""));
+    return NewEmbeddingBag(c);
+  }
+  return InvalidArgument("unknown layer type \"" + t + "\" (" + kTypes + ")");
+}
+
+StatusOr<std::unique_ptr<Layer>> MakeLayer(const LayerConfig& config) {
+  LayerConfig named = config;
+  if (named.name.empty()) named.name = named.type;
+  auto layer = CreateLayer(named, LayerContext{});
+  if (layer.ok()) return layer;
+  std::string where = "layer " + named.name;
+  if (config.line > 0) where += " at line " + std::to_string(config.line);
+  return layer.status().WithContext(where);
+}
+
+}  // namespace pstrain

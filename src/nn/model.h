@@ -1,0 +1,39 @@
+// Model: the network a config describes (a sequential list of layers, or
+// wide + deep towers summed into one logit), with its loss.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "src/common/model_config.h"
+#include "src/nn/layer.h"
+
+namespace pstrain {
+
+class Model {
+ public:
+  // Builds and initializes every layer (seeded: the same seed gives the same
+  // weights on every worker). An error names the layer (and its config line)
+  // and what does not fit, e.g. a shape mismatch.
+  static StatusOr<std::unique_ptr<Model>> Build(const ModelConfig& config, uint64_t seed);
+  ~Model();
+
+  // Every parameter, in a fixed order (this is the list of PS tensors).
+  const std::vector<Param*>& params() const;
+
+  // Logits of the batch: [N, classes] for softmax_cross_entropy, [N, 1] for
+  // bce_with_logits.
+  const Tensor& Forward(const Batch& batch, bool training);
+  // After Forward(batch, true): the mean loss over the batch, and every
+  // parameter's grad set to the gradient of that mean loss.
+  float Backward(const Batch& batch);
+  // The mean loss of `logits` against the batch's labels (no gradients).
+  float Loss(const Tensor& logits, const Batch& batch) const;
+
+ private:
+  struct Impl;  // layers, their activations and gradients (model.cc)
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pstrain
