@@ -10,6 +10,7 @@
 #include "src/data/batcher.h"
 #include "src/data/dataset.h"
 #include "src/data/metrics.h"
+#include "src/data/prefetcher.h"
 
 namespace pstrain {
 namespace {
@@ -111,10 +112,12 @@ Status TrainJob::Step(WorkerContext& ctx, const Batch& batch, int64_t step) {
 }
 
 Status TrainJob::Evaluate(WorkerContext& ctx, int epoch) {
-  auto test = LoadTest(config_.data);
-  if (!test.ok()) return test.status();
-  Batcher batcher(&*test, 1024, 0, 1, /*split_by_index=*/true, 0, /*shuffle=*/false,
-                  /*keep_last=*/true);
+  if (!test_) {
+    auto test = LoadTest(config_.data);
+    if (!test.ok()) return test.status();
+    test_ = std::make_unique<Dataset>(std::move(*test));
+  }
+  Batcher batcher = Batcher::ForEval(test_.get(), 1024);
   batcher.StartEpoch(0);
   Batch batch;
   const bool click = config_.model.loss == "bce_with_logits";
@@ -151,16 +154,19 @@ Status TrainJob::Run(WorkerContext& ctx) {
   auto data = LoadTrainShard(config_.data, ctx.rank, ctx.workers);
   if (!data.ok()) return data.status();
   const int batch_size = config_.train.batch_size;
-  Batcher batcher(&*data, batch_size, ctx.rank, ctx.workers, !data->sharded_by_file,
-                  config_.train.seed, config_.data.shuffle, /*keep_last=*/false);
-  int64_t steps_per_epoch = batcher.StepsPerEpoch();
+  Batcher plain = Batcher::ForTraining(&*data, batch_size, ctx.rank, ctx.workers,
+                                       config_.train.seed, config_.data.shuffle);
+  int64_t steps_per_epoch = plain.StepsPerEpoch();
   if (data->sharded_by_file) {
     // Each worker reads its own files: agree on the shortest epoch, or sync
     // mode would wait forever for a worker that has run out of data.
     auto agreed = ctx.cluster->AgreeMin(BarrierGroup::kWorkers, steps_per_epoch);
     if (!agreed.ok()) return agreed.status();
     steps_per_epoch = *agreed;
+    plain.CapStepsPerEpoch(steps_per_epoch);
   }
+  // A reader thread gathers the next batches while this one trains.
+  PrefetchingBatcher batcher(std::move(plain));
   if (steps_per_epoch <= 0)
     return FailedPrecondition(
         fmt::format("{} training samples on worker {} make no batch of {} (times {} workers)",

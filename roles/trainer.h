@@ -19,6 +19,7 @@
 
 #include "roles/worker_job.h"
 #include "src/common/config.h"
+#include "src/data/dataset.h"
 #include "src/nn/model.h"
 
 namespace pstrain {
@@ -56,6 +57,7 @@ class TrainJob : public WorkerJob {
 
   Config config_;
   std::unique_ptr<Model> model_;
+  std::unique_ptr<Dataset> test_;  // loaded at the first evaluation
   TrainStats stats_;
 };
 

@@ -78,7 +78,9 @@ void CheckAgainstDifferences(std::vector<float>* x, const std::vector<float>& an
     const double numeric = (loss_up - loss_down) / (static_cast<double>(up) - down);
     const double error = RelativeError(numeric, analytic[i]);
     if (error > worst) {
-      worst = error, worst_at = i, worst_numeric = numeric;
+      worst = error;
+      worst_at = i;
+      worst_numeric = numeric;
     }
   }
   INFO(what << ": worst element " << worst_at << " analytic " << analytic[worst_at] << " numeric "
@@ -98,7 +100,7 @@ struct GradCase {
   bool fresh_layer = false;
 
   GradCase Eps(float e) const { return With(&GradCase::eps, e); }
-  GradCase Distinct() const { return With(&GradCase::distinct, true); }
+  GradCase DistinctInputs() const { return With(&GradCase::distinct, true); }
   GradCase Dense(Shape d) const { return With(&GradCase::dense, std::move(d)); }
   GradCase FreshLayer() const { return With(&GradCase::fresh_layer, true); }
 
@@ -201,17 +203,17 @@ TEST_CASE("every layer's gradients match finite differences") {
   cases.push_back(Case(c, {1, 5, 7}));
   c = Spec("maxpool");
   c.kernel = 2;
-  cases.push_back(Case(c, {2, 4, 4}).Distinct());
+  cases.push_back(Case(c, {2, 4, 4}).DistinctInputs());
   c.kernel = 3;
   c.stride = 2;
   c.padding = 1;
-  cases.push_back(Case(c, {2, 5, 5}).Distinct());
+  cases.push_back(Case(c, {2, 5, 5}).DistinctInputs());
   c = Spec("avgpool");
   c.kernel = 2;
   c.stride = 1;
   c.padding = 1;
   cases.push_back(Case(c, {2, 4, 3}));
-  cases.push_back(Case(Spec("relu"), {3, 4}, 3).Distinct());
+  cases.push_back(Case(Spec("relu"), {3, 4}, 3).DistinctInputs());
   cases.push_back(Case(Spec("sigmoid"), {7}, 3).Eps(3e-3f));
   cases.push_back(Case(Spec("tanh"), {7}, 3).Eps(3e-3f));
   cases.push_back(Case(Spec("flatten"), {2, 3, 2}));
@@ -235,56 +237,58 @@ float Pixel(const Tensor& t, int64_t n, int64_t c, int64_t h, int64_t w, float p
   return t.data[((n * t.dim(1) + c) * t.dim(2) + h) * t.dim(3) + w];
 }
 
+// Output (n, o, i, j) of a conv2d, maxpool or avgpool layer `c`, computed
+// directly from its window (c.stride must be set: no defaults here).
+double Direct(const LayerConfig& c, const std::vector<Param*>& params, const Tensor& in, int64_t n,
+              int64_t o, int64_t i, int64_t j) {
+  const bool max = c.type == "maxpool", conv = c.type == "conv2d";
+  const int64_t k = c.kernel, channels = in.dim(1);
+  double result = max ? -1e30 : conv ? params[1]->value.data[o] : 0.0;
+  // conv2d sums over every input channel; a pool reads channel o alone.
+  for (int64_t ch = conv ? 0 : o; ch < (conv ? channels : o + 1); ++ch) {
+    for (int64_t di = 0; di < k; ++di) {
+      for (int64_t dj = 0; dj < k; ++dj) {
+        const int64_t h = i * c.stride - c.padding + di, w = j * c.stride - c.padding + dj;
+        const double v = Pixel(in, n, ch, h, w, max ? -1e30f : 0.0f);
+        if (conv) {
+          result += params[0]->value.data[((o * channels + ch) * k + di) * k + dj] * v;
+        } else {
+          result = max ? std::max(result, v) : result + v / static_cast<double>(k * k);
+        }
+      }
+    }
+  }
+  return result;
+}
+
 // Gradients checked against a wrong forward would agree with it: these pin
 // the forward passes with windows to direct loops over each output's window.
 TEST_CASE("conv2d and pooling outputs match direct loops") {
   std::mt19937 rng(9);
-  LayerConfig conv = Spec("conv2d"), max = Spec("maxpool"), avg = Spec("avgpool");
-  conv.out_channels = 3;
-  conv.kernel = 3;
-  conv.stride = 2;
-  conv.padding = 1;
-  max.kernel = 3;
-  max.stride = 2;
-  max.padding = 1;
-  avg.kernel = 2;
-  avg.stride = 1;
-  avg.padding = 1;
-  for (const LayerConfig& c : {conv, max, avg}) {
+  auto window = [](const char* type, int kernel, int stride, int padding) {
+    LayerConfig c = Spec(type);
+    c.out_channels = 3;
+    c.kernel = kernel;
+    c.stride = stride;
+    c.padding = padding;
+    return c;
+  };
+  for (const LayerConfig& c :
+       {window("conv2d", 3, 2, 1), window("conv2d", 5, 1, 2), window("maxpool", 3, 2, 1),
+        window("maxpool", 2, 1, 0), window("avgpool", 2, 1, 1)}) {
     auto layer = BuildLayer(Case(c, {2, 6, 5}));
     const auto params = layer->Params();
     if (!params.empty()) params[1]->value.data = Uniform(3, &rng);  // a non-zero bias
     Tensor in({2, 2, 6, 5}), out;
     in.data = Uniform(in.data.size(), &rng);
     layer->Forward(Batch{}, in, &out, false);
-    const int64_t k = c.kernel, stride = c.stride, pad = c.padding;
-    for (int64_t n = 0; n < 2; ++n) {
-      for (int64_t o = 0; o < out.dim(1); ++o) {
-        for (int64_t i = 0; i < out.dim(2); ++i) {
-          for (int64_t j = 0; j < out.dim(3); ++j) {
-            double want = c.type == "maxpool" ? -1e30
-                          : params.empty()    ? 0.0
-                                              : params[1]->value.data[o];
-            for (int64_t ch = 0; ch < 2; ++ch) {
-              for (int64_t di = 0; di < k; ++di) {
-                for (int64_t dj = 0; dj < k; ++dj) {
-                  const int64_t h = i * stride - pad + di, w = j * stride - pad + dj;
-                  if (c.type == "conv2d") {
-                    want += params[0]->value.data[((o * 2 + ch) * k + di) * k + dj] *
-                            Pixel(in, n, ch, h, w, 0.0f);
-                  } else if (ch == o) {
-                    const float v = Pixel(in, n, ch, h, w, c.type == "maxpool" ? -1e30f : 0.0f);
-                    want = c.type == "maxpool" ? std::max<double>(want, v) : want + v / (k * k);
-                  }
-                }
-              }
-            }
-            INFO(c.type << " output " << n << " " << o << " " << i << " " << j);
-            CHECK(out.data[((n * out.dim(1) + o) * out.dim(2) + i) * out.dim(3) + j] ==
-                  doctest::Approx(want).epsilon(1e-5));
-          }
-        }
-      }
+    const Shape& s = out.shape;
+    for (int64_t at = 0; at < out.size(); ++at) {
+      const int64_t j = at % s[3], i = at / s[3] % s[2], o = at / (s[3] * s[2]) % s[1];
+      INFO(c.type << " k" << c.kernel << " output " << at);
+      CHECK(
+          out.data[at] ==
+          doctest::Approx(Direct(c, params, in, at / (s[1] * s[2] * s[3]), o, i, j)).epsilon(1e-5));
     }
   }
 }
@@ -366,6 +370,12 @@ LayerConfig Linear(int64_t out, const std::string& name = "") {
   return c;
 }
 
+void SgdUpdate(Model* model, float lr) {
+  for (Param* p : model->params()) {
+    for (size_t i = 0; i < p->value.data.size(); ++i) p->value.data[i] -= lr * p->grad.data[i];
+  }
+}
+
 // Full-batch SGD; returns the loss before and after.
 std::pair<float, float> Train(Model* model, const Batch& batch, int steps, float lr) {
   const float before = model->Loss(model->Forward(batch, false), batch);
@@ -373,9 +383,7 @@ std::pair<float, float> Train(Model* model, const Batch& batch, int steps, float
     model->Forward(batch, true);
     const float loss = model->Backward(batch);
     if (step == 0) CHECK(loss == doctest::Approx(before));
-    for (Param* p : model->params()) {
-      for (size_t i = 0; i < p->value.data.size(); ++i) p->value.data[i] -= lr * p->grad.data[i];
-    }
+    SgdUpdate(model, lr);
   }
   return {before, model->Loss(model->Forward(batch, false), batch)};
 }
@@ -569,16 +577,21 @@ TEST_CASE("LeNet training throughput, batch 64" * doctest::skip()) {
   auto step = [&] {
     model->Forward(batch, true);
     model->Backward(batch);
-    for (Param* p : model->params()) {
-      for (size_t i = 0; i < p->value.data.size(); ++i) p->value.data[i] -= 0.01f * p->grad.data[i];
-    }
+    SgdUpdate(model.get(), 0.01f);
   };
   for (int i = 0; i < 20; ++i) step();
-  const int steps = 300;
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < steps; ++i) step();
-  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-  MESSAGE("LeNet: " << steps * 64 / took.count() << " samples/s");
+  // Rounds of 30 steps: the median is typical; the best is what the code
+  // does when nothing else wants the core.
+  std::vector<double> rates;
+  for (int round = 0; round < 15; ++round) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 30; ++i) step();
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    rates.push_back(30 * 64 / took.count());
+  }
+  std::sort(rates.begin(), rates.end());
+  MESSAGE("LeNet forward+backward+SGD, one thread: median " << rates[rates.size() / 2]
+                                                            << " samples/s, best " << rates.back());
 }
 
 }  // namespace

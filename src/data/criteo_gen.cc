@@ -63,6 +63,9 @@ struct Row {
   double logit = 0;  // without the bias
 };
 
+// Values up to about this rank keep their full weight (see PlantedModel).
+constexpr double kHeadValues = 100;
+
 class PlantedModel {
  public:
   explicit PlantedModel(const GenOptions& o) {
@@ -82,8 +85,14 @@ class PlantedModel {
         c.guide[g] = static_cast<uint32_t>(k);
       }
       const double scale = o.weight_std * (0.25 + 1.5 * rng.Uniform());
+      // A value's effect shrinks with its rank: frequent values carry the
+      // signal, the long tail little each (as in real click logs). Otherwise
+      // the planted AUC would rest on values seen a handful of times, which
+      // no model can learn from any amount of data this generator writes.
       c.weights.resize(n);
-      for (float& w : c.weights) w = static_cast<float>(scale * rng.Normal());
+      for (size_t k = 0; k < n; ++k)
+        c.weights[k] = static_cast<float>(scale * rng.Normal() /
+                                          std::sqrt(1.0 + static_cast<double>(k) / kHeadValues));
       c.missing_weight = static_cast<float>(scale * rng.Normal());
       c.missing_rate = rng.Uniform() < 0.3 ? 0.4 * rng.Uniform() : 0.0;
       c.salt = static_cast<uint32_t>(rng.Next());

@@ -34,7 +34,7 @@ struct GenOptions {
   double zipf = 1.1;
   int64_t min_categories = 10000;  // per field, spread geometrically
   int64_t max_categories = 100000;
-  double weight_std = 0.2;         // typical std of a field's category weights
+  double weight_std = 0.5;         // typical std of a field's frequent values' weights
   double dense_weight_std = 0.15;  // std of the v_j
   double click_rate = 0.25;        // about this share of labels is 1
 };

@@ -125,7 +125,9 @@ class Conv2d : public Layer {
   void ForEachPlane(int64_t count, F f) const {
     const int64_t pos = g_.positions();
     for (int64_t oc = 0; oc < out_channels_; ++oc) {
-      for (int64_t s = 0; s < count; ++s) f(oc, (oc * count + s) * pos, (s * out_channels_ + oc) * pos);
+      for (int64_t s = 0; s < count; ++s) {
+        f(oc, (oc * count + s) * pos, (s * out_channels_ + oc) * pos);
+      }
     }
   }
 
@@ -138,10 +140,10 @@ class Conv2d : public Layer {
   Param bias_;
   // Reused across calls: sized by the first batch, reallocated only if a
   // batch is larger.
-  std::vector<float> cols_;   // im2col of the last Forward's input, chunk after chunk
-  std::vector<float> dcols_;  // one chunk's gradient of it (Backward)
-  std::vector<float> y_;      // one chunk's GEMM output, [OC][count][Ho*Wo]
-  std::vector<float> dy_;     // one chunk of dout, ordered the same way
+  std::vector<float> cols_;    // im2col of the last Forward's input, chunk after chunk
+  std::vector<float> dcols_;   // one chunk's gradient of it (Backward)
+  std::vector<float> y_;       // one chunk's GEMM output, [OC][count][Ho*Wo]
+  std::vector<float> dy_;      // one chunk of dout, ordered the same way
   std::vector<float> padded_;  // im2col/col2im scratch when padding > 0
 };
 

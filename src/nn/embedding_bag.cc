@@ -22,7 +22,9 @@ class EmbeddingBag : public Layer {
       : Layer(c.name),
         vocab_(c.vocab),
         dim_(c.dim),
-        mode_(c.mode == "sum" ? Mode::kSum : c.mode == "mean" ? Mode::kMean : Mode::kConcat),
+        mode_(c.mode == "sum"    ? Mode::kSum
+              : c.mode == "mean" ? Mode::kMean
+                                 : Mode::kConcat),
         init_(c.init.empty() ? "normal" : c.init),
         init_scale_(c.init_scale) {}
 

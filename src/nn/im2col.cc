@@ -1,9 +1,8 @@
 #include "src/nn/im2col.h"
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
-
-#include <Eigen/Core>
 
 namespace pstrain {
 namespace {
@@ -85,14 +84,13 @@ void Col2Im(const ConvGeometry& g, const float* cols, int64_t samples, float* di
     acc = padded->data();
   }
   std::memset(acc, 0, planes * hp * wp * sizeof(float));
-  ForEachRun(g, samples, [&](int64_t col, int64_t to) {
-    AddRun(cols + col, g.stride, g.out_width, acc + to);
-  });
+  ForEachRun(g, samples,
+             [&](int64_t col, int64_t to) { AddRun(cols + col, g.stride, g.out_width, acc + to); });
   if (g.padding == 0) return;
   for (int64_t p = 0; p < planes; ++p) {
     for (int64_t h = 0; h < g.height; ++h) {
-      std::memcpy(din + (p * g.height + h) * g.width, acc + (p * hp + h + g.padding) * wp + g.padding,
-                  g.width * sizeof(float));
+      std::memcpy(din + (p * g.height + h) * g.width,
+                  acc + (p * hp + h + g.padding) * wp + g.padding, g.width * sizeof(float));
     }
   }
 }

@@ -36,8 +36,8 @@ class Layer {
   virtual void Forward(const Batch& batch, const Tensor& in, Tensor* out, bool training) = 0;
   // Given dL/dout, sets every parameter's grad and, when din is not null,
   // dL/din. `in` and `out` are the tensors of the last Forward.
-  virtual void Backward(const Batch& batch, const Tensor& in, const Tensor& out,
-                        const Tensor& dout, Tensor* din) = 0;
+  virtual void Backward(const Batch& batch, const Tensor& in, const Tensor& out, const Tensor& dout,
+                        Tensor* din) = 0;
   virtual std::vector<Param*> Params() { return {}; }
 
  protected:

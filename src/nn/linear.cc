@@ -41,7 +41,8 @@ class Linear : public Layer {
                 Tensor* din) override {
     const int64_t n = in.dim(0);
     ConstRowMap dy(dout.ptr(), n, out_);
-    RowMap(weight_.grad.ptr(), out_, in_).noalias() = dy.transpose() * ConstRowMap(in.ptr(), n, in_);
+    RowMap(weight_.grad.ptr(), out_, in_).noalias() =
+        dy.transpose() * ConstRowMap(in.ptr(), n, in_);
     if (has_bias_) {
       Eigen::Map<Eigen::RowVectorXf>(bias_.grad.ptr(), out_).noalias() = dy.colwise().sum();
     }

@@ -20,7 +20,6 @@ StatusOr<LossType> ParseLossType(const std::string& name);
 // The mean loss of `logits` against `labels` (one per row). When `grad` is
 // not null it receives d(mean loss)/d(logits), shaped like logits. Labels
 // were validated by the reader; one out of range is a bug.
-float MeanLoss(LossType type, const Tensor& logits, const std::vector<float>& labels,
-               Tensor* grad);
+float MeanLoss(LossType type, const Tensor& logits, const std::vector<float>& labels, Tensor* grad);
 
 }  // namespace pstrain

@@ -21,7 +21,7 @@ struct Tower {
   std::vector<std::unique_ptr<Layer>> layers;
   std::vector<LayerConfig> configs;  // with default names filled in
   std::vector<Tensor> outs;          // outs[i]: layer i's output of the last Forward
-  std::vector<Tensor> douts;         // douts[i]: dL/d outs[i], but the last is the model's
+  std::vector<Tensor> douts;         // douts[i]: dL/d outs[i] (the last: unused, see dlogits)
 };
 
 // "layer 3 (conv2) at line 12"; in a tower, "deep layer 1 (deep_linear1)".
@@ -35,7 +35,7 @@ std::string Where(const Tower& tower, size_t index) {
 
 // The shape layer `index` of `tower` reads: the model's dense input, or the
 // sparse ids for an embedding_bag (which therefore must come first).
-StatusOr<Shape> FirstInput(const ModelConfig& config, const Tower& tower, size_t index,
+StatusOr<Shape> InputShape(const ModelConfig& config, const Tower& tower, size_t index,
                            const Shape& previous) {
   const bool ids = tower.configs[index].type == "embedding_bag";
   if (ids && index != 0) {
@@ -52,9 +52,9 @@ StatusOr<Shape> FirstInput(const ModelConfig& config, const Tower& tower, size_t
   return previous;
 }
 
-Status BuildTower(const ModelConfig& config, const std::vector<LayerConfig>& configs,
-                  uint64_t seed, Tower* tower, std::vector<Param*>* params,
-                  std::set<std::string>* names, Shape* shape) {
+Status BuildTower(const ModelConfig& config, const std::vector<LayerConfig>& configs, uint64_t seed,
+                  Tower* tower, std::vector<Param*>* params, std::set<std::string>* names,
+                  Shape* shape) {
   const LayerContext context{config.input};
   *shape = config.input;
   for (size_t i = 0; i < configs.size(); ++i) {
@@ -66,7 +66,7 @@ Status BuildTower(const ModelConfig& config, const std::vector<LayerConfig>& con
     tower->configs.push_back(c);
     auto layer = CreateLayer(c, context);
     if (!layer.ok()) return layer.status().WithContext(Where(*tower, i));
-    auto input = FirstInput(config, *tower, i, *shape);
+    auto input = InputShape(config, *tower, i, *shape);
     if (!input.ok()) return input.status();
     auto output = (*layer)->Build(*input, seed);
     if (!output.ok()) return output.status().WithContext(Where(*tower, i));
