@@ -80,9 +80,10 @@ class Sgd final : public SlottedOptimizer<0> {
       : SlottedOptimizer(size, {}, {}), lr_(config.lr), weight_decay_(config.weight_decay) {}
 
   void Update(float* weights, const float* grad) override {
+    const float lr = ScheduledLr(lr_);
     BeginStep();
     ForEachBlock(weights, grad, size(), weight_decay_,
-                 [&](size_t, ArrayMap& w, const auto& g) { w -= lr_ * g; });
+                 [&](size_t, ArrayMap& w, const auto& g) { w -= lr * g; });
   }
 
  private:
@@ -99,15 +100,16 @@ class Momentum final : public SlottedOptimizer<1> {
         nesterov_(config.nesterov) {}
 
   void Update(float* weights, const float* grad) override {
+    const float lr = ScheduledLr(lr_);
     BeginStep();
     ForEachBlock(weights, grad, size(), weight_decay_,
                  [&](size_t begin, ArrayMap& w, const auto& g) {
                    ArrayMap v = Slot(0, begin, w.size());
                    v = momentum_ * v + g;
                    if (nesterov_) {
-                     w -= lr_ * (g + momentum_ * v);
+                     w -= lr * (g + momentum_ * v);
                    } else {
-                     w -= lr_ * v;
+                     w -= lr * v;
                    }
                  });
   }
@@ -128,12 +130,13 @@ class Adam final : public SlottedOptimizer<2> {
         epsilon_(config.epsilon) {}
 
   void Update(float* weights, const float* grad) override {
+    const float lr = ScheduledLr(lr_);
     const double t = static_cast<double>(BeginStep());
     // Once per call, in double: 1 - beta^t keeps its digits when beta^t is
     // near 1, and the per-element work is one sqrt, one divide.
     const double correction1 = 1.0 - std::pow(static_cast<double>(beta1_), t);
     const double correction2 = 1.0 - std::pow(static_cast<double>(beta2_), t);
-    const auto step_size = static_cast<float>(lr_ / correction1);
+    const auto step_size = static_cast<float>(lr / correction1);
     const auto inv_sqrt_correction2 = static_cast<float>(1.0 / std::sqrt(correction2));
     ForEachBlock(weights, grad, size(), weight_decay_,
                  [&](size_t begin, ArrayMap& w, const auto& g) {
@@ -158,12 +161,13 @@ class Adagrad final : public SlottedOptimizer<1> {
         epsilon_(config.epsilon) {}
 
   void Update(float* weights, const float* grad) override {
+    const float lr = ScheduledLr(lr_);
     BeginStep();
     ForEachBlock(weights, grad, size(), weight_decay_,
                  [&](size_t begin, ArrayMap& w, const auto& g) {
                    ArrayMap accumulator = Slot(0, begin, w.size());
                    accumulator += g.square();
-                   w -= lr_ * g / (accumulator.sqrt() + epsilon_);
+                   w -= lr * g / (accumulator.sqrt() + epsilon_);
                  });
   }
 
@@ -188,7 +192,11 @@ class Ftrl final : public SlottedOptimizer<2> {
     if (power_ == 0.5f) {
       Run(weights, grad, [](const auto& x) { return x.sqrt(); });
     } else {
-      Run(weights, grad, [this](const auto& x) { return x.pow(power_); });
+      // Scalar std::pow for every element: Eigen's vector pow rounds
+      // otherwise than its scalar one, so results would depend on alignment.
+      const float p = power_;
+      Run(weights, grad,
+          [p](const auto& x) { return x.unaryExpr([p](float v) { return std::pow(v, p); }); });
     }
   }
 
@@ -247,6 +255,14 @@ Status ValidateOptimizerConfig(const OptimizerConfig& config) {
   PSTRAIN_RETURN_IF_ERROR(CheckField(c, "lr", c.lr, c.lr > 0.0f, "> 0"));
   PSTRAIN_RETURN_IF_ERROR(
       CheckField(c, "weight_decay", c.weight_decay, c.weight_decay >= 0.0f, ">= 0"));
+  if (c.lr_decay_steps > 0) {
+    PSTRAIN_RETURN_IF_ERROR(CheckField(c, "lr_decay", c.lr_decay,
+                                       c.lr_decay > 0.0f && c.lr_decay <= 1.0f, "in (0, 1]"));
+    if (c.type == OptimizerType::kFtrl)
+      return InvalidArgument(
+          "optimizer ftrl: lr_decay_steps is not supported (ftrl's state "
+          "assumes a fixed lr)");
+  }
   switch (c.type) {
     case OptimizerType::kSgd:
       return Status::OK();
@@ -275,7 +291,9 @@ Status ValidateOptimizerConfig(const OptimizerConfig& config) {
 StatusOr<std::unique_ptr<DenseOptimizer>> MakeDenseOptimizer(const OptimizerConfig& config,
                                                              size_t size) {
   PSTRAIN_RETURN_IF_ERROR(ValidateOptimizerConfig(config));
-  return NewOptimizer(config, size);
+  std::unique_ptr<DenseOptimizer> optimizer = NewOptimizer(config, size);
+  optimizer->set_lr_decay(config.lr_decay_steps, config.lr_decay);
+  return optimizer;
 }
 
 const char* OptimizerTypeName(OptimizerType type) {

@@ -26,6 +26,7 @@
 // Distinct instances share nothing and may run on different threads.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -60,8 +61,22 @@ class DenseOptimizer {
   virtual float* slot(int k) = 0;
   virtual const char* slot_name(int k) const = 0;
   void set_steps(uint64_t steps) { steps_ = steps; }
+  // The step decay of config.lr_decay_steps / lr_decay (MakeDenseOptimizer
+  // sets it).
+  void set_lr_decay(int64_t every_steps, float factor) {
+    decay_steps_ = every_steps;
+    decay_ = factor;
+  }
 
  protected:
+  // `lr` as scheduled for the update about to be applied (call before
+  // BeginStep).
+  float ScheduledLr(float lr) const {
+    if (decay_steps_ <= 0) return lr;
+    return lr * static_cast<float>(
+                    std::pow(static_cast<double>(decay_),
+                             static_cast<double>(steps_ / static_cast<uint64_t>(decay_steps_))));
+  }
   explicit DenseOptimizer(size_t size) : size_(size) {}
   // Counts the update about to be applied; returns t, its 1-based number.
   uint64_t BeginStep() { return ++steps_; }
@@ -69,6 +84,8 @@ class DenseOptimizer {
  private:
   const size_t size_;
   uint64_t steps_ = 0;
+  int64_t decay_steps_ = 0;
+  float decay_ = 1.0f;
 };
 
 // Checks the fields that config.type uses (a field another type uses is

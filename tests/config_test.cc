@@ -142,6 +142,7 @@ TEST_CASE("an unknown key names itself and the allowed keys") {
         "x.yaml:2: trian: unknown key (allowed: model, data, train, parameters)");
   CHECK(ErrorOf("train:\n  epochs: 2\n  optimizer:\n    type: sgd\n    learning_rate: 0.1\n") ==
         "x.yaml:5: train.optimizer.learning_rate: unknown key (allowed: type, lr, weight_decay, "
+        "lr_decay_steps, lr_decay, "
         "momentum, nesterov, beta1, beta2, epsilon, initial_accumulator, lr_power, l1, l2)");
   CHECK(ErrorOf("train:\n  checkpoint: {dir: c, every: 5}\n") ==
         "x.yaml:2: train.checkpoint.every: unknown key (allowed: dir, every_steps, resume, keep)");
@@ -588,7 +589,7 @@ TEST_CASE("the Fashion-MNIST configs are valid") {
     CHECK(c->data.format == "idx");
     CHECK(c->data.train == kData);
     CHECK(c->data.test.size() == 2);
-    CHECK(c->train.epochs == 10);
+    CHECK(c->train.epochs == 12);
     CHECK(c->train.batch_size == 64);
     CHECK(c->train.mode == UpdateMode::kSync);
     CHECK(c->train.optimizer.type == OptimizerType::kMomentum);

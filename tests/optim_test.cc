@@ -269,7 +269,7 @@ TEST_CASE("state slots have their names and survive a checkpoint restore") {
       {}, {"momentum"}, {"m", "v"}, {"accumulator"}, {"z", "n"}};
   constexpr size_t kSize = 37;
   for (const OptimizerConfig& config : VariedConfigs()) {
-    INFO(OptimizerTypeName(config.type));
+    INFO(std::string(OptimizerTypeName(config.type)) << " lr_power " << config.lr_power);
     const auto& names = kNames[static_cast<int>(config.type)];
     auto original = Make(config, kSize);
     REQUIRE(original->num_slots() == static_cast<int>(names.size()));
@@ -380,6 +380,38 @@ TEST_CASE("optimizer type names") {
   OptimizerConfig config;
   config.type = bogus;
   CHECK(ValidateOptimizerConfig(config).message() == "unknown optimizer type 42");
+}
+
+}  // namespace
+}  // namespace pstrain
+
+namespace pstrain {
+namespace {
+
+TEST_CASE("lr decays by lr_decay every lr_decay_steps updates") {
+  OptimizerConfig c;
+  c.type = OptimizerType::kSgd;
+  c.lr = 1.0f;
+  c.lr_decay_steps = 2;
+  c.lr_decay = 0.5f;
+  auto opt = MakeDenseOptimizer(c, 1);
+  REQUIRE(opt.ok());
+  float w = 0.0f;
+  const float g = 1.0f;
+  for (int i = 0; i < 5; ++i) (*opt)->Update(&w, &g);
+  CHECK(w == doctest::Approx(-(1 + 1 + 0.5 + 0.5 + 0.25)));
+  // Restoring the step count restores the schedule.
+  auto again = MakeDenseOptimizer(c, 1);
+  (*again)->set_steps(4);
+  float w2 = 0.0f;
+  (*again)->Update(&w2, &g);
+  CHECK(w2 == doctest::Approx(-0.25));
+
+  c.type = OptimizerType::kFtrl;
+  CHECK(MakeDenseOptimizer(c, 1).status().message().find("lr_decay_steps") != std::string::npos);
+  c.type = OptimizerType::kSgd;
+  c.lr_decay = 1.5f;
+  CHECK(MakeDenseOptimizer(c, 1).status().message().find("lr_decay") != std::string::npos);
 }
 
 }  // namespace

@@ -146,6 +146,8 @@ Status ReadOptimizer(const Value& v, OptimizerConfig* out) {
                             {"ftrl", T::kFtrl}})),
           Float("lr", &out->lr, Bound::kPositive),
           Float("weight_decay", &out->weight_decay, Bound::kNonNegative),
+          Int("lr_decay_steps", &out->lr_decay_steps, 0),
+          Float("lr_decay", &out->lr_decay, Bound::kPositive),
           Float("momentum", &out->momentum, Bound::kUnitInterval), Bool("nesterov", &out->nesterov),
           Float("beta1", &out->beta1, Bound::kUnitInterval),
           Float("beta2", &out->beta2, Bound::kUnitInterval),

@@ -4,6 +4,8 @@
 // update formula.
 #pragma once
 
+#include <cstdint>
+
 namespace pstrain {
 
 enum class OptimizerType { kSgd, kMomentum, kAdam, kAdagrad, kFtrl };
@@ -12,6 +14,10 @@ struct OptimizerConfig {
   OptimizerType type = OptimizerType::kSgd;
   float lr = 0.01f;
   float weight_decay = 0.0f;  // L2: weight_decay * w is added to the gradient
+  // Step decay: lr is multiplied by lr_decay every lr_decay_steps updates
+  // (0: never). Not for ftrl, whose state assumes a fixed lr.
+  int64_t lr_decay_steps = 0;
+  float lr_decay = 0.1f;
   // momentum
   float momentum = 0.9f;
   bool nesterov = false;
