@@ -5,7 +5,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "src/data/random.h"
+#include "src/common/random.h"
 
 namespace pstrain {
 

@@ -13,10 +13,10 @@
 #include <system_error>
 #include <vector>
 
+#include "src/common/random.h"
 #include "src/data/criteo_reader.h"
 #include "src/data/dataset.h"
 #include "src/data/metrics.h"
-#include "src/data/random.h"
 
 namespace pstrain {
 namespace {

@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "src/data/random.h"
+#include "src/common/random.h"
 
 namespace pstrain {
 namespace {

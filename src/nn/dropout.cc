@@ -6,9 +6,9 @@
 #include <cstring>
 #include <vector>
 
+#include "src/common/random.h"
 #include "src/nn/eigen_maps.h"
 #include "src/nn/layers.h"
-#include "src/nn/random.h"
 
 namespace pstrain {
 namespace {

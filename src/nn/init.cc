@@ -5,7 +5,7 @@
 #include <cmath>
 #include <random>
 
-#include "src/nn/random.h"
+#include "src/common/random.h"
 
 namespace pstrain {
 namespace {

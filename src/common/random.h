@@ -1,11 +1,13 @@
 // Random numbers that are the same on every platform. The standard
 // distributions (and std::shuffle) are implementation-defined, so two workers
-// built against different C++ libraries could disagree on an epoch's order;
-// these are written out here instead. Not thread-safe: one per thread.
+// built against different C++ libraries could disagree on an epoch's order or
+// on initial weights, which they must agree on without exchanging them; these
+// are written out here instead. An Rng is not thread-safe: one per thread.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -22,6 +24,23 @@ inline uint64_t Mix64(uint64_t x) {
 // A seed for stream `stream` of `seed` (an epoch, a shard): streams of one
 // seed do not overlap in practice, and nearby seeds give unrelated streams.
 inline uint64_t StreamSeed(uint64_t seed, uint64_t stream) { return Mix64(Mix64(seed) ^ stream); }
+
+// FNV-1a: stable across platforms, unlike std::hash.
+inline uint64_t HashString(const std::string& s) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001B3ull;
+  return h;
+}
+
+// The key of a named random stream: depends on both, symmetric in neither.
+inline uint64_t StreamKey(uint64_t seed, const std::string& name) {
+  return Mix64(Mix64(seed) ^ HashString(name));
+}
+
+// Uniform in [0, 1) from the top 24 bits (a float's mantissa holds 24).
+inline float UnitFloat(uint64_t bits) {
+  return static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);
+}
 
 // SplitMix64: small state, passes BigCrush, plenty for shuffling and sampling.
 class Rng {
