@@ -49,18 +49,32 @@ KvHandle KvClient::Run(std::vector<KvOp> ops) {
   KvHandle handle;
   // Waiting on a small batch is about one round trip: worth spinning for.
   if (bytes <= kSpinBytes) handle.spin_ = kSpinFor;
-  Completion<Status> done = handle.done_;
-  auto remaining = std::make_shared<std::atomic<size_t>>(requests);
-  bool posted = loop_->Post([this, ops = std::move(ops), done, remaining] {
-    for (const KvOp& op : ops) Issue(op, done, remaining);
+  if (requests == 0) {
+    handle.done_.Set(Status::OK());
+    return handle;
+  }
+  auto batch = std::make_shared<Batch>(handle.done_, requests);
+  bool posted = loop_->Post([this, ops = std::move(ops), batch] {
+    for (const KvOp& op : ops) Issue(op, batch);
   });
   if (!posted) return Failed(Aborted("the worker is stopping"));
   return handle;
 }
 
+// Completes only once every request has answered (with the first error, if
+// any): until then replies may still land in, or be sent from, the caller's
+// memory.
+void KvClient::Batch::Answered(const Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!status.ok() && first_error.ok()) first_error = status;
+    if (--remaining > 0) return;
+  }
+  done.Set(first_error);
+}
+
 // Loop thread: one request per partition of `op`.
-void KvClient::Issue(const KvOp& op, const Completion<Status>& done,
-                     const std::shared_ptr<std::atomic<size_t>>& remaining) {
+void KvClient::Issue(const KvOp& op, const std::shared_ptr<Batch>& batch) {
   const std::string& name = map_.tensors()[op.tensor].name;
   for (const Partition& p : map_.partitions(op.tensor)) {
     const size_t bytes = static_cast<size_t>(p.elements) * sizeof(float);
@@ -80,11 +94,10 @@ void KvClient::Issue(const KvOp& op, const Completion<Status>& done,
     const char* verb = Verb(op.kind);
     servers_[p.server]->Call(
         std::move(body),
-        [done, remaining, verb, &name, p](StatusOr<Incoming> reply) {
-          if (!reply.ok())
-            return done.Set(reply.status().WithContext(
-                fmt::format("{} '{}' partition {} on server {}", verb, name, p.part, p.server)));
-          if (--*remaining == 0) done.Set(Status::OK());
+        [batch, verb, &name, p](StatusOr<Incoming> reply) {
+          if (reply.ok()) return batch->Answered(Status::OK());
+          batch->Answered(reply.status().WithContext(
+              fmt::format("{} '{}' partition {} on server {}", verb, name, p.part, p.server)));
         },
         std::move(payload), std::move(reply_into));
   }
@@ -110,21 +123,25 @@ KvHandle KvClient::PushPull(int tensor, const float* gradient, int64_t clock, fl
 
 KvHandle KvClient::Save(int64_t step, std::vector<std::string>* files) {
   KvHandle handle;
-  Completion<Status> done = handle.done_;
   files->assign(servers_.size(), "");
-  auto remaining = std::make_shared<std::atomic<size_t>>(servers_.size());
-  bool posted = loop_->Post([this, step, files, done, remaining] {
+  if (servers_.empty()) {
+    handle.done_.Set(Status::OK());
+    return handle;
+  }
+  auto batch = std::make_shared<Batch>(handle.done_, servers_.size());
+  bool posted = loop_->Post([this, step, files, batch] {
     for (size_t r = 0; r < servers_.size(); ++r) {
-      servers_[r]->Call(SaveRequest{step}, [files, r, done, remaining](StatusOr<Incoming> reply) {
+      // `files` stays valid: the handle completes only after the last reply.
+      servers_[r]->Call(SaveRequest{step}, [files, r, batch](StatusOr<Incoming> reply) {
         if (!reply.ok())
-          return done.Set(reply.status().WithContext(fmt::format("checkpoint on server {}", r)));
+          return batch->Answered(
+              reply.status().WithContext(fmt::format("checkpoint on server {}", r)));
         if (auto* saved = std::get_if<SaveReply>(&reply->message.body)) (*files)[r] = saved->file;
-        if (--*remaining == 0) done.Set(Status::OK());
+        batch->Answered(Status::OK());
       });
     }
   });
   if (!posted) return Failed(Aborted("the worker is stopping"));
-  if (servers_.empty()) handle.done_.Set(Status::OK());
   return handle;
 }
 

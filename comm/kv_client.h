@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -77,8 +78,16 @@ class KvClient {
   KvHandle Pull(const std::string& name, float* values, int64_t min_clock);
 
  private:
-  void Issue(const KvOp& op, const Completion<Status>& done,
-             const std::shared_ptr<std::atomic<size_t>>& remaining);
+  // The requests of one Run() or Save(), answered from the loop thread.
+  struct Batch {
+    Batch(Completion<Status> d, size_t n) : done(std::move(d)), remaining(n) {}
+    void Answered(const Status& status);
+    Completion<Status> done;
+    std::mutex mutex;
+    size_t remaining;    // GUARDED_BY(mutex)
+    Status first_error;  // GUARDED_BY(mutex)
+  };
+  void Issue(const KvOp& op, const std::shared_ptr<Batch>& batch);
   KvHandle Failed(Status status);
 
   EventLoop* loop_;

@@ -24,9 +24,9 @@ int64_t PsPartition::clock() const {
   return applied_;
 }
 
-void PsPartition::RestoreClock(int64_t applied) {
+void PsPartition::RestoreClock(int64_t applied, int64_t clock) {
   applied_ = applied;
-  std::fill(pushes_.begin(), pushes_.end(), applied);
+  std::fill(pushes_.begin(), pushes_.end(), clock);
 }
 
 std::vector<float>& PsPartition::WritableValues() {

@@ -43,8 +43,9 @@ class PsPartition {
   // update never writes into values someone still holds.
   std::shared_ptr<const std::vector<float>> values() const { return values_; }
   DenseOptimizer& optimizer() { return *optimizer_; }
-  // Restores clocks from a checkpoint taken at `applied` updates.
-  void RestoreClock(int64_t applied);
+  // Restores the counts of a checkpoint: `applied` updates, and `clock` (see
+  // clock()) pushes from every worker.
+  void RestoreClock(int64_t applied, int64_t clock);
   int64_t applied() const { return applied_; }
 
  private:

@@ -47,6 +47,10 @@ void PsShard::Push(PushRequest request, Buffer payload, Reply reply) {
                                           request.tensor, request.part, payload.size)},
                    {});
     if (request.kind == PushKind::kInit) {
+      if (n == 0)
+        return reply(ErrorReply{fmt::format("init of '{}' partition {} with no values",
+                                            request.tensor, request.part)},
+                     {});
       if (it == partitions_.end()) {
         PsPartition* created = nullptr;
         Status st = Create(key, std::vector<float>(data, data + n), &created);
@@ -118,8 +122,9 @@ void PsShard::Snapshot(std::function<void(std::vector<PartitionSnapshot>)> done)
   run_([this, done = std::move(done)] {
     std::vector<PartitionSnapshot> out;
     for (auto& [key, p] : partitions_) {
-      PartitionSnapshot s{key.first,    key.second, p->applied(), p->optimizer().steps(),
-                          *p->values(), {}};
+      PartitionSnapshot s{
+          key.first,    key.second, p->applied(), p->clock(), p->optimizer().steps(),
+          *p->values(), {}};
       DenseOptimizer& opt = p->optimizer();
       for (int k = 0; k < opt.num_slots(); ++k)
         s.slots.emplace_back(opt.slot_name(k),
@@ -150,7 +155,7 @@ void PsShard::Restore(std::vector<PartitionSnapshot> partitions, std::function<v
         std::memcpy(opt.slot(k), s.slots[k].second.data(), opt.size() * sizeof(float));
       }
       opt.set_steps(s.optimizer_steps);
-      p->RestoreClock(s.applied);
+      p->RestoreClock(s.applied, s.clock);
     }
     done(Status::OK());
   });

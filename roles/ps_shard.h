@@ -23,7 +23,8 @@ namespace pstrain {
 struct PartitionSnapshot {
   std::string tensor;
   uint32_t part = 0;
-  int64_t applied = 0;
+  int64_t applied = 0;  // updates applied
+  int64_t clock = 0;    // PsPartition::clock() (ssp: the slowest worker's pushes)
   uint64_t optimizer_steps = 0;
   std::vector<float> values;
   std::vector<std::pair<std::string, std::vector<float>>> slots;  // optimizer state

@@ -12,6 +12,9 @@
 namespace pstrain {
 namespace {
 
+// The largest partition a config allows (train.partition_bytes).
+constexpr int64_t kMaxPartitionBytes = int64_t{1} << 30;
+
 // Partitions up to this size are updated on the loop thread (Server::loop_shard_).
 constexpr int64_t kLoopShardBytes = 16 * 1024;
 
@@ -80,9 +83,17 @@ void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
     ShardFor(push->tensor, push->part, static_cast<int64_t>(in.payload.size))
         .Push(std::move(*push), std::move(in.payload), ReplyTo(conn, id));
   } else if (auto* pull = std::get_if<PullRequest>(&in.message.body)) {
+    if (pull->elements <= 0 || pull->elements > kMaxPartitionBytes / 4)
+      return conn->Reply(id, ErrorReply{fmt::format("pull of {} floats from '{}' partition {}: "
+                                                    "expected 1 to {}",
+                                                    pull->elements, pull->tensor, pull->part,
+                                                    kMaxPartitionBytes / 4)});
     ShardFor(pull->tensor, pull->part, pull->elements * 4)
         .Pull(std::move(*pull), ReplyTo(conn, id));
   } else if (auto* save = std::get_if<SaveRequest>(&in.message.body)) {
+    if (save->step < 0)
+      return conn->Reply(
+          id, ErrorReply{fmt::format("checkpoint of step {}: steps are >= 0", save->step)});
     Save(save->step, ReplyTo(conn, id));
   } else if (auto* hello = std::get_if<Hello>(&in.message.body)) {
     node_.log()->info("{} rank {} connected from {}", RoleName(hello->node.role), hello->node.rank,

@@ -49,6 +49,9 @@ class Server {
 
   Config config_;
   Node node_;
+  // Declared before the shards: a snapshot still queued on a shard when the
+  // shards join may hand its file to this thread.
+  WorkThread io_thread_;  // writes checkpoint files off the loop and the shards
   // Declared after node_: the destructor stops the loop first (no more
   // requests reach the shards), then the shards join (their last replies
   // are dropped by the stopped loop), then the node goes.
@@ -57,7 +60,6 @@ class Server {
   // shard thread (two thread switches) costs far more than the update.
   std::unique_ptr<PsShard> loop_shard_;
   std::map<std::pair<std::string, uint32_t>, PsShard*> routes_;  // loop thread only
-  WorkThread io_thread_;  // writes checkpoint files off the loop and the shards
 };
 
 }  // namespace pstrain

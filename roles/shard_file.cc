@@ -56,13 +56,13 @@ Status WriteShardFile(const std::string& path, const ShardMeta& meta,
                       const std::vector<PartitionSnapshot>& partitions) {
   std::string meta_text = MetaText(meta);
   std::vector<SectionView> sections{{"meta", meta_text.data(), meta_text.size()}};
-  std::vector<std::array<int64_t, 2>> states(partitions.size());
+  std::vector<std::array<int64_t, 3>> states(partitions.size());
   std::vector<std::string> names;  // keeps the section names alive
   names.reserve(partitions.size() * 4);
   for (size_t i = 0; i < partitions.size(); ++i) {
     const PartitionSnapshot& p = partitions[i];
     std::string prefix = Prefix(p.tensor, p.part);
-    states[i] = {p.applied, static_cast<int64_t>(p.optimizer_steps)};
+    states[i] = {p.applied, p.clock, static_cast<int64_t>(p.optimizer_steps)};
     names.push_back(prefix + "state");
     sections.push_back({names.back(), states[i].data(), sizeof(states[i])});
     names.push_back(prefix + "values");
@@ -99,12 +99,13 @@ StatusOr<std::vector<PartitionSnapshot>> ReadShardFile(const std::string& path,
     p.tensor = tensor;
     p.part = part;
     if (rest == "state") {
-      if (s.bytes.size() != 2 * sizeof(int64_t))
+      if (s.bytes.size() != 3 * sizeof(int64_t))
         return InvalidArgument(fmt::format("{}: section '{}' has the wrong size", path, s.name));
-      int64_t state[2];
+      int64_t state[3];
       std::memcpy(state, s.bytes.data(), sizeof(state));
       p.applied = state[0];
-      p.optimizer_steps = static_cast<uint64_t>(state[1]);
+      p.clock = state[1];
+      p.optimizer_steps = static_cast<uint64_t>(state[2]);
     } else if (rest == "values") {
       p.values = Floats(s);
     } else {

@@ -2,7 +2,7 @@
 // clocks) as sections of a checkpoint file (src/common/checkpoint_file.h).
 //
 //   "meta"                     text: "server <rank>\nservers <n>\nworkers <w>\n"
-//   "p/<tensor>/<part>/state"  applied (i64), optimizer steps (u64)
+//   "p/<tensor>/<part>/state"  applied, clock (i64 each), optimizer steps (u64)
 //   "p/<tensor>/<part>/values" float32 values
 //   "p/<tensor>/<part>/slot/<name>"  float32 optimizer slot
 #pragma once

@@ -194,6 +194,9 @@ TEST_CASE("a bad push is refused naming the problem, and changes nothing") {
     CHECK(unknown.message().find("unknown tensor 'nope'") != std::string::npos);
     CHECK(ctx.kv->Push("absent", junk.data(), 0).Wait().message() ==
           "push of unknown tensor 'absent'");
+    std::vector<std::string> files;
+    Status negative = ctx.kv->Save(-1, &files).Wait();
+    CHECK(negative.message().find("checkpoint of step -1: steps are >= 0") != std::string::npos);
     std::vector<float> now(kTensors[1].elements);
     PSTRAIN_RETURN_IF_ERROR(ctx.kv->Pull(1, now.data(), 0).Wait());
     CHECK(now == values[1]);  // nothing was applied
