@@ -9,6 +9,10 @@ Usage:
   pstrain [flags]            run one node; its role comes from MS_ROLE (or --role)
   pstrain local [flags]      run a whole job (scheduler, servers, workers) on this
                              machine as threads of one process
+  pstrain bench kv|train ...  benchmarks, one JSON line per case (see README)
+  pstrain gen criteo --rows N --shards K --out DIR [--test-rows M] [--seed S]
+                             synthetic Criteo-format click data with a planted
+                             model; prints the best reachable AUC
   pstrain --help             this text
   pstrain --version          the version
 
@@ -39,7 +43,9 @@ Environment (a flag of the same meaning overrides the variable):
   PSTRAIN_CONFIG             --config             the job's YAML config
 
 `pstrain local` takes --servers, --workers (default 2 and 2), --config and the
-heartbeat flags; it needs no MS_* variable.
+heartbeat flags; it needs no MS_* variable. With a config that has a model:
+section, the workers train it (configs/ has ready ones); without one they
+only join the job and leave.
 
 Exit status: 0 finished; 1 failed while running; 2 bad command line or environment.
 
