@@ -98,6 +98,13 @@ void ClusterClient::OnConnected(Connection::Ptr conn) {
                                   std::string(MessageName(reply->message.body))));
       return;
     }
+    const int count =
+        options_.role == Role::kServer ? options_.cluster.server_num : options_.cluster.worker_num;
+    if (ok->rank < 0 || ok->rank >= count) {
+      joined_.Set(InvalidArgument(fmt::format("the scheduler assigned rank {} in a job of {} {}s",
+                                              ok->rank, count, RoleName(options_.role))));
+      return;
+    }
     rank_ = ok->rank;
     log_->info("registered with the scheduler at {} as {} rank {} (node id {})", SchedulerAddress(),
                RoleName(options_.role), rank_, options_.node_id);

@@ -115,6 +115,11 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
     conn->Reply(id, ErrorReply{why.message()});
   };
   if (Status st = CheckRegistration(req); !st.ok()) return refuse(st);
+  // One connection is one node: a second identity on it would hold a slot
+  // that no heartbeat, barrier or Done could ever fill.
+  if (auto it = node_of_.find(conn.get()); it != node_of_.end() && it->second != info.node_id)
+    return refuse(InvalidArgument(
+        fmt::format("this connection is already registered as node id {}", it->second)));
 
   if (auto it = rank_of_.find(info.node_id); it != rank_of_.end()) {
     // 2a. A node we know again (restarted with the same MS_NODE_ID).
