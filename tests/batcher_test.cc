@@ -1,0 +1,195 @@
+// Batches and metrics: epoch order across workers (2 x 32 is 1 x 64),
+// evaluation batches, caps for file-sharded data, the prefetching reader,
+// and accuracy / AUC / log loss on hand-checked examples.
+#include "src/data/batcher.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "src/data/dataset.h"
+#include "src/data/metrics.h"
+#include "src/data/prefetcher.h"
+
+namespace pstrain {
+namespace {
+
+Dataset Indexed(int n) {
+  Dataset d;
+  d.sample_shape = {1};
+  d.fields = 2;
+  for (int i = 0; i < n; ++i) {
+    d.dense.push_back(static_cast<float>(i));
+    d.labels.push_back(static_cast<float>(i));
+    d.sparse.push_back(i);
+    d.sparse.push_back(-i);
+  }
+  return d;
+}
+
+// The labels of every batch of one epoch.
+std::vector<std::vector<float>> Epoch(Batcher* b, int epoch) {
+  b->StartEpoch(epoch);
+  std::vector<std::vector<float>> out;
+  Batch batch;
+  while (b->Next(&batch)) out.push_back(batch.labels);
+  return out;
+}
+
+TEST_CASE("2 workers with batch 32 see what 1 worker with batch 64 sees, in order") {
+  const Dataset data = Indexed(200);
+  Batcher one(&data, 64, 0, 1, true, 42, true);
+  Batcher w0(&data, 32, 0, 2, true, 42, true), w1(&data, 32, 1, 2, true, 42, true);
+  CHECK(one.StepsPerEpoch() == 3);  // 200 / 64: the last 8 samples are dropped
+  CHECK(w0.StepsPerEpoch() == 3);
+  CHECK(w1.StepsPerEpoch() == 3);
+  for (int epoch : {0, 1}) {
+    auto big = Epoch(&one, epoch), a = Epoch(&w0, epoch), b = Epoch(&w1, epoch);
+    REQUIRE(big.size() == 3);
+    REQUIRE(a.size() == 3);
+    REQUIRE(b.size() == 3);
+    for (size_t k = 0; k < 3; ++k) {
+      CHECK(a[k] == std::vector<float>(big[k].begin(), big[k].begin() + 32));
+      CHECK(b[k] == std::vector<float>(big[k].begin() + 32, big[k].end()));
+    }
+  }
+}
+
+TEST_CASE("the epoch order is the same on every worker, new each epoch, and drops the tail") {
+  const Dataset data = Indexed(200);
+  Batcher a(&data, 64, 0, 1, true, 7, true), b(&data, 64, 0, 1, true, 7, true);
+  Batcher other_seed(&data, 64, 0, 1, true, 8, true);
+  const auto e0 = Epoch(&a, 0);
+  CHECK(e0 == Epoch(&b, 0));
+  CHECK(e0 != Epoch(&a, 1));
+  CHECK(e0 != Epoch(&other_seed, 0));
+  CHECK(e0 == Epoch(&a, 0));  // an epoch's order depends only on (seed, epoch)
+  Batcher split = Batcher::ForTraining(&data, 32, 1, 2, 7, true);  // not sharded by file
+  const auto half = Epoch(&split, 0);
+  REQUIRE(half.size() == 3);
+  CHECK(half[0] == std::vector<float>(e0[0].begin() + 32, e0[0].end()));
+  std::set<float> seen;
+  for (const auto& batch : e0) {
+    CHECK(batch.size() == 64);
+    seen.insert(batch.begin(), batch.end());
+  }
+  CHECK(seen.size() == 192);  // 3 full batches of distinct samples; 8 dropped
+
+  Batch batch;
+  a.StartEpoch(0);
+  REQUIRE(a.Next(&batch));
+  CHECK(batch.dense.shape == Shape{64, 1});
+  CHECK(batch.fields == 2);
+  for (int i = 0; i < 64; ++i) {  // every part of a sample travels together
+    CHECK(batch.dense.data[i] == batch.labels[i]);
+    CHECK(batch.sparse[2 * i] == static_cast<int64_t>(batch.labels[i]));
+    CHECK(batch.sparse[2 * i + 1] == -static_cast<int64_t>(batch.labels[i]));
+  }
+}
+
+TEST_CASE("evaluation batches keep file order and the last, smaller batch") {
+  const Dataset data = Indexed(200);
+  Batcher eval = Batcher::ForEval(&data, 64);
+  CHECK(eval.StepsPerEpoch() == 4);
+  const auto batches = Epoch(&eval, 3);
+  REQUIRE(batches.size() == 4);
+  CHECK(batches[3].size() == 8);
+  std::vector<float> all;
+  for (const auto& b : batches) all.insert(all.end(), b.begin(), b.end());
+  CHECK(all == data.labels);
+}
+
+TEST_CASE("a file-sharded worker batches all its own samples and honours an agreed cap") {
+  const Dataset data = Indexed(100);
+  Dataset sharded = data;
+  sharded.sharded_by_file = true;
+  Batcher mine = Batcher::ForTraining(&sharded, 10, 1, 4, 5, true);
+  CHECK(mine.Samples() == 100);
+  CHECK(mine.StepsPerEpoch() == 10);
+  std::set<float> seen;
+  for (const auto& b : Epoch(&mine, 0)) seen.insert(b.begin(), b.end());
+  CHECK(seen.size() == 100);
+  mine.CapStepsPerEpoch(6);
+  CHECK(mine.StepsPerEpoch() == 6);
+  CHECK(Epoch(&mine, 1).size() == 6);
+}
+
+TEST_CASE("the prefetching batcher yields exactly the plain batcher's batches") {
+  const Dataset data = Indexed(1000);
+  Batcher plain(&data, 16, 1, 3, true, 9, true);
+  PrefetchingBatcher fetched(Batcher(&data, 16, 1, 3, true, 9, true), 2);
+  CHECK(fetched.StepsPerEpoch() == plain.StepsPerEpoch());
+  Batch none;
+  CHECK_FALSE(fetched.Next(&none));  // nothing before the first epoch
+  for (int epoch : {0, 1, 2}) {
+    plain.StartEpoch(epoch);
+    fetched.StartEpoch(epoch);
+    Batch a, b;
+    int64_t steps = 0;
+    while (plain.Next(&a)) {
+      REQUIRE(fetched.Next(&b));
+      CHECK(a.labels == b.labels);
+      CHECK(a.dense.data == b.dense.data);
+      CHECK(a.dense.shape == b.dense.shape);
+      CHECK(a.sparse == b.sparse);
+      ++steps;
+      if (epoch == 1 && steps == 3) break;  // abandon an epoch midway
+    }
+    if (epoch != 1) CHECK_FALSE(fetched.Next(&b));
+  }
+}
+
+TEST_CASE("the prefetching batcher can be destroyed mid-epoch or before any epoch") {
+  const Dataset data = Indexed(5000);
+  for (int taken : {0, 1, 5}) {
+    PrefetchingBatcher fetched(Batcher(&data, 8, 0, 1, true, 1, true), 2);
+    fetched.StartEpoch(0);
+    Batch b;
+    for (int i = 0; i < taken; ++i) REQUIRE(fetched.Next(&b));
+  }  // the destructor returns (the CTest timeout catches a hang)
+  PrefetchingBatcher idle(Batcher(&data, 8, 0, 1, true, 1, true));
+}
+
+// ---------------------------------------------------------------- Metrics
+
+TEST_CASE("AUC on hand-checked examples") {
+  CHECK(Auc({0.1f, 0.2f, 0.8f, 0.9f}, {0, 0, 1, 1}) == 1.0);
+  CHECK(Auc({0.9f, 0.8f, 0.2f, 0.1f}, {0, 0, 1, 1}) == 0.0);
+  CHECK(Auc({0.5f, 0.5f, 0.5f, 0.5f}, {0, 1, 0, 1}) == 0.5);
+  CHECK(Auc({0.1f, 0.4f, 0.35f, 0.8f}, {0, 0, 1, 1}) == 0.75);
+  // Pairs (positive, negative): (.5,.5) ties = 1/2, the other three are won.
+  CHECK(Auc({0.5f, 0.5f, 0.2f, 0.9f}, {1, 0, 0, 1}) == 0.875);
+  CHECK(Auc({0.3f, 0.6f}, {1, 1}) == 0.5);  // one class only
+  BinaryAccumulator acc;
+  acc.Add({0.1f, 0.4f}, {0, 0});
+  acc.Add({0.35f, 0.8f}, {1, 1});
+  CHECK(acc.Auc() == 0.75);
+  CHECK(acc.count() == 4);
+}
+
+TEST_CASE("accuracy and log loss on hand-checked examples") {
+  Tensor logits({3, 3});
+  logits.data = {2, 1, 0, /**/ 0, 0, 5, /**/ 1, 3, 2};
+  CHECK(Accuracy(logits, {0, 2, 0}) == doctest::Approx(2.0 / 3));
+  AccuracyAccumulator acc;
+  acc.Add(logits, {0, 2, 0});
+  acc.Add(logits, {0, 2, 1});
+  CHECK(acc.Value() == doctest::Approx(5.0 / 6));
+
+  CHECK(LogLoss({0.5f, 0.5f}, {0, 1}) == doctest::Approx(std::log(2.0)));
+  CHECK(LogLoss({0.9f}, {1}) == doctest::Approx(-std::log(0.9)));
+  CHECK(LogLoss({0.9f}, {0}) == doctest::Approx(-std::log(0.1)));
+  // A certain mistake is clipped to a finite loss.
+  CHECK(LogLoss({0.0f}, {1}) == doctest::Approx(-std::log(kLogLossEps)));
+  CHECK(LogLoss({1.0f}, {0}) == doctest::Approx(-std::log(kLogLossEps)).epsilon(1e-3));
+}
+
+// ---------------------------------------------------------------- Generator
+
+}  // namespace
+}  // namespace pstrain
