@@ -127,7 +127,8 @@ StatusOr<Buffer> Connection::PlacePayload(const std::vector<uint8_t>& header, ui
   // Only tensors travel as payload: any other message with one is malformed,
   // and is refused before a byte of it is allocated.
   const bool carries_tensor = std::holds_alternative<PushRequest>(decoded_->body) ||
-                              std::holds_alternative<PullReply>(decoded_->body);
+                              std::holds_alternative<PullReply>(decoded_->body) ||
+                              std::holds_alternative<RingChunk>(decoded_->body);
   if (size > 0 && !carries_tensor)
     return InvalidArgument(
         fmt::format("{} with a payload of {} bytes", MessageName(decoded_->body), size));
@@ -175,7 +176,9 @@ void Connection::Call(MessageBody body, ReplyCallback done, Payload payload, Buf
   Send(m, std::move(payload));
 }
 
-void Connection::Notify(MessageBody body) { Send(Message{0, false, std::move(body)}, {}); }
+void Connection::Notify(MessageBody body, Payload payload) {
+  Send(Message{0, false, std::move(body)}, std::move(payload));
+}
 
 void Connection::Reply(uint64_t request_id, MessageBody body, Payload payload) {
   if (request_id == 0) return;  // one-way messages get no reply

@@ -66,8 +66,8 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   // reply_into (which must stay valid until `done` runs); one of another size
   // fails the call.
   void Call(MessageBody body, ReplyCallback done, Payload payload = {}, Buffer reply_into = {});
-  // Sends a one-way message (request_id 0).
-  void Notify(MessageBody body);
+  // Sends a one-way message (request_id 0), with an optional payload.
+  void Notify(MessageBody body, Payload payload = {});
   // Answers request `request_id`.
   void Reply(uint64_t request_id, MessageBody body, Payload payload = {});
 

@@ -96,6 +96,9 @@ struct BodyEncoder {
   Out operator()(const BarrierReply& m) {
     return {w::Body_BarrierReply, w::CreateBarrierReply(b, m.min_value).Union()};
   }
+  Out operator()(const RingChunk& m) {
+    return {w::Body_RingChunk, w::CreateRingChunk(b, m.op, m.step).Union()};
+  }
   Out operator()(const SaveReply& m) {
     return {w::Body_SaveReply, w::CreateSaveReply(b, b.CreateString(m.file)).Union()};
   }
@@ -225,6 +228,8 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h) {
       if (!file.ok()) return file.status();
       return MessageBody(SaveReply{*file});
     }
+    case w::Body_RingChunk:
+      return MessageBody(RingChunk{h->body_as_RingChunk()->op(), h->body_as_RingChunk()->step()});
     case w::Body_BarrierReply:
       return MessageBody(BarrierReply{h->body_as_BarrierReply()->min_value()});
     case w::Body_NONE:
@@ -253,7 +258,7 @@ const char* MessageName(const MessageBody& body) {
                                        "Shutdown",        "Hello",          "Ack",
                                        "Error",           "PushRequest",    "PullRequest",
                                        "PullReply",       "SaveRequest",    "SaveReply",
-                                       "BarrierReply"};
+                                       "BarrierReply",    "RingChunk"};
   static_assert(std::size(kNames) == std::variant_size_v<MessageBody>);
   return kNames[body.index()];
 }

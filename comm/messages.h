@@ -44,6 +44,11 @@ struct BarrierRequest {
 struct BarrierReply {
   int64_t min_value = 0;
 };
+// One step of a ring collective; the chunk's floats are the payload.
+struct RingChunk {
+  uint64_t op = 0;
+  int step = 0;
+};
 struct Done {};
 struct Shutdown {
   std::string reason;
@@ -86,7 +91,7 @@ struct SaveReply {
 using MessageBody =
     std::variant<RegisterRequest, RegisterReply, Topology, Heartbeat, BarrierRequest, Done,
                  Shutdown, Hello, Ack, ErrorReply, PushRequest, PullRequest, PullReply, SaveRequest,
-                 SaveReply, BarrierReply>;
+                 SaveReply, BarrierReply, RingChunk>;
 
 struct Message {
   uint64_t request_id = 0;  // 0: one-way, no reply expected

@@ -66,6 +66,9 @@ TEST_CASE("every message type round-trips") {
   CHECK(pull.elements == 250);
   CHECK(std::get<PullReply>(RoundTrip({13, true, PullReply{44}}).body).clock == 44);
   CHECK(std::get<SaveRequest>(RoundTrip({14, false, SaveRequest{300}}).body).step == 300);
+  auto chunk = std::get<RingChunk>(RoundTrip({0, false, RingChunk{77, 5}}).body);
+  CHECK(chunk.op == 77);
+  CHECK(chunk.step == 5);
   CHECK(std::get<SaveReply>(RoundTrip({15, true, SaveReply{"server-1.ckpt"}}).body).file ==
         "server-1.ckpt");
 }
