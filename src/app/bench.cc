@@ -9,6 +9,7 @@ namespace pstrain {
 
 Status RunKvBench(const std::vector<int64_t>& sizes, const std::vector<int>& servers,
                   const std::vector<int>& workers);
+Status RunAllReduceBench(const std::vector<int64_t>& sizes, const std::vector<int>& worlds);
 Status RunTrainBench(const std::string& config_path, int64_t steps, const std::vector<int>& servers,
                      const std::vector<int>& workers);
 
@@ -36,6 +37,7 @@ int Usage(const char* why) {
   std::fprintf(stderr,
                "pstrain bench: %s\n"
                "usage: pstrain bench kv [--bytes N,N,...] [--servers N,N] [--workers N,N]\n"
+               "       pstrain bench allreduce [--bytes N,N,...] [--world N,N]\n"
                "       pstrain bench train --config FILE [--steps N] [--servers N,N] "
                "[--workers N,N]\n",
                why);
@@ -45,13 +47,13 @@ int Usage(const char* why) {
 }  // namespace
 
 int RunBench(const std::vector<std::string>& args) {
-  if (args.empty()) return Usage("which benchmark? (kv, train)");
+  if (args.empty()) return Usage("which benchmark? (kv, allreduce, train)");
   const std::string& which = args[0];
-  if (which != "kv" && which != "train")
+  if (which != "kv" && which != "train" && which != "allreduce")
     return Usage(("unknown benchmark '" + which + "'").c_str());
   std::vector<int64_t> sizes = {4096, 262144, 4194304, 67108864};
   std::vector<int64_t> steps = {300};
-  std::vector<int> servers = {1, 2}, workers = {1, 2};
+  std::vector<int> servers = {1, 2}, workers = {1, 2}, worlds = {2, 4};
   std::string config;
   if (which == "train") servers = {2};
   for (size_t i = 1; i < args.size(); i += 2) {
@@ -62,6 +64,7 @@ int RunBench(const std::vector<std::string>& args) {
               : flag == "--steps"   ? ParseList(value, &steps) && steps.size() == 1
               : flag == "--servers" ? ParseList(value, &servers)
               : flag == "--workers" ? ParseList(value, &workers)
+              : flag == "--world"   ? ParseList(value, &worlds)
               : flag == "--config"  ? (config = value, true)
                                     : false;
     if (!ok) return Usage(("bad flag or value: " + flag + " " + value).c_str());
@@ -71,6 +74,10 @@ int RunBench(const std::vector<std::string>& args) {
     for (int64_t b : sizes)
       if (b % 4 != 0) return Usage("--bytes must be multiples of 4 (float32 tensors)");
     st = RunKvBench(sizes, servers, workers);
+  } else if (which == "allreduce") {
+    for (int64_t b : sizes)
+      if (b % 4 != 0) return Usage("--bytes must be multiples of 4 (float32 tensors)");
+    st = RunAllReduceBench(sizes, worlds);
   } else {
     if (config.empty()) return Usage("bench train needs --config FILE");
     st = RunTrainBench(config, steps[0], servers, workers);
