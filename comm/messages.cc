@@ -97,7 +97,7 @@ struct BodyEncoder {
     return {w::Body_BarrierReply, w::CreateBarrierReply(b, m.min_value).Union()};
   }
   Out operator()(const RingChunk& m) {
-    return {w::Body_RingChunk, w::CreateRingChunk(b, m.op, m.step).Union()};
+    return {w::Body_RingChunk, w::CreateRingChunk(b, m.op, m.step, m.segment).Union()};
   }
   Out operator()(const SaveReply& m) {
     return {w::Body_SaveReply, w::CreateSaveReply(b, b.CreateString(m.file)).Union()};
@@ -229,7 +229,8 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h) {
       return MessageBody(SaveReply{*file});
     }
     case w::Body_RingChunk:
-      return MessageBody(RingChunk{h->body_as_RingChunk()->op(), h->body_as_RingChunk()->step()});
+      return MessageBody(RingChunk{h->body_as_RingChunk()->op(), h->body_as_RingChunk()->step(),
+                                   h->body_as_RingChunk()->segment()});
     case w::Body_BarrierReply:
       return MessageBody(BarrierReply{h->body_as_BarrierReply()->min_value()});
     case w::Body_NONE:

@@ -48,6 +48,7 @@ struct BarrierReply {
 struct RingChunk {
   uint64_t op = 0;
   int step = 0;
+  int segment = 0;  // which piece of the step's chunk
 };
 struct Done {};
 struct Shutdown {

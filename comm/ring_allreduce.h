@@ -9,7 +9,10 @@
 //   all-gather, step s = 0..n-2: send chunk (r + 1 - s) mod n; receive chunk
 //       (r - s) mod n and keep it.
 // Each rank sends 2(n-1)/n of the tensor and receives as much: the bus
-// bandwidth of a ring. Chunks go straight from the tensor's memory.
+// bandwidth of a ring. Chunks go straight from the tensor's memory, in
+// segments of at most kSegmentFloats: a segment received at step s is
+// reduced and sent on for step s+1 at once, so sending, receiving and summing
+// overlap instead of waiting for whole chunks.
 //
 // Threads: AllReduce() blocks its caller (never the loop thread); the ring's
 // state lives on the loop thread, where the owner routes RingChunk messages
@@ -18,6 +21,7 @@
 
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "comm/completion.h"
@@ -42,10 +46,12 @@ class RingAllReduce {
 
  private:
   void Begin(float* data, int64_t n, Completion<Status> done);
-  void Advance();
-  void Send(int step);
+  void Apply(int step, int segment, const Buffer& payload);
+  void Send(int step, int segment);
+  void Finish(Status status);
   int64_t ChunkBegin(int64_t chunk) const;
   int64_t ChunkSize(int64_t chunk) const;
+  int Segments(int64_t chunk) const;
   int SendIndex(int step) const;
   int ReceiveIndex(int step) const;
 
@@ -56,11 +62,12 @@ class RingAllReduce {
   uint64_t op_ = 0;  // counts operations; chunks of a later one wait
   float* data_ = nullptr;
   int64_t n_ = 0;
-  int step_ = 0;
+  int64_t remaining_ = 0;  // segments still to receive
   bool active_ = false;
   Completion<Status> done_;
   Status lost_;  // once a neighbour is gone, every later call fails too
-  std::map<std::pair<uint64_t, int>, Buffer> early_;  // chunks that came first
+  // Segments of a later operation that came before this rank began it.
+  std::map<std::tuple<uint64_t, int, int>, Buffer> early_;
 };
 
 }  // namespace pstrain

@@ -1,7 +1,7 @@
 // The CPU ring all-reduce over real sockets on 127.0.0.1: exact sums for
 // world sizes 1 to 5 and sizes that do not divide into chunks (including
-// fewer elements than ranks); a rank that goes away makes the others fail
-// with an error naming it instead of hanging.
+// fewer elements than ranks, and chunks of several segments); a rank that goes away makes the
+// others fail with an error naming it instead of hanging.
 #include <doctest/doctest.h>
 
 #include <memory>
@@ -24,7 +24,8 @@ float Value(int rank, int64_t i) { return static_cast<float>((rank + 1) * 1000 +
 TEST_CASE("ring all-reduce gives the exact sum for uneven sizes and world sizes 1 to 5") {
   for (int world = 1; world <= 5; ++world) {
     auto ring = MakeRing(world);
-    for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{7}, int64_t{1000}, int64_t{100003}}) {
+    for (int64_t n :
+         {int64_t{1}, int64_t{3}, int64_t{7}, int64_t{1000}, int64_t{100003}, int64_t{1000003}}) {
       CAPTURE(world);
       CAPTURE(n);
       std::vector<std::vector<float>> data(world, std::vector<float>(n));
