@@ -65,12 +65,8 @@ KvHandle KvClient::Run(std::vector<KvOp> ops) {
 // any): until then replies may still land in, or be sent from, the caller's
 // memory.
 void KvClient::Batch::Answered(const Status& status) {
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!status.ok() && first_error.ok()) first_error = status;
-    if (--remaining > 0) return;
-  }
-  done.Set(first_error);
+  if (!status.ok() && first_error.ok()) first_error = status;
+  if (--remaining == 0) done.Set(first_error);
 }
 
 // Loop thread: one request per partition of `op`.

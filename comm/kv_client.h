@@ -12,7 +12,6 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -78,14 +77,14 @@ class KvClient {
   KvHandle Pull(const std::string& name, float* values, int64_t min_clock);
 
  private:
-  // The requests of one Run() or Save(), answered from the loop thread.
+  // The requests of one Run() or Save(). Replies arrive on the loop thread
+  // only, so the counts need no lock.
   struct Batch {
     Batch(Completion<Status> d, size_t n) : done(std::move(d)), remaining(n) {}
     void Answered(const Status& status);
     Completion<Status> done;
-    std::mutex mutex;
-    size_t remaining;    // GUARDED_BY(mutex)
-    Status first_error;  // GUARDED_BY(mutex)
+    size_t remaining;
+    Status first_error;
   };
   void Issue(const KvOp& op, const std::shared_ptr<Batch>& batch);
   KvHandle Failed(Status status);

@@ -58,7 +58,10 @@ Status Server::Run() {
 // so a later request of the wrong size still reaches the partition and is
 // refused by it with the reason.
 PsShard& Server::ShardFor(const std::string& tensor, uint32_t part, int64_t bytes) {
-  auto [it, inserted] = routes_.try_emplace({tensor, part}, nullptr);
+  // Looked up without copying the name: this runs for every push and pull.
+  auto by_tensor = routes_.find(tensor);
+  if (by_tensor == routes_.end()) by_tensor = routes_.emplace(tensor, RoutesOfTensor()).first;
+  auto [it, inserted] = by_tensor->second.try_emplace(part, nullptr);
   if (inserted) {
     size_t h = std::hash<std::string>()(tensor) * 31 + part;
     it->second = bytes <= kLoopShardBytes ? loop_shard_.get() : shards_[h % shards_.size()].get();

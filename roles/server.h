@@ -59,7 +59,9 @@ class Server {
   // Owns the small partitions, on the loop thread: for them a hand-off to a
   // shard thread (two thread switches) costs far more than the update.
   std::unique_ptr<PsShard> loop_shard_;
-  std::map<std::pair<std::string, uint32_t>, PsShard*> routes_;  // loop thread only
+  // Which shard owns each (tensor, part); loop thread only.
+  using RoutesOfTensor = std::map<uint32_t, PsShard*>;
+  std::map<std::string, RoutesOfTensor, std::less<>> routes_;
 };
 
 }  // namespace pstrain
