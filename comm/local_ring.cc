@@ -47,7 +47,7 @@ Status LocalRing::Wire() {
     ports[r] = *port;
   }
   if (world == 1) {
-    rings_[0] = std::make_unique<RingAllReduce>(loops_[0].get(), 0, 1, nullptr);
+    rings_[0] = std::make_unique<RingCollective>(loops_[0].get(), 0, 1, nullptr);
     return Status::OK();
   }
   for (int r = 0; r < world; ++r) {
@@ -60,8 +60,8 @@ Status LocalRing::Wire() {
     });
     auto conn = connected.Wait();
     if (!conn.ok()) return conn.status().WithContext(fmt::format("ring rank {}", r));
-    rings_[r] = std::make_unique<RingAllReduce>(loop, r, world, *conn);
-    RingAllReduce* ring = rings_[r].get();
+    rings_[r] = std::make_unique<RingCollective>(loop, r, world, *conn);
+    RingCollective* ring = rings_[r].get();
     loop->Post([c = *conn, ring, next] {
       c->Start(nullptr, [ring, next](const Connection::Ptr&, const Status& why) {
         ring->OnPeerLost(Unavailable(fmt::format("ring rank {} is gone: {}", next, why.message())));

@@ -8,7 +8,7 @@
 
 #include "comm/event_loop.h"
 #include "comm/listener.h"
-#include "comm/ring_allreduce.h"
+#include "comm/ring_collective.h"
 
 namespace pstrain {
 
@@ -17,7 +17,7 @@ class LocalRing {
   static StatusOr<std::unique_ptr<LocalRing>> Create(int world);
   ~LocalRing();  // stops every loop before the rings go
 
-  RingAllReduce& rank(int r) { return *rings_[r]; }
+  RingCollective& rank(int r) { return *rings_[r]; }
   EventLoop& loop(int r) { return *loops_[r]; }
   int world() const { return static_cast<int>(rings_.size()); }
 
@@ -27,7 +27,7 @@ class LocalRing {
 
   std::vector<std::unique_ptr<EventLoop>> loops_;
   std::vector<std::unique_ptr<Listener>> listeners_;
-  std::vector<std::unique_ptr<RingAllReduce>> rings_;
+  std::vector<std::unique_ptr<RingCollective>> rings_;
 };
 
 }  // namespace pstrain

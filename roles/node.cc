@@ -12,18 +12,21 @@ Node::Node(NodeOptions options, Logger log)
 
 Node::~Node() { loop_.Stop(); }
 
-StatusOr<Topology> Node::Start(RequestHandler on_peer_request) {
+StatusOr<Topology> Node::Start(RequestHandler on_peer_request, CloseHandler on_peer_closed) {
   PSTRAIN_RETURN_IF_ERROR(loop_.Start());
   // Peers reach us on every interface; MS_NODE_HOST only picks the address
   // advertised to them.
   auto port = loop_.Call<StatusOr<uint16_t>>(
       [&]() -> StatusOr<uint16_t> {
         return listener_.Listen(
-            "0.0.0.0", options_.node_port, [this, on_peer_request](Connection::Ptr c) {
-              c->Start(on_peer_request, [this](const Connection::Ptr& conn, const Status& why) {
-                if (why.code() != StatusCode::kAborted)
-                  log_->debug("peer {} disconnected: {}", conn->peer(), why.message());
-              });
+            "0.0.0.0", options_.node_port,
+            [this, on_peer_request, on_peer_closed](Connection::Ptr c) {
+              c->Start(on_peer_request,
+                       [this, on_peer_closed](const Connection::Ptr& conn, const Status& why) {
+                         if (why.code() != StatusCode::kAborted)
+                           log_->debug("peer {} disconnected: {}", conn->peer(), why.message());
+                         if (on_peer_closed) on_peer_closed(conn, why);
+                       });
             });
       },
       Aborted("node stopped while starting"));

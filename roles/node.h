@@ -16,13 +16,15 @@ namespace pstrain {
 class Node {
  public:
   using RequestHandler = Connection::RequestHandler;
+  using CloseHandler = Connection::CloseHandler;
 
   Node(NodeOptions options, Logger log);
   ~Node();  // stops the loop: every handle closes before members go
 
   // Starts the loop, listens on options.node_port (peers' requests go to
-  // `on_peer_request`, on the loop thread) and joins the job.
-  StatusOr<Topology> Start(RequestHandler on_peer_request);
+  // `on_peer_request`, and a peer's closed connection to `on_peer_closed` if
+  // set, both on the loop thread) and joins the job.
+  StatusOr<Topology> Start(RequestHandler on_peer_request, CloseHandler on_peer_closed = nullptr);
   // Reports Done (workers) and waits for the scheduler to end the job.
   Status Finish();
 

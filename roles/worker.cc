@@ -12,12 +12,12 @@ Worker::Worker(NodeOptions options, Logger log, Config config, std::unique_ptr<W
 Worker::~Worker() { (void)node_.loop().Stop(); }
 
 Status Worker::Run() {
-  auto topology = node_.Start([](const Connection::Ptr& c, Incoming&& in) {
-    c->Reply(in.message.request_id,
-             ErrorReply{fmt::format("a worker does not handle {}", MessageName(in.message.body))});
-  });
+  auto topology = node_.Start(
+      [this](const Connection::Ptr& c, Incoming&& in) { OnPeerMessage(c, std::move(in)); },
+      [this](const Connection::Ptr& c, const Status& why) { OnPeerClosed(c, why); });
   if (!topology.ok()) return topology.status();
   PSTRAIN_RETURN_IF_ERROR(ConnectServers(*topology));
+  if (job_ && job_->NeedsCollective()) PSTRAIN_RETURN_IF_ERROR(ConnectRing(*topology));
   WorkerContext context;
   context.rank = node_.cluster().rank();
   context.workers = node_.options().cluster.worker_num;
@@ -26,6 +26,7 @@ Status Worker::Run() {
   context.log = node_.log();
   context.loop = &node_.loop();
   context.servers = servers_;
+  context.collective = ring_.get();
   if (job_) {
     std::vector<TensorSpec> tensors = job_->PsTensors();
     if (!tensors.empty()) {
@@ -78,6 +79,85 @@ Status Worker::ConnectServers(const Topology& topology) {
   });
   if (!posted) return Aborted("the worker is stopping");
   return all_connected.Wait();
+}
+
+Status Worker::ConnectRing(const Topology& topology) {
+  const int rank = node_.cluster().rank(), world = node_.options().cluster.worker_num;
+  if (world == 1) {
+    ring_ = std::make_unique<RingCollective>(&node_.loop(), 0, 1, nullptr);
+    return Status::OK();
+  }
+  const int next = (rank + 1) % world;
+  const NodeInfo* peer = nullptr;
+  for (const NodeInfo& n : topology.nodes)
+    if (n.role == Role::kWorker && n.rank == next) peer = &n;
+  if (peer == nullptr)
+    return Internal(fmt::format("the topology has no worker of rank {} for the ring", next));
+  const std::string who =
+      fmt::format("ring: worker rank {} at {}:{}", next, peer->host, peer->port);
+  Hello hello;
+  hello.node.node_id = node_.options().node_id;
+  hello.node.role = Role::kWorker;
+  hello.node.rank = rank;
+  Completion<Status> connected;
+  EventLoop* loop = &node_.loop();
+  bool posted = loop->Post([this, loop, host = peer->host, port = peer->port, who, hello, rank,
+                            world, next, connected] {
+    Connection::Connect(
+        loop, node_.log(), host, port,
+        [this, loop, who, hello, rank, world, next, connected](StatusOr<Connection::Ptr> conn) {
+          if (!conn.ok()) return connected.Set(conn.status().WithContext(who));
+          ring_ = std::make_unique<RingCollective>(loop, rank, world, *conn);
+          if (!ring_lost_early_.ok()) ring_->OnPeerLost(ring_lost_early_);
+          (*conn)->Start(nullptr, [this, next](const Connection::Ptr&, const Status& why) {
+            ring_->OnPeerLost(
+                Unavailable(fmt::format("ring rank {} (worker) is gone: {}", next, why.message())));
+          });
+          (*conn)->Call(hello, [who, connected](StatusOr<Incoming> reply) {
+            if (!reply.ok()) return connected.Set(reply.status().WithContext(who));
+            if (auto* error = std::get_if<ErrorReply>(&reply->message.body))
+              return connected.Set(FailedPrecondition(fmt::format("{}: {}", who, error->message)));
+            connected.Set(Status::OK());
+          });
+        });
+  });
+  if (!posted) return Aborted("the worker is stopping");
+  return connected.Wait();
+}
+
+void Worker::OnPeerMessage(const Connection::Ptr& conn, Incoming&& in) {
+  const int world = node_.options().cluster.worker_num;
+  const int prev = (node_.cluster().rank() + world - 1) % world;
+  if (auto* chunk = std::get_if<RingChunk>(&in.message.body)) {
+    if (conn != ring_inbound_ || !ring_)
+      return conn->Close(InvalidArgument("a ring chunk from a peer that is not the ring's"));
+    return ring_->OnChunk(*chunk, std::move(in.payload));
+  }
+  if (auto* hello = std::get_if<Hello>(&in.message.body)) {
+    std::string refusal;
+    if (hello->node.role != Role::kWorker || hello->node.rank != prev)
+      refusal = fmt::format("worker rank {} takes ring chunks from worker rank {} only",
+                            node_.cluster().rank(), prev);
+    else if (ring_inbound_ && !ring_inbound_->closed())
+      refusal = fmt::format("worker rank {} is already connected to this ring", prev);
+    if (!refusal.empty()) return conn->Reply(in.message.request_id, ErrorReply{refusal});
+    ring_inbound_ = conn;
+    return conn->Reply(in.message.request_id, Ack{});
+  }
+  conn->Reply(in.message.request_id,
+              ErrorReply{fmt::format("a worker does not handle {}", MessageName(in.message.body))});
+}
+
+void Worker::OnPeerClosed(const Connection::Ptr& conn, const Status& why) {
+  if (conn != ring_inbound_) return;
+  const int world = node_.options().cluster.worker_num;
+  const int prev = (node_.cluster().rank() + world - 1) % world;
+  Status lost = Unavailable(fmt::format("ring rank {} (worker) is gone: {}", prev, why.message()));
+  if (ring_) {
+    ring_->OnPeerLost(lost);
+  } else {
+    ring_lost_early_ = lost;
+  }
 }
 
 }  // namespace pstrain

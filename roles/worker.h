@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "comm/kv_client.h"
+#include "comm/ring_collective.h"
 #include "roles/node.h"
 #include "roles/worker_job.h"
 #include "src/common/config.h"
@@ -25,12 +26,23 @@ class Worker {
  private:
   // Connects to every server of `topology` and greets it. Blocking.
   Status ConnectServers(const Topology& topology);
+  // Dials the next worker of the ring (rank + 1) and makes ring_. Blocking.
+  Status ConnectRing(const Topology& topology);
+  // Loop thread: a peer's message and a peer's closed connection. Workers
+  // take only the ring's: the previous worker's Hello and its chunks.
+  void OnPeerMessage(const Connection::Ptr& conn, Incoming&& in);
+  void OnPeerClosed(const Connection::Ptr& conn, const Status& why);
 
   Config config_;
   std::unique_ptr<WorkerJob> job_;
   Node node_;
   std::vector<Connection::Ptr> servers_;  // by server rank
   std::unique_ptr<KvClient> kv_;
+  // The ring among workers. Loop thread: ring_ once made, ring_inbound_ (the
+  // previous worker's connection) and a loss that came before ring_ did.
+  std::unique_ptr<RingCollective> ring_;
+  Connection::Ptr ring_inbound_;
+  Status ring_lost_early_;
 };
 
 }  // namespace pstrain

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "comm/collective.h"
 #include "comm/kv_client.h"
 #include "comm/partition_map.h"
 #include "roles/cluster_client.h"
@@ -23,6 +24,7 @@ struct WorkerContext {
   Logger log;
   EventLoop* loop = nullptr;             // the worker's loop
   std::vector<Connection::Ptr> servers;  // by server rank; use on `loop` only
+  Collective* collective = nullptr;      // when the job NeedsCollective()
 };
 
 class WorkerJob {
@@ -31,6 +33,9 @@ class WorkerJob {
   // The PS-managed tensors, the same list on every worker (the partition map
   // is computed from it).
   virtual std::vector<TensorSpec> PsTensors() = 0;
+  // Whether the job all-reduces among workers: the Worker then wires the
+  // ring (context.collective) before the start barrier.
+  virtual bool NeedsCollective() { return false; }
   // Runs after every node has passed the start barrier. Called on the
   // worker's own thread; may block.
   virtual Status Run(WorkerContext& context) = 0;

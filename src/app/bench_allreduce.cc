@@ -33,7 +33,7 @@ Status RunCase(int world, int64_t bytes) {
     threads.emplace_back([&, r] {
       for (int i = 0; i < warmup + iters; ++i) {
         Clock::time_point start = Clock::now();
-        Status st = (*ring)->rank(r).AllReduce(data[r].data(), n);
+        Status st = (*ring)->rank(r).AllReduce(data[r].data(), n, ReduceOp::kSum);
         if (!st.ok()) {
           results[r] = st;
           return;

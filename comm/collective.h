@@ -1,0 +1,33 @@
+// Collective: operations that every worker of a job calls together, in the
+// same order, on float tensors: all-reduce (sum or average), broadcast from
+// one rank, and a barrier. Backends: the CPU ring (ring_collective.h) over
+// the libuv transport; NCCL for device memory lives in src/gpu.
+//
+// Threads: each call blocks its caller until this rank's part is done (never
+// call from an event-loop thread); one call at a time per communicator.
+// Errors: a rank that is lost fails every rank's call with a Status naming
+// it, and every later call fails the same way (nothing hangs).
+#pragma once
+
+#include <cstdint>
+
+#include "src/common/status.h"
+
+namespace pstrain {
+
+enum class ReduceOp { kSum, kAverage };
+
+class Collective {
+ public:
+  virtual ~Collective() = default;
+  virtual int rank() const = 0;
+  virtual int world() const = 0;
+  // data[0..n) becomes the sum (or the mean) of every rank's data[0..n).
+  virtual Status AllReduce(float* data, int64_t n, ReduceOp op) = 0;
+  // data[0..n) on every rank becomes root's data[0..n).
+  virtual Status Broadcast(float* data, int64_t n, int root) = 0;
+  // Returns once every rank has called Barrier().
+  virtual Status Barrier() = 0;
+};
+
+}  // namespace pstrain
