@@ -12,18 +12,26 @@
 
 #include <cstdint>
 
+#include "roles/allreduced_weights.h"
 #include "roles/worker_job.h"
+#include "src/common/checkpoint_file.h"
 
 namespace pstrain {
 
 // Whether the chief checkpoints once `steps_done` steps are done.
 bool CheckpointDue(const Config& config, int64_t steps_done, bool last_step);
 
-// The chief's part of checkpoint `step` (steps 1 to 3 above).
-Status SaveCheckpoint(WorkerContext& context, int64_t step);
+// The chief's part of checkpoint `step` (steps 1 to 3 above). With
+// `allreduced`, the chief also writes the ps: false weights into the step
+// (before the MANIFEST, which lists that file too).
+Status SaveCheckpoint(WorkerContext& context, int64_t step,
+                      const AllReducedWeights* allreduced = nullptr);
 
-// The step a job starts at: the newest complete checkpoint's when
-// train.checkpoint.resume is set (and one exists), else 0.
+// The checkpoint a job starts from: the newest complete one when
+// train.checkpoint.resume is set (and one exists), else step 0 with no
+// directory.
+StatusOr<CheckpointRef> ResumeCheckpoint(const Config& config, const Logger& log);
+// Its step.
 StatusOr<int64_t> ResumeStep(const Config& config, const Logger& log);
 
 }  // namespace pstrain

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "roles/checkpointing.h"
 #include "src/data/batcher.h"
@@ -35,26 +36,27 @@ StatusOr<std::unique_ptr<TrainJob>> TrainJob::Create(const Config& config) {
   auto model = Model::Build(config.model, config.train.seed);
   if (!model.ok()) return model.status().WithContext(config.source);
   job->model_ = std::move(*model);
-  for (const Param* p : job->model_->params()) {
+  std::vector<Param*> allreduced;
+  for (Param* p : job->model_->params()) {
     const ParameterRule* rule = FindParameterRule(config, p->name);
-    if (rule != nullptr && !rule->ps)
-      return InvalidArgument(fmt::format(
-          "{}:{}: parameters: '{}' matches {} with ps: false, but all-reduced parameters are not "
-          "supported yet: mark it ps: true",
-          config.source, rule->line, p->name, rule->match));
+    (rule != nullptr && !rule->ps ? allreduced : job->ps_params_).push_back(p);
   }
+  auto weights = AllReducedWeights::Create(config, std::move(allreduced));
+  if (!weights.ok()) return weights.status().WithContext(config.source);
+  job->allreduced_ = std::move(*weights);
   return job;
 }
 
 std::vector<TensorSpec> TrainJob::PsTensors() {
   std::vector<TensorSpec> specs;
-  for (const Param* p : model_->params()) specs.push_back({p->name, p->value.size()});
+  for (const Param* p : ps_params_) specs.push_back({p->name, p->value.size()});
   return specs;
 }
 
 std::vector<std::vector<float>> TrainJob::Weights() const {
   std::vector<std::vector<float>> out;
-  for (const Param* p : model_->params()) out.push_back(p->value.data);
+  for (const Param* p : model_->params())
+    out.emplace_back(p->value.data.begin(), p->value.data.end());
   return out;
 }
 
@@ -71,9 +73,16 @@ int64_t TrainJob::MinClock(int64_t step) const {
 }
 
 // The chief's initial weights go to the servers once (a restored checkpoint
-// keeps its own); everyone then pulls, waiting for the chief if need be.
-Status TrainJob::InitWeights(WorkerContext& ctx) {
-  const std::vector<Param*>& params = model_->params();
+// keeps its own); everyone then pulls, waiting for the chief if need be. The
+// all-reduced weights come from the chief (its checkpoint file on resume).
+Status TrainJob::InitWeights(WorkerContext& ctx, const CheckpointRef& resume) {
+  if (!allreduced_->empty()) {
+    if (ctx.rank == 0 && resume.step > 0)
+      PSTRAIN_RETURN_IF_ERROR(allreduced_->Load(resume.step_dir, resume.step));
+    PSTRAIN_RETURN_IF_ERROR(allreduced_->BroadcastFromChief(*ctx.collective, resume.step));
+  }
+  const std::vector<Param*>& params = ps_params_;
+  if (params.empty()) return Status::OK();
   std::vector<KvOp> ops;
   if (ctx.rank == 0) {
     for (size_t t = 0; t < params.size(); ++t)
@@ -96,7 +105,8 @@ Status TrainJob::Step(WorkerContext& ctx, const Batch& batch, int64_t step) {
                     stats_.last_loss, step + 1));
   stats_.compute_s += Since(start);
   start = Clock::now();
-  const std::vector<Param*>& params = model_->params();
+  // The PS traffic goes out first and flies while the ring all-reduces.
+  const std::vector<Param*>& params = ps_params_;
   std::vector<KvOp> ops;
   ops.reserve(2 * params.size());
   const int64_t min_clock = MinClock(step);
@@ -104,7 +114,13 @@ Status TrainJob::Step(WorkerContext& ctx, const Batch& batch, int64_t step) {
     ops.push_back({KvOp::Kind::kPush, static_cast<int>(t), params[t]->grad.ptr(), step});
     ops.push_back({KvOp::Kind::kPull, static_cast<int>(t), params[t]->value.ptr(), min_clock});
   }
-  Status st = ctx.kv->Run(std::move(ops)).Wait();
+  std::optional<KvHandle> pushed_and_pulled;
+  if (!ops.empty()) pushed_and_pulled = ctx.kv->Run(std::move(ops));
+  Status st = allreduced_->empty() ? Status::OK() : allreduced_->ReduceAndApply(*ctx.collective);
+  if (pushed_and_pulled) {
+    Status kv = pushed_and_pulled->Wait();
+    if (st.ok()) st = kv;
+  }
   stats_.comm_s += Since(start);
   ++stats_.steps;
   stats_.samples += batch.size();
@@ -150,7 +166,10 @@ Status TrainJob::Evaluate(WorkerContext& ctx, int epoch) {
 }
 
 Status TrainJob::Run(WorkerContext& ctx) {
-  if (ctx.kv == nullptr) return FailedPrecondition("training needs at least one server");
+  if (ctx.kv == nullptr && !ps_params_.empty())
+    return FailedPrecondition("training needs at least one server");
+  if (ctx.collective == nullptr && !allreduced_->empty())
+    return FailedPrecondition("all-reduced (ps: false) weights need the workers' ring");
   auto data = LoadTrainShard(config_.data, ctx.rank, ctx.workers);
   if (!data.ok()) return data.status();
   const int batch_size = config_.train.batch_size;
@@ -173,19 +192,20 @@ Status TrainJob::Run(WorkerContext& ctx) {
                     data->size(), ctx.rank, batch_size, ctx.workers));
   const int64_t total =
       config_.train.steps > 0 ? config_.train.steps : config_.train.epochs * steps_per_epoch;
-  auto start_step = ResumeStep(config_, ctx.log);
-  if (!start_step.ok()) return start_step.status();
-  PSTRAIN_RETURN_IF_ERROR(InitWeights(ctx));
+  auto resume = ResumeCheckpoint(config_, ctx.log);
+  if (!resume.ok()) return resume.status();
+  const int64_t start_step = resume->step;
+  PSTRAIN_RETURN_IF_ERROR(InitWeights(ctx, *resume));
   ctx.log->info("worker {} trains {} steps ({} per epoch, batch {}) on {} samples", ctx.rank,
-                total - *start_step, steps_per_epoch, batch_size, data->size());
+                total - start_step, steps_per_epoch, batch_size, data->size());
 
   Clock::time_point begin = Clock::now(), epoch_begin = begin;
   int64_t epoch_samples = 0;
   Batch batch;
-  for (int64_t step = *start_step; step < total; ++step) {
+  for (int64_t step = start_step; step < total; ++step) {
     const int epoch = static_cast<int>(step / steps_per_epoch);
     const int64_t in_epoch = step % steps_per_epoch;
-    if (in_epoch == 0 || step == *start_step) {
+    if (in_epoch == 0 || step == start_step) {
       batcher.StartEpoch(epoch);
       for (int64_t k = 0; k < in_epoch; ++k) batcher.Next(&batch);  // resume mid-epoch
       epoch_begin = Clock::now();
@@ -200,7 +220,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
                     stats_.last_loss);
     const bool last = step + 1 == total;
     if (ctx.rank == 0 && CheckpointDue(config_, step + 1, last))
-      PSTRAIN_RETURN_IF_ERROR(SaveCheckpoint(ctx, step + 1));
+      PSTRAIN_RETURN_IF_ERROR(SaveCheckpoint(ctx, step + 1, allreduced_.get()));
     if (in_epoch + 1 == steps_per_epoch || last) {
       double seconds = Since(epoch_begin);
       ctx.log->info("epoch: {} done: {:.0f} samples/s on this worker ({} workers)", epoch + 1,

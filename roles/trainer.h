@@ -6,9 +6,11 @@
 //   1. the next batch of this worker's shard (src/data: the same shuffled
 //      order on every worker, worker r taking its slice),
 //   2. forward and backward,
-//   3. push every gradient and pull every weight in one batch of requests;
-//      the pull asks for the step's update (sync), any values (async) or
-//      values at most `staleness` steps old (ssp),
+//   3. push every PS gradient and pull every PS weight in one batch of
+//      requests; the pull asks for the step's update (sync), any values
+//      (async) or values at most `staleness` steps old (ssp). While those are
+//      in flight, the gradients of the ps: false weights are averaged among
+//      the workers and applied here (roles/allreduced_weights.h),
 //   4. every log_every steps: "epoch: E step: S, loss is L".
 // At each epoch end the chief evaluates on the test set (accuracy, or AUC and
 // log-loss for click data) and logs throughput; checkpoints as configured.
@@ -17,7 +19,9 @@
 #include <memory>
 #include <vector>
 
+#include "roles/allreduced_weights.h"
 #include "roles/worker_job.h"
+#include "src/common/checkpoint_file.h"
 #include "src/common/config.h"
 #include "src/data/dataset.h"
 #include "src/nn/model.h"
@@ -42,6 +46,7 @@ class TrainJob : public WorkerJob {
   static StatusOr<std::unique_ptr<TrainJob>> Create(const Config& config);
 
   std::vector<TensorSpec> PsTensors() override;
+  bool NeedsCollective() override { return !allreduced_->empty(); }
   Status Run(WorkerContext& context) override;
 
   const TrainStats& stats() const { return stats_; }
@@ -50,14 +55,16 @@ class TrainJob : public WorkerJob {
 
  private:
   explicit TrainJob(const Config& config) : config_(config) {}
-  Status InitWeights(WorkerContext& ctx);
+  Status InitWeights(WorkerContext& ctx, const CheckpointRef& resume);
   Status Step(WorkerContext& ctx, const Batch& batch, int64_t step);
   Status Evaluate(WorkerContext& ctx, int epoch);
   int64_t MinClock(int64_t step) const;
 
   Config config_;
   std::unique_ptr<Model> model_;
-  std::unique_ptr<Dataset> test_;  // loaded at the first evaluation
+  std::vector<Param*> ps_params_;                  // on the servers, in PsTensors() order
+  std::unique_ptr<AllReducedWeights> allreduced_;  // the ps: false ones
+  std::unique_ptr<Dataset> test_;                  // loaded at the first evaluation
   TrainStats stats_;
 };
 

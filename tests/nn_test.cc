@@ -22,17 +22,17 @@ namespace {
 
 constexpr uint64_t kSeed = 42;
 
-std::vector<float> Uniform(size_t count, std::mt19937* rng, float lo = -1.0f, float hi = 1.0f) {
+FloatBuffer Uniform(size_t count, std::mt19937* rng, float lo = -1.0f, float hi = 1.0f) {
   std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(count);
+  FloatBuffer v(count);
   for (float& x : v) x = dist(*rng);
   return v;
 }
 
 // Distinct values spaced 4 / count apart in (-2, 2), none near 0: a step of
 // eps < 2 / count never crosses a kink of relu or changes a max's winner.
-std::vector<float> Distinct(size_t count, std::mt19937* rng) {
-  std::vector<float> v(count);
+FloatBuffer Distinct(size_t count, std::mt19937* rng) {
+  FloatBuffer v(count);
   for (size_t i = 0; i < count; ++i) v[i] = -2.0f + (i + 0.5f) * 4.0f / count;
   std::shuffle(v.begin(), v.end(), *rng);
   return v;
@@ -46,7 +46,7 @@ Shape WithBatch(int64_t n, const Shape& sample) {
 
 // A loss in which every output matters: sum(out * w), summed in double so
 // that rounding hardly blurs the finite differences.
-double WeightedSum(const Tensor& out, const std::vector<float>& w) {
+double WeightedSum(const Tensor& out, const FloatBuffer& w) {
   double sum = 0.0;
   for (size_t i = 0; i < w.size(); ++i) sum += static_cast<double>(out.data[i]) * w[i];
   return sum;
@@ -60,7 +60,7 @@ double RelativeError(double a, double b) {
 }
 
 // Compares `analytic` with central differences of `loss` in each element of *x.
-void CheckAgainstDifferences(std::vector<float>* x, const std::vector<float>& analytic,
+void CheckAgainstDifferences(FloatBuffer* x, const FloatBuffer& analytic,
                              const std::function<double()>& loss, float eps,
                              const std::string& what) {
   REQUIRE(x->size() == analytic.size());
@@ -159,7 +159,7 @@ void CheckLayerGradients(const GradCase& c) {
 
   Tensor out;
   layer->Forward(batch, in, &out, true);
-  const std::vector<float> w = Uniform(out.data.size(), &rng);
+  const FloatBuffer w = Uniform(out.data.size(), &rng);
   Tensor dout(out.shape);
   dout.data = w;
   Tensor din;
@@ -178,7 +178,7 @@ void CheckLayerGradients(const GradCase& c) {
     CheckAgainstDifferences(&in.data, din.data, loss, c.eps, "input");
   }
   for (Param* p : layer->Params()) {
-    const std::vector<float> analytic = p->grad.data;
+    const FloatBuffer analytic = p->grad.data;
     CheckAgainstDifferences(&p->value.data, analytic, loss, c.eps, p->name);
   }
 }
@@ -345,7 +345,7 @@ TEST_CASE("dropout: seeded masks, scaled by 1 / (1 - rate); identity in evaluati
 // The parameters' values, by position.
 std::vector<std::vector<float>> Values(const Model& model) {
   std::vector<std::vector<float>> v;
-  for (const Param* p : model.params()) v.push_back(p->value.data);
+  for (const Param* p : model.params()) v.emplace_back(p->value.data.begin(), p->value.data.end());
   return v;
 }
 

@@ -6,6 +6,7 @@
 // hanging.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "comm/local_ring.h"
+#include "comm/tensor_buckets.h"
 
 namespace pstrain {
 namespace {
@@ -134,6 +136,40 @@ TEST_CASE("mixed operations back to back stay in step") {
     }
     return Status::OK();
   }));
+}
+
+TEST_CASE("tensor buckets fuse small tensors and keep large ones in place") {
+  const int world = 3;
+  auto ring = MakeRing(world);
+  // 4 KiB buckets: {10, 20, 500} fuse, 2000 floats is alone, then {7, 3}.
+  const std::vector<int64_t> sizes = {10, 20, 500, 2000, 7, 3};
+  std::vector<std::vector<std::vector<float>>> tensors(world);
+  std::vector<std::unique_ptr<TensorBuckets>> buckets(world);
+  for (int r = 0; r < world; ++r) {
+    std::vector<TensorView> views;
+    for (size_t t = 0; t < sizes.size(); ++t) {
+      tensors[r].emplace_back(sizes[t]);
+      for (int64_t i = 0; i < sizes[t]; ++i) tensors[r][t][i] = Value(r, i) + static_cast<float>(t);
+      views.push_back({tensors[r][t].data(), sizes[t]});
+    }
+    buckets[r] = std::make_unique<TensorBuckets>(views, 4096);
+  }
+  CHECK(buckets[0]->buckets() == 3);
+  RequireAllOk(OnEveryRank(
+      world, [&](int r) { return buckets[r]->AllReduce(ring->rank(r), ReduceOp::kSum); }));
+  for (int r = 0; r < world; ++r)
+    for (size_t t = 0; t < sizes.size(); ++t)
+      for (int64_t i = 0; i < sizes[t]; ++i) {
+        float sum = 0;
+        for (int q = 0; q < world; ++q) sum += Value(q, i) + static_cast<float>(t);
+        REQUIRE(tensors[r][t][i] == sum);
+      }
+  for (int r = 0; r < world; ++r)
+    for (auto& t : tensors[r]) std::fill(t.begin(), t.end(), static_cast<float>(r));
+  RequireAllOk(OnEveryRank(world, [&](int r) { return buckets[r]->Broadcast(ring->rank(r), 1); }));
+  for (int r = 0; r < world; ++r)
+    for (auto& t : tensors[r])
+      for (float v : t) REQUIRE(v == 1.0f);
 }
 
 TEST_CASE("a rank that goes away mid-collective fails the others, naming it") {

@@ -140,11 +140,11 @@ class Conv2d : public Layer {
   Param bias_;
   // Reused across calls: sized by the first batch, reallocated only if a
   // batch is larger.
-  std::vector<float> cols_;    // im2col of the last Forward's input, chunk after chunk
-  std::vector<float> dcols_;   // one chunk's gradient of it (Backward)
-  std::vector<float> y_;       // one chunk's GEMM output, [OC][count][Ho*Wo]
-  std::vector<float> dy_;      // one chunk of dout, ordered the same way
-  std::vector<float> padded_;  // im2col/col2im scratch when padding > 0
+  FloatBuffer cols_;    // im2col of the last Forward's input, chunk after chunk
+  FloatBuffer dcols_;   // one chunk's gradient of it (Backward)
+  FloatBuffer y_;       // one chunk's GEMM output, [OC][count][Ho*Wo]
+  FloatBuffer dy_;      // one chunk of dout, ordered the same way
+  FloatBuffer padded_;  // im2col/col2im scratch when padding > 0
 };
 
 }  // namespace

@@ -57,9 +57,9 @@ class Dropout : public Layer {
 
   const float rate_;
   uint64_t key_ = 0;
-  uint64_t counter_ = 0;     // training Forwards so far
-  bool masked_ = false;      // whether the last Forward applied mask_
-  std::vector<float> mask_;  // 0 or 1 / (1 - rate), per element
+  uint64_t counter_ = 0;  // training Forwards so far
+  bool masked_ = false;   // whether the last Forward applied mask_
+  FloatBuffer mask_;      // 0 or 1 / (1 - rate), per element
 };
 
 }  // namespace

@@ -58,7 +58,7 @@ void ForEachRun(const ConvGeometry& g, int64_t samples, Run run) {
 }  // namespace
 
 void Im2Col(const ConvGeometry& g, const float* in, int64_t samples, float* cols,
-            std::vector<float>* padded) {
+            FloatBuffer* padded) {
   if (g.padding > 0) {
     const int64_t hp = PaddedHeight(g), wp = PaddedWidth(g), planes = samples * g.channels;
     padded->assign(planes * hp * wp, 0.0f);
@@ -76,7 +76,7 @@ void Im2Col(const ConvGeometry& g, const float* in, int64_t samples, float* cols
 }
 
 void Col2Im(const ConvGeometry& g, const float* cols, int64_t samples, float* din,
-            std::vector<float>* padded) {
+            FloatBuffer* padded) {
   const int64_t hp = PaddedHeight(g), wp = PaddedWidth(g), planes = samples * g.channels;
   float* acc = din;
   if (g.padding > 0) {

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "src/nn/tensor.h"
+
 namespace pstrain {
 
 struct ConvGeometry {
@@ -24,11 +26,11 @@ struct ConvGeometry {
 // cols = im2col(in), for `samples` images [C, H, W] stored back to back.
 // `padded` is scratch, used when padding > 0 (resized as needed).
 void Im2Col(const ConvGeometry& g, const float* in, int64_t samples, float* cols,
-            std::vector<float>* padded);
+            FloatBuffer* padded);
 // din = col2im(cols): every tap's value added back to the input element it
 // was read from; overwrites din (samples * C * H * W floats). `padded` is
 // scratch, used when padding > 0.
 void Col2Im(const ConvGeometry& g, const float* cols, int64_t samples, float* din,
-            std::vector<float>* padded);
+            FloatBuffer* padded);
 
 }  // namespace pstrain

@@ -1,0 +1,95 @@
+#include "roles/allreduced_weights.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <map>
+
+#include "src/common/checkpoint_file.h"
+
+namespace pstrain {
+
+StatusOr<std::unique_ptr<AllReducedWeights>> AllReducedWeights::Create(const Config& config,
+                                                                       std::vector<Param*> params) {
+  std::unique_ptr<AllReducedWeights> weights(new AllReducedWeights());
+  std::vector<TensorView> grads, state;
+  for (Param* p : params) {
+    auto optimizer =
+        MakeDenseOptimizer(OptimizerFor(config, p->name), static_cast<size_t>(p->value.size()));
+    if (!optimizer.ok()) return optimizer.status().WithContext(p->name);
+    grads.push_back({p->grad.ptr(), p->grad.size()});
+    state.push_back({p->value.ptr(), p->value.size()});
+    for (int k = 0; k < (*optimizer)->num_slots(); ++k)
+      state.push_back({(*optimizer)->slot(k), p->value.size()});
+    weights->entries_.push_back({p, std::move(*optimizer)});
+  }
+  weights->grads_ = std::make_unique<TensorBuckets>(std::move(grads), kBucketBytes);
+  weights->state_ = std::make_unique<TensorBuckets>(std::move(state), kBucketBytes);
+  return weights;
+}
+
+int64_t AllReducedWeights::elements() const {
+  int64_t n = 0;
+  for (const Entry& e : entries_) n += e.param->value.size();
+  return n;
+}
+
+Status AllReducedWeights::BroadcastFromChief(Collective& collective, int64_t updates_done) {
+  for (Entry& e : entries_) e.optimizer->set_steps(static_cast<uint64_t>(updates_done));
+  return state_->Broadcast(collective, 0).WithContext("broadcasting the all-reduced weights");
+}
+
+Status AllReducedWeights::ReduceAndApply(Collective& collective) {
+  PSTRAIN_RETURN_IF_ERROR(
+      grads_->AllReduce(collective, ReduceOp::kAverage).WithContext("all-reducing gradients"));
+  for (Entry& e : entries_) e.optimizer->Update(e.param->value.ptr(), e.param->grad.ptr());
+  return Status::OK();
+}
+
+StatusOr<std::string> AllReducedWeights::Save(const std::string& step_dir, int64_t step) const {
+  const std::string meta = fmt::format("step {}", step);
+  std::vector<SectionView> sections = {{"meta", meta.data(), meta.size()}};
+  for (const Entry& e : entries_) {
+    const size_t bytes = static_cast<size_t>(e.param->value.size()) * sizeof(float);
+    sections.push_back({e.param->name + "/value", e.param->value.ptr(), bytes});
+    for (int k = 0; k < e.optimizer->num_slots(); ++k)
+      sections.push_back(
+          {e.param->name + "/" + e.optimizer->slot_name(k), e.optimizer->slot(k), bytes});
+  }
+  PSTRAIN_RETURN_IF_ERROR(WriteCheckpointFile(step_dir + "/" + kFileName, sections));
+  return std::string(kFileName);
+}
+
+Status AllReducedWeights::Load(const std::string& step_dir, int64_t step) {
+  const std::string path = step_dir + "/" + kFileName;
+  auto sections = ReadCheckpointFile(path);
+  if (!sections.ok()) return sections.status();
+  std::map<std::string, const std::vector<uint8_t>*> by_name;
+  for (const Section& s : *sections) by_name[s.name] = &s.bytes;
+  const std::string meta = fmt::format("step {}", step);
+  auto found = by_name.find("meta");
+  if (found == by_name.end() || std::string(found->second->begin(), found->second->end()) != meta)
+    return InvalidArgument(fmt::format("{}: not the file of step {}", path, step));
+  auto restore = [&](const std::string& name, float* into, int64_t n) -> Status {
+    auto it = by_name.find(name);
+    const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+    if (it == by_name.end())
+      return InvalidArgument(
+          fmt::format("{}: no section '{}' (was the model changed?)", path, name));
+    if (it->second->size() != bytes)
+      return InvalidArgument(fmt::format("{}: section '{}' has {} bytes, the model needs {}", path,
+                                         name, it->second->size(), bytes));
+    std::memcpy(into, it->second->data(), bytes);
+    return Status::OK();
+  };
+  for (Entry& e : entries_) {
+    const int64_t n = e.param->value.size();
+    PSTRAIN_RETURN_IF_ERROR(restore(e.param->name + "/value", e.param->value.ptr(), n));
+    for (int k = 0; k < e.optimizer->num_slots(); ++k)
+      PSTRAIN_RETURN_IF_ERROR(
+          restore(e.param->name + "/" + e.optimizer->slot_name(k), e.optimizer->slot(k), n));
+  }
+  return Status::OK();
+}
+
+}  // namespace pstrain
