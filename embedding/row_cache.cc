@@ -1,0 +1,99 @@
+#include "embedding/row_cache.h"
+
+#include <cassert>
+#include <cstring>
+
+namespace pstrain {
+
+RowCache::RowCache(size_t capacity, int dim)
+    : capacity_(capacity),
+      dim_(static_cast<size_t>(dim)),
+      entries_(capacity),
+      values_(capacity * static_cast<size_t>(dim)),
+      sketch_(capacity) {
+  assert(dim > 0 && capacity < kNone);
+  index_.Reserve(capacity);
+  Clear();
+}
+
+const float* RowCache::Get(int64_t id, int64_t step, int64_t max_staleness) {
+  sketch_.Increment(id);
+  const uint32_t* slot = index_.Find(id);
+  if (slot == nullptr) {
+    ++stats_.misses;
+    return nullptr;
+  }
+  if (step - entries_[*slot].step > max_staleness) {
+    ++stats_.misses;
+    ++stats_.stale_misses;
+    return nullptr;
+  }
+  ++stats_.hits;
+  if (front_ != *slot) {
+    Unlink(*slot);
+    PushFront(*slot);
+  }
+  return Row(*slot);
+}
+
+bool RowCache::Put(int64_t id, const float* row, int64_t step) {
+  if (capacity_ == 0) return false;
+  uint32_t slot;
+  if (const uint32_t* found = index_.Find(id)) {
+    slot = *found;
+    Unlink(slot);
+  } else if (!free_.empty()) {
+    slot = free_.back();
+    free_.pop_back();
+    index_.Insert(id, slot);
+  } else {
+    // TinyLFU admission: keep the victim unless the newcomer is more popular.
+    if (sketch_.Estimate(id) <= sketch_.Estimate(entries_[back_].id)) {
+      ++stats_.rejections;
+      return false;
+    }
+    slot = back_;
+    Unlink(slot);
+    index_.Erase(entries_[slot].id);
+    index_.Insert(id, slot);
+    ++stats_.evictions;
+  }
+  entries_[slot].id = id;
+  entries_[slot].step = step;
+  std::memcpy(Row(slot), row, dim_ * sizeof(float));
+  PushFront(slot);
+  return true;
+}
+
+void RowCache::Invalidate(int64_t id) {
+  const uint32_t* found = index_.Find(id);
+  if (found == nullptr) return;
+  const uint32_t slot = *found;
+  Unlink(slot);
+  index_.Erase(id);
+  free_.push_back(slot);
+}
+
+void RowCache::Clear() {
+  index_.Clear();
+  front_ = back_ = kNone;
+  free_.clear();
+  for (size_t slot = capacity_; slot > 0; --slot) free_.push_back(static_cast<uint32_t>(slot - 1));
+}
+
+void RowCache::Unlink(uint32_t slot) {
+  Entry& e = entries_[slot];
+  (e.prev == kNone ? front_ : entries_[e.prev].next) = e.next;
+  (e.next == kNone ? back_ : entries_[e.next].prev) = e.prev;
+  e.prev = e.next = kNone;
+}
+
+void RowCache::PushFront(uint32_t slot) {
+  Entry& e = entries_[slot];
+  e.prev = kNone;
+  e.next = front_;
+  (front_ == kNone ? back_ : entries_[front_].prev) = slot;
+  front_ = slot;
+}
+
+}  // namespace pstrain

@@ -1,0 +1,144 @@
+// SparseTable: one server's share of one embedding table. Rows are created on
+// first touch (after admission), updated by a SparseOptimizer, and removed
+// when idle or when the table is full.
+//
+// Layout: a FlatIdMap from id to row index; the rows themselves in one
+// contiguous arena, row r at r * stride floats: [values | optimizer slots],
+// with per-row metadata (id, last touched step, update count, recency links)
+// in a parallel array. Removing a row moves the last row into its place, so
+// the arena stays dense and nothing is allocated per row.
+//
+// Recency: rows form a list ordered by the step they were last touched
+// (looked up or pushed), most recent first. A row moves to the front at most
+// once per step, so hot rows cost nothing extra; EvictUntouched pops idle rows
+// off the back in O(evicted), and a table at max_rows evicts its back row,
+// the least recently touched, to make room.
+//
+// Steps: `step` is the server's clock. A call with a step below the largest
+// seen so far is taken as that largest step (async workers report their own).
+//
+// Thread-safety: none. One thread (the server's) owns a table; distinct
+// tables share nothing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "embedding/id_map.h"
+#include "embedding/sparse_optimizer.h"
+#include "embedding/table_options.h"
+#include "src/common/status.h"
+
+namespace pstrain {
+
+// What a table has done since it was created or restored; a server logs them.
+struct EmbeddingTableCounters {
+  int64_t rows = 0;                // rows held now
+  int64_t admissions = 0;          // rows created
+  int64_t evictions = 0;           // rows removed, idle or for room
+  int64_t capacity_evictions = 0;  // of those, removed because of max_rows
+  int64_t lookups = 0;             // ids looked up
+  int64_t dropped_gradients = 0;   // pushed rows without a row (not admitted or evicted)
+  int64_t pending_ids = 0;         // ids seen but not yet admitted
+};
+
+class SparseTable {
+ public:
+  // An empty table; InvalidArgument when options do not Validate().
+  static StatusOr<SparseTable> Create(const EmbeddingTableOptions& options);
+
+  SparseTable(SparseTable&&) = default;
+  SparseTable& operator=(SparseTable&&) = delete;
+
+  // Writes n rows of dim floats to out (row i for ids[i]). A known id touches
+  // its row; an unknown one counts a sighting and creates its row (InitRow)
+  // once admitted, else reads as zeros. Every id is checked first: a negative
+  // id, or one >= vocab when vocab > 0, fails the whole call with
+  // InvalidArgument naming the table and the id, changing nothing.
+  Status Lookup(const int64_t* ids, size_t n, float* out, int64_t step);
+
+  // Applies grads (n rows of dim floats, row i for ids[i]) to the rows, one
+  // optimizer update each, in order (callers send each id once per push).
+  // Ids without a row are skipped and counted in dropped_gradients; rows are
+  // created only by Lookup. Ids are checked as by Lookup.
+  Status ApplyGradients(const int64_t* ids, const float* grads, size_t n, int64_t step);
+
+  // Removes rows last touched more than evict_after_steps before `step`;
+  // returns how many (always 0 when evict_after_steps is 0).
+  int64_t EvictUntouched(int64_t step);
+
+  // A row as stored, for checkpoints, tests and debugging; pointers are valid
+  // until the next call that changes the table.
+  struct RowView {
+    const float* values;  // dim floats
+    const float* slots;   // optimizer().num_slots() * dim floats
+    int64_t last_touched;
+    int64_t updates;  // optimizer updates of this row (Adam's t)
+  };
+  std::optional<RowView> Find(int64_t id) const;
+
+  // OK, or the InvalidArgument Lookup would return for id.
+  Status CheckId(int64_t id) const;
+
+  const EmbeddingTableOptions& options() const { return options_; }
+  const SparseOptimizer& optimizer() const { return optimizer_; }
+  EmbeddingTableCounters counters() const;
+  size_t rows() const { return meta_.size(); }
+  // Pushes applied so far (the lr schedule's clock).
+  int64_t table_updates() const { return table_updates_; }
+
+  // Appends the table's state to *out: every existing row with its values,
+  // optimizer slots, last-touched step and update count, plus the clock and
+  // push count. Format (little-endian, fixed width) in sparse_table_io.cc.
+  void Serialize(std::string* out) const;
+  // The table `data` holds, which must have been serialized by a table with
+  // the same name, dim and optimizer type. Damaged or hostile bytes give
+  // InvalidArgument naming the table and what is wrong, never a crash.
+  // Restoring more rows than options.max_rows evicts the least recently
+  // touched ones.
+  static StatusOr<SparseTable> Deserialize(const EmbeddingTableOptions& options, const void* data,
+                                           size_t size);
+
+ private:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  struct RowMeta {
+    int64_t id;
+    int64_t last_touched;
+    int64_t updates;
+    uint32_t prev;  // toward the front (more recent)
+    uint32_t next;  // toward the back
+  };
+
+  explicit SparseTable(const EmbeddingTableOptions& options);
+
+  Status CheckIds(const int64_t* ids, size_t n) const;
+  void AdvanceClock(int64_t step);
+  float* RowData(uint32_t row) { return arena_.data() + row * stride_; }
+  const float* RowData(uint32_t row) const { return arena_.data() + row * stride_; }
+  // Counts a sighting of an id without a row; true when it is now admitted.
+  bool Admit(int64_t id);
+  // A new row for id at the front, evicting the back row if the table is full.
+  uint32_t AddRow(int64_t id, int64_t last_touched);
+  void RemoveRow(uint32_t row);
+  void Touch(uint32_t row);
+  void Unlink(uint32_t row);
+  void PushFront(uint32_t row);
+
+  EmbeddingTableOptions options_;
+  SparseOptimizer optimizer_;
+  size_t stride_;              // floats per row: dim * (1 + num_slots)
+  size_t row_limit_;           // max_rows, or the most a uint32 index allows
+  FlatIdMap<uint32_t> index_;  // id -> row
+  std::vector<float> arena_;
+  std::vector<RowMeta> meta_;
+  uint32_t front_ = kNone, back_ = kNone;
+  FlatIdMap<uint32_t> sightings_;  // id -> lookups so far, for ids not admitted
+  int64_t clock_ = 0;
+  int64_t table_updates_ = 0;
+  EmbeddingTableCounters counters_;
+};
+
+}  // namespace pstrain

@@ -1,0 +1,166 @@
+// SparseTable::Serialize and Deserialize. Format, all integers little-endian
+// and fixed width:
+//   "PSEMBTBL"              8 bytes, magic
+//   version                 u32 (1)
+//   name length, name       u32, bytes
+//   dim, slots, optimizer   u32 each (slots = optimizer state floats per element)
+//   clock, table_updates    i64 each
+//   row count               u64
+//   per row                 id i64, last_touched i64, updates i64,
+//                           (1 + slots) * dim f32: values, then slot 0, slot 1
+//   CRC-32                  u32, zlib crc32 of every byte before it
+// Rows are written in arena order; the reader rebuilds recency from
+// last_touched.
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "embedding/sparse_table.h"
+
+namespace pstrain {
+namespace {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the format is little-endian and written with memcpy");
+
+constexpr char kMagic[8] = {'P', 'S', 'E', 'M', 'B', 'T', 'B', 'L'};
+constexpr uint32_t kVersion = 1;
+
+uint32_t Crc32(const char* data, size_t size) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  while (size > 0) {  // crc32 takes a 32-bit length
+    const auto chunk = static_cast<uInt>(std::min<size_t>(size, 1u << 30));
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(data), chunk);
+    data += chunk;
+    size -= chunk;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+template <typename T>
+void Put(std::string* out, const T& value) {
+  out->append(reinterpret_cast<const char*>(&value), sizeof(T));
+}
+
+// Reads fixed-width fields, never past the end.
+class Reader {
+ public:
+  Reader(const char* data, size_t size) : data_(data), left_(size) {}
+  template <typename T>
+  bool Get(T* value) {
+    return Bytes(value, sizeof(T));
+  }
+  bool Bytes(void* dst, size_t n) {
+    if (n > left_) return false;
+    std::memcpy(dst, data_, n);
+    data_ += n;
+    left_ -= n;
+    return true;
+  }
+  size_t left() const { return left_; }
+
+ private:
+  const char* data_;
+  size_t left_;
+};
+
+}  // namespace
+
+void SparseTable::Serialize(std::string* out) const {
+  const size_t start = out->size();
+  out->append(kMagic, sizeof(kMagic));
+  Put(out, kVersion);
+  Put(out, static_cast<uint32_t>(options_.name.size()));
+  out->append(options_.name);
+  Put(out, static_cast<uint32_t>(options_.dim));
+  Put(out, static_cast<uint32_t>(optimizer_.num_slots()));
+  Put(out, static_cast<uint32_t>(options_.optimizer.type));
+  Put(out, clock_);
+  Put(out, table_updates_);
+  Put(out, static_cast<uint64_t>(meta_.size()));
+  out->reserve(out->size() + meta_.size() * (24 + stride_ * sizeof(float)) + 4);
+  for (uint32_t row = 0; row < meta_.size(); ++row) {
+    Put(out, meta_[row].id);
+    Put(out, meta_[row].last_touched);
+    Put(out, meta_[row].updates);
+    out->append(reinterpret_cast<const char*>(RowData(row)), stride_ * sizeof(float));
+  }
+  Put(out, Crc32(out->data() + start, out->size() - start));
+}
+
+StatusOr<SparseTable> SparseTable::Deserialize(const EmbeddingTableOptions& options,
+                                               const void* data, size_t size) {
+  PSTRAIN_RETURN_IF_ERROR(options.Validate());
+  const auto bad = [&](const std::string& what) {
+    return InvalidArgument(
+        fmt::format("embedding table '{}': cannot restore: {}", options.name, what));
+  };
+  const char* bytes = static_cast<const char*>(data);
+  if (size < sizeof(kMagic) + sizeof(uint32_t) || std::memcmp(bytes, kMagic, sizeof(kMagic)) != 0) {
+    return bad("not a serialized table (bad magic or too short)");
+  }
+  uint32_t stored_crc;
+  std::memcpy(&stored_crc, bytes + size - sizeof(stored_crc), sizeof(stored_crc));
+  const uint32_t crc = Crc32(bytes, size - sizeof(stored_crc));
+  if (crc != stored_crc) {
+    return bad(
+        fmt::format("checksum mismatch (stored {:#010x}, contents {:#010x})", stored_crc, crc));
+  }
+  Reader in(bytes + sizeof(kMagic), size - sizeof(kMagic) - sizeof(stored_crc));
+  uint32_t version, name_size;
+  if (!in.Get(&version) || version != kVersion) return bad("unsupported version");
+  if (!in.Get(&name_size) || name_size > in.left()) return bad("truncated name");
+  std::string name(name_size, '\0');
+  in.Bytes(name.data(), name_size);
+  if (name != options.name) return bad(fmt::format("it holds table '{}'", name));
+
+  SparseTable table(options);
+  uint32_t dim, slots, type;
+  uint64_t rows;
+  if (!in.Get(&dim) || !in.Get(&slots) || !in.Get(&type) || !in.Get(&table.clock_) ||
+      !in.Get(&table.table_updates_) || !in.Get(&rows)) {
+    return bad("truncated header");
+  }
+  if (dim != static_cast<uint32_t>(options.dim) ||
+      slots != static_cast<uint32_t>(table.optimizer_.num_slots()) ||
+      type != static_cast<uint32_t>(options.optimizer.type)) {
+    return bad(fmt::format("it has dim {} and optimizer type {} with {} slots; expected dim {}",
+                           dim, type, slots, options.dim));
+  }
+  const size_t row_bytes = 3 * sizeof(int64_t) + table.stride_ * sizeof(float);
+  if (rows != in.left() / row_bytes || in.left() % row_bytes != 0 || rows >= kNone) {
+    return bad(fmt::format("{} rows of {} bytes do not fit {} bytes", rows, row_bytes, in.left()));
+  }
+  table.meta_.resize(rows);
+  table.arena_.resize(rows * table.stride_);
+  table.index_.Reserve(rows);
+  for (uint32_t row = 0; row < rows; ++row) {
+    RowMeta& meta = table.meta_[row];
+    in.Get(&meta.id);
+    in.Get(&meta.last_touched);
+    in.Get(&meta.updates);
+    in.Bytes(table.RowData(row), table.stride_ * sizeof(float));
+    PSTRAIN_RETURN_IF_ERROR(table.CheckId(meta.id).WithContext("cannot restore"));
+    if (meta.updates < 0) return bad(fmt::format("row {} has a negative update count", meta.id));
+    if (!table.index_.Insert(meta.id, row).second) return bad(fmt::format("row {} twice", meta.id));
+    table.clock_ = std::max(table.clock_, meta.last_touched);
+  }
+  // Recency list, most recent first; ties keep arena order.
+  std::vector<uint32_t> order(rows);
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return table.meta_[a].last_touched < table.meta_[b].last_touched;
+  });
+  for (uint32_t row : order) table.PushFront(row);
+  while (table.meta_.size() > table.row_limit_) {
+    table.RemoveRow(table.back_);
+    ++table.counters_.evictions;
+    ++table.counters_.capacity_evictions;
+  }
+  return table;
+}
+
+}  // namespace pstrain
