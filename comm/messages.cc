@@ -62,7 +62,8 @@ struct BodyEncoder {
   }
   Out operator()(const Heartbeat&) { return {w::Body_Heartbeat, w::CreateHeartbeat(b).Union()}; }
   Out operator()(const BarrierRequest& m) {
-    return {w::Body_BarrierRequest, w::CreateBarrierRequest(b, ToWire(m.group), m.value).Union()};
+    return {w::Body_BarrierRequest,
+            w::CreateBarrierRequest(b, ToWire(m.group), m.value, b.CreateString(m.blob)).Union()};
   }
   Out operator()(const Done&) { return {w::Body_Done, w::CreateDone(b).Union()}; }
   Out operator()(const Shutdown& m) {
@@ -94,7 +95,8 @@ struct BodyEncoder {
     return {w::Body_SaveRequest, w::CreateSaveRequest(b, m.step).Union()};
   }
   Out operator()(const BarrierReply& m) {
-    return {w::Body_BarrierReply, w::CreateBarrierReply(b, m.min_value).Union()};
+    return {w::Body_BarrierReply,
+            w::CreateBarrierReply(b, m.min_value, b.CreateString(m.blob)).Union()};
   }
   Out operator()(const RingChunk& m) {
     return {w::Body_RingChunk, w::CreateRingChunk(b, m.op, m.step, m.segment).Union()};
@@ -180,8 +182,10 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h) {
       auto g = h->body_as_BarrierRequest()->group();
       if (g < w::BarrierGroup_MIN || g > w::BarrierGroup_MAX)
         return InvalidArgument(fmt::format("unknown barrier group {}", static_cast<int>(g)));
-      return MessageBody(
-          BarrierRequest{static_cast<BarrierGroup>(g), h->body_as_BarrierRequest()->value()});
+      auto blob = Text(h->body_as_BarrierRequest()->blob(), "blob", false);
+      if (!blob.ok()) return blob.status();
+      return MessageBody(BarrierRequest{static_cast<BarrierGroup>(g),
+                                        h->body_as_BarrierRequest()->value(), *blob});
     }
     case w::Body_Done:
       return MessageBody(Done{});
@@ -231,8 +235,11 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h) {
     case w::Body_RingChunk:
       return MessageBody(RingChunk{h->body_as_RingChunk()->op(), h->body_as_RingChunk()->step(),
                                    h->body_as_RingChunk()->segment()});
-    case w::Body_BarrierReply:
-      return MessageBody(BarrierReply{h->body_as_BarrierReply()->min_value()});
+    case w::Body_BarrierReply: {
+      auto blob = Text(h->body_as_BarrierReply()->blob(), "blob", false);
+      if (!blob.ok()) return blob.status();
+      return MessageBody(BarrierReply{h->body_as_BarrierReply()->min_value(), *blob});
+    }
     case w::Body_NONE:
       break;
   }

@@ -40,9 +40,11 @@ struct Heartbeat {};
 struct BarrierRequest {
   BarrierGroup group = BarrierGroup::kAll;
   int64_t value = 0;  // the reply carries the smallest value of the group
+  std::string blob;   // and the lowest-ranked member's non-empty blob
 };
 struct BarrierReply {
   int64_t min_value = 0;
+  std::string blob;
 };
 // One step of a ring collective; the chunk's floats are the payload.
 struct RingChunk {

@@ -176,6 +176,17 @@ StatusOr<int64_t> ClusterClient::AgreeMin(BarrierGroup group, int64_t value) {
   return agreed->min_value;
 }
 
+StatusOr<std::string> ClusterClient::ShareFromOne(BarrierGroup group, std::string blob) {
+  std::string what = fmt::format("sharing through the barrier of {}", BarrierGroupName(group));
+  auto reply = CallScheduler(BarrierRequest{group, 0, std::move(blob)}, what);
+  if (!reply.ok()) return reply.status();
+  auto* agreed = std::get_if<BarrierReply>(&reply->message.body);
+  if (agreed == nullptr)
+    return InvalidArgument(
+        fmt::format("{}: the scheduler answered with {}", what, MessageName(reply->message.body)));
+  return agreed->blob;
+}
+
 Status ClusterClient::ReportDone() { return CallScheduler(Done{}, "report Done").status(); }
 
 Status ClusterClient::WaitForShutdown() { return shutdown_.Wait(); }

@@ -28,6 +28,10 @@ class ClusterClient : public HandleOwner {
   Status Barrier(BarrierGroup group);
   // A barrier that also returns the smallest `value` any member gave.
   StatusOr<int64_t> AgreeMin(BarrierGroup group, int64_t value);
+  // A barrier that hands every member the bytes one member gives (the
+  // others pass ""; with several, the lowest rank's win). How worker 0
+  // hands NCCL's unique id to the other workers. At most 4 KiB.
+  StatusOr<std::string> ShareFromOne(BarrierGroup group, std::string blob);
   // Tells the scheduler this worker's work is over.
   Status ReportDone();
   // Blocks until the scheduler ends the job; an error if it is lost first.

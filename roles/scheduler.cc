@@ -202,14 +202,19 @@ void Scheduler::HandleBarrier(const Connection::Ptr& conn, uint64_t id, NodeEntr
   // A node that asks again (it reconnected) replaces its earlier request.
   for (auto it = waiters.begin(); it != waiters.end();)
     it = it->node_id == node.info.node_id ? waiters.erase(it) : it + 1;
-  waiters.push_back({conn, id, node.info.node_id, request.value});
+  waiters.push_back({conn, id, node.info.node_id, node.info.rank, request.value, request.blob});
   log_->debug("{} entered the barrier of {} ({} of {})", Describe(node), BarrierGroupName(group),
               waiters.size(), GroupSize(group));
   if (waiters.size() < GroupSize(group)) return;
-  int64_t min_value = waiters[0].value;
-  for (const BarrierWaiter& w : waiters) min_value = std::min(min_value, w.value);
+  BarrierReply reply{waiters[0].value, ""};
+  const BarrierWaiter* shared = nullptr;  // the lowest-ranked non-empty blob
+  for (const BarrierWaiter& w : waiters) {
+    reply.min_value = std::min(reply.min_value, w.value);
+    if (!w.blob.empty() && (shared == nullptr || w.rank < shared->rank)) shared = &w;
+  }
+  if (shared != nullptr) reply.blob = shared->blob;
   for (const BarrierWaiter& w : waiters)
-    if (auto c = w.conn.lock()) c->Reply(w.request_id, BarrierReply{min_value});
+    if (auto c = w.conn.lock()) c->Reply(w.request_id, reply);
   waiters.clear();
 }
 

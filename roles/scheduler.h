@@ -71,7 +71,9 @@ class Scheduler : public HandleOwner {
     std::weak_ptr<Connection> conn;
     uint64_t request_id;
     std::string node_id;
+    int rank;
     int64_t value;
+    std::string blob;
   };
 
   void OnAccept(Connection::Ptr conn);

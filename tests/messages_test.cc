@@ -46,6 +46,7 @@ TEST_CASE("every message type round-trips") {
   RoundTrip({0, false, Heartbeat{}});
   CHECK(std::get<BarrierRequest>(RoundTrip({5, false, BarrierRequest{BarrierGroup::kWorkers}}).body)
             .group == BarrierGroup::kWorkers);
+  CHECK(std::get<BarrierReply>(RoundTrip({5, true, BarrierReply{3, "blob"}}).body).blob == "blob");
   RoundTrip({6, false, Done{}});
   CHECK(std::get<Shutdown>(RoundTrip({7, false, Shutdown{"bye"}}).body).reason == "bye");
   CHECK(std::get<Hello>(RoundTrip({8, false, Hello{Node("w", Role::kWorker, 1)}}).body)

@@ -297,6 +297,17 @@ TEST_CASE("a barrier holds each member until all have entered") {
   CHECK(*agreed0 == 3);
   CHECK(*agreed1 == 3);
 
+  // ... or hand every member the bytes one of them gave (binary is fine).
+  const std::string id("nccl\0id\xff", 9);
+  StatusOr<std::string> shared1 = Unavailable("not run");
+  std::thread share([&] { shared1 = w1.client.ShareFromOne(BarrierGroup::kWorkers, ""); });
+  auto shared0 = w0.client.ShareFromOne(BarrierGroup::kWorkers, id);
+  share.join();
+  REQUIRE(shared0.ok());
+  REQUIRE(shared1.ok());
+  CHECK(*shared0 == id);
+  CHECK(*shared1 == id);
+
   // A server is not a member of the workers' barrier.
   Status not_member = server.client.Barrier(BarrierGroup::kWorkers);
   REQUIRE_FALSE(not_member.ok());
