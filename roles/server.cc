@@ -18,6 +18,10 @@ constexpr int64_t kMaxPartitionBytes = int64_t{1} << 30;
 // Partitions up to this size are updated on the loop thread (Server::loop_shard_).
 constexpr int64_t kLoopShardBytes = 16 * 1024;
 
+// Partitions one server routes at most: 4M partitions of 4 MiB is 16 TiB,
+// far beyond any one server, while the map stays under a few hundred MiB.
+constexpr size_t kMaxRoutes = size_t{1} << 22;
+
 int ShardThreads() {
   unsigned hw = std::thread::hardware_concurrency();
   return static_cast<int>(std::clamp(hw / 2, 1u, 4u));
@@ -57,16 +61,27 @@ Status Server::Run() {
 // A partition's shard is fixed the first time it is named (by its size then),
 // so a later request of the wrong size still reaches the partition and is
 // refused by it with the reason.
-PsShard& Server::ShardFor(const std::string& tensor, uint32_t part, int64_t bytes) {
+PsShard* Server::ShardFor(const std::string& tensor, uint32_t part, int64_t bytes) {
   // Looked up without copying the name: this runs for every push and pull.
   auto by_tensor = routes_.find(tensor);
-  if (by_tensor == routes_.end()) by_tensor = routes_.emplace(tensor, RoutesOfTensor()).first;
-  auto [it, inserted] = by_tensor->second.try_emplace(part, nullptr);
-  if (inserted) {
-    size_t h = std::hash<std::string>()(tensor) * 31 + part;
-    it->second = bytes <= kLoopShardBytes ? loop_shard_.get() : shards_[h % shards_.size()].get();
+  if (by_tensor != routes_.end()) {
+    auto it = by_tensor->second.find(part);
+    if (it != by_tensor->second.end()) return it->second;
   }
-  return *it->second;
+  if (route_count_ >= kMaxRoutes) return nullptr;
+  if (by_tensor == routes_.end()) by_tensor = routes_.emplace(tensor, RoutesOfTensor()).first;
+  size_t h = std::hash<std::string>()(tensor) * 31 + part;
+  PsShard* shard = bytes <= kLoopShardBytes ? loop_shard_.get() : shards_[h % shards_.size()].get();
+  by_tensor->second.emplace(part, shard);
+  ++route_count_;
+  return shard;
+}
+
+void Server::RefuseNewPartition(const Connection::Ptr& conn, uint64_t id, const std::string& tensor,
+                                uint32_t part) {
+  conn->Reply(id, ErrorReply{fmt::format("'{}' partition {}: this server already holds {} "
+                                         "partitions, the most it takes",
+                                         tensor, part, kMaxRoutes)});
 }
 
 // Replies are made on shard threads and sent from the loop thread.
@@ -83,16 +98,18 @@ PsShard::Reply Server::ReplyTo(const Connection::Ptr& conn, uint64_t request_id)
 void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
   const uint64_t id = in.message.request_id;
   if (auto* push = std::get_if<PushRequest>(&in.message.body)) {
-    ShardFor(push->tensor, push->part, static_cast<int64_t>(in.payload.size))
-        .Push(std::move(*push), std::move(in.payload), ReplyTo(conn, id));
+    PsShard* shard = ShardFor(push->tensor, push->part, static_cast<int64_t>(in.payload.size));
+    if (shard == nullptr) return RefuseNewPartition(conn, id, push->tensor, push->part);
+    shard->Push(std::move(*push), std::move(in.payload), ReplyTo(conn, id));
   } else if (auto* pull = std::get_if<PullRequest>(&in.message.body)) {
     if (pull->elements <= 0 || pull->elements > kMaxPartitionBytes / 4)
       return conn->Reply(id, ErrorReply{fmt::format("pull of {} floats from '{}' partition {}: "
                                                     "expected 1 to {}",
                                                     pull->elements, pull->tensor, pull->part,
                                                     kMaxPartitionBytes / 4)});
-    ShardFor(pull->tensor, pull->part, pull->elements * 4)
-        .Pull(std::move(*pull), ReplyTo(conn, id));
+    PsShard* shard = ShardFor(pull->tensor, pull->part, pull->elements * 4);
+    if (shard == nullptr) return RefuseNewPartition(conn, id, pull->tensor, pull->part);
+    shard->Pull(std::move(*pull), ReplyTo(conn, id));
   } else if (auto* save = std::get_if<SaveRequest>(&in.message.body)) {
     if (save->step < 0)
       return conn->Reply(
@@ -171,7 +188,9 @@ Status Server::RestoreNewestCheckpoint() {
       [&]() -> Status {
         for (PartitionSnapshot& p : *partitions) {
           int64_t bytes = static_cast<int64_t>(p.values.size() * sizeof(float));
-          per_shard[&ShardFor(p.tensor, p.part, bytes)].push_back(std::move(p));
+          PsShard* shard = ShardFor(p.tensor, p.part, bytes);
+          if (shard == nullptr) return InvalidArgument("too many partitions in the checkpoint");
+          per_shard[shard].push_back(std::move(p));
         }
         return Status::OK();
       },

@@ -38,7 +38,12 @@ class Server {
 
  private:
   void OnPeerRequest(const Connection::Ptr& conn, Incoming&& in);
-  PsShard& ShardFor(const std::string& tensor, uint32_t part, int64_t bytes);
+  // The shard of (tensor, part); null when the server already routes
+  // kMaxRoutes partitions (a peer naming ever new ones must not exhaust
+  // its memory).
+  PsShard* ShardFor(const std::string& tensor, uint32_t part, int64_t bytes);
+  void RefuseNewPartition(const Connection::Ptr& conn, uint64_t id, const std::string& tensor,
+                          uint32_t part);
   PsShard::Reply ReplyTo(const Connection::Ptr& conn, uint64_t request_id);
   // Checkpoints (roles/shard_file.h): write this server's shard of `step`;
   // at start, restore the newest complete checkpoint when the config says so.
@@ -62,6 +67,7 @@ class Server {
   // Which shard owns each (tensor, part); loop thread only.
   using RoutesOfTensor = std::map<uint32_t, PsShard*>;
   std::map<std::string, RoutesOfTensor, std::less<>> routes_;
+  size_t route_count_ = 0;
 };
 
 }  // namespace pstrain

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "src/common/random.h"
+
 namespace pstrain {
 
 Worker::Worker(NodeOptions options, Logger log, Config config, std::unique_ptr<WorkerJob> job)
@@ -29,6 +31,7 @@ Status Worker::Run() {
   context.collective = ring_.get();
   if (job_) {
     std::vector<TensorSpec> tensors = job_->PsTensors();
+    PSTRAIN_RETURN_IF_ERROR(CheckSameTensors(tensors));
     if (!tensors.empty()) {
       auto map = PartitionMap::Build(std::move(tensors), static_cast<int>(servers_.size()),
                                      config_.train.partition_bytes);
@@ -158,6 +161,37 @@ void Worker::OnPeerClosed(const Connection::Ptr& conn, const Status& why) {
   } else {
     ring_lost_early_ = lost;
   }
+}
+
+namespace {
+
+// "3 tensors, 1200 floats, fingerprint 0123456789abcdef": equal for equal
+// lists (names, sizes and order).
+std::string DescribeTensors(const std::vector<TensorSpec>& tensors) {
+  uint64_t fingerprint = 0;
+  int64_t floats = 0;
+  for (const TensorSpec& t : tensors) {
+    fingerprint = Mix64(fingerprint ^ HashString(t.name)) ^ static_cast<uint64_t>(t.elements);
+    floats += t.elements;
+  }
+  return fmt::format("{} tensors, {} floats, fingerprint {:016x}", tensors.size(), floats,
+                     fingerprint);
+}
+
+}  // namespace
+
+Status Worker::CheckSameTensors(const std::vector<TensorSpec>& tensors) {
+  if (node_.options().cluster.worker_num == 1) return Status::OK();
+  const int rank = node_.cluster().rank();
+  const std::string mine = DescribeTensors(tensors);
+  auto chiefs = node_.cluster().ShareFromOne(BarrierGroup::kWorkers, rank == 0 ? mine : "");
+  if (!chiefs.ok()) return chiefs.status().WithContext("comparing models with worker 0");
+  if (*chiefs != mine)
+    return FailedPrecondition(fmt::format(
+        "worker {} has other PS tensors ({}) than worker 0 ({}): every worker must run the same "
+        "model and parameters: rules",
+        rank, mine, *chiefs));
+  return Status::OK();
 }
 
 }  // namespace pstrain

@@ -26,6 +26,10 @@ class Worker {
  private:
   // Connects to every server of `topology` and greets it. Blocking.
   Status ConnectServers(const Topology& topology);
+  // Every worker compares its PS tensors with worker 0's (through the
+  // scheduler): with different models, a pull could wait for a partition
+  // nobody creates. Blocking; a barrier of the workers.
+  Status CheckSameTensors(const std::vector<TensorSpec>& tensors);
   // Dials the next worker of the ring (rank + 1) and makes ring_. Blocking.
   Status ConnectRing(const Topology& topology);
   // Loop thread: a peer's message and a peer's closed connection. Workers
