@@ -128,11 +128,16 @@ StatusOr<Buffer> Connection::PlacePayload(const std::vector<uint8_t>& header, ui
   // and is refused before a byte of it is allocated.
   const bool carries_tensor = std::holds_alternative<PushRequest>(decoded_->body) ||
                               std::holds_alternative<PullReply>(decoded_->body) ||
-                              std::holds_alternative<RingChunk>(decoded_->body);
+                              std::holds_alternative<RingChunk>(decoded_->body) ||
+                              std::holds_alternative<SparsePullRequest>(decoded_->body) ||
+                              std::holds_alternative<SparsePullReply>(decoded_->body) ||
+                              std::holds_alternative<SparsePushRequest>(decoded_->body);
   if (size > 0 && !carries_tensor)
     return InvalidArgument(
         fmt::format("{} with a payload of {} bytes", MessageName(decoded_->body), size));
-  if (!decoded_->is_reply || !std::holds_alternative<PullReply>(decoded_->body)) return Buffer{};
+  const bool pulled = std::holds_alternative<PullReply>(decoded_->body) ||
+                      std::holds_alternative<SparsePullReply>(decoded_->body);
+  if (!decoded_->is_reply || !pulled) return Buffer{};
   auto it = pending_.find(decoded_->request_id);
   if (it == pending_.end() || it->second.reply_into.size != size) return Buffer{};
   return it->second.reply_into;

@@ -101,6 +101,18 @@ struct BodyEncoder {
   Out operator()(const RingChunk& m) {
     return {w::Body_RingChunk, w::CreateRingChunk(b, m.op, m.step, m.segment).Union()};
   }
+  Out operator()(const SparsePullRequest& m) {
+    return {w::Body_SparsePullRequest,
+            w::CreateSparsePullRequest(b, b.CreateString(m.table), m.worker, m.min_clock).Union()};
+  }
+  Out operator()(const SparsePullReply& m) {
+    return {w::Body_SparsePullReply, w::CreateSparsePullReply(b, m.clock).Union()};
+  }
+  Out operator()(const SparsePushRequest& m) {
+    return {
+        w::Body_SparsePushRequest,
+        w::CreateSparsePushRequest(b, b.CreateString(m.table), m.worker, m.clock, m.rows).Union()};
+  }
   Out operator()(const SaveReply& m) {
     return {w::Body_SaveReply, w::CreateSaveReply(b, b.CreateString(m.file)).Union()};
   }
@@ -232,6 +244,21 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h) {
       if (!file.ok()) return file.status();
       return MessageBody(SaveReply{*file});
     }
+    case w::Body_SparsePullRequest: {
+      auto* m = h->body_as_SparsePullRequest();
+      auto table = Text(m->table(), "table", true);
+      if (!table.ok()) return table.status();
+      return MessageBody(SparsePullRequest{*table, m->worker(), m->min_clock()});
+    }
+    case w::Body_SparsePullReply:
+      return MessageBody(SparsePullReply{h->body_as_SparsePullReply()->clock()});
+    case w::Body_SparsePushRequest: {
+      auto* m = h->body_as_SparsePushRequest();
+      auto table = Text(m->table(), "table", true);
+      if (!table.ok()) return table.status();
+      if (m->rows() < 0) return InvalidArgument(fmt::format("{} rows", m->rows()));
+      return MessageBody(SparsePushRequest{*table, m->worker(), m->clock(), m->rows()});
+    }
     case w::Body_RingChunk:
       return MessageBody(RingChunk{h->body_as_RingChunk()->op(), h->body_as_RingChunk()->step(),
                                    h->body_as_RingChunk()->segment()});
@@ -261,12 +288,26 @@ const char* BarrierGroupName(BarrierGroup group) {
 }
 
 const char* MessageName(const MessageBody& body) {
-  static const char* const kNames[] = {"RegisterRequest", "RegisterReply",  "Topology",
-                                       "Heartbeat",       "BarrierRequest", "Done",
-                                       "Shutdown",        "Hello",          "Ack",
-                                       "Error",           "PushRequest",    "PullRequest",
-                                       "PullReply",       "SaveRequest",    "SaveReply",
-                                       "BarrierReply",    "RingChunk"};
+  static const char* const kNames[] = {"RegisterRequest",
+                                       "RegisterReply",
+                                       "Topology",
+                                       "Heartbeat",
+                                       "BarrierRequest",
+                                       "Done",
+                                       "Shutdown",
+                                       "Hello",
+                                       "Ack",
+                                       "Error",
+                                       "PushRequest",
+                                       "PullRequest",
+                                       "PullReply",
+                                       "SaveRequest",
+                                       "SaveReply",
+                                       "BarrierReply",
+                                       "RingChunk",
+                                       "SparsePullRequest",
+                                       "SparsePullReply",
+                                       "SparsePushRequest"};
   static_assert(std::size(kNames) == std::variant_size_v<MessageBody>);
   return kNames[body.index()];
 }

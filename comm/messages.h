@@ -91,10 +91,27 @@ struct SaveReply {
   std::string file;  // written inside the step's directory
 };
 
+// Embedding rows (server-held tables): ids, then rows, as the payload.
+struct SparsePullRequest {
+  std::string table;
+  int worker = 0;
+  int64_t min_clock = 0;  // answer once the table has applied this many steps
+};
+struct SparsePullReply {
+  int64_t clock = 0;
+};
+struct SparsePushRequest {
+  std::string table;
+  int worker = 0;
+  int64_t clock = 0;  // the worker's step
+  int64_t rows = 0;   // ids in the payload, each followed later by a row
+};
+
 using MessageBody =
     std::variant<RegisterRequest, RegisterReply, Topology, Heartbeat, BarrierRequest, Done,
                  Shutdown, Hello, Ack, ErrorReply, PushRequest, PullRequest, PullReply, SaveRequest,
-                 SaveReply, BarrierReply, RingChunk>;
+                 SaveReply, BarrierReply, RingChunk, SparsePullRequest, SparsePullReply,
+                 SparsePushRequest>;
 
 struct Message {
   uint64_t request_id = 0;  // 0: one-way, no reply expected

@@ -42,8 +42,18 @@ Status AllReducedWeights::BroadcastFromChief(Collective& collective, int64_t upd
 Status AllReducedWeights::ReduceAndApply(Collective& collective) {
   PSTRAIN_RETURN_IF_ERROR(
       grads_->AllReduce(collective, ReduceOp::kAverage).WithContext("all-reducing gradients"));
-  for (Entry& e : entries_) e.optimizer->Update(e.param->value.ptr(), e.param->grad.ptr());
+  Apply();
   return Status::OK();
+}
+
+void AllReducedWeights::Apply() {
+  for (Entry& e : entries_) e.optimizer->Update(e.param->value.ptr(), e.param->grad.ptr());
+}
+
+bool AllReducedWeights::Contains(const Param* param) const {
+  for (const Entry& e : entries_)
+    if (e.param == param) return true;
+  return false;
 }
 
 StatusOr<std::string> AllReducedWeights::Save(const std::string& step_dir, int64_t step) const {

@@ -50,6 +50,9 @@ class AllReducedWeights {
   // Every worker, after backward: averages the gradients among the workers
   // and applies the optimizers.
   Status ReduceAndApply(Collective& collective);
+  // The optimizers alone, for gradients already averaged (NCCL on the GPU).
+  void Apply();
+  bool Contains(const Param* param) const;
 
   // Worker 0: writes the file into `step_dir`; returns its name there.
   StatusOr<std::string> Save(const std::string& step_dir, int64_t step) const;

@@ -51,6 +51,14 @@ Status Server::Run() {
   auto topology = node_.Start(
       [this](const Connection::Ptr& c, Incoming&& in) { OnPeerRequest(c, std::move(in)); });
   if (!topology.ok()) return topology.status();
+  auto tables = TableHost::Create(config_, node_.options().cluster.worker_num, node_.log());
+  if (!tables.ok()) return tables.status();
+  PSTRAIN_RETURN_IF_ERROR(node_.loop().Call<Status>(
+      [&] {
+        tables_ = std::move(*tables);
+        return Status::OK();
+      },
+      Aborted("the server is stopping")));
   // Restored partitions are in place before any worker can push or pull:
   // workers start only after this barrier.
   PSTRAIN_RETURN_IF_ERROR(RestoreNewestCheckpoint());
@@ -110,6 +118,12 @@ void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
     PsShard* shard = ShardFor(pull->tensor, pull->part, pull->elements * 4);
     if (shard == nullptr) return RefuseNewPartition(conn, id, pull->tensor, pull->part);
     shard->Pull(std::move(*pull), ReplyTo(conn, id));
+  } else if (auto* pull = std::get_if<SparsePullRequest>(&in.message.body)) {
+    if (!tables_) return conn->Reply(id, ErrorReply{"this server holds no embedding tables yet"});
+    tables_->Pull(std::move(*pull), std::move(in.payload), ReplyTo(conn, id));
+  } else if (auto* push = std::get_if<SparsePushRequest>(&in.message.body)) {
+    if (!tables_) return conn->Reply(id, ErrorReply{"this server holds no embedding tables yet"});
+    tables_->Push(std::move(*push), std::move(in.payload), ReplyTo(conn, id));
   } else if (auto* save = std::get_if<SaveRequest>(&in.message.body)) {
     if (save->step < 0)
       return conn->Reply(
@@ -144,26 +158,36 @@ void Server::Save(int64_t step, PsShard::Reply reply) {
   struct Gather {
     std::mutex mutex;
     std::vector<PartitionSnapshot> partitions;  // GUARDED_BY(mutex)
+    std::vector<TableSnapshot> tables;          // GUARDED_BY(mutex)
     size_t remaining;                           // GUARDED_BY(mutex)
   };
   std::vector<PsShard*> shards = AllShards();
   auto gather = std::make_shared<Gather>();
-  gather->remaining = shards.size();
+  gather->remaining = shards.size() + 1;  // and the tables
   std::string dir = CheckpointStepDir(config_.train.checkpoint->dir, step);
   std::string file = ShardFileName(node_.cluster().rank());
   ShardMeta meta = Meta();
+  // The last part in hands the lot to the I/O thread. Caller holds the lock.
+  auto write_if_last = [this, gather, dir, file, meta, reply] {
+    if (--gather->remaining > 0) return;
+    io_thread_.Post([gather, dir, file, meta, reply] {
+      Status st = WriteShardFile(dir + "/" + file, meta, gather->partitions, gather->tables);
+      if (!st.ok()) return reply(ErrorReply{st.message()}, {});
+      reply(SaveReply{file}, {});
+    });
+  };
   for (PsShard* shard : shards) {
-    shard->Snapshot([this, gather, dir, file, meta, reply](std::vector<PartitionSnapshot> part) {
+    shard->Snapshot([gather, write_if_last](std::vector<PartitionSnapshot> part) {
       std::lock_guard<std::mutex> lock(gather->mutex);
       for (auto& p : part) gather->partitions.push_back(std::move(p));
-      if (--gather->remaining > 0) return;
-      io_thread_.Post([gather, dir, file, meta, reply] {
-        Status st = WriteShardFile(dir + "/" + file, meta, gather->partitions);
-        if (!st.ok()) return reply(ErrorReply{st.message()}, {});
-        reply(SaveReply{file}, {});
-      });
+      write_if_last();
     });
   }
+  tables_->Snapshot(step, [gather, write_if_last](std::vector<TableSnapshot> tables) {
+    std::lock_guard<std::mutex> lock(gather->mutex);
+    gather->tables = std::move(tables);
+    write_if_last();
+  });
 }
 
 Status Server::RestoreNewestCheckpoint() {
@@ -178,8 +202,11 @@ Status Server::RestoreNewestCheckpoint() {
     return Status::OK();
   }
   std::string path = newest->step_dir + "/" + ShardFileName(node_.cluster().rank());
-  auto partitions = ReadShardFile(path, Meta());
-  if (!partitions.ok()) return partitions.status().WithContext("resume");
+  auto contents = ReadShardFile(path, Meta());
+  if (!contents.ok()) return contents.status().WithContext("resume");
+  const size_t tables = contents->tables.size();
+  PSTRAIN_RETURN_IF_ERROR(tables_->Restore(std::move(contents->tables)).WithContext(path));
+  std::vector<PartitionSnapshot>* partitions = &contents->partitions;
   // Route each partition as a request for it would be routed (on the loop,
   // which owns the routes), then let each shard install its own.
   std::map<PsShard*, std::vector<PartitionSnapshot>> per_shard;
@@ -201,7 +228,8 @@ Status Server::RestoreNewestCheckpoint() {
     shard->Restore(std::move(list), [done](Status st) { done.Set(st); });
     PSTRAIN_RETURN_IF_ERROR(done.Wait().WithContext(path));
   }
-  node_.log()->info("resumed {} partitions from {} (step {})", count, path, newest->step);
+  node_.log()->info("resumed {} partitions and {} embedding tables from {} (step {})", count,
+                    tables, path, newest->step);
   return Status::OK();
 }
 

@@ -12,6 +12,8 @@
 //      clock has reached min_clock.     reply: PullReply(clock) + values
 //   5. SaveRequest(step, dir): write this server's shard of a checkpoint.
 //                                                        reply: SaveReply
+//   6. SparsePullRequest / SparsePushRequest: rows of the embedding tables
+//      this server holds a share of (roles/table_host.h).
 // The loop thread only routes: each partition belongs to one shard thread
 // (PsShard), which does the math and sends the reply.
 #pragma once
@@ -25,6 +27,7 @@
 #include "roles/node.h"
 #include "roles/ps_shard.h"
 #include "roles/shard_file.h"
+#include "roles/table_host.h"
 #include "src/common/config.h"
 
 namespace pstrain {
@@ -64,6 +67,9 @@ class Server {
   // Owns the small partitions, on the loop thread: for them a hand-off to a
   // shard thread (two thread switches) costs far more than the update.
   std::unique_ptr<PsShard> loop_shard_;
+  // The server-held embedding tables (none unless the config has some);
+  // made in Run(), before any worker may send to them.
+  std::unique_ptr<TableHost> tables_;
   // Which shard owns each (tensor, part); loop thread only.
   using RoutesOfTensor = std::map<uint32_t, PsShard*>;
   std::map<std::string, RoutesOfTensor, std::less<>> routes_;

@@ -53,7 +53,8 @@ bool SplitName(const std::string& name, std::string* tensor, uint32_t* part, std
 std::string ShardFileName(int rank) { return fmt::format("server-{}.ckpt", rank); }
 
 Status WriteShardFile(const std::string& path, const ShardMeta& meta,
-                      const std::vector<PartitionSnapshot>& partitions) {
+                      const std::vector<PartitionSnapshot>& partitions,
+                      const std::vector<TableSnapshot>& tables) {
   std::string meta_text = MetaText(meta);
   std::vector<SectionView> sections{{"meta", meta_text.data(), meta_text.size()}};
   std::vector<std::array<int64_t, 3>> states(partitions.size());
@@ -72,11 +73,19 @@ Status WriteShardFile(const std::string& path, const ShardMeta& meta,
       sections.push_back({names.back(), data.data(), data.size() * sizeof(float)});
     }
   }
+  std::vector<std::string> table_bytes;  // clock, then the table's bytes
+  table_bytes.reserve(tables.size());
+  for (const TableSnapshot& t : tables) {
+    std::string& b = table_bytes.emplace_back(sizeof(int64_t), '\0');
+    std::memcpy(b.data(), &t.clock, sizeof(int64_t));
+    b += t.bytes;
+    names.push_back("t/" + t.name);
+    sections.push_back({names.back(), b.data(), b.size()});
+  }
   return WriteCheckpointFile(path, sections);
 }
 
-StatusOr<std::vector<PartitionSnapshot>> ReadShardFile(const std::string& path,
-                                                       const ShardMeta& expected) {
+StatusOr<ShardContents> ReadShardFile(const std::string& path, const ShardMeta& expected) {
   auto sections = ReadCheckpointFile(path);
   if (!sections.ok()) return sections.status();
   if (sections->empty() || (*sections)[0].name != "meta")
@@ -88,9 +97,19 @@ StatusOr<std::vector<PartitionSnapshot>> ReadShardFile(const std::string& path,
         "workers)",
         path, meta.substr(0, meta.find('\n')) + ", ...", expected.server, expected.servers,
         expected.workers));
+  ShardContents out;
   std::map<std::pair<std::string, uint32_t>, PartitionSnapshot> by_key;
   for (size_t i = 1; i < sections->size(); ++i) {
     const Section& s = (*sections)[i];
+    if (s.name.rfind("t/", 0) == 0) {
+      if (s.bytes.size() < sizeof(int64_t))
+        return InvalidArgument(fmt::format("{}: section '{}' is too short", path, s.name));
+      TableSnapshot& t = out.tables.emplace_back();
+      t.name = s.name.substr(2);
+      std::memcpy(&t.clock, s.bytes.data(), sizeof(int64_t));
+      t.bytes.assign(s.bytes.begin() + sizeof(int64_t), s.bytes.end());
+      continue;
+    }
     std::string tensor, rest;
     uint32_t part = 0;
     if (!SplitName(s.name, &tensor, &part, &rest) || s.bytes.size() % sizeof(float) != 0)
@@ -112,12 +131,11 @@ StatusOr<std::vector<PartitionSnapshot>> ReadShardFile(const std::string& path,
       p.slots.emplace_back(rest.substr(5), Floats(s));
     }
   }
-  std::vector<PartitionSnapshot> out;
   for (auto& [key, p] : by_key) {
     if (p.values.empty())
       return InvalidArgument(
           fmt::format("{}: '{}' partition {} has no values", path, p.tensor, p.part));
-    out.push_back(std::move(p));
+    out.partitions.push_back(std::move(p));
   }
   return out;
 }

@@ -18,6 +18,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Test samples per evaluation batch.
+constexpr int kEvalBatch = 1024;
+
 double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -28,16 +31,27 @@ StatusOr<std::unique_ptr<TrainJob>> TrainJob::Create(const Config& config) {
   if (!config.has_model)
     return InvalidArgument(fmt::format("{}: no model: section", config.source));
   if (!config.has_data) return InvalidArgument(fmt::format("{}: no data: section", config.source));
-  if (config.model.device != "cpu")
-    return InvalidArgument(
-        fmt::format("{}: model.device: {} is not available in this build (cpu only for now)",
-                    config.source, config.model.device));
+  if (config.model.device == "gpu") {
+    // Refused at start-up, before any data is read or any node joins.
+    PSTRAIN_RETURN_IF_ERROR(CheckGpuModelSupported(config.model).WithContext(config.source));
+    PSTRAIN_RETURN_IF_ERROR(CheckGpuVisible().WithContext(config.source));
+  } else if (config.model.device != "cpu") {
+    return InvalidArgument(fmt::format("{}: model.device: '{}': expected cpu or gpu", config.source,
+                                       config.model.device));
+  }
   std::unique_ptr<TrainJob> job(new TrainJob(config));
-  auto model = Model::Build(config.model, config.train.seed);
+  ModelConfig model_config = config.model;
+  auto embeddings = RemoteEmbeddings::Create(config, &model_config,
+                                             std::max(config.train.batch_size, kEvalBatch));
+  if (!embeddings.ok()) return embeddings.status();
+  job->embeddings_ = std::move(*embeddings);
+  auto model = Model::Build(model_config, config.train.seed);
   if (!model.ok()) return model.status().WithContext(config.source);
   job->model_ = std::move(*model);
+  PSTRAIN_RETURN_IF_ERROR(job->embeddings_->Bind(job->model_->params()));
   std::vector<Param*> allreduced;
   for (Param* p : job->model_->params()) {
+    if (job->embeddings_->Holds(p)) continue;
     const ParameterRule* rule = FindParameterRule(config, p->name);
     (rule != nullptr && !rule->ps ? allreduced : job->ps_params_).push_back(p);
   }
@@ -95,10 +109,81 @@ Status TrainJob::InitWeights(WorkerContext& ctx, const CheckpointRef& resume) {
   return ctx.kv->Run(ops).Wait().WithContext("initial pull");
 }
 
-Status TrainJob::Step(WorkerContext& ctx, const Batch& batch, int64_t step) {
+Status TrainJob::StartGpu(WorkerContext& ctx) {
+  auto gpu = GpuModel::Build(config_.model, model_->params(), config_.train.seed);
+  if (!gpu.ok()) return gpu.status().WithContext("model.device: gpu");
+  gpu_ = std::move(*gpu);
+  ctx.log->info("worker {} trains on the GPU: {}", ctx.rank, GpuDescription());
+  if (allreduced_->empty() || ctx.workers == 1) return Status::OK();
+  std::string id;
+  Status made = Status::OK();
+  if (ctx.rank == 0) {
+    auto made_id = NcclUniqueIdBytes();
+    made = made_id.status();
+    if (made_id.ok()) id = *made_id;
+  }
+  // Every worker enters the barrier, so a failure on worker 0 fails all.
+  auto shared = ctx.cluster->ShareFromOne(BarrierGroup::kWorkers, id);
+  PSTRAIN_RETURN_IF_ERROR(made.WithContext("NCCL unique id"));
+  if (!shared.ok()) return shared.status();
+  if (shared->empty()) return Unavailable("worker 0 could not make an NCCL unique id");
+  auto nccl = NcclCommunicator::Create(ctx.rank, ctx.workers, *shared, gpu_->stream());
+  if (!nccl.ok()) return nccl.status().WithContext("NCCL");
+  nccl_ = std::move(*nccl);
+  const std::vector<Param*>& params = model_->params();
+  gpu_->on_device_grads = [this, &params](size_t i, float* grad, int64_t n) -> Status {
+    if (!allreduced_->Contains(params[i])) return Status::OK();
+    return nccl_->AllReduce(grad, n, /*average=*/true);
+  };
+  ctx.log->info("worker {}: ps: false gradients are averaged with NCCL among {} GPU workers",
+                ctx.rank, ctx.workers);
+  return Status::OK();
+}
+
+StatusOr<float> TrainJob::ComputeGradients(const Batch& batch) {
+  if (!gpu_) {
+    model_->Forward(batch, /*training=*/true);
+    return model_->Backward(batch);
+  }
+  PSTRAIN_RETURN_IF_ERROR(gpu_->UploadWeights());
+  auto logits = gpu_->Forward(batch, /*training=*/true);
+  if (!logits.ok()) return logits.status();
+  return gpu_->Backward(batch);
+}
+
+StatusOr<const Tensor*> TrainJob::Logits(const Batch& batch) {
+  if (!gpu_) return &model_->Forward(batch, /*training=*/false);
+  return gpu_->Forward(batch, /*training=*/false);
+}
+
+// What goes on while the dense push and pull are in flight: the embedding
+// rows' gradients go to their servers, and the all-reduced weights are
+// averaged (unless NCCL did it during backward) and updated.
+Status TrainJob::ExchangeLocalState(WorkerContext& ctx, int64_t step) {
+  if (sparse_) PSTRAIN_RETURN_IF_ERROR(embeddings_->Scatter(*sparse_, step));
+  if (nccl_) {
+    allreduced_->Apply();
+    return Status::OK();
+  }
+  if (allreduced_->empty()) return Status::OK();
+  return allreduced_->ReduceAndApply(*ctx.collective);
+}
+
+Status TrainJob::Step(WorkerContext& ctx, Batch& batch, int64_t step) {
   Clock::time_point start = Clock::now();
-  model_->Forward(batch, /*training=*/true);
-  stats_.last_loss = model_->Backward(batch);
+  if (sparse_) {
+    // The rows must include the updates a dense pull would see at this step.
+    const int64_t min_clock = config_.train.mode == UpdateMode::kSync    ? step
+                              : config_.train.mode == UpdateMode::kAsync ? 0
+                                                                         : MinClock(step - 1);
+    PSTRAIN_RETURN_IF_ERROR(embeddings_->Gather(*sparse_, &batch, min_clock, step)
+                                .WithContext(fmt::format("step {}", step + 1)));
+    stats_.comm_s += Since(start);
+    start = Clock::now();
+  }
+  auto loss = ComputeGradients(batch);
+  if (!loss.ok()) return loss.status().WithContext(fmt::format("step {}", step + 1));
+  stats_.last_loss = *loss;
   if (!std::isfinite(stats_.last_loss))
     return FailedPrecondition(
         fmt::format("the loss is {} at step {}: training diverged (lower train.optimizer.lr?)",
@@ -116,7 +201,7 @@ Status TrainJob::Step(WorkerContext& ctx, const Batch& batch, int64_t step) {
   }
   std::optional<KvHandle> pushed_and_pulled;
   if (!ops.empty()) pushed_and_pulled = ctx.kv->Run(std::move(ops));
-  Status st = allreduced_->empty() ? Status::OK() : allreduced_->ReduceAndApply(*ctx.collective);
+  Status st = ExchangeLocalState(ctx, step);
   if (pushed_and_pulled) {
     Status kv = pushed_and_pulled->Wait();
     if (st.ok()) st = kv;
@@ -133,15 +218,20 @@ Status TrainJob::Evaluate(WorkerContext& ctx, int epoch) {
     if (!test.ok()) return test.status();
     test_ = std::make_unique<Dataset>(std::move(*test));
   }
-  Batcher batcher = Batcher::ForEval(test_.get(), 1024);
+  Batcher batcher = Batcher::ForEval(test_.get(), kEvalBatch);
   batcher.StartEpoch(0);
   Batch batch;
   const bool click = config_.model.loss == "bce_with_logits";
   int64_t correct_n = 0, seen = 0;
   double correct = 0;
   std::vector<float> scores, labels;
+  if (gpu_) PSTRAIN_RETURN_IF_ERROR(gpu_->UploadWeights());
   while (batcher.Next(&batch)) {
-    const Tensor& logits = model_->Forward(batch, /*training=*/false);
+    if (sparse_)
+      PSTRAIN_RETURN_IF_ERROR(embeddings_->Gather(*sparse_, &batch, 0, 0, /*use_cache=*/false));
+    auto computed = Logits(batch);
+    if (!computed.ok()) return computed.status().WithContext("evaluation");
+    const Tensor& logits = **computed;
     if (click) {
       for (int64_t i = 0; i < batch.size(); ++i) {
         scores.push_back(1.0f / (1.0f + std::exp(-logits.data[i])));
@@ -168,6 +258,11 @@ Status TrainJob::Evaluate(WorkerContext& ctx, int epoch) {
 Status TrainJob::Run(WorkerContext& ctx) {
   if (ctx.kv == nullptr && !ps_params_.empty())
     return FailedPrecondition("training needs at least one server");
+  if (!embeddings_->empty()) {
+    if (ctx.servers.empty())
+      return FailedPrecondition("server-held embedding tables need at least one server");
+    sparse_ = std::make_unique<SparseClient>(ctx.loop, ctx.servers, ctx.rank);
+  }
   if (ctx.collective == nullptr && !allreduced_->empty())
     return FailedPrecondition("all-reduced (ps: false) weights need the workers' ring");
   auto data = LoadTrainShard(config_.data, ctx.rank, ctx.workers);
@@ -196,6 +291,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
   if (!resume.ok()) return resume.status();
   const int64_t start_step = resume->step;
   PSTRAIN_RETURN_IF_ERROR(InitWeights(ctx, *resume));
+  if (config_.model.device == "gpu") PSTRAIN_RETURN_IF_ERROR(StartGpu(ctx));
   ctx.log->info("worker {} trains {} steps ({} per epoch, batch {}) on {} samples", ctx.rank,
                 total - start_step, steps_per_epoch, batch_size, data->size());
 
@@ -215,9 +311,15 @@ Status TrainJob::Run(WorkerContext& ctx) {
       return Internal(fmt::format("worker {} ran out of batches at step {}", ctx.rank, step + 1));
     PSTRAIN_RETURN_IF_ERROR(Step(ctx, batch, step));
     epoch_samples += batch.size();
-    if ((in_epoch + 1) % config_.train.log_every == 0 || in_epoch == 0)
+    if ((in_epoch + 1) % config_.train.log_every == 0 || in_epoch == 0) {
       ctx.log->info("epoch: {} step: {}, loss is {:.6f}", epoch + 1, in_epoch + 1,
                     stats_.last_loss);
+      if (sparse_) {
+        ctx.log->info("embedding rows: {}",
+                      RemoteEmbeddings::Describe(embeddings_->counts(), logged_counts_));
+        logged_counts_ = embeddings_->counts();
+      }
+    }
     const bool last = step + 1 == total;
     if (ctx.rank == 0 && CheckpointDue(config_, step + 1, last))
       PSTRAIN_RETURN_IF_ERROR(SaveCheckpoint(ctx, step + 1, allreduced_.get()));

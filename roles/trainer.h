@@ -11,6 +11,8 @@
 //      (async) or values at most `staleness` steps old (ssp). While those are
 //      in flight, the gradients of the ps: false weights are averaged among
 //      the workers and applied here (roles/allreduced_weights.h),
+//   Server-held embedding tables (init_in_server) work on the batch's rows
+//   only: pulled before step 2, pushed after it (roles/remote_embeddings.h).
 //   4. every log_every steps: "epoch: E step: S, loss is L".
 // At each epoch end the chief evaluates on the test set (accuracy, or AUC and
 // log-loss for click data) and logs throughput; checkpoints as configured.
@@ -20,10 +22,12 @@
 #include <vector>
 
 #include "roles/allreduced_weights.h"
+#include "roles/remote_embeddings.h"
 #include "roles/worker_job.h"
 #include "src/common/checkpoint_file.h"
 #include "src/common/config.h"
 #include "src/data/dataset.h"
+#include "src/gpu/gpu.h"
 #include "src/nn/model.h"
 
 namespace pstrain {
@@ -56,14 +60,27 @@ class TrainJob : public WorkerJob {
  private:
   explicit TrainJob(const Config& config) : config_(config) {}
   Status InitWeights(WorkerContext& ctx, const CheckpointRef& resume);
-  Status Step(WorkerContext& ctx, const Batch& batch, int64_t step);
+  Status Step(WorkerContext& ctx, Batch& batch, int64_t step);
+  Status ExchangeLocalState(WorkerContext& ctx, int64_t step);
   Status Evaluate(WorkerContext& ctx, int epoch);
+  // device: gpu: the model on the GPU and, with ps: false weights and
+  // several workers, NCCL among them (worker 0's id shared via the
+  // scheduler).
+  Status StartGpu(WorkerContext& ctx);
+  // Forward and backward of one training batch, on the GPU or here.
+  StatusOr<float> ComputeGradients(const Batch& batch);
+  StatusOr<const Tensor*> Logits(const Batch& batch);
   int64_t MinClock(int64_t step) const;
 
   Config config_;
   std::unique_ptr<Model> model_;
   std::vector<Param*> ps_params_;                  // on the servers, in PsTensors() order
   std::unique_ptr<AllReducedWeights> allreduced_;  // the ps: false ones
+  std::unique_ptr<RemoteEmbeddings> embeddings_;   // server-held tables
+  std::unique_ptr<SparseClient> sparse_;           // their rows, when there are some
+  RemoteEmbeddings::Counts logged_counts_;         // at the last progress line
+  std::unique_ptr<GpuModel> gpu_;                  // device: gpu only
+  std::unique_ptr<NcclCommunicator> nccl_;         // averages ps: false grads on the GPU
   std::unique_ptr<Dataset> test_;                  // loaded at the first evaluation
   TrainStats stats_;
 };

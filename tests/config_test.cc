@@ -124,7 +124,7 @@ TEST_CASE("an unknown key names itself and the allowed keys") {
         "x.yaml:2: train.checkpoint.every: unknown key (allowed: dir, every_steps, resume, keep)");
   CHECK(ErrorOf("parameters:\n  - {match: a}\n  - {match: b, cache: 5}\n") ==
         "x.yaml:3: parameters[1].cache: unknown key (allowed: match, ps, init_in_server, "
-        "cache_rows, optimizer)");
+        "cache_rows, cache_staleness, admit_after, evict_after_steps, max_rows, optimizer)");
 }
 
 TEST_CASE("a value of the wrong type names the key and what it got") {
@@ -214,6 +214,12 @@ TEST_CASE("settings that would be silently ignored are errors") {
   CHECK(ErrorOf("parameters:\n  - {match: fc*,\n     cache_rows: 10, ps: false}\n") ==
         "x.yaml:3: parameters[0].cache_rows: needs ps: true (with ps: false the parameter is "
         "all-reduced among workers)");
+  CHECK(ErrorOf("parameters:\n  - {match: emb, ps: false, evict_after_steps: 100}\n") ==
+        "x.yaml:2: parameters[0].evict_after_steps: needs ps: true (with ps: false the parameter "
+        "is all-reduced among workers)");
+  CHECK(Parse("parameters:\n  - {match: emb, init_in_server: true, admit_after: 3, max_rows: 9}\n")
+            .parameters[0]
+            .admit_after == 3);
   CHECK(ErrorOf("parameters:\n  - {match: a*}\n  - {match: b}\n  - {match: a*, ps: false}\n") ==
         "x.yaml:4: parameters[2].match: 'a*' is already matched by parameters[0] (line 2), so "
         "this rule never applies");

@@ -7,85 +7,30 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <mutex>
 
 #include "roles/local_job.h"
 #include "roles/trainer.h"
-#include "tests/test_util.h"
+#include "tests/train_util.h"
 
 namespace pstrain {
 namespace {
-
-std::string RepoPath(const std::string& relative) {
-  std::string here = __FILE__;
-  return here.substr(0, here.rfind("tests/")) + relative;
-}
 
 bool HaveFashionMnist() {
   return std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
 }
 
-// Runs a local job of `config` and returns what the chief's TrainJob saw.
-struct Outcome {
-  Status status;
-  TrainStats stats;
-  std::vector<std::vector<float>> weights;
-};
+using Outcome = testing::TrainOutcome;
+using testing::LargestDifference;
+using testing::RepoPath;
 
 Outcome Train(const Config& config, int servers, int workers) {
-  Outcome out;
-  std::mutex mutex;
-  class Recording : public WorkerJob {
-   public:
-    Recording(std::unique_ptr<TrainJob> job, Outcome* out, std::mutex* mutex)
-        : job_(std::move(job)), out_(out), mutex_(mutex) {}
-    std::vector<TensorSpec> PsTensors() override { return job_->PsTensors(); }
-    bool NeedsCollective() override { return job_->NeedsCollective(); }
-    Status Run(WorkerContext& ctx) override {
-      Status st = job_->Run(ctx);
-      if (ctx.rank == 0) {
-        std::lock_guard<std::mutex> lock(*mutex_);
-        out_->stats = job_->stats();
-        out_->weights = job_->Weights();
-      }
-      return st;
-    }
-
-   private:
-    std::unique_ptr<TrainJob> job_;
-    Outcome* out_;
-    std::mutex* mutex_;
-  };
-  auto sink = std::make_shared<testing::CaptureSink>();
-  LocalJobOptions job;
-  job.cluster.server_num = servers;
-  job.cluster.worker_num = workers;
-  job.config = config;
-  job.make_job = [&](int) -> std::unique_ptr<WorkerJob> {
-    auto train = TrainJob::Create(config);
-    REQUIRE(train.ok());
-    return std::make_unique<Recording>(std::move(*train), &out, &mutex);
-  };
-  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
-  out.status = RunLocalJob(job);
-  return out;
+  return testing::TrainLocally(config, servers, workers);
 }
 
 Config Lenet(const std::string& file = "configs/lenet_fashion_mnist.yaml") {
   auto config = LoadConfig(RepoPath(file));
   REQUIRE_MESSAGE(config.ok(), config.status().message());
   return *config;
-}
-
-double LargestDifference(const Outcome& a, const Outcome& b) {
-  REQUIRE(a.weights.size() == b.weights.size());
-  double worst = 0;
-  for (size_t t = 0; t < a.weights.size(); ++t) {
-    REQUIRE(a.weights[t].size() == b.weights[t].size());
-    for (size_t i = 0; i < a.weights[t].size(); ++i)
-      worst = std::max(worst, static_cast<double>(std::fabs(a.weights[t][i] - b.weights[t][i])));
-  }
-  return worst;
 }
 
 void CheckSyncEquivalence(const std::string& file, int servers) {
@@ -179,6 +124,43 @@ TEST_CASE("a short run learns: MLP test accuracy well above chance after 300 ste
   REQUIRE_MESSAGE(out.status.ok(), out.status.message());
   MESSAGE("test accuracy after 300 steps of 2 x 64: " << out.stats.test_metric);
   CHECK(out.stats.test_metric > 0.75);
+}
+
+TEST_CASE("device: gpu fails at start-up when no GPU is visible, saying so") {
+  Config config = Lenet("configs/lenet_hybrid.yaml");
+  config.model.device = "gpu";
+  auto job = TrainJob::Create(config);
+  if (CheckGpuVisible().ok()) {
+    MESSAGE("skipped: a GPU is visible here, so the job may start");
+    CHECK_MESSAGE(job.ok(), job.status().message());
+    return;
+  }
+  REQUIRE_FALSE(job.ok());
+  const std::string why = job.status().message();
+  CHECK(why.find("lenet_hybrid.yaml") != std::string::npos);
+  CHECK((why.find("no GPU is visible") != std::string::npos ||
+         why.find("built without CUDA") != std::string::npos));
+}
+
+TEST_CASE("workers with different models are stopped at start-up, naming the difference") {
+  Config config = Lenet();
+  Config other = config;
+  other.model.layers.back().out = 5;  // fc3: 5 classes on one worker
+  auto sink = std::make_shared<testing::CaptureSink>();
+  LocalJobOptions job;
+  job.cluster.server_num = 1;
+  job.cluster.worker_num = 2;
+  job.config = config;
+  job.make_job = [&](int index) -> std::unique_ptr<WorkerJob> {
+    auto train = TrainJob::Create(index == 0 ? config : other);
+    REQUIRE(train.ok());
+    return std::move(*train);
+  };
+  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
+  Status st = RunLocalJob(job);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.message().find("other PS tensors") != std::string::npos);
+  CHECK(st.message().find("than worker 0") != std::string::npos);
 }
 
 TEST_CASE("the hybrid config puts the convolutions on the servers and the rest on workers") {

@@ -194,12 +194,17 @@ Status ReadRule(const Value& v, ParameterRule* rule) {
       v,
       {Required(NonEmptyString("match", &rule->match)), Bool("ps", &rule->ps),
        Bool("init_in_server", &rule->init_in_server), Int("cache_rows", &rule->cache_rows, 0),
+       Int("cache_staleness", &rule->cache_staleness, 0), Int("admit_after", &rule->admit_after, 0),
+       Int("evict_after_steps", &rule->evict_after_steps, 0), Int("max_rows", &rule->max_rows, 0),
        Section("optimizer", &rule->optimizer, &ReadOptionalOptimizer)},
       &lines));
   // Both settings describe server-held rows; with ps: false there are none.
-  const char* server_only = rule->init_in_server   ? "init_in_server"
-                            : rule->cache_rows > 0 ? "cache_rows"
-                                                   : nullptr;
+  const char* server_only = rule->init_in_server          ? "init_in_server"
+                            : rule->cache_rows > 0        ? "cache_rows"
+                            : rule->admit_after > 0       ? "admit_after"
+                            : rule->evict_after_steps > 0 ? "evict_after_steps"
+                            : rule->max_rows > 0          ? "max_rows"
+                                                          : nullptr;
   if (!rule->ps && server_only != nullptr) {
     return v.Key(server_only, lines[server_only])
         .Error("needs ps: true (with ps: false the parameter is all-reduced among workers)");

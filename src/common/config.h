@@ -71,6 +71,11 @@ struct ParameterRule {
   bool ps = true;               // lives on the servers (false: all-reduced among workers)
   bool init_in_server = false;  // servers initialize it (needs ps)
   int64_t cache_rows = 0;       // rows cached on each worker, 0 = none (needs ps)
+  // Server-held embedding tables (init_in_server), see embedding/:
+  int64_t cache_staleness = 0;    // async/ssp: steps a cached row may be old
+  int64_t admit_after = 0;        // a row exists once its id was seen this often
+  int64_t evict_after_steps = 0;  // rows untouched this long are dropped, 0: never
+  int64_t max_rows = 0;           // rows per server at most, 0: no limit
   // Replaces train.optimizer for matching parameters; keys it leaves unset
   // take OptimizerConfig's defaults, not train.optimizer's.
   std::optional<OptimizerConfig> optimizer;

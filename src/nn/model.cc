@@ -52,6 +52,11 @@ StatusOr<Shape> InputShape(const ModelConfig& config, const Tower& tower, size_t
   return previous;
 }
 
+// Towers prefix their defaults: both would otherwise have "linear0".
+std::string DefaultLayerName(const std::string& tower, const std::string& type, size_t index) {
+  return (tower.empty() ? "" : tower + "_") + type + std::to_string(index);
+}
+
 Status BuildTower(const ModelConfig& config, const std::vector<LayerConfig>& configs, uint64_t seed,
                   Tower* tower, std::vector<Param*>* params, std::set<std::string>* names,
                   Shape* shape) {
@@ -59,10 +64,7 @@ Status BuildTower(const ModelConfig& config, const std::vector<LayerConfig>& con
   *shape = config.input;
   for (size_t i = 0; i < configs.size(); ++i) {
     LayerConfig c = configs[i];
-    if (c.name.empty()) {
-      // Towers prefix their defaults: both would otherwise have "linear0".
-      c.name = (tower->label.empty() ? "" : tower->label + "_") + c.type + std::to_string(i);
-    }
+    if (c.name.empty()) c.name = DefaultLayerName(tower->label, c.type, i);
     tower->configs.push_back(c);
     auto layer = CreateLayer(c, context);
     if (!layer.ok()) return layer.status().WithContext(Where(*tower, i));
@@ -179,6 +181,19 @@ float Model::Backward(const Batch& batch) {
 
 float Model::Loss(const Tensor& logits, const Batch& batch) const {
   return MeanLoss(impl_->loss, logits, batch.labels, nullptr);
+}
+
+std::vector<LayerConfig> NamedLayers(const ModelConfig& config) {
+  std::vector<LayerConfig> out;
+  const std::pair<const char*, const std::vector<LayerConfig>*> lists[] = {
+      {"", &config.layers}, {"wide", &config.wide}, {"deep", &config.deep}};
+  for (const auto& [label, configs] : lists)
+    for (size_t i = 0; i < configs->size(); ++i) {
+      LayerConfig c = (*configs)[i];
+      if (c.name.empty()) c.name = DefaultLayerName(label, c.type, i);
+      out.push_back(std::move(c));
+    }
+  return out;
 }
 
 }  // namespace pstrain

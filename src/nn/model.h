@@ -10,6 +10,10 @@
 
 namespace pstrain {
 
+// Every layer of `config` (the sequential list, or wide then deep), with the
+// default name filled in where none was given, as Model::Build names them.
+std::vector<LayerConfig> NamedLayers(const ModelConfig& config);
+
 class Model {
  public:
   // Builds and initializes every layer (seeded: the same seed gives the same

@@ -1,0 +1,125 @@
+#include "roles/sparse_client.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <memory>
+
+#include "comm/completion.h"
+
+namespace pstrain {
+namespace {
+
+// Counts the answers of one call's requests; done with the first error.
+struct Answers {
+  Answers(Completion<Status> d, size_t n) : done(std::move(d)), remaining(n) {}
+  void Answered(const Status& st) {
+    if (!st.ok() && first_error.ok()) first_error = st;
+    if (--remaining == 0) done.Set(first_error);
+  }
+  Completion<Status> done;
+  size_t remaining;
+  Status first_error;
+};
+
+}  // namespace
+
+void SparseClient::Group(const std::vector<RowTransfer>& transfers) {
+  groups_.resize(transfers.size());
+  for (size_t t = 0; t < transfers.size(); ++t)
+    GroupByServer(*transfers[t].ids, static_cast<int>(servers_.size()), &groups_[t]);
+}
+
+Status SparseClient::Pull(const std::vector<RowTransfer>& transfers, int64_t min_clock) {
+  const size_t servers = servers_.size();
+  Group(transfers);
+  // received[t * servers + s]: transfer t's rows from server s.
+  std::vector<std::vector<float>> received(transfers.size() * servers);
+  size_t requests = 0;
+  for (size_t t = 0; t < transfers.size(); ++t)
+    for (size_t s = 0; s < servers; ++s) requests += groups_[t].size(static_cast<int>(s)) > 0;
+  last_pull_bytes_ = 0;
+  if (requests == 0) return Status::OK();
+  Completion<Status> done;
+  auto answers = std::make_shared<Answers>(done, requests);
+  bool posted = loop_->Post([&, answers] {
+    for (size_t t = 0; t < transfers.size(); ++t) {
+      const RowTransfer& x = transfers[t];
+      for (size_t s = 0; s < servers; ++s) {
+        const size_t n = groups_[t].size(static_cast<int>(s));
+        if (n == 0) continue;
+        std::vector<float>& into = received[t * servers + s];
+        into.resize(n * x.dim);
+        Payload ids{reinterpret_cast<const uint8_t*>(groups_[t].ids_of(static_cast<int>(s))),
+                    n * sizeof(int64_t), nullptr};
+        Buffer place{reinterpret_cast<uint8_t*>(into.data()), into.size() * sizeof(float), nullptr};
+        servers_[s]->Call(
+            SparsePullRequest{*x.table, worker_, min_clock},
+            [answers, s, table = x.table](StatusOr<Incoming> reply) {
+              answers->Answered(reply.status().WithContext(
+                  fmt::format("pull of table '{}' rows from server {}", *table, s)));
+            },
+            std::move(ids), place);
+      }
+    }
+  });
+  if (!posted) return Aborted("the worker is stopping");
+  PSTRAIN_RETURN_IF_ERROR(done.Wait());
+  for (size_t t = 0; t < transfers.size(); ++t) {
+    const RowTransfer& x = transfers[t];
+    for (size_t s = 0; s < servers; ++s) {
+      const ServerGroups& g = groups_[t];
+      const uint32_t* index = g.unique_index.data() + g.offsets[s];
+      const std::vector<float>& rows = received[t * servers + s];
+      for (size_t k = 0; k < g.size(static_cast<int>(s)); ++k)
+        std::memcpy(x.rows + static_cast<size_t>(index[k]) * x.dim, rows.data() + k * x.dim,
+                    x.dim * sizeof(float));
+      last_pull_bytes_ += static_cast<int64_t>(rows.size() * sizeof(float));
+    }
+  }
+  return Status::OK();
+}
+
+Status SparseClient::Push(const std::vector<RowTransfer>& transfers, int64_t clock) {
+  const size_t servers = servers_.size();
+  Group(transfers);
+  // payloads[t * servers + s]: ids then rows, as the wire wants them.
+  std::vector<std::vector<uint8_t>> payloads(transfers.size() * servers);
+  for (size_t t = 0; t < transfers.size(); ++t) {
+    const RowTransfer& x = transfers[t];
+    const ServerGroups& g = groups_[t];
+    for (size_t s = 0; s < servers; ++s) {
+      const size_t n = g.size(static_cast<int>(s));
+      std::vector<uint8_t>& p = payloads[t * servers + s];
+      p.resize(n * (sizeof(int64_t) + x.dim * sizeof(float)));
+      std::memcpy(p.data(), g.ids_of(static_cast<int>(s)), n * sizeof(int64_t));
+      float* rows = reinterpret_cast<float*>(p.data() + n * sizeof(int64_t));
+      const uint32_t* index = g.unique_index.data() + g.offsets[s];
+      for (size_t k = 0; k < n; ++k)
+        std::memcpy(rows + k * x.dim, x.rows + static_cast<size_t>(index[k]) * x.dim,
+                    x.dim * sizeof(float));
+    }
+  }
+  if (payloads.empty()) return Status::OK();
+  Completion<Status> done;
+  auto answers = std::make_shared<Answers>(done, payloads.size());
+  bool posted = loop_->Post([&, answers] {
+    for (size_t t = 0; t < transfers.size(); ++t) {
+      for (size_t s = 0; s < servers; ++s) {
+        const std::vector<uint8_t>& p = payloads[t * servers + s];
+        const int64_t n = static_cast<int64_t>(groups_[t].size(static_cast<int>(s)));
+        servers_[s]->Call(
+            SparsePushRequest{*transfers[t].table, worker_, clock, n},
+            [answers, s, table = transfers[t].table](StatusOr<Incoming> reply) {
+              answers->Answered(reply.status().WithContext(
+                  fmt::format("push of table '{}' rows to server {}", *table, s)));
+            },
+            Payload{p.data(), p.size(), nullptr});
+      }
+    }
+  });
+  if (!posted) return Aborted("the worker is stopping");
+  return done.Wait();
+}
+
+}  // namespace pstrain

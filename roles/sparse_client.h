@@ -1,0 +1,57 @@
+// SparseClient: a worker's pulls and pushes of embedding rows held by the
+// servers (roles/table_host.h). The caller gives, per table, a batch's
+// unique ids; each server gets one request per table with the ids it holds
+// (embedding/placement.h), every request of a call in flight at once, and
+// the rows come back in the order of the ids.
+//
+// Threads: the calls block their caller (never the loop thread) until every
+// server has answered; the connections are used on the loop only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/connection.h"
+#include "comm/event_loop.h"
+#include "embedding/id_dedup.h"
+
+namespace pstrain {
+
+// One table's part of a call: `ids` (distinct) and their rows, dim floats
+// each: where a pull puts them, or what a push sends.
+struct RowTransfer {
+  const std::string* table;
+  int dim;
+  const std::vector<int64_t>* ids;
+  float* rows;
+};
+
+class SparseClient {
+ public:
+  SparseClient(EventLoop* loop, std::vector<Connection::Ptr> servers, int worker)
+      : loop_(loop), servers_(std::move(servers)), worker_(worker) {}
+
+  // The rows of every transfer's ids, once each table has applied
+  // `min_clock` steps. A transfer with no ids sends nothing.
+  Status Pull(const std::vector<RowTransfer>& transfers, int64_t min_clock);
+  // Pushes each transfer's rows (gradients) for step `clock`. Every server
+  // gets a request per table, empty when it holds none of the ids: in sync
+  // mode a step is applied once every worker's push of it is in.
+  Status Push(const std::vector<RowTransfer>& transfers, int64_t clock);
+
+  // Bytes of rows the last Pull received.
+  int64_t last_pull_bytes() const { return last_pull_bytes_; }
+
+ private:
+  // groups_[t]: transfer t's ids by server.
+  void Group(const std::vector<RowTransfer>& transfers);
+
+  EventLoop* loop_;
+  std::vector<Connection::Ptr> servers_;
+  const int worker_;
+  std::vector<ServerGroups> groups_;
+  int64_t last_pull_bytes_ = 0;
+};
+
+}  // namespace pstrain

@@ -1,0 +1,247 @@
+#include "roles/table_host.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "comm/completion.h"
+#include "embedding/id_dedup.h"
+
+namespace pstrain {
+namespace {
+
+// Ids one request may carry: a batch's unique ids, with room to spare.
+constexpr int64_t kMaxIdsPerRequest = int64_t{1} << 24;
+constexpr int64_t kLogEverySteps = 1000;
+
+std::vector<int64_t> ReadIds(const uint8_t* data, int64_t n) {
+  std::vector<int64_t> ids(static_cast<size_t>(n));
+  if (n > 0) std::memcpy(ids.data(), data, static_cast<size_t>(n) * sizeof(int64_t));
+  return ids;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TableHost>> TableHost::Create(const Config& config, int workers,
+                                                       Logger log) {
+  auto tables = ServerTables(config);
+  if (!tables.ok()) return tables.status();
+  std::unique_ptr<TableHost> host(new TableHost(workers, config.train.mode, std::move(log)));
+  for (ServerTable& t : *tables) {
+    auto table = SparseTable::Create(t.options);
+    if (!table.ok()) return table.status();
+    host->tables_.emplace(t.options.name, host->MakeHosted(std::move(*table)));
+  }
+  return host;
+}
+
+TableHost::~TableHost() = default;
+
+std::unique_ptr<TableHost::HostedTable> TableHost::MakeHosted(SparseTable table) const {
+  auto hosted = std::make_unique<HostedTable>(std::move(table));
+  hosted->pending_ids.resize(workers_);
+  hosted->pending_grads.resize(workers_);
+  hosted->arrived.assign(workers_, false);
+  return hosted;
+}
+
+TableHost::HostedTable* TableHost::Find(const std::string& name) {
+  auto it = tables_.find(name);
+  return it == tables_.end() ? nullptr : it->second.get();
+}
+
+void TableHost::Pull(SparsePullRequest request, Buffer ids, Reply reply) {
+  thread_.Post([this, request = std::move(request), ids = std::move(ids), reply]() {
+    HostedTable* t = Find(request.table);
+    if (t == nullptr)
+      return reply(ErrorReply{fmt::format("pull from unknown table '{}'", request.table)}, {});
+    if (ids.size % sizeof(int64_t) != 0 ||
+        static_cast<int64_t>(ids.size / sizeof(int64_t)) > kMaxIdsPerRequest)
+      return reply(
+          ErrorReply{fmt::format("pull from table '{}': {} bytes of ids", request.table, ids.size)},
+          {});
+    if (request.worker < 0 || request.worker >= workers_)
+      return reply(ErrorReply{fmt::format("pull from table '{}' by worker {} of {}", request.table,
+                                          request.worker, workers_)},
+                   {});
+    if (t->clock < request.min_clock) {
+      t->waiting.push_back({request, ids, reply});
+      return;
+    }
+    DoPull(*t, request, ids, reply);
+  });
+}
+
+void TableHost::DoPull(HostedTable& t, const SparsePullRequest& request, const Buffer& ids,
+                       const Reply& reply) {
+  const int64_t n = static_cast<int64_t>(ids.size / sizeof(int64_t));
+  const std::vector<int64_t> id_list = ReadIds(ids.data, n);
+  const int dim = t.table.options().dim;
+  auto rows = std::make_shared<std::vector<float>>(static_cast<size_t>(n) * dim);
+  Status st = t.table.Lookup(id_list.data(), id_list.size(), rows->data(), t.clock);
+  if (!st.ok()) return reply(ErrorReply{st.message()}, {});
+  Payload payload{reinterpret_cast<const uint8_t*>(rows->data()), rows->size() * sizeof(float),
+                  rows};
+  reply(SparsePullReply{t.clock}, std::move(payload));
+}
+
+void TableHost::Push(SparsePushRequest request, Buffer payload, Reply reply) {
+  thread_.Post([this, request = std::move(request), payload = std::move(payload), reply]() {
+    HostedTable* t = Find(request.table);
+    Status st = t == nullptr
+                    ? InvalidArgument(fmt::format("push to unknown table '{}'", request.table))
+                    : DoPush(*t, request, payload);
+    if (!st.ok()) return reply(ErrorReply{st.message()}, {});
+    reply(Ack{}, {});
+  });
+}
+
+Status TableHost::DoPush(HostedTable& t, const SparsePushRequest& request, const Buffer& payload) {
+  const int dim = t.table.options().dim;
+  const std::string& name = request.table;
+  if (request.worker < 0 || request.worker >= workers_)
+    return InvalidArgument(
+        fmt::format("push to table '{}' by worker {} of {}", name, request.worker, workers_));
+  if (request.rows > kMaxIdsPerRequest ||
+      payload.size != static_cast<uint64_t>(request.rows) * (sizeof(int64_t) + dim * sizeof(float)))
+    return InvalidArgument(fmt::format(
+        "push to table '{}' of {} rows in {} bytes: expected {} bytes per row (id and {} floats)",
+        name, request.rows, payload.size, sizeof(int64_t) + dim * sizeof(float), dim));
+  std::vector<int64_t> ids = ReadIds(payload.data, request.rows);
+  for (int64_t id : ids) PSTRAIN_RETURN_IF_ERROR(t.table.CheckId(id));
+  const float* grads =
+      reinterpret_cast<const float*>(payload.data + request.rows * sizeof(int64_t));
+  if (mode_ != UpdateMode::kSync) {
+    PSTRAIN_RETURN_IF_ERROR(t.table.ApplyGradients(ids.data(), grads, ids.size(), t.clock));
+    t.clock = ++t.pushes / workers_;
+    AfterStep(t);
+    return Status::OK();
+  }
+  if (request.clock != t.clock)
+    return FailedPrecondition(fmt::format("worker {} pushed step {} to table '{}', which is at {}",
+                                          request.worker, request.clock, name, t.clock));
+  if (t.arrived[request.worker])
+    return FailedPrecondition(fmt::format("worker {} pushed step {} to table '{}' twice",
+                                          request.worker, request.clock, name));
+  t.arrived[request.worker] = true;
+  t.pending_ids[request.worker] = std::move(ids);
+  t.pending_grads[request.worker].assign(grads, grads + request.rows * dim);
+  if (++t.arrived_count < workers_) return Status::OK();
+  return ApplySyncStep(t);
+}
+
+// Every worker's push of this step is in: one update with the average.
+Status TableHost::ApplySyncStep(HostedTable& t) {
+  const int dim = t.table.options().dim;
+  std::vector<int64_t> all_ids;
+  std::vector<float> all_grads;
+  for (int w = 0; w < workers_; ++w) {  // in worker order: the same sums every run
+    all_ids.insert(all_ids.end(), t.pending_ids[w].begin(), t.pending_ids[w].end());
+    all_grads.insert(all_grads.end(), t.pending_grads[w].begin(), t.pending_grads[w].end());
+    t.pending_ids[w].clear();
+    t.pending_grads[w].clear();
+  }
+  IdDedup dedup;
+  dedup.Reset(all_ids.data(), all_ids.size());
+  std::vector<float> summed;
+  SumGradients(dedup.inverse(), dedup.unique().size(), all_grads.data(), dim, &summed);
+  if (workers_ > 1) {
+    const float scale = 1.0f / static_cast<float>(workers_);
+    for (float& g : summed) g *= scale;
+  }
+  Status st =
+      t.table.ApplyGradients(dedup.unique().data(), summed.data(), dedup.unique().size(), t.clock);
+  std::fill(t.arrived.begin(), t.arrived.end(), false);
+  t.arrived_count = 0;
+  ++t.clock;
+  AfterStep(t);
+  return st;
+}
+
+// The clock moved: answer the pulls that waited for it; now and then drop
+// idle rows and log the table's counts.
+void TableHost::AfterStep(HostedTable& t) {
+  std::vector<WaitingPull> still;
+  for (WaitingPull& w : t.waiting) {
+    if (t.clock >= w.request.min_clock) {
+      DoPull(t, w.request, w.ids, w.reply);
+    } else {
+      still.push_back(std::move(w));
+    }
+  }
+  t.waiting = std::move(still);
+  for (auto it = waiting_snapshots_.begin(); it != waiting_snapshots_.end();) {
+    if (!ReadyFor(it->first)) {
+      ++it;
+      continue;
+    }
+    TakeSnapshot(it->second);
+    it = waiting_snapshots_.erase(it);
+  }
+  if (t.clock % kLogEverySteps != 0) return;
+  t.table.EvictUntouched(t.clock);
+  const EmbeddingTableCounters c = t.table.counters();
+  log_->info(
+      "table '{}' at step {}: {} rows, {} admitted, {} evicted ({} for room), {} dropped "
+      "gradients, {} ids waiting for admission",
+      t.table.options().name, t.clock, c.rows, c.admissions, c.evictions, c.capacity_evictions,
+      c.dropped_gradients, c.pending_ids);
+}
+
+bool TableHost::ReadyFor(int64_t step) const {
+  if (mode_ != UpdateMode::kSync) return true;
+  for (const auto& [name, t] : tables_)
+    if (t->clock < step) return false;
+  return true;
+}
+
+void TableHost::TakeSnapshot(const SnapshotDone& done) {
+  std::vector<TableSnapshot> out;
+  for (auto& [name, t] : tables_) {
+    TableSnapshot& s = out.emplace_back();
+    s.name = name;
+    s.clock = t->clock;
+    t->table.Serialize(&s.bytes);
+  }
+  done(std::move(out));
+}
+
+void TableHost::Snapshot(int64_t step, SnapshotDone done) {
+  thread_.Post([this, step, done] {
+    if (ReadyFor(step)) return TakeSnapshot(done);
+    waiting_snapshots_.emplace_back(step, done);
+  });
+}
+
+Status TableHost::Restore(std::vector<TableSnapshot> tables) {
+  Completion<Status> done;
+  thread_.Post([this, &tables, done] {
+    for (TableSnapshot& s : tables) {
+      HostedTable* t = Find(s.name);
+      if (t == nullptr)
+        return done.Set(InvalidArgument(
+            fmt::format("the checkpoint has table '{}', which the config does not", s.name)));
+      auto restored = SparseTable::Deserialize(t->table.options(), s.bytes.data(), s.bytes.size());
+      if (!restored.ok()) return done.Set(restored.status().WithContext("table " + s.name));
+      auto fresh = MakeHosted(std::move(*restored));
+      fresh->clock = s.clock;
+      fresh->pushes = s.clock * workers_;
+      tables_[s.name] = std::move(fresh);
+    }
+    done.Set(Status::OK());
+  });
+  return done.Wait();
+}
+
+StatusOr<EmbeddingTableCounters> TableHost::Counters(const std::string& table) {
+  Completion<StatusOr<EmbeddingTableCounters>> done;
+  thread_.Post([this, table, done] {
+    HostedTable* t = Find(table);
+    if (t == nullptr) return done.Set(NotFound("no table " + table));
+    done.Set(t->table.counters());
+  });
+  return done.Wait();
+}
+
+}  // namespace pstrain

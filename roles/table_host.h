@@ -1,0 +1,102 @@
+// TableHost: a server's share of every server-held embedding table
+// (roles/server_tables.h, embedding/sparse_table.h), answering the workers'
+// SparsePullRequest and SparsePushRequest (comm/wire.fbs).
+//
+// A row of table T with id i lives on server ServerOfId(i, servers); a
+// worker sends each server only its ids, deduplicated.
+//   pull: rows for the ids, in request order (created on first touch, or
+//     zeros for ids not yet admitted), once the table's clock reaches the
+//     request's min_clock.
+//   push (mode sync): the W workers' pushes of step c are summed per id,
+//     divided by W, and applied once; then the clock becomes c + 1 and
+//     waiting pulls are answered. A worker pushes every step, with no ids if
+//     it has none for this server, so the step completes.
+//   push (async, ssp): applied on arrival; the clock counts every push
+//     divided by W (ssp waits on it as on a dense partition's).
+// Counts of rows, admissions and evictions are logged every 1000 steps, and
+// idle rows (evict_after_steps) are dropped then.
+//
+// Threads: the tables belong to one WorkThread; Pull and Push may be called
+// from any thread (the loop's) and post there. Replies are made there.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/buffer.h"
+#include "comm/connection.h"
+#include "embedding/sparse_table.h"
+#include "roles/server_tables.h"
+#include "roles/shard_file.h"
+#include "src/common/config.h"
+#include "src/common/logging.h"
+#include "src/common/work_thread.h"
+
+namespace pstrain {
+
+class TableHost {
+ public:
+  using Reply = std::function<void(MessageBody body, Payload payload)>;
+
+  static StatusOr<std::unique_ptr<TableHost>> Create(const Config& config, int workers, Logger log);
+  ~TableHost();
+
+  bool empty() const { return tables_.empty(); }
+  void Pull(SparsePullRequest request, Buffer ids, Reply reply);
+  void Push(SparsePushRequest request, Buffer payload, Reply reply);
+
+  // Checkpoints: every table's rows, optimizer state and clock, copied on
+  // the table thread and handed to `done` there. In sync mode the copy waits
+  // until every table has applied `step` steps (the chief asks once its own
+  // push of the step is acknowledged, the others' may still be on the way).
+  using SnapshotDone = std::function<void(std::vector<TableSnapshot>)>;
+  void Snapshot(int64_t step, SnapshotDone done);
+  // Before any worker sends: replaces each named table with its snapshot.
+  // A snapshot of a table this config does not have is an error.
+  Status Restore(std::vector<TableSnapshot> tables);
+
+  // Table statistics, on the table thread (tests).
+  StatusOr<EmbeddingTableCounters> Counters(const std::string& table);
+
+ private:
+  struct WaitingPull {
+    SparsePullRequest request;
+    Buffer ids;
+    Reply reply;
+  };
+  struct HostedTable {
+    explicit HostedTable(SparseTable t) : table(std::move(t)) {}
+    SparseTable table;
+    int64_t clock = 0;   // steps applied (sync) or pushes / W (async, ssp)
+    int64_t pushes = 0;  // async/ssp: pushes applied
+    // sync: the pushes of step `clock` so far, one per worker.
+    std::vector<std::vector<int64_t>> pending_ids;
+    std::vector<std::vector<float>> pending_grads;
+    std::vector<bool> arrived;
+    int arrived_count = 0;
+    std::vector<WaitingPull> waiting;
+  };
+  TableHost(int workers, UpdateMode mode, Logger log) : workers_(workers), mode_(mode), log_(log) {}
+
+  std::unique_ptr<HostedTable> MakeHosted(SparseTable table) const;
+  HostedTable* Find(const std::string& name);
+  void DoPull(HostedTable& t, const SparsePullRequest& request, const Buffer& ids,
+              const Reply& reply);
+  Status DoPush(HostedTable& t, const SparsePushRequest& request, const Buffer& payload);
+  Status ApplySyncStep(HostedTable& t);
+  void AfterStep(HostedTable& t);
+
+  bool ReadyFor(int64_t step) const;
+  void TakeSnapshot(const SnapshotDone& done);
+
+  const int workers_;
+  const UpdateMode mode_;
+  std::vector<std::pair<int64_t, SnapshotDone>> waiting_snapshots_;  // table thread
+  Logger log_;
+  std::map<std::string, std::unique_ptr<HostedTable>, std::less<>> tables_;
+  WorkThread thread_;  // last: joins before the tables go
+};
+
+}  // namespace pstrain

@@ -1,0 +1,133 @@
+// pstrain_gpu: training on a CUDA device (device 0) and the NCCL all-reduce
+// among GPU workers. Always built; where CUDA was not found at build time
+// every call returns FailedPrecondition saying so, and GpuBuildEnabled() is
+// false.
+//
+// Threads: a GpuModel, a NcclCommunicator and a DeviceBuffer each belong to
+// one thread (the worker's). Device work is queued on a CUDA stream; the
+// calls that hand results to the host wait for it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/common/model_config.h"
+#include "src/common/status.h"
+#include "src/data/batch.h"
+#include "src/nn/layer.h"
+#include "src/nn/tensor.h"
+
+// CUDA's cudaStream_t is `CUstream_st*`: naming the struct keeps CUDA's
+// headers out of this one, and the type stays checked.
+struct CUstream_st;
+
+namespace pstrain {
+
+using GpuStream = CUstream_st*;  // nullptr: CUDA's default stream
+
+// True when this binary was built with CUDA.
+bool GpuBuildEnabled();
+// OK when a CUDA device is usable; otherwise FailedPrecondition with a
+// message that says why ("model.device: gpu, but no GPU is visible (...)" or
+// "... built without CUDA ...").
+Status CheckGpuVisible();
+// Device 0's name, memory and compute capability, for logs.
+std::string GpuDescription();
+// OK when the GPU path can run `config`: a sequential model of linear,
+// conv2d, maxpool, avgpool, relu, sigmoid, tanh, flatten and dropout layers
+// with either loss. Otherwise InvalidArgument naming the first layer it
+// cannot run ("model.layers[3] (embedding_bag, line 12): not supported on
+// the GPU"). Needs no device.
+Status CheckGpuModelSupported(const ModelConfig& config);
+
+// Forward and backward of a sequential model on device 0, in float32.
+//
+// The host Model (src/nn/model.h) stays the owner of the weights: the
+// trainer pulls or updates the host Params, calls UploadWeights(), and after
+// Backward() finds the gradients in the host Params' grad tensors (copied
+// through pinned staging memory). Conventions (weight layouts, padding,
+// maxpool ties, the dropout mask of a given seed) are the CPU layers', so a
+// step gives the CPU's gradients up to float rounding.
+class GpuModel {
+ public:
+  // `params`: the host model's params() (same order, names and shapes); the
+  // pointers must outlive the GpuModel. Their current values are uploaded.
+  // `seed`: the host Model's build seed, which keys the dropout masks.
+  static StatusOr<std::unique_ptr<GpuModel>> Build(const ModelConfig& config,
+                                                   const std::vector<Param*>& params,
+                                                   uint64_t seed = 0);
+  ~GpuModel();
+
+  // Host values -> device (all params).
+  Status UploadWeights();
+  // Forward on the device; the logits ([N, classes] or [N, 1]) are copied
+  // into a host tensor owned by the model, valid until the next Forward.
+  StatusOr<const Tensor*> Forward(const Batch& batch, bool training);
+  // After Forward(batch, true): the mean loss over the batch, and every host
+  // Param's grad set to the gradient of that mean loss.
+  StatusOr<float> Backward(const Batch& batch);
+
+  // Called by Backward, when set, for each param i once its gradient is
+  // complete on the device and before it is copied to the host: the place
+  // to all-reduce gradients in place (NcclCommunicator on stream()). Work it
+  // queues on stream() is ordered before the copy; an error ends Backward.
+  std::function<Status(size_t index, float* device_grad, int64_t n)> on_device_grads;
+
+  // The stream the model's device work runs on.
+  GpuStream stream() const;
+
+ private:
+  struct Impl;  // device buffers, layers, cuBLAS handle (gpu_model.cc)
+  explicit GpuModel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Floats in device memory outside a model (tests, benchmarks). Copies are
+// synchronous and wait for all work queued on the device before them.
+class DeviceBuffer {
+ public:
+  static StatusOr<std::unique_ptr<DeviceBuffer>> Create(int64_t n);
+  ~DeviceBuffer();
+
+  float* data() { return data_; }
+  int64_t size() const { return size_; }
+  Status CopyFromHost(const std::vector<float>& src);  // src.size() == size()
+  StatusOr<std::vector<float>> CopyToHost() const;
+
+ private:
+  DeviceBuffer(float* data, int64_t size) : data_(data), size_(size) {}
+  float* data_;  // owned: cudaMalloc'd
+  int64_t size_;
+};
+
+// The NCCL unique id of a new communicator, as bytes to relay to the other
+// ranks (the trainer sends it through the scheduler). Rank 0 calls this.
+StatusOr<std::string> NcclUniqueIdBytes();
+
+// All-reduce and broadcast among the job's GPU workers, one rank each.
+class NcclCommunicator {
+ public:
+  // Joins the communicator; returns once all `world` ranks have joined.
+  // Collectives are queued on `stream` (give the GpuModel's stream()).
+  static StatusOr<std::unique_ptr<NcclCommunicator>> Create(int rank, int world,
+                                                            const std::string& unique_id,
+                                                            GpuStream stream = nullptr);
+  ~NcclCommunicator();
+
+  // In place on device memory, queued on the stream: later work on the
+  // stream sees the result. `average` divides the sum by the world size.
+  Status AllReduce(float* device_data, int64_t n, bool average);
+  Status Broadcast(float* device_data, int64_t n, int root);
+  // Waits until the queued collectives are done.
+  Status Synchronize();
+
+ private:
+  struct Impl;  // ncclComm_t and the stream (nccl.cc)
+  explicit NcclCommunicator(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pstrain

@@ -1,0 +1,69 @@
+// Internal to src/gpu (CUDA builds only): the layers of a GpuModel. Each
+// mirrors a CPU layer of src/nn (same shapes, layouts and semantics) and
+// runs on the model's stream.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "src/common/model_config.h"
+#include "src/gpu/cuda_util.h"
+#include "src/nn/tensor.h"
+
+namespace pstrain::gpu {
+
+// A tensor in device memory.
+struct DeviceTensor {
+  Shape shape;
+  DeviceArray<float> data;
+
+  Status Resize(Shape s) {
+    shape = std::move(s);
+    return data.Reserve(NumElements(shape));
+  }
+  int64_t size() const { return NumElements(shape); }
+  float* ptr() const { return data.get(); }
+};
+
+// What the layers of one model share: its stream and cuBLAS handle, and a
+// vector of ones (bias gradients are GEMVs with it).
+class GpuContext {
+ public:
+  GpuContext(cudaStream_t stream, cublasHandle_t blas) : stream_(stream), blas_(blas) {}
+  cudaStream_t stream() const { return stream_; }
+  cublasHandle_t blas() const { return blas_; }
+  // At least n ones.
+  StatusOr<const float*> Ones(int64_t n);
+
+ private:
+  cudaStream_t stream_;  // not owned: the model's
+  cublasHandle_t blas_;  // not owned: the model's
+  DeviceArray<float> ones_;
+  int64_t ones_size_ = 0;  // how many of ones_ are filled
+};
+
+// A parameter's device memory (slices of the model's flat arrays).
+struct DeviceParam {
+  float* value = nullptr;
+  float* grad = nullptr;
+};
+
+class GpuLayer {
+ public:
+  virtual ~GpuLayer() = default;
+  virtual Status Forward(const DeviceTensor& in, DeviceTensor* out, bool training) = 0;
+  // Sets the parameters' grads and, when din is not null, din. `in` and
+  // `out` are those of the last Forward.
+  virtual Status Backward(const DeviceTensor& in, const DeviceTensor& out, const DeviceTensor& dout,
+                          DeviceTensor* din) = 0;
+};
+
+// The GPU twin of a CPU layer built from `config` (its name filled in) for
+// one sample of shape `input`, whose output shape is `output`. `params`:
+// weight then bias, as the CPU layer's Params(). `seed` keys dropout masks
+// as the CPU's. `context` must outlive the layer.
+std::unique_ptr<GpuLayer> MakeGpuLayer(const LayerConfig& config, const Shape& input,
+                                       const Shape& output, const std::vector<DeviceParam>& params,
+                                       uint64_t seed, GpuContext* context);
+
+}  // namespace pstrain::gpu

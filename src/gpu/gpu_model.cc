@@ -1,0 +1,260 @@
+// GpuModel: the layers of gpu_layers.cc in order, the loss, and the copies
+// between the host Params and the device.
+//
+// Every parameter lives in one flat device array of values and one of
+// grads, in the order of the host params. Host <-> device copies go through
+// one pinned staging array; each public call ends by waiting for its stream,
+// so the staging array is free again when the next call begins.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "src/gpu/cuda_util.h"
+#include "src/gpu/gpu.h"
+#include "src/gpu/gpu_layers.h"
+#include "src/gpu/kernels.h"
+#include "src/nn/layers.h"  // ShapeString
+#include "src/nn/loss.h"
+
+namespace pstrain {
+
+using gpu::DeviceArray;
+using gpu::DeviceTensor;
+
+struct GpuModel::Impl {
+  LossType loss = LossType::kSoftmaxCrossEntropy;
+  Shape input, output;            // one sample's
+  std::vector<Param*> params;     // the host's, not owned
+  std::vector<int64_t> offsets;   // params[i] at offsets[i] in values and grads
+  int64_t total = 0;              // floats of all params
+  cudaStream_t stream = nullptr;  // owned
+  cublasHandle_t blas = nullptr;  // owned
+  std::unique_ptr<gpu::GpuContext> context;
+  DeviceArray<float> values, grads;
+  std::vector<std::unique_ptr<gpu::GpuLayer>> layers;
+  DeviceTensor batch;               // the last Forward's input
+  std::vector<DeviceTensor> outs;   // outs[i]: layer i's output
+  std::vector<DeviceTensor> douts;  // douts[i]: dL/d outs[i]
+  DeviceArray<float> labels, row_loss;
+  gpu::PinnedArray staging;
+  Tensor logits;              // host copy of the last Forward's output
+  int64_t trained_rows = -1;  // rows of the last Forward(training), -1: none since
+
+  ~Impl() {
+    layers.clear();
+    context.reset();
+    if (blas != nullptr) cublasDestroy(blas);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+  Status Wait() { return gpu::CudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); }
+};
+
+namespace {
+
+// One layer's shapes and which host params are its own, found by building
+// the CPU layer (so shapes and names follow src/nn exactly).
+struct LayerPlan {
+  LayerConfig config;  // with its default name
+  Shape input, output;
+  std::vector<size_t> params;  // indices into the host params: weight, bias
+};
+
+StatusOr<std::vector<LayerPlan>> Plan(const ModelConfig& config, const std::vector<Param*>& params,
+                                      uint64_t seed) {
+  std::vector<LayerPlan> plans;
+  std::vector<bool> used(params.size(), false);
+  Shape shape = config.input;
+  for (size_t i = 0; i < config.layers.size(); ++i) {
+    LayerPlan plan{config.layers[i], shape, {}, {}};
+    if (plan.config.name.empty()) plan.config.name = plan.config.type + std::to_string(i);
+    auto host = MakeLayer(plan.config);
+    if (!host.ok()) return host.status();
+    auto output = (*host)->Build(shape, seed);
+    if (!output.ok()) return output.status().WithContext("layer " + plan.config.name);
+    for (const Param* mine : (*host)->Params()) {
+      size_t k = 0;
+      while (k < params.size() && params[k]->name != mine->name) ++k;
+      if (k == params.size() || params[k]->value.shape != mine->value.shape) {
+        return InvalidArgument("layer " + plan.config.name + ": the host model has no param " +
+                               mine->name + " of shape " + ShapeString(mine->value.shape));
+      }
+      used[k] = true;
+      plan.params.push_back(k);
+    }
+    plan.output = shape = *output;
+    plans.push_back(std::move(plan));
+  }
+  for (size_t k = 0; k < params.size(); ++k) {
+    if (!used[k]) return InvalidArgument("param " + params[k]->name + " belongs to no layer");
+  }
+  if (plans.empty()) return InvalidArgument("model: no layers");
+  return plans;
+}
+
+Status CheckLabels(LossType loss, const Tensor& logits, const std::vector<float>& labels) {
+  const int64_t classes = logits.shape[1];
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const float y = labels[i];
+    const bool ok = loss == LossType::kBceWithLogits
+                        ? y >= 0.0f && y <= 1.0f
+                        : y >= 0.0f && y < static_cast<float>(classes) &&
+                              y == static_cast<float>(static_cast<int64_t>(y));
+    if (!ok) {
+      return InvalidArgument("label " + std::to_string(y) + " of sample " + std::to_string(i) +
+                             " does not fit the loss (" + std::to_string(classes) + " outputs)");
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+GpuModel::GpuModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GpuModel::~GpuModel() = default;
+
+GpuStream GpuModel::stream() const { return impl_->stream; }
+
+StatusOr<std::unique_ptr<GpuModel>> GpuModel::Build(const ModelConfig& config,
+                                                    const std::vector<Param*>& params,
+                                                    uint64_t seed) {
+  PSTRAIN_RETURN_IF_ERROR(CheckGpuModelSupported(config));
+  auto loss = ParseLossType(config.loss);
+  if (!loss.ok()) return loss.status().WithContext("model");
+  auto plans = Plan(config, params, seed);
+  if (!plans.ok()) return plans.status();
+  const Shape& logits = plans->back().output;
+  const bool fits =
+      *loss == LossType::kBceWithLogits ? logits == Shape{1} : logits.size() == 1 && logits[0] >= 2;
+  if (!fits) {
+    return InvalidArgument("model: output " + ShapeString(logits) + " does not fit " + config.loss);
+  }
+  PSTRAIN_RETURN_IF_ERROR(CheckGpuVisible());
+
+  auto impl = std::make_unique<Impl>();
+  impl->loss = *loss;
+  impl->input = config.input;
+  impl->output = logits;
+  impl->params = params;
+  for (const Param* p : params) {
+    impl->offsets.push_back(impl->total);
+    impl->total += p->value.size();
+  }
+  PSTRAIN_CUDA(cudaSetDevice(0));
+  PSTRAIN_CUDA(cudaStreamCreate(&impl->stream));
+  PSTRAIN_CUBLAS(cublasCreate(&impl->blas));
+  PSTRAIN_CUBLAS(cublasSetStream(impl->blas, impl->stream));
+  // Plain float32 products: TF32 tensor cores would round inputs to 10-bit
+  // mantissas and the gradients would no longer match the CPU's.
+  PSTRAIN_CUBLAS(cublasSetMathMode(impl->blas, CUBLAS_DEFAULT_MATH));
+  impl->context = std::make_unique<gpu::GpuContext>(impl->stream, impl->blas);
+  PSTRAIN_RETURN_IF_ERROR(impl->values.Reserve(impl->total));
+  PSTRAIN_RETURN_IF_ERROR(impl->grads.Reserve(impl->total));
+  for (const LayerPlan& plan : *plans) {
+    std::vector<gpu::DeviceParam> device;
+    for (size_t k : plan.params) {
+      device.push_back(
+          {impl->values.get() + impl->offsets[k], impl->grads.get() + impl->offsets[k]});
+    }
+    impl->layers.push_back(
+        gpu::MakeGpuLayer(plan.config, plan.input, plan.output, device, seed, impl->context.get()));
+  }
+  impl->outs.resize(impl->layers.size());
+  impl->douts.resize(impl->layers.size());
+  std::unique_ptr<GpuModel> model(new GpuModel(std::move(impl)));
+  PSTRAIN_RETURN_IF_ERROR(model->UploadWeights());
+  return model;
+}
+
+Status GpuModel::UploadWeights() {
+  Impl& m = *impl_;
+  PSTRAIN_RETURN_IF_ERROR(m.staging.Reserve(m.total));
+  for (size_t i = 0; i < m.params.size(); ++i) {
+    const Tensor& v = m.params[i]->value;
+    std::memcpy(m.staging.get() + m.offsets[i], v.ptr(), sizeof(float) * v.size());
+  }
+  PSTRAIN_CUDA(cudaMemcpyAsync(m.values.get(), m.staging.get(), sizeof(float) * m.total,
+                               cudaMemcpyHostToDevice, m.stream));
+  return m.Wait();
+}
+
+StatusOr<const Tensor*> GpuModel::Forward(const Batch& batch, bool training) {
+  Impl& m = *impl_;
+  const Tensor& dense = batch.dense;
+  const int64_t n = dense.shape.empty() ? 0 : dense.shape[0];
+  Shape expected{n};
+  expected.insert(expected.end(), m.input.begin(), m.input.end());
+  if (n <= 0 || dense.shape != expected || dense.size() != NumElements(expected)) {
+    return InvalidArgument("GPU forward: batch " + ShapeString(dense.shape) +
+                           " does not fit the model's input " + ShapeString(m.input));
+  }
+  m.trained_rows = -1;
+  PSTRAIN_RETURN_IF_ERROR(m.batch.Resize(dense.shape));
+  // Grown before anything is queued: growing frees the old array.
+  PSTRAIN_RETURN_IF_ERROR(
+      m.staging.Reserve(n * std::max(NumElements(m.input), NumElements(m.output))));
+  std::memcpy(m.staging.get(), dense.ptr(), sizeof(float) * dense.size());
+  PSTRAIN_CUDA(cudaMemcpyAsync(m.batch.ptr(), m.staging.get(), sizeof(float) * dense.size(),
+                               cudaMemcpyHostToDevice, m.stream));
+  for (size_t i = 0; i < m.layers.size(); ++i) {
+    const DeviceTensor& in = i == 0 ? m.batch : m.outs[i - 1];
+    PSTRAIN_RETURN_IF_ERROR(m.layers[i]->Forward(in, &m.outs[i], training));
+  }
+  const DeviceTensor& out = m.outs.back();
+  m.logits.Resize(out.shape);
+  PSTRAIN_CUDA(cudaMemcpyAsync(m.staging.get(), out.ptr(), sizeof(float) * out.size(),
+                               cudaMemcpyDeviceToHost, m.stream));
+  PSTRAIN_RETURN_IF_ERROR(m.Wait());
+  std::memcpy(m.logits.ptr(), m.staging.get(), sizeof(float) * out.size());
+  if (training) m.trained_rows = n;
+  return &m.logits;
+}
+
+StatusOr<float> GpuModel::Backward(const Batch& batch) {
+  Impl& m = *impl_;
+  const int64_t n = batch.size();
+  if (m.trained_rows < 0 || n != m.trained_rows) {
+    return FailedPrecondition("GPU backward needs a Forward(batch, training) of the same batch");
+  }
+  PSTRAIN_RETURN_IF_ERROR(CheckLabels(m.loss, m.logits, batch.labels));
+  const int64_t classes = m.logits.shape[1];
+  PSTRAIN_RETURN_IF_ERROR(m.labels.Reserve(n));
+  PSTRAIN_RETURN_IF_ERROR(m.row_loss.Reserve(n));
+  PSTRAIN_RETURN_IF_ERROR(m.staging.Reserve(m.total + n));
+  std::memcpy(m.staging.get(), batch.labels.data(), sizeof(float) * n);
+  PSTRAIN_CUDA(cudaMemcpyAsync(m.labels.get(), m.staging.get(), sizeof(float) * n,
+                               cudaMemcpyHostToDevice, m.stream));
+  DeviceTensor& dlogits = m.douts.back();
+  PSTRAIN_RETURN_IF_ERROR(dlogits.Resize(m.logits.shape));
+  const float* logits = m.outs.back().ptr();
+  if (m.loss == LossType::kSoftmaxCrossEntropy) {
+    PSTRAIN_CUDA(gpu::SoftmaxCrossEntropy(logits, m.labels.get(), n, classes, m.row_loss.get(),
+                                          dlogits.ptr(), m.stream));
+  } else {
+    PSTRAIN_CUDA(
+        gpu::BceWithLogits(logits, m.labels.get(), n, m.row_loss.get(), dlogits.ptr(), m.stream));
+  }
+  for (size_t i = m.layers.size(); i-- > 0;) {
+    const DeviceTensor& in = i == 0 ? m.batch : m.outs[i - 1];
+    DeviceTensor* din = i == 0 ? nullptr : &m.douts[i - 1];
+    PSTRAIN_RETURN_IF_ERROR(m.layers[i]->Backward(in, m.outs[i], m.douts[i], din));
+  }
+  for (size_t i = 0; on_device_grads && i < m.params.size(); ++i) {
+    Status s = on_device_grads(i, m.grads.get() + m.offsets[i], m.params[i]->grad.size());
+    if (!s.ok()) return s.WithContext("gradient of " + m.params[i]->name);
+  }
+  PSTRAIN_CUDA(cudaMemcpyAsync(m.staging.get(), m.grads.get(), sizeof(float) * m.total,
+                               cudaMemcpyDeviceToHost, m.stream));
+  PSTRAIN_CUDA(cudaMemcpyAsync(m.staging.get() + m.total, m.row_loss.get(), sizeof(float) * n,
+                               cudaMemcpyDeviceToHost, m.stream));
+  PSTRAIN_RETURN_IF_ERROR(m.Wait());
+  m.trained_rows = -1;
+  for (size_t i = 0; i < m.params.size(); ++i) {
+    Tensor& g = m.params[i]->grad;
+    std::memcpy(g.ptr(), m.staging.get() + m.offsets[i], sizeof(float) * g.size());
+  }
+  double total = 0.0;
+  for (int64_t i = 0; i < n; ++i) total += m.staging.get()[m.total + i];
+  return static_cast<float>(total / static_cast<double>(n));
+}
+
+}  // namespace pstrain

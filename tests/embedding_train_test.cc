@@ -1,0 +1,182 @@
+// Server-held embedding tables in training (roles/table_host.h,
+// roles/remote_embeddings.h): on synthetic Criteo-format data, a table on
+// the servers trains exactly as the same table as a dense PS tensor does
+// (sync mode, adagrad: rows a batch does not touch do not move either way);
+// the servers count the rows they created; bad ids are refused.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "roles/local_job.h"
+#include "roles/sparse_client.h"
+#include "roles/trainer.h"
+#include "src/data/criteo_gen.h"
+#include "tests/train_util.h"
+
+namespace pstrain {
+namespace {
+
+using Outcome = testing::TrainOutcome;
+using testing::RepoPath;
+
+Outcome Train(const Config& config, int servers, int workers) {
+  return testing::TrainLocally(config, servers, workers);
+}
+
+// Synthetic click data in a fresh directory, removed at the end.
+struct ClickData {
+  ClickData() {
+    char name[] = "/tmp/pstrain-clicks-XXXXXX";
+    REQUIRE(mkdtemp(name) != nullptr);
+    dir = name;
+    GenOptions gen;
+    gen.rows = 20000;
+    gen.shards = 2;
+    gen.test_rows = 2000;
+    gen.out_dir = dir;
+    gen.min_categories = 1000;
+    gen.max_categories = 5000;
+    auto report = GenerateCriteo(gen);
+    REQUIRE_MESSAGE(report.ok(), report.status().message());
+  }
+  ~ClickData() { std::filesystem::remove_all(dir); }
+  std::string dir;
+};
+
+Config ClickConfig(const ClickData& data, bool table_on_servers) {
+  auto config = LoadConfig(RepoPath("configs/lr_criteo.yaml"));
+  REQUIRE_MESSAGE(config.ok(), config.status().message());
+  config->data.train = {data.dir + "/train.txt"};
+  config->data.test = {data.dir + "/test.txt"};
+  config->data.vocab = 65536;
+  config->model.wide[0].vocab = 65536;
+  config->train.batch_size = 128;
+  config->train.steps = 40;
+  if (table_on_servers) {
+    ParameterRule rule;
+    rule.match = "wide.weight";
+    rule.init_in_server = true;
+    config->parameters.insert(config->parameters.begin(), rule);
+  }
+  return *config;
+}
+
+// Weights() follows the model's params(): wide.weight, dense.weight, dense.bias.
+size_t ParamIndex(const std::string& name) {
+  const std::vector<std::string> names = {"wide.weight", "dense.weight", "dense.bias"};
+  return static_cast<size_t>(std::find(names.begin(), names.end(), name) - names.begin());
+}
+
+TEST_CASE("a table on the servers trains like the same table as a dense PS tensor") {
+  ClickData data;
+  Config dense = ClickConfig(data, false), sparse = ClickConfig(data, true);
+  Outcome a = Train(dense, 2, 2), b = Train(sparse, 2, 2);
+  REQUIRE_MESSAGE(a.status.ok(), a.status.message());
+  REQUIRE_MESSAGE(b.status.ok(), b.status.message());
+  double worst = 0;
+  for (const char* name : {"dense.weight", "dense.bias"}) {
+    const size_t t = ParamIndex(name);
+    REQUIRE(a.weights[t].size() == b.weights[t].size());
+    for (size_t i = 0; i < a.weights[t].size(); ++i)
+      worst = std::max(worst, static_cast<double>(std::fabs(a.weights[t][i] - b.weights[t][i])));
+  }
+  MESSAGE("dense weights after 40 steps differ by at most "
+          << worst << "; test AUC " << a.stats.test_metric << " vs " << b.stats.test_metric);
+  CHECK(worst <= 1e-6);
+  CHECK(std::fabs(a.stats.test_metric - b.stats.test_metric) <= 1e-4);
+  CHECK(b.stats.test_metric > 0.6);
+}
+
+TEST_CASE("tables come back from a checkpoint: a resumed job ends where a straight one does") {
+  ClickData data;
+  Config config = ClickConfig(data, true);
+  Outcome straight = Train(config, 2, 2);
+  REQUIRE_MESSAGE(straight.status.ok(), straight.status.message());
+
+  char dir[] = "/tmp/pstrain-tables-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  Config first = config;
+  first.train.steps = 20;
+  first.train.checkpoint = CheckpointConfig{};
+  first.train.checkpoint->dir = std::string(dir) + "/ckpt";
+  first.train.checkpoint->every_steps = 10;
+  Outcome part = Train(first, 2, 2);
+  REQUIRE_MESSAGE(part.status.ok(), part.status.message());
+  Config second = first;
+  second.train.steps = 40;
+  second.train.checkpoint->resume = true;
+  Outcome resumed = Train(second, 2, 2);
+  REQUIRE_MESSAGE(resumed.status.ok(), resumed.status.message());
+  CHECK(resumed.stats.steps == 20);
+  // Each server had its share of the table (and one of the two dense tensors).
+  CHECK(resumed.sink->Matching("resumed 1 partitions and 1 embedding tables").size() == 2);
+  for (const char* name : {"dense.weight", "dense.bias"}) {
+    const size_t t = ParamIndex(name);
+    CHECK(straight.weights[t] == resumed.weights[t]);
+  }
+  CHECK(straight.stats.test_metric == resumed.stats.test_metric);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a server refuses a negative or out-of-vocabulary id, naming the table and the id") {
+  ClickData data;
+  // A worker that only sends bad ids to the servers of a real job.
+  std::vector<std::string> errors;
+  class BadIds : public WorkerJob {
+   public:
+    explicit BadIds(std::vector<std::string>* errors) : errors_(errors) {}
+    std::vector<TensorSpec> PsTensors() override { return {}; }
+    Status Run(WorkerContext& ctx) override {
+      SparseClient client(ctx.loop, ctx.servers, ctx.rank);
+      const std::string table = "wide.weight";
+      std::vector<float> rows(1);
+      for (int64_t id : {int64_t{-5}, int64_t{65536}}) {
+        const std::vector<int64_t> ids = {id};
+        Status st = client.Pull({{&table, 1, &ids, rows.data()}}, 0);
+        if (st.ok()) return Internal(fmt::format("id {} was accepted", id));
+        errors_->push_back(st.message());
+        st = client.Push({{&table, 1, &ids, rows.data()}}, 0);
+        if (st.ok()) return Internal(fmt::format("a gradient for id {} was accepted", id));
+        errors_->push_back(st.message());
+      }
+      return Status::OK();
+    }
+
+   private:
+    std::vector<std::string>* errors_;
+  };
+  LocalJobOptions job;
+  job.cluster.server_num = 2;
+  job.cluster.worker_num = 1;
+  job.config = ClickConfig(data, true);
+  job.make_job = [&](int) { return std::make_unique<BadIds>(&errors); };
+  auto sink = std::make_shared<testing::CaptureSink>();
+  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
+  Status st = RunLocalJob(job);
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  REQUIRE(errors.size() == 4);
+  CHECK(errors[0].find("embedding table 'wide.weight': id -5 is negative") != std::string::npos);
+  CHECK(errors[2].find("id 65536 is outside the vocabulary [0, 65536)") != std::string::npos);
+  for (const std::string& e : errors) MESSAGE(e);
+}
+
+TEST_CASE("an init_in_server rule on a parameter that is not a table is refused") {
+  ClickData data;
+  Config config = ClickConfig(data, false);
+  ParameterRule rule;
+  rule.match = "dense.weight";
+  rule.init_in_server = true;
+  rule.line = 7;
+  config.parameters.insert(config.parameters.begin(), rule);
+  auto job = TrainJob::Create(config);
+  REQUIRE_FALSE(job.ok());
+  CHECK(job.status().message().find(":7: parameters: 'dense.weight'") != std::string::npos);
+  CHECK(job.status().message().find("only an embedding_bag's weight") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace pstrain

@@ -1,0 +1,355 @@
+// Tests for src/gpu. Everywhere: the messages a user gets when there is no
+// GPU (or no CUDA in the build) and when a model has layers the GPU path
+// cannot run. Where a GPU is visible: a GPU training step gives the CPU
+// model's loss, logits and gradients, and NCCL with a world of one. Without
+// a GPU those cases say "skipped: no GPU is visible" and pass. A LeNet
+// throughput benchmark is here too, skipped by default:
+//   ./gpu_test -tc='*throughput*' --no-skip
+#include "src/gpu/gpu.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "src/nn/model.h"
+
+namespace pstrain {
+namespace {
+
+constexpr uint64_t kSeed = 7;
+
+// True when the device cases can run; otherwise says why they are skipped.
+bool HaveGpu() {
+  const Status visible = CheckGpuVisible();
+  if (visible.ok()) return true;
+  MESSAGE("skipped: no GPU is visible (" << visible.message() << ")");
+  return false;
+}
+
+LayerConfig Spec(const std::string& type, int line = 0) {
+  LayerConfig c;
+  c.type = type;
+  c.line = line;
+  return c;
+}
+
+LayerConfig Window(const std::string& type, int kernel, int stride = 0, int padding = 0) {
+  LayerConfig c = Spec(type);
+  c.kernel = kernel;
+  c.stride = stride;
+  c.padding = padding;
+  return c;
+}
+
+LayerConfig Conv(int64_t out_channels, int kernel, int stride = 0, int padding = 0) {
+  LayerConfig c = Window("conv2d", kernel, stride, padding);
+  c.out_channels = out_channels;
+  return c;
+}
+
+LayerConfig Linear(int64_t out) {
+  LayerConfig c = Spec("linear");
+  c.out = out;
+  return c;
+}
+
+// configs/lenet_fashion_mnist.yaml.
+ModelConfig LeNet() {
+  ModelConfig config;
+  config.input = {1, 28, 28};
+  config.layers = {Conv(6, 5, 1, 2), Spec("relu"),         Window("maxpool", 2), Conv(16, 5),
+                   Spec("relu"),     Window("maxpool", 2), Spec("flatten"),      Linear(120),
+                   Spec("relu"),     Linear(84),           Spec("relu"),         Linear(10)};
+  return config;
+}
+
+// The layers and options LeNet leaves out: strided and bias-free conv,
+// avgpool with padding, overlapping maxpool, sigmoid, tanh, dropout, bce.
+ModelConfig Other() {
+  ModelConfig config;
+  config.input = {3, 11, 9};
+  LayerConfig conv = Conv(5, 3, 2, 1);
+  conv.bias = false;
+  LayerConfig dropout = Spec("dropout");
+  dropout.rate = 0.3f;
+  config.layers = {conv,
+                   Spec("tanh"),
+                   Window("avgpool", 3, 1, 1),
+                   Conv(4, 2),
+                   Spec("sigmoid"),
+                   Window("maxpool", 3, 1, 1),
+                   Spec("flatten"),
+                   dropout,
+                   Linear(7),
+                   Spec("tanh"),
+                   Linear(1)};
+  config.loss = "bce_with_logits";
+  return config;
+}
+
+Batch RandomBatch(const ModelConfig& config, int64_t n, int classes, std::mt19937* rng) {
+  Batch batch;
+  Shape shape{n};
+  shape.insert(shape.end(), config.input.begin(), config.input.end());
+  batch.dense = Tensor(shape);
+  std::uniform_real_distribution<float> pixel(-1.0f, 1.0f);
+  for (float& x : batch.dense.data) x = pixel(*rng);
+  for (int64_t i = 0; i < n; ++i) batch.labels.push_back(static_cast<float>((*rng)() % classes));
+  return batch;
+}
+
+// A copy of a tensor's values (whatever container Tensor uses).
+template <typename Container>
+std::vector<float> Values(const Container& data) {
+  return std::vector<float>(data.begin(), data.end());
+}
+
+// Summation orders differ (cuBLAS, the kernels' gathers), so elements that
+// are small because of cancellation carry more relative error than the
+// tensor as a whole: compare max |cpu - gpu| with max |cpu| over the tensor.
+void ExpectClose(const std::vector<float>& cpu, const std::vector<float>& gpu,
+                 const std::string& what) {
+  REQUIRE(cpu.size() == gpu.size());
+  double scale = 1e-12, worst = 0.0;
+  size_t at = 0;
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    scale = std::max(scale, std::fabs(static_cast<double>(cpu[i])));
+    const double e = std::fabs(static_cast<double>(cpu[i]) - gpu[i]);
+    if (e > worst) worst = e, at = i;
+  }
+  INFO(what << ": worst difference " << worst << " at " << at << " (cpu " << cpu[at] << ", gpu "
+            << gpu[at] << "), largest value " << scale);
+  CHECK(worst / scale < 1e-4);
+}
+
+// Trains the CPU model and a GpuModel on its params side by side for a few
+// SGD steps (so UploadWeights is exercised too), comparing every output.
+void CompareWithCpu(const ModelConfig& config, int classes, int64_t n) {
+  auto cpu = Model::Build(config, kSeed);
+  REQUIRE(cpu.ok());
+  const std::vector<Param*>& params = (*cpu)->params();
+  auto gpu = GpuModel::Build(config, params, kSeed);
+  INFO(gpu.status().ToString());
+  REQUIRE(gpu.ok());
+  std::mt19937 rng(3);
+  for (int step = 0; step < 3; ++step) {
+    CAPTURE(step);
+    const Batch batch = RandomBatch(config, n, classes, &rng);
+    const Tensor cpu_logits = (*cpu)->Forward(batch, true);
+    const float cpu_loss = (*cpu)->Backward(batch);
+    std::vector<std::vector<float>> cpu_grads;
+    for (Param* p : params) cpu_grads.push_back(Values(p->grad.data));
+
+    auto logits = (*gpu)->Forward(batch, true);
+    REQUIRE(logits.ok());
+    CHECK((*logits)->shape == cpu_logits.shape);
+    ExpectClose(Values(cpu_logits.data), Values((*logits)->data), "logits");
+    auto loss = (*gpu)->Backward(batch);
+    REQUIRE(loss.ok());
+    CHECK(std::fabs(cpu_loss - *loss) <= 1e-5 * std::fabs(cpu_loss));
+    for (size_t i = 0; i < params.size(); ++i) {
+      ExpectClose(cpu_grads[i], Values(params[i]->grad.data), params[i]->name);
+    }
+    for (Param* p : params) {
+      for (size_t k = 0; k < p->value.data.size(); ++k) p->value.data[k] -= 0.1f * p->grad.data[k];
+    }
+    REQUIRE((*gpu)->UploadWeights().ok());
+  }
+}
+
+TEST_CASE("without a GPU, CheckGpuVisible says why, in words a user understands") {
+  const Status visible = CheckGpuVisible();
+  if (visible.ok()) {
+    MESSAGE("a GPU is visible: " << GpuDescription());
+    CHECK(GpuBuildEnabled());
+    return;
+  }
+  INFO(visible.message());
+  CHECK(visible.code() == StatusCode::kFailedPrecondition);
+  CHECK(visible.message().rfind("model.device: gpu, but ", 0) == 0);
+  if (GpuBuildEnabled()) {
+    CHECK(visible.message().find("no GPU is visible") != std::string::npos);
+    CHECK(visible.message().find("CUDA_VISIBLE_DEVICES") != std::string::npos);
+  } else {
+    CHECK(visible.message().find("built without CUDA") != std::string::npos);
+  }
+}
+
+TEST_CASE("layers the GPU cannot run are named with their index and config line") {
+  CHECK(CheckGpuModelSupported(LeNet()).ok());
+  CHECK(CheckGpuModelSupported(Other()).ok());
+
+  ModelConfig click;
+  click.input = {13};
+  click.sparse_fields = 26;
+  LayerConfig bag = Spec("embedding_bag", 12);
+  bag.vocab = 100;
+  bag.dim = 4;
+  click.layers = {Linear(8), Spec("relu"), Linear(4), bag};
+  Status s = CheckGpuModelSupported(click);
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK(s.message() == "model.layers[3] (embedding_bag, line 12): not supported on the GPU");
+
+  ModelConfig towers;
+  towers.wide = {bag};
+  s = CheckGpuModelSupported(towers);
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK(s.message().find("not supported on the GPU") != std::string::npos);
+
+  // Build refuses them the same way, device or not.
+  auto model = GpuModel::Build(click, {}, kSeed);
+  REQUIRE(!model.ok());
+  CHECK(model.status().message() ==
+        "model.layers[3] (embedding_bag, line 12): not supported on the GPU");
+}
+
+TEST_CASE("without a GPU, GpuModel::Build and NCCL fail cleanly") {
+  if (CheckGpuVisible().ok()) {
+    MESSAGE("skipped: a GPU is visible (" << GpuDescription() << ")");
+    return;
+  }
+  auto cpu = Model::Build(LeNet(), kSeed);
+  REQUIRE(cpu.ok());
+  auto gpu = GpuModel::Build(LeNet(), (*cpu)->params(), kSeed);
+  REQUIRE(!gpu.ok());
+  CHECK(gpu.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(gpu.status().message() == CheckGpuVisible().message());
+
+  auto id = NcclUniqueIdBytes();
+  auto comm = NcclCommunicator::Create(0, 1, id.ok() ? *id : std::string(128, '\0'));
+  REQUIRE(!comm.ok());
+  CHECK(comm.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(!DeviceBuffer::Create(16).ok());
+}
+
+TEST_CASE("GPU: LeNet's loss, logits and gradients match the CPU model's") {
+  if (!HaveGpu()) return;
+  MESSAGE("on " << GpuDescription());
+  CompareWithCpu(LeNet(), 10, 32);
+}
+
+TEST_CASE("GPU: strided conv, padded pools, sigmoid, tanh, dropout and bce match the CPU") {
+  if (!HaveGpu()) return;
+  CompareWithCpu(Other(), 2, 17);
+}
+
+TEST_CASE("GPU: Backward needs a training Forward, and a batch must fit the input") {
+  if (!HaveGpu()) return;
+  auto cpu = Model::Build(LeNet(), kSeed);
+  REQUIRE(cpu.ok());
+  auto gpu = GpuModel::Build(LeNet(), (*cpu)->params(), kSeed);
+  REQUIRE(gpu.ok());
+  std::mt19937 rng(5);
+  const Batch batch = RandomBatch(LeNet(), 4, 10, &rng);
+  CHECK((*gpu)->Backward(batch).status().code() == StatusCode::kFailedPrecondition);
+  REQUIRE((*gpu)->Forward(batch, false).ok());
+  CHECK((*gpu)->Backward(batch).status().code() == StatusCode::kFailedPrecondition);
+  Batch wrong = batch;
+  wrong.dense.Resize({4, 1, 28, 27});
+  CHECK((*gpu)->Forward(wrong, true).status().code() == StatusCode::kInvalidArgument);
+  Batch bad_label = batch;
+  bad_label.labels[2] = 10.0f;
+  REQUIRE((*gpu)->Forward(bad_label, true).ok());
+  CHECK((*gpu)->Backward(bad_label).status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("GPU: NCCL with a world of one: all-reduce and broadcast keep the data") {
+  if (!HaveGpu()) return;
+  auto id = NcclUniqueIdBytes();
+  if (!id.ok()) {
+    MESSAGE("skipped: " << id.status().message());
+    return;
+  }
+  auto comm = NcclCommunicator::Create(0, 1, *id);
+  INFO(comm.status().ToString());
+  REQUIRE(comm.ok());
+  std::vector<float> values(1000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.5f * static_cast<float>(i) - 7.0f;
+  auto buffer = DeviceBuffer::Create(static_cast<int64_t>(values.size()));
+  REQUIRE(buffer.ok());
+  REQUIRE((*buffer)->CopyFromHost(values).ok());
+  for (bool average : {true, false}) {
+    REQUIRE((*comm)->AllReduce((*buffer)->data(), (*buffer)->size(), average).ok());
+    REQUIRE((*comm)->Synchronize().ok());
+    auto back = (*buffer)->CopyToHost();
+    REQUIRE(back.ok());
+    CHECK(*back == values);
+  }
+  REQUIRE((*comm)->Broadcast((*buffer)->data(), (*buffer)->size(), 0).ok());
+  CHECK((*comm)->Broadcast((*buffer)->data(), (*buffer)->size(), 1).code() ==
+        StatusCode::kInvalidArgument);
+  auto back = (*buffer)->CopyToHost();
+  REQUIRE(back.ok());
+  CHECK(*back == values);
+  CHECK(!NcclCommunicator::Create(0, 1, "short").ok());
+}
+
+TEST_CASE("GPU: on_device_grads sees every gradient, and can all-reduce it on the model's stream") {
+  if (!HaveGpu()) return;
+  auto id = NcclUniqueIdBytes();
+  if (!id.ok()) {
+    MESSAGE("skipped: " << id.status().message());
+    return;
+  }
+  auto cpu = Model::Build(LeNet(), kSeed);
+  REQUIRE(cpu.ok());
+  const std::vector<Param*>& params = (*cpu)->params();
+  auto gpu = GpuModel::Build(LeNet(), params, kSeed);
+  REQUIRE(gpu.ok());
+  auto comm = NcclCommunicator::Create(0, 1, *id, (*gpu)->stream());
+  REQUIRE(comm.ok());
+  std::vector<size_t> seen;
+  (*gpu)->on_device_grads = [&](size_t index, float* grad, int64_t n) {
+    seen.push_back(index);
+    CHECK(n == params[index]->grad.size());
+    return (*comm)->AllReduce(grad, n, true);
+  };
+  std::mt19937 rng(9);
+  const Batch batch = RandomBatch(LeNet(), 16, 10, &rng);
+  (*cpu)->Forward(batch, true);
+  (*cpu)->Backward(batch);
+  std::vector<std::vector<float>> cpu_grads;
+  for (Param* p : params) cpu_grads.push_back(Values(p->grad.data));
+  REQUIRE((*gpu)->Forward(batch, true).ok());
+  REQUIRE((*gpu)->Backward(batch).ok());
+  CHECK(seen.size() == params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    ExpectClose(cpu_grads[i], Values(params[i]->grad.data), params[i]->name);
+  }
+  (*gpu)->on_device_grads = [](size_t, float*, int64_t) { return Unavailable("peer left"); };
+  REQUIRE((*gpu)->Forward(batch, true).ok());
+  const Status failed = (*gpu)->Backward(batch).status();
+  CHECK(failed.code() == StatusCode::kUnavailable);
+  CHECK(failed.message() == "gradient of conv2d0.weight: peer left");
+}
+
+// Not a test: LeNet forward + backward + gradient copy to the host on the
+// GPU, in samples/s (the weights are uploaded every step, as in training).
+TEST_CASE("GPU LeNet training throughput, batch 64" * doctest::skip()) {
+  if (!HaveGpu()) return;
+  auto cpu = Model::Build(LeNet(), kSeed);
+  REQUIRE(cpu.ok());
+  auto gpu = GpuModel::Build(LeNet(), (*cpu)->params(), kSeed);
+  REQUIRE(gpu.ok());
+  std::mt19937 rng(1);
+  const Batch batch = RandomBatch(LeNet(), 64, 10, &rng);
+  auto step = [&] {
+    REQUIRE((*gpu)->UploadWeights().ok());
+    REQUIRE((*gpu)->Forward(batch, true).ok());
+    REQUIRE((*gpu)->Backward(batch).ok());
+  };
+  for (int i = 0; i < 20; ++i) step();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 300; ++i) step();
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  MESSAGE("GPU LeNet step (" << GpuDescription() << "): " << 300 * 64 / took.count()
+                             << " samples/s");
+}
+
+}  // namespace
+}  // namespace pstrain

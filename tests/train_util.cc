@@ -1,0 +1,73 @@
+#include "tests/train_util.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+
+#include "roles/local_job.h"
+
+namespace pstrain::testing {
+namespace {
+
+// Runs a TrainJob and, on the chief, records its stats and weights.
+class Recording : public WorkerJob {
+ public:
+  Recording(std::unique_ptr<TrainJob> job, TrainOutcome* out, std::mutex* mutex)
+      : job_(std::move(job)), out_(out), mutex_(mutex) {}
+  std::vector<TensorSpec> PsTensors() override { return job_->PsTensors(); }
+  bool NeedsCollective() override { return job_->NeedsCollective(); }
+  Status Run(WorkerContext& ctx) override {
+    Status st = job_->Run(ctx);
+    if (ctx.rank == 0) {
+      std::lock_guard<std::mutex> lock(*mutex_);
+      out_->stats = job_->stats();
+      out_->weights = job_->Weights();
+    }
+    return st;
+  }
+
+ private:
+  std::unique_ptr<TrainJob> job_;
+  TrainOutcome* out_;
+  std::mutex* mutex_;
+};
+
+}  // namespace
+
+std::string RepoPath(const std::string& relative) {
+  std::string here = __FILE__;
+  return here.substr(0, here.rfind("tests/")) + relative;
+}
+
+TrainOutcome TrainLocally(const Config& config, int servers, int workers) {
+  TrainOutcome out;
+  std::mutex mutex;
+  LocalJobOptions job;
+  job.cluster.server_num = servers;
+  job.cluster.worker_num = workers;
+  job.config = config;
+  job.make_job = [&](int) -> std::unique_ptr<WorkerJob> {
+    auto train = TrainJob::Create(config);
+    REQUIRE_MESSAGE(train.ok(), train.status().message());
+    return std::make_unique<Recording>(std::move(*train), &out, &mutex);
+  };
+  auto sink = out.sink;
+  job.make_logger = [sink](const std::string& name) { return CaptureLogger(name, sink); };
+  out.status = RunLocalJob(job);
+  return out;
+}
+
+double LargestDifference(const TrainOutcome& a, const TrainOutcome& b) {
+  REQUIRE(a.weights.size() == b.weights.size());
+  double worst = 0;
+  for (size_t t = 0; t < a.weights.size(); ++t) {
+    REQUIRE(a.weights[t].size() == b.weights[t].size());
+    for (size_t i = 0; i < a.weights[t].size(); ++i)
+      worst = std::max(worst, static_cast<double>(std::fabs(a.weights[t][i] - b.weights[t][i])));
+  }
+  return worst;
+}
+
+}  // namespace pstrain::testing

@@ -1,0 +1,30 @@
+// Helpers shared by the training suites: run a whole job in this process
+// and keep what the chief saw.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "roles/trainer.h"
+#include "tests/test_util.h"
+
+namespace pstrain::testing {
+
+// The repository's file `relative` ("configs/x.yaml").
+std::string RepoPath(const std::string& relative);
+
+struct TrainOutcome {
+  Status status;
+  TrainStats stats;                         // the chief's
+  std::vector<std::vector<float>> weights;  // the chief's, in params() order
+  std::shared_ptr<CaptureSink> sink = std::make_shared<CaptureSink>();  // every node's log
+};
+
+// Runs a local job of `config` (servers and workers as threads).
+TrainOutcome TrainLocally(const Config& config, int servers, int workers);
+
+// The largest difference between two outcomes' weights (same model).
+double LargestDifference(const TrainOutcome& a, const TrainOutcome& b);
+
+}  // namespace pstrain::testing
