@@ -51,6 +51,7 @@ class SparseClient {
   std::vector<Connection::Ptr> servers_;
   const int worker_;
   std::vector<ServerGroups> groups_;
+  std::vector<std::vector<float>> received_;  // Pull's, by table and server
   int64_t last_pull_bytes_ = 0;
 };
 

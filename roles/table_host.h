@@ -22,7 +22,9 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/buffer.h"
@@ -91,8 +93,18 @@ class TableHost {
   bool ReadyFor(int64_t step) const;
   void TakeSnapshot(const SnapshotDone& done);
 
+  // Pull replies' row buffers, reused: a fresh multi-MiB allocation per
+  // pull costs a page fault every 4 KiB, which halved pull throughput.
+  // Returned by the payload's keepalive, on the loop thread.
+  struct RowBuffers {
+    std::mutex mutex;
+    std::vector<std::pair<std::unique_ptr<float[]>, size_t>> free;  // GUARDED_BY(mutex)
+  };
+  static std::shared_ptr<float> GetRows(const std::shared_ptr<RowBuffers>& pool, size_t floats);
+
   const int workers_;
   const UpdateMode mode_;
+  std::shared_ptr<RowBuffers> row_buffers_ = std::make_shared<RowBuffers>();
   std::vector<std::pair<int64_t, SnapshotDone>> waiting_snapshots_;  // table thread
   Logger log_;
   std::map<std::string, std::unique_ptr<HostedTable>, std::less<>> tables_;
