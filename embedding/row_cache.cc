@@ -36,6 +36,11 @@ const float* RowCache::Get(int64_t id, int64_t step, int64_t max_staleness) {
   return Row(*slot);
 }
 
+bool RowCache::Has(int64_t id, int64_t step, int64_t max_staleness) const {
+  const uint32_t* slot = index_.Find(id);
+  return slot != nullptr && step - entries_[*slot].step <= max_staleness;
+}
+
 bool RowCache::Put(int64_t id, const float* row, int64_t step) {
   if (capacity_ == 0) return false;
   uint32_t slot;

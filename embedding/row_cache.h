@@ -47,6 +47,10 @@ class RowCache {
   // Invalidate or Clear. Counts the access for admission.
   const float* Get(int64_t id, int64_t step, int64_t max_staleness);
 
+  // Whether Get(id, step, max_staleness) would hit, without counting an
+  // access or touching the LRU order (a prefetcher's look ahead).
+  bool Has(int64_t id, int64_t step, int64_t max_staleness) const;
+
   // Caches row (dim floats, copied) as pulled at `step`, replacing a cached
   // copy. When full, evicts the least recently used row if admission allows;
   // returns whether the row is now cached.

@@ -55,8 +55,65 @@ bool RemoteEmbeddings::Holds(const Param* param) const {
   return false;
 }
 
+bool RemoteEmbeddings::CanPrefetch() const {
+  for (const Table& t : tables_)
+    if (t.cache && t.config.cache_staleness >= 1) return true;
+  return false;
+}
+
+void RemoteEmbeddings::EnablePrefetch(std::unique_ptr<SparseClient> client) {
+  prefetch_client_ = std::move(client);
+  prefetch_thread_ = std::make_unique<WorkThread>();
+}
+
+void RemoteEmbeddings::StartPrefetch(std::vector<int64_t> next_ids, int64_t step) {
+  if (!prefetch_thread_ || prefetching_) return;
+  prefetched_ = Completion<Status>();
+  prefetching_ = true;
+  prefetch_thread_->Post([this, ids = std::move(next_ids), step, done = prefetched_] {
+    done.Set(Prefetch(*prefetch_client_, ids, step));
+  });
+}
+
+// The caches are not touched by anyone else until FinishPrefetch.
+Status RemoteEmbeddings::Prefetch(SparseClient& client, const std::vector<int64_t>& next_ids,
+                                  int64_t step) {
+  prefetch_dedup_.Reset(next_ids.data(), next_ids.size());
+  std::vector<RowTransfer> pulls;
+  for (Table& t : tables_) {
+    t.ahead_ids.clear();
+    t.ahead_index.Clear();
+    if (!t.cache || t.config.cache_staleness < 1) continue;
+    for (int64_t id : prefetch_dedup_.unique())
+      if (!t.cache->Has(id, step + 1, t.config.cache_staleness)) t.ahead_ids.push_back(id);
+    t.ahead_rows.resize(t.ahead_ids.size() * t.config.options.dim);
+    pulls.push_back(
+        {&t.config.options.name, t.config.options.dim, &t.ahead_ids, t.ahead_rows.data()});
+    prefetch_counts_.pulled_rows += static_cast<int64_t>(t.ahead_ids.size());
+    prefetch_counts_.prefetched_rows += static_cast<int64_t>(t.ahead_ids.size());
+  }
+  PSTRAIN_RETURN_IF_ERROR(client.Pull(pulls, /*min_clock=*/0));
+  prefetch_counts_.pulled_bytes += client.last_pull_bytes();
+  for (Table& t : tables_)
+    for (size_t k = 0; k < t.ahead_ids.size(); ++k)
+      t.ahead_index.Insert(t.ahead_ids[k], static_cast<uint32_t>(k));
+  return Status::OK();
+}
+
+Status RemoteEmbeddings::FinishPrefetch() {
+  if (!prefetching_) return Status::OK();
+  prefetching_ = false;
+  Status st = prefetched_.Wait();
+  counts_.pulled_rows += prefetch_counts_.pulled_rows;
+  counts_.prefetched_rows += prefetch_counts_.prefetched_rows;
+  counts_.pulled_bytes += prefetch_counts_.pulled_bytes;
+  prefetch_counts_ = Counts();
+  return st.WithContext("prefetching embedding rows");
+}
+
 Status RemoteEmbeddings::Gather(SparseClient& client, Batch* batch, int64_t min_clock, int64_t step,
                                 bool use_cache) {
+  PSTRAIN_RETURN_IF_ERROR(FinishPrefetch());
   dedup_.Reset(batch->sparse.data(), batch->sparse.size());
   unique_ = dedup_.unique();
   const std::vector<uint32_t>& inverse = dedup_.inverse();
@@ -68,7 +125,11 @@ Status RemoteEmbeddings::Gather(SparseClient& client, Batch* batch, int64_t min_
     if (static_cast<int64_t>(unique_.size()) * dim > t.param->value.size())
       return Internal(fmt::format("{} distinct ids do not fit table '{}''s {} rows", unique_.size(),
                                   t.config.options.name, t.param->value.size() / dim));
-    ServeFromCache(t, use_cache ? t.cache.get() : nullptr, step);
+    const size_t hits = ServeFromCache(t, use_cache ? t.cache.get() : nullptr, step);
+    if (use_cache) {
+      counts_.ids += static_cast<int64_t>(unique_.size());
+      counts_.hits += static_cast<int64_t>(hits);
+    }
     t.pulled.resize(t.missing.size() * dim);
     pulls.push_back({&t.config.options.name, dim, &t.missing, t.pulled.data()});
   }
@@ -83,8 +144,6 @@ Status RemoteEmbeddings::Gather(SparseClient& client, Batch* batch, int64_t min_
       if (cache != nullptr) cache->Put(t.missing[k], row, step);
     }
     if (!use_cache) continue;  // evaluation: not counted
-    counts_.ids += static_cast<int64_t>(unique_.size());
-    counts_.hits += static_cast<int64_t>(unique_.size() - t.missing.size());
     counts_.pulled_rows += static_cast<int64_t>(t.missing.size());
   }
   if (use_cache) {
@@ -94,29 +153,43 @@ Status RemoteEmbeddings::Gather(SparseClient& client, Batch* batch, int64_t min_
   return Status::OK();
 }
 
-void RemoteEmbeddings::ServeFromCache(Table& t, RowCache* cache, int64_t step) {
+size_t RemoteEmbeddings::ServeFromCache(Table& t, RowCache* cache, int64_t step) {
+  size_t hits = 0;
   const int dim = t.config.options.dim;
   t.missing.clear();
   t.missing_at.clear();
   for (size_t u = 0; u < unique_.size(); ++u) {
     const float* cached =
         cache != nullptr ? cache->Get(unique_[u], step, t.config.cache_staleness) : nullptr;
+    float* into = t.param->value.ptr() + u * dim;
     if (cached != nullptr) {
-      std::memcpy(t.param->value.ptr() + u * dim, cached, dim * sizeof(float));
-    } else {
-      t.missing.push_back(unique_[u]);
-      t.missing_at.push_back(static_cast<uint32_t>(u));
+      std::memcpy(into, cached, dim * sizeof(float));
+      ++hits;
+      continue;
     }
+    const uint32_t* ahead = cache != nullptr ? t.ahead_index.Find(unique_[u]) : nullptr;
+    if (ahead != nullptr) {  // prefetched: counted as pulled when it was
+      const float* row = t.ahead_rows.data() + static_cast<size_t>(*ahead) * dim;
+      std::memcpy(into, row, dim * sizeof(float));
+      cache->Put(unique_[u], row, step - 1);
+      continue;
+    }
+    t.missing.push_back(unique_[u]);
+    t.missing_at.push_back(static_cast<uint32_t>(u));
   }
+  if (cache != nullptr) t.ahead_index.Clear();
+  return hits;
 }
 
 std::string RemoteEmbeddings::Describe(const Counts& now, const Counts& before) {
   const double ids = static_cast<double>(now.ids - before.ids);
   const double steps = static_cast<double>(std::max<int64_t>(1, now.gathers - before.gathers));
   const double hit_rate = ids > 0 ? static_cast<double>(now.hits - before.hits) / ids : 0.0;
-  return fmt::format("hit rate {:.3f}, {:.0f} rows ({:.1f} KiB) pulled per step", hit_rate,
-                     static_cast<double>(now.pulled_rows - before.pulled_rows) / steps,
-                     static_cast<double>(now.pulled_bytes - before.pulled_bytes) / steps / 1024);
+  return fmt::format(
+      "hit rate {:.3f}, {:.0f} rows ({:.1f} KiB) pulled per step, {:.0f} of them ahead", hit_rate,
+      static_cast<double>(now.pulled_rows - before.pulled_rows) / steps,
+      static_cast<double>(now.pulled_bytes - before.pulled_bytes) / steps / 1024,
+      static_cast<double>(now.prefetched_rows - before.prefetched_rows) / steps);
 }
 
 Status RemoteEmbeddings::Scatter(SparseClient& client, int64_t clock) {

@@ -18,6 +18,11 @@
 // mode every row may have changed at every step, so the cache is not used:
 // results are exactly those without it.
 //
+// Prefetch (with the cache): while a batch computes, a thread pulls the
+// rows of the next batch's ids that the cache will not have, so the next
+// Gather finds them at hand. They are one step old when used, so
+// cache_staleness must be at least 1.
+//
 // Threads: the training thread's. Ownership: Params belong to the model.
 #pragma once
 
@@ -25,10 +30,13 @@
 #include <string>
 #include <vector>
 
+#include "comm/completion.h"
 #include "embedding/id_dedup.h"
+#include "embedding/id_map.h"
 #include "embedding/row_cache.h"
 #include "roles/server_tables.h"
 #include "roles/sparse_client.h"
+#include "src/common/work_thread.h"
 #include "src/data/batch.h"
 #include "src/nn/layer.h"
 
@@ -53,12 +61,27 @@ class RemoteEmbeddings {
                 bool use_cache = true);
   Status Scatter(SparseClient& client, int64_t clock);
 
+  // Whether prefetching helps: a table with a cache and staleness >= 1.
+  bool CanPrefetch() const;
+  // Gives the prefetch thread its own client (the training thread's may be
+  // busy pushing at the same time).
+  void EnablePrefetch(std::unique_ptr<SparseClient> client);
+  // Begins pulling, on the prefetch thread, the rows of `next_ids` that the
+  // caches will not have at `step` + 1. The next Gather waits for it. Call
+  // after Gather, before the batch computes; nothing happens unless
+  // EnablePrefetch was called.
+  void StartPrefetch(std::vector<int64_t> next_ids, int64_t step);
+  // Waits for a prefetch in flight (the next Gather does it too).
+  Status FinishPrefetch();
+
   // Counts since the start (ids: per table, unique per batch).
   struct Counts {
     int64_t ids = 0, hits = 0, pulled_rows = 0, pulled_bytes = 0, gathers = 0;
+    int64_t prefetched_rows = 0;  // of pulled_rows, pulled ahead of time
   };
   const Counts& counts() const { return counts_; }
-  // "hit rate 0.71, 1200 rows (75.0 KiB) pulled per step" since `before`.
+  // "hit rate 0.71, 1200 rows (75.0 KiB) pulled per step, 800 of them
+  // ahead" since `before`.
   static std::string Describe(const Counts& now, const Counts& before);
 
  private:
@@ -71,14 +94,30 @@ class RemoteEmbeddings {
     std::vector<int64_t> missing;
     std::vector<uint32_t> missing_at;
     std::vector<float> pulled;
+    // Rows pulled ahead for the next Gather (prefetch thread until then).
+    std::vector<int64_t> ahead_ids;
+    std::vector<float> ahead_rows;
+    FlatIdMap<uint32_t> ahead_index;
   };
-  // Rows the cache has go to the Param; the others to t.missing.
-  void ServeFromCache(Table& t, RowCache* cache, int64_t step);
+  // On the prefetch thread.
+  Status Prefetch(SparseClient& client, const std::vector<int64_t>& next_ids, int64_t step);
+
+  // Rows the cache has, or the prefetch brought, go to the Param; the
+  // others to t.missing. Returns the cache's hits.
+  size_t ServeFromCache(Table& t, RowCache* cache, int64_t step);
 
   std::vector<Table> tables_;
   IdDedup dedup_;
   std::vector<int64_t> unique_;  // of the last Gather
   Counts counts_;
+  // Prefetch: its client, its thread (declared after: joins first), its
+  // completion and counts.
+  std::unique_ptr<SparseClient> prefetch_client_;
+  std::unique_ptr<WorkThread> prefetch_thread_;
+  bool prefetching_ = false;
+  Completion<Status> prefetched_;
+  IdDedup prefetch_dedup_;  // prefetch thread
+  Counts prefetch_counts_;  // prefetch thread until FinishPrefetch
 };
 
 }  // namespace pstrain

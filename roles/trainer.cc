@@ -169,7 +169,7 @@ Status TrainJob::ExchangeLocalState(WorkerContext& ctx, int64_t step) {
   return allreduced_->ReduceAndApply(*ctx.collective);
 }
 
-Status TrainJob::Step(WorkerContext& ctx, Batch& batch, int64_t step) {
+Status TrainJob::Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batch* next) {
   Clock::time_point start = Clock::now();
   if (sparse_) {
     // The rows must include the updates a dense pull would see at this step.
@@ -178,6 +178,7 @@ Status TrainJob::Step(WorkerContext& ctx, Batch& batch, int64_t step) {
                                                                          : MinClock(step - 1);
     PSTRAIN_RETURN_IF_ERROR(embeddings_->Gather(*sparse_, &batch, min_clock, step)
                                 .WithContext(fmt::format("step {}", step + 1)));
+    if (next != nullptr) embeddings_->StartPrefetch(next->sparse, step);
     stats_.comm_s += Since(start);
     start = Clock::now();
   }
@@ -262,6 +263,8 @@ Status TrainJob::Run(WorkerContext& ctx) {
     if (ctx.servers.empty())
       return FailedPrecondition("server-held embedding tables need at least one server");
     sparse_ = std::make_unique<SparseClient>(ctx.loop, ctx.servers, ctx.rank);
+    if (embeddings_->CanPrefetch())
+      embeddings_->EnablePrefetch(std::make_unique<SparseClient>(ctx.loop, ctx.servers, ctx.rank));
   }
   if (ctx.collective == nullptr && !allreduced_->empty())
     return FailedPrecondition("all-reduced (ps: false) weights need the workers' ring");
@@ -297,7 +300,9 @@ Status TrainJob::Run(WorkerContext& ctx) {
 
   Clock::time_point begin = Clock::now(), epoch_begin = begin;
   int64_t epoch_samples = 0;
-  Batch batch;
+  Batch batch, next;
+  bool have_next = false;  // `next` holds the batch after `batch`
+  const bool look_ahead = sparse_ && embeddings_->CanPrefetch();
   for (int64_t step = start_step; step < total; ++step) {
     const int epoch = static_cast<int>(step / steps_per_epoch);
     const int64_t in_epoch = step % steps_per_epoch;
@@ -306,10 +311,18 @@ Status TrainJob::Run(WorkerContext& ctx) {
       for (int64_t k = 0; k < in_epoch; ++k) batcher.Next(&batch);  // resume mid-epoch
       epoch_begin = Clock::now();
       epoch_samples = 0;
+      have_next = false;
     }
-    if (!batcher.Next(&batch))
+    if (have_next) {
+      std::swap(batch, next);
+      have_next = false;
+    } else if (!batcher.Next(&batch)) {
       return Internal(fmt::format("worker {} ran out of batches at step {}", ctx.rank, step + 1));
-    PSTRAIN_RETURN_IF_ERROR(Step(ctx, batch, step));
+    }
+    // The next batch's embedding rows are pulled while this one computes.
+    if (look_ahead && in_epoch + 1 < steps_per_epoch && step + 1 < total)
+      have_next = batcher.Next(&next);
+    PSTRAIN_RETURN_IF_ERROR(Step(ctx, batch, step, have_next ? &next : nullptr));
     epoch_samples += batch.size();
     if ((in_epoch + 1) % config_.train.log_every == 0 || in_epoch == 0) {
       ctx.log->info("epoch: {} step: {}, loss is {:.6f}", epoch + 1, in_epoch + 1,

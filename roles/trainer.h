@@ -60,7 +60,8 @@ class TrainJob : public WorkerJob {
  private:
   explicit TrainJob(const Config& config) : config_(config) {}
   Status InitWeights(WorkerContext& ctx, const CheckpointRef& resume);
-  Status Step(WorkerContext& ctx, Batch& batch, int64_t step);
+  // `next`: the batch after this one, when its rows may be prefetched.
+  Status Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batch* next);
   Status ExchangeLocalState(WorkerContext& ctx, int64_t step);
   Status Evaluate(WorkerContext& ctx, int epoch);
   // device: gpu: the model on the GPU and, with ps: false weights and

@@ -122,6 +122,42 @@ TEST_CASE("tables come back from a checkpoint: a resumed job ends where a straig
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("async with a row cache: fewer rows pulled, the next batch's rows prefetched") {
+  ClickData data;
+  Config uncached = ClickConfig(data, true);
+  uncached.train.mode = UpdateMode::kAsync;
+  uncached.train.log_every = 10;
+  Config cached = uncached;
+  cached.parameters[0].cache_rows = 4000;
+  cached.parameters[0].cache_staleness = 5;
+  Outcome a = Train(uncached, 2, 2), b = Train(cached, 2, 2);
+  REQUIRE_MESSAGE(a.status.ok(), a.status.message());
+  REQUIRE_MESSAGE(b.status.ok(), b.status.message());
+  // "embedding rows: hit rate H, R rows (K KiB) pulled per step, P of them ahead"
+  auto rows_pulled = [](const Outcome& o, double* ahead) {
+    double rows = 0, prefetched = 0;
+    int lines = 0;
+    for (const std::string& line : o.sink->Matching("embedding rows: hit rate")) {
+      const size_t at = line.find(", ") + 2;
+      rows += std::stod(line.substr(at));
+      prefetched += std::stod(line.substr(line.find("step, ") + 6));
+      ++lines;
+    }
+    REQUIRE(lines > 0);
+    *ahead = prefetched / lines;
+    return rows / lines;
+  };
+  double ahead_a = 0, ahead_b = 0;
+  const double rows_a = rows_pulled(a, &ahead_a), rows_b = rows_pulled(b, &ahead_b);
+  MESSAGE("rows pulled per step: " << rows_a << " without a cache, " << rows_b << " with one ("
+                                   << ahead_b << " of them ahead); AUC " << a.stats.test_metric
+                                   << " vs " << b.stats.test_metric);
+  CHECK(ahead_a == 0);
+  CHECK(ahead_b > 0);
+  CHECK(rows_b < 0.9 * rows_a);
+  CHECK(b.stats.test_metric > 0.6);
+}
+
 TEST_CASE("a server refuses a negative or out-of-vocabulary id, naming the table and the id") {
   ClickData data;
   // A worker that only sends bad ids to the servers of a real job.
