@@ -9,7 +9,9 @@ namespace pstrain {
 
 Status RunKvBench(const std::vector<int64_t>& sizes, const std::vector<int>& servers,
                   const std::vector<int>& workers);
-Status RunAllReduceBench(const std::vector<int64_t>& sizes, const std::vector<int>& worlds);
+Status RunAllReduceBench(const std::vector<int64_t>& sizes, const std::vector<int>& worlds,
+                         const std::string& transport);
+Status RunEmbeddingBench(const std::vector<int>& dims);
 Status RunTrainBench(const std::string& config_path, int64_t steps, const std::vector<int>& servers,
                      const std::vector<int>& workers);
 
@@ -37,7 +39,9 @@ int Usage(const char* why) {
   std::fprintf(stderr,
                "pstrain bench: %s\n"
                "usage: pstrain bench kv [--bytes N,N,...] [--servers N,N] [--workers N,N]\n"
-               "       pstrain bench allreduce [--bytes N,N,...] [--world N,N]\n"
+               "       pstrain bench allreduce [--bytes N,N,...] [--world N,N] "
+               "[--transport shm|tcp]\n"
+               "       pstrain bench embedding [--dim N,N]\n"
                "       pstrain bench train --config FILE [--steps N] [--servers N,N] "
                "[--workers N,N]\n",
                why);
@@ -47,26 +51,28 @@ int Usage(const char* why) {
 }  // namespace
 
 int RunBench(const std::vector<std::string>& args) {
-  if (args.empty()) return Usage("which benchmark? (kv, allreduce, train)");
+  if (args.empty()) return Usage("which benchmark? (kv, allreduce, embedding, train)");
   const std::string& which = args[0];
-  if (which != "kv" && which != "train" && which != "allreduce")
+  if (which != "kv" && which != "train" && which != "allreduce" && which != "embedding")
     return Usage(("unknown benchmark '" + which + "'").c_str());
   std::vector<int64_t> sizes = {4096, 262144, 4194304, 67108864};
   std::vector<int64_t> steps = {300};
-  std::vector<int> servers = {1, 2}, workers = {1, 2}, worlds = {2, 4};
-  std::string config;
+  std::vector<int> servers = {1, 2}, workers = {1, 2}, worlds = {2, 4}, dims = {16, 64};
+  std::string config, transport = "shm";
   if (which == "train") servers = {2};
   for (size_t i = 1; i < args.size(); i += 2) {
     if (i + 1 >= args.size()) return Usage((args[i] + " needs a value").c_str());
     const std::string& flag = args[i];
     const std::string& value = args[i + 1];
-    bool ok = flag == "--bytes"     ? ParseList(value, &sizes)
-              : flag == "--steps"   ? ParseList(value, &steps) && steps.size() == 1
-              : flag == "--servers" ? ParseList(value, &servers)
-              : flag == "--workers" ? ParseList(value, &workers)
-              : flag == "--world"   ? ParseList(value, &worlds)
-              : flag == "--config"  ? (config = value, true)
-                                    : false;
+    bool ok = flag == "--bytes"       ? ParseList(value, &sizes)
+              : flag == "--steps"     ? ParseList(value, &steps) && steps.size() == 1
+              : flag == "--servers"   ? ParseList(value, &servers)
+              : flag == "--workers"   ? ParseList(value, &workers)
+              : flag == "--world"     ? ParseList(value, &worlds)
+              : flag == "--dim"       ? ParseList(value, &dims)
+              : flag == "--config"    ? (config = value, true)
+              : flag == "--transport" ? (transport = value, value == "shm" || value == "tcp")
+                                      : false;
     if (!ok) return Usage(("bad flag or value: " + flag + " " + value).c_str());
   }
   Status st;
@@ -77,7 +83,11 @@ int RunBench(const std::vector<std::string>& args) {
   } else if (which == "allreduce") {
     for (int64_t b : sizes)
       if (b % 4 != 0) return Usage("--bytes must be multiples of 4 (float32 tensors)");
-    st = RunAllReduceBench(sizes, worlds);
+    st = RunAllReduceBench(sizes, worlds, transport);
+  } else if (which == "embedding") {
+    for (int d : dims)
+      if (d < 1 || d > 4096) return Usage("--dim must be from 1 to 4096");
+    st = RunEmbeddingBench(dims);
   } else {
     if (config.empty()) return Usage("bench train needs --config FILE");
     st = RunTrainBench(config, steps[0], servers, workers);

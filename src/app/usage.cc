@@ -9,7 +9,8 @@ Usage:
   pstrain [flags]            run one node; its role comes from MS_ROLE (or --role)
   pstrain local [flags]      run a whole job (scheduler, servers, workers) on this
                              machine as threads of one process
-  pstrain bench kv|train ...  benchmarks, one JSON line per case (see README)
+  pstrain bench kv|allreduce|embedding|train ...
+                             benchmarks, one JSON line per case (see README)
   pstrain gen criteo --rows N --shards K --out DIR [--test-rows M] [--seed S]
                              synthetic Criteo-format click data with a planted
                              model; prints the best reachable AUC

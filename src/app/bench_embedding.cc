@@ -1,0 +1,221 @@
+// bench embedding: the sparse tables and the row cache of embedding/ on
+// Zipf-distributed ids, as a server and a worker see them.
+//   server: a table (adagrad) of one server; each round is one request of a
+//     worker: the unique ids of 16384 Zipf draws over 1M ids. Lookups (rows
+//     created on first touch) and sparse updates are timed apart: rows/s.
+//   cache: a worker's row cache of 1%, 10% and 30% of the distinct ids; each
+//     round looks up the unique ids of a batch, misses are fetched (Put).
+//     Hit rate over the rounds after a warm-up of as many.
+//   pull: a job of 1 server and 1 worker on loopback; the worker pulls the
+//     rows of 16384 distinct ids (4 MiB of rows at dim 64) from the
+//     server's table, and, for comparison, a dense PS tensor of the same
+//     bytes. Median time per pull: rows/s and GB/s of row payload.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+#include <vector>
+
+#include "embedding/id_dedup.h"
+#include "embedding/row_cache.h"
+#include "embedding/sparse_table.h"
+#include "roles/local_job.h"
+#include "roles/sparse_client.h"
+#include "src/common/random.h"
+
+namespace pstrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kDistinctIds = 1000000;
+constexpr size_t kDrawsPerRound = 16384;
+
+// Zipf over ranks 0..n-1 (rank k with probability proportional to
+// (k+1)^-s) by inverse CDF; ids are the ranks scattered by a bijective mix,
+// so hot ids are not neighbours.
+class ZipfIds {
+ public:
+  ZipfIds(int64_t n, double s, uint64_t seed) : cdf_(static_cast<size_t>(n)), rng_(seed) {
+    double sum = 0;
+    for (int64_t k = 0; k < n; ++k) cdf_[k] = sum += std::pow(static_cast<double>(k + 1), -s);
+    for (double& c : cdf_) c /= sum;
+  }
+  int64_t Next() {
+    const double u = rng_.Uniform();
+    const int64_t rank = std::upper_bound(cdf_.begin(), cdf_.end(), u) - cdf_.begin();
+    return static_cast<int64_t>(Mix64(static_cast<uint64_t>(rank)) >> 24);
+  }
+  // The unique ids of one batch of draws.
+  const std::vector<int64_t>& Round(IdDedup* dedup) {
+    draws_.resize(kDrawsPerRound);
+    for (int64_t& id : draws_) id = Next();
+    dedup->Reset(draws_.data(), draws_.size());
+    return dedup->unique();
+  }
+
+ private:
+  std::vector<double> cdf_;
+  Rng rng_;
+  std::vector<int64_t> draws_;
+};
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+Status RunServerCase(int dim, double zipf) {
+  EmbeddingTableOptions options;
+  options.name = "bench";
+  options.dim = dim;
+  options.seed = 7;
+  options.optimizer.type = OptimizerType::kAdagrad;
+  options.optimizer.lr = 0.05f;
+  auto table = SparseTable::Create(options);
+  if (!table.ok()) return table.status();
+  ZipfIds ids(kDistinctIds, zipf, 11);
+  IdDedup dedup;
+  std::vector<float> rows, grads;
+  double lookup_s = 0, update_s = 0;
+  int64_t looked_up = 0, updated = 0;
+  const Clock::time_point begin = Clock::now();
+  for (int64_t step = 0; step < 2000 && Seconds(begin) < 3.0; ++step) {
+    const std::vector<int64_t>& unique = ids.Round(&dedup);
+    rows.resize(unique.size() * static_cast<size_t>(dim));
+    grads.assign(rows.size(), 0.001f);
+    Clock::time_point t = Clock::now();
+    PSTRAIN_RETURN_IF_ERROR(table->Lookup(unique.data(), unique.size(), rows.data(), step));
+    lookup_s += Seconds(t);
+    t = Clock::now();
+    PSTRAIN_RETURN_IF_ERROR(
+        table->ApplyGradients(unique.data(), grads.data(), unique.size(), step));
+    update_s += Seconds(t);
+    looked_up += static_cast<int64_t>(unique.size());
+    updated += static_cast<int64_t>(unique.size());
+  }
+  std::printf(
+      "{\"bench\":\"embedding\",\"case\":\"server\",\"dim\":%d,\"distinct_ids\":%lld,"
+      "\"zipf\":%.2f,\"optimizer\":\"adagrad\",\"rows\":%lld,\"lookups_per_s\":%.0f,"
+      "\"updates_per_s\":%.0f}\n",
+      dim, static_cast<long long>(kDistinctIds), zipf,
+      static_cast<long long>(table->counters().rows), looked_up / std::max(lookup_s, 1e-9),
+      updated / std::max(update_s, 1e-9));
+  std::fflush(stdout);
+  return Status::OK();
+}
+
+void RunCacheCase(double zipf, double fraction) {
+  const int dim = 16;
+  RowCache cache(static_cast<size_t>(fraction * kDistinctIds), dim);
+  ZipfIds ids(kDistinctIds, zipf, 13);
+  IdDedup dedup;
+  const std::vector<float> row(dim, 0.5f);
+  const int rounds = 400;  // 6.5M draws; the first half warms the cache
+  RowCacheStats at_warm;
+  for (int step = 0; step < 2 * rounds; ++step) {
+    if (step == rounds) at_warm = cache.stats();
+    for (int64_t id : ids.Round(&dedup))
+      if (cache.Get(id, step, /*max_staleness=*/1 << 30) == nullptr)
+        cache.Put(id, row.data(), step);
+  }
+  const int64_t hits = cache.stats().hits - at_warm.hits;
+  const int64_t misses = cache.stats().misses - at_warm.misses;
+  std::printf(
+      "{\"bench\":\"embedding\",\"case\":\"cache\",\"zipf\":%.2f,\"distinct_ids\":%lld,"
+      "\"cache_fraction\":%.2f,\"cache_rows\":%zu,\"hit_rate\":%.4f}\n",
+      zipf, static_cast<long long>(kDistinctIds), fraction, cache.capacity(),
+      static_cast<double>(hits) / static_cast<double>(std::max<int64_t>(1, hits + misses)));
+  std::fflush(stdout);
+}
+
+double Median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// The worker of the pull case: sparse pulls of `ids` (rows created by the
+// warm-up), then dense pulls of a tensor of as many bytes.
+class PullBenchJob : public WorkerJob {
+ public:
+  PullBenchJob(int dim, int64_t ids, std::vector<double>* sparse_s, std::vector<double>* dense_s)
+      : dim_(dim), ids_(ids), sparse_s_(sparse_s), dense_s_(dense_s) {}
+  std::vector<TensorSpec> PsTensors() override { return {{"dense", ids_ * dim_}}; }
+  Status Run(WorkerContext& ctx) override {
+    const int iters = 200, warmup = 10;
+    std::vector<int64_t> ids(static_cast<size_t>(ids_));
+    for (int64_t i = 0; i < ids_; ++i)
+      ids[i] = static_cast<int64_t>(Mix64(static_cast<uint64_t>(i)) >> 24);
+    std::vector<float> rows(static_cast<size_t>(ids_ * dim_), 0.5f);
+    SparseClient client(ctx.loop, ctx.servers, ctx.rank);
+    const std::string table = "emb.weight";
+    for (int k = 0; k < warmup + iters; ++k) {
+      const Clock::time_point t = Clock::now();
+      PSTRAIN_RETURN_IF_ERROR(client.Pull({{&table, dim_, &ids, rows.data()}}, 0));
+      if (k >= warmup) sparse_s_->push_back(Seconds(t));
+    }
+    PSTRAIN_RETURN_IF_ERROR(ctx.kv->Init(0, rows.data()).Wait());
+    for (int k = 0; k < warmup + iters; ++k) {
+      const Clock::time_point t = Clock::now();
+      PSTRAIN_RETURN_IF_ERROR(ctx.kv->Pull(0, rows.data(), 0).Wait());
+      if (k >= warmup) dense_s_->push_back(Seconds(t));
+    }
+    return Status::OK();
+  }
+
+ private:
+  const int dim_;
+  const int64_t ids_;
+  std::vector<double>*sparse_s_, *dense_s_;
+};
+
+Status RunPullCase(int dim) {
+  const int64_t ids = 16384;
+  std::vector<double> sparse_s, dense_s;
+  LocalJobOptions job;
+  job.cluster.server_num = 1;
+  job.cluster.worker_num = 1;
+  Config& config = job.config;
+  config.has_model = true;
+  config.model.input = {1};
+  config.model.sparse_fields = 1;
+  LayerConfig emb;
+  emb.name = "emb";
+  emb.type = "embedding_bag";
+  emb.vocab = int64_t{1} << 40;
+  emb.dim = dim;
+  config.model.wide = {emb};
+  ParameterRule rule;
+  rule.match = "emb.weight";
+  rule.init_in_server = true;
+  config.parameters = {rule};
+  job.make_job = [&](int) { return std::make_unique<PullBenchJob>(dim, ids, &sparse_s, &dense_s); };
+  job.make_logger = [](const std::string& name) {
+    Logger log = MakeLogger(name);
+    log->set_level(spdlog::level::warn);
+    return log;
+  };
+  PSTRAIN_RETURN_IF_ERROR(RunLocalJob(job));
+  const double bytes = static_cast<double>(ids * dim * sizeof(float));
+  const double sparse = Median(sparse_s), dense = Median(dense_s);
+  std::printf(
+      "{\"bench\":\"embedding\",\"case\":\"pull\",\"dim\":%d,\"ids\":%lld,\"row_bytes\":%.0f,"
+      "\"pull_ms\":%.4f,\"rows_per_s\":%.0f,\"GBps\":%.3f,\"dense_pull_ms\":%.4f,"
+      "\"dense_GBps\":%.3f}\n",
+      dim, static_cast<long long>(ids), bytes, sparse * 1e3, static_cast<double>(ids) / sparse,
+      bytes / sparse / 1e9, dense * 1e3, bytes / dense / 1e9);
+  std::fflush(stdout);
+  return Status::OK();
+}
+
+}  // namespace
+
+Status RunEmbeddingBench(const std::vector<int>& dims) {
+  for (int dim : dims) PSTRAIN_RETURN_IF_ERROR(RunServerCase(dim, 1.05));
+  for (int dim : dims) PSTRAIN_RETURN_IF_ERROR(RunPullCase(dim));
+  for (double zipf : {1.05, 1.2})
+    for (double fraction : {0.01, 0.1, 0.3}) RunCacheCase(zipf, fraction);
+  return Status::OK();
+}
+
+}  // namespace pstrain
