@@ -71,7 +71,8 @@ struct BodyEncoder {
   }
   Out operator()(const Hello& m) {
     auto node = ToWire(b, m.node);
-    return {w::Body_Hello, w::CreateHello(b, node).Union()};
+    return {w::Body_Hello,
+            w::CreateHello(b, node, b.CreateString(m.shm_name), m.shm_nonce).Union()};
   }
   Out operator()(const Ack&) { return {w::Body_Ack, w::CreateAck(b).Union()}; }
   Out operator()(const ErrorReply& m) {
@@ -209,7 +210,9 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h) {
     case w::Body_Hello: {
       auto node = FromWire(h->body_as_Hello()->node(), "node");
       if (!node.ok()) return node.status();
-      return MessageBody(Hello{*node});
+      auto shm_name = Text(h->body_as_Hello()->shm_name(), "shm_name", false);
+      if (!shm_name.ok()) return shm_name.status();
+      return MessageBody(Hello{*node, *shm_name, h->body_as_Hello()->shm_nonce()});
     }
     case w::Body_Ack:
       return MessageBody(Ack{});

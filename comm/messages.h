@@ -58,6 +58,8 @@ struct Shutdown {
 };
 struct Hello {
   NodeInfo node;
+  std::string shm_name;  // ring peers: the shared-memory channel offered
+  uint64_t shm_nonce = 0;
 };
 struct Ack {};
 struct ErrorReply {

@@ -74,6 +74,26 @@ TEST_CASE("hybrid: convolutions on the servers, fc all-reduced: 2 x 32 equal 1 x
   CheckSyncEquivalence("configs/lenet_hybrid.yaml", 2);
 }
 
+TEST_CASE("hybrid: the ring over shared memory and over TCP give the same weights") {
+  if (!HaveFashionMnist()) {
+    MESSAGE("skipped: Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)");
+    return;
+  }
+  Config config = Lenet("configs/lenet_hybrid.yaml");
+  config.train.steps = 20;
+  config.data.test.clear();
+  config.data.limit = 2 * 64 * 20;
+  // Two workers: a server adds the workers' gradients in the order they
+  // arrive, which changes the last bits of a sum of three or more.
+  Outcome shm = testing::TrainLocally(config, 1, 2, "auto");
+  Outcome tcp = testing::TrainLocally(config, 1, 2, "tcp");
+  REQUIRE_MESSAGE(shm.status.ok(), shm.status.message());
+  REQUIRE_MESSAGE(tcp.status.ok(), tcp.status.message());
+  CHECK(shm.sink->Matching("ring: the 2 workers share this host: shared memory").size() == 2);
+  CHECK(tcp.sink->Matching("ring: TCP among the workers").size() == 2);
+  CHECK(LargestDifference(shm, tcp) == 0.0);
+}
+
 TEST_CASE("hybrid: a job resumed from a checkpoint ends with the uninterrupted run's weights") {
   if (!HaveFashionMnist()) {
     MESSAGE("skipped: Fashion-MNIST is not installed (Debian package dataset-fashion-mnist)");

@@ -41,12 +41,14 @@ std::string RepoPath(const std::string& relative) {
   return here.substr(0, here.rfind("tests/")) + relative;
 }
 
-TrainOutcome TrainLocally(const Config& config, int servers, int workers) {
+TrainOutcome TrainLocally(const Config& config, int servers, int workers,
+                          const std::string& ring_transport) {
   TrainOutcome out;
   std::mutex mutex;
   LocalJobOptions job;
   job.cluster.server_num = servers;
   job.cluster.worker_num = workers;
+  job.cluster.ring_transport = ring_transport;
   job.config = config;
   job.make_job = [&](int) -> std::unique_ptr<WorkerJob> {
     auto train = TrainJob::Create(config);

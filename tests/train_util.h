@@ -22,7 +22,8 @@ struct TrainOutcome {
 };
 
 // Runs a local job of `config` (servers and workers as threads).
-TrainOutcome TrainLocally(const Config& config, int servers, int workers);
+TrainOutcome TrainLocally(const Config& config, int servers, int workers,
+                          const std::string& ring_transport = "auto");
 
 // The largest difference between two outcomes' weights (same model).
 double LargestDifference(const TrainOutcome& a, const TrainOutcome& b);

@@ -32,6 +32,9 @@ struct ClusterOptions {
   double heartbeat_interval_s = 1.0;
   double heartbeat_timeout_s = 30.0;  // a node silent this long ends the job
   double connect_timeout_s = 60.0;    // how long a node keeps trying the scheduler
+  // Workers' ring: "auto" uses shared memory when every worker shares one
+  // host, TCP otherwise; "tcp" always TCP (PSTRAIN_RING_TRANSPORT).
+  std::string ring_transport = "auto";
 };
 
 struct NodeOptions {
