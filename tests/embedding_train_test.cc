@@ -122,6 +122,21 @@ TEST_CASE("tables come back from a checkpoint: a resumed job ends where a straig
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("sync mode: a row cache changes nothing (every row may change at every step)") {
+  ClickData data;
+  Config plain = ClickConfig(data, true);
+  plain.train.steps = 20;
+  Config cached = plain;
+  cached.parameters[0].cache_rows = 4000;
+  cached.parameters[0].cache_staleness = 5;
+  Outcome a = Train(plain, 2, 2), b = Train(cached, 2, 2);
+  REQUIRE_MESSAGE(a.status.ok(), a.status.message());
+  REQUIRE_MESSAGE(b.status.ok(), b.status.message());
+  for (const char* name : {"dense.weight", "dense.bias"})
+    CHECK(a.weights[ParamIndex(name)] == b.weights[ParamIndex(name)]);
+  CHECK(a.stats.test_metric == b.stats.test_metric);
+}
+
 TEST_CASE("async with a row cache: fewer rows pulled, the next batch's rows prefetched") {
   ClickData data;
   Config uncached = ClickConfig(data, true);
