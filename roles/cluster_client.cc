@@ -167,7 +167,7 @@ Status ClusterClient::Barrier(BarrierGroup group) { return AgreeMin(group, 0).st
 
 StatusOr<int64_t> ClusterClient::AgreeMin(BarrierGroup group, int64_t value) {
   std::string what = fmt::format("barrier of {}", BarrierGroupName(group));
-  auto reply = CallScheduler(BarrierRequest{group, value}, what);
+  auto reply = CallScheduler(BarrierRequest{group, value, ""}, what);
   if (!reply.ok()) return reply.status();
   auto* agreed = std::get_if<BarrierReply>(&reply->message.body);
   if (agreed == nullptr)

@@ -32,7 +32,9 @@ StatusOr<std::unique_ptr<RemoteEmbeddings>> RemoteEmbeddings::Create(const Confi
     std::unique_ptr<RowCache> cache;
     if (cached && t.cache_rows > 0)
       cache = std::make_unique<RowCache>(static_cast<size_t>(t.cache_rows), t.options.dim);
-    remote->tables_.push_back({std::move(t), nullptr, std::move(cache)});
+    Table& table = remote->tables_.emplace_back();
+    table.config = std::move(t);
+    table.cache = std::move(cache);
   }
   return remote;
 }

@@ -44,12 +44,13 @@ TEST_CASE("every message type round-trips") {
   CHECK(t2.nodes[2].role == Role::kWorker);
 
   RoundTrip({0, false, Heartbeat{}});
-  CHECK(std::get<BarrierRequest>(RoundTrip({5, false, BarrierRequest{BarrierGroup::kWorkers}}).body)
+  CHECK(std::get<BarrierRequest>(
+            RoundTrip({5, false, BarrierRequest{BarrierGroup::kWorkers, 0, ""}}).body)
             .group == BarrierGroup::kWorkers);
   CHECK(std::get<BarrierReply>(RoundTrip({5, true, BarrierReply{3, "blob"}}).body).blob == "blob");
   RoundTrip({6, false, Done{}});
   CHECK(std::get<Shutdown>(RoundTrip({7, false, Shutdown{"bye"}}).body).reason == "bye");
-  CHECK(std::get<Hello>(RoundTrip({8, false, Hello{Node("w", Role::kWorker, 1)}}).body)
+  CHECK(std::get<Hello>(RoundTrip({8, false, Hello{Node("w", Role::kWorker, 1), "", 0}}).body)
             .node.node_id == "w");
   RoundTrip({9, true, Ack{}});
   CHECK(std::get<ErrorReply>(RoundTrip({10, true, ErrorReply{"no"}}).body).message == "no");
@@ -101,7 +102,7 @@ TEST_CASE("damaged headers are refused with a reason") {
     }
   }
   SUBCASE("missing required fields") {
-    std::vector<uint8_t> no_node = EncodeHeader({1, false, Hello{NodeInfo{}}});
+    std::vector<uint8_t> no_node = EncodeHeader({1, false, Hello{NodeInfo{}, "", 0}});
     auto m = DecodeHeader(no_node.data(), no_node.size());
     REQUIRE_FALSE(m.ok());
     CHECK(m.status().message().find("node_id") != std::string::npos);
