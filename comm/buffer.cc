@@ -1,5 +1,7 @@
 #include "comm/buffer.h"
 
+#include "src/common/tensor_memory.h"
+
 namespace pstrain {
 namespace {
 constexpr size_t kMaxFreeBuffers = 16;
@@ -10,7 +12,7 @@ std::shared_ptr<BufferPool> BufferPool::Create(size_t max_cached_bytes) {
 }
 
 BufferPool::~BufferPool() {
-  for (const Free& f : free_) delete[] f.data;
+  for (const Free& f : free_) FreeTensorMemory(f.data, f.size);
 }
 
 Buffer BufferPool::Get(uint64_t size) {
@@ -26,7 +28,7 @@ Buffer BufferPool::Get(uint64_t size) {
       break;
     }
   }
-  if (data == nullptr) data = new uint8_t[size];
+  if (data == nullptr) data = static_cast<uint8_t*>(AllocateTensorMemory(size));
   std::shared_ptr<BufferPool> pool = shared_from_this();
   std::shared_ptr<void> owner(
       data, [pool, size](void* p) { pool->Release(static_cast<uint8_t*>(p), size); });
@@ -42,7 +44,7 @@ void BufferPool::Release(uint8_t* data, uint64_t size) {
       return;
     }
   }
-  delete[] data;
+  FreeTensorMemory(data, size);
 }
 
 }  // namespace pstrain

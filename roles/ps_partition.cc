@@ -13,7 +13,7 @@ PsPartition::PsPartition(std::string tensor, uint32_t part, int workers, UpdateM
       workers_(workers),
       mode_(mode),
       optimizer_(std::move(optimizer)),
-      values_(std::make_shared<std::vector<float>>(std::move(values))),
+      values_(std::make_shared<FloatBuffer>(values.begin(), values.end())),
       pushes_(workers, 0),
       arrived_(workers, false) {}
 
@@ -29,10 +29,10 @@ void PsPartition::RestoreClock(int64_t applied, int64_t clock) {
   std::fill(pushes_.begin(), pushes_.end(), clock);
 }
 
-std::vector<float>& PsPartition::WritableValues() {
+FloatBuffer& PsPartition::WritableValues() {
   // Values still referenced by a pull reply in flight are left alone: the
   // update goes to a fresh copy.
-  if (values_.use_count() > 1) values_ = std::make_shared<std::vector<float>>(*values_);
+  if (values_.use_count() > 1) values_ = std::make_shared<FloatBuffer>(*values_);
   return *values_;
 }
 

@@ -21,6 +21,7 @@
 #include "comm/buffer.h"
 #include "optim/dense_optimizer.h"
 #include "src/common/config.h"
+#include "src/common/tensor_memory.h"
 
 namespace pstrain {
 
@@ -41,7 +42,7 @@ class PsPartition {
   uint32_t part() const { return part_; }
   // The current values, shared (not copied) with whoever sends them; an
   // update never writes into values someone still holds.
-  std::shared_ptr<const std::vector<float>> values() const { return values_; }
+  std::shared_ptr<const FloatBuffer> values() const { return values_; }
   DenseOptimizer& optimizer() { return *optimizer_; }
   // Restores the counts of a checkpoint: `applied` updates, and `clock` (see
   // clock()) pushes from every worker.
@@ -49,7 +50,7 @@ class PsPartition {
   int64_t applied() const { return applied_; }
 
  private:
-  std::vector<float>& WritableValues();
+  FloatBuffer& WritableValues();
   void Apply(const float* grad);
   std::string Name() const;
 
@@ -58,11 +59,11 @@ class PsPartition {
   const int workers_;
   const UpdateMode mode_;
   std::unique_ptr<DenseOptimizer> optimizer_;
-  std::shared_ptr<std::vector<float>> values_;
-  int64_t applied_ = 0;          // updates applied
-  std::vector<int64_t> pushes_;  // per worker: gradients received
+  std::shared_ptr<FloatBuffer> values_;  // tensor memory: huge pages when large
+  int64_t applied_ = 0;                  // updates applied
+  std::vector<int64_t> pushes_;          // per worker: gradients received
   // sync: the running sum of this step's gradients and who has sent one.
-  std::vector<float> sum_;
+  FloatBuffer sum_;
   std::vector<bool> arrived_;
   int arrived_count_ = 0;
 };

@@ -112,7 +112,7 @@ void PsShard::AnswerReady(const Key& key, PsPartition& partition) {
 }
 
 void PsShard::Answer(const PsPartition& partition, const Reply& reply) {
-  std::shared_ptr<const std::vector<float>> values = partition.values();
+  std::shared_ptr<const FloatBuffer> values = partition.values();
   Payload payload{reinterpret_cast<const uint8_t*>(values->data()), values->size() * sizeof(float),
                   values};
   reply(PullReply{partition.clock()}, std::move(payload));
@@ -122,9 +122,14 @@ void PsShard::Snapshot(std::function<void(std::vector<PartitionSnapshot>)> done)
   run_([this, done = std::move(done)] {
     std::vector<PartitionSnapshot> out;
     for (auto& [key, p] : partitions_) {
-      PartitionSnapshot s{
-          key.first,    key.second, p->applied(), p->clock(), p->optimizer().steps(),
-          *p->values(), {}};
+      const FloatBuffer& values = *p->values();
+      PartitionSnapshot s{key.first,
+                          key.second,
+                          p->applied(),
+                          p->clock(),
+                          p->optimizer().steps(),
+                          std::vector<float>(values.begin(), values.end()),
+                          {}};
       DenseOptimizer& opt = p->optimizer();
       for (int k = 0; k < opt.num_slots(); ++k)
         s.slots.emplace_back(opt.slot_name(k),

@@ -50,7 +50,7 @@ void CheckSyncEquivalence(const std::string& file, int servers) {
   // At small lr it may or may not happen within 50 steps, with no order
   // (measured at step 50: lr 0.001 3e-8, 0.002 2e-4, 0.003 6e-8, 0.004 4e-6,
   // 0.005 8e-6). Each run repeats itself bit for bit (tensor memory is
-  // 64-byte aligned, src/nn/tensor.h), so lr 0.003 tests the arithmetic, not
+  // 64-byte aligned, src/common/tensor_memory.h), so lr 0.003 tests the arithmetic, not
   // the chaos.
   config.train.optimizer.lr = 0.003f;
   Config one = config, two = config;

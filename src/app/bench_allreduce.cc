@@ -33,6 +33,7 @@
 #include "comm/ring_collective.h"
 #include "comm/shm_ring.h"
 #include "src/common/logging.h"
+#include "src/nn/tensor.h"
 
 namespace pstrain {
 namespace {
@@ -172,8 +173,8 @@ Status RunRank(const std::string& transport, int rank, int world, int64_t bytes,
   end->Start();
   const int64_t n = bytes / 4;
   const int iters = AllReduceIters(bytes), warmup = 3;
-  std::vector<float> data(n, 1.0f);
-  std::vector<double> times;  // seconds per timed all-reduce
+  FloatBuffer data(static_cast<size_t>(n), 1.0f);  // tensor memory, as a model's
+  std::vector<double> times;                       // seconds per timed all-reduce
   for (int i = 0; i < warmup + iters; ++i) {
     Clock::time_point start = Clock::now();
     PSTRAIN_RETURN_IF_ERROR(end->collective().AllReduce(data.data(), n, ReduceOp::kSum));

@@ -11,6 +11,7 @@
 
 #include "roles/local_job.h"
 #include "src/app/bench.h"
+#include "src/nn/tensor.h"
 
 namespace pstrain {
 namespace {
@@ -35,7 +36,8 @@ class KvBenchJob : public WorkerJob {
   std::vector<TensorSpec> PsTensors() override { return {{"w", elements_}}; }
 
   Status Run(WorkerContext& ctx) override {
-    std::vector<float> values(elements_, 0.5f), grad(elements_, 1e-3f);
+    // Tensor memory, as a model's weights and gradients.
+    FloatBuffer values(elements_, 0.5f), grad(elements_, 1e-3f);
     if (ctx.rank == 0) PSTRAIN_RETURN_IF_ERROR(ctx.kv->Init(0, values.data()).Wait());
     PSTRAIN_RETURN_IF_ERROR(ctx.kv->Pull(0, values.data(), 0).Wait());
     std::vector<double> times;

@@ -10,6 +10,8 @@
 #include <numeric>
 #include <vector>
 
+#include "src/common/tensor_memory.h"
+
 namespace pstrain {
 
 using Shape = std::vector<int64_t>;
@@ -17,32 +19,6 @@ using Shape = std::vector<int64_t>;
 inline int64_t NumElements(const Shape& shape) {
   return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<int64_t>());
 }
-
-// Memory for tensors starts on a 64-byte boundary. Eigen's vectorized sums
-// (bias gradients, reductions) peel scalar elements until the first aligned
-// one, so the order of additions, and the float result, would otherwise
-// depend on where malloc happened to put the array: the same run could give
-// different weights from one process to the next.
-template <typename T>
-struct CacheLineAllocator {
-  using value_type = T;
-  static constexpr std::align_val_t kAlignment{64};
-  CacheLineAllocator() = default;
-  template <typename U>
-  CacheLineAllocator(const CacheLineAllocator<U>&) {}
-  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlignment)); }
-  void deallocate(T* p, size_t) { ::operator delete(p, kAlignment); }
-  template <typename U>
-  bool operator==(const CacheLineAllocator<U>&) const {
-    return true;
-  }
-  template <typename U>
-  bool operator!=(const CacheLineAllocator<U>&) const {
-    return false;
-  }
-};
-
-using FloatBuffer = std::vector<float, CacheLineAllocator<float>>;
 
 struct Tensor {
   Shape shape;
