@@ -37,6 +37,16 @@ Status SparseClient::Pull(const std::vector<RowTransfer>& transfers, int64_t min
   // call to call: fresh pages would cost a fault every 4 KiB.
   std::vector<std::vector<float>>& received = received_;
   received.resize(transfers.size() * servers);
+  direct_.assign(transfers.size() * servers, false);
+  for (size_t t = 0; t < transfers.size(); ++t)
+    for (size_t s = 0; s < servers; ++s) {
+      const ServerGroups& g = groups_[t];
+      const uint32_t* index = g.unique_index.data() + g.offsets[s];
+      const size_t n = g.size(static_cast<int>(s));
+      bool run = true;
+      for (size_t k = 1; k < n && run; ++k) run = index[k] == index[0] + k;
+      direct_[t * servers + s] = run;
+    }
   size_t requests = 0;
   for (size_t t = 0; t < transfers.size(); ++t)
     for (size_t s = 0; s < servers; ++s) requests += groups_[t].size(static_cast<int>(s)) > 0;
@@ -50,11 +60,17 @@ Status SparseClient::Pull(const std::vector<RowTransfer>& transfers, int64_t min
       for (size_t s = 0; s < servers; ++s) {
         const size_t n = groups_[t].size(static_cast<int>(s));
         if (n == 0) continue;
-        std::vector<float>& into = received[t * servers + s];
-        into.resize(n * x.dim);
+        // Rows whose places are one run (one server, or ids ordered by
+        // server) land straight in the destination.
+        const uint32_t* index = groups_[t].unique_index.data() + groups_[t].offsets[s];
+        float* into = x.rows + static_cast<size_t>(index[0]) * x.dim;
+        if (!direct_[t * servers + s]) {
+          received[t * servers + s].resize(n * x.dim);
+          into = received[t * servers + s].data();
+        }
         Payload ids{reinterpret_cast<const uint8_t*>(groups_[t].ids_of(static_cast<int>(s))),
                     n * sizeof(int64_t), nullptr};
-        Buffer place{reinterpret_cast<uint8_t*>(into.data()), into.size() * sizeof(float), nullptr};
+        Buffer place{reinterpret_cast<uint8_t*>(into), n * x.dim * sizeof(float), nullptr};
         servers_[s]->Call(
             SparsePullRequest{*x.table, worker_, min_clock},
             [answers, s, table = x.table](StatusOr<Incoming> reply) {
@@ -73,9 +89,10 @@ Status SparseClient::Pull(const std::vector<RowTransfer>& transfers, int64_t min
       const ServerGroups& g = groups_[t];
       const uint32_t* index = g.unique_index.data() + g.offsets[s];
       const std::vector<float>& rows = received[t * servers + s];
-      for (size_t k = 0; k < g.size(static_cast<int>(s)); ++k)
-        std::memcpy(x.rows + static_cast<size_t>(index[k]) * x.dim, rows.data() + k * x.dim,
-                    x.dim * sizeof(float));
+      if (!direct_[t * servers + s])
+        for (size_t k = 0; k < g.size(static_cast<int>(s)); ++k)
+          std::memcpy(x.rows + static_cast<size_t>(index[k]) * x.dim, rows.data() + k * x.dim,
+                      x.dim * sizeof(float));
       last_pull_bytes_ += static_cast<int64_t>(g.size(static_cast<int>(s)) * x.dim * sizeof(float));
     }
   }

@@ -52,6 +52,7 @@ class SparseClient {
   const int worker_;
   std::vector<ServerGroups> groups_;
   std::vector<std::vector<float>> received_;  // Pull's, by table and server
+  std::vector<bool> direct_;                  // Pull's: rows placed straight in the destination
   int64_t last_pull_bytes_ = 0;
 };
 

@@ -78,38 +78,33 @@ void TableHost::DoPull(HostedTable& t, const SparsePullRequest& request, const B
   const int64_t n = static_cast<int64_t>(ids.size / sizeof(int64_t));
   const std::vector<int64_t> id_list = ReadIds(ids.data, n);
   const size_t floats = static_cast<size_t>(n) * t.table.options().dim;
-  std::shared_ptr<float> rows = GetRows(row_buffers_, floats);
-  Status st = t.table.Lookup(id_list.data(), id_list.size(), rows.get(), t.clock);
+  std::shared_ptr<FloatBuffer> rows = GetRows(row_buffers_, floats);
+  Status st = t.table.Lookup(id_list.data(), id_list.size(), rows->data(), t.clock);
   if (!st.ok()) return reply(ErrorReply{st.message()}, {});
-  Payload payload{reinterpret_cast<const uint8_t*>(rows.get()), floats * sizeof(float), rows};
+  Payload payload{reinterpret_cast<const uint8_t*>(rows->data()), floats * sizeof(float), rows};
   reply(SparsePullReply{t.clock}, std::move(payload));
 }
 
-std::shared_ptr<float> TableHost::GetRows(const std::shared_ptr<RowBuffers>& pool, size_t floats) {
+std::shared_ptr<FloatBuffer> TableHost::GetRows(const std::shared_ptr<RowBuffers>& pool,
+                                                size_t floats) {
   constexpr size_t kMaxFree = 8;
-  std::unique_ptr<float[]> data;
-  size_t capacity = 0;
+  std::unique_ptr<FloatBuffer> rows;
   {
     std::lock_guard<std::mutex> lock(pool->mutex);
-    for (auto& [buffer, size] : pool->free) {
-      if (size < floats) continue;
-      data = std::move(buffer);
-      capacity = size;
-      std::swap(buffer, pool->free.back().first);
-      std::swap(size, pool->free.back().second);
+    for (auto& buffer : pool->free) {
+      if (buffer->capacity() < floats) continue;
+      rows = std::move(buffer);
+      std::swap(buffer, pool->free.back());
       pool->free.pop_back();
       break;
     }
   }
-  if (!data) {
-    data.reset(new float[floats]);
-    capacity = floats;
-  }
-  float* raw = data.release();
-  return std::shared_ptr<float>(raw, [pool, capacity](float* p) {
-    std::unique_ptr<float[]> owned(p);
+  if (!rows) rows = std::make_unique<FloatBuffer>();
+  rows->resize(floats);
+  return std::shared_ptr<FloatBuffer>(rows.release(), [pool](FloatBuffer* p) {
+    std::unique_ptr<FloatBuffer> owned(p);
     std::lock_guard<std::mutex> lock(pool->mutex);
-    if (pool->free.size() < kMaxFree) pool->free.emplace_back(std::move(owned), capacity);
+    if (pool->free.size() < kMaxFree) pool->free.push_back(std::move(owned));
   });
 }
 

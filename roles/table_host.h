@@ -34,6 +34,7 @@
 #include "roles/shard_file.h"
 #include "src/common/config.h"
 #include "src/common/logging.h"
+#include "src/common/tensor_memory.h"
 #include "src/common/work_thread.h"
 
 namespace pstrain {
@@ -98,9 +99,10 @@ class TableHost {
   // Returned by the payload's keepalive, on the loop thread.
   struct RowBuffers {
     std::mutex mutex;
-    std::vector<std::pair<std::unique_ptr<float[]>, size_t>> free;  // GUARDED_BY(mutex)
+    std::vector<std::unique_ptr<FloatBuffer>> free;  // GUARDED_BY(mutex)
   };
-  static std::shared_ptr<float> GetRows(const std::shared_ptr<RowBuffers>& pool, size_t floats);
+  static std::shared_ptr<FloatBuffer> GetRows(const std::shared_ptr<RowBuffers>& pool,
+                                              size_t floats);
 
   const int workers_;
   const UpdateMode mode_;
