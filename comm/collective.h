@@ -23,11 +23,17 @@ class Collective {
   virtual int rank() const = 0;
   virtual int world() const = 0;
   // data[0..n) becomes the sum (or the mean) of every rank's data[0..n).
-  virtual Status AllReduce(float* data, int64_t n, ReduceOp op) = 0;
+  Status AllReduce(float* data, int64_t n, ReduceOp op);
   // data[0..n) on every rank becomes root's data[0..n).
-  virtual Status Broadcast(float* data, int64_t n, int root) = 0;
-  // Returns once every rank has called Barrier().
-  virtual Status Barrier() = 0;
+  Status Broadcast(float* data, int64_t n, int root);
+  // Returns once every rank has called Barrier() (a sum of one float).
+  Status Barrier();
+
+ protected:
+  // What a backend does: the sum in place, and root's copy to all (root is
+  // checked). Never called with world() == 1 or n == 0.
+  virtual Status SumInPlace(float* data, int64_t n) = 0;
+  virtual Status BroadcastInPlace(float* data, int64_t n, int root) = 0;
 };
 
 }  // namespace pstrain

@@ -50,13 +50,14 @@ class RingCollective : public Collective {
 
   int rank() const override { return rank_; }
   int world() const override { return world_; }
-  Status AllReduce(float* data, int64_t n, ReduceOp op) override;
-  Status Broadcast(float* data, int64_t n, int root) override;
-  Status Barrier() override;
 
   // Loop thread: a chunk from rank r-1; a neighbour's connection closed.
   void OnChunk(const RingChunk& chunk, Buffer payload);
   void OnPeerLost(const Status& why);
+
+ protected:
+  Status SumInPlace(float* data, int64_t n) override;
+  Status BroadcastInPlace(float* data, int64_t n, int root) override;
 
  private:
   enum class Kind { kAllReduce, kBroadcast };

@@ -258,24 +258,12 @@ Status ShmRingCollective::Fail(const Status& why) {
   return inbound_->lost();  // the first error wins
 }
 
-Status ShmRingCollective::AllReduce(float* data, int64_t n, ReduceOp op) {
-  PSTRAIN_RETURN_IF_ERROR(Run(Kind::kAllReduce, data, n, 0));
-  if (op == ReduceOp::kAverage && world_ > 1) {
-    const float scale = 1.0f / static_cast<float>(world_);
-    for (int64_t i = 0; i < n; ++i) data[i] *= scale;
-  }
-  return Status::OK();
+Status ShmRingCollective::SumInPlace(float* data, int64_t n) {
+  return Run(Kind::kAllReduce, data, n, 0);
 }
 
-Status ShmRingCollective::Broadcast(float* data, int64_t n, int root) {
-  if (root < 0 || root >= world_)
-    return InvalidArgument(fmt::format("broadcast from rank {} in a ring of {}", root, world_));
+Status ShmRingCollective::BroadcastInPlace(float* data, int64_t n, int root) {
   return Run(Kind::kBroadcast, data, n, root);
-}
-
-Status ShmRingCollective::Barrier() {
-  float token = 0;
-  return Run(Kind::kAllReduce, &token, 1, 0);
 }
 
 Status ShmRingCollective::Run(Kind kind, float* data, int64_t n, int root) {

@@ -69,9 +69,10 @@ class ShmRingCollective : public Collective {
 
   int rank() const override { return rank_; }
   int world() const override { return world_; }
-  Status AllReduce(float* data, int64_t n, ReduceOp op) override;
-  Status Broadcast(float* data, int64_t n, int root) override;
-  Status Barrier() override;
+
+ protected:
+  Status SumInPlace(float* data, int64_t n) override;
+  Status BroadcastInPlace(float* data, int64_t n, int root) override;
 
  private:
   enum class Kind : uint32_t { kAllReduce = 1, kBroadcast = 2 };

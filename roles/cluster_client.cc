@@ -165,26 +165,27 @@ StatusOr<Incoming> ClusterClient::CallScheduler(MessageBody body, const std::str
 
 Status ClusterClient::Barrier(BarrierGroup group) { return AgreeMin(group, 0).status(); }
 
-StatusOr<int64_t> ClusterClient::AgreeMin(BarrierGroup group, int64_t value) {
-  std::string what = fmt::format("barrier of {}", BarrierGroupName(group));
-  auto reply = CallScheduler(BarrierRequest{group, value, ""}, what);
+StatusOr<BarrierReply> ClusterClient::EnterBarrier(BarrierRequest request) {
+  std::string what = fmt::format("barrier of {}", BarrierGroupName(request.group));
+  auto reply = CallScheduler(std::move(request), what);
   if (!reply.ok()) return reply.status();
   auto* agreed = std::get_if<BarrierReply>(&reply->message.body);
   if (agreed == nullptr)
     return InvalidArgument(
         fmt::format("{}: the scheduler answered with {}", what, MessageName(reply->message.body)));
-  return agreed->min_value;
+  return std::move(*agreed);
+}
+
+StatusOr<int64_t> ClusterClient::AgreeMin(BarrierGroup group, int64_t value) {
+  auto reply = EnterBarrier(BarrierRequest{group, value, ""});
+  if (!reply.ok()) return reply.status();
+  return reply->min_value;
 }
 
 StatusOr<std::string> ClusterClient::ShareFromOne(BarrierGroup group, std::string blob) {
-  std::string what = fmt::format("sharing through the barrier of {}", BarrierGroupName(group));
-  auto reply = CallScheduler(BarrierRequest{group, 0, std::move(blob)}, what);
+  auto reply = EnterBarrier(BarrierRequest{group, 0, std::move(blob)});
   if (!reply.ok()) return reply.status();
-  auto* agreed = std::get_if<BarrierReply>(&reply->message.body);
-  if (agreed == nullptr)
-    return InvalidArgument(
-        fmt::format("{}: the scheduler answered with {}", what, MessageName(reply->message.body)));
-  return agreed->blob;
+  return std::move(reply->blob);
 }
 
 Status ClusterClient::ReportDone() { return CallScheduler(Done{}, "report Done").status(); }

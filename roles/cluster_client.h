@@ -42,6 +42,7 @@ class ClusterClient : public HandleOwner {
   void OnHandleClosed(uv_handle_t*) override {}
 
  private:
+  StatusOr<BarrierReply> EnterBarrier(BarrierRequest request);
   void TryConnect();
   void OnConnected(Connection::Ptr conn);
   void OnRequest(const Connection::Ptr& conn, Incoming&& in);
