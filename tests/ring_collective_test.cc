@@ -15,6 +15,7 @@
 
 #include "comm/local_ring.h"
 #include "comm/tensor_buckets.h"
+#include "tests/rank_threads.h"
 
 namespace pstrain {
 namespace {
@@ -55,19 +56,8 @@ TEST_CASE("ring all-reduce gives the exact sum for uneven sizes and world sizes 
   }
 }
 
-// Runs `body(rank)` on one thread per rank and returns each rank's status.
-template <typename Body>
-std::vector<Status> OnEveryRank(int world, Body body) {
-  std::vector<Status> results(world);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) threads.emplace_back([&, r] { results[r] = body(r); });
-  for (auto& t : threads) t.join();
-  return results;
-}
-
-void RequireAllOk(const std::vector<Status>& results) {
-  for (const Status& st : results) REQUIRE_MESSAGE(st.ok(), st.message());
-}
+using testing::OnEveryRank;
+using testing::RequireAllOk;
 
 TEST_CASE("ring all-reduce averages") {
   const int world = 4;

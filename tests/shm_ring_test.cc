@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "comm/local_ring.h"
+#include "tests/rank_threads.h"
 
 namespace pstrain {
 namespace {
@@ -51,19 +52,8 @@ bool NameExists(const std::string& name) {
   return fd >= 0;
 }
 
-// Runs `body(rank)` on one thread per rank and returns each rank's status.
-template <typename Body>
-std::vector<Status> OnEveryRank(int world, Body body) {
-  std::vector<Status> results(world);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) threads.emplace_back([&, r] { results[r] = body(r); });
-  for (auto& t : threads) t.join();
-  return results;
-}
-
-void RequireAllOk(const std::vector<Status>& results) {
-  for (const Status& st : results) REQUIRE_MESSAGE(st.ok(), st.message());
-}
+using testing::OnEveryRank;
+using testing::RequireAllOk;
 
 float Whole(int rank, int64_t i) { return static_cast<float>((rank + 1) * 1000 + i % 97); }
 // Values whose sum depends on the order of additions.
