@@ -8,10 +8,9 @@
 #include <vector>
 
 #include "comm/kv_client.h"
-#include "comm/ring_collective.h"
-#include "comm/shm_ring.h"
 #include "roles/node.h"
 #include "roles/worker_job.h"
+#include "roles/worker_ring.h"
 #include "src/common/config.h"
 
 namespace pstrain {
@@ -31,33 +30,13 @@ class Worker {
   // scheduler): with different models, a pull could wait for a partition
   // nobody creates. Blocking; a barrier of the workers.
   Status CheckSameTensors(const std::vector<TensorSpec>& tensors);
-  // Dials the next worker of the ring (rank + 1) and makes ring_, or
-  // shm_ring_ when every worker shares this host. Blocking.
-  Status ConnectRing(const Topology& topology);
-  Status OfferSharedMemory(int rank, int world);
-  Status ChooseRingTransport(const Hello& next);
-  // Loop thread.
-  void LoseRing(const Status& why);
-  void AnswerRingHello(const Connection::Ptr& conn, uint64_t request_id);
-  // Loop thread: a peer's message and a peer's closed connection. Workers
-  // take only the ring's: the previous worker's Hello and its chunks.
-  void OnPeerMessage(const Connection::Ptr& conn, Incoming&& in);
-  void OnPeerClosed(const Connection::Ptr& conn, const Status& why);
 
   Config config_;
   std::unique_ptr<WorkerJob> job_;
   Node node_;
   std::vector<Connection::Ptr> servers_;  // by server rank
   std::unique_ptr<KvClient> kv_;
-  // The ring among workers. Loop thread: ring_ once made, ring_inbound_ (the
-  // previous worker's connection) and a loss that came before ring_ did.
-  std::unique_ptr<RingCollective> ring_;
-  std::unique_ptr<ShmRingCollective> shm_ring_;  // null: TCP (ring_) is used
-  Connection::Ptr ring_inbound_;
-  Connection::Ptr held_hello_conn_;  // the previous worker's Hello, before shm_ring_
-  uint64_t held_hello_id_ = 0;
-  bool ring_offer_ready_ = false;  // shm_ring_ made (or not): Hellos are answered
-  Status ring_lost_early_;
+  WorkerRing ring_{&node_};  // after node_: goes before it
 };
 
 }  // namespace pstrain
