@@ -22,7 +22,8 @@ Roles (MS_ROLE / --role):
                            (servers and workers each from 0), wires the topology,
                            runs barriers, watches heartbeats and ends the job
   MS_PSERVER (MS_SERVER)   a parameter server: holds a shard of the PS-managed weights
-  MS_WORKER                a worker: computes gradients, pushes and pulls weights
+  MS_WORKER                a worker: computes gradients, pushes and pulls weights,
+                           all-reduces the ps: false ones with the other workers
 
 Environment (a flag of the same meaning overrides the variable):
   MS_ROLE          --role            MS_SCHED | MS_PSERVER | MS_SERVER | MS_WORKER
@@ -41,6 +42,9 @@ Environment (a flag of the same meaning overrides the variable):
                                                   ends the job (default 30)
   PSTRAIN_CONNECT_TIMEOUT    --connect-timeout    how long a node keeps trying to reach
                                                   the scheduler (default 60)
+  PSTRAIN_RING_TRANSPORT     --ring-transport     the workers' all-reduce ring: auto
+                                                  (shared memory on one host, else
+                                                  TCP; default) or tcp
   PSTRAIN_CONFIG             --config             the job's YAML config
 
 `pstrain local` takes --servers, --workers (default 2 and 2), --config and the
