@@ -88,7 +88,8 @@ TEST_CASE("a malformed variable names itself, its value and what it accepts") {
         Case{"MS_SCHED_HOST", "a b", "a host name or IP address"},
         Case{"MS_NODE_ID", "", "1 to 255 printable characters"},
         Case{"PSTRAIN_HEARTBEAT_TIMEOUT", "soon", "a number of seconds"},
-        Case{"PSTRAIN_CONNECT_TIMEOUT", "-3", "a number of seconds"}}) {
+        Case{"PSTRAIN_CONNECT_TIMEOUT", "-3", "a number of seconds"},
+        Case{"PSTRAIN_RING_TRANSPORT", "udp", "auto or tcp"}}) {
     CAPTURE(c.name);
     CAPTURE(c.value);
     Env env = Valid();
