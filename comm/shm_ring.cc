@@ -267,7 +267,6 @@ Status ShmRingCollective::BroadcastInPlace(float* data, int64_t n, int root) {
 }
 
 Status ShmRingCollective::Run(Kind kind, float* data, int64_t n, int root) {
-  if (world_ == 1 || n == 0) return Status::OK();
   if (!outbound_) return FailedPrecondition("shm ring: ConnectNext() was not called");
   PSTRAIN_RETURN_IF_ERROR(inbound_->lost());
   Status st = Op(*this, kind, data, n, root, ++ops_).Run();

@@ -29,10 +29,7 @@ const float* RowCache::Get(int64_t id, int64_t step, int64_t max_staleness) {
     return nullptr;
   }
   ++stats_.hits;
-  if (front_ != *slot) {
-    Unlink(*slot);
-    PushFront(*slot);
-  }
+  lru_.MoveToFront(entries_, *slot);
   return Row(*slot);
 }
 
@@ -46,19 +43,19 @@ bool RowCache::Put(int64_t id, const float* row, int64_t step) {
   uint32_t slot;
   if (const uint32_t* found = index_.Find(id)) {
     slot = *found;
-    Unlink(slot);
+    lru_.Unlink(entries_, slot);
   } else if (!free_.empty()) {
     slot = free_.back();
     free_.pop_back();
     index_.Insert(id, slot);
   } else {
     // TinyLFU admission: keep the victim unless the newcomer is more popular.
-    if (sketch_.Estimate(id) <= sketch_.Estimate(entries_[back_].id)) {
+    if (sketch_.Estimate(id) <= sketch_.Estimate(entries_[lru_.back()].id)) {
       ++stats_.rejections;
       return false;
     }
-    slot = back_;
-    Unlink(slot);
+    slot = lru_.back();
+    lru_.Unlink(entries_, slot);
     index_.Erase(entries_[slot].id);
     index_.Insert(id, slot);
     ++stats_.evictions;
@@ -66,7 +63,7 @@ bool RowCache::Put(int64_t id, const float* row, int64_t step) {
   entries_[slot].id = id;
   entries_[slot].step = step;
   std::memcpy(Row(slot), row, dim_ * sizeof(float));
-  PushFront(slot);
+  lru_.PushFront(entries_, slot);
   return true;
 }
 
@@ -74,31 +71,16 @@ void RowCache::Invalidate(int64_t id) {
   const uint32_t* found = index_.Find(id);
   if (found == nullptr) return;
   const uint32_t slot = *found;
-  Unlink(slot);
+  lru_.Unlink(entries_, slot);
   index_.Erase(id);
   free_.push_back(slot);
 }
 
 void RowCache::Clear() {
   index_.Clear();
-  front_ = back_ = kNone;
+  lru_.Clear();
   free_.clear();
   for (size_t slot = capacity_; slot > 0; --slot) free_.push_back(static_cast<uint32_t>(slot - 1));
-}
-
-void RowCache::Unlink(uint32_t slot) {
-  Entry& e = entries_[slot];
-  (e.prev == kNone ? front_ : entries_[e.prev].next) = e.next;
-  (e.next == kNone ? back_ : entries_[e.next].prev) = e.prev;
-  e.prev = e.next = kNone;
-}
-
-void RowCache::PushFront(uint32_t slot) {
-  Entry& e = entries_[slot];
-  e.prev = kNone;
-  e.next = front_;
-  (front_ == kNone ? back_ : entries_[front_].prev) = slot;
-  front_ = slot;
 }
 
 }  // namespace pstrain

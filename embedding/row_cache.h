@@ -26,6 +26,7 @@
 
 #include "embedding/frequency_sketch.h"
 #include "embedding/id_map.h"
+#include "embedding/recency_list.h"
 
 namespace pstrain {
 
@@ -64,15 +65,13 @@ class RowCache {
   const RowCacheStats& stats() const { return stats_; }
 
  private:
-  static constexpr uint32_t kNone = UINT32_MAX;
+  static constexpr uint32_t kNone = RecencyList::kNone;
   struct Entry {
     int64_t id;
     int64_t step;
     uint32_t prev, next;  // LRU list, front = most recent
   };
 
-  void Unlink(uint32_t slot);
-  void PushFront(uint32_t slot);
   float* Row(uint32_t slot) { return values_.data() + slot * dim_; }
 
   const size_t capacity_;
@@ -81,7 +80,7 @@ class RowCache {
   std::vector<Entry> entries_;
   std::vector<float> values_;
   std::vector<uint32_t> free_;
-  uint32_t front_ = kNone, back_ = kNone;
+  RecencyList lru_;  // through entries_
   FrequencySketch sketch_;
   RowCacheStats stats_;
 };

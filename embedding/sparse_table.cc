@@ -97,8 +97,9 @@ int64_t SparseTable::EvictUntouched(int64_t step) {
   AdvanceClock(step);
   if (options_.evict_after_steps <= 0) return 0;
   int64_t evicted = 0;
-  while (back_ != kNone && clock_ - meta_[back_].last_touched > options_.evict_after_steps) {
-    RemoveRow(back_);
+  while (lru_.back() != kNone &&
+         clock_ - meta_[lru_.back()].last_touched > options_.evict_after_steps) {
+    RemoveRow(lru_.back());
     ++evicted;
   }
   counters_.evictions += evicted;
@@ -138,7 +139,7 @@ bool SparseTable::Admit(int64_t id) {
 
 uint32_t SparseTable::AddRow(int64_t id, int64_t last_touched) {
   if (meta_.size() >= row_limit_) {
-    RemoveRow(back_);
+    RemoveRow(lru_.back());
     ++counters_.evictions;
     ++counters_.capacity_evictions;
   }
@@ -146,24 +147,22 @@ uint32_t SparseTable::AddRow(int64_t id, int64_t last_touched) {
   meta_.push_back({id, last_touched, 0, kNone, kNone});
   arena_.resize(arena_.size() + stride_);
   index_.Insert(id, row);
-  PushFront(row);
+  lru_.PushFront(meta_, row);
   ++counters_.admissions;
   return row;
 }
 
 void SparseTable::RemoveRow(uint32_t row) {
   assert(row < meta_.size());
-  Unlink(row);
+  lru_.Unlink(meta_, row);
   index_.Erase(meta_[row].id);
   const auto last = static_cast<uint32_t>(meta_.size() - 1);
   if (row != last) {
     // The last row takes the hole: its data, metadata, links and index entry.
     std::memcpy(RowData(row), RowData(last), stride_ * sizeof(float));
     meta_[row] = meta_[last];
-    RowMeta& moved = meta_[row];
-    (moved.prev == kNone ? front_ : meta_[moved.prev].next) = row;
-    (moved.next == kNone ? back_ : meta_[moved.next].prev) = row;
-    *index_.Find(moved.id) = row;
+    lru_.Relink(meta_, row);
+    *index_.Find(meta_[row].id) = row;
   }
   meta_.pop_back();
   arena_.resize(arena_.size() - stride_);
@@ -173,24 +172,7 @@ void SparseTable::Touch(uint32_t row) {
   RowMeta& meta = meta_[row];
   if (meta.last_touched >= clock_) return;  // already among this step's rows
   meta.last_touched = clock_;
-  if (front_ == row) return;
-  Unlink(row);
-  PushFront(row);
-}
-
-void SparseTable::Unlink(uint32_t row) {
-  RowMeta& meta = meta_[row];
-  (meta.prev == kNone ? front_ : meta_[meta.prev].next) = meta.next;
-  (meta.next == kNone ? back_ : meta_[meta.next].prev) = meta.prev;
-  meta.prev = meta.next = kNone;
-}
-
-void SparseTable::PushFront(uint32_t row) {
-  RowMeta& meta = meta_[row];
-  meta.prev = kNone;
-  meta.next = front_;
-  (front_ == kNone ? back_ : meta_[front_].prev) = row;
-  front_ = row;
+  lru_.MoveToFront(meta_, row);
 }
 
 }  // namespace pstrain

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "embedding/id_map.h"
+#include "embedding/recency_list.h"
 #include "embedding/sparse_optimizer.h"
 #include "embedding/table_options.h"
 #include "src/common/status.h"
@@ -103,7 +104,7 @@ class SparseTable {
                                            size_t size);
 
  private:
-  static constexpr uint32_t kNone = UINT32_MAX;
+  static constexpr uint32_t kNone = RecencyList::kNone;
   struct RowMeta {
     int64_t id;
     int64_t last_touched;
@@ -124,8 +125,6 @@ class SparseTable {
   uint32_t AddRow(int64_t id, int64_t last_touched);
   void RemoveRow(uint32_t row);
   void Touch(uint32_t row);
-  void Unlink(uint32_t row);
-  void PushFront(uint32_t row);
 
   EmbeddingTableOptions options_;
   SparseOptimizer optimizer_;
@@ -134,7 +133,7 @@ class SparseTable {
   FlatIdMap<uint32_t> index_;  // id -> row
   std::vector<float> arena_;
   std::vector<RowMeta> meta_;
-  uint32_t front_ = kNone, back_ = kNone;
+  RecencyList lru_;                // through meta_
   FlatIdMap<uint32_t> sightings_;  // id -> lookups so far, for ids not admitted
   int64_t clock_ = 0;
   int64_t table_updates_ = 0;

@@ -154,9 +154,9 @@ StatusOr<SparseTable> SparseTable::Deserialize(const EmbeddingTableOptions& opti
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     return table.meta_[a].last_touched < table.meta_[b].last_touched;
   });
-  for (uint32_t row : order) table.PushFront(row);
+  for (uint32_t row : order) table.lru_.PushFront(table.meta_, row);
   while (table.meta_.size() > table.row_limit_) {
-    table.RemoveRow(table.back_);
+    table.RemoveRow(table.lru_.back());
     ++table.counters_.evictions;
     ++table.counters_.capacity_evictions;
   }

@@ -117,19 +117,19 @@ Status RemoteEmbeddings::Gather(SparseClient& client, Batch* batch, int64_t min_
                                 bool use_cache) {
   PSTRAIN_RETURN_IF_ERROR(FinishPrefetch());
   dedup_.Reset(batch->sparse.data(), batch->sparse.size());
-  unique_ = dedup_.unique();
+  const std::vector<int64_t>& unique = dedup_.unique();
   const std::vector<uint32_t>& inverse = dedup_.inverse();
   for (size_t i = 0; i < batch->sparse.size(); ++i) batch->sparse[i] = inverse[i];
   // Every table's missing rows in one round of requests.
   std::vector<RowTransfer> pulls;
   for (Table& t : tables_) {
     const int dim = t.config.options.dim;
-    if (static_cast<int64_t>(unique_.size()) * dim > t.param->value.size())
-      return Internal(fmt::format("{} distinct ids do not fit table '{}''s {} rows", unique_.size(),
+    if (static_cast<int64_t>(unique.size()) * dim > t.param->value.size())
+      return Internal(fmt::format("{} distinct ids do not fit table '{}''s {} rows", unique.size(),
                                   t.config.options.name, t.param->value.size() / dim));
     const size_t hits = ServeFromCache(t, use_cache ? t.cache.get() : nullptr, step);
     if (use_cache) {
-      counts_.ids += static_cast<int64_t>(unique_.size());
+      counts_.ids += static_cast<int64_t>(unique.size());
       counts_.hits += static_cast<int64_t>(hits);
     }
     t.pulled.resize(t.missing.size() * dim);
@@ -160,23 +160,24 @@ size_t RemoteEmbeddings::ServeFromCache(Table& t, RowCache* cache, int64_t step)
   const int dim = t.config.options.dim;
   t.missing.clear();
   t.missing_at.clear();
-  for (size_t u = 0; u < unique_.size(); ++u) {
+  const std::vector<int64_t>& unique = dedup_.unique();
+  for (size_t u = 0; u < unique.size(); ++u) {
     const float* cached =
-        cache != nullptr ? cache->Get(unique_[u], step, t.config.cache_staleness) : nullptr;
+        cache != nullptr ? cache->Get(unique[u], step, t.config.cache_staleness) : nullptr;
     float* into = t.param->value.ptr() + u * dim;
     if (cached != nullptr) {
       std::memcpy(into, cached, dim * sizeof(float));
       ++hits;
       continue;
     }
-    const uint32_t* ahead = cache != nullptr ? t.ahead_index.Find(unique_[u]) : nullptr;
+    const uint32_t* ahead = cache != nullptr ? t.ahead_index.Find(unique[u]) : nullptr;
     if (ahead != nullptr) {  // prefetched: counted as pulled when it was
       const float* row = t.ahead_rows.data() + static_cast<size_t>(*ahead) * dim;
       std::memcpy(into, row, dim * sizeof(float));
-      cache->Put(unique_[u], row, step - 1);
+      cache->Put(unique[u], row, step - 1);
       continue;
     }
-    t.missing.push_back(unique_[u]);
+    t.missing.push_back(unique[u]);
     t.missing_at.push_back(static_cast<uint32_t>(u));
   }
   if (cache != nullptr) t.ahead_index.Clear();
@@ -197,7 +198,8 @@ std::string RemoteEmbeddings::Describe(const Counts& now, const Counts& before) 
 Status RemoteEmbeddings::Scatter(SparseClient& client, int64_t clock) {
   std::vector<RowTransfer> pushes;
   for (Table& t : tables_)
-    pushes.push_back({&t.config.options.name, t.config.options.dim, &unique_, t.param->grad.ptr()});
+    pushes.push_back(
+        {&t.config.options.name, t.config.options.dim, &dedup_.unique(), t.param->grad.ptr()});
   return client.Push(pushes, clock);
 }
 

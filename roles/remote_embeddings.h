@@ -89,7 +89,7 @@ class RemoteEmbeddings {
     ServerTable config;
     Param* param = nullptr;
     std::unique_ptr<RowCache> cache;  // null: none
-    // Scratch of Gather: the ids to pull, their positions in unique_, and
+    // Scratch of Gather: the ids to pull, their positions among the unique ids, and
     // their rows.
     std::vector<int64_t> missing;
     std::vector<uint32_t> missing_at;
@@ -107,8 +107,7 @@ class RemoteEmbeddings {
   size_t ServeFromCache(Table& t, RowCache* cache, int64_t step);
 
   std::vector<Table> tables_;
-  IdDedup dedup_;
-  std::vector<int64_t> unique_;  // of the last Gather
+  IdDedup dedup_;  // the last Gather's batch: its unique ids are the rows
   Counts counts_;
   // Prefetch: its client, its thread (declared after: joins first), its
   // completion and counts.
