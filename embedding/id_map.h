@@ -23,7 +23,9 @@
 #include <utility>
 #include <vector>
 
+#include "src/common/prefetch.h"
 #include "src/common/random.h"
+#include "src/common/tensor_memory.h"
 
 namespace pstrain {
 
@@ -43,6 +45,10 @@ class FlatIdMap {
     }
   }
   const V* Find(int64_t key) const { return const_cast<FlatIdMap*>(this)->Find(key); }
+
+  // Starts loading the cache line a Find(key) will read first, so a loop
+  // over many keys can overlap their memory latencies (see SparseTable).
+  void Prefetch(int64_t key) const { PrefetchForRead(&slots_[Home(key)]); }
 
   // Inserts {key, value} unless key is present. Returns the stored value and
   // whether it was inserted.
@@ -110,7 +116,7 @@ class FlatIdMap {
   // modify the value of an entry it keeps). One pass and a rebuild.
   template <typename Pred>
   void EraseIf(Pred pred) {
-    std::vector<Slot> old(slots_.size(), Slot{kEmpty, V{}});
+    Slots old(slots_.size(), Slot{kEmpty, V{}});
     old.swap(slots_);
     size_ = 0;
     for (Slot& s : old) {
@@ -124,13 +130,15 @@ class FlatIdMap {
     int64_t key;
     V value;
   };
+  // On 2 MiB pages once large (tensor_memory.h): lookups land anywhere.
+  using Slots = std::vector<Slot, TensorAllocator<Slot>>;
   static constexpr int64_t kEmpty = std::numeric_limits<int64_t>::min();
   static constexpr size_t kMinCapacity = 16;
 
   size_t Home(int64_t key) const { return Mix64(static_cast<uint64_t>(key)) & mask_; }
 
   void Rehash(size_t capacity) {
-    std::vector<Slot> old(capacity, Slot{kEmpty, V{}});
+    Slots old(capacity, Slot{kEmpty, V{}});
     old.swap(slots_);
     mask_ = capacity - 1;
     size_ = 0;
@@ -138,7 +146,7 @@ class FlatIdMap {
       if (s.key != kEmpty) Insert(s.key, s.value);
   }
 
-  std::vector<Slot> slots_;
+  Slots slots_;
   size_t mask_ = 0;
   size_t size_ = 0;  // entries in slots_
   bool has_empty_key_ = false;

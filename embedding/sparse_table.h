@@ -29,9 +29,11 @@
 
 #include "embedding/id_map.h"
 #include "embedding/recency_list.h"
+#include "embedding/row_arena.h"
 #include "embedding/sparse_optimizer.h"
 #include "embedding/table_options.h"
 #include "src/common/status.h"
+#include "src/common/tensor_memory.h"
 
 namespace pstrain {
 
@@ -117,22 +119,26 @@ class SparseTable {
 
   Status CheckIds(const int64_t* ids, size_t n) const;
   void AdvanceClock(int64_t step);
-  float* RowData(uint32_t row) { return arena_.data() + row * stride_; }
-  const float* RowData(uint32_t row) const { return arena_.data() + row * stride_; }
+  float* RowData(uint32_t row) { return arena_.Row(row); }
+  const float* RowData(uint32_t row) const { return arena_.Row(row); }
   // Counts a sighting of an id without a row; true when it is now admitted.
   bool Admit(int64_t id);
   // A new row for id at the front, evicting the back row if the table is full.
   uint32_t AddRow(int64_t id, int64_t last_touched);
   void RemoveRow(uint32_t row);
   void Touch(uint32_t row);
+  // Starts loading id's row values and metadata into the cache (Lookup).
+  void PrefetchRow(int64_t id) const;
 
   EmbeddingTableOptions options_;
   SparseOptimizer optimizer_;
   size_t stride_;              // floats per row: dim * (1 + num_slots)
   size_t row_limit_;           // max_rows, or the most a uint32 index allows
   FlatIdMap<uint32_t> index_;  // id -> row
-  std::vector<float> arena_;
-  std::vector<RowMeta> meta_;
+  RowArena arena_;
+  // On 2 MiB pages once large (tensor_memory.h), like the arena: read in
+  // random order.
+  std::vector<RowMeta, TensorAllocator<RowMeta>> meta_;
   RecencyList lru_;                // through meta_
   FlatIdMap<uint32_t> sightings_;  // id -> lookups so far, for ids not admitted
   int64_t clock_ = 0;

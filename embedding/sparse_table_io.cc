@@ -135,7 +135,7 @@ StatusOr<SparseTable> SparseTable::Deserialize(const EmbeddingTableOptions& opti
     return bad(fmt::format("{} rows of {} bytes do not fit {} bytes", rows, row_bytes, in.left()));
   }
   table.meta_.resize(rows);
-  table.arena_.resize(rows * table.stride_);
+  table.arena_.Resize(rows);
   table.index_.Reserve(rows);
   for (uint32_t row = 0; row < rows; ++row) {
     RowMeta& meta = table.meta_[row];

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "src/common/status.h"
 
@@ -11,28 +13,41 @@ Status RunKvBench(const std::vector<int64_t>& sizes, const std::vector<int>& ser
                   const std::vector<int>& workers);
 Status RunAllReduceBench(const std::vector<int64_t>& sizes, const std::vector<int>& worlds,
                          const std::string& transport);
-Status RunEmbeddingBench(const std::vector<int>& dims);
+Status RunEmbeddingBench(const std::vector<int>& dims, const std::vector<std::string>& cases);
 Status RunTrainBench(const std::string& config_path, int64_t steps, const std::vector<int>& servers,
                      const std::vector<int>& workers);
 
 namespace {
 
+// "a,b,c" -> {"a", "b", "c"}; an empty item stays (the parsers reject it).
+std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> items;
+  size_t at = 0;
+  for (size_t comma; (comma = text.find(',', at)) != std::string::npos; at = comma + 1)
+    items.push_back(text.substr(at, comma - at));
+  items.push_back(text.substr(at));
+  return items;
+}
+
 // "4096,262144" -> {4096, 262144}; false on anything else.
 template <typename T>
 bool ParseList(const std::string& text, std::vector<T>* out) {
   out->clear();
-  size_t at = 0;
-  while (at <= text.size()) {
-    size_t comma = text.find(',', at);
-    std::string item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+  for (const std::string& item : SplitCommas(text)) {
     char* end = nullptr;
     long long v = std::strtoll(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || v <= 0) return false;
     out->push_back(static_cast<T>(v));
-    if (comma == std::string::npos) break;
-    at = comma + 1;
   }
-  return !out->empty();
+  return true;
+}
+
+// "server,cache" -> {"server", "cache"}: the embedding bench's cases.
+bool ParseCases(const std::string& text, std::vector<std::string>* out) {
+  *out = SplitCommas(text);
+  for (const std::string& item : *out)
+    if (item != "server" && item != "pull" && item != "cache") return false;
+  return true;
 }
 
 int Usage(const char* why) {
@@ -41,7 +56,7 @@ int Usage(const char* why) {
                "usage: pstrain bench kv [--bytes N,N,...] [--servers N,N] [--workers N,N]\n"
                "       pstrain bench allreduce [--bytes N,N,...] [--world N,N] "
                "[--transport shm|tcp]\n"
-               "       pstrain bench embedding [--dim N,N]\n"
+               "       pstrain bench embedding [--dim N,N] [--cases server,pull,cache]\n"
                "       pstrain bench train --config FILE [--steps N] [--servers N,N] "
                "[--workers N,N]\n",
                why);
@@ -59,6 +74,7 @@ int RunBench(const std::vector<std::string>& args) {
   std::vector<int64_t> steps = {300};
   std::vector<int> servers = {1, 2}, workers = {1, 2}, worlds = {2, 4}, dims = {16, 64};
   std::string config, transport = "shm";
+  std::vector<std::string> cases = {"server", "pull", "cache"};
   if (which == "train") servers = {2};
   for (size_t i = 1; i < args.size(); i += 2) {
     if (i + 1 >= args.size()) return Usage((args[i] + " needs a value").c_str());
@@ -72,6 +88,7 @@ int RunBench(const std::vector<std::string>& args) {
               : flag == "--dim"       ? ParseList(value, &dims)
               : flag == "--config"    ? (config = value, true)
               : flag == "--transport" ? (transport = value, value == "shm" || value == "tcp")
+              : flag == "--cases"     ? ParseCases(value, &cases)
                                       : false;
     if (!ok) return Usage(("bad flag or value: " + flag + " " + value).c_str());
   }
@@ -87,7 +104,7 @@ int RunBench(const std::vector<std::string>& args) {
   } else if (which == "embedding") {
     for (int d : dims)
       if (d < 1 || d > 4096) return Usage("--dim must be from 1 to 4096");
-    st = RunEmbeddingBench(dims);
+    st = RunEmbeddingBench(dims, cases);
   } else {
     if (config.empty()) return Usage("bench train needs --config FILE");
     st = RunTrainBench(config, steps[0], servers, workers);
