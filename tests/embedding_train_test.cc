@@ -11,7 +11,9 @@
 #include <cmath>
 #include <filesystem>
 
+#include "embedding/row_init.h"
 #include "roles/local_job.h"
+#include "roles/server_tables.h"
 #include "roles/sparse_client.h"
 #include "roles/trainer.h"
 #include "src/data/criteo_gen.h"
@@ -213,6 +215,68 @@ TEST_CASE("a server refuses a negative or out-of-vocabulary id, naming the table
   CHECK(errors[0].find("embedding table 'wide.weight': id -5 is negative") != std::string::npos);
   CHECK(errors[2].find("id 65536 is outside the vocabulary [0, 65536)") != std::string::npos);
   for (const std::string& e : errors) MESSAGE(e);
+}
+
+TEST_CASE("a pull of more rows than one request carries puts every row in its place") {
+  // A table of dim 64: a request carries 1024 rows, so 6000 ids over two
+  // servers take several requests each. Pulled in scattered and in reversed
+  // order, every row must be its id's initial row.
+  Config config;
+  config.has_model = true;
+  config.model.input = {1};
+  config.model.sparse_fields = 1;
+  LayerConfig emb;
+  emb.name = "emb";
+  emb.type = "embedding_bag";
+  emb.vocab = int64_t{1} << 40;
+  emb.dim = 64;
+  config.model.wide = {emb};
+  ParameterRule rule;
+  rule.match = "emb.weight";
+  rule.init_in_server = true;
+  config.parameters = {rule};
+  auto tables = ServerTables(config);
+  REQUIRE_MESSAGE(tables.ok(), tables.status().message());
+  const EmbeddingTableOptions options = tables->at(0).options;
+
+  std::vector<std::string> wrong;
+  class BigPulls : public WorkerJob {
+   public:
+    BigPulls(EmbeddingTableOptions options, std::vector<std::string>* wrong)
+        : options_(std::move(options)), wrong_(wrong) {}
+    std::vector<TensorSpec> PsTensors() override { return {}; }
+    Status Run(WorkerContext& ctx) override {
+      SparseClient client(ctx.loop, ctx.servers, ctx.rank);
+      std::vector<int64_t> ids;
+      for (int64_t i = 0; i < 6000; ++i) ids.push_back((i * 7919 + 13) % 100003);
+      for (int pass = 0; pass < 2; ++pass) {
+        if (pass == 1) std::reverse(ids.begin(), ids.end());
+        std::vector<float> rows(ids.size() * 64, -1.0f), expected(64);
+        PSTRAIN_RETURN_IF_ERROR(client.Pull({{&options_.name, 64, &ids, rows.data()}}, 0));
+        for (size_t k = 0; k < ids.size(); ++k) {
+          InitRow(options_, ids[k], expected.data());
+          if (!std::equal(expected.begin(), expected.end(), rows.begin() + k * 64))
+            wrong_->push_back(fmt::format("pass {}: row {} (id {})", pass, k, ids[k]));
+        }
+      }
+      return Status::OK();
+    }
+
+   private:
+    EmbeddingTableOptions options_;
+    std::vector<std::string>* wrong_;
+  };
+  LocalJobOptions job;
+  job.cluster.server_num = 2;
+  job.cluster.worker_num = 1;
+  job.config = config;
+  job.make_job = [&](int) { return std::make_unique<BigPulls>(options, &wrong); };
+  auto sink = std::make_shared<testing::CaptureSink>();
+  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
+  Status st = RunLocalJob(job);
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  CHECK_MESSAGE(wrong.empty(),
+                wrong.size() << " rows wrong, first: " << (wrong.empty() ? "" : wrong.front()));
 }
 
 TEST_CASE("an init_in_server rule on a parameter that is not a table is refused") {

@@ -8,8 +8,9 @@
 //     Hit rate over the rounds after a warm-up of as many, next to the best
 //     any cache of that size can do on these draws (best_hit_rate).
 //   pull: a job of 1 server and 1 worker on loopback; the worker pulls the
-//     rows of 16384 distinct ids (4 MiB of rows at dim 64) from the
-//     server's table, and, for comparison, a dense PS tensor of the same
+//     rows of 16384 distinct ids (4 MiB of rows at dim 64), a new set each
+//     time, from the server's table of 1M rows, and, for comparison, a
+//     dense PS tensor of the same
 //     bytes, the two alternating. Median time per pull: rows/s and GB/s of
 //     row payload; vs_dense is the median over pairs of sparse goodput over
 //     dense goodput.
@@ -36,9 +37,14 @@ using Clock = std::chrono::steady_clock;
 constexpr int64_t kDistinctIds = 1000000;
 constexpr size_t kDrawsPerRound = 16384;
 
+// The id of the n-th row or rank: a bijective mix, so that neighbours in
+// rank are not neighbours in the table.
+int64_t ScatteredId(int64_t n) {
+  return static_cast<int64_t>(Mix64(static_cast<uint64_t>(n)) >> 24);
+}
+
 // Zipf over ranks 0..n-1 (rank k with probability proportional to
-// (k+1)^-s) by inverse CDF; ids are the ranks scattered by a bijective mix,
-// so hot ids are not neighbours.
+// (k+1)^-s) by inverse CDF; ids are the ranks scattered (ScatteredId).
 class ZipfIds {
  public:
   ZipfIds(int64_t n, double s, uint64_t seed) : cdf_(static_cast<size_t>(n)), rng_(seed) {
@@ -46,12 +52,9 @@ class ZipfIds {
     for (int64_t k = 0; k < n; ++k) cdf_[k] = sum += std::pow(static_cast<double>(k + 1), -s);
     for (double& c : cdf_) c /= sum;
   }
-  static int64_t IdOfRank(int64_t rank) {
-    return static_cast<int64_t>(Mix64(static_cast<uint64_t>(rank)) >> 24);
-  }
   int64_t Next() {
     const double u = rng_.Uniform();
-    return IdOfRank(std::upper_bound(cdf_.begin(), cdf_.end(), u) - cdf_.begin());
+    return ScatteredId(std::upper_bound(cdf_.begin(), cdf_.end(), u) - cdf_.begin());
   }
   // The unique ids of one batch of draws.
   const std::vector<int64_t>& Round(IdDedup* dedup) {
@@ -120,7 +123,7 @@ void RunCacheCase(double zipf, double fraction) {
   // can hold is the ids with the highest chances).
   FlatIdMap<bool> most_probable;
   for (int64_t rank = 0; rank < static_cast<int64_t>(cache.capacity()); ++rank)
-    most_probable.Insert(ZipfIds::IdOfRank(rank), true);
+    most_probable.Insert(ScatteredId(rank), true);
   ZipfIds ids(kDistinctIds, zipf, 13);
   IdDedup dedup;
   const std::vector<float> row(dim, 0.5f);
@@ -151,25 +154,36 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// The worker of the pull case: sparse pulls of `ids` (rows created by the
-// warm-up), then dense pulls of a tensor of as many bytes.
+// The worker of the pull case: creates the table's kTableRows rows, then
+// pulls `ids` distinct rows picked anew each time among them, alternating
+// with dense pulls of a tensor of as many bytes.
 class PullBenchJob : public WorkerJob {
  public:
+  static constexpr int64_t kTableRows = int64_t{1} << 20;
+
   PullBenchJob(int dim, int64_t ids, std::vector<double>* sparse_s, std::vector<double>* dense_s)
       : dim_(dim), ids_(ids), sparse_s_(sparse_s), dense_s_(dense_s) {}
   std::vector<TensorSpec> PsTensors() override { return {{"dense", ids_ * dim_}}; }
   Status Run(WorkerContext& ctx) override {
     const int iters = 200, warmup = 10;
-    std::vector<int64_t> ids(static_cast<size_t>(ids_));
-    for (int64_t i = 0; i < ids_; ++i)
-      ids[i] = static_cast<int64_t>(Mix64(static_cast<uint64_t>(i)) >> 24);
     std::vector<float> rows(static_cast<size_t>(ids_ * dim_), 0.5f);
     SparseClient client(ctx.loop, ctx.servers, ctx.rank);
     const std::string table = "emb.weight";
+    std::vector<int64_t> ids(static_cast<size_t>(ids_));
+    for (int64_t first = 0; first < kTableRows; first += ids_) {
+      for (int64_t i = 0; i < ids_; ++i) ids[i] = ScatteredId(first + i);
+      PSTRAIN_RETURN_IF_ERROR(client.Pull({{&table, dim_, &ids, rows.data()}}, 0));
+    }
     PSTRAIN_RETURN_IF_ERROR(ctx.kv->Init(0, rows.data()).Wait());
     // Sparse and dense pulls alternate, so that both meet the same load from
     // whatever else runs on the machine.
+    Rng rng(5);
     for (int k = 0; k < warmup + iters; ++k) {
+      // Rows (a * i + b) mod 2^20 for i < ids: distinct (a is odd), spread
+      // over the whole table, a different set each time.
+      const uint64_t a = rng.Next() | 1, b = rng.Next();
+      for (int64_t i = 0; i < ids_; ++i)
+        ids[i] = ScatteredId(static_cast<int64_t>((a * static_cast<uint64_t>(i) + b) % kTableRows));
       Clock::time_point t = Clock::now();
       PSTRAIN_RETURN_IF_ERROR(client.Pull({{&table, dim_, &ids, rows.data()}}, 0));
       if (k >= warmup) sparse_s_->push_back(Seconds(t));
@@ -218,11 +232,13 @@ Status RunPullCase(int dim) {
   std::vector<double> ratios;
   for (size_t k = 0; k < sparse_s.size(); ++k) ratios.push_back(dense_s[k] / sparse_s[k]);
   std::printf(
-      "{\"bench\":\"embedding\",\"case\":\"pull\",\"dim\":%d,\"ids\":%lld,\"row_bytes\":%.0f,"
+      "{\"bench\":\"embedding\",\"case\":\"pull\",\"dim\":%d,\"table_rows\":%lld,"
+      "\"ids\":%lld,\"row_bytes\":%.0f,"
       "\"pull_ms\":%.4f,\"rows_per_s\":%.0f,\"GBps\":%.3f,\"dense_pull_ms\":%.4f,"
       "\"dense_GBps\":%.3f,\"vs_dense\":%.2f}\n",
-      dim, static_cast<long long>(ids), bytes, sparse * 1e3, static_cast<double>(ids) / sparse,
-      bytes / sparse / 1e9, dense * 1e3, bytes / dense / 1e9, Median(ratios));
+      dim, static_cast<long long>(PullBenchJob::kTableRows), static_cast<long long>(ids), bytes,
+      sparse * 1e3, static_cast<double>(ids) / sparse, bytes / sparse / 1e9, dense * 1e3,
+      bytes / dense / 1e9, Median(ratios));
   std::fflush(stdout);
   return Status::OK();
 }
