@@ -64,4 +64,22 @@ StatusOr<std::vector<ServerTable>> ServerTables(const Config& config) {
   return tables;
 }
 
+Config OneTableConfig(const std::string& layer, int dim) {
+  Config config;
+  config.has_model = true;
+  config.model.input = {1};
+  config.model.sparse_fields = 1;
+  LayerConfig emb;
+  emb.name = layer;
+  emb.type = "embedding_bag";
+  emb.vocab = int64_t{1} << 40;
+  emb.dim = dim;
+  config.model.wide = {emb};
+  ParameterRule rule;
+  rule.match = layer + ".weight";
+  rule.init_in_server = true;
+  config.parameters = {rule};
+  return config;
+}
+
 }  // namespace pstrain

@@ -24,4 +24,10 @@ struct ServerTable {
 // tables (a worker renumbers a batch's ids once, for every table).
 StatusOr<std::vector<ServerTable>> ServerTables(const Config& config);
 
+// The smallest config with one server-held table: a model of one
+// embedding_bag layer `layer` (any id >= 0, `dim` floats a row) whose
+// weight, "<layer>.weight", is init_in_server. For benchmarks and tests
+// that drive the table directly.
+Config OneTableConfig(const std::string& layer, int dim);
+
 }  // namespace pstrain

@@ -221,20 +221,7 @@ TEST_CASE("a pull of more rows than one request carries puts every row in its pl
   // A table of dim 64: a request carries 1024 rows, so 6000 ids over two
   // servers take several requests each. Pulled in scattered and in reversed
   // order, every row must be its id's initial row.
-  Config config;
-  config.has_model = true;
-  config.model.input = {1};
-  config.model.sparse_fields = 1;
-  LayerConfig emb;
-  emb.name = "emb";
-  emb.type = "embedding_bag";
-  emb.vocab = int64_t{1} << 40;
-  emb.dim = 64;
-  config.model.wide = {emb};
-  ParameterRule rule;
-  rule.match = "emb.weight";
-  rule.init_in_server = true;
-  config.parameters = {rule};
+  const Config config = OneTableConfig("emb", 64);
   auto tables = ServerTables(config);
   REQUIRE_MESSAGE(tables.ok(), tables.status().message());
   const EmbeddingTableOptions options = tables->at(0).options;

@@ -26,6 +26,7 @@
 #include "embedding/row_cache.h"
 #include "embedding/sparse_table.h"
 #include "roles/local_job.h"
+#include "roles/server_tables.h"
 #include "roles/sparse_client.h"
 #include "src/common/random.h"
 
@@ -206,20 +207,7 @@ Status RunPullCase(int dim) {
   LocalJobOptions job;
   job.cluster.server_num = 1;
   job.cluster.worker_num = 1;
-  Config& config = job.config;
-  config.has_model = true;
-  config.model.input = {1};
-  config.model.sparse_fields = 1;
-  LayerConfig emb;
-  emb.name = "emb";
-  emb.type = "embedding_bag";
-  emb.vocab = int64_t{1} << 40;
-  emb.dim = dim;
-  config.model.wide = {emb};
-  ParameterRule rule;
-  rule.match = "emb.weight";
-  rule.init_in_server = true;
-  config.parameters = {rule};
+  job.config = OneTableConfig("emb", dim);
   job.make_job = [&](int) { return std::make_unique<PullBenchJob>(dim, ids, &sparse_s, &dense_s); };
   job.make_logger = [](const std::string& name) {
     Logger log = MakeLogger(name);
