@@ -1,11 +1,14 @@
 #!/bin/sh
 # The command line as a user meets it: bad variables exit 2 with a one-line
-# message naming the variable; a node with no scheduler gives up in time.
-# Usage: sh tests/cli_test.sh PSTRAIN_BIN
+# message naming the variable; a node with no scheduler gives up in time;
+# the cache-sizing bench reads a config's data.
+# Usage: sh tests/cli_test.sh PSTRAIN_BIN [REPO_DIR]
 set -u
 BIN="$1"
+REPO="${2:-$(dirname "$0")/..}"
 OUT=$(mktemp)
-trap 'rm -f "$OUT"' EXIT
+DATA=$(mktemp -d)
+trap 'rm -rf "$OUT" "$DATA"' EXIT
 passed=0
 failed=0
 check() {
@@ -55,6 +58,22 @@ took=$(( $(date +%s) - start ))
 check "a worker with no scheduler exits 1 (got $status)" [ "$status" = 1 ]
 check "its message names the address" has "cannot reach the scheduler at 127.0.0.1:1"
 check "it gives up within the configured time (took $took s)" [ "$took" -le 10 ]
+
+# How much could a row cache save on this data? Bounds for 1%, 10% and 30%
+# caches, larger caches never worse.
+"$BIN" bench embedding --cases data > "$OUT" 2>&1; status=$?
+check "the data case without --config exits 2 (got $status)" [ "$status" = 2 ]
+check "it says what it needs" has "the data case needs --config FILE"
+"$BIN" gen criteo --rows 4000 --shards 2 --test-rows 0 --out "$DATA" > "$OUT" 2>&1
+check "gen criteo writes shards" [ -f "$DATA/train.txt-00001" ]
+sed -e 's|train: \[.*\]|train: [train.txt]|' -e '/^  test:/d' "$REPO/configs/wide_deep_criteo.yaml" \
+  > "$DATA/wd.yaml"
+"$BIN" bench embedding --cases data --config "$DATA/wd.yaml" --workers 2 > "$OUT" 2>&1; status=$?
+check "the data case runs (got $status)" [ "$status" = 0 ]
+check "it prints a line per cache size" [ "$(grep -c '"case":"data"' "$OUT")" = 3 ]
+rates=$(sed -n 's/.*"best_hit_rate":\([0-9.]*\).*/\1/p' "$OUT" | tr '\n' ' ')
+check "bounds grow with the cache ($rates)" \
+  awk -v r="$rates" 'BEGIN { n = split(r, a, " "); exit !(n == 3 && a[1] > 0 && a[1] <= a[2] && a[2] <= a[3] && a[3] <= 1) }'
 
 echo "cli_test: $passed passed, $failed failed"
 [ "$failed" = 0 ]

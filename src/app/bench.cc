@@ -1,5 +1,6 @@
 #include "src/app/bench.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -14,6 +15,7 @@ Status RunKvBench(const std::vector<int64_t>& sizes, const std::vector<int>& ser
 Status RunAllReduceBench(const std::vector<int64_t>& sizes, const std::vector<int>& worlds,
                          const std::string& transport);
 Status RunEmbeddingBench(const std::vector<int>& dims, const std::vector<std::string>& cases);
+Status RunCacheBoundCase(const std::string& config_path, const std::vector<int>& worker_counts);
 Status RunTrainBench(const std::string& config_path, int64_t steps, const std::vector<int>& servers,
                      const std::vector<int>& workers);
 
@@ -46,8 +48,12 @@ bool ParseList(const std::string& text, std::vector<T>* out) {
 bool ParseCases(const std::string& text, std::vector<std::string>* out) {
   *out = SplitCommas(text);
   for (const std::string& item : *out)
-    if (item != "server" && item != "pull" && item != "cache") return false;
+    if (item != "server" && item != "pull" && item != "cache" && item != "data") return false;
   return true;
+}
+
+bool Has(const std::vector<std::string>& items, const char* item) {
+  return std::find(items.begin(), items.end(), item) != items.end();
 }
 
 int Usage(const char* why) {
@@ -56,7 +62,8 @@ int Usage(const char* why) {
                "usage: pstrain bench kv [--bytes N,N,...] [--servers N,N] [--workers N,N]\n"
                "       pstrain bench allreduce [--bytes N,N,...] [--world N,N] "
                "[--transport shm|tcp]\n"
-               "       pstrain bench embedding [--dim N,N] [--cases server,pull,cache]\n"
+               "       pstrain bench embedding [--dim N,N] [--cases server,pull,cache,data]\n"
+               "                               [--config FILE --workers N,N]   (case data)\n"
                "       pstrain bench train --config FILE [--steps N] [--servers N,N] "
                "[--workers N,N]\n",
                why);
@@ -104,7 +111,10 @@ int RunBench(const std::vector<std::string>& args) {
   } else if (which == "embedding") {
     for (int d : dims)
       if (d < 1 || d > 4096) return Usage("--dim must be from 1 to 4096");
+    if (Has(cases, "data") && config.empty())
+      return Usage("the data case needs --config FILE (its training data)");
     st = RunEmbeddingBench(dims, cases);
+    if (st.ok() && Has(cases, "data")) st = RunCacheBoundCase(config, workers);
   } else {
     if (config.empty()) return Usage("bench train needs --config FILE");
     st = RunTrainBench(config, steps[0], servers, workers);

@@ -234,6 +234,7 @@ Status RunPullCase(int dim) {
 }  // namespace
 
 Status RunEmbeddingBench(const std::vector<int>& dims, const std::vector<std::string>& cases) {
+  // "data" is bench_cache_bound.cc's.
   auto wanted = [&](const char* name) {
     return std::find(cases.begin(), cases.end(), name) != cases.end();
   };
