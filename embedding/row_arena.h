@@ -5,11 +5,16 @@
 // and briefly needs twice the table; and pulls read rows in random order,
 // so over 4 KiB pages nearly every row cost a TLB miss. Blocks fix both:
 // growth allocates one more block, and each block is one huge page.
+// The price: a table holds at least one block, 2 MiB, once it has a row.
 //
-// Rows are not initialized (the table writes every float of a new row).
+// A block holds as many whole rows as fit in 2 MiB (one row when a row is
+// larger); finding a row costs a division, nothing next to the cache miss
+// of reading it. Rows are not initialized (the table writes every float of
+// a new row).
 // Thread-safety: none; the table's.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -21,36 +26,38 @@ namespace pstrain {
 
 class RowArena {
  public:
-  explicit RowArena(size_t stride) : stride_(stride) {
-    constexpr size_t kBlockBytes = size_t{2} << 20;
-    while ((size_t{2} << shift_) * stride_ * sizeof(float) <= kBlockBytes) ++shift_;
-  }
+  explicit RowArena(size_t stride)
+      : stride_(stride),
+        rows_per_block_(std::max<size_t>(1, kBlockBytes / (stride * sizeof(float)))),
+        block_bytes_(std::max(kBlockBytes, stride * sizeof(float))) {}
   RowArena(RowArena&&) = default;
 
-  float* Row(uint32_t row) { return blocks_[row >> shift_].get() + (row & Mask()) * stride_; }
-  const float* Row(uint32_t row) const {
-    return blocks_[row >> shift_].get() + (row & Mask()) * stride_;
+  float* Row(uint32_t row) {
+    return blocks_[row / rows_per_block_].get() + (row % rows_per_block_) * stride_;
   }
+  const float* Row(uint32_t row) const { return const_cast<RowArena*>(this)->Row(row); }
 
   // Makes rows [0, rows) valid; rows past it are forgotten (their blocks
   // stay for reuse).
   void Resize(size_t rows) {
-    while (blocks_.size() << shift_ < rows) {
-      const size_t bytes = (size_t{1} << shift_) * stride_ * sizeof(float);
-      blocks_.emplace_back(static_cast<float*>(AllocateTensorMemory(bytes)), Free{bytes});
+    while (blocks_.size() * rows_per_block_ < rows) {
+      Block block(static_cast<float*>(AllocateTensorMemory(block_bytes_)), Free{block_bytes_});
+      blocks_.push_back(std::move(block));
     }
   }
 
  private:
+  static constexpr size_t kBlockBytes = size_t{2} << 20;
   struct Free {
     size_t bytes;
     void operator()(float* p) const { FreeTensorMemory(p, bytes); }
   };
-  uint32_t Mask() const { return (uint32_t{1} << shift_) - 1; }
+  using Block = std::unique_ptr<float[], Free>;
 
   size_t stride_;
-  int shift_ = 0;  // a block holds 2^shift rows: the most that fit 2 MiB
-  std::vector<std::unique_ptr<float[], Free>> blocks_;
+  size_t rows_per_block_;
+  size_t block_bytes_;
+  std::vector<Block> blocks_;
 };
 
 }  // namespace pstrain

@@ -61,6 +61,7 @@ Status SparseTable::Lookup(const int64_t* ids, size_t n, float* out, int64_t ste
   // waits overlap instead of adding up. With the arena on huge pages, 16K
   // lookups in a 1M-row dim-64 table went from 2.9 to about 2.0 ms.
   constexpr size_t kAhead = 8;
+  for (size_t i = 0; i < std::min(n, 2 * kAhead); ++i) index_.Prefetch(ids[i]);
   for (size_t i = 0; i < n; ++i, out += dim) {
     if (i + 2 * kAhead < n) index_.Prefetch(ids[i + 2 * kAhead]);
     if (i + kAhead < n) PrefetchRow(ids[i + kAhead]);
@@ -179,8 +180,12 @@ void SparseTable::PrefetchRow(int64_t id) const {
   const uint32_t* found = index_.Find(id);
   if (found == nullptr) return;
   PrefetchForRead(&meta_[*found]);
-  const char* data = reinterpret_cast<const char*>(RowData(*found));
-  for (size_t b = 0; b < options_.dim * sizeof(float); b += 64) PrefetchForRead(data + b);
+  // Every cache line of the row's values, the last one too when the row
+  // does not start on a line.
+  const auto begin = reinterpret_cast<uintptr_t>(RowData(*found));
+  const uintptr_t end = begin + options_.dim * sizeof(float);
+  for (uintptr_t line = begin & ~uintptr_t{63}; line < end; line += 64)
+    PrefetchForRead(reinterpret_cast<const void*>(line));
 }
 
 void SparseTable::Touch(uint32_t row) {

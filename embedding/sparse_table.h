@@ -2,11 +2,11 @@
 // first touch (after admission), updated by a SparseOptimizer, and removed
 // when idle or when the table is full.
 //
-// Layout: a FlatIdMap from id to row index; the rows themselves in one
-// contiguous arena, row r at r * stride floats: [values | optimizer slots],
-// with per-row metadata (id, last touched step, update count, recency links)
-// in a parallel array. Removing a row moves the last row into its place, so
-// the arena stays dense and nothing is allocated per row.
+// Layout: a FlatIdMap from id to row index; the rows themselves in a
+// RowArena (2 MiB blocks), row r of stride floats: [values | optimizer
+// slots], with per-row metadata (id, last touched step, update count,
+// recency links) in a parallel array. Removing a row moves the last row
+// into its place, so the rows stay dense and nothing is allocated per row.
 //
 // Recency: rows form a list ordered by the step they were last touched
 // (looked up or pushed), most recent first. A row moves to the front at most

@@ -11,14 +11,6 @@
 namespace pstrain {
 namespace {
 
-// A server looks rows up before it can send them; splitting a large pull
-// into requests of about this many bytes of rows lets it look up one part
-// while the previous one is on the wire. For 16K rows of dim 64 (4 MiB),
-// parts of 256 KiB cut the pull from 4.9 to 3.3 ms.
-constexpr size_t kRowBytesPerPull = size_t{256} << 10;
-
-size_t IdsPerPull(int dim) { return std::max<size_t>(1, kRowBytesPerPull / (dim * sizeof(float))); }
-
 // Counts the answers of one call's requests; done with the first error.
 struct Answers {
   Answers(Completion<Status> d, size_t n) : done(std::move(d)), remaining(n) {}

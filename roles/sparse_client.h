@@ -9,6 +9,8 @@
 // server has answered; the connections are used on the loop only.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -33,8 +35,20 @@ class SparseClient {
   SparseClient(EventLoop* loop, std::vector<Connection::Ptr> servers, int worker)
       : loop_(loop), servers_(std::move(servers)), worker_(worker) {}
 
+  // A server looks rows up before it can send them; a pull of more rows
+  // than this many bytes goes to a server in parts of at most this size, so
+  // that it looks up one part while the previous one is on the wire (16K
+  // rows of dim 64 from a 1M-row table: 4.8 ms in one request, 3.3-3.6 ms
+  // in parts of 256 KiB).
+  static constexpr size_t kRowBytesPerPull = size_t{256} << 10;
+  static size_t IdsPerPull(int dim) {
+    return std::max<size_t>(1, kRowBytesPerPull / (static_cast<size_t>(dim) * sizeof(float)));
+  }
+
   // The rows of every transfer's ids, once each table has applied
-  // `min_clock` steps. A transfer with no ids sends nothing.
+  // `min_clock` steps. A transfer with no ids sends nothing. In async/ssp
+  // mode a push may land between the parts of a pull, so one server's rows
+  // can come from different clocks, all >= min_clock.
   Status Pull(const std::vector<RowTransfer>& transfers, int64_t min_clock);
   // Pushes each transfer's rows (gradients) for step `clock`. Every server
   // gets a request per table, empty when it holds none of the ids: in sync

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "embedding/placement.h"
 #include "embedding/row_init.h"
 #include "roles/local_job.h"
 #include "roles/server_tables.h"
@@ -218,9 +219,10 @@ TEST_CASE("a server refuses a negative or out-of-vocabulary id, naming the table
 }
 
 TEST_CASE("a pull of more rows than one request carries puts every row in its place") {
-  // A table of dim 64: a request carries 1024 rows, so 6000 ids over two
-  // servers take several requests each. Pulled in scattered and in reversed
-  // order, every row must be its id's initial row.
+  // A table of dim 64; 6 requests' worth of ids over two servers take
+  // several requests each. Pulled in scattered order, reversed, and sorted
+  // by server (each server's rows then land straight in place), every row
+  // must be its id's initial row.
   const Config config = OneTableConfig("emb", 64);
   auto tables = ServerTables(config);
   REQUIRE_MESSAGE(tables.ok(), tables.status().message());
@@ -235,16 +237,24 @@ TEST_CASE("a pull of more rows than one request carries puts every row in its pl
     Status Run(WorkerContext& ctx) override {
       SparseClient client(ctx.loop, ctx.servers, ctx.rank);
       std::vector<int64_t> ids;
-      for (int64_t i = 0; i < 6000; ++i) ids.push_back((i * 7919 + 13) % 100003);
-      for (int pass = 0; pass < 2; ++pass) {
+      const auto n = static_cast<int64_t>(6 * SparseClient::IdsPerPull(64));
+      for (int64_t i = 0; i < n; ++i) ids.push_back((i * 7919 + 13) % 100003);
+      for (int pass = 0; pass < 3; ++pass) {
         if (pass == 1) std::reverse(ids.begin(), ids.end());
-        std::vector<float> rows(ids.size() * 64, -1.0f), expected(64);
+        if (pass == 2)
+          std::stable_sort(ids.begin(), ids.end(), [](int64_t a, int64_t b) {
+            return ServerOfId(a, 2) < ServerOfId(b, 2);
+          });
+        // One row more than asked for: a guard that must stay untouched.
+        std::vector<float> rows((ids.size() + 1) * 64, -1.0f), expected(64);
         PSTRAIN_RETURN_IF_ERROR(client.Pull({{&options_.name, 64, &ids, rows.data()}}, 0));
         for (size_t k = 0; k < ids.size(); ++k) {
           InitRow(options_, ids[k], expected.data());
           if (!std::equal(expected.begin(), expected.end(), rows.begin() + k * 64))
             wrong_->push_back(fmt::format("pass {}: row {} (id {})", pass, k, ids[k]));
         }
+        if (std::any_of(rows.end() - 64, rows.end(), [](float v) { return v != -1.0f; }))
+          wrong_->push_back(fmt::format("pass {}: written past the last row", pass));
       }
       return Status::OK();
     }

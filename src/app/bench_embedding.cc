@@ -5,8 +5,9 @@
 //     created on first touch) and sparse updates are timed apart: rows/s.
 //   cache: a worker's row cache of 1%, 10% and 30% of the distinct ids; each
 //     round looks up the unique ids of a batch, misses are fetched (Put).
-//     Hit rate over the rounds after a warm-up of as many, next to the best
-//     any cache of that size can do on these draws (best_hit_rate).
+//     Hit rate over the rounds after a warm-up of as many, next to the
+//     best hit rate any cache of that size can expect without seeing the
+//     draws in advance (best_hit_rate).
 //   pull: a job of 1 server and 1 worker on loopback; the worker pulls the
 //     rows of 16384 distinct ids (4 MiB of rows at dim 64), a new set each
 //     time, from the server's table of 1M rows, and, for comparison, a
@@ -38,8 +39,9 @@ using Clock = std::chrono::steady_clock;
 constexpr int64_t kDistinctIds = 1000000;
 constexpr size_t kDrawsPerRound = 16384;
 
-// The id of the n-th row or rank: a bijective mix, so that neighbours in
-// rank are not neighbours in the table.
+// The id of the n-th row or rank: a mix, so that neighbours in rank are not
+// neighbours in the table. Not a bijection (24 bits are dropped), but the
+// first 2^20 values, all these benchmarks use, are distinct.
 int64_t ScatteredId(int64_t n) {
   return static_cast<int64_t>(Mix64(static_cast<uint64_t>(n)) >> 24);
 }
@@ -120,8 +122,9 @@ void RunCacheCase(double zipf, double fraction) {
   RowCache cache(static_cast<size_t>(fraction * kDistinctIds), dim);
   // The bound: a cache that always holds the most probable ids. With
   // independent draws, no cache that cannot see the future hits more often
-  // (each id's chance to be in the next round is fixed, so the best a cache
-  // can hold is the ids with the highest chances).
+  // on average (each id's chance to be in the next round is fixed, so the
+  // best a cache can hold is the ids with the highest chances). A cache
+  // that knew the draws in advance could do better.
   FlatIdMap<bool> most_probable;
   for (int64_t rank = 0; rank < static_cast<int64_t>(cache.capacity()); ++rank)
     most_probable.Insert(ScatteredId(rank), true);
