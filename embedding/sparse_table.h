@@ -127,13 +127,9 @@ class SparseTable {
   uint32_t AddRow(int64_t id, int64_t last_touched);
   void RemoveRow(uint32_t row);
   void Touch(uint32_t row);
-  // Memory prefetching for a pass over ids (Lookup, ApplyGradients): call
-  // at the top of iteration i; `floats` of each row are read.
-  void PrefetchAhead(const int64_t* ids, size_t n, size_t i, size_t floats) const;
-  // Start loading id's first `floats` and metadata, or its recency-list
-  // neighbours.
-  void PrefetchRow(int64_t id, size_t floats) const;
-  void PrefetchNeighbours(int64_t id) const;
+  // Memory prefetching for one pass over a batch's ids (Lookup,
+  // ApplyGradients).
+  class Prefetcher;
 
   EmbeddingTableOptions options_;
   SparseOptimizer optimizer_;
