@@ -102,17 +102,10 @@ TEST_CASE("tables come back from a checkpoint: a resumed job ends where a straig
 
   char dir[] = "/tmp/pstrain-tables-XXXXXX";
   REQUIRE(mkdtemp(dir) != nullptr);
-  Config first = config;
-  first.train.steps = 20;
-  first.train.checkpoint = CheckpointConfig{};
-  first.train.checkpoint->dir = std::string(dir) + "/ckpt";
-  first.train.checkpoint->every_steps = 10;
-  Outcome part = Train(first, 2, 2);
-  REQUIRE_MESSAGE(part.status.ok(), part.status.message());
-  Config second = first;
-  second.train.steps = 40;
-  second.train.checkpoint->resume = true;
-  Outcome resumed = Train(second, 2, 2);
+  REQUIRE(config.train.steps == 40);
+  auto run = testing::TrainInTwoJobs(config, 2, 2, 20, 10, std::string(dir) + "/ckpt");
+  REQUIRE_MESSAGE(run.first.status.ok(), run.first.status.message());
+  const Outcome& resumed = run.resumed;
   REQUIRE_MESSAGE(resumed.status.ok(), resumed.status.message());
   CHECK(resumed.stats.steps == 20);
   // Each server had its share of the table (and one of the two dense tensors).

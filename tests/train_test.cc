@@ -113,19 +113,11 @@ TEST_CASE("hybrid: a job resumed from a checkpoint ends with the uninterrupted r
 
   char dir[] = "/tmp/pstrain-hybrid-XXXXXX";
   REQUIRE(mkdtemp(dir) != nullptr);
-  Config first = config;
-  first.train.steps = 20;
-  first.train.checkpoint = CheckpointConfig{};
-  first.train.checkpoint->dir = std::string(dir) + "/ckpt";
-  first.train.checkpoint->every_steps = 10;
-  Outcome part = Train(first, 1, 2);
-  REQUIRE_MESSAGE(part.status.ok(), part.status.message());
-  CHECK(std::filesystem::exists(first.train.checkpoint->dir +
-                                "/step-000000000020/allreduced-weights"));
-  Config second = first;
-  second.train.steps = 40;
-  second.train.checkpoint->resume = true;
-  Outcome resumed = Train(second, 1, 2);
+  const std::string checkpoints = std::string(dir) + "/ckpt";
+  auto run = testing::TrainInTwoJobs(config, 1, 2, 20, 10, checkpoints);
+  REQUIRE_MESSAGE(run.first.status.ok(), run.first.status.message());
+  CHECK(std::filesystem::exists(checkpoints + "/step-000000000020/allreduced-weights"));
+  const Outcome& resumed = run.resumed;
   REQUIRE_MESSAGE(resumed.status.ok(), resumed.status.message());
   CHECK(resumed.stats.steps == 20);
   CHECK(LargestDifference(straight, resumed) == 0.0);

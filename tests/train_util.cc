@@ -61,6 +61,23 @@ TrainOutcome TrainLocally(const Config& config, int servers, int workers,
   return out;
 }
 
+ResumedRun TrainInTwoJobs(const Config& config, int servers, int workers, int64_t stop_at,
+                          int64_t every, const std::string& checkpoint_dir) {
+  Config first = config;
+  first.train.steps = stop_at;
+  first.train.checkpoint = CheckpointConfig{};
+  first.train.checkpoint->dir = checkpoint_dir;
+  first.train.checkpoint->every_steps = every;
+  ResumedRun run;
+  run.first = TrainLocally(first, servers, workers);
+  if (!run.first.status.ok()) return run;
+  Config second = first;
+  second.train.steps = config.train.steps;
+  second.train.checkpoint->resume = true;
+  run.resumed = TrainLocally(second, servers, workers);
+  return run;
+}
+
 double LargestDifference(const TrainOutcome& a, const TrainOutcome& b) {
   REQUIRE(a.weights.size() == b.weights.size());
   double worst = 0;

@@ -25,6 +25,15 @@ struct TrainOutcome {
 TrainOutcome TrainLocally(const Config& config, int servers, int workers,
                           const std::string& ring_transport = "auto");
 
+// `config` trained in two jobs: the first stops after `stop_at` steps,
+// checkpointing every `every` steps into `checkpoint_dir`; the second
+// resumes from there and runs to config.train.steps.
+struct ResumedRun {
+  TrainOutcome first, resumed;
+};
+ResumedRun TrainInTwoJobs(const Config& config, int servers, int workers, int64_t stop_at,
+                          int64_t every, const std::string& checkpoint_dir);
+
 // The largest difference between two outcomes' weights (same model).
 double LargestDifference(const TrainOutcome& a, const TrainOutcome& b);
 
