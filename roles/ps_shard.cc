@@ -55,7 +55,12 @@ void PsShard::Push(PushRequest request, Buffer payload, Reply reply) {
         PsPartition* created = nullptr;
         Status st = Create(key, std::vector<float>(data, data + n), &created);
         if (!st.ok()) return reply(ErrorReply{st.message()}, {});
-        AnswerReady(key, *created);
+        auto waiting = before_init_.find(key);
+        if (waiting != before_init_.end()) {
+          for (auto& [pull, pull_reply] : waiting->second)
+            PullFrom(*created, pull, std::move(pull_reply));
+          before_init_.erase(waiting);
+        }
       }
       return reply(Ack{}, {});
     }
@@ -65,7 +70,7 @@ void PsShard::Push(PushRequest request, Buffer payload, Reply reply) {
                                           request.tensor, request.part)},
                    {});
     PsPartition& partition = *it->second;
-    if (n != partition.size() || payload.size % sizeof(float) != 0)
+    if (n != partition.size())
       return reply(ErrorReply{fmt::format("push of {} bytes to '{}' partition {}, which holds {} "
                                           "floats ({} bytes)",
                                           payload.size, request.tensor, request.part,
@@ -74,41 +79,28 @@ void PsShard::Push(PushRequest request, Buffer payload, Reply reply) {
     Status st = partition.Push(request.worker, request.clock, data);
     if (!st.ok()) return reply(ErrorReply{st.message()}, {});
     reply(Ack{}, {});
-    AnswerReady(key, partition);
   });
 }
 
 void PsShard::Pull(PullRequest request, Reply reply) {
-  run_([this, request = std::move(request), reply = std::move(reply)] {
+  run_([this, request = std::move(request), reply = std::move(reply)]() mutable {
     Key key{request.tensor, request.part};
     auto it = partitions_.find(key);
-    if (it != partitions_.end() && it->second->size() != static_cast<size_t>(request.elements))
-      return reply(PullSizeError(request.elements, *it->second), {});
-    if (it != partitions_.end() && it->second->clock() >= request.min_clock)
-      return Answer(*it->second, reply);
-    // Not initialized yet, or not at the asked clock: wait, never answer
-    // with values the worker should not see.
-    waiting_[key].push_back({request.min_clock, request.elements, std::move(reply)});
+    // Not initialized yet: wait, never answer with values the worker should
+    // not see.
+    if (it == partitions_.end()) {
+      before_init_[key].emplace_back(std::move(request), std::move(reply));
+      return;
+    }
+    PullFrom(*it->second, request, std::move(reply));
   });
 }
 
-void PsShard::AnswerReady(const Key& key, PsPartition& partition) {
-  auto it = waiting_.find(key);
-  if (it == waiting_.end()) return;
-  std::vector<WaitingPull>& pulls = it->second;
-  const int64_t clock = partition.clock();
-  size_t kept = 0;
-  for (WaitingPull& w : pulls) {
-    if (static_cast<size_t>(w.elements) != partition.size()) {
-      w.reply(PullSizeError(w.elements, partition), {});
-    } else if (w.min_clock <= clock) {
-      Answer(partition, w.reply);
-    } else {
-      pulls[kept++] = std::move(w);
-    }
-  }
-  pulls.resize(kept);
-  if (pulls.empty()) waiting_.erase(it);
+void PsShard::PullFrom(PsPartition& partition, const PullRequest& request, Reply reply) {
+  if (partition.size() != static_cast<size_t>(request.elements))
+    return reply(PullSizeError(request.elements, partition), {});
+  partition.core().AnswerAt(request.min_clock,
+                            [&partition, reply = std::move(reply)] { Answer(partition, reply); });
 }
 
 void PsShard::Answer(const PsPartition& partition, const Reply& reply) {

@@ -44,7 +44,8 @@ class PsShard {
   // Init (the chief's first values; later Inits are acknowledged and
   // ignored, so a restored checkpoint wins) or a gradient.
   void Push(PushRequest request, Buffer payload, Reply reply);
-  // Answers once the partition exists and its clock reaches min_clock.
+  // Answers once the partition exists and its clock reaches min_clock
+  // (roles/update_core.h).
   void Pull(PullRequest request, Reply reply);
   // Copies out every partition, for a checkpoint.
   void Snapshot(std::function<void(std::vector<PartitionSnapshot>)> done);
@@ -53,21 +54,17 @@ class PsShard {
 
  private:
   using Key = std::pair<std::string, uint32_t>;
-  struct WaitingPull {
-    int64_t min_clock;
-    int64_t elements;
-    Reply reply;
-  };
-
   Status Create(const Key& key, std::vector<float> values, PsPartition** out);
-  void AnswerReady(const Key& key, PsPartition& partition);
+  // Answers now, or once the partition's clock reaches the pull's min_clock.
+  static void PullFrom(PsPartition& partition, const PullRequest& request, Reply reply);
   static void Answer(const PsPartition& partition, const Reply& reply);
 
   const Config* config_;
   const int workers_;
   Logger log_;
   std::map<Key, std::unique_ptr<PsPartition>> partitions_;
-  std::map<Key, std::vector<WaitingPull>> waiting_;
+  // Pulls of partitions not initialized yet, until the chief's Init.
+  std::map<Key, std::vector<std::pair<PullRequest, Reply>>> before_init_;
   Executor run_;
   std::unique_ptr<WorkThread> thread_;  // last: joined before the state above goes
 };

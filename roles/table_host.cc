@@ -39,11 +39,7 @@ StatusOr<std::unique_ptr<TableHost>> TableHost::Create(const Config& config, int
 TableHost::~TableHost() = default;
 
 std::unique_ptr<TableHost::HostedTable> TableHost::MakeHosted(SparseTable table) const {
-  auto hosted = std::make_unique<HostedTable>(std::move(table));
-  hosted->pending_ids.resize(workers_);
-  hosted->pending_grads.resize(workers_);
-  hosted->arrived.assign(workers_, false);
-  return hosted;
+  return std::make_unique<HostedTable>(std::move(table), workers_, mode_);
 }
 
 TableHost::HostedTable* TableHost::Find(const std::string& name) {
@@ -65,24 +61,19 @@ void TableHost::Pull(SparsePullRequest request, Buffer ids, Reply reply) {
       return reply(ErrorReply{fmt::format("pull from table '{}' by worker {} of {}", request.table,
                                           request.worker, workers_)},
                    {});
-    if (t->clock < request.min_clock) {
-      t->waiting.push_back({request, ids, reply});
-      return;
-    }
-    DoPull(*t, request, ids, reply);
+    t->core.AnswerAt(request.min_clock, [this, t, ids, reply] { DoPull(*t, ids, reply); });
   });
 }
 
-void TableHost::DoPull(HostedTable& t, const SparsePullRequest& request, const Buffer& ids,
-                       const Reply& reply) {
+void TableHost::DoPull(HostedTable& t, const Buffer& ids, const Reply& reply) {
   const int64_t n = static_cast<int64_t>(ids.size / sizeof(int64_t));
   const std::vector<int64_t> id_list = ReadIds(ids.data, n);
   const size_t floats = static_cast<size_t>(n) * t.table.options().dim;
   std::shared_ptr<FloatBuffer> rows = GetRows(row_buffers_, floats);
-  Status st = t.table.Lookup(id_list.data(), id_list.size(), rows->data(), t.clock);
+  Status st = t.table.Lookup(id_list.data(), id_list.size(), rows->data(), t.core.step());
   if (!st.ok()) return reply(ErrorReply{st.message()}, {});
   Payload payload{reinterpret_cast<const uint8_t*>(rows->data()), floats * sizeof(float), rows};
-  reply(SparsePullReply{t.clock}, std::move(payload));
+  reply(SparsePullReply{t.core.clock()}, std::move(payload));
 }
 
 std::shared_ptr<FloatBuffer> TableHost::GetRows(const std::shared_ptr<RowBuffers>& pool,
@@ -121,40 +112,29 @@ void TableHost::Push(SparsePushRequest request, Buffer payload, Reply reply) {
 
 Status TableHost::DoPush(HostedTable& t, const SparsePushRequest& request, const Buffer& payload) {
   const int dim = t.table.options().dim;
-  const std::string& name = request.table;
-  if (request.worker < 0 || request.worker >= workers_)
-    return InvalidArgument(
-        fmt::format("push to table '{}' by worker {} of {}", name, request.worker, workers_));
   if (request.rows > kMaxIdsPerRequest ||
       payload.size != static_cast<uint64_t>(request.rows) * (sizeof(int64_t) + dim * sizeof(float)))
     return InvalidArgument(fmt::format(
         "push to table '{}' of {} rows in {} bytes: expected {} bytes per row (id and {} floats)",
-        name, request.rows, payload.size, sizeof(int64_t) + dim * sizeof(float), dim));
+        request.table, request.rows, payload.size, sizeof(int64_t) + dim * sizeof(float), dim));
   std::vector<int64_t> ids = ReadIds(payload.data, request.rows);
   for (int64_t id : ids) PSTRAIN_RETURN_IF_ERROR(t.table.CheckId(id));
   const float* grads =
       reinterpret_cast<const float*>(payload.data + request.rows * sizeof(int64_t));
-  if (mode_ != UpdateMode::kSync) {
-    PSTRAIN_RETURN_IF_ERROR(t.table.ApplyGradients(ids.data(), grads, ids.size(), t.clock));
-    t.clock = ++t.pushes / workers_;
-    AfterStep(t);
-    return Status::OK();
-  }
-  if (request.clock != t.clock)
-    return FailedPrecondition(fmt::format("worker {} pushed step {} to table '{}', which is at {}",
-                                          request.worker, request.clock, name, t.clock));
-  if (t.arrived[request.worker])
-    return FailedPrecondition(fmt::format("worker {} pushed step {} to table '{}' twice",
-                                          request.worker, request.clock, name));
-  t.arrived[request.worker] = true;
-  t.pending_ids[request.worker] = std::move(ids);
-  t.pending_grads[request.worker].assign(grads, grads + request.rows * dim);
-  if (++t.arrived_count < workers_) return Status::OK();
-  return ApplySyncStep(t);
+  Status st = t.core.Push(
+      request.worker, request.clock, t.name,
+      [&] { return t.table.ApplyGradients(ids.data(), grads, ids.size(), t.core.step()); },
+      [&](int worker, bool) {
+        t.pending_ids[worker] = std::move(ids);
+        t.pending_grads[worker].assign(grads, grads + request.rows * dim);
+      },
+      [&](float scale) { return ApplyGathered(t, scale); });
+  AfterPush(t);
+  return st;
 }
 
 // Every worker's push of this step is in: one update with the average.
-Status TableHost::ApplySyncStep(HostedTable& t) {
+Status TableHost::ApplyGathered(HostedTable& t, float scale) {
   const int dim = t.table.options().dim;
   std::vector<int64_t> all_ids;
   std::vector<float> all_grads;
@@ -168,31 +148,14 @@ Status TableHost::ApplySyncStep(HostedTable& t) {
   dedup.Reset(all_ids.data(), all_ids.size());
   std::vector<float> summed;
   SumGradients(dedup.inverse(), dedup.unique().size(), all_grads.data(), dim, &summed);
-  if (workers_ > 1) {
-    const float scale = 1.0f / static_cast<float>(workers_);
-    for (float& g : summed) g *= scale;
-  }
-  Status st =
-      t.table.ApplyGradients(dedup.unique().data(), summed.data(), dedup.unique().size(), t.clock);
-  std::fill(t.arrived.begin(), t.arrived.end(), false);
-  t.arrived_count = 0;
-  ++t.clock;
-  AfterStep(t);
-  return st;
+  for (float& g : summed) g *= scale;
+  return t.table.ApplyGradients(dedup.unique().data(), summed.data(), dedup.unique().size(),
+                                t.core.step());
 }
 
-// The clock moved: answer the pulls that waited for it; now and then drop
-// idle rows and log the table's counts.
-void TableHost::AfterStep(HostedTable& t) {
-  std::vector<WaitingPull> still;
-  for (WaitingPull& w : t.waiting) {
-    if (t.clock >= w.request.min_clock) {
-      DoPull(t, w.request, w.ids, w.reply);
-    } else {
-      still.push_back(std::move(w));
-    }
-  }
-  t.waiting = std::move(still);
+// After a push: checkpoints that waited for the step; now and then drop idle
+// rows and log the table's counts.
+void TableHost::AfterPush(HostedTable& t) {
   for (auto it = waiting_snapshots_.begin(); it != waiting_snapshots_.end();) {
     if (!ReadyFor(it->first)) {
       ++it;
@@ -201,20 +164,22 @@ void TableHost::AfterStep(HostedTable& t) {
     TakeSnapshot(it->second);
     it = waiting_snapshots_.erase(it);
   }
-  if (t.clock % kLogEverySteps != 0) return;
-  t.table.EvictUntouched(t.clock);
+  const int64_t step = t.core.step();
+  if (step % kLogEverySteps != 0 || step == t.logged_step) return;
+  t.logged_step = step;
+  t.table.EvictUntouched(step);
   const EmbeddingTableCounters c = t.table.counters();
   log_->info(
       "table '{}' at step {}: {} rows, {} admitted, {} evicted ({} for room), {} dropped "
       "gradients, {} ids waiting for admission",
-      t.table.options().name, t.clock, c.rows, c.admissions, c.evictions, c.capacity_evictions,
+      t.table.options().name, step, c.rows, c.admissions, c.evictions, c.capacity_evictions,
       c.dropped_gradients, c.pending_ids);
 }
 
 bool TableHost::ReadyFor(int64_t step) const {
   if (mode_ != UpdateMode::kSync) return true;
   for (const auto& [name, t] : tables_)
-    if (t->clock < step) return false;
+    if (t->core.clock() < step) return false;
   return true;
 }
 
@@ -223,7 +188,7 @@ void TableHost::TakeSnapshot(const SnapshotDone& done) {
   for (auto& [name, t] : tables_) {
     TableSnapshot& s = out.emplace_back();
     s.name = name;
-    s.clock = t->clock;
+    s.clock = t->core.step();
     t->table.Serialize(&s.bytes);
   }
   done(std::move(out));
@@ -247,8 +212,7 @@ Status TableHost::Restore(std::vector<TableSnapshot> tables) {
       auto restored = SparseTable::Deserialize(t->table.options(), s.bytes.data(), s.bytes.size());
       if (!restored.ok()) return done.Set(restored.status().WithContext("table " + s.name));
       auto fresh = MakeHosted(std::move(*restored));
-      fresh->clock = s.clock;
-      fresh->pushes = s.clock * workers_;
+      fresh->core.RestoreStep(s.clock);
       tables_[s.name] = std::move(fresh);
     }
     done.Set(Status::OK());

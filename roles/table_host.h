@@ -4,21 +4,26 @@
 //
 // A row of table T with id i lives on server ServerOfId(i, servers); a
 // worker sends each server only its ids, deduplicated.
+// When a push is applied and which pulls may be answered is the rule every
+// dense partition follows too (roles/update_core.h):
 //   pull: rows for the ids, in request order (created on first touch, or
 //     zeros for ids not yet admitted), once the table's clock reaches the
 //     request's min_clock.
-//   push (mode sync): the W workers' pushes of step c are summed per id,
-//     divided by W, and applied once; then the clock becomes c + 1 and
-//     waiting pulls are answered. A worker pushes every step, with no ids if
-//     it has none for this server, so the step completes.
-//   push (async, ssp): applied on arrival; the clock counts every push
-//     divided by W (ssp waits on it as on a dense partition's).
+//   push (mode sync): the W workers' pushes of step c are summed per id (in
+//     worker order), divided by W, and applied once; then the clock becomes
+//     c + 1 and waiting pulls are answered. A worker pushes every step, with
+//     no ids if it has none for this server, so the step completes.
+//   push (async, ssp): applied on arrival; ssp's clock is the slowest
+//     worker's pushes, as a dense partition's.
+// Rows' ages (evict_after_steps) count the job's steps (UpdateCore::step).
 // Counts of rows, admissions and evictions are logged every 1000 steps, and
-// idle rows (evict_after_steps) are dropped then.
+// idle rows are dropped then.
 //
 // Threads: the tables belong to one WorkThread; Pull and Push may be called
 // from any thread (the loop's) and post there. Replies are made there.
 #pragma once
+
+#include <fmt/format.h>
 
 #include <map>
 #include <memory>
@@ -32,6 +37,7 @@
 #include "embedding/sparse_table.h"
 #include "roles/server_tables.h"
 #include "roles/shard_file.h"
+#include "roles/update_core.h"
 #include "src/common/config.h"
 #include "src/common/logging.h"
 #include "src/common/tensor_memory.h"
@@ -64,32 +70,29 @@ class TableHost {
   StatusOr<EmbeddingTableCounters> Counters(const std::string& table);
 
  private:
-  struct WaitingPull {
-    SparsePullRequest request;
-    Buffer ids;
-    Reply reply;
-  };
   struct HostedTable {
-    explicit HostedTable(SparseTable t) : table(std::move(t)) {}
+    HostedTable(SparseTable t, int workers, UpdateMode mode)
+        : table(std::move(t)),
+          name(fmt::format("table '{}'", table.options().name)),
+          core(workers, mode),
+          pending_ids(workers),
+          pending_grads(workers) {}
     SparseTable table;
-    int64_t clock = 0;   // steps applied (sync) or pushes / W (async, ssp)
-    int64_t pushes = 0;  // async/ssp: pushes applied
-    // sync: the pushes of step `clock` so far, one per worker.
+    const std::string name;  // for errors
+    UpdateCore core;
+    // sync: the pushes of this step so far, by worker.
     std::vector<std::vector<int64_t>> pending_ids;
     std::vector<std::vector<float>> pending_grads;
-    std::vector<bool> arrived;
-    int arrived_count = 0;
-    std::vector<WaitingPull> waiting;
+    int64_t logged_step = 0;  // the last step counts were logged at
   };
   TableHost(int workers, UpdateMode mode, Logger log) : workers_(workers), mode_(mode), log_(log) {}
 
   std::unique_ptr<HostedTable> MakeHosted(SparseTable table) const;
   HostedTable* Find(const std::string& name);
-  void DoPull(HostedTable& t, const SparsePullRequest& request, const Buffer& ids,
-              const Reply& reply);
+  void DoPull(HostedTable& t, const Buffer& ids, const Reply& reply);
   Status DoPush(HostedTable& t, const SparsePushRequest& request, const Buffer& payload);
-  Status ApplySyncStep(HostedTable& t);
-  void AfterStep(HostedTable& t);
+  Status ApplyGathered(HostedTable& t, float scale);
+  void AfterPush(HostedTable& t);
 
   bool ReadyFor(int64_t step) const;
   void TakeSnapshot(const SnapshotDone& done);

@@ -8,8 +8,11 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <thread>
 
 #include "embedding/placement.h"
 #include "embedding/row_init.h"
@@ -267,6 +270,59 @@ TEST_CASE("a pull of more rows than one request carries puts every row in its pl
   REQUIRE_MESSAGE(st.ok(), st.message());
   CHECK_MESSAGE(wrong.empty(),
                 wrong.size() << " rows wrong, first: " << (wrong.empty() ? "" : wrong.front()));
+}
+
+TEST_CASE("ssp: no worker runs more than `staleness` steps ahead of the slowest on a table") {
+  // As ps_test's case for dense partitions: worker 2 is slow; a worker
+  // entering step c + 1 pulls with min_clock c + 1 - staleness, which the
+  // table may answer only once the slowest worker has pushed that many steps.
+  constexpr int kWorkers = 3, kSteps = 12, kStaleness = 2, kDim = 4;
+  Config config = OneTableConfig("emb", kDim);
+  config.train.mode = UpdateMode::kSsp;
+  config.train.staleness = kStaleness;
+  std::atomic<int64_t> clocks[kWorkers] = {};
+  std::atomic<int64_t> worst_lead{0};
+  class Steps : public WorkerJob {
+   public:
+    Steps(std::atomic<int64_t>* clocks, std::atomic<int64_t>* worst_lead)
+        : clocks_(clocks), worst_lead_(worst_lead) {}
+    std::vector<TensorSpec> PsTensors() override { return {}; }
+    Status Run(WorkerContext& ctx) override {
+      SparseClient client(ctx.loop, ctx.servers, ctx.rank);
+      const std::string table = "emb.weight";
+      const std::vector<int64_t> ids = {ctx.rank, 100 + ctx.rank};
+      std::vector<float> rows(ids.size() * kDim, 0.5f);
+      for (int64_t step = 0; step < kSteps; ++step) {
+        if (ctx.rank == 2) std::this_thread::sleep_for(std::chrono::milliseconds(15));
+        clocks_[ctx.rank] = step + 1;  // before the push that the server counts
+        PSTRAIN_RETURN_IF_ERROR(client.Push({{&table, kDim, &ids, rows.data()}}, step));
+        PSTRAIN_RETURN_IF_ERROR(
+            client.Pull({{&table, kDim, &ids, rows.data()}}, step + 1 - kStaleness));
+        int64_t slowest = kSteps;
+        for (int w = 0; w < kWorkers; ++w) slowest = std::min<int64_t>(slowest, clocks_[w]);
+        const int64_t lead = (step + 1) - slowest;
+        int64_t prev = *worst_lead_;
+        while (lead > prev && !worst_lead_->compare_exchange_weak(prev, lead)) {
+        }
+      }
+      return Status::OK();
+    }
+
+   private:
+    std::atomic<int64_t>* clocks_;
+    std::atomic<int64_t>* worst_lead_;
+  };
+  LocalJobOptions job;
+  job.cluster.server_num = 2;
+  job.cluster.worker_num = kWorkers;
+  job.config = config;
+  job.make_job = [&](int) { return std::make_unique<Steps>(clocks, &worst_lead); };
+  auto sink = std::make_shared<testing::CaptureSink>();
+  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
+  Status st = RunLocalJob(job);
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  CHECK(worst_lead <= kStaleness);
+  MESSAGE("largest lead over the slowest worker: " << worst_lead.load());
 }
 
 TEST_CASE("an init_in_server rule on a parameter that is not a table is refused") {

@@ -1,0 +1,118 @@
+// UpdateCore, the one update rule of dense partitions and tables: which call
+// takes a push in each mode, what is refused, the clocks, and waiting pulls.
+#include "roles/update_core.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+namespace pstrain {
+namespace {
+
+// Records how the core took each push: "alone", "gather w first",
+// "apply 0.5".
+struct Recorder {
+  std::vector<std::string> calls;
+  Status Push(UpdateCore& core, int worker, int64_t step) {
+    return core.Push(
+        worker, step, "'w' partition 0",
+        [&] {
+          calls.push_back("alone");
+          return Status::OK();
+        },
+        [&](int w, bool first) {
+          calls.push_back("gather " + std::to_string(w) + (first ? " first" : ""));
+        },
+        [&](float scale) {
+          calls.push_back("apply " + std::to_string(scale).substr(0, 4));
+          return Status::OK();
+        });
+  }
+};
+
+TEST_CASE("sync: a step is applied once, as the average, when every worker's push is in") {
+  UpdateCore core(2, UpdateMode::kSync);
+  Recorder r;
+  std::vector<int64_t> answered;
+  core.AnswerAt(1, [&] { answered.push_back(1); });
+  core.AnswerAt(0, [&] { answered.push_back(0); });  // at once
+  CHECK(answered == std::vector<int64_t>{0});
+  REQUIRE(r.Push(core, 1, 0).ok());
+  CHECK(core.clock() == 0);
+  CHECK(answered.size() == 1);
+  REQUIRE(r.Push(core, 0, 0).ok());
+  CHECK(r.calls == std::vector<std::string>{"gather 1 first", "gather 0", "apply 0.50"});
+  CHECK(core.clock() == 1);
+  CHECK(core.step() == 1);
+  CHECK(answered == std::vector<int64_t>{0, 1});
+}
+
+TEST_CASE("sync: a push for another step, or a second push of a step, is refused") {
+  UpdateCore core(2, UpdateMode::kSync);
+  Recorder r;
+  Status ahead = r.Push(core, 0, 1);
+  CHECK(ahead.message() == "worker 0 pushed step 1 to 'w' partition 0, which is at step 0");
+  REQUIRE(r.Push(core, 0, 0).ok());
+  Status twice = r.Push(core, 0, 0);
+  CHECK(twice.message() == "worker 0 pushed step 0 to 'w' partition 0 twice");
+  Status stranger = r.Push(core, 2, 0);
+  CHECK(stranger.message() == "push to 'w' partition 0 from worker 2: the job has 2 workers");
+  CHECK(r.calls == std::vector<std::string>{"gather 0 first"});
+  CHECK(core.clock() == 0);
+}
+
+TEST_CASE("sync with one worker applies each push alone, with no copy kept") {
+  UpdateCore core(1, UpdateMode::kSync);
+  Recorder r;
+  REQUIRE(r.Push(core, 0, 0).ok());
+  REQUIRE(r.Push(core, 0, 1).ok());
+  CHECK(r.calls == std::vector<std::string>{"alone", "alone"});
+  CHECK(core.clock() == 2);
+}
+
+TEST_CASE("ssp: the clock is the slowest worker's pushes; pulls wait for it") {
+  UpdateCore core(3, UpdateMode::kSsp);
+  Recorder r;
+  bool answered = false;
+  core.AnswerAt(1, [&] { answered = true; });
+  for (int step = 0; step < 5; ++step) REQUIRE(r.Push(core, 0, step).ok());
+  REQUIRE(r.Push(core, 1, 0).ok());
+  // 6 pushes from 3 workers: the average worker is at 2, the slowest at 0.
+  CHECK(core.clock() == 0);
+  CHECK_FALSE(answered);
+  REQUIRE(r.Push(core, 2, 0).ok());
+  CHECK(core.clock() == 1);
+  CHECK(answered);
+  CHECK(core.applied() == 7);
+}
+
+TEST_CASE("async: every push is applied; step() is pushes per worker") {
+  UpdateCore core(2, UpdateMode::kAsync);
+  Recorder r;
+  for (int i = 0; i < 5; ++i) REQUIRE(r.Push(core, i % 2, 0).ok());
+  CHECK(r.calls.size() == 5);
+  CHECK(core.clock() == 5);
+  CHECK(core.step() == 2);
+}
+
+TEST_CASE("a push whose update fails changes no count") {
+  UpdateCore core(2, UpdateMode::kAsync);
+  Status st = core.Push(
+      0, 0, "table 'emb'", [] { return InvalidArgument("bad row"); }, [](int, bool) {},
+      [](float) { return Status::OK(); });
+  CHECK(st.message() == "bad row");
+  CHECK(core.applied() == 0);
+}
+
+TEST_CASE("restore: the clock and step of a checkpoint come back in every mode") {
+  for (UpdateMode mode : {UpdateMode::kSync, UpdateMode::kAsync, UpdateMode::kSsp}) {
+    UpdateCore core(4, mode);
+    core.RestoreStep(7);
+    CHECK(core.step() == 7);
+    CHECK(core.clock() == (mode == UpdateMode::kAsync ? 28 : 7));
+  }
+}
+
+}  // namespace
+}  // namespace pstrain
