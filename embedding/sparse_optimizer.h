@@ -1,12 +1,10 @@
-// SparseOptimizer: the update of one embedding row from its gradient, with
-// the row's optimizer state stored beside it by the caller (SparseTable keeps
-// [values | slot 0 | slot 1] contiguous per row). Rows that are not pushed are
-// not visited at all, so their values and state stay exactly as they were.
-//
-// The math per element is optim/dense_optimizer.h's, term for term and in the
-// same order of float operations, with the same hyperparameters, so a row
-// pushed every step ends where a dense tensor would. Two choices are the
-// sparse ones:
+// SparseOptimizer: the update of one embedding row from its gradient, by the
+// rule of optim/optimizer_kernel.h over the row's dim elements, with the
+// row's optimizer state stored beside it by the caller (SparseTable keeps
+// [values | slot 0 | slot 1] contiguous per row). Rows that are not pushed
+// are not visited at all, so their values and state stay exactly as they
+// were. A row pushed every step ends exactly where a dense tensor would.
+// Two choices are the sparse ones:
 //   - Adam is lazy: its bias correction uses the row's own update count t
 //     (1 on a row's first update, however late), as TensorFlow's LazyAdam and
 //     PyTorch's SparseAdam keep per-row moments.
@@ -21,6 +19,7 @@
 
 #include <cstdint>
 
+#include "optim/optimizer_kernel.h"
 #include "src/common/optimizer_config.h"
 
 namespace pstrain {
@@ -31,14 +30,16 @@ class SparseOptimizer {
   SparseOptimizer(const OptimizerConfig& config, int dim);
 
   // State floats per row element: sgd 0; momentum, adagrad 1; adam, ftrl 2.
-  int num_slots() const { return num_slots_; }
+  int num_slots() const { return kernel_.num_slots(); }
   // As DenseOptimizer::slot_name: "momentum"; "m", "v"; "accumulator"; "z", "n".
-  const char* slot_name(int k) const;
+  const char* slot_name(int k) const { return kernel_.slot_name(k); }
   // Writes the initial state of one row: num_slots() * dim floats.
   void InitSlots(float* slots) const;
 
   // The lr for the push after `table_updates` earlier pushes (step decay).
-  float ScheduledLr(int64_t table_updates) const;
+  float ScheduledLr(int64_t table_updates) const {
+    return kernel_.ScheduledLr(static_cast<uint64_t>(table_updates));
+  }
 
   // One update of a row: weights (dim floats) and slots (num_slots() * dim)
   // in place from grad (dim floats, not overlapping either). row_step is this
@@ -46,9 +47,8 @@ class SparseOptimizer {
   void Update(float* weights, float* slots, const float* grad, int64_t row_step, float lr) const;
 
  private:
-  const OptimizerConfig config_;
+  const OptimizerKernel kernel_;
   const int dim_;
-  const int num_slots_;
 };
 
 }  // namespace pstrain
