@@ -3,14 +3,21 @@
 // Set() may be called more than once; only the first value counts, so every
 // path that can end an operation (reply, error, connection loss) may simply
 // report, without bookkeeping of who came first.
+//
+// CountDown: an operation of several parts (one request per server or
+// partition) that is done once every part has reported, with the first error.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <utility>
+
+#include "src/common/status.h"
 
 namespace pstrain {
 
@@ -72,6 +79,37 @@ class Completion {
     std::shared_future<T> future;  // the waiting side
   };
   std::shared_ptr<State> state_;  // copies share it: hand one to a callback
+};
+
+// Each of `parts` parts reports its Status once, from any thread. When the
+// last has reported, `done` runs, on that thread, with the first error
+// reported (OK if none). It waits for every part, not only for the first
+// error, on purpose: until every request has answered, replies may still
+// land in, or be sent from, the caller's memory.
+class CountDown {
+ public:
+  CountDown(size_t parts, std::function<void(Status)> done)
+      : remaining_(parts), done_(std::move(done)) {}
+  // The usual case: the result goes to a Completion someone waits on.
+  static std::shared_ptr<CountDown> Into(Completion<Status> completion, size_t parts) {
+    return std::make_shared<CountDown>(parts,
+                                       [completion](Status st) { completion.Set(std::move(st)); });
+  }
+
+  void Report(const Status& status) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!status.ok() && first_error_.ok()) first_error_ = status;
+    if (remaining_ == 0 || --remaining_ > 0) return;
+    Status result = std::move(first_error_);
+    lock.unlock();
+    done_(std::move(result));
+  }
+
+ private:
+  std::mutex mutex_;
+  size_t remaining_;    // GUARDED_BY(mutex_)
+  Status first_error_;  // GUARDED_BY(mutex_)
+  const std::function<void(Status)> done_;
 };
 
 }  // namespace pstrain

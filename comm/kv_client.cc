@@ -53,7 +53,7 @@ KvHandle KvClient::Run(std::vector<KvOp> ops) {
     handle.done_.Set(Status::OK());
     return handle;
   }
-  auto batch = std::make_shared<Batch>(handle.done_, requests);
+  auto batch = CountDown::Into(handle.done_, requests);
   bool posted = loop_->Post([this, ops = std::move(ops), batch] {
     for (const KvOp& op : ops) Issue(op, batch);
   });
@@ -61,16 +61,8 @@ KvHandle KvClient::Run(std::vector<KvOp> ops) {
   return handle;
 }
 
-// Completes only once every request has answered (with the first error, if
-// any): until then replies may still land in, or be sent from, the caller's
-// memory.
-void KvClient::Batch::Answered(const Status& status) {
-  if (!status.ok() && first_error.ok()) first_error = status;
-  if (--remaining == 0) done.Set(first_error);
-}
-
 // Loop thread: one request per partition of `op`.
-void KvClient::Issue(const KvOp& op, const std::shared_ptr<Batch>& batch) {
+void KvClient::Issue(const KvOp& op, const std::shared_ptr<CountDown>& batch) {
   const std::string& name = map_.tensors()[op.tensor].name;
   for (const Partition& p : map_.partitions(op.tensor)) {
     const size_t bytes = static_cast<size_t>(p.elements) * sizeof(float);
@@ -91,8 +83,8 @@ void KvClient::Issue(const KvOp& op, const std::shared_ptr<Batch>& batch) {
     servers_[p.server]->Call(
         std::move(body),
         [batch, verb, &name, p](StatusOr<Incoming> reply) {
-          if (reply.ok()) return batch->Answered(Status::OK());
-          batch->Answered(reply.status().WithContext(
+          if (reply.ok()) return batch->Report(Status::OK());
+          batch->Report(reply.status().WithContext(
               fmt::format("{} '{}' partition {} on server {}", verb, name, p.part, p.server)));
         },
         std::move(payload), std::move(reply_into));
@@ -124,16 +116,16 @@ KvHandle KvClient::Save(int64_t step, std::vector<std::string>* files) {
     handle.done_.Set(Status::OK());
     return handle;
   }
-  auto batch = std::make_shared<Batch>(handle.done_, servers_.size());
+  auto batch = CountDown::Into(handle.done_, servers_.size());
   bool posted = loop_->Post([this, step, files, batch] {
     for (size_t r = 0; r < servers_.size(); ++r) {
       // `files` stays valid: the handle completes only after the last reply.
       servers_[r]->Call(SaveRequest{step}, [files, r, batch](StatusOr<Incoming> reply) {
         if (!reply.ok())
-          return batch->Answered(
+          return batch->Report(
               reply.status().WithContext(fmt::format("checkpoint on server {}", r)));
         if (auto* saved = std::get_if<SaveReply>(&reply->message.body)) (*files)[r] = saved->file;
-        batch->Answered(Status::OK());
+        batch->Report(Status::OK());
       });
     }
   });

@@ -77,16 +77,8 @@ class KvClient {
   KvHandle Pull(const std::string& name, float* values, int64_t min_clock);
 
  private:
-  // The requests of one Run() or Save(). Replies arrive on the loop thread
-  // only, so the counts need no lock.
-  struct Batch {
-    Batch(Completion<Status> d, size_t n) : done(std::move(d)), remaining(n) {}
-    void Answered(const Status& status);
-    Completion<Status> done;
-    size_t remaining;
-    Status first_error;
-  };
-  void Issue(const KvOp& op, const std::shared_ptr<Batch>& batch);
+  // The requests of one Run() or Save() count down together.
+  void Issue(const KvOp& op, const std::shared_ptr<CountDown>& batch);
   KvHandle Failed(Status status);
 
   EventLoop* loop_;

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "comm/completion.h"
 #include "src/common/checkpoint_file.h"
 
 namespace pstrain {
@@ -159,34 +160,37 @@ void Server::Save(int64_t step, PsShard::Reply reply) {
     std::mutex mutex;
     std::vector<PartitionSnapshot> partitions;  // GUARDED_BY(mutex)
     std::vector<TableSnapshot> tables;          // GUARDED_BY(mutex)
-    size_t remaining;                           // GUARDED_BY(mutex)
   };
   std::vector<PsShard*> shards = AllShards();
   auto gather = std::make_shared<Gather>();
-  gather->remaining = shards.size() + 1;  // and the tables
   std::string dir = CheckpointStepDir(config_.train.checkpoint->dir, step);
   std::string file = ShardFileName(node_.cluster().rank());
   ShardMeta meta = Meta();
-  // The last part in hands the lot to the I/O thread. Caller holds the lock.
-  auto write_if_last = [this, gather, dir, file, meta, reply] {
-    if (--gather->remaining > 0) return;
-    io_thread_.Post([gather, dir, file, meta, reply] {
-      Status st = WriteShardFile(dir + "/" + file, meta, gather->partitions, gather->tables);
-      if (!st.ok()) return reply(ErrorReply{st.message()}, {});
-      reply(SaveReply{file}, {});
-    });
-  };
+  // The last part in hands the lot to the I/O thread.
+  auto parts = std::make_shared<CountDown>(
+      shards.size() + 1,  // and the tables
+      [this, gather, dir, file, meta, reply](const Status&) {
+        io_thread_.Post([gather, dir, file, meta, reply] {
+          Status st = WriteShardFile(dir + "/" + file, meta, gather->partitions, gather->tables);
+          if (!st.ok()) return reply(ErrorReply{st.message()}, {});
+          reply(SaveReply{file}, {});
+        });
+      });
   for (PsShard* shard : shards) {
-    shard->Snapshot([gather, write_if_last](std::vector<PartitionSnapshot> part) {
-      std::lock_guard<std::mutex> lock(gather->mutex);
-      for (auto& p : part) gather->partitions.push_back(std::move(p));
-      write_if_last();
+    shard->Snapshot([gather, parts](std::vector<PartitionSnapshot> part) {
+      {
+        std::lock_guard<std::mutex> lock(gather->mutex);
+        for (auto& p : part) gather->partitions.push_back(std::move(p));
+      }
+      parts->Report(Status::OK());
     });
   }
-  tables_->Snapshot(step, [gather, write_if_last](std::vector<TableSnapshot> tables) {
-    std::lock_guard<std::mutex> lock(gather->mutex);
-    gather->tables = std::move(tables);
-    write_if_last();
+  tables_->Snapshot(step, [gather, parts](std::vector<TableSnapshot> tables) {
+    {
+      std::lock_guard<std::mutex> lock(gather->mutex);
+      gather->tables = std::move(tables);
+    }
+    parts->Report(Status::OK());
   });
 }
 

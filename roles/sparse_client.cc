@@ -9,22 +9,6 @@
 #include "comm/completion.h"
 
 namespace pstrain {
-namespace {
-
-// Counts the answers of one call's requests; done with the first error.
-struct Answers {
-  Answers(Completion<Status> d, size_t n) : done(std::move(d)), remaining(n) {}
-  void Answered(const Status& st) {
-    if (!st.ok() && first_error.ok()) first_error = st;
-    if (--remaining == 0) done.Set(first_error);
-  }
-  Completion<Status> done;
-  size_t remaining;
-  Status first_error;
-};
-
-}  // namespace
-
 void SparseClient::Group(const std::vector<RowTransfer>& transfers) {
   groups_.resize(transfers.size());
   for (size_t t = 0; t < transfers.size(); ++t)
@@ -56,7 +40,7 @@ Status SparseClient::Pull(const std::vector<RowTransfer>& transfers, int64_t min
   last_pull_bytes_ = 0;
   if (requests == 0) return Status::OK();
   Completion<Status> done;
-  auto answers = std::make_shared<Answers>(done, requests);
+  auto answers = CountDown::Into(done, requests);
   bool posted = loop_->Post([&, answers] {
     for (size_t t = 0; t < transfers.size(); ++t) {
       const RowTransfer& x = transfers[t];
@@ -82,7 +66,7 @@ Status SparseClient::Pull(const std::vector<RowTransfer>& transfers, int64_t min
           servers_[s]->Call(
               SparsePullRequest{*x.table, worker_, min_clock},
               [answers, s, table = x.table](StatusOr<Incoming> reply) {
-                answers->Answered(reply.status().WithContext(
+                answers->Report(reply.status().WithContext(
                     fmt::format("pull of table '{}' rows from server {}", *table, s)));
               },
               std::move(ids), place);
@@ -130,7 +114,7 @@ Status SparseClient::Push(const std::vector<RowTransfer>& transfers, int64_t clo
   }
   if (payloads.empty()) return Status::OK();
   Completion<Status> done;
-  auto answers = std::make_shared<Answers>(done, payloads.size());
+  auto answers = CountDown::Into(done, payloads.size());
   bool posted = loop_->Post([&, answers] {
     for (size_t t = 0; t < transfers.size(); ++t) {
       for (size_t s = 0; s < servers; ++s) {
@@ -139,7 +123,7 @@ Status SparseClient::Push(const std::vector<RowTransfer>& transfers, int64_t clo
         servers_[s]->Call(
             SparsePushRequest{*transfers[t].table, worker_, clock, n},
             [answers, s, table = transfers[t].table](StatusOr<Incoming> reply) {
-              answers->Answered(reply.status().WithContext(
+              answers->Report(reply.status().WithContext(
                   fmt::format("push of table '{}' rows to server {}", *table, s)));
             },
             Payload{p.data(), p.size(), nullptr});

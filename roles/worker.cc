@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "comm/completion.h"
 #include "src/common/random.h"
 
 namespace pstrain {
@@ -66,27 +67,26 @@ Status Worker::ConnectServers(const Topology& topology) {
   for (const NodeInfo& n : topology.nodes)
     if (n.role == Role::kServer) servers.push_back(n);
   servers_.assign(servers.size(), nullptr);
-  Completion<Status> all_connected;
-  auto remaining = std::make_shared<size_t>(servers.size());
   if (servers.empty()) return Status::OK();
+  Completion<Status> all_connected;
+  auto connected = CountDown::Into(all_connected, servers.size());
   Hello hello;
   hello.node.node_id = node_.options().node_id;
   hello.node.role = Role::kWorker;
   hello.node.rank = node_.cluster().rank();
-  bool posted = node_.loop().Post([this, servers, hello, all_connected, remaining] {
+  bool posted = node_.loop().Post([this, servers, hello, connected] {
     for (const NodeInfo& s : servers) {
       std::string who = fmt::format("server rank {} at {}:{}", s.rank, s.host, s.port);
-      Connection::Connect(
-          &node_.loop(), node_.log(), s.host, s.port,
-          [this, s, who, hello, all_connected, remaining](StatusOr<Connection::Ptr> conn) {
-            if (!conn.ok()) return all_connected.Set(conn.status().WithContext(who));
-            servers_[s.rank] = *conn;
-            (*conn)->Start(nullptr, nullptr);
-            (*conn)->Call(hello, [who, all_connected, remaining](StatusOr<Incoming> reply) {
-              if (!reply.ok()) return all_connected.Set(reply.status().WithContext(who));
-              if (--*remaining == 0) all_connected.Set(Status::OK());
-            });
-          });
+      Connection::Connect(&node_.loop(), node_.log(), s.host, s.port,
+                          [this, s, who, hello, connected](StatusOr<Connection::Ptr> conn) {
+                            if (!conn.ok())
+                              return connected->Report(conn.status().WithContext(who));
+                            servers_[s.rank] = *conn;
+                            (*conn)->Start(nullptr, nullptr);
+                            (*conn)->Call(hello, [who, connected](StatusOr<Incoming> reply) {
+                              connected->Report(reply.status().WithContext(who));
+                            });
+                          });
     }
   });
   if (!posted) return Aborted("the worker is stopping");
