@@ -71,6 +71,20 @@ Config ClickConfig(const ClickData& data, bool table_on_servers) {
   return *config;
 }
 
+// Runs a scripted WorkerJob (make_job()) on 2 servers and `workers`
+// workers, logs captured.
+Status RunScripted(const Config& config, int workers,
+                   const std::function<std::unique_ptr<WorkerJob>()>& make_job) {
+  LocalJobOptions job;
+  job.cluster.server_num = 2;
+  job.cluster.worker_num = workers;
+  job.config = config;
+  job.make_job = [&](int) { return make_job(); };
+  auto sink = std::make_shared<testing::CaptureSink>();
+  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
+  return RunLocalJob(job);
+}
+
 // Weights() follows the model's params(): wide.weight, dense.weight, dense.bias.
 size_t ParamIndex(const std::string& name) {
   const std::vector<std::string> names = {"wide.weight", "dense.weight", "dense.bias"};
@@ -199,14 +213,8 @@ TEST_CASE("a server refuses a negative or out-of-vocabulary id, naming the table
    private:
     std::vector<std::string>* errors_;
   };
-  LocalJobOptions job;
-  job.cluster.server_num = 2;
-  job.cluster.worker_num = 1;
-  job.config = ClickConfig(data, true);
-  job.make_job = [&](int) { return std::make_unique<BadIds>(&errors); };
-  auto sink = std::make_shared<testing::CaptureSink>();
-  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
-  Status st = RunLocalJob(job);
+  Status st =
+      RunScripted(ClickConfig(data, true), 1, [&] { return std::make_unique<BadIds>(&errors); });
   REQUIRE_MESSAGE(st.ok(), st.message());
   REQUIRE(errors.size() == 4);
   CHECK(errors[0].find("embedding table 'wide.weight': id -5 is negative") != std::string::npos);
@@ -259,14 +267,7 @@ TEST_CASE("a pull of more rows than one request carries puts every row in its pl
     EmbeddingTableOptions options_;
     std::vector<std::string>* wrong_;
   };
-  LocalJobOptions job;
-  job.cluster.server_num = 2;
-  job.cluster.worker_num = 1;
-  job.config = config;
-  job.make_job = [&](int) { return std::make_unique<BigPulls>(options, &wrong); };
-  auto sink = std::make_shared<testing::CaptureSink>();
-  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
-  Status st = RunLocalJob(job);
+  Status st = RunScripted(config, 1, [&] { return std::make_unique<BigPulls>(options, &wrong); });
   REQUIRE_MESSAGE(st.ok(), st.message());
   CHECK_MESSAGE(wrong.empty(),
                 wrong.size() << " rows wrong, first: " << (wrong.empty() ? "" : wrong.front()));
@@ -312,14 +313,8 @@ TEST_CASE("ssp: no worker runs more than `staleness` steps ahead of the slowest 
     std::atomic<int64_t>* clocks_;
     std::atomic<int64_t>* worst_lead_;
   };
-  LocalJobOptions job;
-  job.cluster.server_num = 2;
-  job.cluster.worker_num = kWorkers;
-  job.config = config;
-  job.make_job = [&](int) { return std::make_unique<Steps>(clocks, &worst_lead); };
-  auto sink = std::make_shared<testing::CaptureSink>();
-  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
-  Status st = RunLocalJob(job);
+  Status st =
+      RunScripted(config, kWorkers, [&] { return std::make_unique<Steps>(clocks, &worst_lead); });
   REQUIRE_MESSAGE(st.ok(), st.message());
   CHECK(worst_lead <= kStaleness);
   MESSAGE("largest lead over the slowest worker: " << worst_lead.load());
