@@ -2,7 +2,11 @@
 // the sockets and timers registered with it.
 //
 // Other threads hand it work with Post(); the closure runs on the loop thread
-// (queue + uv_async_send). Loop callbacks never block and never do math.
+// (queue + uv_async_send). Loop callbacks never block, and do no math that
+// scales with the job: the one exception is a server's small partitions
+// (up to 16 KiB, roles/server.cc kLoopShardBytes), updated on the loop
+// thread because handing an update that takes microseconds to a shard thread
+// and back costs more than the update itself.
 // Stop() closes every handle still open (each owner learns of it through
 // HandleOwner::OnHandleClosed) and joins the thread, so a stopped loop is
 // always closed clean.

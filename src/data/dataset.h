@@ -1,7 +1,7 @@
 // Dataset: samples held in memory, and loading the ones a worker trains on as
 // DataConfig describes (format, file lists, shards, limit).
 //
-// Sharding (DESIGN.md "Data"): a criteo path P that has files P-00000,
+// Sharding (README, "Training", the paragraph on data): a criteo path P that has files P-00000,
 // P-00001, ... names those shards, and worker r loads the shards whose suffix
 // % workers == r (PaddlePaddle's rule); the result is `sharded_by_file` and
 // the Batcher must not split it again. Anything else (idx files, a single
