@@ -36,8 +36,8 @@
 #include "embedding/row_cache.h"
 #include "roles/server_tables.h"
 #include "roles/sparse_client.h"
+#include "src/common/batch.h"
 #include "src/common/work_thread.h"
-#include "src/data/batch.h"
 #include "src/nn/layer.h"
 
 namespace pstrain {
