@@ -17,7 +17,7 @@
 
 #include "comm/connection.h"
 #include "comm/event_loop.h"
-#include "embedding/id_dedup.h"
+#include "embedding/placement.h"
 
 namespace pstrain {
 
