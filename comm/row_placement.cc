@@ -1,4 +1,4 @@
-#include "embedding/placement.h"
+#include "comm/row_placement.h"
 
 namespace pstrain {
 

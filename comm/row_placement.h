@@ -1,6 +1,6 @@
 // Which server holds an embedding row, and a batch's ids split by server:
 // the sparse counterpart of comm/partition_map.h, used by the sparse client
-// (roles/sparse_client.h) and the servers' tables alike.
+// (comm/sparse_client.h) to send each server the rows it holds.
 //
 // A row's server is a hash of its id, the same on every platform and in
 // every process (workers and servers compute it apart), so that rows of hot
