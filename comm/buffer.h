@@ -1,6 +1,9 @@
 // Buffer: bytes received from a peer (a frame's payload) and who keeps them
-// alive. BufferPool: recycles payload buffers of recurring sizes, so that a
+// alive. Payload: bytes to send, and who keeps them alive until they are
+// written. BufferPool: recycles payload buffers of recurring sizes, so that a
 // stream of 4 MiB pushes does not fault in fresh pages for every frame.
+// Plain types: code that makes or answers messages (the roles) needs these,
+// not the transport that carries them (comm/connection.h).
 #pragma once
 
 #include <cstddef>
@@ -17,6 +20,14 @@ struct Buffer {
   // Owns `data` (and returns it to its pool when the last copy goes). Null
   // when the memory belongs to someone else, e.g. a tensor a pull lands in.
   std::shared_ptr<void> owner;
+};
+
+// Bytes sent after a frame's header, straight from the caller's memory.
+// `keepalive` holds that memory until the write completes.
+struct Payload {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  std::shared_ptr<const void> keepalive;
 };
 
 // Thread-safe: buffers may be released on any thread. Keep it by shared_ptr;

@@ -124,20 +124,11 @@ StatusOr<Buffer> Connection::PlacePayload(const std::vector<uint8_t>& header, ui
   auto message = DecodeHeader(header.data(), header.size());
   if (!message.ok()) return message.status();
   decoded_ = std::move(*message);
-  // Only tensors travel as payload: any other message with one is malformed,
-  // and is refused before a byte of it is allocated.
-  const bool carries_tensor = std::holds_alternative<PushRequest>(decoded_->body) ||
-                              std::holds_alternative<PullReply>(decoded_->body) ||
-                              std::holds_alternative<RingChunk>(decoded_->body) ||
-                              std::holds_alternative<SparsePullRequest>(decoded_->body) ||
-                              std::holds_alternative<SparsePullReply>(decoded_->body) ||
-                              std::holds_alternative<SparsePushRequest>(decoded_->body);
-  if (size > 0 && !carries_tensor)
+  // A payload where none belongs is refused before a byte of it is allocated.
+  if (size > 0 && !MayCarryPayload(decoded_->body))
     return InvalidArgument(
         fmt::format("{} with a payload of {} bytes", MessageName(decoded_->body), size));
-  const bool pulled = std::holds_alternative<PullReply>(decoded_->body) ||
-                      std::holds_alternative<SparsePullReply>(decoded_->body);
-  if (!decoded_->is_reply || !pulled) return Buffer{};
+  if (!decoded_->is_reply || !IsPulledValues(decoded_->body)) return Buffer{};
   auto it = pending_.find(decoded_->request_id);
   if (it == pending_.end() || it->second.reply_into.size != size) return Buffer{};
   return it->second.reply_into;

@@ -18,6 +18,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "comm/buffer.h"
 #include "comm/event_loop.h"
 #include "comm/frame.h"
 #include "comm/messages.h"
@@ -25,14 +26,6 @@
 #include "src/common/status.h"
 
 namespace pstrain {
-
-// Bytes sent after a frame's header, straight from the caller's memory.
-// `keepalive` holds that memory until the write completes.
-struct Payload {
-  const uint8_t* data = nullptr;
-  size_t size = 0;
-  std::shared_ptr<const void> keepalive;
-};
 
 // A received message with its payload (if any).
 struct Incoming {

@@ -76,6 +76,9 @@ class EventLoop {
 
   bool InLoopThread() const { return std::this_thread::get_id() == thread_id_; }
   uv_loop_t* uv() { return &loop_; }
+  // The loop's clock in milliseconds, as of the start of this iteration.
+  // Loop thread only.
+  uint64_t NowMs() { return uv_now(&loop_); }
 
  private:
   static void OnAsync(uv_async_t* handle);

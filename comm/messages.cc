@@ -315,6 +315,18 @@ const char* MessageName(const MessageBody& body) {
   return kNames[body.index()];
 }
 
+bool MayCarryPayload(const MessageBody& body) {
+  return std::holds_alternative<PushRequest>(body) || std::holds_alternative<PullReply>(body) ||
+         std::holds_alternative<RingChunk>(body) ||
+         std::holds_alternative<SparsePullRequest>(body) ||
+         std::holds_alternative<SparsePullReply>(body) ||
+         std::holds_alternative<SparsePushRequest>(body);
+}
+
+bool IsPulledValues(const MessageBody& body) {
+  return std::holds_alternative<PullReply>(body) || std::holds_alternative<SparsePullReply>(body);
+}
+
 std::vector<uint8_t> EncodeHeader(const Message& message) {
   fb::FlatBufferBuilder b(256);
   auto [type, body] = std::visit(BodyEncoder{b}, message.body);

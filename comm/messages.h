@@ -124,6 +124,15 @@ struct Message {
 // Name of the body's type, for logs and errors ("RegisterRequest").
 const char* MessageName(const MessageBody& body);
 
+// What the transport (comm/connection.h) may do with a frame's payload,
+// decided here so that it needs no list of message kinds. Only values (the
+// floats of a tensor, embedding ids and rows) travel as payload: a message
+// of any other kind with one is malformed.
+bool MayCarryPayload(const MessageBody& body);
+// Pulled values: a reply whose payload may be read straight into the memory
+// its request named (Connection::Call's reply_into).
+bool IsPulledValues(const MessageBody& body);
+
 // The FlatBuffers header bytes for `message`.
 std::vector<uint8_t> EncodeHeader(const Message& message);
 

@@ -40,11 +40,7 @@ std::string ClusterClient::SchedulerAddress() const {
 StatusOr<Topology> ClusterClient::Join(uint16_t listen_port) {
   listen_port_ = listen_port;
   bool posted = loop_->Post([this] {
-    uv_timer_init(loop_->uv(), &retry_timer_);
-    uv_timer_init(loop_->uv(), &heartbeat_timer_);
-    retry_timer_.data = heartbeat_timer_.data = static_cast<HandleOwner*>(this);
-    timers_open_ = true;
-    connect_deadline_ms_ = uv_now(loop_->uv()) + Millis(options_.cluster.connect_timeout_s);
+    connect_deadline_ms_ = loop_->NowMs() + Millis(options_.cluster.connect_timeout_s);
     TryConnect();
   });
   if (!posted) return Aborted("the node is stopping");
@@ -59,18 +55,13 @@ void ClusterClient::TryConnect() {
         if (conn.ok()) return OnConnected(*conn);
         last_connect_error_ = conn.status();
         if (loop_->IsStopping()) return joined_.Set(conn.status());
-        if (uv_now(loop_->uv()) >= connect_deadline_ms_) {
+        if (loop_->NowMs() >= connect_deadline_ms_) {
           return joined_.Set(Unavailable(fmt::format(
               "cannot reach the scheduler at {} (MS_SCHED_HOST:MS_SCHED_PORT) within {} s: {}",
               SchedulerAddress(), options_.cluster.connect_timeout_s,
               last_connect_error_.message())));
         }
-        uv_timer_start(
-            &retry_timer_,
-            [](uv_timer_t* t) {
-              static_cast<ClusterClient*>(static_cast<HandleOwner*>(t->data))->TryConnect();
-            },
-            kRetryMillis, 0);
+        retry_timer_.RunOnce(kRetryMillis, [this] { TryConnect(); });
       });
 }
 
@@ -108,14 +99,9 @@ void ClusterClient::OnConnected(Connection::Ptr conn) {
     rank_ = ok->rank;
     log_->info("registered with the scheduler at {} as {} rank {} (node id {})", SchedulerAddress(),
                RoleName(options_.role), rank_, options_.node_id);
-    uint64_t every = Millis(options_.cluster.heartbeat_interval_s);
-    uv_timer_start(
-        &heartbeat_timer_,
-        [](uv_timer_t* t) {
-          auto* self = static_cast<ClusterClient*>(static_cast<HandleOwner*>(t->data));
-          if (self->scheduler_) self->scheduler_->Notify(Heartbeat{});
-        },
-        every, every);
+    heartbeat_timer_.RunEvery(Millis(options_.cluster.heartbeat_interval_s), [this] {
+      if (scheduler_) scheduler_->Notify(Heartbeat{});
+    });
   });
 }
 
@@ -132,7 +118,7 @@ void ClusterClient::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
   } else if (std::holds_alternative<Shutdown>(in.message.body)) {
     shutdown_received_ = true;
     conn->Reply(id, Ack{});
-    uv_timer_stop(&heartbeat_timer_);
+    heartbeat_timer_.Stop();
     shutdown_.Set(Status::OK());
   } else {
     conn->Reply(id, ErrorReply{fmt::format("a {} does not handle {} from the scheduler",
@@ -142,7 +128,7 @@ void ClusterClient::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
 
 void ClusterClient::OnSchedulerLost(const Status& reason) {
   scheduler_.reset();
-  if (timers_open_ && !loop_->IsStopping()) uv_timer_stop(&heartbeat_timer_);
+  heartbeat_timer_.Stop();
   if (shutdown_received_) return;
   Status lost = Unavailable(fmt::format("lost the connection to the scheduler at {}: {}",
                                         SchedulerAddress(), reason.message()));

@@ -11,12 +11,13 @@
 #include "comm/completion.h"
 #include "comm/connection.h"
 #include "comm/event_loop.h"
+#include "comm/timer.h"
 #include "src/common/logging.h"
 #include "src/common/options.h"
 
 namespace pstrain {
 
-class ClusterClient : public HandleOwner {
+class ClusterClient {
  public:
   ClusterClient(EventLoop* loop, NodeOptions options, Logger log);
 
@@ -39,8 +40,6 @@ class ClusterClient : public HandleOwner {
 
   int rank() const { return rank_; }  // valid after Join
 
-  void OnHandleClosed(uv_handle_t*) override {}
-
  private:
   StatusOr<BarrierReply> EnterBarrier(BarrierRequest request);
   void TryConnect();
@@ -58,9 +57,8 @@ class ClusterClient : public HandleOwner {
 
   // Loop-thread state.
   Connection::Ptr scheduler_;
-  uv_timer_t retry_timer_;
-  uv_timer_t heartbeat_timer_;
-  bool timers_open_ = false;
+  Timer retry_timer_{loop_};
+  Timer heartbeat_timer_{loop_};
   uint64_t connect_deadline_ms_ = 0;
   Status last_connect_error_;
   bool shutdown_received_ = false;

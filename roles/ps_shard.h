@@ -11,7 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "comm/connection.h"
+#include "comm/buffer.h"
+#include "comm/messages.h"
 #include "roles/ps_partition.h"
 #include "src/common/config.h"
 #include "src/common/logging.h"

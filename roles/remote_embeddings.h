@@ -31,13 +31,13 @@
 #include <vector>
 
 #include "comm/completion.h"
+#include "comm/sparse_client.h"
 #include "embedding/id_dedup.h"
 #include "embedding/id_map.h"
 #include "embedding/row_cache.h"
 #include "roles/server_tables.h"
-#include "roles/sparse_client.h"
+#include "src/common/batch.h"
 #include "src/common/work_thread.h"
-#include "src/data/batch.h"
 #include "src/nn/layer.h"
 
 namespace pstrain {

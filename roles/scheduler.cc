@@ -23,17 +23,8 @@ StatusOr<uint16_t> Scheduler::Start() {
         auto port = listener_.Listen(options_.sched_host, options_.sched_port,
                                      [this](Connection::Ptr c) { OnAccept(std::move(c)); });
         if (!port.ok()) return port.status();
-        uv_timer_init(loop_.uv(), &heartbeat_timer_);
-        heartbeat_timer_.data = static_cast<HandleOwner*>(this);
-        uint64_t every = Millis(options_.heartbeat_interval_s);
-        uv_timer_start(
-            &heartbeat_timer_,
-            [](uv_timer_t* t) {
-              static_cast<Scheduler*>(static_cast<HandleOwner*>(t->data))->CheckHeartbeats();
-            },
-            every, every);
-        uv_timer_init(loop_.uv(), &shutdown_timer_);
-        shutdown_timer_.data = static_cast<HandleOwner*>(this);
+        heartbeat_timer_.RunEvery(Millis(options_.heartbeat_interval_s),
+                                  [this] { CheckHeartbeats(); });
         log_->info("The scheduler listens on {}:{} for {} servers and {} workers",
                    options_.sched_host, *port, options_.server_num, options_.worker_num);
         return *port;
@@ -78,7 +69,7 @@ void Scheduler::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
                                            MessageName(in.message.body))});
     return;
   }
-  node->last_heard_ms = uv_now(loop_.uv());
+  node->last_heard_ms = loop_.NowMs();
   if (std::holds_alternative<Heartbeat>(in.message.body)) return;
   if (auto* barrier = std::get_if<BarrierRequest>(&in.message.body)) {
     HandleBarrier(conn, id, *node, *barrier);
@@ -135,7 +126,7 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
     info.rank = rank;
     node.info = info;
     node.conn = conn;
-    node.last_heard_ms = uv_now(loop_.uv());
+    node.last_heard_ms = loop_.NowMs();
     node.silent = false;
     node_of_[conn.get()] = info.node_id;
     log_->info("The {} node id:{},node ip: {},node port:{} registered again, keeps rank id:{}",
@@ -153,7 +144,7 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
         "the job has {}={} and all {} {}s are registered",
         info.role == Role::kServer ? "MS_SERVER_NUM" : "MS_WORKER_NUM", limit, limit, role)));
   info.rank = static_cast<int>(nodes.size());
-  nodes.push_back(NodeEntry{info, conn, uv_now(loop_.uv())});
+  nodes.push_back(NodeEntry{info, conn, loop_.NowMs()});
   rank_of_[info.node_id] = {info.role, info.rank};
   node_of_[conn.get()] = info.node_id;
   log_->info("The {} node id:{},node ip: {},node port:{} assign rank id:{}", role, info.node_id,
@@ -254,17 +245,12 @@ void Scheduler::BeginShutdown() {
     }
   }
   // Nodes that never answer do not hold the job open past the heartbeat timeout.
-  uv_timer_start(
-      &shutdown_timer_,
-      [](uv_timer_t* t) {
-        auto* self = static_cast<Scheduler*>(static_cast<HandleOwner*>(t->data));
-        for (auto* nodes : {&self->servers_, &self->workers_})
-          for (const NodeEntry& n : *nodes)
-            if (!n.shut_down)
-              self->log_->warn("{} did not acknowledge the shutdown", self->Describe(n));
-        self->Finish(Status::OK());
-      },
-      Millis(options_.heartbeat_timeout_s), 0);
+  shutdown_timer_.RunOnce(Millis(options_.heartbeat_timeout_s), [this] {
+    for (auto* nodes : {&servers_, &workers_})
+      for (const NodeEntry& n : *nodes)
+        if (!n.shut_down) log_->warn("{} did not acknowledge the shutdown", Describe(n));
+    Finish(Status::OK());
+  });
   MaybeFinish();
 }
 
@@ -297,7 +283,7 @@ void Scheduler::OnClose(const Connection::Ptr& conn, const Status& reason) {
 }
 
 void Scheduler::CheckHeartbeats() {
-  uint64_t now = uv_now(loop_.uv());
+  uint64_t now = loop_.NowMs();
   uint64_t timeout = Millis(options_.heartbeat_timeout_s);
   for (auto* nodes : {&servers_, &workers_}) {
     for (NodeEntry& n : *nodes) {

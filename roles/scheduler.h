@@ -37,15 +37,16 @@
 #include "comm/connection.h"
 #include "comm/event_loop.h"
 #include "comm/listener.h"
+#include "comm/timer.h"
 #include "src/common/logging.h"
 #include "src/common/options.h"
 
 namespace pstrain {
 
-class Scheduler : public HandleOwner {
+class Scheduler {
  public:
   Scheduler(ClusterOptions options, Logger log);
-  ~Scheduler() override;
+  ~Scheduler();
 
   // Listens on options.sched_host:sched_port (port 0: any free port) and
   // starts serving. Returns the bound port.
@@ -55,8 +56,6 @@ class Scheduler : public HandleOwner {
   // Ends the job now with `reason`: every node loses its connection and stops
   // with an error. Any thread.
   void Abort(const std::string& reason);
-
-  void OnHandleClosed(uv_handle_t*) override {}
 
  private:
   struct NodeEntry {
@@ -101,8 +100,8 @@ class Scheduler : public HandleOwner {
   Logger log_;
   EventLoop loop_;
   Listener listener_;
-  uv_timer_t heartbeat_timer_;
-  uv_timer_t shutdown_timer_;
+  Timer heartbeat_timer_{&loop_};
+  Timer shutdown_timer_{&loop_};
   Completion<Status> finished_;
 
   // Loop-thread state.

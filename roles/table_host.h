@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "comm/buffer.h"
-#include "comm/connection.h"
+#include "comm/messages.h"
 #include "embedding/sparse_table.h"
 #include "roles/server_tables.h"
 #include "roles/shard_file.h"

@@ -14,11 +14,11 @@
 #include <filesystem>
 #include <thread>
 
-#include "embedding/placement.h"
+#include "comm/row_placement.h"
+#include "comm/sparse_client.h"
 #include "embedding/row_init.h"
 #include "roles/local_job.h"
 #include "roles/server_tables.h"
-#include "roles/sparse_client.h"
 #include "roles/trainer.h"
 #include "src/data/criteo_gen.h"
 #include "tests/train_util.h"

@@ -10,9 +10,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "comm/row_placement.h"
 #include "embedding/id_dedup.h"
 #include "embedding/id_map.h"
-#include "embedding/placement.h"
 #include "embedding/row_cache.h"
 #include "src/common/random.h"
 

@@ -33,7 +33,7 @@
 #include "comm/ring_collective.h"
 #include "comm/shm_ring.h"
 #include "src/common/logging.h"
-#include "src/nn/tensor.h"
+#include "src/common/tensor.h"
 
 namespace pstrain {
 namespace {

@@ -22,13 +22,13 @@
 #include <mutex>
 #include <vector>
 
+#include "comm/sparse_client.h"
 #include "embedding/id_dedup.h"
 #include "embedding/id_map.h"
 #include "embedding/row_cache.h"
 #include "embedding/sparse_table.h"
 #include "roles/local_job.h"
 #include "roles/server_tables.h"
-#include "roles/sparse_client.h"
 #include "src/common/random.h"
 
 namespace pstrain {

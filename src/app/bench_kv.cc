@@ -11,7 +11,7 @@
 
 #include "roles/local_job.h"
 #include "src/app/bench.h"
-#include "src/nn/tensor.h"
+#include "src/common/tensor.h"
 
 namespace pstrain {
 namespace {

@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "src/data/batch.h"
+#include "src/common/batch.h"
 #include "src/data/dataset.h"
 
 namespace pstrain {

@@ -15,7 +15,7 @@
 
 #include "src/common/model_config.h"
 #include "src/common/status.h"
-#include "src/nn/tensor.h"
+#include "src/common/tensor.h"
 
 namespace pstrain {
 

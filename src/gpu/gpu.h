@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "src/common/batch.h"
 #include "src/common/model_config.h"
 #include "src/common/status.h"
-#include "src/data/batch.h"
+#include "src/common/tensor.h"
 #include "src/nn/layer.h"
-#include "src/nn/tensor.h"
 
 // CUDA's cudaStream_t is `CUstream_st*`: naming the struct keeps CUDA's
 // headers out of this one, and the type stays checked.

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "src/common/model_config.h"
+#include "src/common/tensor.h"
 #include "src/gpu/cuda_util.h"
-#include "src/nn/tensor.h"
 
 namespace pstrain::gpu {
 

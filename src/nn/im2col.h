@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "src/nn/tensor.h"
+#include "src/common/tensor.h"
 
 namespace pstrain {
 

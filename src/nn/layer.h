@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "src/common/batch.h"
 #include "src/common/model_config.h"
 #include "src/common/status.h"
-#include "src/data/batch.h"
-#include "src/nn/tensor.h"
+#include "src/common/tensor.h"
 
 namespace pstrain {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "src/common/status.h"
-#include "src/nn/tensor.h"
+#include "src/common/tensor.h"
 
 namespace pstrain {
 

@@ -1,9 +1,10 @@
 // SparseClient: a worker's pulls and pushes of embedding rows held by the
-// servers (roles/table_host.h). The caller gives, per table, a batch's
-// unique ids; each server gets one request per table with the ids it holds
-// (embedding/placement.h), a pull of more than 256 KiB of rows in parts of
-// that size, every request of a call in flight at once, and the rows come
-// back in the order of the ids.
+// servers (roles/table_host.h), as KvClient (comm/kv_client.h) is for dense
+// tensors. The caller gives, per table, a batch's unique ids; each server
+// gets one request per table with the ids it holds (comm/row_placement.h),
+// a pull of more than 256 KiB of rows in parts of that size, every request
+// of a call in flight at once, and the rows come back in the order of the
+// ids.
 //
 // Threads: the calls block their caller (never the loop thread) until every
 // server has answered; the connections are used on the loop only.
@@ -17,7 +18,7 @@
 
 #include "comm/connection.h"
 #include "comm/event_loop.h"
-#include "embedding/id_dedup.h"
+#include "comm/row_placement.h"
 
 namespace pstrain {
 

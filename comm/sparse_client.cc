@@ -1,4 +1,4 @@
-#include "roles/sparse_client.h"
+#include "comm/sparse_client.h"
 
 #include <fmt/format.h>
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "src/nn/tensor.h"
+#include "src/common/tensor.h"
 
 namespace pstrain {
 
