@@ -9,6 +9,31 @@
 
 namespace pstrain {
 
+// The words the config chooses from, parsed once by config_model.cc.
+enum class LayerType {
+  kLinear,
+  kConv2d,
+  kMaxpool,
+  kAvgpool,
+  kRelu,
+  kSigmoid,
+  kTanh,
+  kDropout,
+  kFlatten,
+  kConcat,
+  kEmbeddingBag,
+};
+enum class LossType { kSoftmaxCrossEntropy, kBceWithLogits };
+enum class Device { kCpu, kGpu };
+enum class DataFormat { kIdx, kCriteo };
+
+// How the config spells each value ("embedding_bag", "bce_with_logits"), for
+// messages and logs; "unknown" for a value outside the enum.
+const char* LayerTypeName(LayerType type);
+const char* LossTypeName(LossType loss);
+const char* DeviceName(Device device);
+const char* DataFormatName(DataFormat format);
+
 // One layer of a model. Which fields matter depends on `type`.
 struct LayerConfig {
   // linear | conv2d | maxpool | avgpool | relu | sigmoid | tanh | dropout |

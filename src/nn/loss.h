@@ -8,12 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "src/common/model_config.h"
 #include "src/common/status.h"
 #include "src/nn/tensor.h"
 
 namespace pstrain {
-
-enum class LossType { kSoftmaxCrossEntropy, kBceWithLogits };
 
 StatusOr<LossType> ParseLossType(const std::string& name);
 
