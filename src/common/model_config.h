@@ -36,9 +36,7 @@ const char* DataFormatName(DataFormat format);
 
 // One layer of a model. Which fields matter depends on `type`.
 struct LayerConfig {
-  // linear | conv2d | maxpool | avgpool | relu | sigmoid | tanh | dropout |
-  // flatten | concat | embedding_bag
-  std::string type;
+  LayerType type = LayerType::kLinear;
   // Parameters are "<name>.weight" and "<name>.bias". Default: "<type><i>"
   // with i the layer's index in its list (e.g. "linear3").
   std::string name;
@@ -70,13 +68,13 @@ struct ModelConfig {
   // plus the dense features into an MLP.
   std::vector<LayerConfig> wide;
   std::vector<LayerConfig> deep;
-  std::string loss = "softmax_cross_entropy";  // | bce_with_logits
-  std::string device = "cpu";                  // cpu | gpu
+  LossType loss = LossType::kSoftmaxCrossEntropy;
+  Device device = Device::kCpu;
   int line = 0;
 };
 
 struct DataConfig {
-  std::string format;  // idx | criteo
+  DataFormat format = DataFormat::kIdx;
   // idx: [images, labels] (.gz or raw). criteo: one or more paths; a path
   // "DIR/train.txt" with files "DIR/train.txt-00000", "-00001", ... means
   // those shards, worker r reading the shards whose suffix % workers == r;

@@ -5,7 +5,6 @@
 //     form max(x, 0) - x * y + log(1 + exp(-|x|)).
 #pragma once
 
-#include <string>
 #include <vector>
 
 #include "src/common/model_config.h"
@@ -13,8 +12,6 @@
 #include "src/nn/tensor.h"
 
 namespace pstrain {
-
-StatusOr<LossType> ParseLossType(const std::string& name);
 
 // The mean loss of `logits` against `labels` (one per row). When `grad` is
 // not null it receives d(mean loss)/d(logits), shaped like logits. Labels
