@@ -16,7 +16,7 @@ StatusOr<std::vector<ServerTable>> ServerTables(const Config& config) {
       const std::string param = layer.name + suffix;
       const ParameterRule* rule = FindParameterRule(config, param);
       const bool on_servers = rule != nullptr && rule->init_in_server;
-      const bool table = layer.type == "embedding_bag" && std::string(suffix) == ".weight";
+      const bool table = layer.type == LayerType::kEmbeddingBag && std::string(suffix) == ".weight";
       if (on_servers && !table)
         return InvalidArgument(
             fmt::format("{}:{}: parameters: '{}' matches {} with init_in_server: true, but only an "
@@ -71,7 +71,7 @@ Config OneTableConfig(const std::string& layer, int dim) {
   config.model.sparse_fields = 1;
   LayerConfig emb;
   emb.name = layer;
-  emb.type = "embedding_bag";
+  emb.type = LayerType::kEmbeddingBag;
   emb.vocab = int64_t{1} << 40;
   emb.dim = dim;
   config.model.wide = {emb};

@@ -31,13 +31,10 @@ StatusOr<std::unique_ptr<TrainJob>> TrainJob::Create(const Config& config) {
   if (!config.has_model)
     return InvalidArgument(fmt::format("{}: no model: section", config.source));
   if (!config.has_data) return InvalidArgument(fmt::format("{}: no data: section", config.source));
-  if (config.model.device == "gpu") {
+  if (config.model.device == Device::kGpu) {
     // Refused at start-up, before any data is read or any node joins.
     PSTRAIN_RETURN_IF_ERROR(CheckGpuModelSupported(config.model).WithContext(config.source));
     PSTRAIN_RETURN_IF_ERROR(CheckGpuVisible().WithContext(config.source));
-  } else if (config.model.device != "cpu") {
-    return InvalidArgument(fmt::format("{}: model.device: '{}': expected cpu or gpu", config.source,
-                                       config.model.device));
   }
   std::unique_ptr<TrainJob> job(new TrainJob(config));
   ModelConfig model_config = config.model;
@@ -222,7 +219,7 @@ Status TrainJob::Evaluate(WorkerContext& ctx, int epoch) {
   Batcher batcher = Batcher::ForEval(test_.get(), kEvalBatch);
   batcher.StartEpoch(0);
   Batch batch;
-  const bool click = config_.model.loss == "bce_with_logits";
+  const bool click = config_.model.loss == LossType::kBceWithLogits;
   int64_t correct_n = 0, seen = 0;
   double correct = 0;
   std::vector<float> scores, labels;
@@ -294,7 +291,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
   if (!resume.ok()) return resume.status();
   const int64_t start_step = resume->step;
   PSTRAIN_RETURN_IF_ERROR(InitWeights(ctx, *resume));
-  if (config_.model.device == "gpu") PSTRAIN_RETURN_IF_ERROR(StartGpu(ctx));
+  if (config_.model.device == Device::kGpu) PSTRAIN_RETURN_IF_ERROR(StartGpu(ctx));
   ctx.log->info("worker {} trains {} steps ({} per epoch, batch {}) on {} samples", ctx.rank,
                 total - start_step, steps_per_epoch, batch_size, data->size());
 

@@ -41,15 +41,15 @@ TEST_CASE("a LeNet model with idx data parses to its layers") {
   CHECK(m.line == 1);
   CHECK(m.input == std::vector<int64_t>{1, 28, 28});
   CHECK(m.sparse_fields == 0);
-  CHECK(m.loss == "softmax_cross_entropy");
-  CHECK(m.device == "cpu");
+  CHECK(m.loss == LossType::kSoftmaxCrossEntropy);
+  CHECK(m.device == Device::kCpu);
   CHECK(m.wide.empty());
   CHECK(m.deep.empty());
   REQUIRE(m.layers.size() == 10);
 
   const LayerConfig& conv1 = m.layers[0];
   CHECK(conv1.name == "conv1");
-  CHECK(conv1.type == "conv2d");
+  CHECK(conv1.type == LayerType::kConv2d);
   CHECK(conv1.out_channels == 6);
   CHECK(conv1.kernel == 5);
   CHECK(conv1.padding == 2);
@@ -57,10 +57,10 @@ TEST_CASE("a LeNet model with idx data parses to its layers") {
   CHECK(conv1.bias);
   CHECK(conv1.init.empty());
   CHECK(conv1.line == 4);
-  CHECK(m.layers[1].type == "relu");
+  CHECK(m.layers[1].type == LayerType::kRelu);
   CHECK(m.layers[1].name.empty());  // src/nn names it
   CHECK(m.layers[1].line == 5);
-  CHECK(m.layers[2].type == "maxpool");
+  CHECK(m.layers[2].type == LayerType::kMaxpool);
   CHECK(m.layers[2].kernel == 2);
   const LayerConfig& conv2 = m.layers[3];
   CHECK(conv2.out_channels == 16);
@@ -69,13 +69,13 @@ TEST_CASE("a LeNet model with idx data parses to its layers") {
   CHECK(conv2.init == "xavier");
   CHECK(conv2.line == 7);
   CHECK(m.layers[4].line == 9);
-  CHECK(m.layers[5].type == "avgpool");
+  CHECK(m.layers[5].type == LayerType::kAvgpool);
   CHECK(m.layers[5].stride == 2);
-  CHECK(m.layers[6].type == "flatten");
+  CHECK(m.layers[6].type == LayerType::kFlatten);
   CHECK(m.layers[7].out == 120);
   CHECK(m.layers[7].init == "normal");
   CHECK(m.layers[7].init_scale == doctest::Approx(0.05));
-  CHECK(m.layers[8].type == "dropout");
+  CHECK(m.layers[8].type == LayerType::kDropout);
   CHECK(m.layers[8].rate == doctest::Approx(0.25));
   CHECK(m.layers[9].name == "fc3");
   CHECK(m.layers[9].out == 10);
@@ -84,7 +84,7 @@ TEST_CASE("a LeNet model with idx data parses to its layers") {
   REQUIRE(c.has_data);
   const DataConfig& d = c.data;
   CHECK(d.line == 16);
-  CHECK(d.format == "idx");
+  CHECK(d.format == DataFormat::kIdx);
   CHECK(d.train ==
         std::vector<std::string>{"/d/train-images-idx3-ubyte.gz", "/d/train-labels-idx1-ubyte.gz"});
   CHECK(d.test ==
@@ -102,9 +102,9 @@ TEST_CASE("a layer may be written as its type alone") {
   Config c = Parse(
       "model:\n  input: [1, 28, 28]\n  layers: [flatten, {type: linear, out: 10}, sigmoid]\n");
   REQUIRE(c.model.layers.size() == 3);
-  CHECK(c.model.layers[0].type == "flatten");
+  CHECK(c.model.layers[0].type == LayerType::kFlatten);
   CHECK(c.model.layers[1].out == 10);
-  CHECK(c.model.layers[2].type == "sigmoid");
+  CHECK(c.model.layers[2].type == LayerType::kSigmoid);
   CHECK(c.model.layers[2].name.empty());
 
   c = Parse(
@@ -116,11 +116,11 @@ TEST_CASE("a layer may be written as its type alone") {
       "  loss: bce_with_logits\n"
       "  device: gpu\n");
   REQUIRE(c.model.layers.size() == 2);
-  CHECK(c.model.layers[0].type == "tanh");
+  CHECK(c.model.layers[0].type == LayerType::kTanh);
   CHECK(c.model.layers[0].line == 4);
   CHECK(c.model.layers[1].line == 5);
-  CHECK(c.model.loss == "bce_with_logits");
-  CHECK(c.model.device == "gpu");
+  CHECK(c.model.loss == LossType::kBceWithLogits);
+  CHECK(c.model.device == Device::kGpu);
 }
 
 TEST_CASE("a wide & deep model parses to its two towers") {
@@ -153,10 +153,10 @@ TEST_CASE("a wide & deep model parses to its two towers") {
   CHECK(m.deep[0].mode == "concat");
   CHECK(m.deep[0].init == "uniform");
   CHECK(m.deep[0].init_scale == doctest::Approx(0.1));
-  CHECK(m.deep[1].type == "concat");
+  CHECK(m.deep[1].type == LayerType::kConcat);
   CHECK(m.deep[1].line == 10);
   CHECK(m.deep[4].out == 1);
-  CHECK(c.data.format == "criteo");
+  CHECK(c.data.format == DataFormat::kCriteo);
   CHECK(c.data.train == std::vector<std::string>{"/d/train.txt"});  // one string is a list
   CHECK(c.data.test == std::vector<std::string>{"/d/test.txt"});
   CHECK(c.data.vocab == 1000);

@@ -292,10 +292,10 @@ TEST_CASE("the Fashion-MNIST configs are valid") {
     INFO(c.status().ToString());
     REQUIRE(c.ok());
     CHECK(c->model.input == std::vector<int64_t>{1, 28, 28});
-    CHECK(c->model.loss == "softmax_cross_entropy");
+    CHECK(c->model.loss == LossType::kSoftmaxCrossEntropy);
     CHECK(c->model.layers.back().name == "fc3");
     CHECK(c->model.layers.back().out == 10);
-    CHECK(c->data.format == "idx");
+    CHECK(c->data.format == DataFormat::kIdx);
     CHECK(c->data.train == kData);
     CHECK(c->data.test.size() == 2);
     CHECK(c->train.epochs == 12);
@@ -318,7 +318,7 @@ TEST_CASE("the Fashion-MNIST configs are valid") {
   auto mlp = LoadConfig(repo + "configs/mlp_fashion_mnist.yaml");
   REQUIRE(mlp.ok());
   REQUIRE(mlp->model.layers.size() == 6);
-  CHECK(mlp->model.layers[0].type == "flatten");
+  CHECK(mlp->model.layers[0].type == LayerType::kFlatten);
   CHECK(mlp->model.layers[1].out == 256);
   CHECK(mlp->model.layers[3].out == 128);
 }

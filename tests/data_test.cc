@@ -333,7 +333,7 @@ TEST_CASE("shard files go to worker suffix % workers; a single file goes to ever
   }
   WriteFile(dir.File("train.txt-0000x"), "not a shard");
   DataConfig config;
-  config.format = "criteo";
+  config.format = DataFormat::kCriteo;
   config.train = {prefix};
 
   auto all = ListShards(prefix);
@@ -356,7 +356,7 @@ TEST_CASE("shard files go to worker suffix % workers; a single file goes to ever
   CHECK(LoadTrainShard(config, 0, 2)->size() == 4);
   config.limit = 0;
 
-  auto test = LoadTest(DataConfig{"criteo", {}, {prefix}});
+  auto test = LoadTest(DataConfig{DataFormat::kCriteo, {}, {prefix}});
   REQUIRE(test.ok());
   CHECK(test->size() == 15);  // evaluation reads every shard
   CHECK_FALSE(test->sharded_by_file);
@@ -405,7 +405,7 @@ TEST_CASE("the generator writes readable Criteo shards with a learnable planted 
   CHECK(report->positive_rate < 0.35);
 
   DataConfig config;
-  config.format = "criteo";
+  config.format = DataFormat::kCriteo;
   config.train = {dir.File("train.txt")};
   config.test = {dir.File("test.txt")};
   auto train = LoadTrainShard(config, 0, 1);

@@ -31,14 +31,14 @@ bool HaveGpu() {
   return false;
 }
 
-LayerConfig Spec(const std::string& type, int line = 0) {
+LayerConfig Spec(LayerType type, int line = 0) {
   LayerConfig c;
   c.type = type;
   c.line = line;
   return c;
 }
 
-LayerConfig Window(const std::string& type, int kernel, int stride = 0, int padding = 0) {
+LayerConfig Window(LayerType type, int kernel, int stride = 0, int padding = 0) {
   LayerConfig c = Spec(type);
   c.kernel = kernel;
   c.stride = stride;
@@ -47,13 +47,13 @@ LayerConfig Window(const std::string& type, int kernel, int stride = 0, int padd
 }
 
 LayerConfig Conv(int64_t out_channels, int kernel, int stride = 0, int padding = 0) {
-  LayerConfig c = Window("conv2d", kernel, stride, padding);
+  LayerConfig c = Window(LayerType::kConv2d, kernel, stride, padding);
   c.out_channels = out_channels;
   return c;
 }
 
 LayerConfig Linear(int64_t out) {
-  LayerConfig c = Spec("linear");
+  LayerConfig c = Spec(LayerType::kLinear);
   c.out = out;
   return c;
 }
@@ -62,9 +62,18 @@ LayerConfig Linear(int64_t out) {
 ModelConfig LeNet() {
   ModelConfig config;
   config.input = {1, 28, 28};
-  config.layers = {Conv(6, 5, 1, 2), Spec("relu"),         Window("maxpool", 2), Conv(16, 5),
-                   Spec("relu"),     Window("maxpool", 2), Spec("flatten"),      Linear(120),
-                   Spec("relu"),     Linear(84),           Spec("relu"),         Linear(10)};
+  config.layers = {Conv(6, 5, 1, 2),
+                   Spec(LayerType::kRelu),
+                   Window(LayerType::kMaxpool, 2),
+                   Conv(16, 5),
+                   Spec(LayerType::kRelu),
+                   Window(LayerType::kMaxpool, 2),
+                   Spec(LayerType::kFlatten),
+                   Linear(120),
+                   Spec(LayerType::kRelu),
+                   Linear(84),
+                   Spec(LayerType::kRelu),
+                   Linear(10)};
   return config;
 }
 
@@ -75,20 +84,20 @@ ModelConfig Other() {
   config.input = {3, 11, 9};
   LayerConfig conv = Conv(5, 3, 2, 1);
   conv.bias = false;
-  LayerConfig dropout = Spec("dropout");
+  LayerConfig dropout = Spec(LayerType::kDropout);
   dropout.rate = 0.3f;
   config.layers = {conv,
-                   Spec("tanh"),
-                   Window("avgpool", 3, 1, 1),
+                   Spec(LayerType::kTanh),
+                   Window(LayerType::kAvgpool, 3, 1, 1),
                    Conv(4, 2),
-                   Spec("sigmoid"),
-                   Window("maxpool", 3, 1, 1),
-                   Spec("flatten"),
+                   Spec(LayerType::kSigmoid),
+                   Window(LayerType::kMaxpool, 3, 1, 1),
+                   Spec(LayerType::kFlatten),
                    dropout,
                    Linear(7),
-                   Spec("tanh"),
+                   Spec(LayerType::kTanh),
                    Linear(1)};
-  config.loss = "bce_with_logits";
+  config.loss = LossType::kBceWithLogits;
   return config;
 }
 
@@ -187,10 +196,10 @@ TEST_CASE("layers the GPU cannot run are named with their index and config line"
   ModelConfig click;
   click.input = {13};
   click.sparse_fields = 26;
-  LayerConfig bag = Spec("embedding_bag", 12);
+  LayerConfig bag = Spec(LayerType::kEmbeddingBag, 12);
   bag.vocab = 100;
   bag.dim = 4;
-  click.layers = {Linear(8), Spec("relu"), Linear(4), bag};
+  click.layers = {Linear(8), Spec(LayerType::kRelu), Linear(4), bag};
   Status s = CheckGpuModelSupported(click);
   CHECK(s.code() == StatusCode::kInvalidArgument);
   CHECK(s.message() == "model.layers[3] (embedding_bag, line 12): not supported on the GPU");

@@ -140,7 +140,7 @@ TEST_CASE("a short run learns: MLP test accuracy well above chance after 300 ste
 
 TEST_CASE("device: gpu fails at start-up when no GPU is visible, saying so") {
   Config config = Lenet("configs/lenet_hybrid.yaml");
-  config.model.device = "gpu";
+  config.model.device = Device::kGpu;
   auto job = TrainJob::Create(config);
   if (CheckGpuVisible().ok()) {
     MESSAGE("skipped: a GPU is visible here, so the job may start");

@@ -21,7 +21,7 @@ namespace pstrain {
 Status RunCacheBoundCase(const std::string& config_path, const std::vector<int>& worker_counts) {
   auto config = LoadConfig(config_path);
   if (!config.ok()) return config.status();
-  if (config->data.format != "criteo")
+  if (config->data.format != DataFormat::kCriteo)
     return InvalidArgument(config_path + ": the data case needs data.format: criteo");
   const size_t batch_ids = static_cast<size_t>(config->train.batch_size) * 26;
   for (int workers : worker_counts) {

@@ -14,32 +14,34 @@ namespace {
 
 // The keys a layer type takes besides `type` and `name`.
 struct LayerKind {
-  const char* type;
+  LayerType type;
   std::vector<const char*> required;
   std::vector<const char*> optional;
 };
 
 const std::vector<LayerKind>& LayerKinds() {
+  using T = LayerType;
   static const auto* kinds = new std::vector<LayerKind>{
-      {"linear", {"out"}, {"bias", "init", "init_scale"}},
-      {"conv2d", {"out_channels", "kernel"}, {"stride", "padding", "bias", "init", "init_scale"}},
-      {"maxpool", {"kernel"}, {"stride", "padding"}},
-      {"avgpool", {"kernel"}, {"stride", "padding"}},
-      {"relu", {}, {}},
-      {"sigmoid", {}, {}},
-      {"tanh", {}, {}},
-      {"dropout", {}, {"rate"}},
-      {"flatten", {}, {}},
-      {"concat", {}, {}},
-      {"embedding_bag", {"vocab", "dim"}, {"mode", "init", "init_scale"}},
+      {T::kLinear, {"out"}, {"bias", "init", "init_scale"}},
+      {T::kConv2d, {"out_channels", "kernel"}, {"stride", "padding", "bias", "init", "init_scale"}},
+      {T::kMaxpool, {"kernel"}, {"stride", "padding"}},
+      {T::kAvgpool, {"kernel"}, {"stride", "padding"}},
+      {T::kRelu, {}, {}},
+      {T::kSigmoid, {}, {}},
+      {T::kTanh, {}, {}},
+      {T::kDropout, {}, {"rate"}},
+      {T::kFlatten, {}, {}},
+      {T::kConcat, {}, {}},
+      {T::kEmbeddingBag, {"vocab", "dim"}, {"mode", "init", "init_scale"}},
   };
   return *kinds;
 }
 
 // "a maxpool", "an embedding_bag": the type in a message.
-std::string WithArticle(const std::string& type) {
-  bool vowel = !type.empty() && std::string("aeiou").find(type[0]) != std::string::npos;
-  return (vowel ? "an " : "a ") + type;
+std::string WithArticle(LayerType type) {
+  const std::string name = LayerTypeName(type);
+  bool vowel = std::string("aeiou").find(name[0]) != std::string::npos;
+  return (vowel ? "an " : "a ") + name;
 }
 
 bool Contains(const std::vector<const char*>& keys, const std::string& key) {
@@ -60,9 +62,10 @@ Status ReadNonEmptyList(const Value& v, std::string_view expected,
 }
 
 Status ReadLayer(const Value& v, LayerConfig* layer) {
-  std::vector<const char*> types;
-  for (const LayerKind& kind : LayerKinds()) types.push_back(kind.type);
-  Field type = Required(Choice("type", &layer->type, types));
+  std::vector<std::pair<const char*, LayerType>> types;
+  for (const LayerKind& kind : LayerKinds())
+    types.emplace_back(LayerTypeName(kind.type), kind.type);
+  Field type = Required(Enum("type", &layer->type, std::move(types)));
   std::map<std::string, int> lines;
   if (v.node.IsScalar()) {
     // `- relu` is short for `- {type: relu}`.
@@ -141,13 +144,14 @@ Status CheckModel(const Value& v, const std::map<std::string, int>& lines, const
       Value at{v.source, v.node, fmt::format("{}.{}[{}]", v.path, key, i), layer.line};
       // The first layer of a list reads the dense features unless it reads
       // the ids; concat appends them.
-      bool reads_dense = (i == 0 && layer.type != "embedding_bag") || layer.type == "concat";
+      bool reads_dense =
+          (i == 0 && layer.type != LayerType::kEmbeddingBag) || layer.type == LayerType::kConcat;
       if (reads_dense && m.input.empty()) {
         return v.Key("input", v.line)
             .Error(fmt::format("required key is missing: {} ({} layer) reads the dense input",
                                at.path, WithArticle(layer.type)));
       }
-      if (layer.type == "embedding_bag" && m.sparse_fields == 0) {
+      if (layer.type == LayerType::kEmbeddingBag && m.sparse_fields == 0) {
         return at.Error(fmt::format(
             "an embedding_bag layer reads the sample's ids; set {}.sparse_fields >= 1", v.path));
       }
@@ -190,8 +194,9 @@ Status ReadModel(const Value& v, ModelConfig* model) {
       ReadMap(v,
               {{"input", [&](const Value& x) { return ReadShape(x, &model->input); }},
                Int("sparse_fields", &model->sparse_fields, 0),
-               Choice("device", &model->device, {"cpu", "gpu"}),
-               Choice("loss", &model->loss, {"softmax_cross_entropy", "bce_with_logits"}),
+               Enum("device", &model->device, {Device::kCpu, Device::kGpu}, &DeviceName),
+               Enum("loss", &model->loss,
+                    {LossType::kSoftmaxCrossEntropy, LossType::kBceWithLogits}, &LossTypeName),
                Section("layers", &model->layers, &ReadLayers),
                Section("wide", &model->wide, &ReadLayers),
                Section("deep", &model->deep, &ReadLayers)},
@@ -203,14 +208,15 @@ Status ReadData(const Value& v, const std::string& base_dir, DataConfig* data) {
   *data = DataConfig{};
   data->line = v.line;
   std::map<std::string, int> lines;
-  PSTRAIN_RETURN_IF_ERROR(
-      ReadMap(v,
-              {Required(Choice("format", &data->format, {"idx", "criteo"})),
-               Required(Paths("train", base_dir, &data->train)),
-               Paths("test", base_dir, &data->test), Int("vocab", &data->vocab, 1),
-               Int("limit", &data->limit, 0), Bool("shuffle", &data->shuffle)},
-              &lines));
-  if (data->format != "idx") return Status::OK();
+  PSTRAIN_RETURN_IF_ERROR(ReadMap(
+      v,
+      {Required(
+           Enum("format", &data->format, {DataFormat::kIdx, DataFormat::kCriteo}, &DataFormatName)),
+       Required(Paths("train", base_dir, &data->train)), Paths("test", base_dir, &data->test),
+       Int("vocab", &data->vocab, 1), Int("limit", &data->limit, 0),
+       Bool("shuffle", &data->shuffle)},
+      &lines));
+  if (data->format != DataFormat::kIdx) return Status::OK();
   if (lines.count("vocab") > 0) {
     return v.Key("vocab", lines["vocab"]).Error("only used with format: criteo");
   }

@@ -12,6 +12,7 @@
 #include <charconv>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <string>
@@ -114,6 +115,15 @@ Field Enum(const char* key, E* out, std::vector<std::pair<const char*, E>> names
             }
             return v.Expected("one of " + choices);
           }};
+}
+
+// An enum spelled `name(e)` for each of `values`, listed in that order when
+// the value is none of them.
+template <typename E>
+Field Enum(const char* key, E* out, std::initializer_list<E> values, const char* (*name)(E)) {
+  std::vector<std::pair<const char*, E>> names;
+  for (E e : values) names.emplace_back(name(e), e);
+  return Enum(key, out, std::move(names));
 }
 
 // A string that must be one of `names`, kept as written.

@@ -9,11 +9,34 @@
 
 namespace pstrain {
 
+// The words the config chooses from, parsed once by config_model.cc.
+enum class LayerType {
+  kLinear,
+  kConv2d,
+  kMaxpool,
+  kAvgpool,
+  kRelu,
+  kSigmoid,
+  kTanh,
+  kDropout,
+  kFlatten,
+  kConcat,
+  kEmbeddingBag,
+};
+enum class LossType { kSoftmaxCrossEntropy, kBceWithLogits };
+enum class Device { kCpu, kGpu };
+enum class DataFormat { kIdx, kCriteo };
+
+// How the config spells each value ("embedding_bag", "bce_with_logits"), for
+// messages and logs; "unknown" for a value outside the enum.
+const char* LayerTypeName(LayerType type);
+const char* LossTypeName(LossType loss);
+const char* DeviceName(Device device);
+const char* DataFormatName(DataFormat format);
+
 // One layer of a model. Which fields matter depends on `type`.
 struct LayerConfig {
-  // linear | conv2d | maxpool | avgpool | relu | sigmoid | tanh | dropout |
-  // flatten | concat | embedding_bag
-  std::string type;
+  LayerType type = LayerType::kLinear;
   // Parameters are "<name>.weight" and "<name>.bias". Default: "<type><i>"
   // with i the layer's index in its list (e.g. "linear3").
   std::string name;
@@ -45,13 +68,13 @@ struct ModelConfig {
   // plus the dense features into an MLP.
   std::vector<LayerConfig> wide;
   std::vector<LayerConfig> deep;
-  std::string loss = "softmax_cross_entropy";  // | bce_with_logits
-  std::string device = "cpu";                  // cpu | gpu
+  LossType loss = LossType::kSoftmaxCrossEntropy;
+  Device device = Device::kCpu;
   int line = 0;
 };
 
 struct DataConfig {
-  std::string format;  // idx | criteo
+  DataFormat format = DataFormat::kIdx;
   // idx: [images, labels] (.gz or raw). criteo: one or more paths; a path
   // "DIR/train.txt" with files "DIR/train.txt-00000", "-00001", ... means
   // those shards, worker r reading the shards whose suffix % workers == r;

@@ -111,6 +111,12 @@ StatusOr<Dataset> LoadCriteo(const DataConfig& config, const std::vector<std::st
   return data;
 }
 
+// Past a switch on the format: only a config built in code gets there.
+Status UnknownFormat(const DataConfig& config) {
+  return InvalidArgument(
+      fmt::format("data.format {}: expected idx or criteo", static_cast<int>(config.format)));
+}
+
 }  // namespace
 
 void Dataset::Truncate(int64_t n) {
@@ -162,23 +168,26 @@ std::vector<ShardFile> ShardsOf(const std::vector<ShardFile>& all, int rank, int
 
 StatusOr<Dataset> LoadTrainShard(const DataConfig& config, int rank, int workers) {
   assert(workers > 0 && rank >= 0 && rank < workers);
-  if (config.format == "idx") {
-    auto data = LoadIdxPair(config.train, "train");
-    if (data.ok() && config.limit > 0) data->Truncate(config.limit);
-    return data;
+  switch (config.format) {
+    case DataFormat::kIdx: {
+      auto data = LoadIdxPair(config.train, "train");
+      if (data.ok() && config.limit > 0) data->Truncate(config.limit);
+      return data;
+    }
+    case DataFormat::kCriteo:
+      return LoadCriteo(config, config.train, "train", /*shard=*/true, rank, workers, config.limit);
   }
-  if (config.format == "criteo") {
-    return LoadCriteo(config, config.train, "train", /*shard=*/true, rank, workers, config.limit);
-  }
-  return InvalidArgument(fmt::format("data.format '{}': expected idx or criteo", config.format));
+  return UnknownFormat(config);
 }
 
 StatusOr<Dataset> LoadTest(const DataConfig& config) {
-  if (config.format == "idx") return LoadIdxPair(config.test, "test");
-  if (config.format == "criteo") {
-    return LoadCriteo(config, config.test, "test", /*shard=*/false, 0, 1, /*limit=*/0);
+  switch (config.format) {
+    case DataFormat::kIdx:
+      return LoadIdxPair(config.test, "test");
+    case DataFormat::kCriteo:
+      return LoadCriteo(config, config.test, "test", /*shard=*/false, 0, 1, /*limit=*/0);
   }
-  return InvalidArgument(fmt::format("data.format '{}': expected idx or criteo", config.format));
+  return UnknownFormat(config);
 }
 
 }  // namespace pstrain

@@ -283,7 +283,7 @@ class Flatten : public GpuLayer {
 };
 
 WindowShape Window(const LayerConfig& c, const Shape& input, const Shape& output) {
-  const int default_stride = c.type == "conv2d" ? 1 : c.kernel;
+  const int default_stride = c.type == LayerType::kConv2d ? 1 : c.kernel;
   return WindowShape{
       input[0],  input[1],  input[2], c.kernel, c.stride > 0 ? c.stride : default_stride,
       c.padding, output[1], output[2]};
@@ -303,19 +303,29 @@ StatusOr<const float*> GpuContext::Ones(int64_t n) {
 std::unique_ptr<GpuLayer> MakeGpuLayer(const LayerConfig& c, const Shape& input,
                                        const Shape& output, const std::vector<DeviceParam>& params,
                                        uint64_t seed, GpuContext* context) {
-  const std::string& t = c.type;
-  if (t == "linear") return std::make_unique<Linear>(NumElements(input), c.out, params, context);
-  if (t == "conv2d") {
-    return std::make_unique<Conv2d>(Window(c, input, output), c.out_channels, params, context);
+  switch (c.type) {
+    case LayerType::kLinear:
+      return std::make_unique<Linear>(NumElements(input), c.out, params, context);
+    case LayerType::kConv2d:
+      return std::make_unique<Conv2d>(Window(c, input, output), c.out_channels, params, context);
+    case LayerType::kMaxpool:
+    case LayerType::kAvgpool:
+      return std::make_unique<Pool>(c.type == LayerType::kMaxpool, Window(c, input, output),
+                                    context);
+    case LayerType::kRelu:
+      return std::make_unique<ActivationLayer>(Activation::kRelu, context);
+    case LayerType::kSigmoid:
+      return std::make_unique<ActivationLayer>(Activation::kSigmoid, context);
+    case LayerType::kTanh:
+      return std::make_unique<ActivationLayer>(Activation::kTanh, context);
+    case LayerType::kDropout:
+      return std::make_unique<Dropout>(c.rate, StreamKey(seed, c.name), context);
+    case LayerType::kFlatten:
+      return std::make_unique<Flatten>(NumElements(input), context);
+    case LayerType::kConcat:
+    case LayerType::kEmbeddingBag:
+      break;
   }
-  if (t == "maxpool" || t == "avgpool") {
-    return std::make_unique<Pool>(t == "maxpool", Window(c, input, output), context);
-  }
-  if (t == "relu") return std::make_unique<ActivationLayer>(Activation::kRelu, context);
-  if (t == "sigmoid") return std::make_unique<ActivationLayer>(Activation::kSigmoid, context);
-  if (t == "tanh") return std::make_unique<ActivationLayer>(Activation::kTanh, context);
-  if (t == "dropout") return std::make_unique<Dropout>(c.rate, StreamKey(seed, c.name), context);
-  if (t == "flatten") return std::make_unique<Flatten>(NumElements(input), context);
   return nullptr;  // CheckGpuModelSupported has refused the others
 }
 

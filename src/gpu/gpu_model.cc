@@ -66,7 +66,8 @@ StatusOr<std::vector<LayerPlan>> Plan(const ModelConfig& config, const std::vect
   Shape shape = config.input;
   for (size_t i = 0; i < config.layers.size(); ++i) {
     LayerPlan plan{config.layers[i], shape, {}, {}};
-    if (plan.config.name.empty()) plan.config.name = plan.config.type + std::to_string(i);
+    if (plan.config.name.empty())
+      plan.config.name = LayerTypeName(plan.config.type) + std::to_string(i);
     auto host = MakeLayer(plan.config);
     if (!host.ok()) return host.status();
     auto output = (*host)->Build(shape, seed);
@@ -118,20 +119,19 @@ StatusOr<std::unique_ptr<GpuModel>> GpuModel::Build(const ModelConfig& config,
                                                     const std::vector<Param*>& params,
                                                     uint64_t seed) {
   PSTRAIN_RETURN_IF_ERROR(CheckGpuModelSupported(config));
-  auto loss = ParseLossType(config.loss);
-  if (!loss.ok()) return loss.status().WithContext("model");
   auto plans = Plan(config, params, seed);
   if (!plans.ok()) return plans.status();
   const Shape& logits = plans->back().output;
-  const bool fits =
-      *loss == LossType::kBceWithLogits ? logits == Shape{1} : logits.size() == 1 && logits[0] >= 2;
+  const bool fits = config.loss == LossType::kBceWithLogits ? logits == Shape{1}
+                                                            : logits.size() == 1 && logits[0] >= 2;
   if (!fits) {
-    return InvalidArgument("model: output " + ShapeString(logits) + " does not fit " + config.loss);
+    return InvalidArgument("model: output " + ShapeString(logits) + " does not fit " +
+                           LossTypeName(config.loss));
   }
   PSTRAIN_RETURN_IF_ERROR(CheckGpuVisible());
 
   auto impl = std::make_unique<Impl>();
-  impl->loss = *loss;
+  impl->loss = config.loss;
   impl->input = config.input;
   impl->output = logits;
   impl->params = params;

@@ -21,9 +21,9 @@ class Activation : public Layer {
  public:
   explicit Activation(const LayerConfig& c)
       : Layer(c.name),
-        kind_(c.type == "relu"      ? Kind::kRelu
-              : c.type == "sigmoid" ? Kind::kSigmoid
-                                    : Kind::kTanh) {}
+        kind_(c.type == LayerType::kRelu      ? Kind::kRelu
+              : c.type == LayerType::kSigmoid ? Kind::kSigmoid
+                                              : Kind::kTanh) {}
 
   StatusOr<Shape> Build(const Shape& input, uint64_t) override { return input; }
 

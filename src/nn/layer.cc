@@ -7,12 +7,9 @@
 namespace pstrain {
 namespace {
 
-constexpr char kTypes[] =
-    "linear|conv2d|maxpool|avgpool|relu|sigmoid|tanh|dropout|flatten|concat|embedding_bag";
-
 Status Require(bool ok, const LayerConfig& c, const std::string& what) {
   if (ok) return Status::OK();
-  return InvalidArgument(c.type + " needs " + what);
+  return InvalidArgument(LayerTypeName(c.type) + (" needs " + what));
 }
 
 // The fields that kernel-based layers share.
@@ -42,43 +39,46 @@ Param NewParam(const std::string& layer, const char* suffix, const Shape& shape)
 }
 
 StatusOr<std::unique_ptr<Layer>> CreateLayer(const LayerConfig& c, const LayerContext& context) {
-  const std::string& t = c.type;
   PSTRAIN_RETURN_IF_ERROR(CheckInit(c));
-  if (t == "linear") {
-    PSTRAIN_RETURN_IF_ERROR(Require(c.out > 0, c, "out > 0"));
-    return NewLinear(c);
+  switch (c.type) {
+    case LayerType::kLinear:
+      PSTRAIN_RETURN_IF_ERROR(Require(c.out > 0, c, "out > 0"));
+      return NewLinear(c);
+    case LayerType::kConv2d:
+      PSTRAIN_RETURN_IF_ERROR(Require(c.out_channels > 0, c, "out_channels > 0"));
+      PSTRAIN_RETURN_IF_ERROR(CheckWindow(c));
+      return NewConv2d(c);
+    case LayerType::kMaxpool:
+    case LayerType::kAvgpool:
+      PSTRAIN_RETURN_IF_ERROR(CheckWindow(c));
+      // As PyTorch: every window then holds at least one input element.
+      PSTRAIN_RETURN_IF_ERROR(Require(c.padding <= c.kernel / 2, c, "padding <= kernel / 2"));
+      return NewPool(c);
+    case LayerType::kRelu:
+    case LayerType::kSigmoid:
+    case LayerType::kTanh:
+      return NewActivation(c);
+    case LayerType::kDropout:
+      PSTRAIN_RETURN_IF_ERROR(Require(c.rate >= 0.0f && c.rate < 1.0f, c, "rate in [0, 1)"));
+      return NewDropout(c);
+    case LayerType::kFlatten:
+      return NewFlatten(c);
+    case LayerType::kConcat:
+      return NewConcat(c, context.dense);
+    case LayerType::kEmbeddingBag:
+      PSTRAIN_RETURN_IF_ERROR(Require(c.vocab > 0, c, "vocab > 0"));
+      PSTRAIN_RETURN_IF_ERROR(Require(c.dim > 0, c, "dim > 0"));
+      PSTRAIN_RETURN_IF_ERROR(Require(c.mode == "sum" || c.mode == "mean" || c.mode == "concat", c,
+                                      "mode sum|mean|concat, not \"" + c.mode + "\""));
+      return NewEmbeddingBag(c);
   }
-  if (t == "conv2d") {
-    PSTRAIN_RETURN_IF_ERROR(Require(c.out_channels > 0, c, "out_channels > 0"));
-    PSTRAIN_RETURN_IF_ERROR(CheckWindow(c));
-    return NewConv2d(c);
-  }
-  if (t == "maxpool" || t == "avgpool") {
-    PSTRAIN_RETURN_IF_ERROR(CheckWindow(c));
-    // As PyTorch: every window then holds at least one input element.
-    PSTRAIN_RETURN_IF_ERROR(Require(c.padding <= c.kernel / 2, c, "padding <= kernel / 2"));
-    return NewPool(c);
-  }
-  if (t == "relu" || t == "sigmoid" || t == "tanh") return NewActivation(c);
-  if (t == "dropout") {
-    PSTRAIN_RETURN_IF_ERROR(Require(c.rate >= 0.0f && c.rate < 1.0f, c, "rate in [0, 1)"));
-    return NewDropout(c);
-  }
-  if (t == "flatten") return NewFlatten(c);
-  if (t == "concat") return NewConcat(c, context.dense);
-  if (t == "embedding_bag") {
-    PSTRAIN_RETURN_IF_ERROR(Require(c.vocab > 0, c, "vocab > 0"));
-    PSTRAIN_RETURN_IF_ERROR(Require(c.dim > 0, c, "dim > 0"));
-    PSTRAIN_RETURN_IF_ERROR(Require(c.mode == "sum" || c.mode == "mean" || c.mode == "concat", c,
-                                    "mode sum|mean|concat, not \"" + c.mode + "\""));
-    return NewEmbeddingBag(c);
-  }
-  return InvalidArgument("unknown layer type \"" + t + "\" (" + kTypes + ")");
+  // Only a config built in code, not one read from YAML, gets here.
+  return InvalidArgument("unknown layer type " + std::to_string(static_cast<int>(c.type)));
 }
 
 StatusOr<std::unique_ptr<Layer>> MakeLayer(const LayerConfig& config) {
   LayerConfig named = config;
-  if (named.name.empty()) named.name = named.type;
+  if (named.name.empty()) named.name = LayerTypeName(named.type);
   auto layer = CreateLayer(named, LayerContext{});
   if (layer.ok()) return layer;
   std::string where = "layer " + named.name;

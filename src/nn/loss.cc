@@ -35,12 +35,6 @@ double BceRow(float x, float y, float scale, float* grad) {
 
 }  // namespace
 
-StatusOr<LossType> ParseLossType(const std::string& name) {
-  if (name == "softmax_cross_entropy") return LossType::kSoftmaxCrossEntropy;
-  if (name == "bce_with_logits") return LossType::kBceWithLogits;
-  return InvalidArgument("unknown loss \"" + name + "\" (softmax_cross_entropy|bce_with_logits)");
-}
-
 float MeanLoss(LossType type, const Tensor& logits, const std::vector<float>& labels,
                Tensor* grad) {
   const int64_t n = logits.dim(0);

@@ -5,17 +5,13 @@
 //     form max(x, 0) - x * y + log(1 + exp(-|x|)).
 #pragma once
 
-#include <string>
 #include <vector>
 
+#include "src/common/model_config.h"
 #include "src/common/status.h"
 #include "src/common/tensor.h"
 
 namespace pstrain {
-
-enum class LossType { kSoftmaxCrossEntropy, kBceWithLogits };
-
-StatusOr<LossType> ParseLossType(const std::string& name);
 
 // The mean loss of `logits` against `labels` (one per row). When `grad` is
 // not null it receives d(mean loss)/d(logits), shaped like logits. Labels

@@ -37,7 +37,7 @@ std::string Where(const Tower& tower, size_t index) {
 // sparse ids for an embedding_bag (which therefore must come first).
 StatusOr<Shape> InputShape(const ModelConfig& config, const Tower& tower, size_t index,
                            const Shape& previous) {
-  const bool ids = tower.configs[index].type == "embedding_bag";
+  const bool ids = tower.configs[index].type == LayerType::kEmbeddingBag;
   if (ids && index != 0) {
     return InvalidArgument(Where(tower, index) +
                            ": embedding_bag reads the sparse ids, so it must come first");
@@ -53,8 +53,8 @@ StatusOr<Shape> InputShape(const ModelConfig& config, const Tower& tower, size_t
 }
 
 // Towers prefix their defaults: both would otherwise have "linear0".
-std::string DefaultLayerName(const std::string& tower, const std::string& type, size_t index) {
-  return (tower.empty() ? "" : tower + "_") + type + std::to_string(index);
+std::string DefaultLayerName(const std::string& tower, LayerType type, size_t index) {
+  return (tower.empty() ? "" : tower + "_") + LayerTypeName(type) + std::to_string(index);
 }
 
 Status BuildTower(const ModelConfig& config, const std::vector<LayerConfig>& configs, uint64_t seed,
@@ -117,8 +117,6 @@ Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Model::~Model() = default;
 
 StatusOr<std::unique_ptr<Model>> Model::Build(const ModelConfig& config, uint64_t seed) {
-  auto loss = ParseLossType(config.loss);
-  if (!loss.ok()) return loss.status().WithContext("model");
   const bool towers = !config.wide.empty() || !config.deep.empty();
   if (towers == !config.layers.empty()) {
     return InvalidArgument(towers ? "model: give layers, or wide and deep towers, not both"
@@ -128,7 +126,7 @@ StatusOr<std::unique_ptr<Model>> Model::Build(const ModelConfig& config, uint64_
     if (d <= 0) return InvalidArgument("model: input " + ShapeString(config.input) + " is empty");
   }
   auto impl = std::make_unique<Impl>();
-  impl->loss = *loss;
+  impl->loss = config.loss;
   std::set<std::string> names;
   const std::pair<const char*, const std::vector<LayerConfig>*> lists[] = {
       {"", &config.layers}, {"wide", &config.wide}, {"deep", &config.deep}};

@@ -21,7 +21,7 @@ class Pool : public Layer {
  public:
   explicit Pool(const LayerConfig& c)
       : Layer(c.name),
-        max_(c.type == "maxpool"),
+        max_(c.type == LayerType::kMaxpool),
         kernel_(c.kernel),
         stride_(c.stride > 0 ? c.stride : c.kernel),
         padding_(c.padding) {}
