@@ -2,7 +2,27 @@
 
 #include <fmt/format.h>
 
+#include "src/common/logging.h"
+
 namespace pstrain {
+namespace {
+
+// The types of the handles still open on `loop` ("tcp, timer"), to name what
+// leaked.
+std::string OpenHandleTypes(uv_loop_t* loop) {
+  std::string types;
+  uv_walk(
+      loop,
+      [](uv_handle_t* h, void* arg) {
+        auto* out = static_cast<std::string*>(arg);
+        if (!out->empty()) *out += ", ";
+        *out += uv_handle_type_name(h->type);
+      },
+      &types);
+  return types;
+}
+
+}  // namespace
 
 void CloseHandle(uv_handle_t* handle) {
   if (uv_is_closing(handle)) return;
@@ -24,7 +44,10 @@ EventLoop::EventLoop() {
 
 EventLoop::~EventLoop() {
   if (started_) {
-    Stop();
+    // A leak is reported once: to whoever stopped the loop before, else here.
+    const bool stopped_before = joined_;
+    const Status stopped = Stop();
+    if (!stopped.ok() && !stopped_before) MakeLogger("event_loop")->error("{}", stopped.message());
     return;
   }
   // Never ran: close the loop's own handles and drain so the loop closes clean.
@@ -42,6 +65,7 @@ Status EventLoop::Start() {
     thread_id_ = std::this_thread::get_id();
     uv_run(&loop_, UV_RUN_DEFAULT);  // returns once CloseAll() closed every handle
     close_result_ = uv_loop_close(&loop_);
+    if (close_result_ != 0) open_handles_ = OpenHandleTypes(&loop_);
   });
   return Status::OK();
 }
@@ -98,8 +122,8 @@ Status EventLoop::Stop() {
     joined_ = true;
   }
   if (close_result_ != 0)
-    return Internal(
-        fmt::format("event loop closed with handles still open: {}", uv_strerror(close_result_)));
+    return Internal(fmt::format("event loop closed with handles still open ({}): {}", open_handles_,
+                                uv_strerror(close_result_)));
   return Status::OK();
 }
 

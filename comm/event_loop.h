@@ -20,6 +20,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -43,7 +44,9 @@ void CloseHandle(uv_handle_t* handle);
 class EventLoop {
  public:
   EventLoop();
-  ~EventLoop();  // Stop()s and joins
+  // Stop()s and joins; logs a handle left open unless an earlier Stop()
+  // returned that error.
+  ~EventLoop();
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
 
@@ -101,7 +104,8 @@ class EventLoop {
   bool stopping_ = false;                    // GUARDED_BY(mutex_)
   bool started_ = false;
   bool joined_ = false;
-  int close_result_ = 0;  // uv_loop_close() on the loop thread, read after join
+  int close_result_ = 0;      // uv_loop_close() on the loop thread, read after join
+  std::string open_handles_;  // when it failed, the types left open ("tcp, timer")
 };
 
 template <typename T>

@@ -14,7 +14,11 @@ StatusOr<std::unique_ptr<LocalRing>> LocalRing::Create(int world) {
 }
 
 LocalRing::~LocalRing() {
-  for (auto& loop : loops_) (void)loop->Stop();
+  for (size_t r = 0; r < loops_.size(); ++r) {
+    if (!loops_[r]) continue;
+    const Status stopped = loops_[r]->Stop();
+    if (!stopped.ok()) MakeLogger("ring")->error("stopping rank {}: {}", r, stopped.message());
+  }
 }
 
 Status LocalRing::Wire() {

@@ -10,7 +10,10 @@ Node::Node(NodeOptions options, Logger log)
       listener_(&loop_, log_),
       cluster_(&loop_, options_, log_) {}
 
-Node::~Node() { loop_.Stop(); }
+Node::~Node() {
+  const Status stopped = loop_.Stop();
+  if (!stopped.ok()) log_->error("stopping the node: {}", stopped.message());
+}
 
 StatusOr<Topology> Node::Start(RequestHandler on_peer_request, CloseHandler on_peer_closed) {
   PSTRAIN_RETURN_IF_ERROR(loop_.Start());

@@ -14,7 +14,10 @@ uint64_t Millis(double seconds) { return static_cast<uint64_t>(seconds * 1000.0 
 Scheduler::Scheduler(ClusterOptions options, Logger log)
     : options_(std::move(options)), log_(std::move(log)), listener_(&loop_, log_) {}
 
-Scheduler::~Scheduler() { loop_.Stop(); }
+Scheduler::~Scheduler() {
+  const Status stopped = loop_.Stop();
+  if (!stopped.ok()) log_->error("stopping the scheduler: {}", stopped.message());
+}
 
 StatusOr<uint16_t> Scheduler::Start() {
   PSTRAIN_RETURN_IF_ERROR(loop_.Start());

@@ -23,12 +23,17 @@
 #include "src/data/idx_reader.h"
 #include "src/data/metrics.h"
 #include "src/data/prefetcher.h"
+#include "tests/test_util.h"
 
 namespace pstrain {
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::string_literals;
+
+// The case that reads the real data set: CTest skips it where it is missing.
+constexpr char kFashionMnist[] = "data_fashion_mnist";
+const bool kSuiteRegistered = testing::SuiteNeeds(kFashionMnist, testing::FashionMnistInstalled);
 
 bool Contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
@@ -88,14 +93,11 @@ std::string IdxLabels(const std::string& labels) {
 
 // ---------------------------------------------------------------- IDX
 
-TEST_CASE("Fashion-MNIST's test set loads with the right shape, labels and pixel range") {
-  const std::string dir = "/usr/share/datasets/fashion-mnist/";
+TEST_CASE("Fashion-MNIST's test set loads with the right shape, labels and pixel range" *
+          doctest::test_suite(kFashionMnist)) {
+  const std::string dir = testing::kFashionMnistDir;
   const std::string images = dir + "t10k-images-idx3-ubyte.gz";
   const std::string labels = dir + "t10k-labels-idx1-ubyte.gz";
-  if (!fs::exists(images) || !fs::exists(labels)) {
-    MESSAGE("skipped: " << dir << " not installed (Debian package dataset-fashion-mnist)");
-    return;
-  }
   auto data = LoadIdx(images, labels);
   INFO(data.status().ToString());
   REQUIRE(data.ok());

@@ -1,10 +1,11 @@
 // Tests for src/gpu. Everywhere: the messages a user gets when there is no
 // GPU (or no CUDA in the build) and when a model has layers the GPU path
 // cannot run. Where a GPU is visible: a GPU training step gives the CPU
-// model's loss, logits and gradients, and NCCL with a world of one. Without
-// a GPU those cases say "skipped: no GPU is visible" and pass. A LeNet
+// model's loss, logits and gradients, and NCCL with a world of one. The cases
+// that need a GPU (or its absence) are suites of their own, which CTest
+// reports as skipped where they cannot run (tests/test_util.h). A LeNet
 // throughput benchmark is here too, skipped by default:
-//   ./gpu_test -tc='*throughput*' --no-skip
+//   ./gpu_test --run-suite=gpu_device -tc='*throughput*' --no-skip
 #include "src/gpu/gpu.h"
 
 #include <doctest/doctest.h>
@@ -17,19 +18,30 @@
 #include <vector>
 
 #include "src/nn/model.h"
+#include "tests/test_util.h"
 
 namespace pstrain {
 namespace {
 
 constexpr uint64_t kSeed = 7;
 
-// True when the device cases can run; otherwise says why they are skipped.
-bool HaveGpu() {
-  const Status visible = CheckGpuVisible();
-  if (visible.ok()) return true;
-  MESSAGE("skipped: no GPU is visible (" << visible.message() << ")");
-  return false;
-}
+// The suites of cases that can run only with a GPU, with a GPU and NCCL, or
+// without a GPU.
+constexpr char kGpuDevice[] = "gpu_device";
+constexpr char kGpuNccl[] = "gpu_nccl";
+constexpr char kNoGpu[] = "gpu_absent";
+const bool kSuitesRegistered =
+    testing::SuiteNeeds(kGpuDevice, [] { return CheckGpuVisible(); }) &&
+    testing::SuiteNeeds(kGpuNccl,
+                        [] {
+                          PSTRAIN_RETURN_IF_ERROR(CheckGpuVisible());
+                          return NcclUniqueIdBytes().status();
+                        }) &&
+    testing::SuiteNeeds(kNoGpu, [] {
+      return CheckGpuVisible().ok()
+                 ? FailedPrecondition("a GPU is visible (" + GpuDescription() + ")")
+                 : Status::OK();
+    });
 
 LayerConfig Spec(LayerType type, int line = 0) {
   LayerConfig c;
@@ -217,11 +229,7 @@ TEST_CASE("layers the GPU cannot run are named with their index and config line"
         "model.layers[3] (embedding_bag, line 12): not supported on the GPU");
 }
 
-TEST_CASE("without a GPU, GpuModel::Build and NCCL fail cleanly") {
-  if (CheckGpuVisible().ok()) {
-    MESSAGE("skipped: a GPU is visible (" << GpuDescription() << ")");
-    return;
-  }
+TEST_CASE("without a GPU, GpuModel::Build and NCCL fail cleanly" * doctest::test_suite(kNoGpu)) {
   auto cpu = Model::Build(LeNet(), kSeed);
   REQUIRE(cpu.ok());
   auto gpu = GpuModel::Build(LeNet(), (*cpu)->params(), kSeed);
@@ -236,19 +244,19 @@ TEST_CASE("without a GPU, GpuModel::Build and NCCL fail cleanly") {
   CHECK(!DeviceBuffer::Create(16).ok());
 }
 
-TEST_CASE("GPU: LeNet's loss, logits and gradients match the CPU model's") {
-  if (!HaveGpu()) return;
+TEST_CASE("GPU: LeNet's loss, logits and gradients match the CPU model's" *
+          doctest::test_suite(kGpuDevice)) {
   MESSAGE("on " << GpuDescription());
   CompareWithCpu(LeNet(), 10, 32);
 }
 
-TEST_CASE("GPU: strided conv, padded pools, sigmoid, tanh, dropout and bce match the CPU") {
-  if (!HaveGpu()) return;
+TEST_CASE("GPU: strided conv, padded pools, sigmoid, tanh, dropout and bce match the CPU" *
+          doctest::test_suite(kGpuDevice)) {
   CompareWithCpu(Other(), 2, 17);
 }
 
-TEST_CASE("GPU: Backward needs a training Forward, and a batch must fit the input") {
-  if (!HaveGpu()) return;
+TEST_CASE("GPU: Backward needs a training Forward, and a batch must fit the input" *
+          doctest::test_suite(kGpuDevice)) {
   auto cpu = Model::Build(LeNet(), kSeed);
   REQUIRE(cpu.ok());
   auto gpu = GpuModel::Build(LeNet(), (*cpu)->params(), kSeed);
@@ -267,13 +275,10 @@ TEST_CASE("GPU: Backward needs a training Forward, and a batch must fit the inpu
   CHECK((*gpu)->Backward(bad_label).status().code() == StatusCode::kInvalidArgument);
 }
 
-TEST_CASE("GPU: NCCL with a world of one: all-reduce and broadcast keep the data") {
-  if (!HaveGpu()) return;
+TEST_CASE("GPU: NCCL with a world of one: all-reduce and broadcast keep the data" *
+          doctest::test_suite(kGpuNccl)) {
   auto id = NcclUniqueIdBytes();
-  if (!id.ok()) {
-    MESSAGE("skipped: " << id.status().message());
-    return;
-  }
+  REQUIRE_MESSAGE(id.ok(), id.status().message());
   auto comm = NcclCommunicator::Create(0, 1, *id);
   INFO(comm.status().ToString());
   REQUIRE(comm.ok());
@@ -298,13 +303,10 @@ TEST_CASE("GPU: NCCL with a world of one: all-reduce and broadcast keep the data
   CHECK(!NcclCommunicator::Create(0, 1, "short").ok());
 }
 
-TEST_CASE("GPU: on_device_grads sees every gradient, and can all-reduce it on the model's stream") {
-  if (!HaveGpu()) return;
+TEST_CASE("GPU: on_device_grads sees every gradient, and can all-reduce it on the model's stream" *
+          doctest::test_suite(kGpuNccl)) {
   auto id = NcclUniqueIdBytes();
-  if (!id.ok()) {
-    MESSAGE("skipped: " << id.status().message());
-    return;
-  }
+  REQUIRE_MESSAGE(id.ok(), id.status().message());
   auto cpu = Model::Build(LeNet(), kSeed);
   REQUIRE(cpu.ok());
   const std::vector<Param*>& params = (*cpu)->params();
@@ -339,8 +341,8 @@ TEST_CASE("GPU: on_device_grads sees every gradient, and can all-reduce it on th
 
 // Not a test: LeNet forward + backward + gradient copy to the host on the
 // GPU, in samples/s (the weights are uploaded every step, as in training).
-TEST_CASE("GPU LeNet training throughput, batch 64" * doctest::skip()) {
-  if (!HaveGpu()) return;
+TEST_CASE("GPU LeNet training throughput, batch 64" * doctest::test_suite(kGpuDevice) *
+          doctest::skip()) {
   auto cpu = Model::Build(LeNet(), kSeed);
   REQUIRE(cpu.ok());
   auto gpu = GpuModel::Build(LeNet(), (*cpu)->params(), kSeed);

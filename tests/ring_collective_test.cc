@@ -168,7 +168,7 @@ TEST_CASE("a rank that goes away mid-collective fails the others, naming it") {
   Status sa, sb;
   std::thread ta([&] { sa = ring->rank(0).AllReduce(a.data(), 1000, ReduceOp::kSum); });
   std::thread tb([&] { sb = ring->rank(1).AllReduce(b.data(), 1000, ReduceOp::kSum); });
-  (void)ring->loop(2).Stop();  // rank 2 dies without taking part
+  REQUIRE(ring->loop(2).Stop().ok());  // rank 2 dies without taking part
   ta.join();
   tb.join();
   REQUIRE_FALSE(sa.ok());

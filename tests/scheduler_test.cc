@@ -51,7 +51,7 @@ struct TestNode {
   TestNode(NodeOptions options, Logger log) : client(&loop, std::move(options), std::move(log)) {
     REQUIRE(loop.Start().ok());
   }
-  ~TestNode() { (void)loop.Stop(); }
+  ~TestNode() { CHECK(loop.Stop().ok()); }
   EventLoop loop;
   ClusterClient client;
 };

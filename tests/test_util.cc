@@ -3,6 +3,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 namespace pstrain::testing {
 
@@ -45,6 +46,34 @@ Logger CaptureLogger(const std::string& name, std::shared_ptr<CaptureSink> sink)
   auto logger = std::make_shared<spdlog::logger>(name, sinks.begin(), sinks.end());
   logger->set_level(spdlog::level::debug);
   return logger;
+}
+
+namespace {
+
+std::map<std::string, std::function<Status()>>& Suites() {
+  static auto* suites = new std::map<std::string, std::function<Status()>>;
+  return *suites;
+}
+
+}  // namespace
+
+bool SuiteNeeds(const std::string& suite, std::function<Status()> check) {
+  Suites()[suite] = std::move(check);
+  return true;
+}
+
+const std::map<std::string, std::function<Status()>>& SuitesWithNeeds() { return Suites(); }
+
+Status FashionMnistInstalled() {
+  for (const char* file : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                           "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"}) {
+    const std::string path = std::string(kFashionMnistDir) + file;
+    if (!std::filesystem::exists(path))
+      return NotFound(path +
+                      " is missing: Fashion-MNIST is not installed (Debian package "
+                      "dataset-fashion-mnist)");
+  }
+  return Status::OK();
 }
 
 }  // namespace pstrain::testing

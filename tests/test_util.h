@@ -1,17 +1,21 @@
 // Helpers shared by the doctest suites: loggers whose lines a test can read
-// and wait for (on an event, never by sleeping).
+// and wait for (on an event, never by sleeping), and test suites that need
+// something a machine may lack.
 #pragma once
 
 #include <spdlog/sinks/base_sink.h>
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "src/common/logging.h"
+#include "src/common/status.h"
 
 namespace pstrain::testing {
 
@@ -39,5 +43,20 @@ class CaptureSink : public spdlog::sinks::base_sink<std::mutex> {
 // A logger named `name` that writes to `sink` (and not to the terminal unless
 // PSTRAIN_TEST_VERBOSE is set).
 Logger CaptureLogger(const std::string& name, std::shared_ptr<CaptureSink> sink);
+
+// A test suite whose cases need something this machine may lack (a GPU, a
+// data set); `check` says why they cannot run here. Such a suite is its own
+// CTest test, `binary --run-suite=NAME` (tests/CMakeLists.txt): it runs only
+// that suite, or prints why not and exits 77, which CTest counts as skipped.
+// Every other run of the binary leaves the suite out (doctest_main.cc).
+// Returns true, for use in a namespace-scope initializer.
+bool SuiteNeeds(const std::string& suite, std::function<Status()> check);
+// The suites registered so far, by name.
+const std::map<std::string, std::function<Status()>>& SuitesWithNeeds();
+
+// Where Debian's dataset-fashion-mnist package puts Fashion-MNIST.
+inline constexpr char kFashionMnistDir[] = "/usr/share/datasets/fashion-mnist/";
+// OK when Fashion-MNIST is installed; otherwise says what is missing.
+Status FashionMnistInstalled();
 
 }  // namespace pstrain::testing

@@ -108,7 +108,10 @@ class TcpEndpoint : public Endpoint {
   TcpEndpoint(int rank, int world) : rank_(rank), world_(world), log_(MakeLogger("ring")) {
     log_->set_level(spdlog::level::warn);
   }
-  ~TcpEndpoint() override { (void)loop_.Stop(); }
+  ~TcpEndpoint() override {
+    const Status stopped = loop_.Stop();
+    if (!stopped.ok()) log_->error("stopping rank {}: {}", rank_, stopped.message());
+  }
 
   StatusOr<std::string> Listen() override {
     PSTRAIN_RETURN_IF_ERROR(loop_.Start());

@@ -25,7 +25,9 @@ enum class StatusCode {
   kInternal,            // a bug or an unexpected library failure
 };
 
-class Status {
+// [[nodiscard]]: a dropped Status is a failure nobody hears about. Handle it,
+// return it, or say why it changes nothing with IgnoreError().
+class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
@@ -38,6 +40,10 @@ class Status {
   // "context: message", keeping the code.
   Status WithContext(std::string_view context) const;
   std::string ToString() const;
+
+  // Drops this status on purpose: the caller has decided this failure changes
+  // nothing. Say why in a comment next to the call.
+  void IgnoreError() const {}
 
  private:
   StatusCode code_ = StatusCode::kOk;
@@ -60,7 +66,7 @@ inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move
 
 // Either a value or a non-OK Status.
 template <typename T>
-class StatusOr {
+class [[nodiscard]] StatusOr {
  public:
   StatusOr(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
     assert(!std::get<Status>(v_).ok() && "StatusOr needs a value or an error");
