@@ -65,8 +65,8 @@ void CheckSyncEquivalence(const std::string& file, int servers) {
   config.data.test.clear();
   config.data.limit = 64 * kSteps;
   for (LayerConfig& layer : config.model.layers) {
-    if (layer.type == "relu") layer.type = "tanh";
-    if (layer.type == "maxpool") layer.type = "avgpool";
+    if (layer.type == LayerType::kRelu) layer.type = LayerType::kTanh;
+    if (layer.type == LayerType::kMaxpool) layer.type = LayerType::kAvgpool;
   }
   Config one = config, two = config;
   one.train.batch_size = 64;
