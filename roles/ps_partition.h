@@ -25,8 +25,8 @@ class PsPartition {
 
   // Applies worker `worker`'s gradient for step `clock` according to the
   // mode. `grad` holds exactly size() floats. Refused (nothing changes) when
-  // the worker or the step is not one this partition can take now. Answers
-  // the pulls waiting (core().AnswerAt) that the new clock allows.
+  // the worker or the step is not one this partition can take now. The
+  // caller then answers the pulls the new clock allows (core().AnswerReady).
   Status Push(int worker, int64_t clock, const float* grad);
 
   int64_t clock() const { return core_.clock(); }

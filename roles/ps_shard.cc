@@ -78,7 +78,11 @@ void PsShard::Push(PushRequest request, Buffer payload, Reply reply) {
                    {});
     Status st = partition.Push(request.worker, request.clock, data);
     if (!st.ok()) return reply(ErrorReply{st.message()}, {});
+    // The ack first: the pusher is waiting on it, while the pulls it frees
+    // are another worker's (sync 4 KiB push+pull with 2 workers: 0.24 ms
+    // answering them first, 0.18 ms after).
     reply(Ack{}, {});
+    partition.core().AnswerReady();
   });
 }
 

@@ -102,11 +102,16 @@ std::shared_ptr<FloatBuffer> TableHost::GetRows(const std::shared_ptr<RowBuffers
 void TableHost::Push(SparsePushRequest request, Buffer payload, Reply reply) {
   thread_.Post([this, request = std::move(request), payload = std::move(payload), reply]() {
     HostedTable* t = Find(request.table);
-    Status st = t == nullptr
-                    ? InvalidArgument(fmt::format("push to unknown table '{}'", request.table))
-                    : DoPush(*t, request, payload);
-    if (!st.ok()) return reply(ErrorReply{st.message()}, {});
-    reply(Ack{}, {});
+    if (t == nullptr)
+      return reply(ErrorReply{fmt::format("push to unknown table '{}'", request.table)}, {});
+    Status st = DoPush(*t, request, payload);
+    if (!st.ok()) {
+      reply(ErrorReply{st.message()}, {});
+    } else {
+      reply(Ack{}, {});  // first, as a dense partition does (roles/ps_shard.cc)
+    }
+    t->core.AnswerReady();
+    AfterPush(*t);
   });
 }
 
@@ -121,7 +126,7 @@ Status TableHost::DoPush(HostedTable& t, const SparsePushRequest& request, const
   for (int64_t id : ids) PSTRAIN_RETURN_IF_ERROR(t.table.CheckId(id));
   const float* grads =
       reinterpret_cast<const float*>(payload.data + request.rows * sizeof(int64_t));
-  Status st = t.core.Push(
+  return t.core.Push(
       request.worker, request.clock, t.name,
       [&] { return t.table.ApplyGradients(ids.data(), grads, ids.size(), t.core.step()); },
       [&](int worker, bool) {
@@ -129,8 +134,6 @@ Status TableHost::DoPush(HostedTable& t, const SparsePushRequest& request, const
         t.pending_grads[worker].assign(grads, grads + request.rows * dim);
       },
       [&](float scale) { return ApplyGathered(t, scale); });
-  AfterPush(t);
-  return st;
 }
 
 // Every worker's push of this step is in: one update with the average.

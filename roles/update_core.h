@@ -46,14 +46,18 @@ class UpdateCore {
   //                            apply their sum times `scale` (1 / workers)
   //                            and forget it. Status.
   // A refused push (bad worker or step, or alone() failing) changes nothing.
-  // Then answers the pulls the clock now allows.
+  // The caller then answers the pulls the new clock allows (AnswerReady),
+  // after its reply to the push.
   template <typename Alone, typename Gather, typename ApplyGathered>
   Status Push(int worker, int64_t step, const std::string& what, Alone&& alone, Gather&& gather,
               ApplyGathered&& apply_gathered);
 
-  // Runs `answer` now if clock() >= min_clock, else from the Push that gets
-  // the clock there. Pulls never answered are dropped with the core.
+  // Runs `answer` now if clock() >= min_clock, else from the AnswerReady
+  // that follows the Push that gets the clock there. Pulls never answered are
+  // dropped with the core.
   void AnswerAt(int64_t min_clock, std::function<void()> answer);
+  // Answers the waiting pulls the clock allows; call after each Push.
+  void AnswerReady();
 
   int64_t clock() const;
   int64_t step() const;
@@ -72,7 +76,6 @@ class UpdateCore {
   StatusOr<Take> Arrive(int worker, int64_t step, const std::string& what);
   // After worker's gradient (alone, or the step's average) was applied.
   void Applied(Take take, int worker);
-  void AnswerReady();
 
   struct WaitingPull {
     int64_t min_clock;
@@ -108,7 +111,6 @@ Status UpdateCore::Push(int worker, int64_t step, const std::string& what, Alone
       break;
   }
   Applied(*take, worker);
-  AnswerReady();
   return st;
 }
 

@@ -14,7 +14,13 @@ namespace {
 // "apply 0.5".
 struct Recorder {
   std::vector<std::string> calls;
+  // As the owners do: the push, (their reply,) then the pulls it frees.
   Status Push(UpdateCore& core, int worker, int64_t step) {
+    Status st = Take(core, worker, step);
+    core.AnswerReady();
+    return st;
+  }
+  Status Take(UpdateCore& core, int worker, int64_t step) {
     return core.Push(
         worker, step, "'w' partition 0",
         [&] {
