@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "src/nn/model.h"
+#include "tests/lenet_config.h"
 #include "tests/test_util.h"
 
 namespace pstrain {
@@ -43,51 +44,11 @@ const bool kSuitesRegistered =
                  : Status::OK();
     });
 
-LayerConfig Spec(LayerType type, int line = 0) {
-  LayerConfig c;
-  c.type = type;
-  c.line = line;
-  return c;
-}
-
-LayerConfig Window(LayerType type, int kernel, int stride = 0, int padding = 0) {
-  LayerConfig c = Spec(type);
-  c.kernel = kernel;
-  c.stride = stride;
-  c.padding = padding;
-  return c;
-}
-
-LayerConfig Conv(int64_t out_channels, int kernel, int stride = 0, int padding = 0) {
-  LayerConfig c = Window(LayerType::kConv2d, kernel, stride, padding);
-  c.out_channels = out_channels;
-  return c;
-}
-
-LayerConfig Linear(int64_t out) {
-  LayerConfig c = Spec(LayerType::kLinear);
-  c.out = out;
-  return c;
-}
-
-// configs/lenet_fashion_mnist.yaml.
-ModelConfig LeNet() {
-  ModelConfig config;
-  config.input = {1, 28, 28};
-  config.layers = {Conv(6, 5, 1, 2),
-                   Spec(LayerType::kRelu),
-                   Window(LayerType::kMaxpool, 2),
-                   Conv(16, 5),
-                   Spec(LayerType::kRelu),
-                   Window(LayerType::kMaxpool, 2),
-                   Spec(LayerType::kFlatten),
-                   Linear(120),
-                   Spec(LayerType::kRelu),
-                   Linear(84),
-                   Spec(LayerType::kRelu),
-                   Linear(10)};
-  return config;
-}
+using testing::Conv;
+using testing::LeNet;
+using testing::Linear;
+using testing::Spec;
+using testing::Window;
 
 // The layers and options LeNet leaves out: strided and bias-free conv,
 // avgpool with padding, overlapping maxpool, sigmoid, tanh, dropout, bce.

@@ -16,6 +16,7 @@
 #include "src/nn/layers.h"
 #include "src/nn/loss.h"
 #include "src/nn/model.h"
+#include "tests/lenet_config.h"
 
 namespace pstrain {
 namespace {
@@ -556,28 +557,7 @@ TEST_CASE("initializers have the documented spread") {
 
 // Not a test: reports LeNet's training throughput on one thread.
 TEST_CASE("LeNet training throughput, batch 64" * doctest::skip()) {
-  ModelConfig config;
-  config.input = {1, 28, 28};
-  LayerConfig c1 = Spec(LayerType::kConv2d), c2 = Spec(LayerType::kConv2d),
-              pool = Spec(LayerType::kMaxpool);
-  c1.out_channels = 6;
-  c1.kernel = 5;
-  c1.padding = 2;
-  c2.out_channels = 16;
-  c2.kernel = 5;
-  pool.kernel = 2;
-  config.layers = {c1,
-                   Spec(LayerType::kRelu),
-                   pool,
-                   c2,
-                   Spec(LayerType::kRelu),
-                   pool,
-                   Spec(LayerType::kFlatten),
-                   Linear(120),
-                   Spec(LayerType::kRelu),
-                   Linear(84),
-                   Spec(LayerType::kRelu),
-                   Linear(10)};
+  ModelConfig config = testing::LeNet();
   for (LayerConfig& c : config.layers) c.name.clear();
   auto model = MustBuild(config);
   std::mt19937 rng(1);
