@@ -61,7 +61,12 @@ class OptimizerKernel {
     float step_size = 0;             // adam: lr / (1 - beta1^t)
     float inv_sqrt_correction2 = 0;  // adam: 1 / sqrt(1 - beta2^t)
   };
-  Step Prepare(float lr, uint64_t t) const;
+  Step Prepare(float lr, uint64_t t) const {
+    Step step;
+    step.lr = lr;
+    if (config_.type == OptimizerType::kAdam) AdamCorrections(t, &step);
+    return step;
+  }
 
   // One update of n elements in place: weights[i] and slots[k][i] (k <
   // num_slots()) from grad[i]. grad is not modified and overlaps nothing.
@@ -69,6 +74,7 @@ class OptimizerKernel {
              size_t n) const;
 
  private:
+  void AdamCorrections(uint64_t t, Step* step) const;
   const OptimizerConfig config_;
   const int num_slots_;
 };

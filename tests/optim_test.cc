@@ -172,8 +172,8 @@ TEST_CASE("a long, unaligned, odd-sized partition matches a scalar loop") {
 TEST_CASE("the kernel gives the same floats over a long span as over rows of it") {
   // A table row pushed every step must end exactly where a dense partition
   // does: the kernel's floats may not depend on a span's length or
-  // alignment (Eigen's vector body and scalar tails). 1000 elements at once,
-  // then the same as 40 rows of 25, unaligned.
+  // alignment. 1000 elements at once (Eigen arrays), then the same as 40
+  // unaligned rows of 25 (element by element).
   constexpr size_t kSize = 1000, kRow = 25;
   for (const OptimizerConfig& config : VariedConfigs()) {
     INFO(OptimizerTypeName(config.type) << " weight_decay " << config.weight_decay << " nesterov "
