@@ -8,10 +8,8 @@
 namespace pstrain {
 DenseOptimizer::DenseOptimizer(const OptimizerConfig& config, size_t size)
     : kernel_(config), size_(size) {
-  for (int k = 0; k < kernel_.num_slots(); ++k) {
+  for (int k = 0; k < kernel_.num_slots(); ++k)
     slots_[k].assign(size, kernel_.initial_slot_value(k));
-    slot_data_[k] = slots_[k].data();
-  }
 }
 
 float* DenseOptimizer::slot(int k) {
@@ -22,7 +20,8 @@ float* DenseOptimizer::slot(int k) {
 void DenseOptimizer::Update(float* weights, const float* grad) {
   const float lr = kernel_.ScheduledLr(steps_);
   const OptimizerKernel::Step step = kernel_.Prepare(lr, ++steps_);
-  kernel_.Apply(step, weights, slot_data_.data(), grad, size_);
+  float* const slots[OptimizerKernel::kMaxSlots] = {slots_[0].data(), slots_[1].data()};
+  kernel_.Apply(step, weights, slots, grad, size_);
 }
 
 namespace {

@@ -54,7 +54,6 @@ class DenseOptimizer {
   const size_t size_;
   uint64_t steps_ = 0;
   std::array<std::vector<float>, OptimizerKernel::kMaxSlots> slots_;
-  std::array<float*, OptimizerKernel::kMaxSlots> slot_data_{};
 };
 
 // Checks the fields that config.type uses (a field another type uses is

@@ -23,7 +23,6 @@ StatusOr<UpdateCore::Take> UpdateCore::Arrive(int worker, int64_t step, const st
   if (workers_ == 1) return Take::kAlone;  // nothing to average: no copy to keep
   arrived_[worker] = true;
   ++arrived_count_;
-  ++pushes_[worker];
   return arrived_count_ < workers_ ? Take::kGather : Take::kGatherAndApply;
 }
 
@@ -47,25 +46,20 @@ int64_t UpdateCore::step() const {
   return clock();
 }
 
-void UpdateCore::AnswerAt(int64_t min_clock, std::function<void()> answer) {
-  if (clock() >= min_clock) return answer();
-  waiting_.push_back({min_clock, std::move(answer)});
-}
-
 void UpdateCore::AnswerReady() {
   if (waiting_.empty()) return;
   const int64_t now = clock();
-  // Taken out first: an answer may wait again (AnswerAt) without touching
-  // the list being walked.
-  std::vector<WaitingPull> waiting = std::move(waiting_);
-  waiting_.clear();
-  for (WaitingPull& w : waiting) {
+  // Walked from a list of its own, so that an answer may wait again
+  // (AnswerAt) without touching the list being walked.
+  walking_.swap(waiting_);
+  for (WaitingPull& w : walking_) {
     if (w.min_clock <= now) {
       w.answer();
     } else {
       waiting_.push_back(std::move(w));
     }
   }
+  walking_.clear();
 }
 
 void UpdateCore::Restore(int64_t applied, int64_t clock) {

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/common/config.h"
@@ -55,7 +56,12 @@ class UpdateCore {
   // Runs `answer` now if clock() >= min_clock, else from the AnswerReady
   // that follows the Push that gets the clock there. Pulls never answered are
   // dropped with the core.
-  void AnswerAt(int64_t min_clock, std::function<void()> answer);
+  // Answering at once builds nothing: most pulls never wait.
+  template <typename Answer>
+  void AnswerAt(int64_t min_clock, Answer&& answer) {
+    if (clock() >= min_clock) return answer();
+    waiting_.push_back({min_clock, std::forward<Answer>(answer)});
+  }
   // Answers the waiting pulls the clock allows; call after each Push.
   void AnswerReady();
 
@@ -85,10 +91,11 @@ class UpdateCore {
   const int workers_;
   const UpdateMode mode_;
   int64_t applied_ = 0;
-  std::vector<int64_t> pushes_;  // per worker: gradients counted
+  std::vector<int64_t> pushes_;  // per worker: gradients applied alone (ssp's clock)
   std::vector<bool> arrived_;    // sync: who has sent this step's gradient
   int arrived_count_ = 0;
   std::vector<WaitingPull> waiting_;
+  std::vector<WaitingPull> walking_;  // AnswerReady's: kept to reuse its memory
 };
 
 template <typename Alone, typename Gather, typename ApplyGathered>
