@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "comm/address.h"
 
@@ -168,7 +170,9 @@ void Connection::Call(MessageBody body, ReplyCallback done, Payload payload, Buf
     return;
   }
   Message m{next_request_id_++, false, std::move(body)};
-  pending_.emplace(m.request_id, Pending{std::move(done), std::move(reply_into)});
+  const uint64_t sent_ms = MayWaitOnOthers(m.body) ? 0 : std::max<uint64_t>(loop_->NowMs(), 1);
+  pending_.emplace(m.request_id,
+                   Pending{std::move(done), std::move(reply_into), sent_ms, MessageName(m.body)});
   Send(m, std::move(payload));
 }
 
@@ -247,6 +251,53 @@ void Connection::OnHandleClosed(uv_handle_t*) {
     on_close(keep, close_reason_);
   }
   on_request_ = nullptr;
+}
+
+void Connection::ExpireOverdueCalls(uint64_t now_ms, uint64_t timeout_ms) {
+  if (closing_) return;
+  for (const auto& [id, p] : pending_) {
+    if (p.sent_ms == 0 || now_ms < p.sent_ms + timeout_ms) continue;
+    Status overdue = DeadlineExceeded(
+        fmt::format("{} has not answered {} within {:.1f} s", peer_, p.what, timeout_ms / 1000.0));
+    log_->warn("closing the connection to {}: {}", peer_, overdue.message());
+    return Close(overdue);
+  }
+}
+
+namespace {
+
+// The Connection owning `handle`, or null for any other kind of handle.
+Connection* ConnectionOf(uv_handle_t* handle) {
+  if (handle->type != UV_TCP || handle->data == nullptr || uv_is_closing(handle)) return nullptr;
+  return dynamic_cast<Connection*>(static_cast<HandleOwner*>(handle->data));
+}
+
+}  // namespace
+
+void ExpireOverdueCalls(EventLoop* loop, uint64_t timeout_ms) {
+  struct Args {
+    uint64_t now, timeout;
+  } args{loop->NowMs(), timeout_ms};
+  uv_walk(
+      loop->uv(),
+      [](uv_handle_t* h, void* arg) {
+        auto* a = static_cast<Args*>(arg);
+        if (Connection* c = ConnectionOf(h)) c->ExpireOverdueCalls(a->now, a->timeout);
+      },
+      &args);
+}
+
+void CloseAllConnections(EventLoop* loop, const Status& why) {
+  // Collected first: closing may run callbacks that open or close others.
+  std::vector<Connection::Ptr> all;
+  uv_walk(
+      loop->uv(),
+      [](uv_handle_t* h, void* arg) {
+        if (Connection* c = ConnectionOf(h))
+          static_cast<std::vector<Connection::Ptr>*>(arg)->push_back(c->shared_from_this());
+      },
+      &all);
+  for (const Connection::Ptr& c : all) c->Close(why);
 }
 
 std::string Connection::LocalIp() const {

@@ -69,6 +69,10 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   void Close(const Status& reason);
 
   bool closed() const { return closing_; }
+  // Closes the connection with a DeadlineExceeded reason if a call sent
+  // more than `timeout_ms` before `now_ms` is still unanswered. Calls that
+  // wait on other nodes by design (MayWaitOnOthers) are exempt.
+  void ExpireOverdueCalls(uint64_t now_ms, uint64_t timeout_ms);
   const std::string& peer() const { return peer_; }  // "ip:port"
   std::string LocalIp() const;                       // address of this end
 
@@ -99,6 +103,8 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   struct Pending {
     ReplyCallback done;
     Buffer reply_into;
+    uint64_t sent_ms = 0;  // loop clock; 0: exempt from deadlines
+    const char* what = "";
   };
   std::unordered_map<uint64_t, Pending> pending_;
   std::optional<Message> decoded_;  // header of the frame being read
@@ -108,6 +114,14 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   Status close_reason_;
   Ptr self_;  // keeps this alive while the handle is open
 };
+
+// Every connection of `loop` (not listeners): ExpireOverdueCalls on each,
+// for a node's periodic deadline check. Loop thread only.
+void ExpireOverdueCalls(EventLoop* loop, uint64_t timeout_ms);
+// Closes every connection of `loop` with `why`: each pending call fails, so
+// threads waiting on peers return. How a node drops out of a paused job.
+// Loop thread only.
+void CloseAllConnections(EventLoop* loop, const Status& why);
 
 // Turns a libuv error code into a message ("connection refused").
 std::string UvError(int code);

@@ -11,6 +11,7 @@ namespace w = ::pstrain::wire;
 namespace {
 
 constexpr size_t kMaxText = 4096;  // node ids, hosts, tokens, error messages
+constexpr double kMaxWaitSeconds = 7 * 24 * 3600.0;
 
 w::Role ToWire(Role r) {
   switch (r) {
@@ -49,16 +50,17 @@ struct BodyEncoder {
   Out operator()(const RegisterRequest& m) {
     auto node = ToWire(b, m.node);
     return {w::Body_RegisterRequest,
-            w::CreateRegisterRequest(b, node, m.server_num, m.worker_num, b.CreateString(m.token))
+            w::CreateRegisterRequest(b, node, m.server_num, m.worker_num, b.CreateString(m.token),
+                                     m.recovery_wait_s, m.rejoin, m.generation)
                 .Union()};
   }
   Out operator()(const RegisterReply& m) {
-    return {w::Body_RegisterReply, w::CreateRegisterReply(b, m.rank).Union()};
+    return {w::Body_RegisterReply, w::CreateRegisterReply(b, m.rank, m.generation).Union()};
   }
   Out operator()(const Topology& m) {
     std::vector<fb::Offset<w::NodeInfo>> nodes;
     for (const NodeInfo& n : m.nodes) nodes.push_back(ToWire(b, n));
-    return {w::Body_Topology, w::CreateTopology(b, b.CreateVector(nodes)).Union()};
+    return {w::Body_Topology, w::CreateTopology(b, b.CreateVector(nodes), m.generation).Union()};
   }
   Out operator()(const Heartbeat&) { return {w::Body_Heartbeat, w::CreateHeartbeat(b).Union()}; }
   Out operator()(const BarrierRequest& m) {
@@ -67,7 +69,22 @@ struct BodyEncoder {
   }
   Out operator()(const Done&) { return {w::Body_Done, w::CreateDone(b).Union()}; }
   Out operator()(const Shutdown& m) {
-    return {w::Body_Shutdown, w::CreateShutdown(b, b.CreateString(m.reason)).Union()};
+    return {w::Body_Shutdown, w::CreateShutdown(b, b.CreateString(m.reason), m.failed).Union()};
+  }
+  Out operator()(const Pause& m) {
+    return {w::Body_Pause, w::CreatePause(b, b.CreateString(m.reason), m.generation).Union()};
+  }
+  Out operator()(const NodeFailed& m) {
+    return {w::Body_NodeFailed, w::CreateNodeFailed(b, b.CreateString(m.reason)).Union()};
+  }
+  Out operator()(const StopRequest& m) {
+    return {w::Body_StopRequest, w::CreateStopRequest(b, b.CreateString(m.reason)).Union()};
+  }
+  Out operator()(const Stop& m) {
+    return {w::Body_Stop, w::CreateStop(b, b.CreateString(m.reason), m.at_step).Union()};
+  }
+  Out operator()(const StopReply& m) {
+    return {w::Body_StopReply, w::CreateStopReply(b, m.step).Union()};
   }
   Out operator()(const Hello& m) {
     auto node = ToWire(b, m.node);
@@ -174,10 +191,15 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h) {
       if (!node.ok()) return node.status();
       auto token = Text(m->token(), "token", false);
       if (!token.ok()) return token.status();
-      return MessageBody(RegisterRequest{*node, m->server_num(), m->worker_num(), *token});
+      if (!(m->recovery_wait_s() >= 0 && m->recovery_wait_s() <= kMaxWaitSeconds))
+        return InvalidArgument(fmt::format("recovery_wait_s {} is not in 0..{}",
+                                           m->recovery_wait_s(), kMaxWaitSeconds));
+      return MessageBody(RegisterRequest{*node, m->server_num(), m->worker_num(), *token,
+                                         m->recovery_wait_s(), m->rejoin(), m->generation()});
     }
     case w::Body_RegisterReply:
-      return MessageBody(RegisterReply{h->body_as_RegisterReply()->rank()});
+      return MessageBody(RegisterReply{h->body_as_RegisterReply()->rank(),
+                                       h->body_as_RegisterReply()->generation()});
     case w::Body_Topology: {
       Topology t;
       if (auto nodes = h->body_as_Topology()->nodes()) {
@@ -187,6 +209,7 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h) {
           t.nodes.push_back(std::move(*node));
         }
       }
+      t.generation = h->body_as_Topology()->generation();
       return MessageBody(std::move(t));
     }
     case w::Body_Heartbeat:
@@ -205,8 +228,30 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h) {
     case w::Body_Shutdown: {
       auto reason = Text(h->body_as_Shutdown()->reason(), "reason", false);
       if (!reason.ok()) return reason.status();
-      return MessageBody(Shutdown{*reason});
+      return MessageBody(Shutdown{*reason, h->body_as_Shutdown()->failed()});
     }
+    case w::Body_Pause: {
+      auto reason = Text(h->body_as_Pause()->reason(), "reason", false);
+      if (!reason.ok()) return reason.status();
+      return MessageBody(Pause{*reason, h->body_as_Pause()->generation()});
+    }
+    case w::Body_NodeFailed: {
+      auto reason = Text(h->body_as_NodeFailed()->reason(), "reason", false);
+      if (!reason.ok()) return reason.status();
+      return MessageBody(NodeFailed{*reason});
+    }
+    case w::Body_StopRequest: {
+      auto reason = Text(h->body_as_StopRequest()->reason(), "reason", false);
+      if (!reason.ok()) return reason.status();
+      return MessageBody(StopRequest{*reason});
+    }
+    case w::Body_Stop: {
+      auto reason = Text(h->body_as_Stop()->reason(), "reason", false);
+      if (!reason.ok()) return reason.status();
+      return MessageBody(Stop{*reason, h->body_as_Stop()->at_step()});
+    }
+    case w::Body_StopReply:
+      return MessageBody(StopReply{h->body_as_StopReply()->step()});
     case w::Body_Hello: {
       auto node = FromWire(h->body_as_Hello()->node(), "node");
       if (!node.ok()) return node.status();
@@ -310,7 +355,12 @@ const char* MessageName(const MessageBody& body) {
                                        "RingChunk",
                                        "SparsePullRequest",
                                        "SparsePullReply",
-                                       "SparsePushRequest"};
+                                       "SparsePushRequest",
+                                       "Pause",
+                                       "NodeFailed",
+                                       "StopRequest",
+                                       "Stop",
+                                       "StopReply"};
   static_assert(std::size(kNames) == std::variant_size_v<MessageBody>);
   return kNames[body.index()];
 }
@@ -321,6 +371,10 @@ bool MayCarryPayload(const MessageBody& body) {
          std::holds_alternative<SparsePullRequest>(body) ||
          std::holds_alternative<SparsePullReply>(body) ||
          std::holds_alternative<SparsePushRequest>(body);
+}
+
+bool MayWaitOnOthers(const MessageBody& body) {
+  return std::holds_alternative<BarrierRequest>(body);
 }
 
 bool IsPulledValues(const MessageBody& body) {

@@ -24,17 +24,23 @@ struct NodeInfo {
   int rank = -1;
 };
 
+// node.rank: the rank the node asks for, -1 for any.
 struct RegisterRequest {
   NodeInfo node;
   int server_num = 0;
   int worker_num = 0;
   std::string token;
+  double recovery_wait_s = 0;  // 0: the job ends when a node is lost
+  bool rejoin = false;         // a running node that lost the scheduler
+  int64_t generation = 0;      // rejoin: the generation it runs in
 };
 struct RegisterReply {
   int rank = -1;
+  int64_t generation = 0;
 };
 struct Topology {
   std::vector<NodeInfo> nodes;  // every server and worker, with ranks
+  int64_t generation = 0;       // how many times the job rolled back
 };
 struct Heartbeat {};
 struct BarrierRequest {
@@ -55,6 +61,30 @@ struct RingChunk {
 struct Done {};
 struct Shutdown {
   std::string reason;
+  bool failed = false;  // the job was ended: the node exits 1
+};
+// The job lost a node: drop everything, register again, resume from the
+// newest complete checkpoint.
+struct Pause {
+  std::string reason;
+  int64_t generation = 0;  // the generation to register for
+};
+// A node hit an error it cannot recover from (not a lost peer).
+struct NodeFailed {
+  std::string reason;
+};
+// A node got SIGTERM or SIGINT: stop the job cleanly.
+struct StopRequest {
+  std::string reason;
+};
+// To a worker: at_step -1 asks its step (reply StopReply); at_step N >= 0
+// tells it to stop once step N is done.
+struct Stop {
+  std::string reason;
+  int64_t at_step = -1;
+};
+struct StopReply {
+  int64_t step = 0;  // steps this worker has started
 };
 struct Hello {
   NodeInfo node;
@@ -113,7 +143,7 @@ using MessageBody =
     std::variant<RegisterRequest, RegisterReply, Topology, Heartbeat, BarrierRequest, Done,
                  Shutdown, Hello, Ack, ErrorReply, PushRequest, PullRequest, PullReply, SaveRequest,
                  SaveReply, BarrierReply, RingChunk, SparsePullRequest, SparsePullReply,
-                 SparsePushRequest>;
+                 SparsePushRequest, Pause, NodeFailed, StopRequest, Stop, StopReply>;
 
 struct Message {
   uint64_t request_id = 0;  // 0: one-way, no reply expected
@@ -132,6 +162,11 @@ bool MayCarryPayload(const MessageBody& body);
 // Pulled values: a reply whose payload may be read straight into the memory
 // its request named (Connection::Call's reply_into).
 bool IsPulledValues(const MessageBody& body);
+
+// A request whose answer waits on other nodes by design (a barrier waits for
+// the whole group): exempt from the per-call deadline; the scheduler's own
+// deadlines bound it instead.
+bool MayWaitOnOthers(const MessageBody& body);
 
 // The FlatBuffers header bytes for `message`.
 std::vector<uint8_t> EncodeHeader(const Message& message);

@@ -31,6 +31,10 @@ void Timer::Stop() {
   if (open_ && !uv_is_closing(reinterpret_cast<uv_handle_t*>(&timer_))) uv_timer_stop(&timer_);
 }
 
+bool Timer::IsRunning() const {
+  return open_ && uv_is_active(reinterpret_cast<const uv_handle_t*>(&timer_)) != 0;
+}
+
 void Timer::Close() {
   closed_ = true;
   if (open_) CloseHandle(reinterpret_cast<uv_handle_t*>(&timer_));

@@ -32,6 +32,8 @@ class Timer : public HandleOwner {
   void RunEvery(uint64_t interval_ms, std::function<void()> fn);
   // Cancels what is scheduled; the timer may be run again.
   void Stop();
+  // Whether something is scheduled.
+  bool IsRunning() const;
   // Closes the handle for good (EventLoop::Stop() does it too). Idempotent.
   void Close();
 

@@ -47,19 +47,27 @@ StatusOr<Topology> ClusterClient::Join(uint16_t listen_port) {
   return joined_.Wait();
 }
 
-// Retries every kRetryMillis until the deadline: the scheduler may start after us.
+// Retries every kRetryMillis until the deadline: the scheduler may start
+// after us, or be restarting.
 void ClusterClient::TryConnect() {
   Connection::Connect(
       loop_, log_, options_.cluster.sched_host, options_.cluster.sched_port,
       [this](StatusOr<Connection::Ptr> conn) {
+        if (verdict_.IsSet()) {
+          if (conn.ok()) (*conn)->Close(Aborted("the node is stopping"));
+          return;
+        }
         if (conn.ok()) return OnConnected(*conn);
         last_connect_error_ = conn.status();
         if (loop_->IsStopping()) return joined_.Set(conn.status());
         if (loop_->NowMs() >= connect_deadline_ms_) {
-          return joined_.Set(Unavailable(fmt::format(
-              "cannot reach the scheduler at {} (MS_SCHED_HOST:MS_SCHED_PORT) within {} s: {}",
+          Status gone = Unavailable(fmt::format(
+              "cannot reach the scheduler at {} (MS_SCHED_HOST:MS_SCHED_PORT) within {} s "
+              "(PSTRAIN_CONNECT_TIMEOUT): {}",
               SchedulerAddress(), options_.cluster.connect_timeout_s,
-              last_connect_error_.message())));
+              last_connect_error_.message()));
+          joined_.Set(gone);
+          return SetVerdict(gone);
         }
         retry_timer_.RunOnce(kRetryMillis, [this] { TryConnect(); });
       });
@@ -67,46 +75,72 @@ void ClusterClient::TryConnect() {
 
 void ClusterClient::OnConnected(Connection::Ptr conn) {
   scheduler_ = conn;
+  last_heard_ms_ = loop_->NowMs();
   conn->Start([this](const Connection::Ptr& c, Incoming&& in) { OnRequest(c, std::move(in)); },
-              [this](const Connection::Ptr&, const Status& why) { OnSchedulerLost(why); });
+              [this](const Connection::Ptr& c, const Status& why) {
+                if (c == scheduler_) OnSchedulerLost(why);
+              });
   RegisterRequest req;
   req.node.node_id = options_.node_id;
   req.node.role = options_.role;
   req.node.host = options_.node_host.empty() ? conn->LocalIp() : options_.node_host;
   req.node.port = listen_port_;
+  req.node.rank = rejoining_ ? rank_ : options_.requested_rank;
   req.server_num = options_.cluster.server_num;
   req.worker_num = options_.cluster.worker_num;
   req.token = options_.cluster.token;
-  conn->Call(req, [this](StatusOr<Incoming> reply) {
-    if (!reply.ok()) {
-      joined_.Set(reply.status().WithContext(
-          fmt::format("the scheduler at {} refused this node", SchedulerAddress())));
-      return;
+  req.recovery_wait_s = options_.cluster.recovery_wait_s;
+  req.rejoin = rejoining_;
+  req.generation = generation_.load();
+  if (!heartbeat_timer_.IsRunning())
+    heartbeat_timer_.RunEvery(Millis(options_.cluster.heartbeat_interval_s),
+                              [this] { CheckSchedulerHeard(); });
+  conn->Call(req, [this](StatusOr<Incoming> reply) { OnRegistered(std::move(reply)); });
+}
+
+void ClusterClient::OnRegistered(StatusOr<Incoming> reply) {
+  auto fail = [this](const Status& why) {
+    joined_.Set(why);
+    SetVerdict(why);
+  };
+  if (!reply.ok())
+    return fail(reply.status().WithContext(
+        fmt::format("the scheduler at {} refused this node", SchedulerAddress())));
+  auto* ok = std::get_if<RegisterReply>(&reply->message.body);
+  if (ok == nullptr)
+    return fail(InvalidArgument("the scheduler answered RegisterRequest with " +
+                                std::string(MessageName(reply->message.body))));
+  const int count =
+      options_.role == Role::kServer ? options_.cluster.server_num : options_.cluster.worker_num;
+  if (ok->rank < 0 || ok->rank >= count)
+    return fail(InvalidArgument(fmt::format("the scheduler assigned rank {} in a job of {} {}s",
+                                            ok->rank, count, RoleName(options_.role))));
+  if (rejoining_) {
+    if (ok->generation > generation_.load()) {
+      // The job was paused without us: our state is stale.
+      paused_ = true;
+      return SetVerdict(Aborted(fmt::format(
+          "the job went on without this node (generation {}, this node's {}): rolling back",
+          ok->generation, generation_.load())));
     }
-    auto* ok = std::get_if<RegisterReply>(&reply->message.body);
-    if (ok == nullptr) {
-      joined_.Set(InvalidArgument("the scheduler answered RegisterRequest with " +
-                                  std::string(MessageName(reply->message.body))));
-      return;
-    }
-    const int count =
-        options_.role == Role::kServer ? options_.cluster.server_num : options_.cluster.worker_num;
-    if (ok->rank < 0 || ok->rank >= count) {
-      joined_.Set(InvalidArgument(fmt::format("the scheduler assigned rank {} in a job of {} {}s",
-                                              ok->rank, count, RoleName(options_.role))));
-      return;
-    }
-    rank_ = ok->rank;
-    log_->info("registered with the scheduler at {} as {} rank {} (node id {})", SchedulerAddress(),
-               RoleName(options_.role), rank_, options_.node_id);
-    heartbeat_timer_.RunEvery(Millis(options_.cluster.heartbeat_interval_s), [this] {
-      if (scheduler_) scheduler_->Notify(Heartbeat{});
-    });
-  });
+    rejoining_ = false;
+    log_->info("re-joined the restarted scheduler at {} as {} rank {}", SchedulerAddress(),
+               RoleName(options_.role), rank_);
+    if (done_reported_) scheduler_->Call(Done{}, [](StatusOr<Incoming>) {});
+    FlushWaitingCalls(Status::OK());
+    return;
+  }
+  rank_ = ok->rank;
+  generation_ = ok->generation;
+  joined_once_ = true;
+  log_->info("registered with the scheduler at {} as {} rank {} (node id {}, generation {})",
+             SchedulerAddress(), RoleName(options_.role), rank_, options_.node_id, ok->generation);
 }
 
 void ClusterClient::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
+  last_heard_ms_ = loop_->NowMs();
   const uint64_t id = in.message.request_id;
+  if (std::holds_alternative<Heartbeat>(in.message.body)) return;
   if (auto* topology = std::get_if<Topology>(&in.message.body)) {
     if (Status st = CheckTopology(*topology, options_.cluster); !st.ok()) {
       conn->Reply(id, ErrorReply{st.message()});
@@ -114,34 +148,93 @@ void ClusterClient::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
       return;
     }
     conn->Reply(id, Ack{});
-    joined_.Set(*topology);  // later updates (a node re-registered) are acknowledged only
-  } else if (std::holds_alternative<Shutdown>(in.message.body)) {
-    shutdown_received_ = true;
+    joined_.Set(*topology);  // later ones (a scheduler rejoined) are acknowledged only
+  } else if (auto* shutdown = std::get_if<Shutdown>(&in.message.body)) {
     conn->Reply(id, Ack{});
-    heartbeat_timer_.Stop();
-    shutdown_.Set(Status::OK());
+    if (shutdown->failed) {
+      log_->error("the scheduler ended the job: {}", shutdown->reason);
+      SetVerdict(Aborted(fmt::format("the scheduler ended the job: {}", shutdown->reason)));
+    } else {
+      SetVerdict(Status::OK());
+    }
+  } else if (auto* pause = std::get_if<Pause>(&in.message.body)) {
+    conn->Reply(id, Ack{});
+    log_->warn(
+        "the scheduler paused the job: {}; this {} rolls back to the newest complete "
+        "checkpoint",
+        pause->reason, RoleName(options_.role));
+    paused_ = true;
+    SetVerdict(Aborted("the job is paused: " + pause->reason));
   } else {
     conn->Reply(id, ErrorReply{fmt::format("a {} does not handle {} from the scheduler",
                                            RoleName(options_.role), MessageName(in.message.body))});
   }
 }
 
+void ClusterClient::SetVerdict(const Status& verdict) {
+  if (verdict_.IsSet()) return;
+  verdict_.Set(verdict);
+  heartbeat_timer_.Stop();
+  retry_timer_.Stop();
+  FlushWaitingCalls(verdict.ok() ? Aborted("the job is over") : verdict);
+  // A verdict that is not the job's normal end leaves peers mid-request:
+  // closing every connection makes their waits return.
+  if (!verdict.ok() && interrupt_) interrupt_(verdict);
+}
+
+// Heartbeats go out, and a scheduler silent past the timeout counts as lost.
+void ClusterClient::CheckSchedulerHeard() {
+  if (!scheduler_ || rejoining_) return;
+  scheduler_->Notify(Heartbeat{});
+  const uint64_t timeout = Millis(options_.cluster.heartbeat_timeout_s);
+  const uint64_t now = loop_->NowMs();
+  if (now - last_heard_ms_ > timeout)
+    scheduler_->Close(DeadlineExceeded(fmt::format("the scheduler has been silent for {:.1f} s",
+                                                   (now - last_heard_ms_) / 1000.0)));
+  ExpireOverdueCalls(loop_, 2 * timeout);
+}
+
 void ClusterClient::OnSchedulerLost(const Status& reason) {
   scheduler_.reset();
-  heartbeat_timer_.Stop();
-  if (shutdown_received_) return;
-  Status lost = Unavailable(fmt::format("lost the connection to the scheduler at {}: {}",
-                                        SchedulerAddress(), reason.message()));
-  joined_.Set(lost);
-  shutdown_.Set(lost);
+  if (verdict_.IsSet()) return;
+  if (!joined_once_ || loop_->IsStopping()) {
+    Status lost = Unavailable(fmt::format("lost the connection to the scheduler at {}: {}",
+                                          SchedulerAddress(), reason.message()));
+    joined_.Set(lost);
+    return SetVerdict(lost);
+  }
+  // 9. Training needs no scheduler: reconnect in the background.
+  log_->warn("lost the scheduler at {}: {}; trying to rejoin it for up to {} s", SchedulerAddress(),
+             reason.message(), options_.cluster.connect_timeout_s);
+  rejoining_ = true;
+  connect_deadline_ms_ = loop_->NowMs() + Millis(options_.cluster.connect_timeout_s);
+  retry_timer_.RunOnce(kRetryMillis, [this] { TryConnect(); });
+}
+
+void ClusterClient::CallWhenConnected(MessageBody body, Connection::ReplyCallback done) {
+  if (verdict_.IsSet()) return done(Aborted("the node's part in the job is over"));
+  if (scheduler_ && !rejoining_) return scheduler_->Call(std::move(body), std::move(done));
+  waiting_calls_.emplace_back(std::move(body), std::move(done));
+}
+
+void ClusterClient::FlushWaitingCalls(const Status& failed) {
+  auto calls = std::move(waiting_calls_);
+  waiting_calls_.clear();
+  for (auto& [body, done] : calls) {
+    if (!failed.ok() || !scheduler_) {
+      done(failed.ok() ? Unavailable("not connected to the scheduler") : failed);
+    } else {
+      scheduler_->Call(std::move(body), std::move(done));
+    }
+  }
 }
 
 StatusOr<Incoming> ClusterClient::CallScheduler(MessageBody body, const std::string& what) {
   Completion<StatusOr<Incoming>> done;
-  bool posted = loop_->Post([this, body = std::move(body), done] {
-    if (!scheduler_) return done.Set(Unavailable("not connected to the scheduler"));
-    // A lost connection fails the call, so this always completes.
-    scheduler_->Call(body, [done](StatusOr<Incoming> reply) { done.Set(std::move(reply)); });
+  bool posted = loop_->Post([this, body = std::move(body), done]() mutable {
+    // A lost connection or a verdict fails the call, so this always completes.
+    CallWhenConnected(std::move(body),
+                      [done](StatusOr<Incoming> reply) { done.Set(std::move(reply)); });
   });
   if (!posted) return Aborted(fmt::format("{}: the node is stopping", what));
   StatusOr<Incoming> reply = done.Wait();
@@ -174,8 +267,25 @@ StatusOr<std::string> ClusterClient::ShareFromOne(BarrierGroup group, std::strin
   return std::move(reply->blob);
 }
 
-Status ClusterClient::ReportDone() { return CallScheduler(Done{}, "report Done").status(); }
+Status ClusterClient::ReportDone() {
+  loop_->Post([this] { done_reported_ = true; });
+  return CallScheduler(Done{}, "report Done").status();
+}
 
-Status ClusterClient::WaitForShutdown() { return shutdown_.Wait(); }
+void ClusterClient::ReportFailure(const Status& why) {
+  Completion<Status> sent;
+  bool posted = loop_->Post([this, why, sent] {
+    if (!scheduler_ || rejoining_ || verdict_.IsSet()) return sent.Set(Status::OK());
+    scheduler_->Call(NodeFailed{why.message()},
+                     [sent](StatusOr<Incoming> reply) { sent.Set(reply.status()); });
+  });
+  if (posted) sent.WaitFor(std::chrono::milliseconds(Millis(options_.cluster.heartbeat_timeout_s)));
+}
+
+Status ClusterClient::WaitForShutdown() { return verdict_.Wait(); }
+
+std::optional<Status> ClusterClient::WaitForVerdict(double timeout_s) {
+  return verdict_.WaitFor(std::chrono::milliseconds(Millis(timeout_s)));
+}
 
 }  // namespace pstrain

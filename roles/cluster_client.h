@@ -1,12 +1,26 @@
 // ClusterClient: a server's or worker's side of the scheduler protocol
-// (see roles/scheduler.h): join the job, heartbeats, barriers, Done and
-// Shutdown.
+// (see roles/scheduler.h): join the job, heartbeats both ways, barriers,
+// Done, and the scheduler's verdicts (Shutdown, Pause).
+//
+// The verdict ends the node's part in this generation of the job: OK when
+// the job is over, Aborted with the scheduler's reason when it ended the job
+// or paused it (paused() tells which). When one comes, the client calls the
+// interrupt hook, which closes the node's connections so that every thread
+// waiting on a peer returns.
+//
+// A lost scheduler is not a verdict: the node keeps training and reconnects
+// in the background (up to the connect timeout), then re-registers with its
+// rank (rejoin). Calls to the scheduler wait for that. Only when it cannot
+// be reached again does the node's verdict become Unavailable.
 //
 // The public methods block and must be called from the node's own thread,
 // never from the loop thread; the protocol itself runs on the loop.
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "comm/completion.h"
 #include "comm/connection.h"
@@ -20,6 +34,9 @@ namespace pstrain {
 class ClusterClient {
  public:
   ClusterClient(EventLoop* loop, NodeOptions options, Logger log);
+
+  // Called on the loop thread when a verdict comes (see above).
+  void SetInterruptHook(std::function<void(const Status&)> hook) { interrupt_ = std::move(hook); }
 
   // Connects to the scheduler (retrying until options.cluster.connect_timeout_s
   // has passed), registers this node as listening on `listen_port`, and waits
@@ -35,36 +52,58 @@ class ClusterClient {
   StatusOr<std::string> ShareFromOne(BarrierGroup group, std::string blob);
   // Tells the scheduler this worker's work is over.
   Status ReportDone();
-  // Blocks until the scheduler ends the job; an error if it is lost first.
+  // Tells the scheduler this node failed for `why` (it ends the job). Best
+  // effort, bounded by the heartbeat timeout.
+  void ReportFailure(const Status& why);
+  // Blocks until the verdict.
   Status WaitForShutdown();
+  // The verdict if it came within `timeout_s`; nullopt otherwise.
+  std::optional<Status> WaitForVerdict(double timeout_s);
+  // The scheduler paused the job: this node must roll back.
+  bool paused() const { return paused_.load(); }
 
   int rank() const { return rank_; }  // valid after Join
+  int64_t generation() const { return generation_.load(); }
 
  private:
   StatusOr<BarrierReply> EnterBarrier(BarrierRequest request);
   void TryConnect();
   void OnConnected(Connection::Ptr conn);
+  void OnRegistered(StatusOr<Incoming> reply);
   void OnRequest(const Connection::Ptr& conn, Incoming&& in);
   void OnSchedulerLost(const Status& reason);
+  void CheckSchedulerHeard();
+  // The end of this node's part: set once, then interrupt the node.
+  void SetVerdict(const Status& verdict);
+  // Calls made while reconnecting wait here; sent (or failed) once that ends.
+  void CallWhenConnected(MessageBody body, Connection::ReplyCallback done);
+  void FlushWaitingCalls(const Status& failed);
   StatusOr<Incoming> CallScheduler(MessageBody body, const std::string& what);
   std::string SchedulerAddress() const;
 
   EventLoop* loop_;
   NodeOptions options_;
   Logger log_;
+  std::function<void(const Status&)> interrupt_;
   uint16_t listen_port_ = 0;
   int rank_ = -1;
+  std::atomic<int64_t> generation_{0};
+  std::atomic<bool> paused_{false};
 
   // Loop-thread state.
   Connection::Ptr scheduler_;
   Timer retry_timer_{loop_};
   Timer heartbeat_timer_{loop_};
   uint64_t connect_deadline_ms_ = 0;
+  uint64_t last_heard_ms_ = 0;
   Status last_connect_error_;
-  bool shutdown_received_ = false;
+  bool joined_once_ = false;  // registered at least once: a loss means rejoin
+  bool rejoining_ = false;
+  bool done_reported_ = false;  // re-sent after a rejoin
+  std::vector<std::pair<MessageBody, Connection::ReplyCallback>> waiting_calls_;
 
   Completion<StatusOr<Topology>> joined_;
-  Completion<Status> shutdown_;
+  Completion<Status> verdict_;
 };
 
 }  // namespace pstrain

@@ -8,7 +8,9 @@ Node::Node(NodeOptions options, Logger log)
     : options_(std::move(options)),
       log_(std::move(log)),
       listener_(&loop_, log_),
-      cluster_(&loop_, options_, log_) {}
+      cluster_(&loop_, options_, log_) {
+  cluster_.SetInterruptHook([this](const Status& why) { CloseAllConnections(&loop_, why); });
+}
 
 Node::~Node() {
   const Status stopped = loop_.Stop();
@@ -39,6 +41,23 @@ StatusOr<Topology> Node::Start(RequestHandler on_peer_request, CloseHandler on_p
   log_->info("{} rank {} joined a job of {} servers and {} workers", RoleName(options_.role),
              cluster_.rank(), options_.cluster.server_num, options_.cluster.worker_num);
   return topology;
+}
+
+Status Node::Outcome(const Status& run) {
+  if (run.ok()) return run;
+  const bool lost_peer =
+      run.code() == StatusCode::kUnavailable || run.code() == StatusCode::kDeadlineExceeded;
+  // The scheduler hears of a closed connection at once, of a silent node
+  // within the heartbeat timeout.
+  const double wait = !lost_peer ? 0.0
+                      : options_.cluster.recovery_wait_s > 0
+                          ? options_.cluster.heartbeat_timeout_s + 5
+                          : 2.0;
+  if (auto verdict = cluster_.WaitForVerdict(wait)) {
+    if (!verdict->ok()) return *verdict;
+  }
+  cluster_.ReportFailure(run);
+  return run;
 }
 
 Status Node::Finish() {

@@ -27,6 +27,14 @@ class Node {
   StatusOr<Topology> Start(RequestHandler on_peer_request, CloseHandler on_peer_closed = nullptr);
   // Reports Done (workers) and waits for the scheduler to end the job.
   Status Finish();
+  // What a run of this node comes to, given what its work returned: the
+  // scheduler's verdict (pause, end of the job) outranks the error that
+  // interrupted work returns. A lost peer is probably lost to the scheduler
+  // too: its verdict is awaited a while before the node blames itself and
+  // reports the failure (which ends the job for every node).
+  Status Outcome(const Status& run);
+  // The job was paused: this node must be rebuilt and rolled back.
+  bool paused() const { return cluster_.paused(); }
 
   EventLoop& loop() { return loop_; }
   ClusterClient& cluster() { return cluster_; }

@@ -12,7 +12,11 @@ uint64_t Millis(double seconds) { return static_cast<uint64_t>(seconds * 1000.0 
 }  // namespace
 
 Scheduler::Scheduler(ClusterOptions options, Logger log)
-    : options_(std::move(options)), log_(std::move(log)), listener_(&loop_, log_) {}
+    : options_(std::move(options)),
+      log_(std::move(log)),
+      listener_(&loop_, log_),
+      servers_(static_cast<size_t>(std::max(options_.server_num, 0))),
+      workers_(static_cast<size_t>(std::max(options_.worker_num, 0))) {}
 
 Scheduler::~Scheduler() {
   const Status stopped = loop_.Stop();
@@ -28,6 +32,15 @@ StatusOr<uint16_t> Scheduler::Start() {
         if (!port.ok()) return port.status();
         heartbeat_timer_.RunEvery(Millis(options_.heartbeat_interval_s),
                                   [this] { CheckHeartbeats(); });
+        register_timer_.RunOnce(Millis(options_.register_timeout_s), [this] {
+          if (topology_sent_) return;
+          std::string refused;
+          for (const std::string& r : refusals_) refused += "; refused " + r;
+          AbortOnLoop(DeadlineExceeded(
+              fmt::format("not every node registered within {} s (PSTRAIN_REGISTER_TIMEOUT): "
+                          "missing {}{}",
+                          options_.register_timeout_s, MissingRanks(), refused)));
+        });
         log_->info("The scheduler listens on {}:{} for {} servers and {} workers",
                    options_.sched_host, *port, options_.server_num, options_.worker_num);
         return *port;
@@ -45,14 +58,28 @@ void Scheduler::Abort(const std::string& reason) {
   loop_.Post([this, reason] { AbortOnLoop(Aborted(reason)); });
 }
 
+// 6. Every node hears why, then the job is over (without waiting long for
+// acknowledgements: a node that cannot answer is likely the reason).
 void Scheduler::AbortOnLoop(const Status& why) {
-  if (finished_.IsSet()) return;
-  log_->error("aborting the job: {}", why.message());
+  if (finished_.IsSet() || shutting_down_) return;
+  log_->error("ending the job: {}", why.message());
   shutting_down_ = true;
-  for (auto* nodes : {&servers_, &workers_})
-    for (NodeEntry& n : *nodes)
-      if (auto conn = n.conn.lock()) conn->Close(why);
-  Finish(why);
+  paused_ = false;
+  register_timer_.Stop();
+  auto waiting = std::make_shared<CountDown>(AllNodes().size() + 1,
+                                             [this, why](const Status&) { Finish(why); });
+  for (NodeEntry* n : AllNodes()) {
+    auto conn = n->conn.lock();
+    if (!conn || conn->closed()) {
+      waiting->Report(Status::OK());
+      continue;
+    }
+    conn->Call(Shutdown{why.message(), /*failed=*/true},
+               [waiting](StatusOr<Incoming>) { waiting->Report(Status::OK()); });
+  }
+  waiting->Report(Status::OK());
+  shutdown_timer_.RunOnce(std::min<uint64_t>(2000, Millis(options_.heartbeat_timeout_s)),
+                          [this, why] { Finish(why); });
 }
 
 void Scheduler::OnAccept(Connection::Ptr conn) {
@@ -78,6 +105,9 @@ void Scheduler::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
     HandleBarrier(conn, id, *node, *barrier);
   } else if (std::holds_alternative<Done>(in.message.body)) {
     HandleDone(conn, id, *node);
+  } else if (auto* failed = std::get_if<NodeFailed>(&in.message.body)) {
+    conn->Reply(id, Ack{});
+    AbortOnLoop(Aborted(fmt::format("{} failed: {}", Describe(*node), failed->reason)));
   } else {
     conn->Reply(id, ErrorReply{fmt::format("the scheduler does not handle {}",
                                            MessageName(in.message.body))});
@@ -106,6 +136,8 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
   auto refuse = [&](const Status& why) {
     log_->warn("refused {} node id:{} from {}: {}", role, info.node_id, conn->peer(),
                why.message());
+    if (refusals_.size() < 8)
+      refusals_.push_back(fmt::format("{} node id:{} ({})", role, info.node_id, why.message()));
     conn->Reply(id, ErrorReply{why.message()});
   };
   if (Status st = CheckRegistration(req); !st.ok()) return refuse(st);
@@ -114,68 +146,127 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
   if (auto it = node_of_.find(conn.get()); it != node_of_.end() && it->second != info.node_id)
     return refuse(InvalidArgument(
         fmt::format("this connection is already registered as node id {}", it->second)));
-
-  if (auto it = rank_of_.find(info.node_id); it != rank_of_.end()) {
-    // 2a. A node we know again (restarted with the same MS_NODE_ID).
-    auto [known_role, rank] = it->second;
-    if (known_role != info.role)
-      return refuse(InvalidArgument(fmt::format("node id {} is already registered as a {}",
-                                                info.node_id, RoleName(known_role))));
-    NodeEntry& node = NodesOf(info.role)[rank];
-    if (auto old = node.conn.lock(); old && old != conn) {
-      node_of_.erase(old.get());
-      old->Close(Aborted("replaced by a new registration of the same node id"));
+  if (req.recovery_wait_s != recovery_wait_s_) {
+    if (rank_of_.empty()) {
+      recovery_wait_s_ = req.recovery_wait_s;
+    } else {
+      log_->warn("{} node id:{} has train.recovery wait {} s, the job {} s: keeping the job's",
+                 role, info.node_id, req.recovery_wait_s, recovery_wait_s_);
     }
-    info.rank = rank;
-    node.info = info;
-    node.conn = conn;
-    node.last_heard_ms = loop_.NowMs();
-    node.silent = false;
-    node_of_[conn.get()] = info.node_id;
-    log_->info("The {} node id:{},node ip: {},node port:{} registered again, keeps rank id:{}",
-               role, info.node_id, info.host, info.port, rank);
-    conn->Reply(id, RegisterReply{rank});
-    if (topology_sent_) SendTopology();
-    return;
   }
 
-  // 2b. A new node.
-  std::vector<NodeEntry>& nodes = NodesOf(info.role);
-  int limit = info.role == Role::kServer ? options_.server_num : options_.worker_num;
-  if (static_cast<int>(nodes.size()) >= limit)
-    return refuse(FailedPrecondition(fmt::format(
-        "the job has {}={} and all {} {}s are registered",
-        info.role == Role::kServer ? "MS_SERVER_NUM" : "MS_WORKER_NUM", limit, limit, role)));
-  info.rank = static_cast<int>(nodes.size());
-  nodes.push_back(NodeEntry{info, conn, loop_.NowMs()});
+  auto known = rank_of_.find(info.node_id);
+  if (known != rank_of_.end() && known->second.first != info.role)
+    return refuse(InvalidArgument(fmt::format("node id {} is already registered as a {}",
+                                              info.node_id, RoleName(known->second.first))));
+  if (known != rank_of_.end() && info.rank >= 0 && info.rank != known->second.second)
+    return refuse(
+        InvalidArgument(fmt::format("node id {} holds {} rank {}, not rank {}", info.node_id, role,
+                                    known->second.second, info.rank)));
+
+  // 9. A running node that lost the scheduler.
+  if (req.rejoin) {
+    if (req.generation < generation_ ||
+        (known != rank_of_.end() && NodesOf(info.role)[known->second.second].lost)) {
+      // The job went on without it (it was lost and rolled back): the reply's
+      // newer generation tells it to drop its state and register anew.
+      int rank = known != rank_of_.end() ? known->second.second : info.rank;
+      log_->info("{} node id:{} rejoins from generation {}; the job is at {}: it must roll back",
+                 role, info.node_id, req.generation, generation_);
+      conn->Reply(id, RegisterReply{rank, generation_ + 1});
+      return;
+    }
+    if (known == rank_of_.end()) {
+      auto rank = PickRank(info.role, info.rank);
+      if (!rank.ok()) return refuse(rank.status());
+    }
+    generation_ = std::max(generation_, req.generation);
+    info.rank = known != rank_of_.end() ? known->second.second : info.rank;
+    return Admit(conn, id, info, "rejoined, keeps");
+  }
+
+  if (known != rank_of_.end()) {
+    NodeEntry& node = NodesOf(info.role)[known->second.second];
+    // 4. Registered again while the job runs: the node restarted and its
+    // state is gone. (Before the job starts, or while it is paused, a
+    // restart loses nothing.)
+    if (topology_sent_ && !paused_ && !node.lost) {
+      LoseNode(node, "it restarted (registered again with its node id)");
+      if (!paused_)
+        return refuse(FailedPrecondition("the job has ended: " + info.node_id +
+                                         " restarted and the job cannot recover"));
+    }
+    info.rank = known->second.second;
+    return Admit(conn, id, info, "registered again, keeps");
+  }
+  auto rank = PickRank(info.role, info.rank);
+  if (!rank.ok()) return refuse(rank.status());
+  info.rank = *rank;
+  Admit(conn, id, info, "assign");
+}
+
+StatusOr<int> Scheduler::PickRank(Role role, int requested) const {
+  const std::vector<NodeEntry>& nodes = role == Role::kServer ? servers_ : workers_;
+  const char* count_var = role == Role::kServer ? "MS_SERVER_NUM" : "MS_WORKER_NUM";
+  auto free = [&](const NodeEntry& n) {
+    // A lost rank is free while the job waits for its replacement.
+    return n.info.node_id.empty() || (n.lost && (paused_ || !topology_sent_));
+  };
+  if (requested >= 0) {
+    if (requested >= static_cast<int>(nodes.size()))
+      return InvalidArgument(fmt::format("asks for {} rank {} but the job has {}={}",
+                                         RoleName(role), requested, count_var, nodes.size()));
+    if (!free(nodes[requested]))
+      return FailedPrecondition(fmt::format(
+          "asks for {} rank {}, which node id:{} already holds (two nodes with one MS_NODE_RANK?)",
+          RoleName(role), requested, nodes[requested].info.node_id));
+    return requested;
+  }
+  for (size_t r = 0; r < nodes.size(); ++r)
+    if (free(nodes[r])) return static_cast<int>(r);
+  return FailedPrecondition(fmt::format("the job has {}={} and all {} {}s are registered",
+                                        count_var, nodes.size(), nodes.size(), RoleName(role)));
+}
+
+// Gives `info.rank` to the node on `conn` for the current generation.
+void Scheduler::Admit(const Connection::Ptr& conn, uint64_t id, NodeInfo info, const char* how) {
+  NodeEntry& node = NodesOf(info.role)[info.rank];
+  if (node.info.node_id != info.node_id) rank_of_.erase(node.info.node_id);
+  if (auto old = node.conn.lock(); old && old != conn) {
+    node_of_.erase(old.get());
+    old->Close(Aborted("replaced by a new registration of the same rank"));
+  }
+  const bool replacement = node.lost;
+  node = NodeEntry{info, conn, loop_.NowMs(), generation_};
   rank_of_[info.node_id] = {info.role, info.rank};
   node_of_[conn.get()] = info.node_id;
-  log_->info("The {} node id:{},node ip: {},node port:{} assign rank id:{}", role, info.node_id,
-             info.host, info.port, info.rank);
-  conn->Reply(id, RegisterReply{info.rank});
-
-  // 3. Everyone is in: wire the topology.
-  if (!topology_sent_ && AllRegistered()) {
-    SendTopology();
+  log_->info("The {} node id:{},node ip: {},node port:{} {} rank id:{}{}", RoleName(info.role),
+             info.node_id, info.host, info.port, how, info.rank,
+             replacement ? " (replaces the lost node)" : "");
+  conn->Reply(id, RegisterReply{info.rank, generation_});
+  if (paused_) return MaybeResume();
+  if (!AllRegistered()) return;
+  // 3. Everyone is in: wire the topology (again, for nodes that rejoined).
+  SendTopology();
+  if (!topology_sent_) {
     topology_sent_ = true;
+    register_timer_.Stop();
     log_->info("Start the scheduler node is successful!");
   }
 }
 
 void Scheduler::SendTopology() {
   Topology topology;
-  for (const auto* nodes : {&servers_, &workers_})
-    for (const NodeEntry& n : *nodes) topology.nodes.push_back(n.info);
-  for (const auto* nodes : {&servers_, &workers_}) {
-    for (const NodeEntry& n : *nodes) {
-      auto conn = n.conn.lock();
-      if (!conn) continue;
-      std::string who = Describe(n);
-      conn->Call(topology, [this, who](StatusOr<Incoming> reply) {
-        if (!reply.ok())
-          log_->warn("sending the topology to {} failed: {}", who, reply.status().message());
-      });
-    }
+  topology.generation = generation_;
+  for (NodeEntry* n : AllNodes()) topology.nodes.push_back(n->info);
+  for (NodeEntry* n : AllNodes()) {
+    auto conn = n->conn.lock();
+    if (!conn) continue;
+    std::string who = Describe(*n);
+    conn->Call(topology, [this, who](StatusOr<Incoming> reply) {
+      if (!reply.ok())
+        log_->warn("sending the topology to {} failed: {}", who, reply.status().message());
+    });
   }
 }
 
@@ -185,6 +276,11 @@ void Scheduler::HandleBarrier(const Connection::Ptr& conn, uint64_t id, NodeEntr
   bool member = group == BarrierGroup::kAll ||
                 (group == BarrierGroup::kServers && node.info.role == Role::kServer) ||
                 (group == BarrierGroup::kWorkers && node.info.role == Role::kWorker);
+  if (paused_ || node.generation != generation_) {
+    conn->Reply(id, ErrorReply{fmt::format("{} cannot enter the barrier of {}: the job is paused",
+                                           Describe(node), BarrierGroupName(group))});
+    return;
+  }
   if (!member || !topology_sent_) {
     conn->Reply(
         id, ErrorReply{fmt::format("{} cannot enter the barrier of {}: {}", Describe(node),
@@ -221,9 +317,10 @@ void Scheduler::HandleDone(const Connection::Ptr& conn, uint64_t id, NodeEntry& 
   if (node.done) return;
   node.done = true;
   log_->info("{} finished its work", Describe(node));
+  if (paused_) return;
   for (const NodeEntry& w : workers_)
     if (!w.done) return;
-  if (static_cast<int>(workers_.size()) == options_.worker_num) BeginShutdown();
+  BeginShutdown();
 }
 
 // 6. Every worker is done: tell every node to stop.
@@ -282,22 +379,107 @@ void Scheduler::OnClose(const Connection::Ptr& conn, const Status& reason) {
     MaybeFinish();
     return;
   }
-  log_->warn("lost the connection to {}: {}", Describe(node), reason.message());
+  if (paused_ && node.generation < generation_) {
+    // 5. A node leaving to roll back, as Pause asked.
+    log_->debug("{} left to roll back", Describe(node));
+    return;
+  }
+  LoseNode(node, fmt::format("its connection closed ({})", reason.message()));
 }
 
+// 4. Silent nodes are lost; every node hears from the scheduler.
 void Scheduler::CheckHeartbeats() {
-  uint64_t now = loop_.NowMs();
-  uint64_t timeout = Millis(options_.heartbeat_timeout_s);
-  for (auto* nodes : {&servers_, &workers_}) {
-    for (NodeEntry& n : *nodes) {
-      if (n.silent || n.shut_down || now - n.last_heard_ms <= timeout) continue;
-      n.silent = true;
-      std::string what = fmt::format("{} has sent no heartbeat for {:.1f} s", Describe(n),
-                                     (now - n.last_heard_ms) / 1000.0);
-      log_->warn("{}; it may have died", what);
-      return AbortOnLoop(Aborted(what));
-    }
+  const uint64_t now = loop_.NowMs();
+  const uint64_t timeout = Millis(options_.heartbeat_timeout_s);
+  for (NodeEntry* n : AllNodes()) {
+    auto conn = n->conn.lock();
+    if (!conn || conn->closed()) continue;
+    conn->Notify(Heartbeat{});
+    if (shutting_down_ || n->generation != generation_ || now - n->last_heard_ms <= timeout)
+      continue;
+    std::string what =
+        fmt::format("it has sent no heartbeat for {:.1f} s", (now - n->last_heard_ms) / 1000.0);
+    return LoseNode(*n, what);
   }
+  ExpireOverdueCalls(&loop_, 2 * timeout);
+}
+
+void Scheduler::LoseNode(NodeEntry& node, const std::string& why) {
+  if (shutting_down_) return;
+  log_->warn("lost {}: {}", Describe(node), why);
+  node.lost = true;
+  node.generation = -1;
+  if (auto conn = node.conn.lock()) {
+    node_of_.erase(conn.get());
+    conn->Close(Aborted("the scheduler counts this node as lost"));
+  }
+  const std::string what =
+      fmt::format("lost the {} rank {} (node id {}): {}", RoleName(node.info.role), node.info.rank,
+                  node.info.node_id, why);
+  if (!topology_sent_) return;  // before the job starts nothing is lost: wait for it
+  if (recovery_wait_s_ <= 0)
+    return AbortOnLoop(Aborted(fmt::format(
+        "{}; the job cannot recover (recovery needs train.checkpoint, and train.recovery.wait_s "
+        "above 0)",
+        what)));
+  if (!paused_) BeginPause(what);
+}
+
+// 5. Every other node drops its state and registers for the next generation.
+void Scheduler::BeginPause(const std::string& why) {
+  ++generation_;
+  paused_ = true;
+  for (auto& waiters : barriers_) {
+    for (const BarrierWaiter& w : waiters)
+      if (auto c = w.conn.lock()) c->Reply(w.request_id, ErrorReply{"the job is paused: " + why});
+    waiters.clear();
+  }
+  for (NodeEntry* n : AllNodes()) {
+    n->done = false;
+    auto conn = n->conn.lock();
+    if (!conn || conn->closed()) continue;
+    conn->Call(Pause{why, generation_}, [](StatusOr<Incoming>) {});
+  }
+  log_->warn(
+      "pausing the job (generation {}): waiting up to {} s for the lost node's replacement and "
+      "every node to register again, then all resume from the newest complete checkpoint",
+      generation_, recovery_wait_s_);
+  register_timer_.RunOnce(Millis(recovery_wait_s_), [this, why] {
+    if (!paused_) return;
+    AbortOnLoop(
+        DeadlineExceeded(fmt::format("{}; no replacement registered within {} s "
+                                     "(train.recovery.wait_s): missing {}",
+                                     why, recovery_wait_s_, MissingRanks())));
+  });
+}
+
+void Scheduler::MaybeResume() {
+  if (!paused_ || !AllRegistered()) return;
+  paused_ = false;
+  register_timer_.Stop();
+  log_->info(
+      "every node is back: the job resumes from its newest complete checkpoint "
+      "(generation {})",
+      generation_);
+  SendTopology();
+}
+
+std::string Scheduler::MissingRanks() const {
+  std::string out;
+  for (const auto* nodes : {&servers_, &workers_})
+    for (size_t r = 0; r < nodes->size(); ++r)
+      if ((*nodes)[r].generation != generation_)
+        out += fmt::format("{}{} rank {}", out.empty() ? "" : ", ",
+                           nodes == &servers_ ? "server" : "worker", r);
+  return out.empty() ? "none" : out;
+}
+
+std::vector<Scheduler::NodeEntry*> Scheduler::AllNodes() {
+  std::vector<NodeEntry*> all;
+  for (auto* nodes : {&servers_, &workers_})
+    for (NodeEntry& n : *nodes)
+      if (!n.info.node_id.empty()) all.push_back(&n);
+  return all;
 }
 
 Scheduler::NodeEntry* Scheduler::FindByConnection(const Connection* conn) {
@@ -325,8 +507,10 @@ size_t Scheduler::GroupSize(BarrierGroup g) const {
 }
 
 bool Scheduler::AllRegistered() const {
-  return static_cast<int>(servers_.size()) == options_.server_num &&
-         static_cast<int>(workers_.size()) == options_.worker_num;
+  for (const auto* nodes : {&servers_, &workers_})
+    for (const NodeEntry& n : *nodes)
+      if (n.info.node_id.empty() || n.generation != generation_) return false;
+  return true;
 }
 
 }  // namespace pstrain

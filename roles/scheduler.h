@@ -1,30 +1,46 @@
-// Scheduler: the rendezvous point of a job.
+// Scheduler: the rendezvous point of a job, and the judge of lost nodes.
 //
 // Protocol (messages in comm/wire.fbs), all on the scheduler's loop thread:
 //   1. A node connects and sends RegisterRequest (node id, role, advertised
-//      host and port, the cluster shape it was started with, the token).
-//   2. The scheduler checks the token and the shape, then assigns the next
-//      rank of that role (servers and workers each from 0, in order of
-//      registration), logs
+//      host and port, the rank it asks for or -1, the cluster shape it was
+//      started with, the token, its config's recovery wait).
+//   2. The scheduler checks the token and the shape and gives the node a
+//      rank: the one it asked for (refused if another node holds it), its
+//      old one if its node id is known, else the lowest free rank of its
+//      role. It logs
 //        The <role> node id:<id>,node ip: <ip>,node port:<port> assign rank id:<r>
-//      and replies RegisterReply. A node id seen before gets its old rank back
-//      (a restarted node); a node beyond MS_SERVER_NUM / MS_WORKER_NUM gets an
-//      Error reply saying why.
-//   3. When every server and worker is in, every node gets the Topology (all
-//      nodes with rank, host, port) and the scheduler logs
+//      and replies RegisterReply(rank, generation).
+//   3. When every rank of both roles is held, every node gets the Topology
+//      and the scheduler logs
 //        Start the scheduler node is successful!
-//      A node that registers again later makes everyone get it anew.
-//   4. Nodes send a Heartbeat every interval. A node silent for longer than
-//      the timeout is logged with its id, role and rank, and the job is
-//      aborted: every node's connection is closed, so each exits non-zero
-//      instead of waiting forever for a peer that is gone. (A node restarted
-//      with the same MS_NODE_ID within the timeout keeps the job alive.)
-//   5. BarrierRequest(group, value): the reply goes to every member of the
+//      Not all in within PSTRAIN_REGISTER_TIMEOUT: the job ends, naming the
+//      missing ranks and the refused nodes.
+//   4. Heartbeats go both ways every interval. A node silent past the
+//      timeout, a node whose connection closes, or a known node id that
+//      registers again while the job runs (it restarted, its state is gone)
+//      is a lost node, logged with role and rank.
+//   5. A lost node with recovery (train.recovery, on with checkpoints):
+//      the generation goes up and every other node gets Pause; each drops
+//      all its state and registers again (same node id, same rank). The
+//      lost rank goes to a node registering with the lost node id, or to any
+//      new node. When every rank is held again, the Topology (new
+//      generation) goes out and every node resumes from the newest complete
+//      checkpoint. No replacement within the wait: the job ends.
+//      Without recovery the job ends at once.
+//   6. Ending a job (a lost node without recovery, a node's NodeFailed, a
+//      deadline): every node gets Shutdown(reason, failed), logs the reason
+//      and exits 1.
+//   7. BarrierRequest(group, value): the reply goes to every member of the
 //      group once all of them have asked; it carries the smallest value any
-//      member sent (workers agree on a step count this way).
-//   6. Each worker sends Done when its work is over. When all have, every
+//      member sent (workers agree on a step count this way). A pause fails
+//      every waiting barrier.
+//   8. Each worker sends Done when its work is over. When all have, every
 //      node gets Shutdown; once each has acknowledged (or gone away, or the
 //      heartbeat timeout passed), the job is over.
+//   9. A restarted scheduler (same host and port) is re-joined by the
+//      running nodes: RegisterRequest with rejoin, their rank and generation.
+//      Once every rank is back the Topology goes out again and the job goes
+//      on; a worker that had reported Done reports it again.
 #pragma once
 
 #include <array>
@@ -58,13 +74,15 @@ class Scheduler {
   void Abort(const std::string& reason);
 
  private:
+  // One rank of one role. Empty node id: never held.
   struct NodeEntry {
     NodeInfo info;
     std::weak_ptr<Connection> conn;
     uint64_t last_heard_ms = 0;
-    bool silent = false;     // logged as silent
-    bool done = false;       // worker reported Done
-    bool shut_down = false;  // acknowledged Shutdown or gone
+    int64_t generation = -1;  // the generation it registered for
+    bool lost = false;        // its node is gone: any new node may take the rank
+    bool done = false;        // worker reported Done
+    bool shut_down = false;   // acknowledged Shutdown or gone
   };
   struct BarrierWaiter {
     std::weak_ptr<Connection> conn;
@@ -83,11 +101,20 @@ class Scheduler {
                      const BarrierRequest& request);
   void HandleDone(const Connection::Ptr& conn, uint64_t id, NodeEntry& node);
   Status CheckRegistration(const RegisterRequest& req) const;
+  // The rank a new node id of `role` gets, or why it gets none.
+  StatusOr<int> PickRank(Role role, int requested) const;
+  void Admit(const Connection::Ptr& conn, uint64_t id, NodeInfo info, const char* how);
   void SendTopology();
   void CheckHeartbeats();
+  // 4-5: a node is gone; pause (recovery) or end the job.
+  void LoseNode(NodeEntry& node, const std::string& why);
+  void BeginPause(const std::string& why);
+  void MaybeResume();
+  std::string MissingRanks() const;
   void BeginShutdown();
   void MaybeFinish();
   void Finish(Status status);
+  std::vector<NodeEntry*> AllNodes();
   void AbortOnLoop(const Status& why);
 
   std::vector<NodeEntry>& NodesOf(Role role) { return role == Role::kServer ? servers_ : workers_; }
@@ -102,14 +129,19 @@ class Scheduler {
   Listener listener_;
   Timer heartbeat_timer_{&loop_};
   Timer shutdown_timer_{&loop_};
+  Timer register_timer_{&loop_};  // registration deadline, then the pause's
   Completion<Status> finished_;
 
   // Loop-thread state.
-  std::vector<NodeEntry> servers_, workers_;                       // index = rank
+  std::vector<NodeEntry> servers_, workers_;                       // index = rank, fixed size
   std::unordered_map<std::string, std::pair<Role, int>> rank_of_;  // node id -> role, rank
   std::unordered_map<const Connection*, std::string> node_of_;     // registered connections
   std::array<std::vector<BarrierWaiter>, 3> barriers_;             // by BarrierGroup
+  std::vector<std::string> refusals_;  // the first few, for the deadline's message
+  int64_t generation_ = 0;             // rollbacks so far (5)
+  double recovery_wait_s_ = 0;         // from the nodes' registrations
   bool topology_sent_ = false;
+  bool paused_ = false;
   bool shutting_down_ = false;
 };
 

@@ -49,7 +49,9 @@ Server::Server(NodeOptions options, Logger log, Config config)
 // A handle left open is logged by ~Node, whose Stop() gets the same error.
 Server::~Server() { node_.loop().Stop().IgnoreError(); }
 
-Status Server::Run() {
+Status Server::Run() { return node_.Outcome(RunOnce()); }
+
+Status Server::RunOnce() {
   auto topology = node_.Start(
       [this](const Connection::Ptr& c, Incoming&& in) { OnPeerRequest(c, std::move(in)); });
   if (!topology.ok()) return topology.status();

@@ -38,8 +38,13 @@ class Server {
   ~Server();
   // Runs the server's part of the job; blocks until it is over.
   Status Run();
+  // After Run(): the job was paused, and this node must be rebuilt and
+  // rolled back (roles/recovery.h).
+  bool paused() const { return node_.paused(); }
+  int rank() { return node_.cluster().rank(); }
 
  private:
+  Status RunOnce();
   void OnPeerRequest(const Connection::Ptr& conn, Incoming&& in);
   // The shard of (tensor, part); null when the server already routes
   // kMaxRoutes partitions (a peer naming ever new ones must not exhaust

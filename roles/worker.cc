@@ -15,7 +15,9 @@ Worker::Worker(NodeOptions options, Logger log, Config config, std::unique_ptr<W
 // whose Stop() gets the same error.
 Worker::~Worker() { node_.loop().Stop().IgnoreError(); }
 
-Status Worker::Run() {
+Status Worker::Run() { return node_.Outcome(RunOnce()); }
+
+Status Worker::RunOnce() {
   auto topology = node_.Start(
       [this](const Connection::Ptr& c, Incoming&& in) {
         if (ring_.OnPeerMessage(c, in)) return;

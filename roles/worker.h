@@ -22,8 +22,13 @@ class Worker {
   ~Worker();
   // Runs the worker's part of the job; blocks until it is over.
   Status Run();
+  // After Run(): the job was paused, and this node must be rebuilt and
+  // rolled back (roles/recovery.h).
+  bool paused() const { return node_.paused(); }
+  int rank() { return node_.cluster().rank(); }
 
  private:
+  Status RunOnce();
   // Connects to every server of `topology` and greets it. Blocking.
   Status ConnectServers(const Topology& topology);
   // Every worker compares its PS tensors with worker 0's (through the

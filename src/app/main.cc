@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "roles/local_job.h"
+#include "roles/recovery.h"
 #include "roles/scheduler.h"
 #include "roles/server.h"
 #include "roles/trainer.h"
@@ -60,6 +61,7 @@ int RunRole(const std::vector<std::string>& args) {
   if (!options.ok()) return UsageError(options.status());
   auto config = ConfigOf(options->config_path);
   if (!config.ok()) return UsageError(config.status());
+  options->cluster.recovery_wait_s = config->train.RecoveryWaitSeconds();
   switch (options->role) {
     case Role::kScheduler: {
       Logger log = MakeLogger("scheduler");
@@ -70,13 +72,25 @@ int RunRole(const std::vector<std::string>& args) {
     }
     case Role::kServer: {
       Logger log = MakeLogger("server");
-      return Finished(log, Server(*options, log, *config).Run());
+      return Finished(
+          log, RunRecovering(*options, *config, log, [&log](const NodeOptions& o, const Config& c) {
+            Server server(o, log, c);
+            Status st = server.Run();
+            return Incarnation{st, server.paused(), server.rank()};
+          }));
     }
     case Role::kWorker: {
-      auto job = JobOf(*config);
-      if (!job.ok()) return UsageError(job.status());
+      // Config errors surface here, before the node joins.
+      if (auto job = JobOf(*config); !job.ok()) return UsageError(job.status());
       Logger log = MakeLogger("worker");
-      return Finished(log, Worker(*options, log, *config, std::move(*job)).Run());
+      return Finished(
+          log, RunRecovering(*options, *config, log, [&log](const NodeOptions& o, const Config& c) {
+            auto job = JobOf(c);
+            if (!job.ok()) return Incarnation{job.status()};
+            Worker worker(o, log, c, std::move(*job));
+            Status st = worker.Run();
+            return Incarnation{st, worker.paused(), worker.rank()};
+          }));
     }
   }
   return kExitFailed;

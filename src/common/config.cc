@@ -167,6 +167,11 @@ Status ReadCheckpoint(const Value& v, std::optional<CheckpointConfig>* out) {
                      Bool("resume", &c.resume), Int("keep", &c.keep, 1)});
 }
 
+Status ReadRecovery(const Value& v, std::optional<RecoveryConfig>* out) {
+  RecoveryConfig& r = out->emplace();
+  return ReadMap(v, {Int("wait_s", &r.wait_s, 0, 7 * 24 * 3600)});
+}
+
 Status ReadTrain(const Value& v, TrainConfig* t) {
   using M = UpdateMode;
   std::map<std::string, int> lines;
@@ -178,8 +183,15 @@ Status ReadTrain(const Value& v, TrainConfig* t) {
        Int("staleness", &t->staleness, 0), Section("optimizer", &t->optimizer, &ReadOptimizer),
        Uint64("seed", &t->seed), Int("log_every", &t->log_every, 1),
        Int("partition_bytes", &t->partition_bytes, 4096, int64_t{1} << 30, 4),
-       Section("checkpoint", &t->checkpoint, &ReadCheckpoint)},
+       Section("checkpoint", &t->checkpoint, &ReadCheckpoint),
+       Section("recovery", &t->recovery, &ReadRecovery)},
       &lines));
+  // Recovery rolls back to a checkpoint: without them there is nothing to
+  // roll back to, and the user would believe the job protected.
+  if (t->recovery && t->recovery->wait_s > 0 && !t->checkpoint) {
+    return v.Key("recovery", lines["recovery"])
+        .Error("needs train.checkpoint: a job recovers by going back to its newest checkpoint");
+  }
   // A bound the chosen mode ignores is a mistake the user would not notice.
   if (t->staleness != 0 && t->mode != M::kSsp) {
     return v.Key("staleness", lines["staleness"])

@@ -16,7 +16,7 @@
 //          (fields and defaults: src/common/model_config.h)
 //   data: {format, train, test, vocab, limit, shuffle}
 //   train: {epochs, batch_size, steps, mode, staleness, optimizer, seed,
-//           log_every, partition_bytes, checkpoint}
+//           log_every, partition_bytes, checkpoint, recovery}
 //   parameters: [{match, ps, init_in_server, cache_rows, optimizer}, ...]
 // configs/ps_example.yaml is a commented example of train and parameters;
 // configs/lenet_fashion_mnist.yaml and configs/mlp_fashion_mnist.yaml are
@@ -49,6 +49,13 @@ struct CheckpointConfig {
   int keep = 3;             // how many checkpoints to keep, >= 1
 };
 
+// What the job does when a node is lost (roles/scheduler.h): with
+// checkpoints, pause and wait this long for a replacement, then roll every
+// node back to the newest complete checkpoint. 0: end the job at once.
+struct RecoveryConfig {
+  int64_t wait_s = 120;  // 0..604800
+};
+
 struct TrainConfig {
   int epochs = 1;       // >= 1
   int batch_size = 64;  // per worker, 1..1048576
@@ -62,6 +69,14 @@ struct TrainConfig {
   // 4096..1<<30, a multiple of 4.
   int64_t partition_bytes = 4 << 20;
   std::optional<CheckpointConfig> checkpoint;  // unset: no checkpoints
+  // Unset: on (default wait) when there are checkpoints, off otherwise.
+  std::optional<RecoveryConfig> recovery;
+  // Seconds to wait for a lost node's replacement; 0 when the job cannot
+  // recover (no checkpoints, or recovery.wait_s: 0).
+  double RecoveryWaitSeconds() const {
+    if (!checkpoint) return 0;
+    return static_cast<double>(recovery ? recovery->wait_s : RecoveryConfig().wait_s);
+  }
 };
 
 // One entry of `parameters:`. Rules are tried in order; the first whose

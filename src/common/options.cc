@@ -90,6 +90,7 @@ std::vector<Setting> ClusterSettings(ClusterOptions* c, bool shape_required) {
       SecondsSetting("heartbeat-timeout", "PSTRAIN_HEARTBEAT_TIMEOUT", 0.01,
                      &c->heartbeat_timeout_s),
       SecondsSetting("connect-timeout", "PSTRAIN_CONNECT_TIMEOUT", 0.01, &c->connect_timeout_s),
+      SecondsSetting("register-timeout", "PSTRAIN_REGISTER_TIMEOUT", 0.01, &c->register_timeout_s),
       {"ring-transport", "PSTRAIN_RING_TRANSPORT", false, "auto or tcp",
        [c](const std::string& s) {
          if (s != "auto" && s != "tcp") return false;

@@ -32,6 +32,12 @@ struct ClusterOptions {
   double heartbeat_interval_s = 1.0;
   double heartbeat_timeout_s = 30.0;  // a node silent this long ends the job
   double connect_timeout_s = 60.0;    // how long a node keeps trying the scheduler
+  // How long the scheduler waits for every node to register before it ends
+  // the job naming the missing ones (PSTRAIN_REGISTER_TIMEOUT).
+  double register_timeout_s = 300.0;
+  // Set from the config (train.recovery), not the environment: how long the
+  // job waits for a lost node's replacement; 0 ends the job at once.
+  double recovery_wait_s = 0;
   // Workers' ring: "auto" uses shared memory when every worker shares one
   // host, TCP otherwise; "tcp" always TCP (PSTRAIN_RING_TRANSPORT).
   std::string ring_transport = "auto";
@@ -40,9 +46,10 @@ struct ClusterOptions {
 struct NodeOptions {
   Role role = Role::kWorker;
   ClusterOptions cluster;
-  std::string node_id;     // empty: a fresh random id is made at start-up
-  std::string node_host;   // empty: the address used to reach the scheduler
-  uint16_t node_port = 0;  // 0: any free port
+  std::string node_id;      // empty: a fresh random id is made at start-up
+  std::string node_host;    // empty: the address used to reach the scheduler
+  uint16_t node_port = 0;   // 0: any free port
+  int requested_rank = -1;  // MS_NODE_RANK; -1: the scheduler picks
   std::string config_path;
 };
 
