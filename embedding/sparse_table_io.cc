@@ -1,16 +1,23 @@
 // SparseTable::Serialize and Deserialize. Format, all integers little-endian
 // and fixed width:
 //   "PSEMBTBL"              8 bytes, magic
-//   version                 u32 (1)
+//   version                 u32 (2; 1 is still read)
 //   name length, name       u32, bytes
 //   dim, slots, optimizer   u32 each (slots = optimizer state floats per element)
 //   clock, table_updates    i64 each
 //   row count               u64
 //   per row                 id i64, last_touched i64, updates i64,
 //                           (1 + slots) * dim f32: values, then slot 0, slot 1
+//   version 2 only:
+//   recency                 row count u32: the rows' places above, most
+//                           recently touched first
+//   pending count           u64: ids seen but not yet admitted (admit_after)
+//   per pending id          id i64, sightings u32; ascending ids
 //   CRC-32                  u32, zlib crc32 of every byte before it
-// Rows are written in arena order; the reader rebuilds recency from
-// last_touched.
+// Rows are written in arena order and come back in it. Recency and the
+// pending sightings make a restored table evict and admit exactly as the
+// table it was saved from would have (version 1 rebuilt recency from
+// last_touched, so ties could evict another row, and forgot the sightings).
 #include <fmt/format.h>
 #include <zlib.h>
 
@@ -27,7 +34,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the format is little-endian and written with memcpy");
 
 constexpr char kMagic[8] = {'P', 'S', 'E', 'M', 'B', 'T', 'B', 'L'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 uint32_t Crc32(const char* data, size_t size) {
   uLong crc = crc32(0L, Z_NULL, 0);
@@ -88,6 +95,18 @@ void SparseTable::Serialize(std::string* out) const {
     Put(out, meta_[row].updates);
     out->append(reinterpret_cast<const char*>(RowData(row)), stride_ * sizeof(float));
   }
+  for (uint32_t row = lru_.front(); row != kNone; row = meta_[row].next) Put(out, row);
+  std::vector<std::pair<int64_t, uint32_t>> pending;
+  pending.reserve(sightings_.size());
+  const_cast<FlatIdMap<uint32_t>&>(sightings_).ForEach([&](int64_t id, uint32_t& count) {
+    pending.emplace_back(id, count);
+  });
+  std::sort(pending.begin(), pending.end());  // the same bytes for the same table
+  Put(out, static_cast<uint64_t>(pending.size()));
+  for (const auto& [id, count] : pending) {
+    Put(out, id);
+    Put(out, count);
+  }
   Put(out, Crc32(out->data() + start, out->size() - start));
 }
 
@@ -111,7 +130,7 @@ StatusOr<SparseTable> SparseTable::Deserialize(const EmbeddingTableOptions& opti
   }
   Reader in(bytes + sizeof(kMagic), size - sizeof(kMagic) - sizeof(stored_crc));
   uint32_t version, name_size;
-  if (!in.Get(&version) || version != kVersion) return bad("unsupported version");
+  if (!in.Get(&version) || version < 1 || version > kVersion) return bad("unsupported version");
   if (!in.Get(&name_size) || name_size > in.left()) return bad("truncated name");
   std::string name(name_size, '\0');
   in.Bytes(name.data(), name_size);
@@ -131,7 +150,12 @@ StatusOr<SparseTable> SparseTable::Deserialize(const EmbeddingTableOptions& opti
                            dim, type, slots, options.dim));
   }
   const size_t row_bytes = 3 * sizeof(int64_t) + table.stride_ * sizeof(float);
-  if (rows != in.left() / row_bytes || in.left() % row_bytes != 0 || rows >= kNone) {
+  // Version 2 adds a u32 of recency per row and the pending count after them.
+  const size_t per_row = row_bytes + (version >= 2 ? sizeof(uint32_t) : 0);
+  const size_t tail = version >= 2 ? sizeof(uint64_t) : 0;
+  const bool fits = version >= 2 ? in.left() >= tail && rows <= (in.left() - tail) / per_row
+                                 : rows == in.left() / row_bytes && in.left() % row_bytes == 0;
+  if (!fits || rows >= kNone) {
     return bad(fmt::format("{} rows of {} bytes do not fit {} bytes", rows, row_bytes, in.left()));
   }
   table.meta_.resize(rows);
@@ -148,13 +172,43 @@ StatusOr<SparseTable> SparseTable::Deserialize(const EmbeddingTableOptions& opti
     if (!table.index_.Insert(meta.id, row).second) return bad(fmt::format("row {} twice", meta.id));
     table.clock_ = std::max(table.clock_, meta.last_touched);
   }
-  // Recency list, most recent first; ties keep arena order.
+  // Recency, most recent first: as saved (version 2), or rebuilt from
+  // last_touched with ties in arena order (version 1).
   std::vector<uint32_t> order(rows);
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return table.meta_[a].last_touched < table.meta_[b].last_touched;
-  });
+  if (version >= 2) {
+    std::vector<bool> seen(rows, false);
+    for (uint32_t& row : order) {
+      in.Get(&row);
+      if (row >= rows || seen[row]) return bad("the recency order is not one of the rows");
+      seen[row] = true;
+    }
+    std::reverse(order.begin(), order.end());  // pushed to the front: least recent first
+  } else {
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return table.meta_[a].last_touched < table.meta_[b].last_touched;
+    });
+  }
   for (uint32_t row : order) table.lru_.PushFront(table.meta_, row);
+  uint64_t pending = 0;
+  if (version >= 2) {
+    constexpr size_t kPendingBytes = sizeof(int64_t) + sizeof(uint32_t);
+    if (!in.Get(&pending) || pending != in.left() / kPendingBytes ||
+        in.left() % kPendingBytes != 0 ||
+        pending > static_cast<uint64_t>(std::max<int64_t>(options.max_pending_ids, 0)))
+      return bad(fmt::format("{} pending ids do not fit {} bytes (at most {})", pending, in.left(),
+                             options.max_pending_ids));
+    table.sightings_.Reserve(pending);
+    for (uint64_t i = 0; i < pending; ++i) {
+      int64_t id;
+      uint32_t count;
+      in.Get(&id);
+      in.Get(&count);
+      PSTRAIN_RETURN_IF_ERROR(table.CheckId(id).WithContext("cannot restore"));
+      if (table.index_.Find(id) != nullptr || !table.sightings_.Insert(id, count).second)
+        return bad(fmt::format("pending id {} is a row or listed twice", id));
+    }
+  }
   while (table.meta_.size() > table.row_limit_) {
     table.RemoveRow(table.lru_.back());
     ++table.counters_.evictions;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "comm/completion.h"
 #include "src/common/checkpoint_file.h"
@@ -174,6 +175,12 @@ void Server::Save(int64_t step, PsShard::Reply reply) {
       shards.size() + 1,  // and the tables
       [this, gather, dir, file, meta, reply](const Status&) {
         io_thread_.Post([gather, dir, file, meta, reply] {
+          // Shards hand in their partitions in any order; sorted, the same
+          // state gives the same bytes.
+          std::sort(gather->partitions.begin(), gather->partitions.end(),
+                    [](const PartitionSnapshot& a, const PartitionSnapshot& b) {
+                      return std::tie(a.tensor, a.part) < std::tie(b.tensor, b.part);
+                    });
           Status st = WriteShardFile(dir + "/" + file, meta, gather->partitions, gather->tables);
           if (!st.ok()) return reply(ErrorReply{st.message()}, {});
           reply(SaveReply{file}, {});

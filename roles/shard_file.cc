@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <map>
@@ -91,12 +92,15 @@ StatusOr<ShardContents> ReadShardFile(const std::string& path, const ShardMeta& 
   if (sections->empty() || (*sections)[0].name != "meta")
     return InvalidArgument(fmt::format("{}: no meta section", path));
   std::string meta((*sections)[0].bytes.begin(), (*sections)[0].bytes.end());
-  if (meta != MetaText(expected))
+  if (meta != MetaText(expected)) {
+    std::string said = meta.substr(0, 200);
+    std::replace(said.begin(), said.end(), '\n', ' ');
+    while (!said.empty() && said.back() == ' ') said.pop_back();
     return FailedPrecondition(fmt::format(
         "{} was written by a job of another shape (it says '{}'; this is server {} of {} with {} "
         "workers)",
-        path, meta.substr(0, meta.find('\n')) + ", ...", expected.server, expected.servers,
-        expected.workers));
+        path, said, expected.server, expected.servers, expected.workers));
+  }
   ShardContents out;
   std::map<std::pair<std::string, uint32_t>, PartitionSnapshot> by_key;
   for (size_t i = 1; i < sections->size(); ++i) {

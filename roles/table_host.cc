@@ -156,9 +156,21 @@ Status TableHost::ApplyGathered(HostedTable& t, float scale) {
                                 t.core.step());
 }
 
-// After a push: checkpoints that waited for the step; now and then drop idle
-// rows and log the table's counts.
+// After a push: now and then drop idle rows and log the table's counts; then
+// checkpoints that waited for the step. In that order: a table restored from
+// step N must not miss the eviction the saved one made at N.
 void TableHost::AfterPush(HostedTable& t) {
+  const int64_t step = t.core.step();
+  if (step % kLogEverySteps == 0 && step != t.logged_step) {
+    t.logged_step = step;
+    t.table.EvictUntouched(step);
+    const EmbeddingTableCounters c = t.table.counters();
+    log_->info(
+        "table '{}' at step {}: {} rows, {} admitted, {} evicted ({} for room), {} dropped "
+        "gradients, {} ids waiting for admission",
+        t.table.options().name, step, c.rows, c.admissions, c.evictions, c.capacity_evictions,
+        c.dropped_gradients, c.pending_ids);
+  }
   for (auto it = waiting_snapshots_.begin(); it != waiting_snapshots_.end();) {
     if (!ReadyFor(it->first)) {
       ++it;
@@ -167,16 +179,6 @@ void TableHost::AfterPush(HostedTable& t) {
     TakeSnapshot(it->second);
     it = waiting_snapshots_.erase(it);
   }
-  const int64_t step = t.core.step();
-  if (step % kLogEverySteps != 0 || step == t.logged_step) return;
-  t.logged_step = step;
-  t.table.EvictUntouched(step);
-  const EmbeddingTableCounters c = t.table.counters();
-  log_->info(
-      "table '{}' at step {}: {} rows, {} admitted, {} evicted ({} for room), {} dropped "
-      "gradients, {} ids waiting for admission",
-      t.table.options().name, step, c.rows, c.admissions, c.evictions, c.capacity_evictions,
-      c.dropped_gradients, c.pending_ids);
 }
 
 bool TableHost::ReadyFor(int64_t step) const {

@@ -71,6 +71,25 @@ std::vector<std::vector<float>> TrainJob::Weights() const {
   return out;
 }
 
+WorkerPlace TrainJob::PlaceAt(const WorkerContext& ctx, int64_t step,
+                              int64_t steps_per_epoch) const {
+  WorkerPlace p;
+  p.step = step;
+  p.rank = ctx.rank;
+  p.workers = ctx.workers;
+  p.batch_size = config_.train.batch_size;
+  p.seed = config_.train.seed;
+  p.shuffle = config_.data.shuffle;
+  p.steps_per_epoch = steps_per_epoch;
+  p.epoch = step / steps_per_epoch;
+  p.position = step % steps_per_epoch;
+  p.training_forwards = training_forwards_;
+  std::vector<std::string> names;
+  for (const Param* param : model_->params()) names.push_back(param->name);
+  p.lr_schedule = LrScheduleText(config_, names);
+  return p;
+}
+
 int64_t TrainJob::MinClock(int64_t step) const {
   switch (config_.train.mode) {
     case UpdateMode::kSync:
@@ -138,6 +157,7 @@ Status TrainJob::StartGpu(WorkerContext& ctx) {
 }
 
 StatusOr<float> TrainJob::ComputeGradients(const Batch& batch) {
+  ++training_forwards_;
   if (!gpu_) {
     model_->Forward(batch, /*training=*/true);
     return model_->Backward(batch);
@@ -290,8 +310,21 @@ Status TrainJob::Run(WorkerContext& ctx) {
   auto resume = ResumeCheckpoint(config_, ctx.log);
   if (!resume.ok()) return resume.status();
   const int64_t start_step = resume->step;
+  // Where this worker's data and random draws continue: its place as the
+  // checkpoint saved it, once checked against this run's config and data.
+  WorkerPlace start = PlaceAt(ctx, start_step, steps_per_epoch);
+  if (start_step > 0) {
+    auto place = ResumePlace(*resume, start, ctx.log);
+    if (!place.ok()) return place.status();
+    start = *place;
+  }
+  training_forwards_ = start.training_forwards;
+  model_->SetTrainingForwards(training_forwards_);
   PSTRAIN_RETURN_IF_ERROR(InitWeights(ctx, *resume));
-  if (config_.model.device == Device::kGpu) PSTRAIN_RETURN_IF_ERROR(StartGpu(ctx));
+  if (config_.model.device == Device::kGpu) {
+    PSTRAIN_RETURN_IF_ERROR(StartGpu(ctx));
+    gpu_->SetTrainingForwards(training_forwards_);
+  }
   ctx.log->info("worker {} trains {} steps ({} per epoch, batch {}) on {} samples", ctx.rank,
                 total - start_step, steps_per_epoch, batch_size, data->size());
 
@@ -304,8 +337,11 @@ Status TrainJob::Run(WorkerContext& ctx) {
     const int epoch = static_cast<int>(step / steps_per_epoch);
     const int64_t in_epoch = step % steps_per_epoch;
     if (in_epoch == 0 || step == start_step) {
-      batcher.StartEpoch(epoch);
-      for (int64_t k = 0; k < in_epoch; ++k) batcher.Next(&batch);  // resume mid-epoch
+      if (step == start_step) {
+        batcher.StartEpoch(static_cast<int>(start.epoch), start.position);
+      } else {
+        batcher.StartEpoch(epoch);
+      }
       epoch_begin = Clock::now();
       epoch_samples = 0;
       have_next = false;
@@ -331,8 +367,10 @@ Status TrainJob::Run(WorkerContext& ctx) {
       }
     }
     const bool last = step + 1 == total;
-    if (ctx.rank == 0 && CheckpointDue(config_, step + 1, last))
-      PSTRAIN_RETURN_IF_ERROR(SaveCheckpoint(ctx, step + 1, allreduced_.get()));
+    if (ctx.rank == 0 && CheckpointDue(config_, step + 1, last)) {
+      const WorkerPlace place = PlaceAt(ctx, step + 1, steps_per_epoch);
+      PSTRAIN_RETURN_IF_ERROR(SaveCheckpoint(ctx, step + 1, &place, allreduced_.get()));
+    }
     if (in_epoch + 1 == steps_per_epoch || last) {
       double seconds = Since(epoch_begin);
       ctx.log->info("epoch: {} done: {:.0f} samples/s on this worker ({} workers)", epoch + 1,

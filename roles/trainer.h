@@ -24,6 +24,7 @@
 #include "roles/allreduced_weights.h"
 #include "roles/remote_embeddings.h"
 #include "roles/worker_job.h"
+#include "roles/worker_place.h"
 #include "src/common/checkpoint_file.h"
 #include "src/common/config.h"
 #include "src/data/dataset.h"
@@ -72,6 +73,8 @@ class TrainJob : public WorkerJob {
   StatusOr<float> ComputeGradients(const Batch& batch);
   StatusOr<const Tensor*> Logits(const Batch& batch);
   int64_t MinClock(int64_t step) const;
+  // This worker's place once `step` steps are done (roles/worker_place.h).
+  WorkerPlace PlaceAt(const WorkerContext& ctx, int64_t step, int64_t steps_per_epoch) const;
 
   Config config_;
   std::unique_ptr<Model> model_;
@@ -83,6 +86,7 @@ class TrainJob : public WorkerJob {
   std::unique_ptr<GpuModel> gpu_;                  // device: gpu only
   std::unique_ptr<NcclCommunicator> nccl_;         // averages ps: false grads on the GPU
   std::unique_ptr<Dataset> test_;                  // loaded at the first evaluation
+  uint64_t training_forwards_ = 0;                 // keys dropout; restored on resume
   TrainStats stats_;
 };
 

@@ -44,14 +44,15 @@ Status Worker::RunOnce() {
   context.loop = &node_.loop();
   context.servers = servers_;
   context.collective = ring_.collective();
-  if (job_) {
-    if (!tensors.empty()) {
-      auto map = PartitionMap::Build(std::move(tensors), static_cast<int>(servers_.size()),
-                                     config_.train.partition_bytes);
-      if (!map.ok()) return map.status().WithContext("partition map");
-      kv_ = std::make_unique<KvClient>(&node_.loop(), servers_, context.rank, std::move(*map));
-      context.kv = kv_.get();
-    }
+  // With servers there is a KV client even without PS tensors: it also asks
+  // the servers for their checkpoint shards (embedding tables). PS tensors
+  // without servers fail here, naming why.
+  if (job_ && (!servers_.empty() || !tensors.empty())) {
+    auto map = PartitionMap::Build(std::move(tensors), static_cast<int>(servers_.size()),
+                                   config_.train.partition_bytes);
+    if (!map.ok()) return map.status().WithContext("partition map");
+    kv_ = std::make_unique<KvClient>(&node_.loop(), servers_, context.rank, std::move(*map));
+    context.kv = kv_.get();
   }
   PSTRAIN_RETURN_IF_ERROR(node_.cluster().Barrier(BarrierGroup::kAll));
   if (job_) {

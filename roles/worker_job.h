@@ -20,7 +20,7 @@ struct WorkerContext {
   int workers = 1;
   const Config* config = nullptr;
   ClusterClient* cluster = nullptr;  // barriers
-  KvClient* kv = nullptr;            // null when the job has no PS tensors
+  KvClient* kv = nullptr;            // null when the job has no servers
   Logger log;
   EventLoop* loop = nullptr;             // the worker's loop
   std::vector<Connection::Ptr> servers;  // by server rank; use on `loop` only

@@ -314,6 +314,28 @@ TEST_CASE("FindNewestCheckpoint picks the newest complete step and reports what 
   CHECK(found->step == 100);
 }
 
+TEST_CASE("a step whose shard or MANIFEST was cut short is skipped") {
+  TempDir tmp;
+  const std::string dir = tmp.path + "/ckpt";
+  WriteStep(dir, 100);
+  WriteStep(dir, 200);
+  WriteStep(dir, 300);
+  for (auto [step, file] :
+       {std::pair<int64_t, const char*>{300, "MANIFEST"}, {200, "server-1.ckpt"}}) {
+    const std::string path = CheckpointStepDir(dir, step) + "/" + file;
+    std::vector<uint8_t> bytes = ReadBytes(path);
+    bytes.resize(bytes.size() / 2);
+    WriteBytes(path, bytes);
+  }
+  std::vector<std::string> skipped;
+  auto found = FindNewestCheckpoint(dir, &skipped);
+  REQUIRE(found.ok());
+  CHECK(found->step == 100);
+  REQUIRE(skipped.size() == 2);
+  CHECK(Contains(skipped[0], "step-000000000300/MANIFEST"));
+  CHECK(Contains(skipped[1], "step-000000000200/server-1.ckpt"));
+}
+
 TEST_CASE("FindNewestCheckpoint: NotFound for a missing, empty or all-partial directory") {
   TempDir tmp;
   CHECK(FindNewestCheckpoint(tmp.path + "/nope").status().code() == StatusCode::kNotFound);

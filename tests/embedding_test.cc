@@ -339,6 +339,38 @@ uint32_t Crc32(const std::string& s) {
   return ~crc;
 }
 
+TEST_CASE("a restored table admits and evicts as the saved one would: sightings and ties kept") {
+  EmbeddingTableOptions options = Options(2);
+  options.admit_after = 3;
+  options.max_rows = 2;
+  SparseTable table = MakeTable(options);
+  for (int sighting = 1; sighting <= 2; ++sighting) Lookup(table, {1, 2, 9}, sighting);
+  for (int sighting = 3; sighting <= 4; ++sighting) Lookup(table, {9}, sighting);
+  // 1 and 2 were seen twice; 9 is a row. Rows touched in one step in the
+  // other order than they were made: recency is not arena order.
+  Lookup(table, {1, 2}, 5);  // 1 and 2 admitted: 9 evicted (max_rows 2)
+  Lookup(table, {2, 1}, 6);  // now 2 is the least recent, same last_touched as 1
+  Lookup(table, {7}, 6);     // a sighting to remember
+  std::string bytes;
+  table.Serialize(&bytes);
+  auto restored_or = SparseTable::Deserialize(options, bytes.data(), bytes.size());
+  REQUIRE_MESSAGE(restored_or.ok(), restored_or.status().ToString());
+  SparseTable restored = std::move(restored_or).value();
+  CHECK(restored.counters().pending_ids == table.counters().pending_ids);
+  for (SparseTable* t : {&table, &restored}) {
+    Lookup(*t, {7}, 7);
+    CHECK_FALSE(t->Find(7).has_value());  // its second sighting
+    Lookup(*t, {7}, 8);                   // third: admitted, evicting the least recent
+    CHECK(t->Find(7).has_value());
+    CHECK(t->Find(1).has_value());
+    CHECK_FALSE(t->Find(2).has_value());
+  }
+  std::string again, original;
+  restored.Serialize(&again);
+  table.Serialize(&original);
+  CHECK(again == original);
+}
+
 TEST_CASE("a table survives Serialize and Deserialize, state and steps included") {
   EmbeddingTableOptions options = Options(3, Config(OptimizerType::kAdam, 0.01f));
   SparseTable table = MakeTable(options);

@@ -20,7 +20,6 @@
 #include "roles/local_job.h"
 #include "roles/server_tables.h"
 #include "roles/trainer.h"
-#include "src/data/criteo_gen.h"
 #include "tests/train_util.h"
 
 namespace pstrain {
@@ -33,25 +32,7 @@ Outcome Train(const Config& config, int servers, int workers) {
   return testing::TrainLocally(config, servers, workers);
 }
 
-// Synthetic click data in a fresh directory, removed at the end.
-struct ClickData {
-  ClickData() {
-    char name[] = "/tmp/pstrain-clicks-XXXXXX";
-    REQUIRE(mkdtemp(name) != nullptr);
-    dir = name;
-    GenOptions gen;
-    gen.rows = 20000;
-    gen.shards = 2;
-    gen.test_rows = 2000;
-    gen.out_dir = dir;
-    gen.min_categories = 1000;
-    gen.max_categories = 5000;
-    auto report = GenerateCriteo(gen);
-    REQUIRE_MESSAGE(report.ok(), report.status().message());
-  }
-  ~ClickData() { std::filesystem::remove_all(dir); }
-  std::string dir;
-};
+using testing::ClickData;
 
 Config ClickConfig(const ClickData& data, bool table_on_servers) {
   auto config = LoadConfig(RepoPath("configs/lr_criteo.yaml"));

@@ -1,12 +1,15 @@
 #include "tests/train_util.h"
 
 #include <doctest/doctest.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <mutex>
 
 #include "roles/local_job.h"
+#include "src/data/criteo_gen.h"
 
 namespace pstrain::testing {
 namespace {
@@ -77,6 +80,23 @@ ResumedRun TrainInTwoJobs(const Config& config, int servers, int workers, int64_
   run.resumed = TrainLocally(second, servers, workers);
   return run;
 }
+
+ClickData::ClickData(int64_t rows, int64_t test_rows) {
+  char name[] = "/tmp/pstrain-clicks-XXXXXX";
+  REQUIRE(mkdtemp(name) != nullptr);
+  dir = name;
+  GenOptions gen;
+  gen.rows = rows;
+  gen.shards = 2;
+  gen.test_rows = test_rows;
+  gen.out_dir = dir;
+  gen.min_categories = 1000;
+  gen.max_categories = 5000;
+  auto report = GenerateCriteo(gen);
+  REQUIRE_MESSAGE(report.ok(), report.status().message());
+}
+
+ClickData::~ClickData() { std::filesystem::remove_all(dir); }
 
 double LargestDifference(const TrainOutcome& a, const TrainOutcome& b) {
   REQUIRE(a.weights.size() == b.weights.size());

@@ -34,6 +34,14 @@ struct ResumedRun {
 ResumedRun TrainInTwoJobs(const Config& config, int servers, int workers, int64_t stop_at,
                           int64_t every, const std::string& checkpoint_dir);
 
+// Synthetic click data (pstrain gen criteo) in 2 shards, train.txt-0000<i>,
+// and test.txt, in a fresh directory removed at the end.
+struct ClickData {
+  explicit ClickData(int64_t rows = 20000, int64_t test_rows = 2000);
+  ~ClickData();
+  std::string dir;
+};
+
 // The largest difference between two outcomes' weights (same model).
 double LargestDifference(const TrainOutcome& a, const TrainOutcome& b);
 

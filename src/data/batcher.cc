@@ -40,14 +40,16 @@ int64_t Batcher::StepsPerEpoch() const {
   return cap_ >= 0 ? std::min(steps, cap_) : steps;
 }
 
-void Batcher::StartEpoch(int epoch) {
+void Batcher::StartEpoch(int epoch, int64_t position) {
   order_.resize(static_cast<size_t>(data_->size()));
   std::iota(order_.begin(), order_.end(), int64_t{0});
   if (shuffle_) {
     Rng rng(StreamSeed(seed_, static_cast<uint64_t>(epoch)));
     Shuffle(&order_, &rng);
   }
-  step_ = 0;
+  // The epoch's order is a function of (seed, epoch) alone: a resumed run
+  // skips to its position without reading the batches before it.
+  step_ = std::max<int64_t>(position, 0);
   started_ = true;
 }
 

@@ -40,8 +40,10 @@ class Batcher {
   // Evaluation: every sample once, in file order, the last batch kept.
   static Batcher ForEval(const Dataset* data, int batch_size);
 
-  // Begins epoch `epoch` (0-based); Next() yields nothing before the first.
-  void StartEpoch(int epoch);
+  // Begins epoch `epoch` (0-based) at its batch `position` (a resumed run:
+  // the batches before it are skipped, not read); Next() yields nothing
+  // before the first StartEpoch.
+  void StartEpoch(int epoch, int64_t position = 0);
   // The next batch of the epoch into `out` (reusing its storage); false at
   // the epoch's end.
   bool Next(Batch* out);

@@ -23,11 +23,12 @@ PrefetchingBatcher::~PrefetchingBatcher() {
   reader_.join();
 }
 
-void PrefetchingBatcher::StartEpoch(int epoch) {
+void PrefetchingBatcher::StartEpoch(int epoch, int64_t position) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ++generation_;
     epoch_ = epoch;
+    position_ = position;
     queue_.clear();
     epoch_done_ = false;
   }
@@ -53,8 +54,9 @@ void PrefetchingBatcher::Run() {
     if (stopping_) return;
     served = generation_;
     const int epoch = epoch_;
+    const int64_t position = position_;
     lock.unlock();
-    batcher_.StartEpoch(epoch);
+    batcher_.StartEpoch(epoch, position);
     for (;;) {
       Batch batch;
       const bool more = batcher_.Next(&batch);  // the slow part, unlocked

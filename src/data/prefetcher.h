@@ -28,8 +28,10 @@ class PrefetchingBatcher {
   PrefetchingBatcher(const PrefetchingBatcher&) = delete;
   PrefetchingBatcher& operator=(const PrefetchingBatcher&) = delete;
 
-  // Begins epoch `epoch`, dropping what is left of the previous one.
-  void StartEpoch(int epoch);
+  // Begins epoch `epoch` at batch `position` (Batcher::StartEpoch), dropping
+  // what is left of the previous one. The reader keeps no state of its own
+  // beyond (epoch, position): that pair is all a checkpoint needs.
+  void StartEpoch(int epoch, int64_t position = 0);
   // Blocks until the next batch is ready; false at the epoch's end.
   bool Next(Batch* out);
   int64_t StepsPerEpoch() const { return steps_per_epoch_; }
@@ -48,6 +50,7 @@ class PrefetchingBatcher {
   // Bumped by each StartEpoch; the reader drops batches of older ones.
   uint64_t generation_ = 0;  // GUARDED_BY(mutex_)
   int epoch_ = 0;            // GUARDED_BY(mutex_)
+  int64_t position_ = 0;     // GUARDED_BY(mutex_)
   std::deque<Batch> queue_;  // GUARDED_BY(mutex_): this generation's batches
   bool epoch_done_ = true;   // GUARDED_BY(mutex_): no more batches will come
   bool stopping_ = false;    // GUARDED_BY(mutex_)

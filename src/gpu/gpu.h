@@ -78,6 +78,8 @@ class GpuModel {
 
   // The stream the model's device work runs on.
   GpuStream stream() const;
+  // As Model::SetTrainingForwards: the dropout masks continue from `done`.
+  void SetTrainingForwards(uint64_t done);
 
  private:
   struct Impl;  // device buffers, layers, cuBLAS handle (gpu_model.cc)

@@ -246,6 +246,8 @@ class Dropout : public GpuLayer {
     return Status::OK();
   }
 
+  void SetTrainingForwards(uint64_t done) override { counter_ = done; }
+
   Status Backward(const DeviceTensor&, const DeviceTensor&, const DeviceTensor& dout,
                   DeviceTensor* din) override {
     if (din == nullptr) return Status::OK();

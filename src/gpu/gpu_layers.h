@@ -56,6 +56,8 @@ class GpuLayer {
   // `out` are those of the last Forward.
   virtual Status Backward(const DeviceTensor& in, const DeviceTensor& out, const DeviceTensor& dout,
                           DeviceTensor* din) = 0;
+  // As Layer::SetTrainingForwards (dropout's masks).
+  virtual void SetTrainingForwards(uint64_t /*done*/) {}
 };
 
 // The GPU twin of a CPU layer built from `config` (its name filled in) for

@@ -115,6 +115,10 @@ GpuModel::~GpuModel() = default;
 
 GpuStream GpuModel::stream() const { return impl_->stream; }
 
+void GpuModel::SetTrainingForwards(uint64_t done) {
+  for (auto& layer : impl_->layers) layer->SetTrainingForwards(done);
+}
+
 StatusOr<std::unique_ptr<GpuModel>> GpuModel::Build(const ModelConfig& config,
                                                     const std::vector<Param*>& params,
                                                     uint64_t seed) {

@@ -38,6 +38,8 @@ class Dropout : public Layer {
     ArrayMap(out->ptr(), out->size()) = ConstArrayMap(in.ptr(), in.size()) * Mask();
   }
 
+  void SetTrainingForwards(uint64_t done) override { counter_ = done; }
+
   void Backward(const Batch&, const Tensor&, const Tensor&, const Tensor& dout,
                 Tensor* din) override {
     if (din == nullptr) return;

@@ -39,6 +39,10 @@ class Layer {
   virtual void Backward(const Batch& batch, const Tensor& in, const Tensor& out, const Tensor& dout,
                         Tensor* din) = 0;
   virtual std::vector<Param*> Params() { return {}; }
+  // A layer that draws random numbers (dropout) draws them as a function of
+  // how many training Forwards came before; a resumed run sets that count to
+  // where the checkpoint left it, so it draws what an uninterrupted run would.
+  virtual void SetTrainingForwards(uint64_t /*done*/) {}
 
  protected:
   explicit Layer(std::string name) : name_(std::move(name)) {}

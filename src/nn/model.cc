@@ -144,6 +144,11 @@ StatusOr<std::unique_ptr<Model>> Model::Build(const ModelConfig& config, uint64_
 
 const std::vector<Param*>& Model::params() const { return impl_->params; }
 
+void Model::SetTrainingForwards(uint64_t done) {
+  for (Tower& t : impl_->towers)
+    for (auto& layer : t.layers) layer->SetTrainingForwards(done);
+}
+
 const Tensor& Model::Forward(const Batch& batch, bool training) {
   for (Tower& t : impl_->towers) {
     for (size_t i = 0; i < t.layers.size(); ++i) {

@@ -33,6 +33,9 @@ class Model {
   float Backward(const Batch& batch);
   // The mean loss of `logits` against the batch's labels (no gradients).
   float Loss(const Tensor& logits, const Batch& batch) const;
+  // The model's only random state: the training Forwards so far, which key
+  // the dropout masks (Layer::SetTrainingForwards). For a resumed run.
+  void SetTrainingForwards(uint64_t done);
 
  private:
   struct Impl;  // layers, their activations and gradients (model.cc)
