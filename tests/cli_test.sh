@@ -34,7 +34,9 @@ check "--help explains roles and variables" has "MS_SCHED_PORT"
 for case in "MS_ROLE=MS_BOSS|MS_ROLE is 'MS_BOSS': expected MS_SCHED, MS_PSERVER" \
             "MS_WORKER_NUM=0|MS_WORKER_NUM is '0': expected an integer from 1 to 4096" \
             "MS_SERVER_NUM=x|MS_SERVER_NUM is 'x': expected an integer" \
-            "MS_SCHED_PORT=99999|MS_SCHED_PORT is '99999': expected a port number from 1 to 65535"; do
+            "MS_SCHED_PORT=99999|MS_SCHED_PORT is '99999': expected a port number from 1 to 65535" \
+            "MS_NODE_RANK=x|MS_NODE_RANK is 'x': expected a whole number" \
+            "MS_NODE_RANK=1|MS_NODE_RANK (or --rank) is '1': expected a worker rank from 0 to 0 (MS_WORKER_NUM is 1)"; do
   override=${case%%|*}
   message=${case#*|}
   run_env "$GOOD $override"; status=$?
