@@ -5,4 +5,5 @@
 . "$(dirname "$0")/common.sh"
 
 export MS_ROLE=MS_SCHED
+unset MS_NODE_RANK  # the scheduler takes no rank (one left from a node's shell)
 start_node scheduler

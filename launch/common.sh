@@ -19,7 +19,7 @@ mkdir -p "$PSTRAIN_LOG_DIR"
 
 # How many processes this host starts: all of the job's by default; on a
 # multi-machine job, set PSTRAIN_LOCAL_SERVERS / PSTRAIN_LOCAL_WORKERS and
-# PSTRAIN_FIRST_INDEX (for log names) per host.
+# PSTRAIN_FIRST_INDEX (the first rank this host's processes ask for) per host.
 check_count() {  # name value
   case "$2" in
     ''|*[!0-9]*) echo "$(basename "$0"): $1 is '$2': expected a whole number" >&2; exit 2 ;;
@@ -41,8 +41,11 @@ start_node() {
   echo "started $name (log: $PSTRAIN_LOG_DIR/$name.log)"
 }
 
-# start_nodes ROLE_WORD COUNT: COUNT processes named ROLE_WORD_<i>. A given
-# MS_NODE_ID becomes MS_NODE_ID-<i> so that the processes stay distinct.
+# start_nodes ROLE_WORD COUNT: COUNT processes named ROLE_WORD_<i>, i from
+# PSTRAIN_FIRST_INDEX. Process i asks for rank i (MS_NODE_RANK), so that
+# ROLE_WORD_<i>.log holds rank i; a rank another node holds is refused. A
+# given MS_NODE_ID becomes MS_NODE_ID-ROLE_WORD-<i>: distinct per process, and
+# a server's never equal to a worker's.
 start_nodes() {
   word="$1"
   count="$2"
@@ -52,7 +55,8 @@ start_nodes() {
   i=0
   while [ "$i" -lt "$count" ]; do
     index=$((first + i))
-    if [ -n "$base_id" ]; then export MS_NODE_ID="$base_id-$index"; fi
+    export MS_NODE_RANK="$index"
+    if [ -n "$base_id" ]; then export MS_NODE_ID="$base_id-$word-$index"; fi
     start_node "${word}_$index"
     i=$((i + 1))
   done

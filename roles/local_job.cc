@@ -33,24 +33,27 @@ Status RunLocalJob(const LocalJobOptions& options) {
     scheduler.Abort(fmt::format("{} failed: {}", who, st.message()));
   };
   std::vector<std::thread> threads;
-  auto node_options = [&](Role role) {
+  // Node i asks for rank i, so its thread's name, its log label and its
+  // rank agree (the label is set again, from the rank it got, once it joins).
+  auto node_options = [&](Role role, int i) {
     NodeOptions o;
     o.role = role;
     o.cluster = cluster;
     o.node_id = MakeNodeId();
+    o.requested_rank = i;
     return o;
   };
   for (int i = 0; i < cluster.server_num; ++i) {
     threads.emplace_back([&, i] {
-      std::string name = fmt::format("server_{}", i);
-      Server server(node_options(Role::kServer), options.make_logger(name), options.config);
+      std::string name = fmt::format("server {}", i);
+      Server server(node_options(Role::kServer, i), options.make_logger(name), options.config);
       record(name, server.Run());
     });
   }
   for (int i = 0; i < cluster.worker_num; ++i) {
     threads.emplace_back([&, i] {
-      std::string name = fmt::format("worker_{}", i);
-      Worker worker(node_options(Role::kWorker), options.make_logger(name), options.config,
+      std::string name = fmt::format("worker {}", i);
+      Worker worker(node_options(Role::kWorker, i), options.make_logger(name), options.config,
                     options.make_job ? options.make_job(i) : nullptr);
       record(name, worker.Run());
     });

@@ -18,7 +18,9 @@ struct LocalJobOptions {
   Config config;
   // Makes worker i's job; none: workers only do the handshake.
   std::function<std::unique_ptr<WorkerJob>(int index)> make_job;
-  // Makes each node's logger from its name ("scheduler", "server_0", ...).
+  // Makes each node's logger from its name ("scheduler", "server 0", ...):
+  // make it with MakeLogger (or MakeLoggerWithSinks) so that the label follows
+  // the rank the node gets.
   std::function<Logger(const std::string& name)> make_logger = [](const std::string& name) {
     return MakeLogger(name);
   };

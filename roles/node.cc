@@ -38,6 +38,7 @@ StatusOr<Topology> Node::Start(RequestHandler on_peer_request, CloseHandler on_p
   if (!port.ok()) return port.status();
   auto topology = cluster_.Join(*port);
   if (!topology.ok()) return topology.status();
+  SetLogLabel(log_, fmt::format("{} {}", RoleName(options_.role), cluster_.rank()));
   log_->info("{} rank {} joined a job of {} servers and {} workers", RoleName(options_.role),
              cluster_.rank(), options_.cluster.server_num, options_.cluster.worker_num);
   return topology;

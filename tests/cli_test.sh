@@ -1,6 +1,7 @@
 #!/bin/sh
 # The command line as a user meets it: bad variables exit 2 with a one-line
 # message naming the variable; a node with no scheduler gives up in time;
+# `pstrain local` labels lines by role and rank;
 # the cache-sizing bench reads a config's data.
 # Usage: sh tests/cli_test.sh PSTRAIN_BIN [REPO_DIR]
 set -u
@@ -34,7 +35,9 @@ check "--help explains roles and variables" has "MS_SCHED_PORT"
 for case in "MS_ROLE=MS_BOSS|MS_ROLE is 'MS_BOSS': expected MS_SCHED, MS_PSERVER" \
             "MS_WORKER_NUM=0|MS_WORKER_NUM is '0': expected an integer from 1 to 4096" \
             "MS_SERVER_NUM=x|MS_SERVER_NUM is 'x': expected an integer" \
-            "MS_SCHED_PORT=99999|MS_SCHED_PORT is '99999': expected a port number from 1 to 65535"; do
+            "MS_SCHED_PORT=99999|MS_SCHED_PORT is '99999': expected a port number from 1 to 65535" \
+            "MS_NODE_RANK=x|MS_NODE_RANK is 'x': expected a whole number" \
+            "MS_NODE_RANK=1|MS_NODE_RANK (or --rank) is '1': expected a worker rank from 0 to 0 (MS_WORKER_NUM is 1)"; do
   override=${case%%|*}
   message=${case#*|}
   run_env "$GOOD $override"; status=$?
@@ -58,6 +61,14 @@ took=$(( $(date +%s) - start ))
 check "a worker with no scheduler exits 1 (got $status)" [ "$status" = 1 ]
 check "its message names the address" has "cannot reach the scheduler at 127.0.0.1:1"
 check "it gives up within the configured time (took $took s)" [ "$took" -le 10 ]
+
+# `pstrain local` labels each node's lines with the role and rank it joined as.
+"$BIN" local --servers 1 --workers 2 > "$OUT" 2>&1; status=$?
+check "pstrain local with no config exits 0 (got $status)" [ "$status" = 0 ]
+for node in "server 0" "worker 0" "worker 1"; do
+  check "[$node] logs that $node joined" has "\] \[$node\] \[info\] ${node% *} rank ${node#* } joined a job"
+  check "[$node] logs that $node stops" has "\] \[$node\] \[info\] ${node% *} rank ${node#* } stops"
+done
 
 # How much could a row cache save on this data? Bounds for 1%, 10% and 30%
 # caches, larger caches never worse.

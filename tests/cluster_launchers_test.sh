@@ -1,7 +1,9 @@
 #!/bin/sh
-# Tests the cluster launchers: launch/k8s/pstrain-job.yaml parses, and
-# launch/slurm/pstrain-srun.sh runs a real job on 127.0.0.1 (Slurm faked by
-# setting SLURM_PROCID/SLURM_NTASKS per process) and rejects bad setups.
+# Tests the cluster launchers: launch/k8s/pstrain-job.yaml parses and pins
+# each pod's rank to its completion index, and launch/slurm/pstrain-srun.sh
+# maps launcher ranks to roles and ranks, runs a real job on 127.0.0.1 (Slurm
+# faked by setting SLURM_PROCID/SLURM_NTASKS per process) and rejects bad
+# setups.
 # Usage: sh tests/cluster_launchers_test.sh PATH/TO/pstrain   (dash or bash)
 
 bin="${1:?usage: $0 PATH/TO/pstrain}"
@@ -23,7 +25,7 @@ trap 'exit 1' INT TERM
 # allocation) would change which rank each process takes.
 unset SLURM_PROCID SLURM_NTASKS SLURM_JOB_NODELIST SLURM_NODELIST \
   OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE PMI_RANK PMI_SIZE \
-  MS_ROLE MS_NODE_ID MS_NODE_HOST MS_CLUSTER_TOKEN MS_SERVER_NUM MS_WORKER_NUM \
+  MS_ROLE MS_NODE_ID MS_NODE_RANK MS_NODE_HOST MS_CLUSTER_TOKEN MS_SERVER_NUM MS_WORKER_NUM \
   MS_SCHED_HOST MS_SCHED_PORT PSTRAIN_NODE_PORT PSTRAIN_CONFIG
 export PSTRAIN_BIN="$bin"
 
@@ -43,13 +45,53 @@ for d in docs:
     if d["kind"] == "Job":
         for c in d["spec"]["template"]["spec"]["containers"]:
             assert c["command"] == ["pstrain"], d["metadata"]["name"]
+# Server and worker pods ask for their completion index as their rank; the
+# $(VAR) it names must be defined before it, or Kubernetes leaves it as text.
+for name, var in [("pstrain-server", "SERVER_INDEX"), ("pstrain-worker", "WORKER_INDEX")]:
+    job = [d for d in docs if d["kind"] == "Job" and d["metadata"]["name"] == name][0]
+    env = job["spec"]["template"]["spec"]["containers"][0]["env"]
+    names = [e["name"] for e in env]
+    index = env[names.index(var)]["valueFrom"]["fieldRef"]["fieldPath"]
+    assert "job-completion-index" in index, (name, index)
+    rank = env[names.index("MS_NODE_RANK")]
+    assert rank["value"] == "$(%s)" % var, (name, rank)
+    assert names.index(var) < names.index("MS_NODE_RANK"), name
+sched = [d for d in docs if d["kind"] == "Job" and d["metadata"]["name"] == "pstrain-scheduler"][0]
+sched_env = sched["spec"]["template"]["spec"]["containers"][0]["env"]
+assert "MS_NODE_RANK" not in [e["name"] for e in sched_env], "the scheduler takes no rank"
 EOF
   then pass "k8s YAML parses"; else fail "k8s YAML: $(cat "$tmp/yaml.out")"; fi
 else
   echo "skipped: no PyYAML (k8s YAML not checked)"
 fi
 
-# (b) A real job: rank 0 scheduler, rank 1 server, ranks 2-3 workers.
+# (b) Which role, rank and node id each launcher rank gets, seen by a
+# stand-in binary: 1 + 2 servers + 2 workers, under srun and under mpirun.
+fake="$tmp/fake-pstrain"
+printf '#!/bin/sh\necho "$MS_ROLE ${MS_NODE_RANK-unset} $MS_NODE_ID"\n' > "$fake"
+chmod +x "$fake"
+for launcher in SLURM_PROCID:SLURM_NTASKS OMPI_COMM_WORLD_RANK:OMPI_COMM_WORLD_SIZE; do
+  rank_var=${launcher%:*}
+  size_var=${launcher#*:}
+  for case in "0|MS_SCHED unset scheduler-0" "1|MS_PSERVER 0 server-0" "2|MS_PSERVER 1 server-1" \
+              "3|MS_WORKER 0 worker-0" "4|MS_WORKER 1 worker-1"; do
+    rank=${case%%|*}
+    want=${case#*|}
+    # A stray MS_NODE_RANK from the caller is replaced (or, for the scheduler, dropped).
+    got=$(env "$rank_var=$rank" "$size_var=5" MS_SERVER_NUM=2 MS_SCHED_HOST=127.0.0.1 \
+      MS_NODE_RANK=9 PSTRAIN_BIN="$fake" sh "$wrapper" 2> /dev/null)
+    if [ "$got" = "$want" ]; then pass "$rank_var=$rank runs as '$want'"
+    else fail "$rank_var=$rank runs as '$got', expected '$want'"
+    fi
+  done
+done
+got=$(SLURM_PROCID=3 SLURM_NTASKS=5 MS_SERVER_NUM=2 MS_SCHED_HOST=127.0.0.1 MS_NODE_ID=job \
+  PSTRAIN_BIN="$fake" sh "$wrapper" 2> /dev/null)
+if [ "$got" = "MS_WORKER 0 job-worker-0" ]; then pass "a given MS_NODE_ID becomes a prefix"
+else fail "with MS_NODE_ID=job, SLURM_PROCID=3 runs as '$got'"
+fi
+
+# (c) A real job: rank 0 scheduler, rank 1 server, ranks 2-3 workers.
 port=$((20000 + $$ % 30000))
 pids=""
 for rank in 0 1 2 3; do
@@ -67,10 +109,19 @@ for pid in $pids; do
   rank=$((rank + 1))
 done
 sched_log="$tmp/rank0.log"
-if grep -q "The server node id:server-1,.*assign rank id:0" "$sched_log"; then
-  pass "scheduler gives server-1 rank 0"
-else fail "no 'assign rank id:0' for server-1 in the scheduler's log:"; cat "$sched_log"
+if grep -q "The server node id:server-0,.*assign rank id:0" "$sched_log"; then
+  pass "scheduler gives server-0 rank 0"
+else fail "no 'assign rank id:0' for server-0 in the scheduler's log:"; cat "$sched_log"
 fi
+# Each node's lines, once it has joined, carry the role and rank it joined as.
+for rank in 2 3; do
+  joined=$(sed -n 's/.* \[\(worker [0-9]*\)\] \[info\] worker rank \([0-9]*\) joined a job.*/\1=worker \2/p' \
+    "$tmp/rank$rank.log")
+  if [ -n "$joined" ] && [ "${joined%=*}" = "${joined#*=}" ]; then
+    pass "launcher rank $rank labels its lines [${joined%=*}]"
+  else fail "launcher rank $rank: no '[worker N] ... worker rank N joined' line:"; cat "$tmp/rank$rank.log"
+  fi
+done
 if grep -q "Start the scheduler node is successful!" "$sched_log"; then
   pass "scheduler starts the job"
 else fail "no 'Start the scheduler node is successful!' in the scheduler's log"
@@ -87,7 +138,7 @@ expect_usage_error() {
   pass "$name: exit 2 naming $*"
 }
 
-# (c) Bad setups are refused before pstrain starts.
+# (d) Bad setups are refused before pstrain starts.
 SLURM_PROCID=0 SLURM_NTASKS=5 MS_SERVER_NUM=1 MS_WORKER_NUM=2 MS_SCHED_HOST=127.0.0.1 \
   $guard sh "$wrapper" > "$tmp/err.log" 2>&1
 status=$?

@@ -1,7 +1,9 @@
 #!/bin/sh
 # End-to-end: launch/Scheduler.sh, Server.sh and Worker.sh start a job of 2
 # servers and 2 workers on 127.0.0.1; every process must exit 0 and the logs
-# must carry the lines users grep for. Usage: sh tests/launch_test.sh PSTRAIN_BIN
+# must carry the lines users grep for. First, with a stand-in binary, what
+# each process is given: its rank to ask for and its node id.
+# Usage: sh tests/launch_test.sh PSTRAIN_BIN
 set -u
 BIN="$1"
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,6 +25,42 @@ wait_exit() {
   while [ ! -s "$WORK/$1.exit" ] && [ "$n" -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
   cat "$WORK/$1.exit" 2>/dev/null || echo "none"
 }
+
+# wait_exit_in DIR NAME: as wait_exit, for the stand-in's runs in DIR.
+wait_exit_in() {
+  n=0
+  while [ ! -s "$1/$2.exit" ] && [ "$n" -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+  cat "$1/$2.exit" 2>/dev/null || echo "none"
+}
+
+# The stand-in prints what the scripts gave it. A shared MS_NODE_ID must give
+# a server and a worker different ids (it once gave both <id>-0, and the
+# scheduler refused the worker), and MS_NODE_RANK must follow the log name.
+FAKE="$WORK/fake"
+mkdir "$FAKE"
+printf '#!/bin/sh\necho "role=$MS_ROLE rank=${MS_NODE_RANK-unset} id=${MS_NODE_ID-unset}"\n' \
+  > "$FAKE/pstrain"
+chmod +x "$FAKE/pstrain"
+(
+  export PSTRAIN_BIN="$FAKE/pstrain" PSTRAIN_LOG_DIR="$FAKE" MS_NODE_ID=job MS_SCHED_PORT=1
+  MS_NODE_RANK=7 sh "$REPO/launch/Scheduler.sh"  # one left in the user's shell
+  sh "$REPO/launch/Server.sh"
+  sh "$REPO/launch/Worker.sh"
+  PSTRAIN_FIRST_INDEX=2 PSTRAIN_LOCAL_WORKERS=1 sh "$REPO/launch/Worker.sh"
+) > /dev/null
+for name in scheduler server_0 server_1 worker_0 worker_1 worker_2; do wait_exit_in "$FAKE" "$name" > /dev/null; done
+expect_given() {  # NAME LINE: NAME.log is exactly LINE
+  check "$1 is given '$2' (got '$(cat "$FAKE/$1.log" 2>/dev/null)')" [ "$(cat "$FAKE/$1.log" 2>/dev/null)" = "$2" ]
+}
+expect_given scheduler "role=MS_SCHED rank=unset id=job"
+expect_given server_0 "role=MS_PSERVER rank=0 id=job-server-0"
+expect_given server_1 "role=MS_PSERVER rank=1 id=job-server-1"
+expect_given worker_0 "role=MS_WORKER rank=0 id=job-worker-0"
+expect_given worker_1 "role=MS_WORKER rank=1 id=job-worker-1"
+expect_given worker_2 "role=MS_WORKER rank=2 id=job-worker-2"
+
+# The real job, with a shared MS_NODE_ID as a user may export.
+export MS_NODE_ID=launch-test
 
 # A port that another test may hold: retry the scheduler on another one.
 attempt=0
@@ -55,9 +93,23 @@ for role in server worker; do
   done
 done
 check "scheduler says it started" [ "$(grep -c 'Start the scheduler node is successful!$' "$log")" = 1 ]
+for role in server worker; do
+  for i in 0 1; do
+    check "scheduler registers $MS_NODE_ID-$role-$i as a $role" \
+      grep -q "The $role node id:$MS_NODE_ID-$role-$i," "$log"
+  done
+done
 for name in server_0 server_1 worker_0 worker_1; do
   check "$name registered" grep -q "registered with the scheduler at 127.0.0.1:$MS_SCHED_PORT" "$WORK/$name.log"
   check "$name stopped cleanly" grep -q "stops: the job is over" "$WORK/$name.log"
+  # Once it has joined, each line names role and rank: the rank it joined as.
+  role=${name%_*}
+  rank=$(sed -n "s/.* $role rank \([0-9]*\) joined a job.*/\1/p" "$WORK/$name.log")
+  check "$name says which rank it joined as" [ -n "$rank" ]
+  check "$name labels its lines [$role $rank] from then on" \
+    awk -v label="] [$role $rank] [" '/ joined a job / { on = 1 } on && index($0, label) == 0 { bad = 1 }
+      END { exit !(on && !bad) }' "$WORK/$name.log"
+  check "$name is labelled [$role] before it joins" grep -q "] \[$role\] \[" "$WORK/$name.log"
 done
 
 if [ "$failed" -gt 0 ]; then

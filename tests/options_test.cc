@@ -117,6 +117,54 @@ TEST_CASE("flags override the environment and are named in errors") {
   CHECK(ErrorOf(Valid(), {"stray"}).find("unexpected argument 'stray'") == 0);
 }
 
+TEST_CASE("a requested rank comes from MS_NODE_RANK or --rank, else the scheduler picks") {
+  auto unset = ParseNodeOptions({}, Lookup(Valid()));
+  REQUIRE(unset.ok());
+  CHECK(unset->requested_rank == -1);
+
+  Env env = Valid();  // 3 workers
+  env["MS_NODE_RANK"] = "2";
+  auto from_env = ParseNodeOptions({}, Lookup(env));
+  REQUIRE(from_env.ok());
+  CHECK(from_env->requested_rank == 2);
+
+  auto from_flag = ParseNodeOptions({"--rank", "0"}, Lookup(env));
+  REQUIRE(from_flag.ok());
+  CHECK(from_flag->requested_rank == 0);
+
+  env["MS_ROLE"] = "MS_PSERVER";  // 2 servers
+  env["MS_NODE_RANK"] = "1";
+  auto server = ParseNodeOptions({}, Lookup(env));
+  REQUIRE(server.ok());
+  CHECK(server->requested_rank == 1);
+}
+
+TEST_CASE("a requested rank outside the role's count names the variable and the range") {
+  Env env = Valid();  // 2 servers, 3 workers
+  env["MS_NODE_RANK"] = "3";
+  CHECK(ErrorOf(env) ==
+        "MS_NODE_RANK (or --rank) is '3': expected a worker rank from 0 to 2 (MS_WORKER_NUM is 3)");
+  env["MS_ROLE"] = "MS_PSERVER";
+  env["MS_NODE_RANK"] = "2";
+  CHECK(ErrorOf(env) ==
+        "MS_NODE_RANK (or --rank) is '2': expected a server rank from 0 to 1 (MS_SERVER_NUM is 2)");
+  // The flag's count is the one checked against.
+  CHECK(ErrorOf(env, {"--servers", "1", "--rank", "1"}).find("from 0 to 0 (MS_SERVER_NUM is 1)") !=
+        std::string::npos);
+  env["MS_ROLE"] = "MS_SCHED";
+  env["MS_NODE_RANK"] = "0";
+  CHECK(ErrorOf(env).find("the scheduler takes no rank") != std::string::npos);
+
+  for (const char* bad : {"", "one", "-1", "1.5", "4096", "2x"}) {
+    CAPTURE(bad);
+    Env malformed = Valid();
+    malformed["MS_NODE_RANK"] = bad;
+    CHECK(ErrorOf(malformed) ==
+          std::string("MS_NODE_RANK is '") + bad + "': expected a whole number from 0 to 4095");
+    CHECK(ErrorOf(Valid(), {"--rank", bad}).find(std::string("--rank is '") + bad + "'") == 0);
+  }
+}
+
 TEST_CASE("heartbeat timeout must leave room for missed beats") {
   Env env = Valid();
   env["PSTRAIN_HEARTBEAT_INTERVAL"] = "2";

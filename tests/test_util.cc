@@ -43,7 +43,7 @@ Logger CaptureLogger(const std::string& name, std::shared_ptr<CaptureSink> sink)
   std::vector<spdlog::sink_ptr> sinks{sink};
   if (std::getenv("PSTRAIN_TEST_VERBOSE") != nullptr)
     sinks.push_back(std::make_shared<spdlog::sinks::stderr_sink_mt>());
-  auto logger = std::make_shared<spdlog::logger>(name, sinks.begin(), sinks.end());
+  Logger logger = MakeLoggerWithSinks(name, std::move(sinks));
   logger->set_level(spdlog::level::debug);
   return logger;
 }

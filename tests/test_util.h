@@ -40,8 +40,8 @@ class CaptureSink : public spdlog::sinks::base_sink<std::mutex> {
   std::vector<std::string> lines_;  // GUARDED_BY(lines_mutex_)
 };
 
-// A logger named `name` that writes to `sink` (and not to the terminal unless
-// PSTRAIN_TEST_VERBOSE is set).
+// A logger labelled `name` (SetLogLabel relabels it) that writes to `sink`
+// (and not to the terminal unless PSTRAIN_TEST_VERBOSE is set).
 Logger CaptureLogger(const std::string& name, std::shared_ptr<CaptureSink> sink);
 
 // A test suite whose cases need something this machine may lack (a GPU, a

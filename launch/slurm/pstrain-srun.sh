@@ -4,7 +4,9 @@
 #   srun -n N sh launch/slurm/pstrain-srun.sh [pstrain flags]
 #   mpirun -np N sh launch/slurm/pstrain-srun.sh [pstrain flags]
 # Rank 0 is the scheduler, ranks 1..MS_SERVER_NUM the servers, the rest the
-# workers, so N must be 1 + MS_SERVER_NUM + MS_WORKER_NUM.
+# workers, so N must be 1 + MS_SERVER_NUM + MS_WORKER_NUM. Each server and
+# worker asks for its place in its role as its rank (MS_NODE_RANK): launcher
+# rank 1 is server rank 0, launcher rank 1 + MS_SERVER_NUM worker rank 0.
 # MS_SERVER_NUM defaults to 1 and MS_WORKER_NUM to N - 1 - MS_SERVER_NUM.
 # MS_SCHED_HOST defaults to the allocation's first host, where rank 0 runs
 # with Slurm's usual task layout; MS_SCHED_PORT defaults to 8081 (give each
@@ -62,20 +64,23 @@ fi
 export MS_SCHED_HOST
 export MS_SCHED_PORT="${MS_SCHED_PORT:-8081}"
 
-if [ "$rank" -eq 0 ]; then role=MS_SCHED word=scheduler
-elif [ "$rank" -le "$servers" ]; then role=MS_PSERVER word=server
-else role=MS_WORKER word=worker
+# The mapping is done here, once, rather than in pstrain, which reads no
+# launcher's variables: pstrain only sees MS_ROLE and MS_NODE_RANK.
+if [ "$rank" -eq 0 ]; then role=MS_SCHED word=scheduler index=0
+elif [ "$rank" -le "$servers" ]; then role=MS_PSERVER word=server index=$((rank - 1))
+else role=MS_WORKER word=worker index=$((rank - 1 - servers))
 fi
 export MS_ROLE="$role"
-# A stable id per rank, so a rank the resource manager restarts gets its old
-# rank back from the scheduler. A given MS_NODE_ID is shared by every rank,
-# so it becomes a prefix (as in launch/common.sh).
-export MS_NODE_ID="${MS_NODE_ID:+$MS_NODE_ID-}$word-$rank"
+if [ "$role" = MS_SCHED ]; then unset MS_NODE_RANK; else export MS_NODE_RANK="$index"; fi
+# A stable id per process, so a process the resource manager restarts gets its
+# old rank back from the scheduler. A given MS_NODE_ID is shared by every
+# process, so it becomes a prefix (as in launch/common.sh).
+export MS_NODE_ID="${MS_NODE_ID:+$MS_NODE_ID-}$word-$index"
 
 # The binary, found as launch/common.sh finds it.
 REPO_DIR=$(cd "$(dirname "$0")/../.." && pwd)
 . "$REPO_DIR/launch/find_binary.sh"
 
-echo "$me: rank $rank of $size is $role (node id $MS_NODE_ID), scheduler $MS_SCHED_HOST:$MS_SCHED_PORT" >&2
+echo "$me: $rank_var $rank of $size is $word${MS_NODE_RANK:+ $MS_NODE_RANK} (node id $MS_NODE_ID), scheduler $MS_SCHED_HOST:$MS_SCHED_PORT" >&2
 # exec, so that srun/mpirun see pstrain's own exit status and signals.
 exec "$PSTRAIN_BIN" "$@"

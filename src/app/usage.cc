@@ -33,6 +33,9 @@ Environment (a flag of the same meaning overrides the variable):
   MS_SCHED_PORT    --sched-port      port of the scheduler (1..65535)
   MS_NODE_ID       --node-id         stable identity: a node that comes back with the
                                      same id gets its old rank (default: a random id)
+  MS_NODE_RANK     --rank            the rank to ask for (a server's below MS_SERVER_NUM,
+                                     a worker's below MS_WORKER_NUM); a rank another node
+                                     holds is refused (default: the scheduler picks)
   MS_NODE_HOST     --node-host       address this node advertises to its peers
                                      (default: the address it reaches the scheduler from)
   MS_CLUSTER_TOKEN --token           shared secret; a node with another token is refused

@@ -160,6 +160,23 @@ Status CheckHeartbeat(const ClusterOptions& c) {
   return Status::OK();
 }
 
+// MS_NODE_RANK's range depends on the role and the job shape, which are only
+// known once every setting is read.
+Status CheckRequestedRank(const NodeOptions& o) {
+  if (o.requested_rank < 0) return Status::OK();
+  if (o.role == Role::kScheduler)
+    return InvalidArgument(
+        fmt::format("MS_NODE_RANK (or --rank) is '{}': the scheduler takes no rank; leave it unset",
+                    o.requested_rank));
+  const bool server = o.role == Role::kServer;
+  const int count = server ? o.cluster.server_num : o.cluster.worker_num;
+  if (o.requested_rank < count) return Status::OK();
+  return InvalidArgument(
+      fmt::format("MS_NODE_RANK (or --rank) is '{}': expected a {} rank from 0 to {} ({} is {})",
+                  o.requested_rank, RoleName(o.role), count - 1,
+                  server ? "MS_SERVER_NUM" : "MS_WORKER_NUM", count));
+}
+
 }  // namespace
 
 const char* RoleName(Role role) {
@@ -206,9 +223,12 @@ StatusOr<NodeOptions> ParseNodeOptions(const std::vector<std::string>& args, con
   settings.push_back(
       TextSetting("node-host", "MS_NODE_HOST", false, "a host name or IP address", &o.node_host));
   settings.push_back(PortSetting("node-port", "PSTRAIN_NODE_PORT", false, 0, &o.node_port));
+  settings.push_back(IntSetting("rank", "MS_NODE_RANK", false, 0, 4095,
+                                "a whole number from 0 to 4095", &o.requested_rank));
   settings.push_back(TextSetting("config", "PSTRAIN_CONFIG", false, "a file path", &o.config_path));
   PSTRAIN_RETURN_IF_ERROR(ApplySettings(args, env, settings));
   PSTRAIN_RETURN_IF_ERROR(CheckHeartbeat(c));
+  PSTRAIN_RETURN_IF_ERROR(CheckRequestedRank(o));
   if (o.node_id.empty()) o.node_id = MakeNodeId();
   return o;
 }

@@ -1,7 +1,8 @@
 // Node options: what a pstrain process is told by its environment and flags.
 //
 // The MindSpore variables (MS_ROLE, MS_SERVER_NUM, MS_WORKER_NUM,
-// MS_SCHED_HOST, MS_SCHED_PORT, MS_NODE_ID, MS_NODE_HOST, MS_CLUSTER_TOKEN)
+// MS_SCHED_HOST, MS_SCHED_PORT, MS_NODE_ID, MS_NODE_HOST, MS_CLUSTER_TOKEN),
+// MS_NODE_RANK
 // and pstrain's own PSTRAIN_* tuning variables are read here and nowhere else;
 // a command-line flag overrides the variable of the same meaning. Every value
 // is validated once; an error names the variable (or flag) and what it
@@ -46,10 +47,13 @@ struct ClusterOptions {
 struct NodeOptions {
   Role role = Role::kWorker;
   ClusterOptions cluster;
-  std::string node_id;      // empty: a fresh random id is made at start-up
-  std::string node_host;    // empty: the address used to reach the scheduler
-  uint16_t node_port = 0;   // 0: any free port
-  int requested_rank = -1;  // MS_NODE_RANK; -1: the scheduler picks
+  std::string node_id;     // empty: a fresh random id is made at start-up
+  std::string node_host;   // empty: the address used to reach the scheduler
+  uint16_t node_port = 0;  // 0: any free port
+  // The rank this node asks the scheduler for (MS_NODE_RANK, --rank), below
+  // the role's count; -1: the scheduler picks. Launchers set it from their
+  // own index of the process, so log files and labels follow ranks.
+  int requested_rank = -1;
   std::string config_path;
 };
 
