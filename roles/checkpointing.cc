@@ -74,9 +74,10 @@ Status SaveCheckpoint(WorkerContext& ctx, int64_t step, const WorkerPlace* place
   return Status::OK();
 }
 
-StatusOr<CheckpointRef> ResumeCheckpoint(const Config& config, const Logger& log) {
+StatusOr<CheckpointRef> ResumeCheckpoint(const Config& config, const Logger& log,
+                                         bool rolled_back) {
   const CheckpointRef none{0, "", {}};
-  if (!config.train.checkpoint || !config.train.checkpoint->resume) return none;
+  if (!config.train.checkpoint || !(config.train.checkpoint->resume || rolled_back)) return none;
   auto newest = FindNewestCheckpoint(config.train.checkpoint->dir);
   if (!newest.ok()) {
     if (newest.status().code() == StatusCode::kNotFound) return none;

@@ -36,7 +36,11 @@ Status SaveCheckpoint(WorkerContext& context, int64_t step, const WorkerPlace* p
 // The checkpoint a job starts from: the newest complete one when
 // train.checkpoint.resume is set (and one exists), else step 0 with no
 // directory.
-StatusOr<CheckpointRef> ResumeCheckpoint(const Config& config, const Logger& log);
+// `rolled_back`: the job was paused and resumed (generation > 0): every node
+// resumes, whatever train.checkpoint.resume says, or a replacement would
+// start from scratch among nodes that did not.
+StatusOr<CheckpointRef> ResumeCheckpoint(const Config& config, const Logger& log,
+                                         bool rolled_back = false);
 // Its step.
 StatusOr<int64_t> ResumeStep(const Config& config, const Logger& log);
 

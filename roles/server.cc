@@ -205,7 +205,10 @@ void Server::Save(int64_t step, PsShard::Reply reply) {
 }
 
 Status Server::RestoreNewestCheckpoint() {
-  if (!config_.train.checkpoint || !config_.train.checkpoint->resume) return Status::OK();
+  // After a rollback every node resumes (see ResumeCheckpoint).
+  const bool rolled_back = node_.cluster().generation() > 0;
+  if (!config_.train.checkpoint || !(config_.train.checkpoint->resume || rolled_back))
+    return Status::OK();
   const std::string& dir = config_.train.checkpoint->dir;
   std::vector<std::string> skipped;
   auto newest = FindNewestCheckpoint(dir, &skipped);

@@ -307,7 +307,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
                     data->size(), ctx.rank, batch_size, ctx.workers));
   const int64_t total =
       config_.train.steps > 0 ? config_.train.steps : config_.train.epochs * steps_per_epoch;
-  auto resume = ResumeCheckpoint(config_, ctx.log);
+  auto resume = ResumeCheckpoint(config_, ctx.log, ctx.cluster->generation() > 0);
   if (!resume.ok()) return resume.status();
   const int64_t start_step = resume->step;
   // Where this worker's data and random draws continue: its place as the
