@@ -26,6 +26,7 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
+[ -n "${CHAOS_KEEP:-}" ] && trap - EXIT
 echo "chaos_test: $SCENARIO, $KILLS kills, seed $SEED, in $WORK"
 
 fail() {
@@ -177,6 +178,9 @@ echo "clean run: done"
 
 run_job chaos 1
 sched_log="$WORK/chaos-scheduler.log"
+# A node killed before the job starts loses nothing: the first kill waits
+# for training to begin.
+wait_for_count "worker 0 trains" "$WORK/chaos-worker_0.log" 1 || fail "chaos: training never began"
 k=0
 while [ "$k" -lt "$KILLS" ]; do
   k=$((k + 1))
