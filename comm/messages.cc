@@ -69,7 +69,8 @@ struct BodyEncoder {
   }
   Out operator()(const Done&) { return {w::Body_Done, w::CreateDone(b).Union()}; }
   Out operator()(const Shutdown& m) {
-    return {w::Body_Shutdown, w::CreateShutdown(b, b.CreateString(m.reason), m.failed).Union()};
+    return {w::Body_Shutdown,
+            w::CreateShutdown(b, b.CreateString(m.reason), m.failed, m.stopped).Union()};
   }
   Out operator()(const Pause& m) {
     return {w::Body_Pause, w::CreatePause(b, b.CreateString(m.reason), m.generation).Union()};
@@ -228,7 +229,8 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h) {
     case w::Body_Shutdown: {
       auto reason = Text(h->body_as_Shutdown()->reason(), "reason", false);
       if (!reason.ok()) return reason.status();
-      return MessageBody(Shutdown{*reason, h->body_as_Shutdown()->failed()});
+      return MessageBody(
+          Shutdown{*reason, h->body_as_Shutdown()->failed(), h->body_as_Shutdown()->stopped()});
     }
     case w::Body_Pause: {
       auto reason = Text(h->body_as_Pause()->reason(), "reason", false);

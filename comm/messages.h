@@ -61,7 +61,8 @@ struct RingChunk {
 struct Done {};
 struct Shutdown {
   std::string reason;
-  bool failed = false;  // the job was ended: the node exits 1
+  bool failed = false;   // the job was ended: the node exits 1
+  bool stopped = false;  // stopped on request before its end (SIGTERM)
 };
 // The job lost a node: drop everything, register again, resume from the
 // newest complete checkpoint.

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
+
 namespace pstrain {
 namespace {
 
@@ -154,9 +157,13 @@ void ClusterClient::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
     if (shutdown->failed) {
       log_->error("the scheduler ended the job: {}", shutdown->reason);
       SetVerdict(Aborted(fmt::format("the scheduler ended the job: {}", shutdown->reason)));
+    } else if (shutdown->stopped) {
+      SetVerdict(Cancelled(shutdown->reason));
     } else {
       SetVerdict(Status::OK());
     }
+  } else if (auto* stop = std::get_if<Stop>(&in.message.body)) {
+    OnStop(conn, id, *stop);
   } else if (auto* pause = std::get_if<Pause>(&in.message.body)) {
     conn->Reply(id, Ack{});
     log_->warn(
@@ -174,6 +181,7 @@ void ClusterClient::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
 void ClusterClient::SetVerdict(const Status& verdict) {
   if (verdict_.IsSet()) return;
   verdict_.Set(verdict);
+  ReleaseHold();
   heartbeat_timer_.Stop();
   retry_timer_.Stop();
   FlushWaitingCalls(verdict.ok() ? Aborted("the job is over") : verdict);
@@ -280,6 +288,49 @@ void ClusterClient::ReportFailure(const Status& why) {
                      [sent](StatusOr<Incoming> reply) { sent.Set(reply.status()); });
   });
   if (posted) sent.WaitFor(std::chrono::milliseconds(Millis(options_.cluster.heartbeat_timeout_s)));
+}
+
+void ClusterClient::RequestStop(const std::string& why) {
+  CallWhenConnected(StopRequest{why}, [this](StatusOr<Incoming> reply) {
+    if (!reply.ok()) log_->warn("asking the scheduler to stop: {}", reply.status().message());
+  });
+}
+
+// 10. The scheduler asks each worker how far it is (at_step -1) and holds it
+// at its next step boundary, then tells every worker the step to stop at.
+void ClusterClient::OnStop(const Connection::Ptr& conn, uint64_t id, const Stop& stop) {
+  std::lock_guard<std::mutex> lock(stop_mutex_);
+  if (stop.at_step < 0) {
+    hold_ = true;
+    conn->Reply(id, StopReply{steps_started_});
+    return;
+  }
+  stop_at_ = stop.at_step;
+  hold_ = false;
+  stop_changed_.notify_all();
+  log_->info("the job stops after step {}: {}", stop.at_step, stop.reason);
+  conn->Reply(id, Ack{});
+}
+
+void ClusterClient::ReleaseHold() {
+  std::lock_guard<std::mutex> lock(stop_mutex_);
+  hold_ = false;
+  stop_changed_.notify_all();
+}
+
+bool ClusterClient::BeginStep(int64_t step) {
+  std::unique_lock<std::mutex> lock(stop_mutex_);
+  const auto limit = std::chrono::milliseconds(2 * Millis(options_.cluster.heartbeat_timeout_s));
+  if (!stop_changed_.wait_for(lock, limit, [this] { return !hold_; })) {
+    log_->warn(
+        "the scheduler asked where this worker is but named no step to stop at within {} "
+        "ms; going on",
+        limit.count());
+    hold_ = false;
+  }
+  if (stop_at_ >= 0 && step >= stop_at_) return false;
+  steps_started_ = std::max(steps_started_, step + 1);
+  return true;
 }
 
 Status ClusterClient::WaitForShutdown() { return verdict_.Wait(); }

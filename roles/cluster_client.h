@@ -18,7 +18,9 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -62,6 +64,15 @@ class ClusterClient {
   // The scheduler paused the job: this node must roll back.
   bool paused() const { return paused_.load(); }
 
+  // Stopping on request (SIGTERM, SIGINT; roles/scheduler.h step 10).
+  // Asks the scheduler to stop the job cleanly. Loop thread.
+  void RequestStop(const std::string& why);
+  // Workers, before step `step` (0-based): false when the job stops before
+  // it. While the scheduler settles on the step every worker stops at, this
+  // holds the caller at the step boundary (bounded by twice the heartbeat
+  // timeout), so that no worker runs past it.
+  bool BeginStep(int64_t step);
+
   int rank() const { return rank_; }  // valid after Join
   int64_t generation() const { return generation_.load(); }
 
@@ -101,6 +112,15 @@ class ClusterClient {
   bool rejoining_ = false;
   bool done_reported_ = false;  // re-sent after a rejoin
   std::vector<std::pair<MessageBody, Connection::ReplyCallback>> waiting_calls_;
+
+  // The stop gate (BeginStep), shared by the loop and the training thread.
+  std::mutex stop_mutex_;
+  std::condition_variable stop_changed_;
+  int64_t steps_started_ = 0;  // GUARDED_BY(stop_mutex_)
+  int64_t stop_at_ = -1;       // GUARDED_BY(stop_mutex_): stop before this step
+  bool hold_ = false;          // GUARDED_BY(stop_mutex_): asked, answer pending
+  void OnStop(const Connection::Ptr& conn, uint64_t id, const Stop& stop);
+  void ReleaseHold();
 
   Completion<StatusOr<Topology>> joined_;
   Completion<Status> verdict_;

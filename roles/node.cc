@@ -19,6 +19,16 @@ Node::~Node() {
 
 StatusOr<Topology> Node::Start(RequestHandler on_peer_request, CloseHandler on_peer_closed) {
   PSTRAIN_RETURN_IF_ERROR(loop_.Start());
+  loop_.Post([this] {
+    signals_.Watch([this](const char* name) {
+      log_->warn(
+          "{} received: stopping the job cleanly at a step every worker reaches (with a "
+          "checkpoint when train.checkpoint is set); send it again to exit at once",
+          name);
+      cluster_.RequestStop(
+          fmt::format("{} to {} node id:{}", name, RoleName(options_.role), options_.node_id));
+    });
+  });
   // Peers reach us on every interface; MS_NODE_HOST only picks the address
   // advertised to them.
   auto port = loop_.Call<StatusOr<uint16_t>>(

@@ -7,6 +7,7 @@
 
 #include "comm/event_loop.h"
 #include "comm/listener.h"
+#include "comm/signal_watcher.h"
 #include "roles/cluster_client.h"
 #include "src/common/logging.h"
 #include "src/common/options.h"
@@ -47,6 +48,7 @@ class Node {
   EventLoop loop_;
   Listener listener_;
   ClusterClient cluster_;
+  SignalWatcher signals_{&loop_};  // SIGTERM / SIGINT: ask the scheduler to stop the job
 };
 
 }  // namespace pstrain

@@ -30,6 +30,10 @@ StatusOr<uint16_t> Scheduler::Start() {
         auto port = listener_.Listen(options_.sched_host, options_.sched_port,
                                      [this](Connection::Ptr c) { OnAccept(std::move(c)); });
         if (!port.ok()) return port.status();
+        signals_.Watch([this](const char* name) {
+          log_->warn("{} received: stopping the job cleanly (send it again to exit at once)", name);
+          BeginStop(fmt::format("{} to the scheduler", name));
+        });
         heartbeat_timer_.RunEvery(Millis(options_.heartbeat_interval_s),
                                   [this] { CheckHeartbeats(); });
         register_timer_.RunOnce(Millis(options_.register_timeout_s), [this] {
@@ -105,6 +109,9 @@ void Scheduler::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
     HandleBarrier(conn, id, *node, *barrier);
   } else if (std::holds_alternative<Done>(in.message.body)) {
     HandleDone(conn, id, *node);
+  } else if (auto* stop = std::get_if<StopRequest>(&in.message.body)) {
+    conn->Reply(id, Ack{});
+    BeginStop(stop->reason);
   } else if (auto* failed = std::get_if<NodeFailed>(&in.message.body)) {
     conn->Reply(id, Ack{});
     AbortOnLoop(Aborted(fmt::format("{} failed: {}", Describe(*node), failed->reason)));
@@ -337,7 +344,10 @@ void Scheduler::BeginShutdown() {
         continue;
       }
       std::string node_id = n.info.node_id;
-      conn->Call(Shutdown{"all workers finished"}, [this, node_id](StatusOr<Incoming>) {
+      Shutdown shutdown{"all workers finished"};
+      if (!stop_reason_.empty())
+        shutdown = Shutdown{"stopped on request: " + stop_reason_, false, true};
+      conn->Call(shutdown, [this, node_id](StatusOr<Incoming>) {
         auto it = rank_of_.find(node_id);
         if (it != rank_of_.end()) NodesOf(it->second.first)[it->second.second].shut_down = true;
         MaybeFinish();
@@ -358,7 +368,56 @@ void Scheduler::MaybeFinish() {
   for (auto* nodes : {&servers_, &workers_})
     for (const NodeEntry& n : *nodes)
       if (!n.shut_down) return;
-  Finish(Status::OK());
+  Finish(stop_reason_.empty() ? Status::OK() : Cancelled("stopped on request: " + stop_reason_));
+}
+
+// 10. Ask every worker where it is, then stop all after the furthest.
+void Scheduler::BeginStop(const std::string& why) {
+  if (shutting_down_ || !stop_reason_.empty()) return;
+  stop_reason_ = why;
+  if (!topology_sent_ || paused_) {
+    log_->warn("stopping on request ({}) before the job runs: ending it now", why);
+    shutting_down_ = true;
+    auto left = std::make_shared<CountDown>(AllNodes().size() + 1, [this](const Status&) {
+      Finish(Cancelled("stopped on request: " + stop_reason_));
+    });
+    for (NodeEntry* n : AllNodes()) {
+      auto conn = n->conn.lock();
+      if (!conn || conn->closed()) {
+        left->Report(Status::OK());
+        continue;
+      }
+      conn->Call(Shutdown{"stopped on request: " + why, false, true},
+                 [left](StatusOr<Incoming>) { left->Report(Status::OK()); });
+    }
+    left->Report(Status::OK());
+    return;
+  }
+  log_->warn("stopping on request ({}): asking the workers how far they are", why);
+  auto furthest = std::make_shared<int64_t>(0);
+  auto asked = std::make_shared<CountDown>(workers_.size(), [this, furthest](const Status& st) {
+    if (!st.ok()) return AbortOnLoop(st.WithContext("stopping on request"));
+    StopAt(*furthest);
+  });
+  for (NodeEntry& w : workers_) {
+    auto conn = w.conn.lock();
+    if (!conn) {
+      asked->Report(Unavailable(Describe(w) + " is not connected"));
+      continue;
+    }
+    conn->Call(Stop{why, -1}, [asked, furthest](StatusOr<Incoming> reply) {
+      if (!reply.ok()) return asked->Report(reply.status());
+      if (auto* at = std::get_if<StopReply>(&reply->message.body))
+        *furthest = std::max(*furthest, at->step);
+      asked->Report(Status::OK());
+    });
+  }
+}
+
+void Scheduler::StopAt(int64_t step) {
+  log_->info("every worker stops after step {}", step);
+  for (NodeEntry& w : workers_)
+    if (auto conn = w.conn.lock()) conn->Call(Stop{stop_reason_, step}, [](StatusOr<Incoming>) {});
 }
 
 void Scheduler::Finish(Status status) {
@@ -417,7 +476,7 @@ void Scheduler::LoseNode(NodeEntry& node, const std::string& why) {
       fmt::format("lost the {} rank {} (node id {}): {}", RoleName(node.info.role), node.info.rank,
                   node.info.node_id, why);
   if (!topology_sent_) return;  // before the job starts nothing is lost: wait for it
-  if (recovery_wait_s_ <= 0)
+  if (recovery_wait_s_ <= 0 || !stop_reason_.empty())
     return AbortOnLoop(Aborted(fmt::format(
         "{}; the job cannot recover (recovery needs train.checkpoint, and train.recovery.wait_s "
         "above 0)",

@@ -37,6 +37,13 @@
 //   8. Each worker sends Done when its work is over. When all have, every
 //      node gets Shutdown; once each has acknowledged (or gone away, or the
 //      heartbeat timeout passed), the job is over.
+//  10. Stopping on request: SIGTERM or SIGINT to any node (StopRequest) or
+//      to the scheduler. Each worker is asked its step (Stop -1; it holds at
+//      its next step boundary), then told to stop after the largest
+//      (Stop N): every worker reaches it, the chief writes a checkpoint
+//      when configured, all report Done and get Shutdown(stopped). Every
+//      process exits 3. Before the job starts, or while it is paused, the
+//      job ends at once the same way.
 //   9. A restarted scheduler (same host and port) is re-joined by the
 //      running nodes: RegisterRequest with rejoin, their rank and generation.
 //      Once every rank is back the Topology goes out again and the job goes
@@ -53,6 +60,7 @@
 #include "comm/connection.h"
 #include "comm/event_loop.h"
 #include "comm/listener.h"
+#include "comm/signal_watcher.h"
 #include "comm/timer.h"
 #include "src/common/logging.h"
 #include "src/common/options.h"
@@ -109,6 +117,8 @@ class Scheduler {
   // 4-5: a node is gone; pause (recovery) or end the job.
   void LoseNode(NodeEntry& node, const std::string& why);
   void BeginPause(const std::string& why);
+  void BeginStop(const std::string& why);
+  void StopAt(int64_t step);
   void MaybeResume();
   std::string MissingRanks() const;
   void BeginShutdown();
@@ -130,6 +140,7 @@ class Scheduler {
   Timer heartbeat_timer_{&loop_};
   Timer shutdown_timer_{&loop_};
   Timer register_timer_{&loop_};  // registration deadline, then the pause's
+  SignalWatcher signals_{&loop_};
   Completion<Status> finished_;
 
   // Loop-thread state.
@@ -143,6 +154,7 @@ class Scheduler {
   bool topology_sent_ = false;
   bool paused_ = false;
   bool shutting_down_ = false;
+  std::string stop_reason_;  // non-empty: stopping on request (10)
 };
 
 }  // namespace pstrain

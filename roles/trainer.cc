@@ -333,7 +333,12 @@ Status TrainJob::Run(WorkerContext& ctx) {
   Batch batch, next;
   bool have_next = false;  // `next` holds the batch after `batch`
   const bool look_ahead = sparse_ && embeddings_->CanPrefetch();
+  int64_t stopped_at = -1;  // stopped on request before this step
   for (int64_t step = start_step; step < total; ++step) {
+    if (!ctx.cluster->BeginStep(step)) {
+      stopped_at = step;
+      break;
+    }
     const int epoch = static_cast<int>(step / steps_per_epoch);
     const int64_t in_epoch = step % steps_per_epoch;
     if (in_epoch == 0 || step == start_step) {
@@ -378,6 +383,16 @@ Status TrainJob::Run(WorkerContext& ctx) {
       if (ctx.rank == 0 && !config_.data.test.empty())
         PSTRAIN_RETURN_IF_ERROR(Evaluate(ctx, epoch + 1));
     }
+  }
+  if (stopped_at >= 0) {
+    // Every worker stopped here: what the job did so far is kept, unless the
+    // last periodic checkpoint already holds it.
+    if (ctx.rank == 0 && config_.train.checkpoint && stopped_at > start_step &&
+        !CheckpointDue(config_, stopped_at, false)) {
+      const WorkerPlace place = PlaceAt(ctx, stopped_at, steps_per_epoch);
+      PSTRAIN_RETURN_IF_ERROR(SaveCheckpoint(ctx, stopped_at, &place, allreduced_.get()));
+    }
+    ctx.log->info("worker {} stopped on request after step {} of {}", ctx.rank, stopped_at, total);
   }
   stats_.seconds = Since(begin);
   ctx.log->info(

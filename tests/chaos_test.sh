@@ -10,9 +10,10 @@
 # byte that of the same job run with no kills.
 #
 # SCENARIO: lenet (LeNet on a slice of Fashion-MNIST; skipped without it),
-# wide_deep (tables on the servers, generated click data), or scheduler
-# (LeNet-free: the wide_deep job, killing the scheduler instead and starting
-# it again on its port).
+# wide_deep (tables on the servers, generated click data), scheduler (the
+# wide_deep job, killing the scheduler instead and starting it again on its
+# port), or sigterm (the wide_deep job; each "kill" is a SIGTERM to a random
+# node: every process must exit 3, and the job is started again, resuming).
 # Usage: sh tests/chaos_test.sh PSTRAIN_BIN SCENARIO [KILLS] [SEED]
 set -u
 BIN="$1"
@@ -45,7 +46,7 @@ case "$SCENARIO" in
       exit 77
     }
     ;;
-  wide_deep | scheduler)
+  wide_deep | scheduler | sigterm)
     "$BIN" gen criteo --rows 8000 --shards 2 --test-rows 0 --out "$WORK/data" > "$WORK/gen.out" 2>&1 ||
       fail "gen criteo"
     ;;
@@ -81,7 +82,7 @@ train:
   optimizer: {type: momentum, lr: 0.02, momentum: 0.9}
   seed: 3
   log_every: 1000
-  checkpoint: {dir: $1, every_steps: 16, keep: 3}
+  checkpoint: {dir: $1, every_steps: 16, keep: 3, resume: true}
 parameters:
   - {match: "conv*", ps: true}
   - {match: "fc*", ps: false}
@@ -112,7 +113,7 @@ train:
   optimizer: {type: adam, lr: 0.001}
   seed: 1
   log_every: 1000
-  checkpoint: {dir: $1, every_steps: 16, keep: 3}
+  checkpoint: {dir: $1, every_steps: 16, keep: 3, resume: true}
 parameters:
   - {match: "wide_emb.weight", ps: true, init_in_server: true, optimizer: {type: adagrad, lr: 1.0}}
   - {match: "deep_emb.weight", ps: true, init_in_server: true, optimizer: {type: adagrad, lr: 0.05}}
@@ -142,8 +143,8 @@ start() {
   echo $! > "$WORK/$1.pid"
 }
 alive() { kill -0 "$(cat "$WORK/$1.pid")" 2> /dev/null; }
-# wait_all: every process of the current incarnation ends (at most 300 s);
-# fails unless each exits 0.
+# wait_all [STATUS]: every process of the current incarnation ends (at most
+# 300 s); fails unless each exits STATUS (default 0).
 wait_all() {
   for n in scheduler $NODES; do
     pid=$(cat "$WORK/$n.pid")
@@ -152,7 +153,7 @@ wait_all() {
     kill -0 "$pid" 2> /dev/null && fail "$RUN: $n still runs after 300 s"
     wait "$pid"
     rc=$?
-    [ "$rc" = 0 ] || fail "$RUN: $n exited $rc"
+    [ "$rc" = "${1:-0}" ] || fail "$RUN: $n exited $rc, expected ${1:-0}"
   done
 }
 # count PATTERN FILE
@@ -191,12 +192,27 @@ while [ "$k" -lt "$KILLS" ]; do
   sleep "$(awk -v r="$(rand "$k")" 'BEGIN { printf "%.2f", 0.2 + r / 10000 }')"
   if [ "$SCENARIO" = scheduler ]; then
     victim=scheduler
+  elif [ "$SCENARIO" = sigterm ]; then
+    set -- scheduler $NODES
+    shift "$(($(rand "$((k + 50))") % 5))"
+    victim=$1
   else
     set -- $NODES
     shift "$(($(rand "$((k + 50))") % 4))"
     victim=$1
   fi
   alive "$victim" || fail "chaos: $victim ended before kill $k (the job finished too soon?)"
+  if [ "$SCENARIO" = sigterm ]; then
+    kill -TERM "$(cat "$WORK/$victim.pid")"
+    wait_all 3
+    grep -q "stopped on request after step" "$WORK/chaos-worker_0.log" ||
+      fail "sigterm: worker 0 did not log where it stopped"
+    echo "stop $k: SIGTERM to $victim; every process exited 3"
+    for n in scheduler $NODES; do start "$n"; done
+    wait_for_count "worker 0 trains" "$WORK/chaos-worker_0.log" "$((k + 1))" ||
+      fail "sigterm: the job did not start again"
+    continue
+  fi
   kill -9 "$(cat "$WORK/$victim.pid")"
   wait "$(cat "$WORK/$victim.pid")" 2> /dev/null
   echo "kill $k: $victim"
@@ -211,7 +227,7 @@ while [ "$k" -lt "$KILLS" ]; do
 done
 wait_all
 echo "chaos run: done"
-if [ "$SCENARIO" != scheduler ]; then
+if [ "$SCENARIO" != scheduler ] && [ "$SCENARIO" != sigterm ]; then
   [ "$(count "lost the" "$sched_log")" -ge "$KILLS" ] || fail "the scheduler logged fewer losses than kills"
 fi
 

@@ -5,7 +5,10 @@
 //   pstrain --help           explain roles, variables and subcommands
 //
 // Exit status: 0 the job (or role) finished; 1 it failed at run time; 2 the
-// command line or environment was wrong (nothing was started).
+// command line or environment was wrong (nothing was started); 3 it was
+// stopped on request (SIGTERM or SIGINT to any node: every node stops after
+// one common step, with a checkpoint when configured); 128+N a second
+// signal N ended it at once.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -28,6 +31,7 @@ namespace {
 
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
+constexpr int kExitStopped = 3;  // SIGTERM / SIGINT: stopped cleanly before the end
 
 int UsageError(const Status& status) {
   std::fprintf(stderr, "pstrain: %s\n", status.message().c_str());
@@ -36,6 +40,10 @@ int UsageError(const Status& status) {
 
 int Finished(const Logger& log, const Status& status) {
   if (status.ok()) return 0;
+  if (status.code() == StatusCode::kCancelled) {
+    log->warn("{}", status.message());
+    return kExitStopped;
+  }
   log->error("{}", status.message());
   return kExitFailed;
 }

@@ -22,6 +22,7 @@ enum class StatusCode {
   kDeadlineExceeded,    // gave up waiting
   kFailedPrecondition,  // the system is not in a state that allows this
   kAborted,             // the job is stopping
+  kCancelled,           // stopped on request (SIGTERM, SIGINT) before the end
   kInternal,            // a bug or an unexpected library failure
 };
 
@@ -62,6 +63,7 @@ inline Status FailedPrecondition(std::string m) {
   return {StatusCode::kFailedPrecondition, std::move(m)};
 }
 inline Status Aborted(std::string m) { return {StatusCode::kAborted, std::move(m)}; }
+inline Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
 // Either a value or a non-OK Status.
