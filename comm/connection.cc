@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "comm/address.h"
@@ -190,6 +192,7 @@ void Connection::Reply(uint64_t request_id, MessageBody body, Payload payload) {
 // peer reads them in one go.
 void Connection::Send(const Message& message, Payload payload) {
   if (closing_) return;
+  if (loop_->test_fault().kind != TestFault::Kind::kNone && InjectTestFault(message)) return;
   OutFrame frame;
   std::vector<uint8_t> header = EncodeHeader(message);
   frame.prefix.resize(kFixedHeaderBytes + header.size());
@@ -198,6 +201,33 @@ void Connection::Send(const Message& message, Payload payload) {
   frame.payload = std::move(payload);
   if (outbox_.empty()) loop_->AtEndOfIteration([self = shared_from_this()] { self->Flush(); });
   outbox_.push_back(std::move(frame));
+}
+
+// PSTRAIN_TEST_FAULT: true when the frame must not go out as usual.
+bool Connection::InjectTestFault(const Message& message) {
+  if (!std::holds_alternative<PushRequest>(message.body) &&
+      !std::holds_alternative<SparsePushRequest>(message.body))
+    return false;
+  const TestFault& fault = loop_->test_fault();
+  if (loop_->CountPushFrame() != fault.after) return false;
+  switch (fault.kind) {
+    case TestFault::Kind::kClose:
+      log_->warn("test fault: closing the connection to {} at push frame {}", peer_, fault.after);
+      Close(Unavailable(fmt::format("test fault: closed at push frame {}", fault.after)));
+      return true;
+    case TestFault::Kind::kDrop:
+      log_->warn("test fault: dropping push frame {} to {}", fault.after, peer_);
+      return true;
+    case TestFault::Kind::kDelay:
+      // The whole node stalls, as a node whose network hangs would.
+      log_->warn("test fault: holding push frame {} to {} for {} ms", fault.after, peer_,
+                 fault.delay_ms);
+      std::this_thread::sleep_for(std::chrono::milliseconds(fault.delay_ms));
+      return false;
+    case TestFault::Kind::kNone:
+      break;
+  }
+  return false;
 }
 
 void Connection::Flush() {

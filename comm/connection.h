@@ -87,6 +87,7 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
  private:
   Connection(EventLoop* loop, Logger log, std::unique_ptr<uv_tcp_t> tcp);
   void Send(const Message& message, Payload payload);
+  bool InjectTestFault(const Message& message);
   void Flush();
   StatusOr<Buffer> PlacePayload(const std::vector<uint8_t>& header, uint64_t size);
   void OnFrame(Frame&& frame);

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "src/common/options.h"
 #include "src/common/status.h"
 
 namespace pstrain {
@@ -83,6 +84,13 @@ class EventLoop {
   // Loop thread only.
   uint64_t NowMs() { return uv_now(&loop_); }
 
+  // Tests only (PSTRAIN_TEST_FAULT, see TestFault): the fault this loop's
+  // connections inject, and the push frames counted towards it. Set before
+  // Start(); then loop thread only.
+  void SetTestFault(const TestFault& fault) { test_fault_ = fault; }
+  const TestFault& test_fault() const { return test_fault_; }
+  int64_t CountPushFrame() { return ++push_frames_; }
+
  private:
   static void OnAsync(uv_async_t* handle);
   void RunAtEnd();
@@ -106,6 +114,8 @@ class EventLoop {
   bool joined_ = false;
   int close_result_ = 0;      // uv_loop_close() on the loop thread, read after join
   std::string open_handles_;  // when it failed, the types left open ("tcp, timer")
+  TestFault test_fault_;
+  int64_t push_frames_ = 0;
 };
 
 template <typename T>

@@ -76,7 +76,8 @@ struct BodyEncoder {
     return {w::Body_Pause, w::CreatePause(b, b.CreateString(m.reason), m.generation).Union()};
   }
   Out operator()(const NodeFailed& m) {
-    return {w::Body_NodeFailed, w::CreateNodeFailed(b, b.CreateString(m.reason)).Union()};
+    return {w::Body_NodeFailed,
+            w::CreateNodeFailed(b, b.CreateString(m.reason), m.recoverable).Union()};
   }
   Out operator()(const StopRequest& m) {
     return {w::Body_StopRequest, w::CreateStopRequest(b, b.CreateString(m.reason)).Union()};
@@ -240,7 +241,7 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h) {
     case w::Body_NodeFailed: {
       auto reason = Text(h->body_as_NodeFailed()->reason(), "reason", false);
       if (!reason.ok()) return reason.status();
-      return MessageBody(NodeFailed{*reason});
+      return MessageBody(NodeFailed{*reason, h->body_as_NodeFailed()->recoverable()});
     }
     case w::Body_StopRequest: {
       auto reason = Text(h->body_as_StopRequest()->reason(), "reason", false);

@@ -73,6 +73,7 @@ struct Pause {
 // A node hit an error it cannot recover from (not a lost peer).
 struct NodeFailed {
   std::string reason;
+  bool recoverable = false;  // it lost a peer: with recovery, roll back
 };
 // A node got SIGTERM or SIGINT: stop the job cleanly.
 struct StopRequest {

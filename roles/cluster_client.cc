@@ -280,11 +280,11 @@ Status ClusterClient::ReportDone() {
   return CallScheduler(Done{}, "report Done").status();
 }
 
-void ClusterClient::ReportFailure(const Status& why) {
+void ClusterClient::ReportFailure(const Status& why, bool recoverable) {
   Completion<Status> sent;
-  bool posted = loop_->Post([this, why, sent] {
+  bool posted = loop_->Post([this, why, recoverable, sent] {
     if (!scheduler_ || rejoining_ || verdict_.IsSet()) return sent.Set(Status::OK());
-    scheduler_->Call(NodeFailed{why.message()},
+    scheduler_->Call(NodeFailed{why.message(), recoverable},
                      [sent](StatusOr<Incoming> reply) { sent.Set(reply.status()); });
   });
   if (posted) sent.WaitFor(std::chrono::milliseconds(Millis(options_.cluster.heartbeat_timeout_s)));

@@ -54,9 +54,10 @@ class ClusterClient {
   StatusOr<std::string> ShareFromOne(BarrierGroup group, std::string blob);
   // Tells the scheduler this worker's work is over.
   Status ReportDone();
-  // Tells the scheduler this node failed for `why` (it ends the job). Best
-  // effort, bounded by the heartbeat timeout.
-  void ReportFailure(const Status& why);
+  // Tells the scheduler this node failed for `why`: it ends the job, or,
+  // when `recoverable` (a lost peer) and the job has recovery, rolls it
+  // back. Best effort, bounded by the heartbeat timeout.
+  void ReportFailure(const Status& why, bool recoverable);
   // Blocks until the verdict.
   Status WaitForShutdown();
   // The verdict if it came within `timeout_s`; nullopt otherwise.

@@ -10,6 +10,7 @@ Node::Node(NodeOptions options, Logger log)
       listener_(&loop_, log_),
       cluster_(&loop_, options_, log_) {
   cluster_.SetInterruptHook([this](const Status& why) { CloseAllConnections(&loop_, why); });
+  loop_.SetTestFault(options_.cluster.test_fault);
 }
 
 Node::~Node() {
@@ -56,18 +57,23 @@ StatusOr<Topology> Node::Start(RequestHandler on_peer_request, CloseHandler on_p
 
 Status Node::Outcome(const Status& run) {
   if (run.ok()) return run;
+  // The scheduler hears of a closed connection at once and of a silent node
+  // within the heartbeat timeout, before this node's calls to it expire
+  // (twice that): a verdict on a lost peer comes within moments.
   const bool lost_peer =
       run.code() == StatusCode::kUnavailable || run.code() == StatusCode::kDeadlineExceeded;
-  // The scheduler hears of a closed connection at once, of a silent node
-  // within the heartbeat timeout.
-  const double wait = !lost_peer ? 0.0
-                      : options_.cluster.recovery_wait_s > 0
-                          ? options_.cluster.heartbeat_timeout_s + 5
-                          : 2.0;
-  if (auto verdict = cluster_.WaitForVerdict(wait)) {
+  if (auto verdict = cluster_.WaitForVerdict(lost_peer ? 2.0 : 0.0)) {
     if (!verdict->ok()) return *verdict;
   }
-  cluster_.ReportFailure(run);
+  // No verdict: the scheduler knows nothing of it (a connection between two
+  // live nodes broke) or this node failed on its own. Tell it, and take its
+  // answer: a rollback, or the end of the job.
+  cluster_.ReportFailure(run, lost_peer);
+  if (lost_peer && options_.cluster.recovery_wait_s > 0) {
+    if (auto verdict = cluster_.WaitForVerdict(options_.cluster.heartbeat_timeout_s)) {
+      if (!verdict->ok()) return *verdict;
+    }
+  }
   return run;
 }
 

@@ -12,6 +12,7 @@ Status RunRecovering(NodeOptions options, Config config, const Logger& log,
     if (rollbacks == kMaxRollbacks || !config.train.checkpoint)
       return Aborted(fmt::format("the job was paused {} times; giving up", rollbacks + 1));
     if (ended.rank >= 0) options.requested_rank = ended.rank;
+    options.cluster.test_fault = TestFault{};  // a test's fault fires once
     config.train.checkpoint->resume = true;
     log->warn(
         "rolling back: this {} starts again as rank {} and resumes from the newest "

@@ -114,7 +114,16 @@ void Scheduler::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
     BeginStop(stop->reason);
   } else if (auto* failed = std::get_if<NodeFailed>(&in.message.body)) {
     conn->Reply(id, Ack{});
-    AbortOnLoop(Aborted(fmt::format("{} failed: {}", Describe(*node), failed->reason)));
+    const std::string what = fmt::format("{} failed: {}", Describe(*node), failed->reason);
+    if (paused_) return;  // the rollback under way takes care of it
+    // A lost peer between two live nodes: every node is still here, so a
+    // rollback (with recovery) needs no replacement.
+    if (failed->recoverable && recovery_wait_s_ > 0 && stop_reason_.empty() && topology_sent_ &&
+        !shutting_down_) {
+      log_->warn("{}", what);
+      return BeginPause(what);
+    }
+    AbortOnLoop(Aborted(what));
   } else {
     conn->Reply(id, ErrorReply{fmt::format("the scheduler does not handle {}",
                                            MessageName(in.message.body))});

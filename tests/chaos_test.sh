@@ -107,7 +107,7 @@ data:
   train: [$WORK/data/train.txt]
   vocab: 65536
 train:
-  epochs: 8
+  epochs: $EPOCHS
   batch_size: 16
   mode: sync
   optimizer: {type: adam, lr: 0.001}
@@ -123,6 +123,9 @@ EOF
   fi
 }
 
+# Killing the scheduler costs the job little time: its kills need more steps.
+EPOCHS=8
+[ "$SCENARIO" = scheduler ] && EPOCHS=24
 export MS_SERVER_NUM=2 MS_WORKER_NUM=2 MS_SCHED_HOST=127.0.0.1
 export PSTRAIN_CONNECT_TIMEOUT=60 PSTRAIN_HEARTBEAT_TIMEOUT=10
 NODES="server_0 server_1 worker_0 worker_1"
@@ -143,6 +146,18 @@ start() {
   echo $! > "$WORK/$1.pid"
 }
 alive() { kill -0 "$(cat "$WORK/$1.pid")" 2> /dev/null; }
+# count PATTERN FILE
+count() { grep -c "$1" "$2" 2> /dev/null || true; }
+# wait_for_count PATTERN FILE N: at most 60 s for N lines matching (the
+# scheduler: less, once it has ended).
+wait_for_count() {
+  t=0
+  while [ "$(count "$1" "$2")" -lt "$3" ] && [ "$t" -lt 600 ]; do
+    sleep 0.1
+    t=$((t + 1))
+  done
+  [ "$(count "$1" "$2")" -ge "$3" ]
+}
 # wait_all [STATUS]: every process of the current incarnation ends (at most
 # 300 s); fails unless each exits STATUS (default 0).
 wait_all() {
@@ -156,20 +171,28 @@ wait_all() {
     [ "$rc" = "${1:-0}" ] || fail "$RUN: $n exited $rc, expected ${1:-0}"
   done
 }
-# count PATTERN FILE
-count() { grep -c "$1" "$2" 2> /dev/null || true; }
-# wait_for_count PATTERN FILE N: at most 60 s for N lines matching.
-wait_for_count() {
-  t=0
-  while [ "$(count "$1" "$2")" -lt "$3" ] && [ "$t" -lt 600 ]; do sleep 0.1; t=$((t + 1)); done
-  [ "$(count "$1" "$2")" -ge "$3" ]
-}
 
-run_job() {  # RUN: clean or chaos
+# run_job RUN: starts the scheduler on a free port (below the ephemeral
+# range; another is tried when the port is taken), then the nodes.
+run_job() {
   RUN=$1
   config "$WORK/ckpt-$RUN" > "$WORK/$RUN.yaml"
-  export PSTRAIN_CONFIG="$WORK/$RUN.yaml" MS_SCHED_PORT=$((20000 + ($$ + ${2:-0}) % 30000))
-  start scheduler
+  export PSTRAIN_CONFIG="$WORK/$RUN.yaml"
+  try=0
+  while :; do
+    try=$((try + 1))
+    export MS_SCHED_PORT=$((10000 + ($(rand "$((try + 90))") + $$) % 20000))
+    start scheduler
+    t=0
+    while ! grep -q "listens on" "$WORK/$RUN-scheduler.log" 2> /dev/null && alive scheduler &&
+      [ "$t" -lt 600 ]; do
+      sleep 0.1
+      t=$((t + 1))
+    done
+    grep -q "listens on" "$WORK/$RUN-scheduler.log" && break
+    alive scheduler && fail "$RUN: the scheduler neither listens nor ends"
+    [ "$try" -lt 5 ] || fail "$RUN: no free port for the scheduler in 5 tries"
+  done
   for n in $NODES; do start "$n"; done
 }
 
@@ -178,7 +201,7 @@ run_job clean
 wait_all
 echo "clean run: done"
 
-run_job chaos 1
+run_job chaos
 sched_log="$WORK/chaos-scheduler.log"
 # A node killed before the job starts loses nothing: the first kill waits
 # for training to begin.

@@ -91,6 +91,12 @@ std::vector<Setting> ClusterSettings(ClusterOptions* c, bool shape_required) {
                      &c->heartbeat_timeout_s),
       SecondsSetting("connect-timeout", "PSTRAIN_CONNECT_TIMEOUT", 0.01, &c->connect_timeout_s),
       SecondsSetting("register-timeout", "PSTRAIN_REGISTER_TIMEOUT", 0.01, &c->register_timeout_s),
+      {"test-fault", "PSTRAIN_TEST_FAULT", false, "close:N, drop:N or delay:N:MS (tests only)",
+       [c](const std::string& s) {
+         auto fault = ParseTestFault(s);
+         if (fault) c->test_fault = *fault;
+         return fault.has_value();
+       }},
       {"ring-transport", "PSTRAIN_RING_TRANSPORT", false, "auto or tcp",
        [c](const std::string& s) {
          if (s != "auto" && s != "tcp") return false;
@@ -178,6 +184,33 @@ Status CheckRequestedRank(const NodeOptions& o) {
 }
 
 }  // namespace
+
+std::optional<TestFault> ParseTestFault(const std::string& text) {
+  TestFault f;
+  size_t colon = text.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  const std::string kind = text.substr(0, colon), rest = text.substr(colon + 1);
+  std::string count = rest, delay;
+  if (kind == "close") {
+    f.kind = TestFault::Kind::kClose;
+  } else if (kind == "drop") {
+    f.kind = TestFault::Kind::kDrop;
+  } else if (kind == "delay") {
+    f.kind = TestFault::Kind::kDelay;
+    size_t second = rest.find(':');
+    if (second == std::string::npos) return std::nullopt;
+    count = rest.substr(0, second);
+    delay = rest.substr(second + 1);
+  } else {
+    return std::nullopt;
+  }
+  long n = 0, ms = 0;
+  if (!ParseInt(count, 1, 1L << 40, &n)) return std::nullopt;
+  if (f.kind == TestFault::Kind::kDelay && !ParseInt(delay, 1, 600000, &ms)) return std::nullopt;
+  f.after = n;
+  f.delay_ms = static_cast<uint64_t>(ms);
+  return f;
+}
 
 const char* RoleName(Role role) {
   switch (role) {

@@ -24,6 +24,19 @@ enum class Role { kScheduler, kServer, kWorker };
 // "scheduler", "server", "worker": the words the scheduler log uses.
 const char* RoleName(Role role);
 
+// A fault a test injects into this process's pushes (PSTRAIN_TEST_FAULT;
+// never set in production): on its `after`-th push or sparse push frame,
+// close the connection instead (kClose), never send the frame (kDrop), or
+// send it `delay_ms` late (kDelay). Fires in a node's first run only.
+struct TestFault {
+  enum class Kind { kNone, kClose, kDrop, kDelay };
+  Kind kind = Kind::kNone;
+  int64_t after = 0;
+  uint64_t delay_ms = 0;
+};
+// "close:N", "drop:N" or "delay:N:MS"; nullopt when malformed.
+std::optional<TestFault> ParseTestFault(const std::string& text);
+
 struct ClusterOptions {
   int server_num = 0;
   int worker_num = 0;
@@ -42,6 +55,7 @@ struct ClusterOptions {
   // Workers' ring: "auto" uses shared memory when every worker shares one
   // host, TCP otherwise; "tcp" always TCP (PSTRAIN_RING_TRANSPORT).
   std::string ring_transport = "auto";
+  TestFault test_fault;  // PSTRAIN_TEST_FAULT: tests only
 };
 
 struct NodeOptions {
