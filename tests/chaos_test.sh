@@ -20,154 +20,46 @@ SCENARIO="$2"
 KILLS="${3:-5}"
 SEED="${4:-$$}"
 WORK=$(mktemp -d)
-FMNIST=/usr/share/datasets/fashion-mnist
+. "$(dirname "$0")/cluster_util.sh"
 cleanup() {
-  for p in "$WORK"/*.pid; do [ -f "$p" ] && kill -9 "$(cat "$p")" 2> /dev/null; done
+  cluster_cleanup
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 [ -n "${CHAOS_KEEP:-}" ] && trap - EXIT
 echo "chaos_test: $SCENARIO, $KILLS kills, seed $SEED, in $WORK"
 
-fail() {
-  echo "FAILED: $*"
-  for f in "$WORK"/*.log; do echo "--- $f"; tail -n 15 "$f"; done
-  exit 1
-}
 # rand K: a number from 0 to 9999, the K-th of this seed.
 rand() { awk -v s="$SEED" -v k="$1" 'BEGIN { srand(s * 100 + k); printf "%d", rand() * 10000 }'; }
 
 command -v python3 > /dev/null || { echo "skipped: python3 is not installed"; exit 77; }
 case "$SCENARIO" in
-  lenet)
-    [ -f "$FMNIST/train-images-idx3-ubyte.gz" ] || {
-      echo "skipped: Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)"
-      exit 77
-    }
-    ;;
-  wide_deep | scheduler)
-    "$BIN" gen criteo --rows 8000 --shards 2 --test-rows 0 --out "$WORK/data" > "$WORK/gen.out" 2>&1 ||
-      fail "gen criteo"
-    ;;
+  lenet) have_fmnist || exit 77 ;;
+  wide_deep | scheduler) gen_criteo "$WORK/data" 8000 ;;
   *) echo "unknown scenario '$SCENARIO'"; exit 2 ;;
 esac
 
 # config DIR: the job, checkpointing into DIR.
-config() {
-  if [ "$SCENARIO" = lenet ]; then
-    cat <<EOF
-model:
-  input: [1, 28, 28]
-  loss: softmax_cross_entropy
-  layers:
-    - {name: conv1, type: conv2d, out_channels: 6, kernel: 5, padding: 2}
-    - relu
-    - {type: maxpool, kernel: 2}
-    - {name: conv2, type: conv2d, out_channels: 16, kernel: 5}
-    - relu
-    - {type: maxpool, kernel: 2}
-    - flatten
-    - {name: fc1, type: linear, out: 120}
-    - relu
-    - {name: fc3, type: linear, out: 10}
-data:
-  format: idx
-  train: [$FMNIST/train-images-idx3-ubyte.gz, $FMNIST/train-labels-idx1-ubyte.gz]
-  limit: 4096
-train:
-  epochs: 8
-  batch_size: 16
-  mode: sync
-  optimizer: {type: momentum, lr: 0.02, momentum: 0.9}
-  seed: 3
-  log_every: 1000
-  checkpoint: {dir: $1, every_steps: 16, keep: 3}
-parameters:
-  - {match: "conv*", ps: true}
-  - {match: "fc*", ps: false}
-EOF
-  else
-    cat <<EOF
-model:
-  input: [13]
-  sparse_fields: 26
-  loss: bce_with_logits
-  wide:
-    - {name: wide_emb, type: embedding_bag, vocab: 65536, dim: 1, mode: sum, init: zeros}
-  deep:
-    - {name: deep_emb, type: embedding_bag, vocab: 65536, dim: 8, mode: concat, init: normal,
-       init_scale: 0.05}
-    - concat
-    - {name: fc1, type: linear, out: 32}
-    - relu
-    - {name: fc2, type: linear, out: 1}
-data:
-  format: criteo
-  train: [$WORK/data/train.txt]
-  vocab: 65536
-train:
-  epochs: 8
-  batch_size: 16
-  mode: sync
-  optimizer: {type: adam, lr: 0.001}
-  seed: 1
-  log_every: 1000
-  checkpoint: {dir: $1, every_steps: 16, keep: 3}
-parameters:
-  - {match: "wide_emb.weight", ps: true, init_in_server: true, optimizer: {type: adagrad, lr: 1.0}}
-  - {match: "deep_emb.weight", ps: true, init_in_server: true, optimizer: {type: adagrad, lr: 0.05}}
-  - {match: "fc2*", ps: true}
-  - {match: "fc*", ps: false}
-EOF
-  fi
-}
+model=lenet
+[ "$SCENARIO" = lenet ] || model=wide_deep
+config() { job_config "$model" "$WORK/data" 8 "$1"; }
 
 export MS_SERVER_NUM=2 MS_WORKER_NUM=2 MS_SCHED_HOST=127.0.0.1
 export PSTRAIN_CONNECT_TIMEOUT=60 PSTRAIN_HEARTBEAT_TIMEOUT=10
 NODES="server_0 server_1 worker_0 worker_1"
 
-# start NAME: one process of the job in $RUN, appending to NAME.log; the
-# node id and rank come from the name, so a restart is the same node.
-start() {
-  case "$1" in
-    scheduler) role=MS_SCHED ;;
-    server_*) role=MS_PSERVER ;;
-    worker_*) role=MS_WORKER ;;
-  esac
-  (
-    export MS_ROLE=$role MS_NODE_ID="chaos-$1"
-    if [ "$1" != scheduler ]; then export MS_NODE_RANK="${1#*_}"; fi
-    exec "$BIN" >> "$WORK/$RUN-$1.log" 2>&1
-  ) &
-  echo $! > "$WORK/$1.pid"
-}
-alive() { kill -0 "$(cat "$WORK/$1.pid")" 2> /dev/null; }
 # wait_all: every process of the current incarnation ends (at most 300 s);
 # fails unless each exits 0.
 wait_all() {
   for n in scheduler $NODES; do
-    pid=$(cat "$WORK/$n.pid")
-    t=0
-    while kill -0 "$pid" 2> /dev/null && [ "$t" -lt 3000 ]; do sleep 0.1; t=$((t + 1)); done
-    kill -0 "$pid" 2> /dev/null && fail "$RUN: $n still runs after 300 s"
-    wait "$pid"
-    rc=$?
-    [ "$rc" = 0 ] || fail "$RUN: $n exited $rc"
+    wait_exit "$n" 3000
+    [ "$status" = 0 ] || fail "$RUN: $n exited $status (running: still runs after 300 s)"
   done
 }
-# count PATTERN FILE
-count() { grep -c "$1" "$2" 2> /dev/null || true; }
-# wait_for_count PATTERN FILE N: at most 60 s for N lines matching.
-wait_for_count() {
-  t=0
-  while [ "$(count "$1" "$2")" -lt "$3" ] && [ "$t" -lt 600 ]; do sleep 0.1; t=$((t + 1)); done
-  [ "$(count "$1" "$2")" -ge "$3" ]
-}
-
 run_job() {  # RUN: clean or chaos
   RUN=$1
   config "$WORK/ckpt-$RUN" > "$WORK/$RUN.yaml"
-  export PSTRAIN_CONFIG="$WORK/$RUN.yaml" MS_SCHED_PORT=$((20000 + ($$ + ${2:-0}) % 30000))
+  export PSTRAIN_CONFIG="$WORK/$RUN.yaml" MS_SCHED_PORT=$(pick_port "${2:-0}")
   start scheduler
   for n in $NODES; do start "$n"; done
 }
