@@ -46,7 +46,10 @@ start() {
 alive() { kill -0 "$(node_pid "$1")" 2> /dev/null; }
 
 # count PATTERN FILE: lines of FILE matching PATTERN (0 when it is missing).
-count() { grep -c "$1" "$2" 2> /dev/null || true; }
+count() {
+  n=$(grep -c "$1" "$2" 2> /dev/null)
+  echo "${n:-0}"
+}
 # wait_for_count PATTERN FILE N [TENTHS]: at most TENTHS/10 s (default 60 s)
 # for N lines matching; fails (returns 1) when they did not come.
 wait_for_count() {
