@@ -121,10 +121,13 @@ void ClusterClient::OnRegistered(StatusOr<Incoming> reply) {
   if (rejoining_) {
     if (ok->generation > generation_.load()) {
       // The job was paused without us: our state is stale.
+      Status stale = Aborted(
+          fmt::format("the job went on without this node (the scheduler is at generation {}, "
+                      "this node at {}): rolling back",
+                      ok->generation, generation_.load()));
+      log_->warn("{}", stale.message());
       paused_ = true;
-      return SetVerdict(Aborted(fmt::format(
-          "the job went on without this node (generation {}, this node's {}): rolling back",
-          ok->generation, generation_.load())));
+      return SetVerdict(stale);
     }
     rejoining_ = false;
     log_->info("re-joined the restarted scheduler at {} as {} rank {}", SchedulerAddress(),
@@ -181,6 +184,9 @@ void ClusterClient::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
 void ClusterClient::SetVerdict(const Status& verdict) {
   if (verdict_.IsSet()) return;
   verdict_.Set(verdict);
+  // A verdict before the topology (the job ended while this node waited to
+  // join) ends the wait in Join() too.
+  joined_.Set(verdict.ok() ? Aborted("the job ended before this node joined it") : verdict);
   ReleaseHold();
   heartbeat_timer_.Stop();
   retry_timer_.Stop();
@@ -192,10 +198,21 @@ void ClusterClient::SetVerdict(const Status& verdict) {
 
 // Heartbeats go out, and a scheduler silent past the timeout counts as lost.
 void ClusterClient::CheckSchedulerHeard() {
-  if (!scheduler_ || rejoining_) return;
+  const uint64_t now = loop_->NowMs();
+  if (rejoining_) {
+    // A stopped scheduler's port still accepts connections (the kernel's
+    // backlog) but never answers: the rejoin as a whole has the deadline.
+    if (now >= connect_deadline_ms_) {
+      if (scheduler_) scheduler_->Close(DeadlineExceeded("the scheduler does not answer"));
+      SetVerdict(Unavailable(fmt::format(
+          "lost the scheduler at {} and could not rejoin it within {} s (PSTRAIN_CONNECT_TIMEOUT)",
+          SchedulerAddress(), options_.cluster.connect_timeout_s)));
+    }
+    return;
+  }
+  if (!scheduler_) return;
   scheduler_->Notify(Heartbeat{});
   const uint64_t timeout = Millis(options_.cluster.heartbeat_timeout_s);
-  const uint64_t now = loop_->NowMs();
   if (now - last_heard_ms_ > timeout)
     scheduler_->Close(DeadlineExceeded(fmt::format("the scheduler has been silent for {:.1f} s",
                                                    (now - last_heard_ms_) / 1000.0)));

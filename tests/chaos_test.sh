@@ -65,7 +65,7 @@ run_job() {  # RUN: clean or chaos
   RUN=$1
   config "$WORK/ckpt-$RUN" > "$WORK/$RUN.yaml"
   export PSTRAIN_CONFIG="$WORK/$RUN.yaml"
-  start_scheduler "$RUN"
+  start_scheduler
   for n in $NODES; do start "$n"; done
 }
 

@@ -83,23 +83,23 @@ log_ms() {
 # process's outgoing connection could hold it.
 pick_port() { echo $((10000 + ($$ * 7 + ${1:-0} * 131) % 22000)); }
 
-# start_scheduler RUN: the scheduler on a free port (MS_SCHED_PORT, exported):
-# when the one picked is taken, another, up to 5 tries.
+# start_scheduler: on a free port (another test may hold one: retry).
 start_scheduler() {
-  try=0
+  attempt=0
   while :; do
-    try=$((try + 1))
-    export MS_SCHED_PORT="$(pick_port "$try")"
+    export MS_SCHED_PORT=$(pick_port "$attempt")
     start scheduler
     t=0
-    while ! grep -q "listens on" "$(node_log scheduler)" 2> /dev/null && alive scheduler &&
-      [ "$t" -lt 600 ]; do
+    until grep -q "listens on" "$(node_log scheduler)" || ! alive scheduler || [ "$t" -ge 100 ]; do
       sleep 0.1
       t=$((t + 1))
     done
-    grep -q "listens on" "$(node_log scheduler)" 2> /dev/null && return 0
-    alive scheduler && fail "$1: the scheduler neither listens nor ends"
-    [ "$try" -lt 5 ] || fail "$1: no free port for the scheduler in 5 tries"
+    grep -q "listens on" "$(node_log scheduler)" && return
+    kill -9 "$(node_pid scheduler)" 2> /dev/null
+    wait "$(node_pid scheduler)" 2> /dev/null
+    attempt=$((attempt + 1))
+    [ "$attempt" -lt 5 ] || fail "the scheduler never listened"
+    : > "$(node_log scheduler)"
   done
 }
 

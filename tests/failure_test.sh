@@ -56,26 +56,6 @@ config() {
   export PSTRAIN_CONFIG="$WORK/$name.yaml"
 }
 
-# start_scheduler: on a free port (another test may hold one: retry).
-start_scheduler() {
-  attempt=0
-  while :; do
-    export MS_SCHED_PORT=$(pick_port "$attempt")
-    start scheduler
-    t=0
-    until grep -q "listens on" "$(node_log scheduler)" || ! alive scheduler || [ "$t" -ge 100 ]; do
-      sleep 0.1
-      t=$((t + 1))
-    done
-    grep -q "listens on" "$(node_log scheduler)" && return
-    kill -9 "$(node_pid scheduler)" 2> /dev/null
-    wait "$(node_pid scheduler)" 2> /dev/null
-    attempt=$((attempt + 1))
-    [ "$attempt" -lt 5 ] || fail "the scheduler never listened"
-    : > "$(node_log scheduler)"
-  done
-}
-
 # start_job: the scheduler and every node; returns once both workers train.
 start_job() {
   start_scheduler
@@ -154,11 +134,9 @@ case "$CASE" in
   server_stop) stopped_node server_1 ;;
   worker_stop) stopped_node worker_1 ;;
   scheduler_stop)
-    # KNOWN FAILURE (reported to the lead): the rejoin's TCP connect to a
-    # stopped scheduler succeeds (the kernel accepts into the listen
-    # backlog), its RegisterRequest is never answered, and while rejoining
-    # neither the heartbeat timeout nor the call deadline applies: the
-    # servers wait in WaitForShutdown for ever.
+    # The rejoin's TCP connect to a stopped scheduler succeeds (the kernel
+    # accepts into the listen backlog) but is never answered: the rejoin as
+    # a whole has the connect timeout.
     config job 100 -
     start_job
     kill -STOP "$(node_pid scheduler)"
@@ -195,9 +173,8 @@ case "$CASE" in
     done
     ;;
   register_deadline)
-    # KNOWN FAILURE (reported to the lead): the nodes log the reason but do
-    # not exit: a Shutdown that comes while a node waits in Join for the
-    # topology sets the verdict but never ends the wait.
+    # A Shutdown that comes while a node waits in Join for the topology
+    # ends that wait too.
     export PSTRAIN_REGISTER_TIMEOUT=2
     config job 1 -
     start_scheduler
@@ -244,9 +221,8 @@ case "$CASE" in
     expect_line scheduler "the job resumes"
     ;;
   recover_timeout)
-    # KNOWN FAILURE (reported to the lead): as in register_deadline, the
-    # nodes that rolled back and registered again wait in Join for a
-    # topology that never comes, and do not exit on the Shutdown.
+    # The nodes that rolled back and registered again wait in Join for a
+    # topology that never comes, until the Shutdown ends the wait.
     config job 100 "$WORK/ckpt" "recovery: {wait_s: 3}"
     start_job
     kill -9 "$(node_pid worker_1)"
