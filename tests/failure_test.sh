@@ -27,6 +27,13 @@
 #                      it rolls back with the others and the job completes.
 #   recover_timeout    checkpoints on, train.recovery.wait_s 3: a worker killed
 #                      and not replaced ends the job, naming its rank.
+#   fault_close        checkpoints on, PSTRAIN_TEST_FAULT=close:N on a worker:
+#                      a connection between two live nodes breaks; the worker
+#                      asks for a rollback and the job completes.
+#   fault_drop         the same with a push frame never sent: the call's
+#                      deadline (twice the heartbeat timeout) ends the wait.
+#   fault_delay        a push held 1 s (under the heartbeat timeout): nothing
+#                      is lost, nothing rolls back, the job completes.
 # Usage: sh tests/failure_test.sh PSTRAIN_BIN CASE
 set -u
 BIN="$1"
@@ -233,6 +240,29 @@ case "$CASE" in
     missing="no replacement registered within 3 s (train.recovery.wait_s): missing worker rank 1"
     expect_line scheduler "ending the job: .*$missing"
     for n in server_0 server_1 worker_0; do expect_line "$n" "the scheduler ended the job: .*$missing"; done
+    ;;
+  fault_close | fault_drop | fault_delay)
+    config job 4 "$WORK/ckpt"
+    case "$CASE" in
+      fault_close) fault=close:300 why="test fault" ;;
+      fault_drop) fault=drop:300 why="has not answered SparsePushRequest within 4.0 s" ;;
+      fault_delay) fault=delay:300:1000 ;;
+    esac
+    start_scheduler
+    for n in server_0 server_1 worker_0; do start "$n"; done
+    export PSTRAIN_TEST_FAULT=$fault
+    start worker_1
+    unset PSTRAIN_TEST_FAULT
+    mark "the start"
+    expect_exit_by $((T0 + 120 * 1000)) 0 scheduler $NODES
+    expect_line worker_1 "test fault: "
+    if [ "$CASE" = fault_delay ]; then
+      grep -q "pausing the job" "$(node_log scheduler)" && fail "a 1 s delay rolled the job back"
+    else
+      expect_line scheduler "worker node id:$ID_PREFIX-worker_1 (rank 1.*failed: .*$why"
+      expect_line scheduler "pausing the job"
+      expect_line scheduler "the job resumes"
+    fi
     ;;
   *) echo "unknown case '$CASE'"; exit 2 ;;
 esac

@@ -64,6 +64,16 @@ StatusOr<std::unique_ptr<WorkerJob>> JobOf(const Config& config) {
   return std::unique_ptr<WorkerJob>(std::move(*job));
 }
 
+// How a run of `role` ended; its state goes here, logged when the job was
+// paused (a rollback that hangs in a teardown then shows where).
+template <typename RoleT>
+Incarnation DropState(const Logger& log, std::unique_ptr<RoleT> role, const Status& status) {
+  Incarnation ended{status, role->paused(), role->rank()};
+  if (ended.paused) log->info("dropping this node's state to roll back");
+  role.reset();
+  return ended;
+}
+
 int RunRole(const std::vector<std::string>& args) {
   auto options = ParseNodeOptions(args, ProcessEnv());
   if (!options.ok()) return UsageError(options.status());
