@@ -227,6 +227,23 @@ TEST_CASE("settings that would be silently ignored are errors") {
         "x.yaml:3: train.epochs: duplicate key (first at line 2)");
 }
 
+TEST_CASE("recovery is on with checkpoints, off without, and needs them when asked for") {
+  CHECK(Parse("train: {optimizer: {type: sgd}}\n").train.RecoveryWaitSeconds() == 0);
+  CHECK(Parse("train: {checkpoint: {dir: c}}\n").train.RecoveryWaitSeconds() == 120);
+  CHECK(
+      Parse("train: {checkpoint: {dir: c}, recovery: {wait_s: 7}}\n").train.RecoveryWaitSeconds() ==
+      7);
+  CHECK(
+      Parse("train: {checkpoint: {dir: c}, recovery: {wait_s: 0}}\n").train.RecoveryWaitSeconds() ==
+      0);
+  CHECK(ErrorOf("train:\n  recovery: {wait_s: 60}\n") ==
+        "x.yaml:2: train.recovery: needs train.checkpoint: a job recovers by going back to its "
+        "newest checkpoint");
+  CHECK(Parse("train: {recovery: {wait_s: 0}}\n").train.RecoveryWaitSeconds() == 0);
+  CHECK(ErrorOf("train:\n  checkpoint: {dir: c}\n  recovery: {wait_s: -1}\n")
+            .find("train.recovery.wait_s") != std::string::npos);
+}
+
 TEST_CASE("a YAML syntax error gives the line") {
   CHECK(ErrorOf("train:\n  epochs: [1\n  seed: 2\n") ==
         "x.yaml:3: invalid YAML: end of sequence flow not found");

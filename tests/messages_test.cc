@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 namespace pstrain {
 namespace {
 
@@ -50,6 +52,28 @@ TEST_CASE("every message type round-trips") {
   CHECK(std::get<BarrierReply>(RoundTrip({5, true, BarrierReply{3, "blob"}}).body).blob == "blob");
   RoundTrip({6, false, Done{}});
   CHECK(std::get<Shutdown>(RoundTrip({7, false, Shutdown{"bye"}}).body).reason == "bye");
+  // Recovery and stopping (roles/scheduler.h steps 5, 6, 9, 10).
+  auto ended = std::get<Shutdown>(RoundTrip({7, false, Shutdown{"lost", true, false}}).body);
+  CHECK(ended.failed);
+  CHECK_FALSE(ended.stopped);
+  CHECK(std::get<Shutdown>(RoundTrip({7, false, Shutdown{"sig", false, true}}).body).stopped);
+  auto pause = std::get<Pause>(RoundTrip({7, false, Pause{"lost worker 1", 4}}).body);
+  CHECK(pause.reason == "lost worker 1");
+  CHECK(pause.generation == 4);
+  auto failed = std::get<NodeFailed>(RoundTrip({7, false, NodeFailed{"peer gone", true}}).body);
+  CHECK(failed.recoverable);
+  CHECK(std::get<StopRequest>(RoundTrip({7, false, StopRequest{"SIGTERM"}}).body).reason ==
+        "SIGTERM");
+  CHECK(std::get<Stop>(RoundTrip({7, false, Stop{"x", -1}}).body).at_step == -1);
+  CHECK(std::get<Stop>(RoundTrip({7, false, Stop{"x", 12}}).body).at_step == 12);
+  CHECK(std::get<StopReply>(RoundTrip({7, true, StopReply{11}}).body).step == 11);
+  RegisterRequest rejoin{Node("w", Role::kWorker, 1), 2, 2, "", 30.5, true, 3};
+  auto rejoin2 = std::get<RegisterRequest>(RoundTrip({7, false, rejoin}).body);
+  CHECK(rejoin2.node.rank == 1);
+  CHECK(rejoin2.recovery_wait_s == 30.5);
+  CHECK(rejoin2.rejoin);
+  CHECK(rejoin2.generation == 3);
+  CHECK(std::get<RegisterReply>(RoundTrip({7, true, RegisterReply{1, 3}}).body).generation == 3);
   CHECK(std::get<Hello>(RoundTrip({8, false, Hello{Node("w", Role::kWorker, 1), "", 0}}).body)
             .node.node_id == "w");
   RoundTrip({9, true, Ack{}});
@@ -73,6 +97,16 @@ TEST_CASE("every message type round-trips") {
   CHECK(chunk.step == 5);
   CHECK(std::get<SaveReply>(RoundTrip({15, true, SaveReply{"server-1.ckpt"}}).body).file ==
         "server-1.ckpt");
+}
+
+TEST_CASE("a recovery wait that is negative, not a number or beyond a week is refused") {
+  for (double wait : {-1.0, std::nan(""), 1e9}) {
+    RegisterRequest r{Node("a", Role::kWorker, 0), 1, 1, "", wait, false, 0};
+    std::vector<uint8_t> bytes = EncodeHeader({1, false, r});
+    auto m = DecodeHeader(bytes.data(), bytes.size());
+    REQUIRE_FALSE(m.ok());
+    CHECK(m.status().message().find("recovery_wait_s") != std::string::npos);
+  }
 }
 
 TEST_CASE("damaged headers are refused with a reason") {
