@@ -25,6 +25,9 @@
 #                      with the rank named; the job it tried to join completes.
 #   recover_stop       checkpoints on: SIGSTOP of a worker pauses the job; woken,
 #                      it rolls back with the others and the job completes.
+#   recover_new_node   checkpoints on: a worker killed, and a new node (another
+#                      node id, no rank asked for) takes its rank; the job
+#                      completes.
 #   recover_timeout    checkpoints on, train.recovery.wait_s 3: a worker killed
 #                      and not replaced ends the job, naming its rank.
 #   fault_close        checkpoints on, PSTRAIN_TEST_FAULT=close:N on a worker:
@@ -225,6 +228,28 @@ case "$CASE" in
     expect_exit_by $((T0 + 120000)) 0 scheduler $NODES
     expect_line worker_1 "rolling back"
     expect_line worker_1 "resuming at step"
+    expect_line scheduler "the job resumes"
+    ;;
+  recover_new_node)
+    # The lost rank goes to any new node of its role: another node id, no
+    # rank asked for.
+    config job 3 "$WORK/ckpt" "recovery: {wait_s: 60}"
+    start_job
+    wait_for_count "checkpoint of step" "$(node_log worker_0)" 1 || fail "no checkpoint was written"
+    kill -9 "$(node_pid worker_1)"
+    wait "$(node_pid worker_1)" 2> /dev/null
+    mark "kill -9 of worker_1"
+    wait_for_count "pausing the job" "$(node_log scheduler)" 1 $((MARGIN_S * 10)) ||
+      fail "the scheduler did not pause the job within $MARGIN_S s of $EVENT"
+    (
+      export MS_ROLE=MS_WORKER MS_NODE_ID=ft-newcomer
+      unset MS_NODE_RANK
+      exec "$BIN" >> "$(node_log newcomer)" 2>&1
+    ) &
+    echo $! > "$WORK/newcomer.pid"
+    expect_exit_by $((T0 + 120000)) 0 scheduler server_0 server_1 worker_0 newcomer
+    expect_line scheduler "The worker node id:ft-newcomer,.* assign rank id:1 (replaces the lost node)"
+    expect_line newcomer "resuming at step"
     expect_line scheduler "the job resumes"
     ;;
   recover_timeout)
