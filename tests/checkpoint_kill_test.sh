@@ -26,45 +26,16 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 echo "checkpoint_kill_test: $KILLS kills, seed $SEED, in $WORK"
 
+. "$(dirname "$0")/cluster_util.sh"
+# Its own: this test's runs all write one log.
 fail() { echo "FAILED: $*"; [ -f "$WORK/log" ] && tail -n 20 "$WORK/log"; exit 1; }
 
-"$BIN" gen criteo --rows 4000 --shards 2 --test-rows 0 --out "$WORK/data" > "$WORK/log" 2>&1 ||
-  fail "gen criteo"
+gen_criteo "$WORK/data" 4000
 
 # config DIR RESUME EVERY: the job, checkpointing into DIR.
 config() {
-  cat <<EOF
-model:
-  input: [13]
-  sparse_fields: 26
-  loss: bce_with_logits
-  wide:
-    - {name: wide_emb, type: embedding_bag, vocab: 65536, dim: 1, mode: sum, init: zeros}
-  deep:
-    - {name: deep_emb, type: embedding_bag, vocab: 65536, dim: 8, mode: concat, init: normal,
-       init_scale: 0.05}
-    - concat
-    - {name: fc1, type: linear, out: 32}
-    - relu
-    - {name: fc2, type: linear, out: 1}
-data:
-  format: criteo
-  train: [$WORK/data/train.txt]
-  vocab: 65536
-train:
-  steps: $STEPS
-  batch_size: 32
-  mode: sync
-  optimizer: {type: adam, lr: 0.001}
-  seed: 1
-  log_every: 1000
-  checkpoint: {dir: $1, every_steps: $3, resume: $2, keep: 3}
-parameters:
-  - {match: "wide_emb.weight", ps: true, init_in_server: true, optimizer: {type: adagrad, lr: 1.0}}
-  - {match: "deep_emb.weight", ps: true, init_in_server: true, optimizer: {type: adagrad, lr: 0.05}}
-  - {match: "fc2*", ps: true}
-  - {match: "fc*", ps: false}
-EOF
+  job_config wide_deep "$WORK/data" 1 - "steps: $STEPS" \
+    "checkpoint: {dir: $1, every_steps: $3, resume: $2, keep: 3}"
 }
 CKPT="$WORK/ckpt"
 config "$CKPT" true 1 > "$WORK/killed.yaml"
