@@ -166,6 +166,12 @@ void Connection::OnFrame(Frame&& frame) {
 }
 
 void Connection::Call(MessageBody body, ReplyCallback done, Payload payload, Buffer reply_into) {
+  // The loop may have begun closing the handle (EventLoop::Stop) before this
+  // connection heard of it.
+  if (!closing_ && uv_is_closing(reinterpret_cast<uv_handle_t*>(tcp_.get()))) {
+    closing_ = true;
+    close_reason_ = Aborted("event loop stopped");
+  }
   if (closing_) {
     done(
         Unavailable(fmt::format("connection to {} is closed: {}", peer_, close_reason_.message())));

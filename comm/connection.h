@@ -68,7 +68,9 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   // pending call. Idempotent.
   void Close(const Status& reason);
 
-  bool closed() const { return closing_; }
+  bool closed() const {
+    return closing_ || uv_is_closing(reinterpret_cast<const uv_handle_t*>(tcp_.get()));
+  }
   // Closes the connection with a DeadlineExceeded reason if a call sent
   // more than `timeout_ms` before `now_ms` is still unanswered. Calls that
   // wait on other nodes by design (MayWaitOnOthers) are exempt.

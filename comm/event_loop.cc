@@ -90,6 +90,10 @@ void EventLoop::RequestStop() {
 }
 
 void EventLoop::AtEndOfIteration(std::function<void()> fn) {
+  // Once CloseAll() ran, nothing queued could go out, and starting a closed
+  // handle again would keep the loop alive for ever (a close callback that
+  // sends, say a scheduler ending the job as its last connections close).
+  if (uv_is_closing(reinterpret_cast<uv_handle_t*>(&end_idle_))) return;
   if (at_end_.empty()) {
     uv_check_start(&end_check_,
                    [](uv_check_t* h) { static_cast<EventLoop*>(h->loop->data)->RunAtEnd(); });

@@ -193,11 +193,15 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
       return;
     }
     if (known == rank_of_.end()) {
+      // A restarted scheduler learns the ranks from the nodes themselves.
+      if (info.rank < 0) return refuse(InvalidArgument("a rejoining node must name its rank"));
       auto rank = PickRank(info.role, info.rank);
       if (!rank.ok()) return refuse(rank.status());
+      info.rank = *rank;
+    } else {
+      info.rank = known->second.second;
     }
     generation_ = std::max(generation_, req.generation);
-    info.rank = known != rank_of_.end() ? known->second.second : info.rank;
     return Admit(conn, id, info, "rejoined, keeps");
   }
 

@@ -347,3 +347,45 @@ TEST_CASE("a silent node is logged with its id, role and rank, and ends the job"
 
 }  // namespace
 }  // namespace pstrain
+
+namespace pstrain {
+namespace {
+
+TEST_CASE("a restarted scheduler is rejoined by the running nodes, which keep their ranks") {
+  auto sink = std::make_shared<CaptureSink>();
+  ClusterOptions cluster = Shape(1, 2);
+  auto first = std::make_unique<Scheduler>(cluster, CaptureLogger("scheduler", sink));
+  auto port = first->Start();
+  REQUIRE(port.ok());
+  TestNode server(NodeFor(Role::kServer, cluster, *port, "s"), CaptureLogger("s", sink));
+  TestNode w0(NodeFor(Role::kWorker, cluster, *port, "w0"), CaptureLogger("w0", sink));
+  TestNode w1(NodeFor(Role::kWorker, cluster, *port, "w1"), CaptureLogger("w1", sink));
+  std::thread joining([&] { CHECK(server.client.Join(0).ok()); });
+  std::thread joining0([&] { CHECK(w0.client.Join(0).ok()); });
+  REQUIRE(w1.client.Join(0).ok());
+  joining.join();
+  joining0.join();
+  // The worker that finishes while no scheduler runs reports Done again.
+  std::thread done0([&] { CHECK(w0.client.ReportDone().ok()); });
+  REQUIRE(sink->WaitFor("finished its work"));
+
+  first.reset();  // the scheduler dies; the nodes keep running
+  REQUIRE(sink->WaitFor("trying to rejoin it"));
+  ClusterOptions again = cluster;
+  again.sched_port = *port;
+  Scheduler second(again, CaptureLogger("scheduler", sink));
+  REQUIRE(second.Start().ok());
+  REQUIRE(sink->WaitFor("Start the scheduler node is successful!", 2));
+  REQUIRE(sink->WaitFor("re-joined the restarted scheduler", 3));
+  CHECK(
+      sink->Matching("node id:w1,node ip: 127.0.0.1,node port:0 rejoined, keeps rank id:").size() ==
+      1);
+  CHECK(w1.client.ReportDone().ok());
+  done0.join();
+  for (TestNode* n : {&server, &w0, &w1}) CHECK(n->client.WaitForShutdown().ok());
+  CHECK(second.Wait().ok());
+  CHECK(w0.client.rank() != w1.client.rank());
+}
+
+}  // namespace
+}  // namespace pstrain
