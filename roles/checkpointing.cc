@@ -30,48 +30,63 @@ bool CheckpointDue(const Config& config, int64_t steps_done, bool last_step) {
   return last_step || (every > 0 && steps_done % every == 0);
 }
 
-Status SaveCheckpoint(WorkerContext& ctx, int64_t step, const WorkerPlace* place,
-                      const AllReducedWeights* allreduced) {
-  const auto start = std::chrono::steady_clock::now();
-  const CheckpointConfig& c = *ctx.config->train.checkpoint;
-  const std::string step_dir = CheckpointStepDir(c.dir, step);
-  std::vector<std::string> files;
-  std::optional<KvHandle> servers;
-  if (ctx.kv != nullptr) servers = ctx.kv->Save(step, &files);
-  // While the servers write, this thread writes the rest; the MANIFEST
-  // waits for all.
-  Status local = Status::OK();
-  std::vector<std::string> local_files;
+StatusOr<std::unique_ptr<CheckpointInFlight>> BeginCheckpoint(WorkerContext& ctx, int64_t step,
+                                                              const WorkerPlace* place,
+                                                              const AllReducedWeights* allreduced) {
+  auto c = std::unique_ptr<CheckpointInFlight>(new CheckpointInFlight);
+  c->ctx_ = &ctx;
+  c->step_ = step;
+  c->start_ = std::chrono::steady_clock::now();
+  const std::string step_dir = CheckpointStepDir(ctx.config->train.checkpoint->dir, step);
+  if (ctx.kv != nullptr) c->servers_ = ctx.kv->Save(step, &c->files_);
+  // While the servers write, this thread writes the rest. On an error here
+  // the servers are still waited for: their answers land in c->files_.
+  const std::string what = fmt::format("checkpoint of step {}", step);
+  auto fail = [&](const Status& st) {
+    if (c->servers_) c->servers_->Wait().IgnoreError();
+    return st.WithContext(what);
+  };
   if (allreduced != nullptr && !allreduced->empty()) {
     auto file = allreduced->Save(step_dir, step);
-    if (file.ok()) local_files.push_back(*file);
-    local = file.status();
+    if (!file.ok()) return fail(file.status());
+    c->local_files_.push_back(*file);
   }
   // The chief writes every worker's place: in lockstep (sync) each worker's
   // place at step N is the chief's but for the rank (same epoch, position,
   // random draws, all functions of N), and so it is in async and ssp, where
   // each worker resumes at the checkpoint's step. So no worker has to send
   // anything, or be waited for, before the MANIFEST.
-  for (int r = 0; place != nullptr && r < ctx.workers && local.ok(); ++r) {
+  for (int r = 0; place != nullptr && r < ctx.workers; ++r) {
     WorkerPlace p = *place;
     p.rank = r;
     auto file = WriteWorkerPlace(step_dir, p);
-    if (file.ok()) local_files.push_back(*file);
-    local = file.status();
+    if (!file.ok()) return fail(file.status());
+    c->local_files_.push_back(*file);
   }
-  if (servers) {
-    Status st = servers->Wait();
-    if (local.ok()) local = st;
-  }
-  PSTRAIN_RETURN_IF_ERROR(local.WithContext(fmt::format("checkpoint of step {}", step)));
-  files.insert(files.end(), local_files.begin(), local_files.end());
-  PSTRAIN_RETURN_IF_ERROR(WriteManifest(c.dir, step, files));
+  return c;
+}
+
+Status CheckpointInFlight::Finish() {
+  const std::string what = fmt::format("checkpoint of step {}", step_);
+  if (servers_) PSTRAIN_RETURN_IF_ERROR(servers_->Wait().WithContext(what));
+  servers_.reset();
+  const CheckpointConfig& c = *ctx_->config->train.checkpoint;
+  const std::string step_dir = CheckpointStepDir(c.dir, step_);
+  files_.insert(files_.end(), local_files_.begin(), local_files_.end());
+  PSTRAIN_RETURN_IF_ERROR(WriteManifest(c.dir, step_, files_));
   PSTRAIN_RETURN_IF_ERROR(PruneCheckpoints(c.dir, c.keep));
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ctx.log->info("checkpoint of step {} written to {} in {:.3f} s ({} files, {} bytes)", step,
-                step_dir, seconds, files.size(), StepBytes(step_dir, files));
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  ctx_->log->info("checkpoint of step {} written to {} in {:.3f} s ({} files, {} bytes)", step_,
+                  step_dir, seconds, files_.size(), StepBytes(step_dir, files_));
   return Status::OK();
+}
+
+Status SaveCheckpoint(WorkerContext& ctx, int64_t step, const WorkerPlace* place,
+                      const AllReducedWeights* allreduced) {
+  auto checkpoint = BeginCheckpoint(ctx, step, place, allreduced);
+  if (!checkpoint.ok()) return checkpoint.status();
+  return (*checkpoint)->Finish();
 }
 
 StatusOr<CheckpointRef> ResumeCheckpoint(const Config& config, const Logger& log,

@@ -273,6 +273,13 @@ Status TrainJob::Evaluate(WorkerContext& ctx, int epoch) {
   return Status::OK();
 }
 
+Status TrainJob::FinishCheckpoint() {
+  if (!checkpoint_) return Status::OK();
+  Status st = checkpoint_->Finish();
+  checkpoint_.reset();
+  return st;
+}
+
 Status TrainJob::Run(WorkerContext& ctx) {
   if (ctx.kv == nullptr && !ps_params_.empty())
     return FailedPrecondition("training needs at least one server");
@@ -372,9 +379,13 @@ Status TrainJob::Run(WorkerContext& ctx) {
       }
     }
     const bool last = step + 1 == total;
+    if (checkpoint_ && checkpoint_->ServersDone()) PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());
     if (ctx.rank == 0 && CheckpointDue(config_, step + 1, last)) {
+      PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());  // one in flight at a time
       const WorkerPlace place = PlaceAt(ctx, step + 1, steps_per_epoch);
-      PSTRAIN_RETURN_IF_ERROR(SaveCheckpoint(ctx, step + 1, &place, allreduced_.get()));
+      auto begun = BeginCheckpoint(ctx, step + 1, &place, allreduced_.get());
+      if (!begun.ok()) return begun.status();
+      checkpoint_ = std::move(*begun);
     }
     if (in_epoch + 1 == steps_per_epoch || last) {
       double seconds = Since(epoch_begin);
@@ -384,6 +395,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
         PSTRAIN_RETURN_IF_ERROR(Evaluate(ctx, epoch + 1));
     }
   }
+  PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());
   if (stopped_at >= 0) {
     // Every worker stopped here: what the job did so far is kept, unless the
     // last periodic checkpoint already holds it.

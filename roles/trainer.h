@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "roles/allreduced_weights.h"
+#include "roles/checkpointing.h"
 #include "roles/remote_embeddings.h"
 #include "roles/worker_job.h"
 #include "roles/worker_place.h"
@@ -73,6 +74,8 @@ class TrainJob : public WorkerJob {
   StatusOr<float> ComputeGradients(const Batch& batch);
   StatusOr<const Tensor*> Logits(const Batch& batch);
   int64_t MinClock(int64_t step) const;
+  // Completes the checkpoint in flight, if any (waits for its servers).
+  Status FinishCheckpoint();
   // This worker's place once `step` steps are done (roles/worker_place.h).
   WorkerPlace PlaceAt(const WorkerContext& ctx, int64_t step, int64_t steps_per_epoch) const;
 
@@ -86,7 +89,10 @@ class TrainJob : public WorkerJob {
   std::unique_ptr<GpuModel> gpu_;                  // device: gpu only
   std::unique_ptr<NcclCommunicator> nccl_;         // averages ps: false grads on the GPU
   std::unique_ptr<Dataset> test_;                  // loaded at the first evaluation
-  uint64_t training_forwards_ = 0;                 // keys dropout; restored on resume
+  // The chief's checkpoint whose servers may still be writing (training
+  // goes on meanwhile: roles/checkpointing.h).
+  std::unique_ptr<CheckpointInFlight> checkpoint_;
+  uint64_t training_forwards_ = 0;  // keys dropout; restored on resume
   TrainStats stats_;
 };
 
