@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "src/common/config_text.h"
 #include "tests/config_test_util.h"
 
 namespace pstrain {
@@ -242,6 +243,25 @@ TEST_CASE("recovery is on with checkpoints, off without, and needs them when ask
   CHECK(Parse("train: {recovery: {wait_s: 0}}\n").train.RecoveryWaitSeconds() == 0);
   CHECK(ErrorOf("train:\n  checkpoint: {dir: c}\n  recovery: {wait_s: -1}\n")
             .find("train.recovery.wait_s") != std::string::npos);
+}
+
+TEST_CASE("a config's bytes are checked before the YAML parser sees them") {
+  // Three bytes that once made yaml-cpp loop and allocate without bound.
+  CHECK(ErrorOf(",\003\n") ==
+        "x.yaml:1: column 2: control character 0x03 (a config may hold tabs and newlines, no "
+        "other)");
+  CHECK(ErrorOf(std::string("train:\n  seed: 1\0\n", 18))
+            .find("x.yaml:2: column 10: control character 0x00") == 0);
+  CHECK(ErrorOf("train: {seed: 1} # \xc3\x28\n") ==
+        "x.yaml:1: column 20: byte 0xc3 is not valid UTF-8");
+  CHECK(ErrorOf("# \xed\xa0\x80 a surrogate\n").find("is not valid UTF-8") != std::string::npos);
+  CHECK(ErrorOf("# \xc0\xaf overlong\n").find("is not valid UTF-8") != std::string::npos);
+  CHECK(ErrorOf("# cut short \xe2\x82").find("is not valid UTF-8") != std::string::npos);
+  std::string huge = "# " + std::string(kMaxConfigBytes, 'x') + "\n";
+  CHECK(ErrorOf(huge).find("a config is at most 1048576 bytes") != std::string::npos);
+  // Tabs in comments, Windows line ends and UTF-8 text pass.
+  CHECK(Parse("train:\r\n  seed: 7\t# caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\r\n").train.seed ==
+        7);
 }
 
 TEST_CASE("a YAML syntax error gives the line") {

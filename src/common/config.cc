@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "src/common/config_reader.h"
+#include "src/common/config_text.h"
 
 namespace pstrain {
 namespace config_internal {
@@ -272,6 +273,7 @@ StatusOr<Config> Parse(const std::string& yaml_text, const std::string& source_n
                        const std::string& base_dir) {
   Config config;
   config.source = source_name;
+  PSTRAIN_RETURN_IF_ERROR(CheckConfigText(yaml_text, source_name));
   // The readers never call a throwing conversion, so an exception here comes
   // from the parser.
   try {
@@ -300,7 +302,9 @@ StatusOr<Config> LoadConfig(const std::string& path) {
   std::string text;
   char buffer[1 << 16];
   size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) text.append(buffer, n);
+  // One byte past the cap is enough to refuse the file (CheckConfigText).
+  while (text.size() <= kMaxConfigBytes && (n = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
+    text.append(buffer, n);
   int err = std::ferror(file) ? errno : 0;
   std::fclose(file);
   if (err != 0) return InvalidArgument(fmt::format("config {}: {}", path, std::strerror(err)));
