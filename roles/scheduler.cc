@@ -62,28 +62,33 @@ void Scheduler::Abort(const std::string& reason) {
   loop_.Post([this, reason] { AbortOnLoop(Aborted(reason)); });
 }
 
-// 6. Every node hears why, then the job is over (without waiting long for
-// acknowledgements: a node that cannot answer is likely the reason).
+// 6. Every node hears why, then the job is over.
 void Scheduler::AbortOnLoop(const Status& why) {
   if (finished_.IsSet() || shutting_down_) return;
   log_->error("ending the job: {}", why.message());
+  EndNow(Shutdown{why.message(), /*failed=*/true}, why);
+}
+
+// Every connected node gets `shutdown`; the job is over (`result`) once all
+// have answered, or after a short wait: a node that cannot answer is likely
+// why the job ends.
+void Scheduler::EndNow(const Shutdown& shutdown, const Status& result) {
   shutting_down_ = true;
   paused_ = false;
   register_timer_.Stop();
   auto waiting = std::make_shared<CountDown>(AllNodes().size() + 1,
-                                             [this, why](const Status&) { Finish(why); });
+                                             [this, result](const Status&) { Finish(result); });
   for (NodeEntry* n : AllNodes()) {
     auto conn = n->conn.lock();
     if (!conn || conn->closed()) {
       waiting->Report(Status::OK());
       continue;
     }
-    conn->Call(Shutdown{why.message(), /*failed=*/true},
-               [waiting](StatusOr<Incoming>) { waiting->Report(Status::OK()); });
+    conn->Call(shutdown, [waiting](StatusOr<Incoming>) { waiting->Report(Status::OK()); });
   }
   waiting->Report(Status::OK());
   shutdown_timer_.RunOnce(std::min<uint64_t>(2000, Millis(options_.heartbeat_timeout_s)),
-                          [this, why] { Finish(why); });
+                          [this, result] { Finish(result); });
 }
 
 void Scheduler::OnAccept(Connection::Ptr conn) {
@@ -393,20 +398,8 @@ void Scheduler::BeginStop(const std::string& why) {
   stop_reason_ = why;
   if (!topology_sent_ || paused_) {
     log_->warn("stopping on request ({}) before the job runs: ending it now", why);
-    shutting_down_ = true;
-    auto left = std::make_shared<CountDown>(AllNodes().size() + 1, [this](const Status&) {
-      Finish(Cancelled("stopped on request: " + stop_reason_));
-    });
-    for (NodeEntry* n : AllNodes()) {
-      auto conn = n->conn.lock();
-      if (!conn || conn->closed()) {
-        left->Report(Status::OK());
-        continue;
-      }
-      conn->Call(Shutdown{"stopped on request: " + why, false, true},
-                 [left](StatusOr<Incoming>) { left->Report(Status::OK()); });
-    }
-    left->Report(Status::OK());
+    const std::string stopped = "stopped on request: " + why;
+    EndNow(Shutdown{stopped, false, /*stopped=*/true}, Cancelled(stopped));
     return;
   }
   log_->warn("stopping on request ({}): asking the workers how far they are", why);

@@ -126,6 +126,7 @@ class Scheduler {
   void Finish(Status status);
   std::vector<NodeEntry*> AllNodes();
   void AbortOnLoop(const Status& why);
+  void EndNow(const Shutdown& shutdown, const Status& result);
 
   std::vector<NodeEntry>& NodesOf(Role role) { return role == Role::kServer ? servers_ : workers_; }
   NodeEntry* FindByConnection(const Connection* conn);
