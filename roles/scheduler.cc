@@ -242,6 +242,9 @@ StatusOr<int> Scheduler::PickRank(Role role, int requested) const {
           RoleName(role), requested, nodes[requested].info.node_id));
     return requested;
   }
+  // A rank never held first: a lost one may yet come back with its node id.
+  for (size_t r = 0; r < nodes.size(); ++r)
+    if (nodes[r].info.node_id.empty()) return static_cast<int>(r);
   for (size_t r = 0; r < nodes.size(); ++r)
     if (free(nodes[r])) return static_cast<int>(r);
   return FailedPrecondition(fmt::format("the job has {}={} and all {} {}s are registered",
