@@ -1,7 +1,10 @@
 #include "comm/address.h"
 
 #include <fmt/format.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <memory>
 
@@ -73,6 +76,26 @@ StatusOr<sockaddr_storage> ResolveAddressNow(const std::string& host, uint16_t p
   auto addr = FirstAddress(rc == 0 ? 0 : UV_EAI_NONAME, res, host, port);
   if (res != nullptr) freeaddrinfo(res);
   return addr;
+}
+
+StatusOr<std::string> LocalAddressToward(const std::string& host, uint16_t port) {
+  auto peer = ResolveAddressNow(host, port);
+  if (!peer.ok()) return peer.status();
+  const auto* to = reinterpret_cast<const sockaddr*>(&*peer);
+  int fd = ::socket(to->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Unavailable(fmt::format("socket: {}", std::strerror(errno)));
+  const socklen_t size = to->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  sockaddr_storage local{};
+  socklen_t local_size = sizeof(local);
+  Status st = Status::OK();
+  if (::connect(fd, to, size) != 0) {
+    st = Unavailable(fmt::format("no route to {}: {}", FormatAddress(to), std::strerror(errno)));
+  } else if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_size) != 0) {
+    st = Unavailable(fmt::format("getsockname: {}", std::strerror(errno)));
+  }
+  ::close(fd);
+  if (!st.ok()) return st;
+  return FormatIp(reinterpret_cast<const sockaddr*>(&local));
 }
 
 std::string FormatIp(const sockaddr* addr) {

@@ -20,6 +20,11 @@ void ResolveAddress(EventLoop* loop, const std::string& host, uint16_t port,
 // Blocking resolve, for start-up (binding a listener) only.
 StatusOr<sockaddr_storage> ResolveAddressNow(const std::string& host, uint16_t port);
 
+// The address of this host that packets to host:port leave from (the
+// route's source address), found without sending anything: a UDP socket is
+// connected, asked its name and closed. Blocking; for start-up only.
+StatusOr<std::string> LocalAddressToward(const std::string& host, uint16_t port);
+
 std::string FormatIp(const sockaddr* addr);  // "127.0.0.1", "::1"
 uint16_t PortOf(const sockaddr* addr);
 std::string FormatAddress(const sockaddr* addr);  // "127.0.0.1:80", "[::1]:80"

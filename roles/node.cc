@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "comm/address.h"
+
 namespace pstrain {
 
 Node::Node(NodeOptions options, Logger log)
@@ -18,6 +20,21 @@ Node::~Node() {
   if (!stopped.ok()) log_->error("stopping the node: {}", stopped.message());
 }
 
+// The node port listens only where peers are told to connect: the address
+// advertised (MS_NODE_HOST, else the one this host reaches the scheduler
+// from), unless PSTRAIN_BIND_HOST says otherwise. A route that cannot be
+// found yet (a scheduler name not resolvable yet) falls back to every
+// interface, saying so.
+std::string Node::BindHost() const {
+  if (!options_.bind_host.empty()) return options_.bind_host;
+  if (!options_.node_host.empty()) return options_.node_host;
+  auto local = LocalAddressToward(options_.cluster.sched_host, options_.cluster.sched_port);
+  if (local.ok()) return *local;
+  log_->warn("listening on every interface: no address toward the scheduler: {}",
+             local.status().message());
+  return "0.0.0.0";
+}
+
 StatusOr<Topology> Node::Start(RequestHandler on_peer_request, CloseHandler on_peer_closed) {
   PSTRAIN_RETURN_IF_ERROR(loop_.Start());
   loop_.Post([this] {
@@ -30,13 +47,11 @@ StatusOr<Topology> Node::Start(RequestHandler on_peer_request, CloseHandler on_p
           fmt::format("{} to {} node id:{}", name, RoleName(options_.role), options_.node_id));
     });
   });
-  // Peers reach us on every interface; MS_NODE_HOST only picks the address
-  // advertised to them.
+  const std::string bind = BindHost();
   auto port = loop_.Call<StatusOr<uint16_t>>(
       [&]() -> StatusOr<uint16_t> {
         return listener_.Listen(
-            "0.0.0.0", options_.node_port,
-            [this, on_peer_request, on_peer_closed](Connection::Ptr c) {
+            bind, options_.node_port, [this, on_peer_request, on_peer_closed](Connection::Ptr c) {
               c->Start(on_peer_request,
                        [this, on_peer_closed](const Connection::Ptr& conn, const Status& why) {
                          if (why.code() != StatusCode::kAborted)

@@ -43,6 +43,8 @@ class Node {
   const Logger& log() const { return log_; }
 
  private:
+  std::string BindHost() const;
+
   NodeOptions options_;
   Logger log_;
   EventLoop loop_;

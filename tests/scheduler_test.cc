@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <set>
 #include <thread>
 
@@ -385,6 +386,49 @@ TEST_CASE("a restarted scheduler is rejoined by the running nodes, which keep th
   for (TestNode* n : {&server, &w0, &w1}) CHECK(n->client.WaitForShutdown().ok());
   CHECK(second.Wait().ok());
   CHECK(w0.client.rank() != w1.client.rank());
+}
+
+}  // namespace
+}  // namespace pstrain
+
+namespace pstrain {
+namespace {
+
+// Whether a TCP connection to ip:port is accepted.
+bool CanConnect(const char* ip, uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  REQUIRE(inet_pton(AF_INET, ip, &addr.sin_addr) == 1);
+  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
+TEST_CASE("a node port listens on the address it advertises, not on every interface") {
+  auto sink = std::make_shared<CaptureSink>();
+  ClusterOptions cluster = Shape(1, 1);
+  Scheduler scheduler(cluster, CaptureLogger("scheduler", sink));
+  auto port = scheduler.Start();
+  REQUIRE(port.ok());
+  std::thread server([&] {
+    Server s(NodeFor(Role::kServer, cluster, *port, "srv"), CaptureLogger("server", sink));
+    CHECK(s.Run().ok());
+  });
+  REQUIRE(sink->WaitFor("The server node id:srv,"));
+  const std::string line = sink->Matching("The server node id:srv,")[0];
+  const size_t at = line.find("node port:") + std::strlen("node port:");
+  const auto node_port = static_cast<uint16_t>(std::stoi(line.substr(at)));
+  // Reached from the scheduler over 127.0.0.1, it listens there only: another
+  // loopback address (all of 127/8 is this host) finds no listener.
+  CHECK(CanConnect("127.0.0.1", node_port));
+  CHECK_FALSE(CanConnect("127.0.0.2", node_port));
+  Worker w(NodeFor(Role::kWorker, cluster, *port), CaptureLogger("worker", sink));
+  CHECK(w.Run().ok());
+  server.join();
+  CHECK(scheduler.Wait().ok());
 }
 
 }  // namespace

@@ -256,6 +256,9 @@ StatusOr<NodeOptions> ParseNodeOptions(const std::vector<std::string>& args, con
   settings.push_back(
       TextSetting("node-host", "MS_NODE_HOST", false, "a host name or IP address", &o.node_host));
   settings.push_back(PortSetting("node-port", "PSTRAIN_NODE_PORT", false, 0, &o.node_port));
+  settings.push_back(TextSetting("bind-host", "PSTRAIN_BIND_HOST", false,
+                                 "an IP address of this host (0.0.0.0: every interface)",
+                                 &o.bind_host));
   settings.push_back(IntSetting("rank", "MS_NODE_RANK", false, 0, 4095,
                                 "a whole number from 0 to 4095", &o.requested_rank));
   settings.push_back(TextSetting("config", "PSTRAIN_CONFIG", false, "a file path", &o.config_path));

@@ -64,6 +64,9 @@ struct NodeOptions {
   std::string node_id;     // empty: a fresh random id is made at start-up
   std::string node_host;   // empty: the address used to reach the scheduler
   uint16_t node_port = 0;  // 0: any free port
+  // The address the node port listens on (PSTRAIN_BIND_HOST); empty: the
+  // advertised one (MS_NODE_HOST, else the route's to the scheduler).
+  std::string bind_host;
   // The rank this node asks the scheduler for (MS_NODE_RANK, --rank), below
   // the role's count; -1: the scheduler picks. Launchers set it from their
   // own index of the process, so log files and labels follow ranks.
