@@ -146,7 +146,10 @@ void ClusterClient::OnRegistered(StatusOr<Incoming> reply) {
 void ClusterClient::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
   last_heard_ms_ = loop_->NowMs();
   const uint64_t id = in.message.request_id;
-  if (std::holds_alternative<Heartbeat>(in.message.body)) return;
+  if (std::holds_alternative<Heartbeat>(in.message.body)) {
+    conn->Reply(id, Ack{});  // a probe (scheduler step 11); a plain heartbeat has id 0
+    return;
+  }
   if (auto* topology = std::get_if<Topology>(&in.message.body)) {
     if (Status st = CheckTopology(*topology, options_.cluster); !st.ok()) {
       conn->Reply(id, ErrorReply{st.message()});
@@ -154,6 +157,7 @@ void ClusterClient::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
       return;
     }
     conn->Reply(id, Ack{});
+    topology_ = *topology;
     joined_.Set(*topology);  // later ones (a scheduler rejoined) are acknowledged only
   } else if (auto* shutdown = std::get_if<Shutdown>(&in.message.body)) {
     conn->Reply(id, Ack{});

@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,8 @@ class ClusterClient {
   bool BeginStep(int64_t step);
 
   int rank() const { return rank_; }  // valid after Join
+  // The topology as last received; null before. Loop thread only.
+  const Topology* topology() const { return topology_ ? &*topology_ : nullptr; }
   int64_t generation() const { return generation_.load(); }
 
  private:
@@ -104,6 +107,7 @@ class ClusterClient {
 
   // Loop-thread state.
   Connection::Ptr scheduler_;
+  std::optional<Topology> topology_;
   Timer retry_timer_{loop_};
   Timer heartbeat_timer_{loop_};
   uint64_t connect_deadline_ms_ = 0;

@@ -48,6 +48,12 @@
 //      running nodes: RegisterRequest with rejoin, their rank and generation.
 //      Once every rank is back the Topology goes out again and the job goes
 //      on; a worker that had reported Done reports it again.
+//  11. A node id is held by the process that registered it while that one
+//      is connected: a second registration with the id (a mistake, a
+//      stranger, or a restart whose old connection lingers) waits while the
+//      scheduler probes the holder (Heartbeat as a call). The holder
+//      answers: the newcomer is refused. No answer within the heartbeat
+//      timeout: the holder is lost (4) and the newcomer registers.
 #pragma once
 
 #include <array>
@@ -92,6 +98,14 @@ class Scheduler {
     bool done = false;        // worker reported Done
     bool shut_down = false;   // acknowledged Shutdown or gone
   };
+  // 11. A registration naming a live node's id, waiting on a probe of it.
+  struct HeldRegistration {
+    std::weak_ptr<Connection> conn;
+    uint64_t request_id;
+    RegisterRequest req;
+    uint64_t since_ms;
+    uint64_t probe;
+  };
   struct BarrierWaiter {
     std::weak_ptr<Connection> conn;
     uint64_t request_id;
@@ -109,6 +123,9 @@ class Scheduler {
                      const BarrierRequest& request);
   void HandleDone(const Connection::Ptr& conn, uint64_t id, NodeEntry& node);
   Status CheckRegistration(const RegisterRequest& req) const;
+  void HoldForProbe(const Connection::Ptr& conn, uint64_t id, const RegisterRequest& req,
+                    NodeEntry& holder, const Connection::Ptr& holder_conn);
+  void ExpireProbes(uint64_t now, uint64_t timeout);
   // The rank a new node id of `role` gets, or why it gets none.
   StatusOr<int> PickRank(Role role, int requested) const;
   void Admit(const Connection::Ptr& conn, uint64_t id, NodeInfo info, const char* how);
@@ -149,6 +166,8 @@ class Scheduler {
   std::unordered_map<std::string, std::pair<Role, int>> rank_of_;  // node id -> role, rank
   std::unordered_map<const Connection*, std::string> node_of_;     // registered connections
   std::array<std::vector<BarrierWaiter>, 3> barriers_;             // by BarrierGroup
+  std::vector<HeldRegistration> held_;                             // 11
+  uint64_t next_probe_ = 1;
   std::vector<std::string> refusals_;  // the first few, for the deadline's message
   int64_t generation_ = 0;             // rollbacks so far (5)
   double recovery_wait_s_ = 0;         // from the nodes' registrations

@@ -54,7 +54,8 @@ Status Server::Run() { return node_.Outcome(RunOnce()); }
 
 Status Server::RunOnce() {
   auto topology = node_.Start(
-      [this](const Connection::Ptr& c, Incoming&& in) { OnPeerRequest(c, std::move(in)); });
+      [this](const Connection::Ptr& c, Incoming&& in) { OnPeerRequest(c, std::move(in)); },
+      [this](const Connection::Ptr& c, const Status&) { worker_of_.erase(c.get()); });
   if (!topology.ok()) return topology.status();
   auto tables = TableHost::Create(config_, node_.options().cluster.worker_num, node_.log());
   if (!tables.ok()) return tables.status();
@@ -110,6 +111,11 @@ PsShard::Reply Server::ReplyTo(const Connection::Ptr& conn, uint64_t request_id)
 
 void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
   const uint64_t id = in.message.request_id;
+  if (auto* hello = std::get_if<Hello>(&in.message.body)) return OnHello(conn, id, *hello);
+  if (std::string why = Refusal(conn, in.message.body); !why.empty()) {
+    node_.log()->warn("refused {} from {}: {}", MessageName(in.message.body), conn->peer(), why);
+    return conn->Reply(id, ErrorReply{why});
+  }
   if (auto* push = std::get_if<PushRequest>(&in.message.body)) {
     PsShard* shard = ShardFor(push->tensor, push->part, static_cast<int64_t>(in.payload.size));
     if (shard == nullptr) return RefuseNewPartition(conn, id, push->tensor, push->part);
@@ -130,18 +136,86 @@ void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
     if (!tables_) return conn->Reply(id, ErrorReply{"this server holds no embedding tables yet"});
     tables_->Push(std::move(*push), std::move(in.payload), ReplyTo(conn, id));
   } else if (auto* save = std::get_if<SaveRequest>(&in.message.body)) {
-    if (save->step < 0)
-      return conn->Reply(
-          id, ErrorReply{fmt::format("checkpoint of step {}: steps are >= 0", save->step)});
-    Save(save->step, ReplyTo(conn, id));
-  } else if (auto* hello = std::get_if<Hello>(&in.message.body)) {
-    node_.log()->info("{} rank {} connected from {}", RoleName(hello->node.role), hello->node.rank,
-                      conn->peer());
-    conn->Reply(id, Ack{});
+    OnSave(conn, id, *save);
   } else {
     conn->Reply(
         id, ErrorReply{fmt::format("a server does not handle {}", MessageName(in.message.body))});
   }
+}
+
+// A worker introduces itself before anything else; its rank is then bound to
+// the connection, so a peer cannot act for another worker.
+void Server::OnHello(const Connection::Ptr& conn, uint64_t id, const Hello& hello) {
+  const int workers = node_.options().cluster.worker_num;
+  const NodeInfo& who = hello.node;
+  std::string why;
+  if (who.role != Role::kWorker) {
+    why = fmt::format("only workers connect to a server, not a {}", RoleName(who.role));
+  } else if (who.rank < 0 || who.rank >= workers) {
+    why = fmt::format("worker rank {} is outside the job's 0..{}", who.rank, workers - 1);
+  } else if (const Topology* topology = node_.cluster().topology()) {
+    // The scheduler's topology names who holds each rank (it may still be
+    // on its way when the first worker connects; then Save checks it).
+    for (const NodeInfo& n : topology->nodes)
+      if (n.role == Role::kWorker && n.rank == who.rank && n.node_id != who.node_id)
+        why = fmt::format("worker rank {} is node id {}, not {}", who.rank, n.node_id, who.node_id);
+  }
+  if (!why.empty()) {
+    node_.log()->warn("refused Hello from {}: {}", conn->peer(), why);
+    return conn->Reply(id, ErrorReply{why});
+  }
+  worker_of_[conn.get()] = who.rank;
+  node_.log()->info("worker rank {} connected from {}", who.rank, conn->peer());
+  conn->Reply(id, Ack{});
+}
+
+std::string Server::Refusal(const Connection::Ptr& conn, const MessageBody& body) {
+  auto it = worker_of_.find(conn.get());
+  if (it == worker_of_.end())
+    return fmt::format("{} before Hello: a worker introduces itself first", MessageName(body));
+  const int rank = it->second;
+  int named = rank;
+  int64_t reached = -1;  // the step this request shows the job has reached
+  if (auto* push = std::get_if<PushRequest>(&body)) {
+    named = push->worker;
+    if (push->kind == PushKind::kGradient) reached = push->clock + 1;
+  } else if (auto* pull = std::get_if<PullRequest>(&body)) {
+    named = pull->worker;
+    reached = pull->min_clock;
+  } else if (auto* push = std::get_if<SparsePushRequest>(&body)) {
+    named = push->worker;
+    reached = push->clock + 1;
+  } else if (auto* pull = std::get_if<SparsePullRequest>(&body)) {
+    named = pull->worker;
+    reached = pull->min_clock;
+  }
+  if (named != rank)
+    return fmt::format("the request names worker {}, but this connection is worker {}", named,
+                       rank);
+  if (reached > reached_step_.load()) reached_step_ = reached;
+  if (reached >= 0) heard_steps_ = true;
+  return "";
+}
+
+// Only the chief asks for checkpoints (roles/checkpointing.h), and only of a
+// step the job has reached: a peer must not overwrite a complete checkpoint
+// or leave a step directory that nothing would ever prune.
+void Server::OnSave(const Connection::Ptr& conn, uint64_t id, const SaveRequest& save) {
+  const int rank = worker_of_.at(conn.get());
+  std::string why;
+  if (rank != 0) {
+    why = fmt::format("worker {} asked for a checkpoint; only the chief (worker 0) may", rank);
+  } else if (save.step < 0) {
+    why = fmt::format("checkpoint of step {}: steps are >= 0", save.step);
+  } else if (heard_steps_ && save.step > reached_step_.load()) {
+    why = fmt::format("checkpoint of step {}: the job has reached step {}", save.step,
+                      reached_step_.load());
+  }
+  if (!why.empty()) {
+    node_.log()->warn("refused SaveRequest from {}: {}", conn->peer(), why);
+    return conn->Reply(id, ErrorReply{why});
+  }
+  Save(save.step, ReplyTo(conn, id));
 }
 
 std::vector<PsShard*> Server::AllShards() {
@@ -245,6 +319,7 @@ Status Server::RestoreNewestCheckpoint() {
     shard->Restore(std::move(list), [done](Status st) { done.Set(st); });
     PSTRAIN_RETURN_IF_ERROR(done.Wait().WithContext(path));
   }
+  reached_step_ = newest->step;
   node_.log()->info("resumed {} partitions and {} embedding tables from {} (step {})", count,
                     tables, path, newest->step);
   return Status::OK();

@@ -18,9 +18,11 @@
 // (PsShard), which does the math and sends the reply.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -46,6 +48,10 @@ class Server {
  private:
   Status RunOnce();
   void OnPeerRequest(const Connection::Ptr& conn, Incoming&& in);
+  // Why `conn` may not make this request (empty: it may).
+  std::string Refusal(const Connection::Ptr& conn, const MessageBody& body);
+  void OnHello(const Connection::Ptr& conn, uint64_t id, const Hello& hello);
+  void OnSave(const Connection::Ptr& conn, uint64_t id, const SaveRequest& save);
   // The shard of (tensor, part); null when the server already routes
   // kMaxRoutes partitions (a peer naming ever new ones must not exhaust
   // its memory).
@@ -79,6 +85,13 @@ class Server {
   using RoutesOfTensor = std::map<uint32_t, PsShard*>;
   std::map<std::string, RoutesOfTensor, std::less<>> routes_;
   size_t route_count_ = 0;
+  // The worker rank each peer connection introduced itself as (Hello);
+  // loop thread only. Requests name their worker, which must match.
+  std::unordered_map<const Connection*, int> worker_of_;
+  // Steps the job has reached as this server saw them (clocks of pushes and
+  // pulls, the restored checkpoint): a checkpoint of a later step is refused.
+  std::atomic<int64_t> reached_step_{0};
+  bool heard_steps_ = false;  // loop thread only
 };
 
 }  // namespace pstrain

@@ -205,6 +205,72 @@ TEST_CASE("a bad push is refused naming the problem, and changes nothing") {
   REQUIRE_MESSAGE(st.ok(), st.message());
 }
 
+// Sends `body` on `conn` (a connection of `loop`) and waits for the answer.
+StatusOr<Incoming> CallOn(EventLoop* loop, const Connection::Ptr& conn, MessageBody body) {
+  Completion<StatusOr<Incoming>> answer;
+  loop->Post([&] { conn->Call(std::move(body), [&](StatusOr<Incoming> r) { answer.Set(r); }); });
+  return answer.Wait();
+}
+
+std::string MessageOf(const StatusOr<Incoming>& answer) {
+  return answer.ok() ? "OK" : answer.status().message();
+}
+
+TEST_CASE(
+    "a server serves a connection only as the worker it introduced, and checkpoints only "
+    "the chief's reached steps") {
+  char made[] = "/tmp/pstrain-ckpt-XXXXXX";
+  REQUIRE(mkdtemp(made) != nullptr);
+  const std::string dir = made;
+  Config config = PsConfig(UpdateMode::kSync, 0.1f);
+  config.train.checkpoint = CheckpointConfig{dir, 0, false, 3};
+  Status st = RunJob(config, 1, 2, [&](WorkerContext& ctx) {
+    std::vector<std::vector<float>> values;
+    PSTRAIN_RETURN_IF_ERROR(InitAndPull(ctx, values));
+    std::vector<float> grad(kTensors[1].elements, 0.5f);
+    for (int64_t step = 0; step < 2; ++step) {
+      KvHandle push = ctx.kv->Push(1, grad.data(), step);
+      KvHandle pull = ctx.kv->Pull(1, values[1].data(), step + 1);
+      PSTRAIN_RETURN_IF_ERROR(push.Wait());
+      PSTRAIN_RETURN_IF_ERROR(pull.Wait());
+    }
+    const Connection::Ptr& server = ctx.servers[0];
+    if (ctx.rank == 1) {
+      // A worker cannot act for another, nor ask for checkpoints.
+      CHECK(MessageOf(CallOn(ctx.loop, server, PushRequest{"b", 0, 0, 2})) ==
+            "the request names worker 0, but this connection is worker 1");
+      CHECK(MessageOf(CallOn(ctx.loop, server, SaveRequest{2})) ==
+            "worker 1 asked for a checkpoint; only the chief (worker 0) may");
+    } else {
+      // The chief, for a step no worker has reached: nothing is written.
+      CHECK(MessageOf(CallOn(ctx.loop, server, SaveRequest{999999999999})) ==
+            "checkpoint of step 999999999999: the job has reached step 2");
+      CHECK_FALSE(std::filesystem::exists(CheckpointStepDir(dir, 999999999999)));
+      CHECK(MessageOf(CallOn(ctx.loop, server, SaveRequest{2})) == "OK");
+      // A connection that never said Hello is served nothing.
+      Completion<StatusOr<Connection::Ptr>> connected;
+      const std::string peer = server->peer();
+      const auto colon = peer.rfind(':');
+      ctx.loop->Post([&] {
+        Connection::Connect(ctx.loop, ctx.log, peer.substr(0, colon),
+                            static_cast<uint16_t>(std::stoi(peer.substr(colon + 1))),
+                            [&](StatusOr<Connection::Ptr> c) {
+                              if (c.ok()) (*c)->Start(nullptr, nullptr);
+                              connected.Set(c);
+                            });
+      });
+      auto stranger = connected.Wait();
+      REQUIRE(stranger.ok());
+      CHECK(MessageOf(CallOn(ctx.loop, *stranger, PullRequest{"b", 0, 0, 0, 3})) ==
+            "PullRequest before Hello: a worker introduces itself first");
+      ctx.loop->Post([c = *stranger] { c->Close(Aborted("test over")); });
+    }
+    return ctx.cluster->Barrier(BarrierGroup::kWorkers);
+  });
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("a pull before the chief's init waits for it") {
   std::atomic<bool> pull_was_pending{false};
   Completion<bool> pull_issued;

@@ -264,6 +264,93 @@ TEST_CASE("a node that registers again with its node id keeps its rank") {
   CHECK(scheduler.Wait().ok());
 }
 
+TEST_CASE("a register request naming a live node's id is refused, and that node keeps its rank") {
+  auto sink = std::make_shared<CaptureSink>();
+  ClusterOptions cluster = Shape(0, 2);
+  Scheduler scheduler(cluster, CaptureLogger("scheduler", sink));
+  auto port = scheduler.Start();
+  REQUIRE(port.ok());
+
+  NodeOptions a_options = NodeFor(Role::kWorker, cluster, *port, "worker-a");
+  TestNode holder(a_options, CaptureLogger("a", sink));
+  StatusOr<Topology> holder_join = Unavailable("not run");
+  std::thread holder_thread([&] { holder_join = holder.client.Join(0); });
+  REQUIRE(sink->WaitFor("node id:worker-a,node ip: 127.0.0.1,node port:0 assign rank id:0"));
+
+  // A second process claims the id (a copy-pasted MS_NODE_ID, or a stranger).
+  NodeOptions impostor_options = a_options;
+  impostor_options.node_port = 4242;
+  TestNode impostor(impostor_options, CaptureLogger("impostor", sink));
+  auto refused = impostor.client.Join(4242);
+  REQUIRE_FALSE(refused.ok());
+  INFO(refused.status().message());
+  CHECK(refused.status().message().find(
+            "node id worker-a is held by a live node (worker rank 0 at 127.0.0.1:0)") !=
+        std::string::npos);
+
+  std::thread other([&] {
+    Worker w(NodeFor(Role::kWorker, cluster, *port, "worker-b"), CaptureLogger("b", sink));
+    CHECK(w.Run().ok());
+  });
+  holder_thread.join();
+  REQUIRE(holder_join.ok());
+  for (const NodeInfo& n : holder_join->nodes)
+    if (n.node_id == "worker-a") CHECK(n.port == 0);  // not the impostor's address
+  CHECK(holder.client.Barrier(BarrierGroup::kAll).ok());
+  CHECK(holder.client.ReportDone().ok());
+  CHECK(holder.client.WaitForShutdown().ok());
+  other.join();
+  CHECK(scheduler.Wait().ok());
+  CHECK(sink->Matching("lost").empty());
+}
+
+TEST_CASE("a restarted node whose old connection lingers unanswering gets its rank back") {
+  auto sink = std::make_shared<CaptureSink>();
+  ClusterOptions cluster = Shape(0, 2);
+  cluster.heartbeat_interval_s = 0.1;
+  cluster.heartbeat_timeout_s = 0.6;
+  Scheduler scheduler(cluster, CaptureLogger("scheduler", sink));
+  auto port = scheduler.Start();
+  REQUIRE(port.ok());
+
+  // The old process: registered, then frozen (it answers nothing).
+  EventLoop frozen_loop;
+  REQUIRE(frozen_loop.Start().ok());
+  Completion<StatusOr<Incoming>> registered;
+  frozen_loop.Post([&] {
+    Connection::Connect(
+        &frozen_loop, CaptureLogger("frozen", sink), "127.0.0.1", *port,
+        [&](StatusOr<Connection::Ptr> c) {
+          if (!c.ok()) return registered.Set(c.status());
+          (*c)->Start(nullptr, nullptr);
+          RegisterRequest req{NodeInfo{"worker-a", Role::kWorker, "127.0.0.1", 0, -1}, 0, 2};
+          (*c)->Call(req, [&](StatusOr<Incoming> r) { registered.Set(r); });
+        });
+  });
+  REQUIRE(registered.Wait().ok());
+
+  NodeOptions again_options = NodeFor(Role::kWorker, cluster, *port, "worker-a");
+  TestNode again(again_options, CaptureLogger("a2", sink));
+  std::thread other([&] {
+    // Only once the newcomer holds the rank: with both ranks held the job
+    // would start, and the frozen holder end it.
+    REQUIRE(sink->WaitFor("registered again, keeps rank id:0"));
+    Worker w(NodeFor(Role::kWorker, cluster, *port, "worker-b"), CaptureLogger("b", sink));
+    CHECK(w.Run().ok());
+  });
+  auto topology = again.client.Join(0);
+  REQUIRE_MESSAGE(topology.ok(), topology.status().message());
+  CHECK(again.client.rank() == 0);
+  CHECK(sink->Matching("asking the holder whether it is alive").size() == 1);
+  CHECK(sink->Matching("registered again, keeps rank id:0").size() == 1);
+  CHECK(again.client.Barrier(BarrierGroup::kAll).ok());
+  CHECK(again.client.ReportDone().ok());
+  CHECK(again.client.WaitForShutdown().ok());
+  other.join();
+  CHECK(scheduler.Wait().ok());
+  CHECK(frozen_loop.Stop().ok());
+}
+
 TEST_CASE("a barrier holds each member until all have entered") {
   auto sink = std::make_shared<CaptureSink>();
   ClusterOptions cluster = Shape(1, 2);
