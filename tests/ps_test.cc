@@ -208,7 +208,10 @@ TEST_CASE("a bad push is refused naming the problem, and changes nothing") {
 // Sends `body` on `conn` (a connection of `loop`) and waits for the answer.
 StatusOr<Incoming> CallOn(EventLoop* loop, const Connection::Ptr& conn, MessageBody body) {
   Completion<StatusOr<Incoming>> answer;
-  loop->Post([&] { conn->Call(std::move(body), [&](StatusOr<Incoming> r) { answer.Set(r); }); });
+  // Captured by value: the reply may still be inside Set() when Wait() returns.
+  loop->Post([conn, body = std::move(body), answer]() mutable {
+    conn->Call(std::move(body), [answer](StatusOr<Incoming> r) { answer.Set(r); });
+  });
   return answer.Wait();
 }
 
@@ -251,10 +254,10 @@ TEST_CASE(
       Completion<StatusOr<Connection::Ptr>> connected;
       const std::string peer = server->peer();
       const auto colon = peer.rfind(':');
-      ctx.loop->Post([&] {
+      ctx.loop->Post([&ctx, peer, colon, connected] {
         Connection::Connect(ctx.loop, ctx.log, peer.substr(0, colon),
                             static_cast<uint16_t>(std::stoi(peer.substr(colon + 1))),
-                            [&](StatusOr<Connection::Ptr> c) {
+                            [connected](StatusOr<Connection::Ptr> c) {
                               if (c.ok()) (*c)->Start(nullptr, nullptr);
                               connected.Set(c);
                             });
