@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""Hostile peers for the live attack test (tests/attack_test.sh).
+
+  attacker.py proxy LISTEN_PORT TARGET_PORT RECORD_FILE
+      Forwards 127.0.0.1:LISTEN_PORT to 127.0.0.1:TARGET_PORT (each
+      connection in a thread of its own), recording what the client sent in RECORD_FILE.N
+      (the first 64 KiB of the N-th connection): real frames to replay later.
+
+  attacker.py attack --ports P1,P2,... --replay FILE[,FILE...] --seconds S
+                     --pids PID,... --out RESULT.json
+      While S seconds pass, against every port: floods of connections
+      sending random bytes, fixed headers announcing huge headers and
+      payloads, truncated frames left open, slowloris peers (one byte a
+      second), and the recorded bytes replayed. Meanwhile samples the RSS of
+      every PID. Writes what it saw (max RSS per pid, how long slowloris
+      connections lived, counts) as JSON.
+
+Every loop is bounded in count and time; only 127.0.0.1 is contacted.
+"""
+import json
+import os
+import random
+import select
+import socket
+import struct
+import sys
+import threading
+import time
+
+MAGIC = b"PSTR"
+VERSION = 1
+HOST = "127.0.0.1"
+
+
+def fixed_header(header_len, payload_len, version=VERSION, flags=0):
+    return MAGIC + struct.pack("<HHIQ", version, flags, header_len, payload_len)
+
+
+def rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def connect(port, timeout=2.0):
+    s = socket.create_connection((HOST, port), timeout=timeout)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def send_quietly(s, data):
+    try:
+        s.sendall(data)
+        return True
+    except OSError:
+        return False
+
+
+def closed_by_peer(s):
+    """True when the peer has closed (EOF or reset), without blocking."""
+    try:
+        r, _, _ = select.select([s], [], [], 0)
+        if not r:
+            return False
+        return s.recv(65536) == b""
+    except OSError:
+        return True
+
+
+class Attack:
+    def __init__(self, ports, replays, seconds, pids):
+        self.ports = ports
+        self.replays = replays
+        self.deadline = time.monotonic() + seconds
+        self.pids = pids
+        self.max_rss = {pid: 0 for pid in pids}
+        self.counts = {}
+        self.slowloris_lifetimes = []
+        self.lock = threading.Lock()
+        self.rng = random.Random(13)
+
+    def count(self, what, n=1):
+        with self.lock:
+            self.counts[what] = self.counts.get(what, 0) + n
+
+    def running(self):
+        return time.monotonic() < self.deadline
+
+    def sample_rss(self):
+        while self.running():
+            for pid in self.pids:
+                kib = rss_kib(pid)
+                if kib is not None:
+                    self.max_rss[pid] = max(self.max_rss[pid], kib)
+            time.sleep(0.1)
+
+    def flood(self, port):
+        """Bursts of 100 connections: random bytes, or wrong fixed headers."""
+        rng = random.Random(port)
+        for _burst in range(1000):
+            if not self.running():
+                return
+            socks = []
+            for i in range(100):
+                try:
+                    s = connect(port)
+                except OSError:
+                    self.count("connect refused or failed")
+                    continue
+                kind = i % 4
+                if kind == 0:
+                    data = bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 2048)))
+                elif kind == 1:  # a 1 MiB header announced, 20 bytes sent
+                    data = fixed_header(1 << 20, 0)
+                elif kind == 2:  # a 2 GiB payload announced
+                    data = fixed_header(64, 2 << 30) + bytes(64)
+                else:  # lengths at their limits, a wrong version, wrong flags
+                    data = rng.choice([fixed_header(0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF),
+                                       fixed_header(16, 0, version=99),
+                                       fixed_header(16, 0, flags=1)])
+                send_quietly(s, data)
+                socks.append(s)
+            self.count("flood connections", len(socks))
+            time.sleep(0.5)
+            for s in socks:
+                s.close()
+
+    def truncated(self, port):
+        """Frames cut short and left open: the node must drop them."""
+        socks = []
+        for _ in range(20):
+            try:
+                s = connect(port)
+            except OSError:
+                continue
+            send_quietly(s, fixed_header(200, 0) + b"\x10\x00\x00\x00")
+            socks.append(s)
+        self.count("truncated frames", len(socks))
+        while self.running() and any(not closed_by_peer(s) for s in socks):
+            time.sleep(0.5)
+        for s in socks:
+            s.close()
+
+    def slowloris(self, port):
+        """Ten peers sending a plausible header one byte a second."""
+        frame = fixed_header(40, 0) + bytes(40)
+        socks = []
+        for _ in range(10):
+            try:
+                socks.append((connect(port), time.monotonic()))
+            except OSError:
+                pass
+        self.count("slowloris connections", len(socks))
+        alive = list(socks)
+        i = 0
+        while alive and self.running() and i < 600:
+            still = []
+            for s, born in alive:
+                if closed_by_peer(s) or not send_quietly(s, frame[i % len(frame):i % len(frame) + 1]):
+                    with self.lock:
+                        self.slowloris_lifetimes.append(time.monotonic() - born)
+                    s.close()
+                else:
+                    still.append((s, born))
+            alive = still
+            i += 1
+            time.sleep(1.0)
+        for s, born in alive:
+            with self.lock:
+                self.slowloris_lifetimes.append(-1.0)  # never dropped while we watched
+            s.close()
+
+    def replay(self, port):
+        """Recorded bytes of real connections, sent again, whole and cut."""
+        for _round in range(200):
+            if not self.running():
+                return
+            for blob in self.replays:
+                try:
+                    s = connect(port)
+                except OSError:
+                    continue
+                cut = len(blob) if _round % 2 == 0 else self.rng.randint(1, max(1, len(blob)))
+                send_quietly(s, blob[:cut])
+                time.sleep(0.05)
+                s.close()
+                self.count("replays")
+            time.sleep(0.2)
+
+    def run(self):
+        threads = [threading.Thread(target=self.sample_rss)]
+        for port in self.ports:
+            for fn in (self.flood, self.truncated, self.slowloris, self.replay):
+                threads.append(threading.Thread(target=fn, args=(port,)))
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=max(1.0, self.deadline - time.monotonic() + 30))
+        return {
+            "max_rss_kib": {str(p): v for p, v in self.max_rss.items()},
+            "counts": self.counts,
+            "slowloris_lifetimes_s": sorted(round(x, 1) for x in self.slowloris_lifetimes),
+        }
+
+
+def proxy(listen_port, target_port, record_file, max_seconds=600):
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind((HOST, listen_port))
+    server.listen(8)
+    server.settimeout(1.0)
+    end = time.monotonic() + max_seconds
+    connections = 0
+    while time.monotonic() < end and connections < 1000:
+        try:
+            client, _ = server.accept()
+        except socket.timeout:
+            continue
+        try:
+            upstream = connect(target_port)
+        except OSError:
+            client.close()
+            continue
+        path = f"{record_file}.{connections}"
+        connections += 1
+        threading.Thread(target=pipe, args=(client, upstream, path, end), daemon=True).start()
+
+
+def pipe(client, upstream, record_path, end):
+    """Forwards both ways; what the client sends goes to record_path as it
+    comes (the first 64 KiB), so a long-lived connection is on record too."""
+    recorded = 0
+    pairs = {client: upstream, upstream: client}
+    try:
+        with open(record_path, "ab") as record:
+            while time.monotonic() < end:
+                r, _, _ = select.select(list(pairs), [], [], 1.0)
+                for s in r:
+                    data = s.recv(65536)
+                    if not data:
+                        raise OSError("closed")
+                    pairs[s].sendall(data)
+                    if s is client and recorded < 65536:
+                        record.write(data[:65536 - recorded])
+                        record.flush()
+                        recorded += len(data)
+    except OSError:
+        pass
+    finally:
+        client.close()
+        upstream.close()
+
+
+def read_records(prefix):
+    """The recordings of every proxied connection: PREFIX.0, PREFIX.1, ..."""
+    blobs = []
+    for i in range(1000):
+        path = f"{prefix}.{i}"
+        if not os.path.exists(path):
+            break
+        with open(path, "rb") as f:
+            blobs.append(f.read())
+    return [b for b in blobs if b]
+
+
+def main(argv):
+    if len(argv) >= 5 and argv[1] == "proxy":
+        proxy(int(argv[2]), int(argv[3]), argv[4])
+        return 0
+    if len(argv) >= 2 and argv[1] == "attack":
+        args = dict(zip(argv[2::2], argv[3::2]))
+        ports = [int(p) for p in args["--ports"].split(",") if p]
+        replays = []
+        for prefix in args.get("--replay", "").split(","):
+            if prefix:
+                replays += read_records(prefix)
+        pids = [int(p) for p in args.get("--pids", "").split(",") if p]
+        result = Attack(ports, replays, float(args.get("--seconds", "20")), pids).run()
+        result["replayed_blobs"] = len(replays)
+        with open(args["--out"], "w") as f:
+            json.dump(result, f, indent=1)
+        return 0
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
