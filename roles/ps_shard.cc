@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <new>
 
 namespace pstrain {
 
@@ -53,7 +54,13 @@ void PsShard::Push(PushRequest request, Buffer payload, Reply reply) {
                      {});
       if (it == partitions_.end()) {
         PsPartition* created = nullptr;
-        Status st = Create(key, std::vector<float>(data, data + n), &created);
+        Status st;
+        try {
+          st = Create(key, std::vector<float>(data, data + n), &created);
+        } catch (const std::bad_alloc&) {
+          st = Unavailable(fmt::format("init of '{}' partition {} ({} bytes): out of memory",
+                                       request.tensor, request.part, payload.size));
+        }
         if (!st.ok()) return reply(ErrorReply{st.message()}, {});
         auto waiting = before_init_.find(key);
         if (waiting != before_init_.end()) {

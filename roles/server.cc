@@ -14,9 +14,6 @@
 namespace pstrain {
 namespace {
 
-// The largest partition a config allows (train.partition_bytes).
-constexpr int64_t kMaxPartitionBytes = int64_t{1} << 30;
-
 // Partitions up to this size are updated on the loop thread (Server::loop_shard_).
 constexpr int64_t kLoopShardBytes = 16 * 1024;
 
@@ -116,16 +113,23 @@ void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
     node_.log()->warn("refused {} from {}: {}", MessageName(in.message.body), conn->peer(), why);
     return conn->Reply(id, ErrorReply{why});
   }
+  const int64_t largest = config_.train.partition_bytes;  // as the partition map cuts tensors
   if (auto* push = std::get_if<PushRequest>(&in.message.body)) {
+    if (static_cast<int64_t>(in.payload.size) > largest)
+      return conn->Reply(
+          id, ErrorReply{fmt::format("push of {} bytes to '{}' partition {}: "
+                                     "partitions hold at most {} bytes "
+                                     "(train.partition_bytes)",
+                                     in.payload.size, push->tensor, push->part, largest)});
     PsShard* shard = ShardFor(push->tensor, push->part, static_cast<int64_t>(in.payload.size));
     if (shard == nullptr) return RefuseNewPartition(conn, id, push->tensor, push->part);
     shard->Push(std::move(*push), std::move(in.payload), ReplyTo(conn, id));
   } else if (auto* pull = std::get_if<PullRequest>(&in.message.body)) {
-    if (pull->elements <= 0 || pull->elements > kMaxPartitionBytes / 4)
-      return conn->Reply(id, ErrorReply{fmt::format("pull of {} floats from '{}' partition {}: "
-                                                    "expected 1 to {}",
-                                                    pull->elements, pull->tensor, pull->part,
-                                                    kMaxPartitionBytes / 4)});
+    if (pull->elements <= 0 || pull->elements > largest / 4)
+      return conn->Reply(
+          id, ErrorReply{fmt::format("pull of {} floats from '{}' partition {}: "
+                                     "expected 1 to {} (train.partition_bytes)",
+                                     pull->elements, pull->tensor, pull->part, largest / 4)});
     PsShard* shard = ShardFor(pull->tensor, pull->part, pull->elements * 4);
     if (shard == nullptr) return RefuseNewPartition(conn, id, pull->tensor, pull->part);
     shard->Pull(std::move(*pull), ReplyTo(conn, id));
