@@ -16,6 +16,12 @@ BufferPool::~BufferPool() {
 }
 
 Buffer BufferPool::Get(uint64_t size) {
+  Buffer cached = GetCached(size);
+  if (cached.data != nullptr) return cached;
+  return Adopt(static_cast<uint8_t*>(AllocateTensorMemory(size)), size);
+}
+
+Buffer BufferPool::GetCached(uint64_t size) {
   uint8_t* data = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -28,8 +34,14 @@ Buffer BufferPool::Get(uint64_t size) {
       break;
     }
   }
-  if (data == nullptr) data = static_cast<uint8_t*>(AllocateTensorMemory(size));
+  if (data == nullptr) return Buffer{};
+  return Adopt(data, size);
+}
+
+Buffer BufferPool::Adopt(uint8_t* data, uint64_t size) {
   std::shared_ptr<BufferPool> pool = shared_from_this();
+  // Should the control block not be allocated, the deleter still runs
+  // (hands `data` back) before bad_alloc leaves.
   std::shared_ptr<void> owner(
       data, [pool, size](void* p) { pool->Release(static_cast<uint8_t*>(p), size); });
   return Buffer{data, size, std::move(owner)};
