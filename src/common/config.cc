@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "src/common/config_reader.h"
+#include "src/common/config_sizes.h"
 #include "src/common/config_text.h"
 
 namespace pstrain {
@@ -282,6 +283,8 @@ StatusOr<Config> Parse(const std::string& yaml_text, const std::string& source_n
     return InvalidArgument(
         fmt::format("{}:{}: invalid YAML: {}", source_name, std::max(e.mark.line, 0) + 1, e.msg));
   }
+  // Before anything the config describes is allocated.
+  PSTRAIN_RETURN_IF_ERROR(CheckConfigSizes(config));
   return config;
 }
 
