@@ -96,6 +96,7 @@ for case in "out|$MLP|s/out: 256}/out: 2000000000}/|model.layers\[1\].out: makes
             "input|$MLP|s/input: \[1, 28, 28\]/input: [1, 100000, 100000]/|model.input: a batch of 64 samples" \
             "vocab|$WD|s/vocab: 1048576, dim: 16/vocab: 1000000000000000, dim: 16/|model.deep\[0\].vocab: expected an integer in 1..1099511627776" \
             "dim|$WD|s/vocab: 1048576, dim: 16/vocab: 1048576, dim: 100000/|model.deep\[0\].dim: expected an integer in 1..65536" \
+            "max_rows|$WD|s/cache_rows: 100000,$/cache_rows: 100000, max_rows: 1000000000,/|parameters\[0\].max_rows: expected an integer in 0..268435456" \
             "oom|$MLP|s/out: 256}/out: 2000000}/|layer 1 (fc1) at line [0-9]*: not enough memory"; do
   name=${case%%|*}; rest=${case#*|}
   src=${rest%%|*}; rest=${rest#*|}

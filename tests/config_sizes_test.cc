@@ -80,6 +80,15 @@ TEST_CASE("a table is a parameter where the workers hold it, rows on demand wher
         std::string::npos);
 }
 
+TEST_CASE("a table's row limit, reserved up front on each server, is capped") {
+  std::string yaml = Embedding("1000000", "16", false) +
+                     "parameters:\n  - {match: emb.weight, init_in_server: true, max_rows: "
+                     "1000000000}\n";
+  CHECK(ErrorOf(yaml) ==
+        "x.yaml:9: parameters[0].max_rows: expected an integer in 0..268435456, got "
+        "'1000000000'");
+}
+
 TEST_CASE("all parameters together are capped") {
   // Each tensor fits (2^31-1 at most), three of them do not.
   std::string yaml =

@@ -209,7 +209,8 @@ Status ReadRule(const Value& v, ParameterRule* rule) {
       {Required(NonEmptyString("match", &rule->match)), Bool("ps", &rule->ps),
        Bool("init_in_server", &rule->init_in_server), Int("cache_rows", &rule->cache_rows, 0),
        Int("cache_staleness", &rule->cache_staleness, 0), Int("admit_after", &rule->admit_after, 0),
-       Int("evict_after_steps", &rule->evict_after_steps, 0), Int("max_rows", &rule->max_rows, 0),
+       Int("evict_after_steps", &rule->evict_after_steps, 0),
+       Int("max_rows", &rule->max_rows, 0, kMaxTableRows),
        Section("optimizer", &rule->optimizer, &ReadOptionalOptimizer)},
       &lines));
   // Both settings describe server-held rows; with ps: false there are none.

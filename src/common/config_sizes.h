@@ -10,7 +10,9 @@
 //     the servers only grow by the rows touched): at most 2^32 elements, i.e.
 //     16 GiB of float32, before gradients and optimizer state;
 //   - embedding_bag: dim at most 65536, vocab at most 2^40 (hashed ids;
-//     a server-held table creates only the rows it is asked for).
+//     a server-held table creates only the rows it is asked for);
+//   - a server-held table's max_rows (its index is reserved up front, about
+//     64 bytes a row): at most 2^28.
 // These are estimates from the same shape rules the layers use (src/nn);
 // Model::Build stays the judge of whether shapes fit together.
 #pragma once
@@ -26,6 +28,7 @@ inline constexpr int64_t kMaxTensorElements = (int64_t{1} << 31) - 1;
 inline constexpr int64_t kMaxModelElements = int64_t{1} << 32;
 inline constexpr int64_t kMaxEmbeddingDim = 65536;
 inline constexpr int64_t kMaxEmbeddingVocab = int64_t{1} << 40;
+inline constexpr int64_t kMaxTableRows = int64_t{1} << 28;
 
 // Rows a worker stages for server-held tables: a batch's ids, at least an
 // evaluation batch of this many samples (roles/trainer.cc).
