@@ -57,9 +57,9 @@ using PayloadPlacer =
 // frame before its fixed header passed the checks, and its header and payload
 // buffers then grow geometrically as bytes arrive, never beyond the announced
 // size. A peer that announces 2 GiB and sends 20 bytes costs the staging
-// buffer (a few KiB) and nothing more. Payload memory of a size seen before
-// on this connection is reused whole from the reader's pool (the steady state
-// of a training job: no growth, no copy); a payload the placer puts into
+// buffer (a few KiB) and nothing more. Payload memory this connection used
+// before is reused whole from the reader's pool when it fits (at most twice
+// the size: the steady state of a training job, no growth, no copy); a payload the placer puts into
 // caller memory is read straight into it. An allocation failure is an error
 // Status for this stream, never an exception. Everything the reader holds is
 // freed with it (the connection closing).
