@@ -38,6 +38,13 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   ~BufferPool();
   // A buffer of exactly `size` bytes (contents undefined).
   Buffer Get(uint64_t size);
+  // A cached buffer for `size` bytes (its memory may be up to twice that), or
+  // an empty Buffer: takes no new memory (a frame reader growing a payload
+  // as it arrives asks first).
+  Buffer GetCached(uint64_t size);
+  // Takes `data` (AllocateTensorMemory of `size` bytes) into the pool: the
+  // Buffer returned hands it back to the cache when its last copy goes.
+  Buffer Adopt(uint8_t* data, uint64_t size);
 
  private:
   explicit BufferPool(size_t max_cached_bytes) : max_cached_bytes_(max_cached_bytes) {}

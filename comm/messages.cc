@@ -12,6 +12,8 @@ namespace {
 
 constexpr size_t kMaxText = 4096;  // node ids, hosts, tokens, error messages
 constexpr double kMaxWaitSeconds = 7 * 24 * 3600.0;
+// Every server and every worker (MS_SERVER_NUM, MS_WORKER_NUM: 4096 each).
+constexpr size_t kMaxTopologyNodes = 8192;
 
 w::Role ToWire(Role r) {
   switch (r) {
@@ -181,7 +183,27 @@ StatusOr<NodeInfo> FromWire(const w::NodeInfo* n, const char* field) {
   return out;
 }
 
-StatusOr<MessageBody> DecodeBody(const w::Header* h) {
+// A FlatBuffer may point many vector entries at one table or string, so a
+// small header can stand for far more text than it holds. Honest senders
+// never share (CreateString), so what a node list decodes to is at most the
+// header's own size.
+Status CheckNodeList(const fb::Vector<fb::Offset<w::NodeInfo>>& nodes, size_t header_size) {
+  if (nodes.size() > kMaxTopologyNodes)
+    return InvalidArgument(
+        fmt::format("topology of {} nodes (at most {})", nodes.size(), kMaxTopologyNodes));
+  size_t text = 0;
+  for (const w::NodeInfo* n : nodes) {
+    if (n == nullptr) continue;
+    text += (n->node_id() ? n->node_id()->size() : 0) + (n->host() ? n->host()->size() : 0);
+  }
+  if (text > header_size)
+    return InvalidArgument(fmt::format(
+        "topology of {} nodes names {} bytes of text in a {}-byte header (shared strings)",
+        nodes.size(), text, header_size));
+  return Status::OK();
+}
+
+StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
   // The Verifier accepts a union whose type is set but whose table is absent.
   if (h->body_type() != w::Body_NONE && h->body() == nullptr)
     return InvalidArgument(
@@ -205,6 +227,8 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h) {
     case w::Body_Topology: {
       Topology t;
       if (auto nodes = h->body_as_Topology()->nodes()) {
+        PSTRAIN_RETURN_IF_ERROR(CheckNodeList(*nodes, header_size));
+        t.nodes.reserve(nodes->size());
         for (const w::NodeInfo* n : *nodes) {
           auto node = FromWire(n, "nodes[]");
           if (!node.ok()) return node.status();
@@ -397,7 +421,7 @@ StatusOr<Message> DecodeHeader(const uint8_t* data, size_t size) {
     return InvalidArgument(
         fmt::format("frame header of {} bytes fails FlatBuffers verification", size));
   const w::Header* h = w::GetHeader(data);
-  auto body = DecodeBody(h);
+  auto body = DecodeBody(h, size);
   if (!body.ok()) return body.status();
   Message m;
   m.request_id = h->request_id();

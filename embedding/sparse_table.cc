@@ -6,6 +6,7 @@
 #include <cassert>
 #include <cstring>
 #include <iterator>
+#include <new>
 
 #include "embedding/row_init.h"
 
@@ -13,7 +14,15 @@ namespace pstrain {
 
 StatusOr<SparseTable> SparseTable::Create(const EmbeddingTableOptions& options) {
   PSTRAIN_RETURN_IF_ERROR(options.Validate());
-  return SparseTable(options);
+  // max_rows reserves the index up front: too many for this machine is an
+  // error for the job, not an abort.
+  try {
+    return SparseTable(options);
+  } catch (const std::bad_alloc& e) {
+    return InvalidArgument(
+        fmt::format("embedding table '{}': no memory for an index of {} rows: {}", options.name,
+                    options.max_rows, e.what()));
+  }
 }
 
 SparseTable::SparseTable(const EmbeddingTableOptions& options)

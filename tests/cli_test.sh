@@ -86,5 +86,28 @@ rates=$(sed -n 's/.*"best_hit_rate":\([0-9.]*\).*/\1/p' "$OUT" | tr '\n' ' ')
 check "bounds grow with the cache ($rates)" \
   awk -v r="$rates" 'BEGIN { n = split(r, a, " "); exit !(n == 3 && a[1] > 0 && a[1] <= a[2] && a[2] <= a[3] && a[3] <= 1) }'
 
+# Sizes a config implies are capped before anything is allocated (issue 13):
+# each is one line naming file, line and key, exit 2 (not std::bad_alloc,
+# exit 134). Under a 4 GB address-space limit, so that a build that would
+# try to allocate fails at once instead of eating the machine.
+MLP="$REPO/configs/mlp_fashion_mnist.yaml"
+WD="$REPO/configs/wide_deep_criteo.yaml"
+for case in "out|$MLP|s/out: 256}/out: 2000000000}/|model.layers\[1\].out: makes parameter 'fc1.weight'" \
+            "input|$MLP|s/input: \[1, 28, 28\]/input: [1, 100000, 100000]/|model.input: a batch of 64 samples" \
+            "vocab|$WD|s/vocab: 1048576, dim: 16/vocab: 1000000000000000, dim: 16/|model.deep\[0\].vocab: expected an integer in 1..1099511627776" \
+            "dim|$WD|s/vocab: 1048576, dim: 16/vocab: 1048576, dim: 100000/|model.deep\[0\].dim: expected an integer in 1..65536" \
+            "max_rows|$WD|s/cache_rows: 100000,$/cache_rows: 100000, max_rows: 1000000000,/|parameters\[0\].max_rows: expected an integer in 0..268435456" \
+            "oom|$MLP|s/out: 256}/out: 2000000}/|layer 1 (fc1) at line [0-9]*: not enough memory"; do
+  name=${case%%|*}; rest=${case#*|}
+  src=${rest%%|*}; rest=${rest#*|}
+  edit=${rest%%|*}; message=${rest#*|}
+  sed -e "$edit" "$src" > "$DATA/$name.yaml"
+  (ulimit -v 4000000; "$BIN" local --config "$DATA/$name.yaml" --servers 1 --workers 1) > "$OUT" 2>&1
+  status=$?
+  check "config with a huge $name exits 2 (got $status)" [ "$status" = 2 ]
+  check "config with a huge $name: one line" [ "$(lines)" = 1 ]
+  check "config with a huge $name names file, line and key" has "^pstrain: $DATA/$name.yaml:.* .*$message"
+done
+
 echo "cli_test: $passed passed, $failed failed"
 [ "$failed" = 0 ]

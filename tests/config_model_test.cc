@@ -277,7 +277,7 @@ TEST_CASE("a data section's mistakes name the key") {
   CHECK(ErrorOf("data:\n  format: idx\n  train: [a, b]\n  vocab: 100\n") ==
         "x.yaml:4: data.vocab: only used with format: criteo");
   CHECK(ErrorOf("data: {format: criteo, train: a, vocab: 0}\n") ==
-        "x.yaml:1: data.vocab: expected an integer >= 1, got '0'");
+        "x.yaml:1: data.vocab: expected an integer in 1..1099511627776, got '0'");
   CHECK(ErrorOf("data: {format: criteo, train: a, limit: -1}\n") ==
         "x.yaml:1: data.limit: expected an integer >= 0, got '-1'");
   CHECK(ErrorOf("data: {format: criteo, train: a, shufle: true}\n") ==

@@ -5,6 +5,10 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
+
+#include "comm/wire_generated.h"
 
 namespace pstrain {
 namespace {
@@ -141,6 +145,29 @@ TEST_CASE("damaged headers are refused with a reason") {
     REQUIRE_FALSE(m.ok());
     CHECK(m.status().message().find("node_id") != std::string::npos);
   }
+}
+
+// A Topology whose `copies` entries all point at one NodeInfo with long
+// strings: a small header that would decode to copies x 8000 bytes.
+std::vector<uint8_t> SharedNodeTopology(int copies) {
+  flatbuffers::FlatBufferBuilder b;
+  auto node = wire::CreateNodeInfo(b, b.CreateString(std::string(4000, 'n')), wire::Role_Worker,
+                                   b.CreateString(std::string(4000, 'h')), 1, 0);
+  std::vector<flatbuffers::Offset<wire::NodeInfo>> nodes(copies, node);
+  auto topology = wire::CreateTopology(b, b.CreateVector(nodes), 0);
+  b.Finish(wire::CreateHeader(b, 1, false, wire::Body_Topology, topology.Union()));
+  return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+}
+
+TEST_CASE("a topology cannot expand shared strings into gigabytes") {
+  std::vector<uint8_t> many = SharedNodeTopology(20000);
+  auto decoded = DecodeHeader(many.data(), many.size());
+  REQUIRE_FALSE(decoded.ok());
+  CHECK(decoded.status().message() == "topology of 20000 nodes (at most 8192)");
+  std::vector<uint8_t> shared = SharedNodeTopology(8000);  // 64 MB of text in 40 kB
+  decoded = DecodeHeader(shared.data(), shared.size());
+  REQUIRE_FALSE(decoded.ok());
+  CHECK(decoded.status().message().find("shared strings") != std::string::npos);
 }
 
 }  // namespace

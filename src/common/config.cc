@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "src/common/config_reader.h"
+#include "src/common/config_sizes.h"
 #include "src/common/config_text.h"
 
 namespace pstrain {
@@ -208,7 +209,8 @@ Status ReadRule(const Value& v, ParameterRule* rule) {
       {Required(NonEmptyString("match", &rule->match)), Bool("ps", &rule->ps),
        Bool("init_in_server", &rule->init_in_server), Int("cache_rows", &rule->cache_rows, 0),
        Int("cache_staleness", &rule->cache_staleness, 0), Int("admit_after", &rule->admit_after, 0),
-       Int("evict_after_steps", &rule->evict_after_steps, 0), Int("max_rows", &rule->max_rows, 0),
+       Int("evict_after_steps", &rule->evict_after_steps, 0),
+       Int("max_rows", &rule->max_rows, 0, kMaxTableRows),
        Section("optimizer", &rule->optimizer, &ReadOptionalOptimizer)},
       &lines));
   // Both settings describe server-held rows; with ps: false there are none.
@@ -282,6 +284,8 @@ StatusOr<Config> Parse(const std::string& yaml_text, const std::string& source_n
     return InvalidArgument(
         fmt::format("{}:{}: invalid YAML: {}", source_name, std::max(e.mark.line, 0) + 1, e.msg));
   }
+  // Before anything the config describes is allocated.
+  PSTRAIN_RETURN_IF_ERROR(CheckConfigSizes(config));
   return config;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "src/common/config_reader.h"
+#include "src/common/config_sizes.h"
 
 namespace pstrain {
 namespace config_internal {
@@ -78,7 +79,8 @@ Status ReadLayer(const Value& v, LayerConfig* layer) {
                  Int("out_channels", &layer->out_channels, 1), Int("kernel", &layer->kernel, 1),
                  Int("stride", &layer->stride, 0), Int("padding", &layer->padding, 0),
                  Bool("bias", &layer->bias), Float("rate", &layer->rate, Bound::kUnitInterval),
-                 Int("vocab", &layer->vocab, 1), Int("dim", &layer->dim, 1),
+                 Int("vocab", &layer->vocab, 1, kMaxEmbeddingVocab),
+                 Int("dim", &layer->dim, 1, kMaxEmbeddingDim),
                  Choice("mode", &layer->mode, {"sum", "mean", "concat"}),
                  Choice("init", &layer->init, {"xavier", "he", "normal", "uniform", "zeros"}),
                  Float("init_scale", &layer->init_scale, Bound::kPositive)},
@@ -201,6 +203,7 @@ Status ReadModel(const Value& v, ModelConfig* model) {
                Section("wide", &model->wide, &ReadLayers),
                Section("deep", &model->deep, &ReadLayers)},
               &lines));
+  model->input_line = lines.count("input") > 0 ? lines["input"] : v.line;
   return CheckModel(v, lines, *model);
 }
 
@@ -213,7 +216,7 @@ Status ReadData(const Value& v, const std::string& base_dir, DataConfig* data) {
       {Required(
            Enum("format", &data->format, {DataFormat::kIdx, DataFormat::kCriteo}, &DataFormatName)),
        Required(Paths("train", base_dir, &data->train)), Paths("test", base_dir, &data->test),
-       Int("vocab", &data->vocab, 1), Int("limit", &data->limit, 0),
+       Int("vocab", &data->vocab, 1, kMaxEmbeddingVocab), Int("limit", &data->limit, 0),
        Bool("shuffle", &data->shuffle)},
       &lines));
   if (data->format != DataFormat::kIdx) return Status::OK();

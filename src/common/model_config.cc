@@ -1,5 +1,7 @@
 #include "src/common/model_config.h"
 
+#include <string>
+
 namespace pstrain {
 
 const char* LayerTypeName(LayerType type) {
@@ -58,6 +60,10 @@ const char* DataFormatName(DataFormat format) {
       return "criteo";
   }
   return "unknown";
+}
+
+std::string DefaultLayerName(const std::string& tower, LayerType type, size_t index) {
+  return (tower.empty() ? "" : tower + "_") + LayerTypeName(type) + std::to_string(index);
 }
 
 }  // namespace pstrain

@@ -3,6 +3,7 @@
 // (reading samples).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -58,6 +59,10 @@ struct LayerConfig {
   int line = 0;              // where it was written, for messages
 };
 
+// The name of a layer the config leaves unnamed: "<type><index>", prefixed
+// with its tower ("deep_linear1") so that the towers' names differ.
+std::string DefaultLayerName(const std::string& tower, LayerType type, size_t index);
+
 struct ModelConfig {
   std::vector<int64_t> input;  // one sample's dense input, e.g. [1, 28, 28] or [13]
   int sparse_fields = 0;       // categorical ids per sample (click data), 0: none
@@ -71,6 +76,7 @@ struct ModelConfig {
   LossType loss = LossType::kSoftmaxCrossEntropy;
   Device device = Device::kCpu;
   int line = 0;
+  int input_line = 0;  // of `input`, for messages about it
 };
 
 struct DataConfig {

@@ -2,8 +2,12 @@
 // output fits the next one's input, and runs them in order.
 #include "src/nn/model.h"
 
+#include <fmt/format.h>
+
 #include <cassert>
+#include <new>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -52,11 +56,6 @@ StatusOr<Shape> InputShape(const ModelConfig& config, const Tower& tower, size_t
   return previous;
 }
 
-// Towers prefix their defaults: both would otherwise have "linear0".
-std::string DefaultLayerName(const std::string& tower, LayerType type, size_t index) {
-  return (tower.empty() ? "" : tower + "_") + LayerTypeName(type) + std::to_string(index);
-}
-
 Status BuildTower(const ModelConfig& config, const std::vector<LayerConfig>& configs, uint64_t seed,
                   Tower* tower, std::vector<Param*>* params, std::set<std::string>* names,
                   Shape* shape) {
@@ -70,7 +69,12 @@ Status BuildTower(const ModelConfig& config, const std::vector<LayerConfig>& con
     if (!layer.ok()) return layer.status().WithContext(Where(*tower, i));
     auto input = InputShape(config, *tower, i, *shape);
     if (!input.ok()) return input.status();
-    auto output = (*layer)->Build(*input, seed);
+    StatusOr<Shape> output = Internal("not built");
+    try {
+      output = (*layer)->Build(*input, seed);
+    } catch (const std::bad_alloc& e) {
+      output = InvalidArgument(fmt::format("not enough memory for its parameters: {}", e.what()));
+    }
     if (!output.ok()) return output.status().WithContext(Where(*tower, i));
     *shape = *output;
     for (Param* p : (*layer)->Params()) {
@@ -130,14 +134,24 @@ StatusOr<std::unique_ptr<Model>> Model::Build(const ModelConfig& config, uint64_
   std::set<std::string> names;
   const std::pair<const char*, const std::vector<LayerConfig>*> lists[] = {
       {"", &config.layers}, {"wide", &config.wide}, {"deep", &config.deep}};
-  for (const auto& [label, configs] : lists) {
-    if (configs->empty()) continue;
-    Tower& tower = impl->towers.emplace_back();
-    tower.label = label;
-    Shape shape;
-    PSTRAIN_RETURN_IF_ERROR(
-        BuildTower(config, *configs, seed, &tower, &impl->params, &names, &shape));
-    PSTRAIN_RETURN_IF_ERROR(CheckOutput(impl->loss, tower, shape));
+  // The config's sizes were checked against caps (config_sizes.h); a machine
+  // that still cannot hold the model gets an error, not an abort.
+  try {
+    for (const auto& [label, configs] : lists) {
+      if (configs->empty()) continue;
+      Tower& tower = impl->towers.emplace_back();
+      tower.label = label;
+      Shape shape;
+      PSTRAIN_RETURN_IF_ERROR(
+          BuildTower(config, *configs, seed, &tower, &impl->params, &names, &shape));
+      PSTRAIN_RETURN_IF_ERROR(CheckOutput(impl->loss, tower, shape));
+    }
+  } catch (const std::bad_alloc& e) {
+    return InvalidArgument(
+        fmt::format("not enough memory to build the model ({} parameters built): {}",
+                    impl->params.size(), e.what()));
+  } catch (const std::length_error& e) {
+    return InvalidArgument(fmt::format("the model is too large to build: {}", e.what()));
   }
   return std::unique_ptr<Model>(new Model(std::move(impl)));
 }
