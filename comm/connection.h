@@ -22,6 +22,7 @@
 #include "comm/event_loop.h"
 #include "comm/frame.h"
 #include "comm/messages.h"
+#include "comm/tls.h"
 #include "src/common/logging.h"
 #include "src/common/status.h"
 
@@ -95,6 +96,12 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   void OnFrame(Frame&& frame);
   static void OnAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
   static void OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf);
+  // TLS on the byte path (connection_tls.cc), when the loop has a context:
+  // the session, handshake, decryption into the frame reader, encryption.
+  Status BeginTls(TlsSession::Side side);
+  void ReadTls(size_t nread);
+  void FlushTls();
+  void SendCiphertext();
 
   EventLoop* loop_;
   Logger log_;
@@ -115,7 +122,8 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   std::vector<OutFrame> outbox_;  // sent at the end of this loop iteration
   bool closing_ = false;
   Status close_reason_;
-  Ptr self_;  // keeps this alive while the handle is open
+  std::unique_ptr<TlsSession> tls_;  // null: plaintext
+  Ptr self_;                         // keeps this alive while the handle is open
 };
 
 // Every connection of `loop` (not listeners): ExpireOverdueCalls on each,
