@@ -12,6 +12,7 @@
 #include <uv.h>
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -101,6 +102,7 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   Status BeginTls(TlsSession::Side side);
   void ReadTls(size_t nread);
   void FlushTls();
+  void PumpTls();
   void SendCiphertext();
 
   EventLoop* loop_;
@@ -123,7 +125,12 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   bool closing_ = false;
   Status close_reason_;
   std::unique_ptr<TlsSession> tls_;  // null: plaintext
-  Ptr self_;                         // keeps this alive while the handle is open
+  // Frames being encrypted, a bounded amount ahead of the socket: bytes of
+  // the first already encrypted, and ciphertext written but not yet sent.
+  std::deque<OutFrame> tls_queue_;
+  size_t tls_offset_ = 0;
+  size_t tls_in_flight_ = 0;
+  Ptr self_;  // keeps this alive while the handle is open
 };
 
 // Every connection of `loop` (not listeners): ExpireOverdueCalls on each,

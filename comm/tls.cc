@@ -23,6 +23,9 @@ constexpr size_t kMinInputSpace = size_t{16} << 10;
 // tag to at most 16 KiB of plaintext.
 constexpr size_t kRecordPlaintext = 16384;
 constexpr size_t kRecordOverhead = 22;
+// Sent ciphertext buffers kept for reuse: a large payload goes out in a
+// few megabytes at a time, and fresh buffers would fault in fresh pages.
+constexpr size_t kSpareBuffers = 8;
 
 // OpenSSL's reasons for the last failure on this thread, oldest first
 // ("certificate verify failed; ..."), and the queue emptied.
@@ -145,7 +148,9 @@ StatusOr<std::unique_ptr<TlsSession>> TlsSession::Create(std::shared_ptr<TlsCont
 int TlsSession::BioWrite(BIO* bio, const char* data, int n) {
   auto* self = static_cast<TlsSession*>(BIO_get_data(bio));
   BIO_clear_retry_flags(bio);
-  self->output_.insert(self->output_.end(), data, data + n);
+  // As bytes: an insert from char* would convert them one by one.
+  const auto* bytes = reinterpret_cast<const uint8_t*>(data);
+  self->output_.insert(self->output_.end(), bytes, bytes + n);
   return n;
 }
 
@@ -244,7 +249,17 @@ Status TlsSession::Write(const uint8_t* data, size_t n) {
 std::vector<uint8_t> TlsSession::TakeOutput() {
   std::vector<uint8_t> out;
   out.swap(output_);
+  if (!spare_.empty()) {
+    output_.swap(spare_.back());
+    spare_.pop_back();
+  }
   return out;
+}
+
+void TlsSession::Recycle(std::vector<uint8_t>&& sent) {
+  if (spare_.size() >= kSpareBuffers) return;
+  sent.clear();
+  spare_.push_back(std::move(sent));
 }
 
 }  // namespace pstrain

@@ -87,6 +87,8 @@ class TlsSession {
   Status Write(const uint8_t* data, size_t n);
   // The ciphertext produced so far (handshake, records, alerts), emptied.
   std::vector<uint8_t> TakeOutput();
+  // Gives back a buffer TakeOutput() returned, once sent, for reuse.
+  void Recycle(std::vector<uint8_t>&& sent);
   size_t output_size() const { return output_.size(); }
 
   const std::string& peer() const { return peer_; }
@@ -111,6 +113,7 @@ class TlsSession {
   std::vector<uint8_t> input_;
   size_t in_begin_ = 0, in_end_ = 0;
   std::vector<uint8_t> output_;  // ciphertext to send
+  std::vector<std::vector<uint8_t>> spare_;
 };
 
 }  // namespace pstrain
