@@ -48,7 +48,7 @@ Connection::Ptr Connection::Adopt(EventLoop* loop, Logger log, std::unique_ptr<u
   conn->peer_ = PeerName(conn->tcp_.get());
   uv_tcp_nodelay(conn->tcp_.get(), 1);
   if (Status tls = conn->BeginTls(TlsSession::Side::kServer); !tls.ok()) {
-    conn->log_->warn("closing connection from {}: {}", conn->peer_, tls.message());
+    conn->log_->warn("closing the connection: {}", tls.message());  // names the peer
     conn->Close(tls);
   }
   return conn;

@@ -48,7 +48,7 @@ void Connection::ReadTls(size_t nread) {
     st = tls_->Handshake();
     SendCiphertext();  // the handshake's next message, or the alert that ends it
     if (!st.ok()) {
-      log_->warn("closing connection from {}: {}", peer_, st.message());
+      log_->warn("closing the connection: {}", st.message());  // names the peer
       return Close(st);
     }
     if (!tls_->established()) return;
@@ -60,8 +60,7 @@ void Connection::ReadTls(size_t nread) {
     if (!n.ok()) {
       SendCiphertext();
       // A peer that ends the session cleanly is an ordinary close.
-      if (!tls_->closed_by_peer())
-        log_->warn("closing connection from {}: {}", peer_, n.status().message());
+      if (!tls_->closed_by_peer()) log_->warn("closing the connection: {}", n.status().message());
       return Close(n.status());
     }
     if (*n == 0) break;
@@ -123,7 +122,7 @@ void Connection::PumpTls() {
   encrypt(gathered.data(), gathered.size());
   SendCiphertext();
   if (!st.ok()) {
-    log_->warn("closing connection to {}: {}", peer_, st.message());
+    log_->warn("closing the connection: {}", st.message());
     Close(st);
   }
 }

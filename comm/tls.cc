@@ -179,7 +179,7 @@ Status TlsSession::Failure(const char* what, int rc) {
   const long verify = SSL_get_verify_result(ssl_);
   if (verify != X509_V_OK) reason += fmt::format(" ({})", X509_verify_cert_error_string(verify));
   if (error == SSL_ERROR_SYSCALL && reason == "no reason given") reason = "unexpected end of data";
-  return Unavailable(fmt::format("TLS {} with {}: {}", what, peer_, reason));
+  return Unavailable(fmt::format("TLS {} with {} failed: {}", what, peer_, reason));
 }
 
 Status TlsSession::Handshake() {
