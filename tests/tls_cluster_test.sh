@@ -1,6 +1,7 @@
 #!/bin/sh
 # TLS end to end (issue 13, item 2): a 2-server, 2-worker Wide&Deep job with
-# PSTRAIN_TLS_* set, separate processes on 127.0.0.1. Before the workers
+# PSTRAIN_TLS_* set (the workers' ring over TCP, so every connection is
+# TLS), separate processes on 127.0.0.1. Before the workers
 # start, strangers knock at a server's node port and at the scheduler's: a
 # client with a certificate from another CA, a TLS 1.2 client and a
 # plaintext client are each refused with a logged line that names the
@@ -43,7 +44,9 @@ expect_usage_error "PSTRAIN_TLS_KEY file '$WORK/other/stranger.key' does not mat
   PSTRAIN_TLS_KEY="$WORK/other/stranger.key"
 expect_usage_error "PSTRAIN_TLS_CA file '$WORK/pki/node.key'" PSTRAIN_TLS_CA="$WORK/pki/node.key"
 
+# The workers' ring over TCP, so that it too runs over TLS.
 export MS_SERVER_NUM=2 MS_WORKER_NUM=2 MS_SCHED_HOST=127.0.0.1 ID_PREFIX=tls
+export PSTRAIN_RING_TRANSPORT=tcp
 gen_criteo "$WORK/data" 2000
 job_config wide_deep "$WORK/data" 2 - > "$WORK/job.yaml"
 export PSTRAIN_CONFIG="$WORK/job.yaml"

@@ -7,12 +7,16 @@
 #include <openssl/ssl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <string>
 #include <vector>
 
+#include "comm/connection.h"
+#include "comm/listener.h"
 #include "tests/test_util.h"
 
 namespace pstrain {
@@ -273,6 +277,91 @@ TEST_SUITE("tls") {
       CHECK(e.find("PSTRAIN_TLS_CA") != std::string::npos);
       CHECK(e.find(f.ca) != std::string::npos);
     }
+  }
+
+  // Over real sockets: a loop whose connections all speak TLS, and a client
+  // that calls it at once, before its handshake can have ended.
+  struct EchoServer {
+    EventLoop loop;
+    std::shared_ptr<testing::CaptureSink> sink = std::make_shared<testing::CaptureSink>();
+    Listener listener{&loop, testing::CaptureLogger("server", sink)};
+    uint16_t port = 0;
+
+    explicit EchoServer(std::shared_ptr<TlsContext> tls) {
+      loop.set_tls(std::move(tls));
+      REQUIRE(loop.Start().ok());
+      auto bound = loop.Call<StatusOr<uint16_t>>(
+          [&] {
+            // Answers a push with a pull reply carrying the same bytes.
+            return listener.Listen("127.0.0.1", 0, [](Connection::Ptr c) {
+              c->Start(
+                  [](const Connection::Ptr& conn, Incoming&& in) {
+                    Payload echo{in.payload.data, in.payload.size, in.payload.owner};
+                    conn->Reply(in.message.request_id, PullReply{7}, std::move(echo));
+                  },
+                  [](const Connection::Ptr&, const Status&) {});
+            });
+          },
+          Aborted("stopped"));
+      REQUIRE(bound.ok());
+      port = *bound;
+    }
+    ~EchoServer() { CHECK(loop.Stop().ok()); }
+  };
+
+  // Pushes `size` patterned bytes from a loop with `tls` (null: plaintext) to
+  // `port` and reads the echo straight into its own buffer: OK when every
+  // byte came back.
+  Status EchoThrough(std::shared_ptr<TlsContext> tls, uint16_t port, size_t size) {
+    EventLoop loop;
+    loop.set_tls(std::move(tls));
+    if (Status st = loop.Start(); !st.ok()) return st;
+    auto sent = std::make_shared<std::vector<uint8_t>>(size);
+    for (size_t i = 0; i < size; ++i) (*sent)[i] = static_cast<uint8_t>(i * 13 + (i >> 12));
+    std::vector<uint8_t> back(size);
+    std::promise<Status> done;
+    loop.Post([&] {
+      Connection::Connect(
+          &loop, MakeLogger("client"), "127.0.0.1", port, [&](StatusOr<Connection::Ptr> conn) {
+            if (!conn.ok()) return done.set_value(conn.status());
+            (*conn)->Start([](const Connection::Ptr&, Incoming&&) {},
+                           [](const Connection::Ptr&, const Status&) {});
+            (*conn)->Call(
+                PushRequest{"w"}, [&](StatusOr<Incoming> reply) { done.set_value(reply.status()); },
+                Payload{sent->data(), sent->size(), sent},
+                Buffer{back.data(), back.size(), nullptr});
+          });
+    });
+    std::future<Status> result = done.get_future();
+    Status st = result.wait_for(std::chrono::seconds(60)) == std::future_status::ready
+                    ? result.get()
+                    : DeadlineExceeded("no answer within 60 s");
+    if (Status stopped = loop.Stop(); !stopped.ok()) return stopped;
+    if (st.ok() && back != *sent) return Internal("the echo differs from what was sent");
+    return st;
+  }
+
+  TEST_CASE("tls: connections carry frames sent before the handshake ended, 64 MiB included") {
+    const Certs& certs = TestCerts();
+    EchoServer server(Context(certs.Files("cluster", "b")));
+    auto client = Context(certs.Files("cluster", "a"));
+    Status small = EchoThrough(client, server.port, 1000);
+    CHECK_MESSAGE(small.ok(), small.message());
+    Status large = EchoThrough(client, server.port, size_t{64} << 20);
+    CHECK_MESSAGE(large.ok(), large.message());
+  }
+
+  TEST_CASE("tls: a plaintext client and a stranger are refused; the server goes on") {
+    const Certs& certs = TestCerts();
+    EchoServer server(Context(certs.Files("cluster", "b")));
+    CHECK_FALSE(EchoThrough(nullptr, server.port, 1000).ok());
+    CHECK(server.sink->WaitFor("TLS handshake with 127.0.0.1:"));
+    TlsFiles stranger = certs.Files("other", "stranger");
+    stranger.ca = certs.Files("cluster", "a").ca;
+    CHECK_FALSE(EchoThrough(Context(stranger), server.port, 1000).ok());
+    CHECK(server.sink->WaitFor("certificate verify failed"));
+    Status member = EchoThrough(Context(certs.Files("cluster", "a")), server.port, 1000);
+    CHECK_MESSAGE(member.ok(), member.message());
   }
 
 }  // TEST_SUITE
