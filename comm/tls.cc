@@ -5,6 +5,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -26,6 +27,9 @@ constexpr size_t kRecordOverhead = 22;
 // Sent ciphertext buffers kept for reuse: a large payload goes out in a
 // few megabytes at a time, and fresh buffers would fault in fresh pages.
 constexpr size_t kSpareBuffers = 8;
+// Certificates, keys and CA bundles are a few KiB; a bundle of every public
+// CA is about 200 KiB.
+constexpr off_t kMaxPemBytes = off_t{1} << 20;
 
 // OpenSSL's reasons for the last failure on this thread, oldest first
 // ("certificate verify failed; ..."), and the queue emptied.
@@ -39,16 +43,28 @@ std::string OpenSslErrors() {
   return text.empty() ? "no reason given" : text;
 }
 
-// A file OpenSSL is about to read: a readable one, or an error naming it and
-// its variable (OpenSSL's own message for a missing file is "system lib").
+// A file OpenSSL is about to read: a readable regular file of sane size, or
+// an error naming it and its variable (OpenSSL's own message for a missing
+// file is "system lib", and it would read /dev/zero or a pipe forever).
 Status CheckReadable(const std::string& path, const char* variable) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr)
     return InvalidArgument(
         fmt::format("{} file '{}' cannot be read: {}", variable, path, std::strerror(errno)));
+  struct stat info {};
+  const bool regular = fstat(fileno(f), &info) == 0 && S_ISREG(info.st_mode);
   std::fclose(f);
+  if (!regular)
+    return InvalidArgument(fmt::format("{} file '{}' is not a regular file", variable, path));
+  if (info.st_size > kMaxPemBytes)
+    return InvalidArgument(fmt::format("{} file '{}' has {} bytes; a PEM file here is at most {}",
+                                       variable, path, info.st_size, kMaxPemBytes));
   return Status::OK();
 }
+
+// Encrypted keys are refused rather than prompted for: a node never waits
+// on a terminal.
+int NoPassphrase(char*, int, int, void*) { return 0; }
 
 long BioCtrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
 
@@ -97,6 +113,7 @@ StatusOr<std::shared_ptr<TlsContext>> TlsContext::Load(const TlsFiles& files) {
   SSL_CTX_set_num_tickets(ctx, 0);
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+  SSL_CTX_set_default_passwd_cb(ctx, &NoPassphrase);
   if (SSL_CTX_use_certificate_chain_file(ctx, files.cert.c_str()) != 1)
     return InvalidArgument(fmt::format("PSTRAIN_TLS_CERT file '{}' is not a PEM certificate: {}",
                                        files.cert, OpenSslErrors()));
@@ -107,8 +124,8 @@ StatusOr<std::shared_ptr<TlsContext>> TlsContext::Load(const TlsFiles& files) {
     // OpenSSL compares the key with the certificate as it loads it.
     const std::string why = OpenSslErrors();
     if (why.find("key values mismatch") != std::string::npos) return InvalidArgument(mismatch);
-    return InvalidArgument(
-        fmt::format("PSTRAIN_TLS_KEY file '{}' is not a PEM private key: {}", files.key, why));
+    return InvalidArgument(fmt::format(
+        "PSTRAIN_TLS_KEY file '{}' is not an unencrypted PEM private key: {}", files.key, why));
   }
   if (SSL_CTX_check_private_key(ctx) != 1) return InvalidArgument(mismatch);
   if (SSL_CTX_load_verify_locations(ctx, files.ca.c_str(), nullptr) != 1)

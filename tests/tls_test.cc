@@ -254,7 +254,22 @@ TEST_SUITE("tls") {
       f.key = good.cert;
       std::string e = error(f);
       CHECK(e.find("PSTRAIN_TLS_KEY") != std::string::npos);
-      CHECK(e.find("not a PEM private key") != std::string::npos);
+      CHECK(e.find("not an unencrypted PEM private key") != std::string::npos);
+    }
+    SUBCASE("not a regular file") {
+      TlsFiles f = good;
+      f.ca = "/dev/zero";  // OpenSSL would read it forever
+      std::string e = error(f);
+      CHECK(e.find("PSTRAIN_TLS_CA file '/dev/zero' is not a regular file") != std::string::npos);
+    }
+    SUBCASE("an encrypted key is refused, not prompted for") {
+      TlsFiles f = good;
+      f.key = (certs.dir / "encrypted.key").string();
+      REQUIRE(std::system(("openssl pkey -in " + good.key + " -aes128 -passout pass:secret -out " +
+                           f.key + " 2>/dev/null")
+                              .c_str()) == 0);
+      std::string e = error(f);
+      CHECK(e.find("is not an unencrypted PEM private key") != std::string::npos);
     }
     SUBCASE("the key of another certificate") {
       TlsFiles f = good;
