@@ -13,8 +13,10 @@ namespace {
 
 // Plaintext handed to OpenSSL per call, and ciphertext per write: large, so
 // big payloads become full 16 KiB records with few calls, yet small enough
-// that the first ciphertext is on the wire while the rest is encrypted.
-constexpr size_t kEncryptChunk = size_t{1} << 20;
+// that the first ciphertext is on the wire while the rest is encrypted, and
+// still in cache when the kernel copies it (256 KiB took 8% less CPU per
+// 64 MiB push+pull than 1 MiB).
+constexpr size_t kEncryptChunk = size_t{256} << 10;
 // Ciphertext written but not yet taken by the socket, at most (about). Each
 // completed write has to come back through the loop before more is
 // encrypted: with 4 or 8 MiB, 64 MiB pushes measured slower than with 16.

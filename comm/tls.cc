@@ -18,7 +18,7 @@ namespace {
 
 // Received ciphertext is staged here before OpenSSL reads it: big enough for
 // one socket read to bring many records (fewer callbacks per megabyte).
-constexpr size_t kInputBytes = size_t{512} << 10;
+constexpr size_t kInputBytes = size_t{256} << 10;
 constexpr size_t kMinInputSpace = size_t{16} << 10;
 // A TLS 1.3 record adds a 5-byte header, a content-type byte and a 16-byte
 // tag to at most 16 KiB of plaintext.
@@ -26,7 +26,7 @@ constexpr size_t kRecordPlaintext = 16384;
 constexpr size_t kRecordOverhead = 22;
 // Sent ciphertext buffers kept for reuse: a large payload goes out in a
 // few megabytes at a time, and fresh buffers would fault in fresh pages.
-constexpr size_t kSpareBuffers = 8;
+constexpr size_t kSpareBuffers = 32;  // of 256 KiB (comm/connection_tls.cc)
 // Certificates, keys and CA bundles are a few KiB; a bundle of every public
 // CA is about 200 KiB.
 constexpr off_t kMaxPemBytes = off_t{1} << 20;
