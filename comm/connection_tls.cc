@@ -95,7 +95,7 @@ void Connection::PumpTls() {
     st = tls_->Write(data, size);
     if (tls_->output_size() >= kEncryptChunk) SendCiphertext();
   };
-  while (!tls_queue_.empty() && tls_in_flight_ < kMaxInFlight && st.ok()) {
+  while (!tls_queue_.empty() && tls_in_flight_ < kMaxInFlight && st.ok() && !closing_) {
     const OutFrame& f = tls_queue_.front();
     const size_t total = f.prefix.size() + f.payload.size;
     const bool in_prefix = tls_offset_ < f.prefix.size();
