@@ -47,6 +47,10 @@ Connection::Ptr Connection::Adopt(EventLoop* loop, Logger log, std::unique_ptr<u
   conn->self_ = conn;
   conn->peer_ = PeerName(conn->tcp_.get());
   uv_tcp_nodelay(conn->tcp_.get(), 1);
+  if (Status tls = conn->BeginTls(TlsSession::Side::kServer); !tls.ok()) {
+    conn->log_->warn("closing the connection: {}", tls.message());  // names the peer
+    conn->Close(tls);
+  }
   return conn;
 }
 
@@ -77,6 +81,10 @@ void Connection::Connect(EventLoop* loop, Logger log, const std::string& host, u
             return req->done(error);
           }
           uv_tcp_nodelay(req->conn->tcp_.get(), 1);
+          if (Status tls = req->conn->BeginTls(TlsSession::Side::kClient); !tls.ok()) {
+            req->conn->Close(tls);
+            return req->done(tls);
+          }
           req->done(req->conn);
         });
     req->req.data = req;
@@ -100,9 +108,19 @@ void Connection::Start(RequestHandler on_request, CloseHandler on_close) {
 
 void Connection::OnAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
   auto* self = static_cast<Connection*>(static_cast<HandleOwner*>(h->data));
-  FrameReader::Span span = self->reader_.NextBuffer();
-  *buf = uv_buf_init(reinterpret_cast<char*>(span.data),
-                     static_cast<unsigned>(std::min<size_t>(span.size, 1u << 30)));
+  // With TLS the socket's bytes are ciphertext: they go to the session, and
+  // the plaintext to the frame reader's span (ReadTls).
+  uint8_t* data;
+  size_t size;
+  if (self->tls_) {
+    TlsSession::Span span = self->tls_->InputSpace();
+    data = span.data, size = span.size;
+  } else {
+    FrameReader::Span span = self->reader_.NextBuffer();
+    data = span.data, size = span.size;
+  }
+  *buf = uv_buf_init(reinterpret_cast<char*>(data),
+                     static_cast<unsigned>(std::min<size_t>(size, 1u << 30)));
 }
 
 void Connection::OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
@@ -114,6 +132,7 @@ void Connection::OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
     return;
   }
   Ptr keep = self->shared_from_this();  // a handler may close us mid-parse
+  if (self->tls_) return self->ReadTls(static_cast<size_t>(nread));
   Status st = self->reader_.Consume(static_cast<size_t>(nread),
                                     [self](Frame&& f) { self->OnFrame(std::move(f)); });
   if (!st.ok()) {
@@ -238,6 +257,7 @@ bool Connection::InjectTestFault(const Message& message) {
 
 void Connection::Flush() {
   if (closing_ || outbox_.empty()) return;
+  if (tls_) return FlushTls();
   auto* w = new WriteRequest;
   w->frames.swap(outbox_);
   std::vector<uv_buf_t> bufs;

@@ -12,6 +12,7 @@
 #include <uv.h>
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "comm/event_loop.h"
 #include "comm/frame.h"
 #include "comm/messages.h"
+#include "comm/tls.h"
 #include "src/common/logging.h"
 #include "src/common/status.h"
 
@@ -95,6 +97,13 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   void OnFrame(Frame&& frame);
   static void OnAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
   static void OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf);
+  // TLS on the byte path (connection_tls.cc), when the loop has a context:
+  // the session, handshake, decryption into the frame reader, encryption.
+  Status BeginTls(TlsSession::Side side);
+  void ReadTls(size_t nread);
+  void FlushTls();
+  void PumpTls();
+  void SendCiphertext();
 
   EventLoop* loop_;
   Logger log_;
@@ -115,6 +124,12 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   std::vector<OutFrame> outbox_;  // sent at the end of this loop iteration
   bool closing_ = false;
   Status close_reason_;
+  std::unique_ptr<TlsSession> tls_;  // null: plaintext
+  // Frames being encrypted, a bounded amount ahead of the socket: bytes of
+  // the first already encrypted, and ciphertext written but not yet sent.
+  std::deque<OutFrame> tls_queue_;
+  size_t tls_offset_ = 0;
+  size_t tls_in_flight_ = 0;
   Ptr self_;  // keeps this alive while the handle is open
 };
 

@@ -29,6 +29,8 @@
 
 namespace pstrain {
 
+class TlsContext;  // comm/tls.h
+
 // Everything that owns a libuv handle sets handle->data to itself (as a
 // HandleOwner*) and must stay alive until OnHandleClosed is called for it.
 class HandleOwner {
@@ -91,6 +93,11 @@ class EventLoop {
   const TestFault& test_fault() const { return test_fault_; }
   int64_t CountPushFrame() { return ++push_frames_; }
 
+  // The TLS identity every connection of this loop uses (PSTRAIN_TLS_*);
+  // null: plaintext. Set before Start(); then loop thread only.
+  void set_tls(std::shared_ptr<TlsContext> tls) { tls_ = std::move(tls); }
+  const std::shared_ptr<TlsContext>& tls() const { return tls_; }
+
  private:
   static void OnAsync(uv_async_t* handle);
   void RunAtEnd();
@@ -116,6 +123,7 @@ class EventLoop {
   std::string open_handles_;  // when it failed, the types left open ("tcp, timer")
   TestFault test_fault_;
   int64_t push_frames_ = 0;
+  std::shared_ptr<TlsContext> tls_;
 };
 
 template <typename T>

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "comm/address.h"
+#include "comm/tls.h"
 
 namespace pstrain {
 
@@ -36,6 +37,9 @@ std::string Node::BindHost() const {
 }
 
 StatusOr<Topology> Node::Start(RequestHandler on_peer_request, CloseHandler on_peer_closed) {
+  auto tls = TlsContext::LoadIfSet(options_.cluster.tls);
+  if (!tls.ok()) return tls.status();
+  loop_.set_tls(std::move(*tls));
   PSTRAIN_RETURN_IF_ERROR(loop_.Start());
   loop_.Post([this] {
     signals_.Watch([this](const char* name) {

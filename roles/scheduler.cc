@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "comm/tls.h"
+
 namespace pstrain {
 namespace {
 
@@ -24,6 +26,9 @@ Scheduler::~Scheduler() {
 }
 
 StatusOr<uint16_t> Scheduler::Start() {
+  auto tls = TlsContext::LoadIfSet(options_.tls);
+  if (!tls.ok()) return tls.status();
+  loop_.set_tls(std::move(*tls));
   PSTRAIN_RETURN_IF_ERROR(loop_.Start());
   return loop_.Call<StatusOr<uint16_t>>(
       [this]() -> StatusOr<uint16_t> {

@@ -71,6 +71,26 @@ TEST_CASE("a missing variable names itself and what it accepts") {
   }
 }
 
+TEST_CASE("the TLS files go together: all three, or none") {
+  Env env = Valid();
+  auto none = ParseNodeOptions({}, Lookup(env));
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->cluster.tls.enabled());
+  env["PSTRAIN_TLS_CERT"] = "/pki/node.pem";
+  env["PSTRAIN_TLS_KEY"] = "/pki/node.key";
+  std::string error = ErrorOf(env);
+  CHECK(error.find("go together: PSTRAIN_TLS_CA is not set") != std::string::npos);
+  env.erase("PSTRAIN_TLS_KEY");
+  CHECK(ErrorOf(env).find("PSTRAIN_TLS_KEY and PSTRAIN_TLS_CA are not set") != std::string::npos);
+  // A flag completes what the environment began.
+  env["PSTRAIN_TLS_KEY"] = "/pki/node.key";
+  auto all = ParseNodeOptions({"--tls-ca", "/pki/ca.pem"}, Lookup(env));
+  REQUIRE(all.ok());
+  CHECK(all->cluster.tls.enabled());
+  CHECK(all->cluster.tls.ca == "/pki/ca.pem");
+  CHECK(all->cluster.tls.key == "/pki/node.key");
+}
+
 TEST_CASE("a malformed variable names itself, its value and what it accepts") {
   struct Case {
     const char* name;

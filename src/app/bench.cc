@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "comm/tls.h"
+#include "src/app/bench_kv.h"
 #include "src/common/status.h"
 
 namespace pstrain {
 
-Status RunKvBench(const std::vector<int64_t>& sizes, const std::vector<int>& servers,
-                  const std::vector<int>& workers);
 Status RunAllReduceBench(const std::vector<int64_t>& sizes, const std::vector<int>& worlds,
                          const std::string& transport);
 Status RunEmbeddingBench(const std::vector<int>& dims, const std::vector<std::string>& cases);
@@ -56,10 +56,32 @@ bool Has(const std::vector<std::string>& items, const char* item) {
   return std::find(items.begin(), items.end(), item) != items.end();
 }
 
+// The security bench kv runs with: what the environment sets, as a node
+// reads it; with --compare, only that part of it, which must be set.
+StatusOr<KvSecurity> KvSecurityOf(const std::string& compare) {
+  auto env = ParseLocalOptions({}, ProcessEnv());
+  if (!env.ok()) return env.status();
+  KvSecurity security{env->cluster.tls, env->cluster.token};
+  if (compare == "tls") {
+    security.token.clear();
+    if (!security.tls.enabled())
+      return InvalidArgument(
+          "--compare tls needs PSTRAIN_TLS_CERT, PSTRAIN_TLS_KEY and PSTRAIN_TLS_CA (see "
+          "tests/tools/make_test_certs.sh)");
+  } else if (compare == "token") {
+    security.tls = {};
+    if (security.token.empty()) return InvalidArgument("--compare token needs MS_CLUSTER_TOKEN");
+  }
+  PSTRAIN_RETURN_IF_ERROR(TlsContext::LoadIfSet(security.tls).status());
+  return security;
+}
+
 int Usage(const char* why) {
   std::fprintf(stderr,
                "pstrain bench: %s\n"
                "usage: pstrain bench kv [--bytes N,N,...] [--servers N,N] [--workers N,N]\n"
+               "                        [--compare tls|token [--rounds N]]   (PSTRAIN_TLS_*, "
+               "MS_CLUSTER_TOKEN)\n"
                "       pstrain bench allreduce [--bytes N,N,...] [--world N,N] "
                "[--transport shm|tcp]\n"
                "       pstrain bench embedding [--dim N,N] [--cases server,pull,cache,data]\n"
@@ -80,7 +102,8 @@ int RunBench(const std::vector<std::string>& args) {
   std::vector<int64_t> sizes = {4096, 262144, 4194304, 67108864};
   std::vector<int64_t> steps = {300};
   std::vector<int> servers = {1, 2}, workers = {1, 2}, worlds = {2, 4}, dims = {16, 64};
-  std::string config, transport = "shm";
+  std::string config, transport = "shm", compare;
+  std::vector<int> rounds = {5};
   std::vector<std::string> cases = {"server", "pull", "cache"};
   if (which == "train") servers = {2};
   for (size_t i = 1; i < args.size(); i += 2) {
@@ -96,6 +119,8 @@ int RunBench(const std::vector<std::string>& args) {
               : flag == "--config"    ? (config = value, true)
               : flag == "--transport" ? (transport = value, value == "shm" || value == "tcp")
               : flag == "--cases"     ? ParseCases(value, &cases)
+              : flag == "--compare"   ? (compare = value, value == "tls" || value == "token")
+              : flag == "--rounds"    ? ParseList(value, &rounds) && rounds.size() == 1
                                       : false;
     if (!ok) return Usage(("bad flag or value: " + flag + " " + value).c_str());
   }
@@ -103,7 +128,12 @@ int RunBench(const std::vector<std::string>& args) {
   if (which == "kv") {
     for (int64_t b : sizes)
       if (b % 4 != 0) return Usage("--bytes must be multiples of 4 (float32 tensors)");
-    st = RunKvBench(sizes, servers, workers);
+    auto security = KvSecurityOf(compare);
+    if (!security.ok()) {
+      std::fprintf(stderr, "pstrain bench kv: %s\n", security.status().message().c_str());
+      return 2;
+    }
+    st = RunKvBench(sizes, servers, workers, *security, compare.empty() ? 0 : rounds[0]);
   } else if (which == "allreduce") {
     for (int64_t b : sizes)
       if (b % 4 != 0) return Usage("--bytes must be multiples of 4 (float32 tensors)");

@@ -1,6 +1,9 @@
 // bench kv: push+pull round trips of one PS tensor on loopback, with the
 // servers applying a real SGD update (sync mode), for each tensor size,
-// server count and worker count.
+// server count and worker count; with TLS or a cluster token when asked, and
+// then, with --compare, alternated with plaintext runs.
+#include "src/app/bench_kv.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -61,18 +64,26 @@ class KvBenchJob : public WorkerJob {
   std::mutex* mutex_;
 };
 
+double Median(std::vector<double> values) {
+  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+  return values[values.size() / 2];
+}
+
 // About 4 GiB moved per case, within [30, 5000] round trips.
 int ItersFor(int64_t bytes) {
   return static_cast<int>(std::clamp<int64_t>((int64_t{1} << 32) / (2 * bytes), 30, 5000));
 }
 
-Status RunKvCase(const KvCase& c) {
+// One case's run: its median goodput (GB/s per worker).
+StatusOr<double> RunKvCase(const KvCase& c, const KvSecurity& security) {
   const int iters = ItersFor(c.bytes), warmup = std::max(3, iters / 20);
   std::vector<double> seconds;
   std::mutex mutex;
   LocalJobOptions job;
   job.cluster.server_num = c.servers;
   job.cluster.worker_num = c.workers;
+  job.cluster.tls = security.tls;
+  job.cluster.token = security.token;
   job.config.train.mode = UpdateMode::kSync;
   job.config.train.optimizer.type = OptimizerType::kSgd;
   job.config.train.optimizer.lr = 1e-3f;
@@ -89,26 +100,62 @@ Status RunKvCase(const KvCase& c) {
   // scheduling hiccups of a shared machine. The mean is printed beside it.
   double mean_s = 0;
   for (double s : seconds) mean_s += s / static_cast<double>(seconds.size());
-  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
-  double median_s = seconds[seconds.size() / 2];
+  double median_s = Median(seconds);
   double gbps = 2.0 * static_cast<double>(c.bytes) / median_s / 1e9;
   std::printf(
       "{\"bench\":\"kv\",\"bytes\":%lld,\"servers\":%d,\"workers\":%d,\"mode\":\"sync\","
-      "\"optimizer\":\"sgd\",\"iters\":%d,\"pushpull_ms\":%.4f,\"mean_ms\":%.4f,"
-      "\"GBps\":%.3f,\"aggregate_GBps\":%.3f}\n",
-      static_cast<long long>(c.bytes), c.servers, c.workers, iters, median_s * 1e3, mean_s * 1e3,
-      gbps, gbps * c.workers);
+      "\"optimizer\":\"sgd\",\"security\":\"%s\",\"iters\":%d,\"pushpull_ms\":%.4f,"
+      "\"mean_ms\":%.4f,\"GBps\":%.3f,\"aggregate_GBps\":%.3f}\n",
+      static_cast<long long>(c.bytes), c.servers, c.workers, security.name().c_str(), iters,
+      median_s * 1e3, mean_s * 1e3, gbps, gbps * c.workers);
+  std::fflush(stdout);
+  return gbps;
+}
+
+// `rounds` runs of the case plain and `rounds` with `security`, alternated
+// so that the machine's drift (other jobs, clock) hits both alike; the
+// medians and their ratio on one line.
+Status CompareKvCase(const KvCase& c, const KvSecurity& security, int rounds) {
+  std::vector<double> plain, secured;
+  for (int round = 0; round < rounds; ++round) {
+    auto a = RunKvCase(c, KvSecurity{});
+    if (!a.ok()) return a.status();
+    plain.push_back(*a);
+    auto b = RunKvCase(c, security);
+    if (!b.ok()) return b.status();
+    secured.push_back(*b);
+  }
+  const double p = Median(plain), s = Median(secured);
+  std::printf(
+      "{\"bench\":\"kv_compare\",\"bytes\":%lld,\"servers\":%d,\"workers\":%d,"
+      "\"security\":\"%s\",\"rounds\":%d,\"plain_GBps\":%.3f,\"secured_GBps\":%.3f,"
+      "\"ratio\":%.3f}\n",
+      static_cast<long long>(c.bytes), c.servers, c.workers, security.name().c_str(), rounds, p, s,
+      s / p);
   std::fflush(stdout);
   return Status::OK();
 }
 
 }  // namespace
 
+std::string KvSecurity::name() const {
+  if (tls.enabled() && !token.empty()) return "tls+token";
+  if (tls.enabled()) return "tls";
+  return token.empty() ? "plain" : "token";
+}
+
 Status RunKvBench(const std::vector<int64_t>& sizes, const std::vector<int>& servers,
-                  const std::vector<int>& workers) {
+                  const std::vector<int>& workers, const KvSecurity& security, int rounds) {
   for (int64_t bytes : sizes)
     for (int s : servers)
-      for (int w : workers) PSTRAIN_RETURN_IF_ERROR(RunKvCase({bytes, s, w}));
+      for (int w : workers) {
+        const KvCase c{bytes, s, w};
+        if (rounds > 0) {
+          PSTRAIN_RETURN_IF_ERROR(CompareKvCase(c, security, rounds));
+        } else {
+          PSTRAIN_RETURN_IF_ERROR(RunKvCase(c, security).status());
+        }
+      }
   return Status::OK();
 }
 

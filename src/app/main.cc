@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/tls.h"
 #include "roles/local_job.h"
 #include "roles/recovery.h"
 #include "roles/scheduler.h"
@@ -48,6 +49,10 @@ int Finished(const Logger& log, const Status& status) {
   return kExitFailed;
 }
 
+// Bad TLS files are a usage error (exit 2) found before any node starts;
+// each node then loads its own context from the same files.
+Status CheckTlsFiles(const TlsFiles& files) { return TlsContext::LoadIfSet(files).status(); }
+
 // The job's config, or defaults when no --config / PSTRAIN_CONFIG is given.
 StatusOr<Config> ConfigOf(const std::string& path) {
   if (path.empty()) return Config{};
@@ -77,6 +82,7 @@ Incarnation DropState(const Logger& log, std::unique_ptr<RoleT> role, const Stat
 int RunRole(const std::vector<std::string>& args) {
   auto options = ParseNodeOptions(args, ProcessEnv());
   if (!options.ok()) return UsageError(options.status());
+  if (Status tls = CheckTlsFiles(options->cluster.tls); !tls.ok()) return UsageError(tls);
   auto config = ConfigOf(options->config_path);
   if (!config.ok()) return UsageError(config.status());
   options->cluster.recovery_wait_s = config->train.RecoveryWaitSeconds();
@@ -117,6 +123,7 @@ int RunRole(const std::vector<std::string>& args) {
 int RunLocal(const std::vector<std::string>& args) {
   auto options = ParseLocalOptions(args, ProcessEnv());
   if (!options.ok()) return UsageError(options.status());
+  if (Status tls = CheckTlsFiles(options->cluster.tls); !tls.ok()) return UsageError(tls);
   auto config = ConfigOf(options->config_path);
   if (!config.ok()) return UsageError(config.status());
   if (auto check = JobOf(*config); !check.ok()) return UsageError(check.status());

@@ -48,6 +48,9 @@ Environment (a flag of the same meaning overrides the variable):
   PSTRAIN_RING_TRANSPORT     --ring-transport     the workers' all-reduce ring: auto
                                                   (shared memory on one host, else
                                                   TCP; default) or tcp
+  PSTRAIN_TLS_CERT           --tls-cert           this node's certificate (PEM); with the
+  PSTRAIN_TLS_KEY            --tls-key            key and the CA, every connection is
+  PSTRAIN_TLS_CA             --tls-ca             mutual TLS 1.3 (all three or none)
   PSTRAIN_CONFIG             --config             the job's YAML config
 
 `pstrain local` takes --servers, --workers (default 2 and 2), --config and the

@@ -97,6 +97,12 @@ std::vector<Setting> ClusterSettings(ClusterOptions* c, bool shape_required) {
          if (fault) c->test_fault = *fault;
          return fault.has_value();
        }},
+      TextSetting("tls-cert", "PSTRAIN_TLS_CERT", false, "a file path (PEM certificate)",
+                  &c->tls.cert),
+      TextSetting("tls-key", "PSTRAIN_TLS_KEY", false, "a file path (PEM private key)",
+                  &c->tls.key),
+      TextSetting("tls-ca", "PSTRAIN_TLS_CA", false, "a file path (PEM CA certificate)",
+                  &c->tls.ca),
       {"ring-transport", "PSTRAIN_RING_TRANSPORT", false, "auto or tcp",
        [c](const std::string& s) {
          if (s != "auto" && s != "tcp") return false;
@@ -164,6 +170,22 @@ Status CheckHeartbeat(const ClusterOptions& c) {
         "PSTRAIN_HEARTBEAT_TIMEOUT ({} s) must be at least twice PSTRAIN_HEARTBEAT_INTERVAL ({} s)",
         c.heartbeat_timeout_s, c.heartbeat_interval_s));
   return Status::OK();
+}
+
+// The TLS files go together: a node with some of them would talk plaintext
+// to peers that expect TLS, or be unable to prove who it is.
+Status CheckTls(const TlsFiles& tls) {
+  const int set = !tls.cert.empty() + !tls.key.empty() + !tls.ca.empty();
+  if (set == 0 || set == 3) return Status::OK();
+  std::string missing;
+  for (auto [value, name] :
+       {std::pair{&tls.cert, "PSTRAIN_TLS_CERT"}, std::pair{&tls.key, "PSTRAIN_TLS_KEY"},
+        std::pair{&tls.ca, "PSTRAIN_TLS_CA"}})
+    if (value->empty()) missing += fmt::format("{}{}", missing.empty() ? "" : " and ", name);
+  return InvalidArgument(
+      fmt::format("PSTRAIN_TLS_CERT, PSTRAIN_TLS_KEY and PSTRAIN_TLS_CA (or --tls-cert, --tls-key, "
+                  "--tls-ca) go together: {} not set",
+                  missing + (set == 2 ? " is" : " are")));
 }
 
 // MS_NODE_RANK's range depends on the role and the job shape, which are only
@@ -264,6 +286,7 @@ StatusOr<NodeOptions> ParseNodeOptions(const std::vector<std::string>& args, con
   settings.push_back(TextSetting("config", "PSTRAIN_CONFIG", false, "a file path", &o.config_path));
   PSTRAIN_RETURN_IF_ERROR(ApplySettings(args, env, settings));
   PSTRAIN_RETURN_IF_ERROR(CheckHeartbeat(c));
+  PSTRAIN_RETURN_IF_ERROR(CheckTls(c.tls));
   PSTRAIN_RETURN_IF_ERROR(CheckRequestedRank(o));
   if (o.node_id.empty()) o.node_id = MakeNodeId();
   return o;
@@ -278,6 +301,7 @@ StatusOr<LocalOptions> ParseLocalOptions(const std::vector<std::string>& args,
   settings.push_back(TextSetting("config", "PSTRAIN_CONFIG", false, "a file path", &o.config_path));
   PSTRAIN_RETURN_IF_ERROR(ApplySettings(args, env, settings));
   PSTRAIN_RETURN_IF_ERROR(CheckHeartbeat(o.cluster));
+  PSTRAIN_RETURN_IF_ERROR(CheckTls(o.cluster.tls));
   return o;
 }
 

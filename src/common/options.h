@@ -37,6 +37,13 @@ struct TestFault {
 // "close:N", "drop:N" or "delay:N:MS"; nullopt when malformed.
 std::optional<TestFault> ParseTestFault(const std::string& text);
 
+// PSTRAIN_TLS_CERT, PSTRAIN_TLS_KEY, PSTRAIN_TLS_CA: the files of this
+// node's TLS identity (PEM). All three or none; none: plaintext.
+struct TlsFiles {
+  std::string cert, key, ca;
+  bool enabled() const { return !cert.empty(); }
+};
+
 struct ClusterOptions {
   int server_num = 0;
   int worker_num = 0;
@@ -56,6 +63,7 @@ struct ClusterOptions {
   // host, TCP otherwise; "tcp" always TCP (PSTRAIN_RING_TRANSPORT).
   std::string ring_transport = "auto";
   TestFault test_fault;  // PSTRAIN_TEST_FAULT: tests only
+  TlsFiles tls;          // every connection is TLS 1.3 when set
 };
 
 struct NodeOptions {
