@@ -54,6 +54,7 @@ using PayloadPlacer =
 class FrameReader {
  public:
   explicit FrameReader(FrameLimits limits = {}, PayloadPlacer placer = nullptr);
+  void set_limits(const FrameLimits& limits) { limits_ = limits; }
 
   struct Span {
     uint8_t* data;

@@ -11,6 +11,7 @@ Node::Node(NodeOptions options, Logger log)
       cluster_(&loop_, options_, log_) {
   cluster_.SetInterruptHook([this](const Status& why) { CloseAllConnections(&loop_, why); });
   loop_.SetTestFault(options_.cluster.test_fault);
+  loop_.SetSecurity(SecurityFrom(options_.cluster));
 }
 
 Node::~Node() {
@@ -19,6 +20,7 @@ Node::~Node() {
 }
 
 StatusOr<Topology> Node::Start(RequestHandler on_peer_request, CloseHandler on_peer_closed) {
+  if (options_.cluster.token.empty()) log_->warn("{}", kUnauthenticatedWarning);
   PSTRAIN_RETURN_IF_ERROR(loop_.Start());
   loop_.Post([this] {
     signals_.Watch([this](const char* name) {

@@ -16,7 +16,9 @@ Scheduler::Scheduler(ClusterOptions options, Logger log)
       log_(std::move(log)),
       listener_(&loop_, log_),
       servers_(static_cast<size_t>(std::max(options_.server_num, 0))),
-      workers_(static_cast<size_t>(std::max(options_.worker_num, 0))) {}
+      workers_(static_cast<size_t>(std::max(options_.worker_num, 0))) {
+  loop_.SetSecurity(SecurityFrom(options_));
+}
 
 Scheduler::~Scheduler() {
   const Status stopped = loop_.Stop();
@@ -24,6 +26,7 @@ Scheduler::~Scheduler() {
 }
 
 StatusOr<uint16_t> Scheduler::Start() {
+  if (options_.token.empty()) log_->warn("{}", kUnauthenticatedWarning);
   PSTRAIN_RETURN_IF_ERROR(loop_.Start());
   return loop_.Call<StatusOr<uint16_t>>(
       [this]() -> StatusOr<uint16_t> {
@@ -136,8 +139,6 @@ void Scheduler::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
 }
 
 Status Scheduler::CheckRegistration(const RegisterRequest& req) const {
-  if (!options_.token.empty() && req.token != options_.token)
-    return InvalidArgument("MS_CLUSTER_TOKEN does not match the scheduler's");
   if (req.node.role == Role::kScheduler)
     return InvalidArgument("a scheduler cannot register with another scheduler");
   if (req.server_num != options_.server_num || req.worker_num != options_.worker_num)
