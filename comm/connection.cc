@@ -23,6 +23,7 @@ struct WriteRequest {
 // headers are about 100 bytes, and carry no payload.
 constexpr FrameLimits kHandshakeLimits{256, 0};
 constexpr size_t kMaxEarlyRequests = 1024;
+constexpr size_t kMaxRefusalBytes = 160;  // an Error within kHandshakeLimits
 // How often the loop checks connections' deadlines: often enough for the
 // shortest of them to be kept to within a quarter of itself.
 uint64_t SweepIntervalMs(const SecuritySettings& s) {
@@ -154,6 +155,12 @@ void Connection::FailHandshake(const Status& why) {
   Status failed(code, fmt::format("authentication failed {} {}: {}",
                                   on_connected_ ? "with" : "from", peer_, why.message()));
   log_->warn("{}", failed.message());
+  // The peer hears which check failed (nothing secret), so that it can
+  // tell a refusal from a lost connection and stop retrying.
+  if (code == StatusCode::kPermissionDenied) {
+    Send(Message{0, false, ErrorReply{why.message().substr(0, kMaxRefusalBytes)}}, {});
+    Flush();
+  }
   Close(failed);
   FinishConnect(failed);
 }

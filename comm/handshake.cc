@@ -59,6 +59,8 @@ StatusOr<std::vector<MessageBody>> Handshake::Receive(const Message& message) {
   if (state_ != State::kFailed && (message.is_reply || message.request_id != 0))
     return Fail(InvalidArgument(fmt::format("{} sent as a request or reply (request id {})",
                                             MessageName(in), message.request_id)));
+  if (auto* refused = std::get_if<ErrorReply>(&in); refused && state_ != State::kFailed)
+    return Fail(InvalidArgument(fmt::format("the peer refused: {}", refused->message)));
   switch (state_) {
     case State::kFailed:
       return failure_;
@@ -73,7 +75,9 @@ StatusOr<std::vector<MessageBody>> Handshake::Receive(const Message& message) {
     case State::kAwaitProof:
       if (auto* proof = std::get_if<AuthProof>(&in)) {
         PSTRAIN_RETURN_IF_ERROR(OnProof(*proof));
-        return std::vector<MessageBody>{};
+        // 3. The acceptor proves itself only to a peer that proved first.
+        if (role_ == HandshakeRole::kConnector) return std::vector<MessageBody>{};
+        return std::vector<MessageBody>{AuthProof{Mac(token_, role_, nonce_, peer_nonce_)}};
       }
       return Fail(InvalidArgument(fmt::format(
           "peer sent no proof but MS_CLUSTER_TOKEN is set (it sent {})", MessageName(in))));
@@ -106,6 +110,7 @@ StatusOr<std::vector<MessageBody>> Handshake::OnHello(const AuthHello& hello) {
     return Fail(InvalidArgument(
         "peer sent no proof but MS_CLUSTER_TOKEN is set (its AuthHello says it has no token)"));
   state_ = State::kAwaitProof;
+  if (role_ == HandshakeRole::kAcceptor) return std::vector<MessageBody>{};
   return std::vector<MessageBody>{AuthProof{Mac(token_, role_, nonce_, peer_nonce_)}};
 }
 

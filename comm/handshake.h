@@ -3,17 +3,23 @@
 // sockets, no clock): messages in, messages out, so it is tested and fuzzed
 // on its own; comm/connection.cc drives it with the frames of a connection.
 //
-// Protocol (frames of comm/wire.fbs), both sides at once:
+// Protocol (frames of comm/wire.fbs):
 //   1. Each side sends AuthHello{version, nonce: 32 fresh random bytes,
-//      proves: whether it has a token}.
+//      proves: whether it has a token} at once.
 //   2. On the peer's AuthHello: the versions must match and the peer's nonce
 //      must differ from ours (a reflected Hello). Without a token here: done,
 //      unless the peer proves (it expects a proof this side cannot give:
-//      fail). With a token: a peer that does not prove fails; otherwise send
-//      AuthProof{mac = HMAC-SHA256(token, "pstrain-auth-v1" || sender's role
-//      byte || sender's nonce || receiver's nonce)}.
-//   3. On the peer's AuthProof: compare it in constant time (CRYPTO_memcmp)
-//      with the MAC for the peer's role and nonces; equal: done.
+//      fail). With a token: a peer that does not prove fails; otherwise the
+//      connector sends AuthProof{mac = HMAC-SHA256(token, "pstrain-auth-v1"
+//      || sender's role byte || sender's nonce || receiver's nonce)}.
+//   3. The acceptor checks the connector's proof in constant time
+//      (CRYPTO_memcmp) and only then sends its own: a stranger who connects
+//      to a node never gets a MAC to guess a weak token against offline.
+//      Done.
+//   4. The connector checks the acceptor's proof. Done.
+// A side that fails a check sends Error{which check} before it closes, so
+// the peer can tell a refusal from a network failure; an Error received
+// during the handshake fails it ("the peer refused: ...").
 // The receiver's fresh nonce in every MAC keeps a captured handshake from
 // being replayed; the role byte keeps a side's own proof from being reflected
 // back to it. This keeps strangers out; it does not protect the traffic from

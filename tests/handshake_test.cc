@@ -91,8 +91,12 @@ TEST_CASE("another token: both sides fail on the proof") {
   Handshake c(HandshakeRole::kConnector, "guess", MakeNonce(1));
   Handshake a(HandshakeRole::kAcceptor, "s3cret", MakeNonce(2));
   Outcome out = Run(c, a);
-  CHECK(Contains(out.connector, "proof does not match MS_CLUSTER_TOKEN"));
   CHECK(Contains(out.acceptor, "proof does not match MS_CLUSTER_TOKEN"));
+  // The acceptor sent no proof back; the connection's refusal (an Error,
+  // comm/connection.cc) tells the connector.
+  CHECK(out.from_acceptor.size() == 1);
+  auto refused = c.Receive(Message{0, false, ErrorReply{out.acceptor.message()}});
+  CHECK(Contains(refused.status(), "proof does not match MS_CLUSTER_TOKEN"));
   CHECK(c.failed());
   CHECK(a.failed());
 }
@@ -135,7 +139,7 @@ TEST_CASE("a captured handshake replayed to a new acceptor fails: its nonce is f
   const Bytes& hello = captured.from_connector[0];
   const Bytes& proof = captured.from_connector[1];
   auto answer = fresh.ReceiveHeader(hello.data(), hello.size());
-  REQUIRE(answer.ok());  // the acceptor proves itself over its new nonce
+  REQUIRE(answer.ok());
   auto replayed = fresh.ReceiveHeader(proof.data(), proof.size());
   REQUIRE_FALSE(replayed.ok());
   CHECK(Contains(replayed.status(), "proof does not match MS_CLUSTER_TOKEN"));
@@ -143,15 +147,15 @@ TEST_CASE("a captured handshake replayed to a new acceptor fails: its nonce is f
 }
 
 TEST_CASE("a side's own proof reflected back to it fails: the MAC names the sender's role") {
-  // An attacker without the token connects, echoes the acceptor's nonce
-  // pattern and sends back the acceptor's own proof.
-  Handshake a(HandshakeRole::kAcceptor, "s3cret", MakeNonce(2));
-  auto answer = a.Receive(Message{0, false, AuthHello{kHandshakeVersion, MakeNonce(9), true}});
+  // An attacker posing as a node the connector dials sends a Hello, gets
+  // the connector's proof and sends it back as its own.
+  Handshake c(HandshakeRole::kConnector, "s3cret", MakeNonce(1));
+  auto answer = c.Receive(Message{0, false, AuthHello{kHandshakeVersion, MakeNonce(9), true}});
   REQUIRE(answer.ok());
   REQUIRE(answer->size() == 1);
   auto* own = std::get_if<AuthProof>(&answer->front());
   REQUIRE(own != nullptr);
-  auto reflected = a.Receive(Message{0, false, *own});
+  auto reflected = c.Receive(Message{0, false, *own});
   REQUIRE_FALSE(reflected.ok());
   CHECK(Contains(reflected.status(), "proof does not match MS_CLUSTER_TOKEN"));
 
@@ -159,6 +163,25 @@ TEST_CASE("a side's own proof reflected back to it fails: the MAC names the send
   // for the other.
   CHECK(Handshake::Mac("t", HandshakeRole::kConnector, MakeNonce(1), MakeNonce(2)) !=
         Handshake::Mac("t", HandshakeRole::kAcceptor, MakeNonce(1), MakeNonce(2)));
+}
+
+TEST_CASE("an acceptor proves itself only to a peer that proved first") {
+  // A stranger who connects gets no MAC to guess a weak token against.
+  Handshake a(HandshakeRole::kAcceptor, "s3cret", MakeNonce(2));
+  auto answer = a.Receive(Message{0, false, AuthHello{kHandshakeVersion, MakeNonce(9), true}});
+  REQUIRE(answer.ok());
+  CHECK(answer->empty());
+  auto wrong = a.Receive(Message{0, false, AuthProof{}});
+  REQUIRE_FALSE(wrong.ok());
+  CHECK_FALSE(a.done());
+}
+
+TEST_CASE("a refusal from the peer fails the handshake, naming its reason") {
+  Handshake c(HandshakeRole::kConnector, "guess", MakeNonce(1));
+  REQUIRE(c.Receive(Message{0, false, AuthHello{kHandshakeVersion, MakeNonce(2), true}}).ok());
+  auto st = c.Receive(Message{0, false, ErrorReply{"proof does not match MS_CLUSTER_TOKEN"}});
+  REQUIRE_FALSE(st.ok());
+  CHECK(Contains(st.status(), "the peer refused: proof does not match MS_CLUSTER_TOKEN"));
 }
 
 TEST_CASE("a reflected AuthHello (this side's own nonce) fails") {
