@@ -12,7 +12,7 @@ namespace w = ::pstrain::wire;
 
 namespace {
 
-constexpr size_t kMaxText = 4096;  // node ids, hosts, tokens, error messages
+constexpr size_t kMaxText = 4096;  // node ids, hosts, error messages
 constexpr double kMaxWaitSeconds = 7 * 24 * 3600.0;
 
 w::Role ToWire(Role r) {
