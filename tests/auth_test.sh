@@ -8,6 +8,8 @@
 #   - a node with another token is refused by the scheduler: it exits 1 at
 #     once saying authentication failed, and the scheduler's log names its
 #     address and the check;
+#   - a stranger with another token registering with a live worker's node
+#     id is refused, and the worker goes on;
 #   - a client with another token, or none, is refused at the server's and
 #     the worker's node port, each log naming the source and the check;
 #   - the token's bytes never cross the wire (the proxy's capture);
@@ -34,14 +36,14 @@ export PSTRAIN_CONFIG="$WORK/job.yaml"
 start_scheduler
 SCHED_PORT=$MS_SCHED_PORT
 
-# probe NAME PORT TOKEN: a pstrain node with TOKEN ("" for none) that dials
-# PORT as its scheduler; it must exit 1 within 10 s saying authentication
-# failed (not retry until its connect timeout).
+# probe NAME PORT TOKEN [NODE_ID]: a pstrain node with TOKEN ("" for none)
+# that dials PORT as its scheduler; it must exit 1 within 10 s saying
+# authentication failed (not retry until its connect timeout).
 probe() {
   (
     if [ -n "$3" ]; then export MS_CLUSTER_TOKEN="$3"; else unset MS_CLUSTER_TOKEN; fi
     export MS_SCHED_PORT="$2"
-    exec "$BIN" --role MS_WORKER --node-id "auth-$1" > "$WORK/$1.log" 2>&1
+    exec "$BIN" --role MS_WORKER --node-id "${4:-auth-$1}" > "$WORK/$1.log" 2>&1
   ) &
   echo $! > "$WORK/$1.pid"
   wait_exit "$1" 100
@@ -76,6 +78,10 @@ port_of() {
 SERVER_PORT=$(port_of server)
 WORKER_PORT=$(port_of worker)
 [ -n "$SERVER_PORT" ] && [ -n "$WORKER_PORT" ] || fail "no node ports in the scheduler log"
+
+# A stranger registering with a live node's id cannot evict it.
+probe evict "$SCHED_PORT" guess auth-worker_0
+alive worker_0 || fail "a stranger with worker 0's node id evicted it"
 
 # Clients with another token, or none, at the server's and the worker's port.
 probe at_server "$SERVER_PORT" guess
