@@ -29,7 +29,7 @@ struct SecuritySettings {
   uint64_t max_queued_bytes = 0;
 };
 
-// Logged once by a node started without a token.
+// Logged once per process started without a token (src/app/main.cc).
 inline constexpr char kUnauthenticatedWarning[] =
     "MS_CLUSTER_TOKEN is not set: the cluster is unauthenticated; anyone who can reach its "
     "ports can join it, push gradients and pull weights";

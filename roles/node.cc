@@ -20,7 +20,6 @@ Node::~Node() {
 }
 
 StatusOr<Topology> Node::Start(RequestHandler on_peer_request, CloseHandler on_peer_closed) {
-  if (options_.cluster.token.empty()) log_->warn("{}", kUnauthenticatedWarning);
   PSTRAIN_RETURN_IF_ERROR(loop_.Start());
   loop_.Post([this] {
     signals_.Watch([this](const char* name) {

@@ -26,7 +26,6 @@ Scheduler::~Scheduler() {
 }
 
 StatusOr<uint16_t> Scheduler::Start() {
-  if (options_.token.empty()) log_->warn("{}", kUnauthenticatedWarning);
   PSTRAIN_RETURN_IF_ERROR(loop_.Start());
   return loop_.Call<StatusOr<uint16_t>>(
       [this]() -> StatusOr<uint16_t> {
