@@ -19,6 +19,18 @@ struct WriteRequest {
   std::vector<Connection::OutFrame> frames;
 };
 
+// Before the handshake is done, only its frames fit: AuthHello and AuthProof
+// headers are about 100 bytes, and carry no payload.
+constexpr FrameLimits kHandshakeLimits{256, 0};
+constexpr size_t kMaxEarlyRequests = 1024;
+constexpr size_t kMaxRefusalBytes = 160;  // an Error within kHandshakeLimits
+// How often the loop checks connections' deadlines: often enough for the
+// shortest of them to be kept to within a quarter of itself.
+uint64_t SweepIntervalMs(const SecuritySettings& s) {
+  return std::clamp<uint64_t>(std::min(s.handshake_timeout_ms, s.frame_stall_timeout_ms) / 4, 10,
+                              500);
+}
+
 std::string PeerName(uv_tcp_t* tcp) {
   sockaddr_storage addr{};
   int len = sizeof(addr);
@@ -34,7 +46,7 @@ Connection::Connection(EventLoop* loop, Logger log, std::unique_ptr<uv_tcp_t> tc
     : loop_(loop),
       log_(std::move(log)),
       tcp_(std::move(tcp)),
-      reader_({}, [this](const std::vector<uint8_t>& header, uint64_t size) {
+      reader_(kHandshakeLimits, [this](const std::vector<uint8_t>& header, uint64_t size) {
         return PlacePayload(header, size);
       }) {
   tcp_->data = static_cast<HandleOwner*>(this);
@@ -81,11 +93,13 @@ void Connection::Connect(EventLoop* loop, Logger log, const std::string& host, u
             return req->done(error);
           }
           uv_tcp_nodelay(req->conn->tcp_.get(), 1);
+          // TLS (when set) first; the token handshake's frames travel inside it.
           if (Status tls = req->conn->BeginTls(TlsSession::Side::kClient); !tls.ok()) {
             req->conn->Close(tls);
             return req->done(tls);
           }
-          req->done(req->conn);
+          req->conn->on_connected_ = std::move(req->done);
+          req->conn->BeginHandshake(HandshakeRole::kConnector);
         });
     req->req.data = req;
     if (rc != 0) {
@@ -97,13 +111,107 @@ void Connection::Connect(EventLoop* loop, Logger log, const std::string& host, u
   });
 }
 
-void Connection::Start(RequestHandler on_request, CloseHandler on_close) {
-  on_request_ = std::move(on_request);
-  on_close_ = std::move(on_close);
+void Connection::Authenticate(OpenCallback on_open) {
+  on_open_ = std::move(on_open);
+  counted_handshaking_ = true;
+  ++loop_->handshaking();
+  BeginHandshake(HandshakeRole::kAcceptor);
+}
+
+// Both sides send AuthHello at once; see comm/handshake.h for the rest.
+void Connection::BeginHandshake(HandshakeRole role) {
+  if (closing_) return FinishConnect(Unavailable(fmt::format("connection to {} closed", peer_)));
+  const SecuritySettings& security = loop_->security();
+  loop_->EnsureSweep(SweepIntervalMs(security), [loop = loop_] { CheckConnectionDeadlines(loop); });
+  handshake_began_ms_ = loop_->NowMs();
+  auto nonce = Handshake::FreshNonce();
+  if (!nonce.ok()) return FailHandshake(nonce.status());
+  handshake_ = std::make_unique<Handshake>(role, security.token, *nonce);
+  StartReading();
+  Send(Message{0, false, handshake_->Hello()}, {});
+}
+
+void Connection::OnHandshakeFrame(const Message& message) {
+  auto answer = handshake_->Receive(message);
+  if (!answer.ok()) return FailHandshake(answer.status());
+  for (MessageBody& body : *answer) Send(Message{0, false, std::move(body)}, {});
+  if (handshake_->done()) OnHandshakeDone();
+}
+
+void Connection::OnHandshakeDone() {
+  handshake_.reset();
+  open_ = true;
+  reader_.set_limits(FrameLimits{});
+  if (counted_handshaking_) {
+    counted_handshaking_ = false;
+    --loop_->handshaking();
+  }
+  Ptr self = shared_from_this();
+  FinishConnect(self);
+  if (on_open_) {
+    OpenCallback on_open = std::move(on_open_);
+    on_open_ = nullptr;
+    on_open(self);
+  }
+}
+
+// A failed check is PermissionDenied (the caller must not retry: the token
+// will not change); a deadline keeps its code.
+void Connection::FailHandshake(const Status& why) {
   if (closing_) return;
+  const StatusCode code =
+      why.code() == StatusCode::kInvalidArgument ? StatusCode::kPermissionDenied : why.code();
+  Status failed(code, fmt::format("authentication failed {} {}: {}",
+                                  on_connected_ ? "with" : "from", peer_, why.message()));
+  log_->warn("{}", failed.message());
+  // The peer hears which check failed (nothing secret), so that it can
+  // tell a refusal from a lost connection and stop retrying.
+  if (code == StatusCode::kPermissionDenied) {
+    Send(Message{0, false, ErrorReply{why.message().substr(0, kMaxRefusalBytes)}}, {});
+    Flush();
+  }
+  Close(failed);
+  FinishConnect(failed);
+}
+
+void Connection::FinishConnect(StatusOr<Ptr> result) {
+  if (!on_connected_) return;
+  ConnectCallback done = std::move(on_connected_);
+  on_connected_ = nullptr;
+  done(std::move(result));
+}
+
+void Connection::StartReading() {
+  if (reading_ || closing_) return;
+  reading_ = true;
   int rc = uv_read_start(reinterpret_cast<uv_stream_t*>(tcp_.get()), &Connection::OnAlloc,
                          &Connection::OnRead);
   if (rc != 0) Close(Unavailable(fmt::format("read from {}: {}", peer_, UvError(rc))));
+}
+
+void Connection::Start(RequestHandler on_request, CloseHandler on_close) {
+  on_request_ = std::move(on_request);
+  on_close_ = std::move(on_close);
+  started_ = true;
+  if (closing_) return;
+  StartReading();
+  auto early = std::move(early_);
+  early_.clear();
+  for (Incoming& in : early) {
+    if (closing_ || !on_request_) break;
+    on_request_(shared_from_this(), std::move(in));
+  }
+}
+
+Status Connection::ConsumeFrames(size_t n) {
+  frame_bytes_in_ += n;
+  last_byte_ms_ = loop_->NowMs();
+  Status st = reader_.Consume(n, [this](Frame&& f) {
+    frame_bytes_out_ += kFixedHeaderBytes + f.header.size() + f.payload.size;
+    OnFrame(std::move(f));
+  });
+  if (!st.ok() && !open_) return st.WithContext("before the handshake");
+  return st;
 }
 
 void Connection::OnAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
@@ -133,8 +241,7 @@ void Connection::OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
   }
   Ptr keep = self->shared_from_this();  // a handler may close us mid-parse
   if (self->tls_) return self->ReadTls(static_cast<size_t>(nread));
-  Status st = self->reader_.Consume(static_cast<size_t>(nread),
-                                    [self](Frame&& f) { self->OnFrame(std::move(f)); });
+  Status st = self->ConsumeFrames(static_cast<size_t>(nread));
   if (!st.ok()) {
     self->log_->warn("closing connection from {}: bad frame: {}", self->peer_, st.message());
     self->Close(st);
@@ -161,8 +268,25 @@ void Connection::OnFrame(Frame&& frame) {
   if (closing_ || !decoded_) return;
   Incoming in{std::move(*decoded_), std::move(frame.payload)};
   decoded_.reset();
+  if (!open_) return OnHandshakeFrame(in.message);
+  if (IsHandshake(in.message.body)) {
+    Status bad = InvalidArgument(
+        fmt::format("{} after the handshake was complete", MessageName(in.message.body)));
+    log_->warn("closing connection from {}: {}", peer_, bad.message());
+    return Close(bad);
+  }
   if (!in.message.is_reply) {
-    if (on_request_) on_request_(shared_from_this(), std::move(in));
+    if (on_request_) {
+      on_request_(shared_from_this(), std::move(in));
+    } else if (!started_) {
+      if (early_.size() >= kMaxEarlyRequests) {
+        Status full = Unavailable(fmt::format(
+            "{} requests from {} before the connection was started", early_.size(), peer_));
+        log_->warn("closing connection from {}: {}", peer_, full.message());
+        return Close(full);
+      }
+      early_.push_back(std::move(in));
+    }
     return;
   }
   auto it = pending_.find(in.message.request_id);
@@ -196,6 +320,10 @@ void Connection::Call(MessageBody body, ReplyCallback done, Payload payload, Buf
         Unavailable(fmt::format("connection to {} is closed: {}", peer_, close_reason_.message())));
     return;
   }
+  if (!open_) {  // a bug: callers get connections only once they are open
+    done(FailedPrecondition(fmt::format("connection to {} is not authenticated yet", peer_)));
+    return;
+  }
   Message m{next_request_id_++, false, std::move(body)};
   const uint64_t sent_ms = MayWaitOnOthers(m.body) ? 0 : std::max<uint64_t>(loop_->NowMs(), 1);
   pending_.emplace(m.request_id,
@@ -204,11 +332,12 @@ void Connection::Call(MessageBody body, ReplyCallback done, Payload payload, Buf
 }
 
 void Connection::Notify(MessageBody body, Payload payload) {
+  if (!open_) return;  // a bug: callers get connections only once they are open
   Send(Message{0, false, std::move(body)}, std::move(payload));
 }
 
 void Connection::Reply(uint64_t request_id, MessageBody body, Payload payload) {
-  if (request_id == 0) return;  // one-way messages get no reply
+  if (request_id == 0 || !open_) return;  // one-way messages get no reply
   Send(Message{request_id, true, std::move(body)}, std::move(payload));
 }
 
@@ -224,6 +353,20 @@ void Connection::Send(const Message& message, Payload payload) {
   EncodeFixedHeader(static_cast<uint32_t>(header.size()), payload.size, frame.prefix.data());
   std::memcpy(frame.prefix.data() + kFixedHeaderBytes, header.data(), header.size());
   frame.payload = std::move(payload);
+  // A peer that does not read must not make this node hold its replies
+  // without bound.
+  const uint64_t bytes = frame.prefix.size() + frame.payload.size;
+  const uint64_t queued =
+      outbox_bytes_ + uv_stream_get_write_queue_size(reinterpret_cast<uv_stream_t*>(tcp_.get()));
+  if (queued + bytes > loop_->security().max_queued_bytes) {
+    Status full = Unavailable(
+        fmt::format("{} bytes queued to {} and not sent, {} more would pass the cap of {} "
+                    "(PSTRAIN_MAX_QUEUED_BYTES): the peer does not read",
+                    queued, peer_, bytes, loop_->security().max_queued_bytes));
+    log_->warn("closing the connection to {}: {}", peer_, full.message());
+    return Close(full);
+  }
+  outbox_bytes_ += bytes;
   if (outbox_.empty()) loop_->AtEndOfIteration([self = shared_from_this()] { self->Flush(); });
   outbox_.push_back(std::move(frame));
 }
@@ -260,6 +403,7 @@ void Connection::Flush() {
   if (tls_) return FlushTls();
   auto* w = new WriteRequest;
   w->frames.swap(outbox_);
+  outbox_bytes_ = 0;
   std::vector<uv_buf_t> bufs;
   bufs.reserve(2 * w->frames.size());
   for (OutFrame& f : w->frames) {
@@ -298,6 +442,17 @@ void Connection::OnHandleClosed(uv_handle_t*) {
     close_reason_ = Aborted("event loop stopped");
   }
   Ptr keep = std::move(self_);
+  if (counted_handshaking_) {
+    counted_handshaking_ = false;
+    --loop_->handshaking();
+  }
+  handshake_.reset();
+  on_open_ = nullptr;
+  FinishConnect(Status(close_reason_.code() == StatusCode::kAborted ? StatusCode::kAborted
+                                                                    : StatusCode::kUnavailable,
+                       fmt::format("connect to {}: closed during the handshake: {}", peer_,
+                                   close_reason_.message())));
+  early_.clear();
   auto pending = std::move(pending_);
   pending_.clear();
   for (auto& [id, p] : pending)
@@ -307,6 +462,23 @@ void Connection::OnHandleClosed(uv_handle_t*) {
     on_close(keep, close_reason_);
   }
   on_request_ = nullptr;
+}
+
+void Connection::CheckDeadlines(uint64_t now_ms) {
+  if (closing_) return;
+  const SecuritySettings& s = loop_->security();
+  if (handshake_ && now_ms >= handshake_began_ms_ + s.handshake_timeout_ms)
+    return FailHandshake(DeadlineExceeded(fmt::format(
+        "no handshake within {:.1f} s (PSTRAIN_HANDSHAKE_TIMEOUT)", s.handshake_timeout_ms / 1e3)));
+  // A frame begun (bytes in, not all of them framed) must keep arriving:
+  // a truncated frame held open is dropped.
+  if (frame_bytes_in_ > frame_bytes_out_ && now_ms >= last_byte_ms_ + s.frame_stall_timeout_ms) {
+    Status stalled = DeadlineExceeded(
+        fmt::format("a frame begun received no byte for {:.1f} s (PSTRAIN_FRAME_STALL_TIMEOUT)",
+                    s.frame_stall_timeout_ms / 1e3));
+    log_->warn("closing connection from {}: {}", peer_, stalled.message());
+    Close(stalled);
+  }
 }
 
 void Connection::ExpireOverdueCalls(uint64_t now_ms, uint64_t timeout_ms) {
@@ -328,7 +500,25 @@ Connection* ConnectionOf(uv_handle_t* handle) {
   return dynamic_cast<Connection*>(static_cast<HandleOwner*>(handle->data));
 }
 
+// Collected first: closing may run callbacks that open or close others.
+std::vector<Connection::Ptr> AllConnections(EventLoop* loop) {
+  std::vector<Connection::Ptr> all;
+  uv_walk(
+      loop->uv(),
+      [](uv_handle_t* h, void* arg) {
+        if (Connection* c = ConnectionOf(h))
+          static_cast<std::vector<Connection::Ptr>*>(arg)->push_back(c->shared_from_this());
+      },
+      &all);
+  return all;
+}
+
 }  // namespace
+
+void CheckConnectionDeadlines(EventLoop* loop) {
+  const uint64_t now = loop->NowMs();
+  for (const Connection::Ptr& c : AllConnections(loop)) c->CheckDeadlines(now);
+}
 
 void ExpireOverdueCalls(EventLoop* loop, uint64_t timeout_ms) {
   struct Args {
@@ -344,16 +534,7 @@ void ExpireOverdueCalls(EventLoop* loop, uint64_t timeout_ms) {
 }
 
 void CloseAllConnections(EventLoop* loop, const Status& why) {
-  // Collected first: closing may run callbacks that open or close others.
-  std::vector<Connection::Ptr> all;
-  uv_walk(
-      loop->uv(),
-      [](uv_handle_t* h, void* arg) {
-        if (Connection* c = ConnectionOf(h))
-          static_cast<std::vector<Connection::Ptr>*>(arg)->push_back(c->shared_from_this());
-      },
-      &all);
-  for (const Connection::Ptr& c : all) c->Close(why);
+  for (const Connection::Ptr& c : AllConnections(loop)) c->Close(why);
 }
 
 std::string Connection::LocalIp() const {

@@ -7,6 +7,14 @@
 // connection closes, every pending callback fails with the reason, so nothing
 // waits forever on a dead peer. A frame that fails any check closes the
 // connection with a logged reason; the process goes on.
+//
+// Every connection opens with the handshake of comm/handshake.h, run here on
+// its first frames (tiny frame limits until it is done; nothing else is read
+// or sent before). Connect() hands the connection over only once the
+// handshake succeeded, and a listener only once Authenticate() did, so no
+// caller ever sees an unauthenticated connection. The limits of the loop's
+// SecuritySettings apply to every connection: a handshake deadline, a
+// deadline for a frame begun, a cap on bytes queued to the peer.
 #pragma once
 
 #include <uv.h>
@@ -22,6 +30,7 @@
 #include "comm/buffer.h"
 #include "comm/event_loop.h"
 #include "comm/frame.h"
+#include "comm/handshake.h"
 #include "comm/messages.h"
 #include "comm/tls.h"
 #include "src/common/logging.h"
@@ -42,8 +51,13 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   using ReplyCallback = std::function<void(StatusOr<Incoming>)>;
   using CloseHandler = std::function<void(const Ptr&, const Status& reason)>;
   using ConnectCallback = std::function<void(StatusOr<Ptr>)>;
+  using OpenCallback = std::function<void(const Ptr&)>;
 
-  // Resolves `host` and connects. `done` runs on the loop thread.
+  // Resolves `host`, connects and runs the handshake. `done` runs on the loop
+  // thread, with the connection once the peer proved itself, or with why
+  // not: PermissionDenied when a check of the handshake failed (another
+  // token, or a token on one side only), Unavailable or DeadlineExceeded
+  // when the peer could not be reached or did not answer.
   static void Connect(EventLoop* loop, Logger log, const std::string& host, uint16_t port,
                       ConnectCallback done);
   // Wraps a socket accepted by a listener (already uv_accept()ed into `tcp`).
@@ -51,8 +65,14 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
 
   ~Connection() override;
 
-  // Starts reading. `on_request` gets every message that is not a reply;
-  // `on_close` runs once, when the connection is gone.
+  // Runs the acceptor's side of the handshake on a connection from Adopt():
+  // `on_open` gets it once the peer proved itself; never if the handshake
+  // fails (the connection closes and the reason is logged).
+  void Authenticate(OpenCallback on_open);
+
+  // Starts reading (after the handshake). `on_request` gets every message
+  // that is not a reply, including any that came before Start(); `on_close`
+  // runs once, when the connection is gone.
   void Start(RequestHandler on_request, CloseHandler on_close);
 
   // Sends a request and calls `done` with the reply (or the reason none came).
@@ -73,6 +93,9 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   bool closed() const {
     return closing_ || uv_is_closing(reinterpret_cast<const uv_handle_t*>(tcp_.get()));
   }
+  // Closes the connection if its handshake or a frame begun is overdue
+  // (SecuritySettings). Driven by the loop's sweep.
+  void CheckDeadlines(uint64_t now_ms);
   // Closes the connection with a DeadlineExceeded reason if a call sent
   // more than `timeout_ms` before `now_ms` is still unanswered. Calls that
   // wait on other nodes by design (MayWaitOnOthers) are exempt.
@@ -90,6 +113,15 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
 
  private:
   Connection(EventLoop* loop, Logger log, std::unique_ptr<uv_tcp_t> tcp);
+  void BeginHandshake(HandshakeRole role);
+  void OnHandshakeFrame(const Message& message);
+  void OnHandshakeDone();
+  void FailHandshake(const Status& why);
+  void FinishConnect(StatusOr<Ptr> result);
+  void StartReading();
+  // Feeds `n` bytes just read to the frame reader (the seam between the byte
+  // path and frames), noting when a frame has begun.
+  Status ConsumeFrames(size_t n);
   void Send(const Message& message, Payload payload);
   bool InjectTestFault(const Message& message);
   void Flush();
@@ -122,6 +154,20 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   std::optional<Message> decoded_;  // header of the frame being read
   uint64_t next_request_id_ = 1;
   std::vector<OutFrame> outbox_;  // sent at the end of this loop iteration
+  uint64_t outbox_bytes_ = 0;     // in outbox_ (and, with TLS, tls_queue_ not yet encrypted)
+  // The handshake, until it is done; null after (open_).
+  std::unique_ptr<Handshake> handshake_;
+  bool open_ = false;
+  bool counted_handshaking_ = false;  // in the loop's handshaking() count
+  uint64_t handshake_began_ms_ = 0;
+  ConnectCallback on_connected_;  // Connect()'s caller, until the handshake ends
+  OpenCallback on_open_;          // Authenticate()'s caller
+  bool reading_ = false;
+  bool started_ = false;
+  std::vector<Incoming> early_;   // requests that came before Start()
+  uint64_t frame_bytes_in_ = 0;   // bytes given to reader_
+  uint64_t frame_bytes_out_ = 0;  // bytes of the frames it completed
+  uint64_t last_byte_ms_ = 0;
   bool closing_ = false;
   Status close_reason_;
   std::unique_ptr<TlsSession> tls_;  // null: plaintext
@@ -133,6 +179,9 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   Ptr self_;  // keeps this alive while the handle is open
 };
 
+// Every connection of `loop`: CheckDeadlines on each (the loop's sweep).
+// Loop thread only.
+void CheckConnectionDeadlines(EventLoop* loop);
 // Every connection of `loop` (not listeners): ExpireOverdueCalls on each,
 // for a node's periodic deadline check. Loop thread only.
 void ExpireOverdueCalls(EventLoop* loop, uint64_t timeout_ms);

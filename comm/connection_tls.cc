@@ -66,7 +66,7 @@ void Connection::ReadTls(size_t nread) {
       return Close(n.status());
     }
     if (*n == 0) break;
-    st = reader_.Consume(*n, [this](Frame&& f) { OnFrame(std::move(f)); });
+    st = ConsumeFrames(*n);
     if (!st.ok()) {
       log_->warn("closing connection from {}: bad frame: {}", peer_, st.message());
       return Close(st);
@@ -116,6 +116,7 @@ void Connection::PumpTls() {
       encrypt(data, take);
     }
     tls_offset_ += take;
+    outbox_bytes_ -= std::min<uint64_t>(outbox_bytes_, take);  // queued until encrypted
     if (tls_offset_ == total) {
       tls_queue_.pop_front();  // its payload's memory may go now
       tls_offset_ = 0;

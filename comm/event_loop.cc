@@ -31,8 +31,10 @@ void CloseHandle(uv_handle_t* handle) {
   });
 }
 
-EventLoop::EventLoop() {
+EventLoop::EventLoop() : security_(SecurityFrom(ClusterOptions{})) {
   uv_loop_init(&loop_);
+  uv_timer_init(&loop_, &sweep_timer_);
+  sweep_timer_.data = nullptr;
   uv_async_init(&loop_, &wakeup_, &EventLoop::OnAsync);
   wakeup_.data = nullptr;  // owned by the loop itself, not a HandleOwner
   uv_check_init(&loop_, &end_check_);
@@ -54,6 +56,7 @@ EventLoop::~EventLoop() {
   uv_close(reinterpret_cast<uv_handle_t*>(&wakeup_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&end_check_), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(&end_idle_), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&sweep_timer_), nullptr);
   uv_run(&loop_, UV_RUN_DEFAULT);
   uv_loop_close(&loop_);
 }
@@ -111,6 +114,14 @@ void EventLoop::RunAtEnd() {
   }
   uv_check_stop(&end_check_);
   uv_idle_stop(&end_idle_);
+}
+
+void EventLoop::EnsureSweep(uint64_t interval_ms, std::function<void()> fn) {
+  if (sweep_ || uv_is_closing(reinterpret_cast<uv_handle_t*>(&sweep_timer_))) return;
+  sweep_ = std::move(fn);
+  uv_timer_start(
+      &sweep_timer_, [](uv_timer_t* h) { static_cast<EventLoop*>(h->loop->data)->sweep_(); },
+      interval_ms, interval_ms);
 }
 
 bool EventLoop::IsStopping() {

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/security.h"
 #include "src/common/options.h"
 #include "src/common/status.h"
 
@@ -97,6 +98,19 @@ class EventLoop {
   // null: plaintext. Set before Start(); then loop thread only.
   void set_tls(std::shared_ptr<TlsContext> tls) { tls_ = std::move(tls); }
   const std::shared_ptr<TlsContext>& tls() const { return tls_; }
+  // Who may connect and what a peer may cost (comm/security.h): set before
+  // Start(); then loop thread only. Defaults: ClusterOptions' defaults.
+  void SetSecurity(const SecuritySettings& security) { security_ = security; }
+  const SecuritySettings& security() const { return security_; }
+  // Accepted connections still in their handshake (Listener caps them).
+  // Loop thread only.
+  int& handshaking() { return handshaking_; }
+
+  // Runs `fn` every `interval_ms` on the loop thread, from the first call
+  // until the loop stops; later calls change nothing. How connections check
+  // their deadlines (handshake, a stalled frame) with no timer each. Loop
+  // thread only.
+  void EnsureSweep(uint64_t interval_ms, std::function<void()> fn);
 
  private:
   static void OnAsync(uv_async_t* handle);
@@ -124,6 +138,10 @@ class EventLoop {
   TestFault test_fault_;
   int64_t push_frames_ = 0;
   std::shared_ptr<TlsContext> tls_;
+  SecuritySettings security_;
+  int handshaking_ = 0;
+  uv_timer_t sweep_timer_;
+  std::function<void()> sweep_;  // loop thread only
 };
 
 template <typename T>

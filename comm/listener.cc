@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "comm/address.h"
 
 namespace pstrain {
@@ -49,7 +51,26 @@ void Listener::OnConnection(uv_stream_t* server, int status) {
              [](uv_handle_t* h) { delete reinterpret_cast<uv_tcp_t*>(h); });
     return;
   }
-  self->on_accept_(Connection::Adopt(self->loop_, self->log_, std::move(client)));
+  Connection::Ptr conn = Connection::Adopt(self->loop_, self->log_, std::move(client));
+  if (self->loop_->handshaking() >= self->loop_->security().max_handshaking)
+    return self->RefuseOverCap(conn);
+  conn->Authenticate(self->on_accept_);
+}
+
+// A flood of connections costs a log line a second, not one each.
+void Listener::RefuseOverCap(const Connection::Ptr& conn) {
+  const int cap = loop_->security().max_handshaking;
+  Status refused = Unavailable(
+      fmt::format("{} connections are already in their handshake (PSTRAIN_MAX_HANDSHAKING)", cap));
+  ++refused_;
+  const uint64_t now = loop_->NowMs();
+  if (last_refusal_log_ms_ == 0 || now >= last_refusal_log_ms_ + 1000) {
+    log_->warn("closing connection from {}: {} ({} refused since the last such line)", conn->peer(),
+               refused.message(), refused_);
+    refused_ = 0;
+    last_refusal_log_ms_ = std::max<uint64_t>(now, 1);
+  }
+  conn->Close(refused);
 }
 
 }  // namespace pstrain

@@ -1,4 +1,7 @@
-// Listener: accepts TCP connections and hands each over as a Connection.
+// Listener: accepts TCP connections and hands each over as a Connection once
+// its handshake succeeded (Connection::Authenticate). At most the loop's
+// SecuritySettings::max_handshaking accepted connections are in their
+// handshake at once; one more is closed on arrival.
 // Loop-thread only, except where noted.
 #pragma once
 
@@ -29,12 +32,15 @@ class Listener : public HandleOwner {
 
  private:
   static void OnConnection(uv_stream_t* server, int status);
+  void RefuseOverCap(const Connection::Ptr& conn);
 
   EventLoop* loop_;
   Logger log_;
   uv_tcp_t tcp_;
   bool open_ = false;
   AcceptHandler on_accept_;
+  uint64_t refused_ = 0;  // over the handshake cap, since the last log line
+  uint64_t last_refusal_log_ms_ = 0;
 };
 
 }  // namespace pstrain

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "comm/wire_generated.h"
 
 namespace pstrain {
@@ -10,7 +12,7 @@ namespace w = ::pstrain::wire;
 
 namespace {
 
-constexpr size_t kMaxText = 4096;  // node ids, hosts, tokens, error messages
+constexpr size_t kMaxText = 4096;  // node ids, hosts, error messages
 constexpr double kMaxWaitSeconds = 7 * 24 * 3600.0;
 // Every server and every worker (MS_SERVER_NUM, MS_WORKER_NUM: 4096 each).
 constexpr size_t kMaxTopologyNodes = 8192;
@@ -52,8 +54,8 @@ struct BodyEncoder {
   Out operator()(const RegisterRequest& m) {
     auto node = ToWire(b, m.node);
     return {w::Body_RegisterRequest,
-            w::CreateRegisterRequest(b, node, m.server_num, m.worker_num, b.CreateString(m.token),
-                                     m.recovery_wait_s, m.rejoin, m.generation)
+            w::CreateRegisterRequest(b, node, m.server_num, m.worker_num, m.recovery_wait_s,
+                                     m.rejoin, m.generation)
                 .Union()};
   }
   Out operator()(const RegisterReply& m) {
@@ -135,6 +137,14 @@ struct BodyEncoder {
         w::Body_SparsePushRequest,
         w::CreateSparsePushRequest(b, b.CreateString(m.table), m.worker, m.clock, m.rows).Union()};
   }
+  Out operator()(const AuthHello& m) {
+    auto nonce = b.CreateVector(m.nonce.data(), m.nonce.size());
+    return {w::Body_AuthHello, w::CreateAuthHello(b, m.version, nonce, m.proves).Union()};
+  }
+  Out operator()(const AuthProof& m) {
+    auto mac = b.CreateVector(m.mac.data(), m.mac.size());
+    return {w::Body_AuthProof, w::CreateAuthProof(b, mac).Union()};
+  }
   Out operator()(const SaveReply& m) {
     return {w::Body_SaveReply, w::CreateSaveReply(b, b.CreateString(m.file)).Union()};
   }
@@ -151,6 +161,17 @@ StatusOr<std::string> Text(const fb::String* s, const char* field, bool required
     return InvalidArgument(
         fmt::format("field {} is {} bytes long (limit {})", field, s->size(), kMaxText));
   return s->str();
+}
+
+// A byte field of exactly out->size() bytes (nonces, MACs).
+template <size_t N>
+Status CopyExact(const fb::Vector<uint8_t>* v, const char* field, std::array<uint8_t, N>* out) {
+  if (v == nullptr) return InvalidArgument(fmt::format("missing field {}", field));
+  if (v->size() != N)
+    return InvalidArgument(
+        fmt::format("field {} is {} bytes long, expected {}", field, v->size(), N));
+  std::copy(v->begin(), v->end(), out->begin());
+  return Status::OK();
 }
 
 StatusOr<Role> FromWire(w::Role r) {
@@ -213,12 +234,10 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       auto m = h->body_as_RegisterRequest();
       auto node = FromWire(m->node(), "node");
       if (!node.ok()) return node.status();
-      auto token = Text(m->token(), "token", false);
-      if (!token.ok()) return token.status();
       if (!(m->recovery_wait_s() >= 0 && m->recovery_wait_s() <= kMaxWaitSeconds))
         return InvalidArgument(fmt::format("recovery_wait_s {} is not in 0..{}",
                                            m->recovery_wait_s(), kMaxWaitSeconds));
-      return MessageBody(RegisterRequest{*node, m->server_num(), m->worker_num(), *token,
+      return MessageBody(RegisterRequest{*node, m->server_num(), m->worker_num(),
                                          m->recovery_wait_s(), m->rejoin(), m->generation()});
     }
     case w::Body_RegisterReply:
@@ -342,6 +361,17 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       if (!blob.ok()) return blob.status();
       return MessageBody(BarrierReply{h->body_as_BarrierReply()->min_value(), *blob});
     }
+    case w::Body_AuthHello: {
+      auto* m = h->body_as_AuthHello();
+      AuthHello hello{m->version(), {}, m->proves()};
+      PSTRAIN_RETURN_IF_ERROR(CopyExact(m->nonce(), "nonce", &hello.nonce));
+      return MessageBody(hello);
+    }
+    case w::Body_AuthProof: {
+      AuthProof proof;
+      PSTRAIN_RETURN_IF_ERROR(CopyExact(h->body_as_AuthProof()->mac(), "mac", &proof.mac));
+      return MessageBody(proof);
+    }
     case w::Body_NONE:
       break;
   }
@@ -387,7 +417,9 @@ const char* MessageName(const MessageBody& body) {
                                        "NodeFailed",
                                        "StopRequest",
                                        "Stop",
-                                       "StopReply"};
+                                       "StopReply",
+                                       "AuthHello",
+                                       "AuthProof"};
   static_assert(std::size(kNames) == std::variant_size_v<MessageBody>);
   return kNames[body.index()];
 }
@@ -398,6 +430,10 @@ bool MayCarryPayload(const MessageBody& body) {
          std::holds_alternative<SparsePullRequest>(body) ||
          std::holds_alternative<SparsePullReply>(body) ||
          std::holds_alternative<SparsePushRequest>(body);
+}
+
+bool IsHandshake(const MessageBody& body) {
+  return std::holds_alternative<AuthHello>(body) || std::holds_alternative<AuthProof>(body);
 }
 
 bool MayWaitOnOthers(const MessageBody& body) {

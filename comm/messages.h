@@ -3,6 +3,7 @@
 // converted in exactly one place (EncodeHeader / DecodeHeader).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <variant>
@@ -29,7 +30,6 @@ struct RegisterRequest {
   NodeInfo node;
   int server_num = 0;
   int worker_num = 0;
-  std::string token;
   double recovery_wait_s = 0;  // 0: the job ends when a node is lost
   bool rejoin = false;         // a running node that lost the scheduler
   int64_t generation = 0;      // rejoin: the generation it runs in
@@ -98,6 +98,18 @@ struct ErrorReply {
   std::string message;
 };
 
+// The handshake that opens every connection (comm/handshake.h).
+inline constexpr size_t kAuthNonceBytes = 32;
+inline constexpr size_t kAuthMacBytes = 32;  // HMAC-SHA256
+struct AuthHello {
+  uint32_t version = 0;  // of the handshake (kHandshakeVersion)
+  std::array<uint8_t, kAuthNonceBytes> nonce{};
+  bool proves = false;  // the sender has a token and will send an AuthProof
+};
+struct AuthProof {
+  std::array<uint8_t, kAuthMacBytes> mac{};
+};
+
 // Parameter-server messages: one partition of a tensor each; the float32
 // values travel as the frame's payload.
 enum class PushKind { kGradient, kInit };
@@ -145,7 +157,8 @@ using MessageBody =
     std::variant<RegisterRequest, RegisterReply, Topology, Heartbeat, BarrierRequest, Done,
                  Shutdown, Hello, Ack, ErrorReply, PushRequest, PullRequest, PullReply, SaveRequest,
                  SaveReply, BarrierReply, RingChunk, SparsePullRequest, SparsePullReply,
-                 SparsePushRequest, Pause, NodeFailed, StopRequest, Stop, StopReply>;
+                 SparsePushRequest, Pause, NodeFailed, StopRequest, Stop, StopReply, AuthHello,
+                 AuthProof>;
 
 struct Message {
   uint64_t request_id = 0;  // 0: one-way, no reply expected
@@ -164,6 +177,10 @@ bool MayCarryPayload(const MessageBody& body);
 // Pulled values: a reply whose payload may be read straight into the memory
 // its request named (Connection::Call's reply_into).
 bool IsPulledValues(const MessageBody& body);
+
+// AuthHello or AuthProof: the only frames a connection reads before its
+// handshake is complete.
+bool IsHandshake(const MessageBody& body);
 
 // A request whose answer waits on other nodes by design (a barrier waits for
 // the whole group): exempt from the per-call deadline; the scheduler's own

@@ -63,6 +63,14 @@ void ClusterClient::TryConnect() {
         if (conn.ok()) return OnConnected(*conn);
         last_connect_error_ = conn.status();
         if (loop_->IsStopping()) return joined_.Set(conn.status());
+        // Another token (or a token on one side only) will not change by
+        // trying again.
+        if (conn.status().code() == StatusCode::kPermissionDenied) {
+          Status refused = conn.status().WithContext(
+              fmt::format("the scheduler at {} refused this node", SchedulerAddress()));
+          joined_.Set(refused);
+          return SetVerdict(refused);
+        }
         if (loop_->NowMs() >= connect_deadline_ms_) {
           Status gone = Unavailable(fmt::format(
               "cannot reach the scheduler at {} (MS_SCHED_HOST:MS_SCHED_PORT) within {} s "
@@ -91,7 +99,6 @@ void ClusterClient::OnConnected(Connection::Ptr conn) {
   req.node.rank = rejoining_ ? rank_ : options_.requested_rank;
   req.server_num = options_.cluster.server_num;
   req.worker_num = options_.cluster.worker_num;
-  req.token = options_.cluster.token;
   req.recovery_wait_s = options_.cluster.recovery_wait_s;
   req.rejoin = rejoining_;
   req.generation = generation_.load();

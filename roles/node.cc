@@ -14,6 +14,7 @@ Node::Node(NodeOptions options, Logger log)
       cluster_(&loop_, options_, log_) {
   cluster_.SetInterruptHook([this](const Status& why) { CloseAllConnections(&loop_, why); });
   loop_.SetTestFault(options_.cluster.test_fault);
+  loop_.SetSecurity(SecurityFrom(options_.cluster));
 }
 
 Node::~Node() {

@@ -18,7 +18,9 @@ Scheduler::Scheduler(ClusterOptions options, Logger log)
       log_(std::move(log)),
       listener_(&loop_, log_),
       servers_(static_cast<size_t>(std::max(options_.server_num, 0))),
-      workers_(static_cast<size_t>(std::max(options_.worker_num, 0))) {}
+      workers_(static_cast<size_t>(std::max(options_.worker_num, 0))) {
+  loop_.SetSecurity(SecurityFrom(options_));
+}
 
 Scheduler::~Scheduler() {
   const Status stopped = loop_.Stop();
@@ -141,8 +143,6 @@ void Scheduler::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
 }
 
 Status Scheduler::CheckRegistration(const RegisterRequest& req) const {
-  if (!options_.token.empty() && req.token != options_.token)
-    return InvalidArgument("MS_CLUSTER_TOKEN does not match the scheduler's");
   if (req.node.role == Role::kScheduler)
     return InvalidArgument("a scheduler cannot register with another scheduler");
   if (req.server_num != options_.server_num || req.worker_num != options_.worker_num)

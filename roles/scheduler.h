@@ -1,10 +1,11 @@
 // Scheduler: the rendezvous point of a job, and the judge of lost nodes.
 //
 // Protocol (messages in comm/wire.fbs), all on the scheduler's loop thread:
-//   1. A node connects and sends RegisterRequest (node id, role, advertised
+//   1. A node connects (the connection's handshake proved MS_CLUSTER_TOKEN,
+//      comm/handshake.h) and sends RegisterRequest (node id, role, advertised
 //      host and port, the rank it asks for or -1, the cluster shape it was
-//      started with, the token, its config's recovery wait).
-//   2. The scheduler checks the token and the shape and gives the node a
+//      started with, its config's recovery wait).
+//   2. The scheduler checks the shape and gives the node a
 //      rank: the one it asked for (refused if another node holds it), its
 //      old one if its node id is known, else the lowest free rank of its
 //      role. It logs

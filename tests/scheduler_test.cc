@@ -49,7 +49,8 @@ NodeOptions NodeFor(Role role, const ClusterOptions& cluster, uint16_t port,
 
 // A bare cluster member: a loop and a ClusterClient, driven by the test.
 struct TestNode {
-  TestNode(NodeOptions options, Logger log) : client(&loop, std::move(options), std::move(log)) {
+  TestNode(NodeOptions options, Logger log) : client(&loop, options, std::move(log)) {
+    loop.SetSecurity(SecurityFrom(options.cluster));  // as Node does
     REQUIRE(loop.Start().ok());
   }
   ~TestNode() { CHECK(loop.Stop().ok()); }
@@ -187,13 +188,21 @@ TEST_CASE("a node whose token or shape differs is refused") {
   TestNode a(wrong_token, CaptureLogger("a", sink));
   auto joined = a.client.Join(0);
   REQUIRE_FALSE(joined.ok());
-  CHECK(joined.status().message().find("MS_CLUSTER_TOKEN does not match") != std::string::npos);
+  // Refused by the handshake, at once (no retrying until the connect
+  // timeout), and the scheduler's log names the source and the check.
+  CHECK(joined.status().code() == StatusCode::kPermissionDenied);
+  CHECK(joined.status().message().find("proof does not match MS_CLUSTER_TOKEN") !=
+        std::string::npos);
+  CHECK(sink->WaitFor("authentication failed from 127.0.0.1:"));
+  for (const std::string& line : sink->Matching("authentication failed from 127.0.0.1:"))
+    CHECK(line.find("proof does not match MS_CLUSTER_TOKEN") != std::string::npos);
 
   NodeOptions wrong_shape = NodeFor(Role::kWorker, cluster, *port);
   wrong_shape.cluster.worker_num = 3;
   TestNode b(wrong_shape, CaptureLogger("b", sink));
   joined = b.client.Join(0);
   REQUIRE_FALSE(joined.ok());
+  INFO(joined.status().message());
   CHECK(joined.status().message().find("MS_WORKER_NUM=3") != std::string::npos);
 
   Worker good(NodeFor(Role::kWorker, cluster, *port), CaptureLogger("good", sink));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "comm/tls.h"
+#include "comm/security.h"
 #include "roles/local_job.h"
 #include "roles/recovery.h"
 #include "roles/scheduler.h"
@@ -79,6 +80,11 @@ Incarnation DropState(const Logger& log, std::unique_ptr<RoleT> role, const Stat
   return ended;
 }
 
+// Once per process, not per node or incarnation.
+void WarnIfUnauthenticated(const Logger& log, const ClusterOptions& cluster) {
+  if (cluster.token.empty()) log->warn("{}", kUnauthenticatedWarning);
+}
+
 int RunRole(const std::vector<std::string>& args) {
   auto options = ParseNodeOptions(args, ProcessEnv());
   if (!options.ok()) return UsageError(options.status());
@@ -89,6 +95,7 @@ int RunRole(const std::vector<std::string>& args) {
   switch (options->role) {
     case Role::kScheduler: {
       Logger log = MakeLogger("scheduler");
+      WarnIfUnauthenticated(log, options->cluster);
       Scheduler scheduler(options->cluster, log);
       auto port = scheduler.Start();
       if (!port.ok()) return Finished(log, port.status());
@@ -96,6 +103,7 @@ int RunRole(const std::vector<std::string>& args) {
     }
     case Role::kServer: {
       Logger log = MakeLogger("server");
+      WarnIfUnauthenticated(log, options->cluster);
       return Finished(
           log, RunRecovering(*options, *config, log, [&log](const NodeOptions& o, const Config& c) {
             Server server(o, log, c);
@@ -107,6 +115,7 @@ int RunRole(const std::vector<std::string>& args) {
       // Config errors surface here, before the node joins.
       if (auto job = JobOf(*config); !job.ok()) return UsageError(job.status());
       Logger log = MakeLogger("worker");
+      WarnIfUnauthenticated(log, options->cluster);
       return Finished(
           log, RunRecovering(*options, *config, log, [&log](const NodeOptions& o, const Config& c) {
             auto job = JobOf(c);
@@ -132,6 +141,7 @@ int RunLocal(const std::vector<std::string>& args) {
   job.config = *config;
   job.make_job = [config = *config](int) { return std::move(JobOf(config).value()); };
   Logger log = MakeLogger("local");
+  WarnIfUnauthenticated(log, job.cluster);
   log->info("running a job of {} servers and {} workers on this machine", job.cluster.server_num,
             job.cluster.worker_num);
   Status status = RunLocalJob(job);

@@ -38,7 +38,9 @@ Environment (a flag of the same meaning overrides the variable):
                                      holds is refused (default: the scheduler picks)
   MS_NODE_HOST     --node-host       address this node advertises to its peers
                                      (default: the address it reaches the scheduler from)
-  MS_CLUSTER_TOKEN --token           shared secret; a node with another token is refused
+  MS_CLUSTER_TOKEN --token           shared secret, proved on every connection by
+                                     HMAC challenge and response (never sent); a peer
+                                     with another token or none is refused
   PSTRAIN_NODE_PORT          --node-port          port this node listens on (default: any)
   PSTRAIN_HEARTBEAT_INTERVAL --heartbeat-interval seconds between heartbeats (default 1)
   PSTRAIN_HEARTBEAT_TIMEOUT  --heartbeat-timeout  a node silent this long is logged and
@@ -51,6 +53,16 @@ Environment (a flag of the same meaning overrides the variable):
   PSTRAIN_TLS_CERT           --tls-cert           this node's certificate (PEM); with the
   PSTRAIN_TLS_KEY            --tls-key            key and the CA, every connection is
   PSTRAIN_TLS_CA             --tls-ca             mutual TLS 1.3 (all three or none)
+  PSTRAIN_HANDSHAKE_TIMEOUT  --handshake-timeout  a connection not authenticated this
+                                                  many seconds after it opened is
+                                                  closed (default 10)
+  PSTRAIN_MAX_HANDSHAKING    --max-handshaking    accepted connections still in their
+                                                  handshake at once (default 64)
+  PSTRAIN_FRAME_STALL_TIMEOUT --frame-stall-timeout a frame begun that receives no byte
+                                                  this many seconds is dropped with its
+                                                  connection (default 60)
+  PSTRAIN_MAX_QUEUED_BYTES   --max-queued-bytes   bytes queued unsent to one peer before
+                                                  its connection is closed (default 4 GiB)
   PSTRAIN_CONFIG             --config             the job's YAML config
 
 `pstrain local` takes --servers, --workers (default 2 and 2), --config and the

@@ -103,6 +103,20 @@ std::vector<Setting> ClusterSettings(ClusterOptions* c, bool shape_required) {
                   &c->tls.key),
       TextSetting("tls-ca", "PSTRAIN_TLS_CA", false, "a file path (PEM CA certificate)",
                   &c->tls.ca),
+      SecondsSetting("handshake-timeout", "PSTRAIN_HANDSHAKE_TIMEOUT", 0.01,
+                     &c->handshake_timeout_s),
+      IntSetting("max-handshaking", "PSTRAIN_MAX_HANDSHAKING", false, 1, 1000000,
+                 "an integer from 1 to 1000000", &c->max_handshaking),
+      SecondsSetting("frame-stall-timeout", "PSTRAIN_FRAME_STALL_TIMEOUT", 0.01,
+                     &c->frame_stall_timeout_s),
+      {"max-queued-bytes", "PSTRAIN_MAX_QUEUED_BYTES", false,
+       "a number of bytes from 1048576 (1 MiB) to 1125899906842624 (1 PiB)",
+       [c](const std::string& s) {
+         long v;
+         if (!ParseInt(s, long{1} << 20, long{1} << 50, &v)) return false;
+         c->max_queued_bytes = static_cast<uint64_t>(v);
+         return true;
+       }},
       {"ring-transport", "PSTRAIN_RING_TRANSPORT", false, "auto or tcp",
        [c](const std::string& s) {
          if (s != "auto" && s != "tcp") return false;

@@ -64,6 +64,14 @@ struct ClusterOptions {
   std::string ring_transport = "auto";
   TestFault test_fault;  // PSTRAIN_TEST_FAULT: tests only
   TlsFiles tls;          // every connection is TLS 1.3 when set
+  // Limits before resources (comm/security.h; README "Security: limits").
+  double handshake_timeout_s = 10;    // PSTRAIN_HANDSHAKE_TIMEOUT
+  int max_handshaking = 64;           // PSTRAIN_MAX_HANDSHAKING, per node
+  double frame_stall_timeout_s = 60;  // PSTRAIN_FRAME_STALL_TIMEOUT
+  // PSTRAIN_MAX_QUEUED_BYTES, per peer: twice the largest frame payload
+  // (2 GiB, comm/frame.h), so the biggest legitimate reply fits with room
+  // for the next.
+  uint64_t max_queued_bytes = uint64_t{4} << 30;
 };
 
 struct NodeOptions {

@@ -23,6 +23,7 @@ enum class StatusCode {
   kFailedPrecondition,  // the system is not in a state that allows this
   kAborted,             // the job is stopping
   kCancelled,           // stopped on request (SIGTERM, SIGINT) before the end
+  kPermissionDenied,    // a peer failed authentication (MS_CLUSTER_TOKEN)
   kInternal,            // a bug or an unexpected library failure
 };
 
@@ -64,6 +65,9 @@ inline Status FailedPrecondition(std::string m) {
 }
 inline Status Aborted(std::string m) { return {StatusCode::kAborted, std::move(m)}; }
 inline Status Cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
+inline Status PermissionDenied(std::string m) {
+  return {StatusCode::kPermissionDenied, std::move(m)};
+}
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
 // Either a value or a non-OK Status.
