@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/tls.h"
 #include "comm/security.h"
+#include "comm/tls.h"
 #include "roles/local_job.h"
 #include "roles/recovery.h"
 #include "roles/scheduler.h"
