@@ -35,7 +35,7 @@ export MS_SERVER_NUM=2 MS_WORKER_NUM=2 MS_SCHED_HOST=127.0.0.1
 export MS_CLUSTER_TOKEN="attack-test-token-$$"
 export PSTRAIN_CONNECT_TIMEOUT=60 PSTRAIN_HEARTBEAT_TIMEOUT=10
 NODES="server_0 server_1 worker_0 worker_1"
-EPOCHS=${ATTACK_EPOCHS:-4}
+EPOCHS=${ATTACK_EPOCHS:-8}
 
 # peak_rss NAME...: samples VmRSS (KiB) of each node while the job runs,
 # into WORK/RUN-NAME.rss (the largest seen).
@@ -109,12 +109,19 @@ intruder=$?
 kill "$wrong_proxy" 2> /dev/null
 [ "$intruder" != 0 ] || fail "a worker with the wrong token was let in"
 
+attack_began=$(now_ms)
 python3 "$TOOLS/attacker.py" attack --ports "$ports" --replay "$WORK/recorded.bin,$WORK/wrong.bin" \
-  --seconds "$ATTACK_S" --pids "$pids" --out "$WORK/attack.json" > "$WORK/attacker.log" 2>&1 ||
-  fail "the attacker failed: $(tail -n 5 "$WORK/attacker.log")"
-for n in worker_0 worker_1; do alive "$n" || fail "$n ended during the attack (the job finished too soon, or fell)"; done
+  --seconds "$ATTACK_S" --pids "$pids" --out "$WORK/attack.json" > "$WORK/attacker.log" 2>&1 &
+attacker=$!
 wait_all
 wait "$sampler"
+wait "$attacker" || fail "the attacker failed: $(tail -n 5 "$WORK/attacker.log")"
+# The attack must have hit a training job, not its leftovers.
+trained_until=$(log_ms "$(node_log worker_0)" "finished .* steps")
+overlap=$(((trained_until - attack_began) / 1000))
+echo "the job trained for $overlap s under attack"
+[ "$overlap" -ge "$((ATTACK_S / 2))" ] ||
+  fail "the job trained only $overlap s under attack (ATTACK_EPOCHS is too small for this machine)"
 kill "$(cat "$WORK/proxy.pid")" 2> /dev/null
 echo "attacked run: done"
 cat "$WORK/attack.json"
