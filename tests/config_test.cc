@@ -245,6 +245,16 @@ TEST_CASE("recovery is on with checkpoints, off without, and needs them when ask
             .find("train.recovery.wait_s") != std::string::npos);
 }
 
+TEST_CASE("a stray comma is a one-line error, not a parser that never returns") {
+  // yaml-cpp 0.7's LoadAll looped on these, adding an empty document each
+  // turn (found by tests/fuzz/config_fuzz; its input is in the corpus).
+  CHECK(ErrorOf(",\n") == "x.yaml:1: column 1: invalid YAML: unexpected ','");
+  CHECK(ErrorOf("# a comment\n, b\n") == "x.yaml:2: column 1: invalid YAML: unexpected ','");
+  CHECK(ErrorOf("train: {seed: 1}\n,\n") == "x.yaml:2: invalid YAML: end of map not found");
+  CHECK(ErrorOf("\"x\"\n,\n") == "x.yaml:2: expected one YAML document, found a second one");
+  CHECK(Parse("train: {seed: 2}\n").train.seed == 2);
+}
+
 TEST_CASE("a config's bytes are checked before the YAML parser sees them") {
   // Three bytes that once made yaml-cpp loop and allocate without bound.
   CHECK(ErrorOf(",\003\n") ==
