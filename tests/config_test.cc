@@ -255,6 +255,15 @@ TEST_CASE("a stray comma is a one-line error, not a parser that never returns") 
   CHECK(Parse("train: {seed: 2}\n").train.seed == 2);
 }
 
+TEST_CASE("a value shown in an error stays on one line") {
+  // A block scalar's line breaks once made a message of several lines
+  // (found by tests/fuzz/config_fuzz; its input is in the corpus).
+  CHECK(ErrorOf("|\n  a\n  b\n") ==
+        "x.yaml:1: expected a mapping of sections at the top level, got 'a\\nb\\n'");
+  CHECK(ErrorOf("train: {seed: '" + std::string(300, 'x') + "'}\n") ==
+        "x.yaml:1: train.seed: expected an integer >= 0, got '" + std::string(200, 'x') + "...'");
+}
+
 TEST_CASE("a config's bytes are checked before the YAML parser sees them") {
   // Three bytes that once made yaml-cpp loop and allocate without bound.
   CHECK(ErrorOf(",\003\n") ==

@@ -21,9 +21,32 @@
 namespace pstrain {
 namespace config_internal {
 
+namespace {
+
+// A value as an error shows it: on one line (a block scalar's line breaks
+// and tabs written as \n and \t), at most kShownChars bytes of it.
+std::string Shown(const std::string& value) {
+  constexpr size_t kShownChars = 200;
+  std::string out;
+  for (char c : value.substr(0, kShownChars)) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      out += c;
+    }
+  }
+  return value.size() > kShownChars ? out + "..." : out;
+}
+
+}  // namespace
+
 Status Value::Expected(std::string_view expected) const {
   std::string got = "nothing";
-  if (node.IsScalar()) got = "'" + node.Scalar() + "'";
+  if (node.IsScalar()) got = "'" + Shown(node.Scalar()) + "'";
   if (node.IsSequence()) got = "a list";
   if (node.IsMap()) got = "a mapping";
   return Error(fmt::format("expected {}, got {}", expected, got));
