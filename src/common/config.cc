@@ -21,14 +21,9 @@
 namespace pstrain {
 namespace config_internal {
 
-namespace {
-
-// A value as an error shows it: on one line (a block scalar's line breaks
-// and tabs written as \n and \t), at most kShownChars bytes of it.
-std::string Shown(const std::string& value) {
-  constexpr size_t kShownChars = 200;
+std::string OneLine(std::string_view text) {
   std::string out;
-  for (char c : value.substr(0, kShownChars)) {
+  for (char c : text) {
     if (c == '\n') {
       out += "\\n";
     } else if (c == '\r') {
@@ -39,7 +34,16 @@ std::string Shown(const std::string& value) {
       out += c;
     }
   }
-  return value.size() > kShownChars ? out + "..." : out;
+  return out;
+}
+
+namespace {
+
+// A value as an error shows it: at most kShownChars bytes of it (Error puts
+// it on one line).
+std::string Shown(const std::string& value) {
+  constexpr size_t kShownChars = 200;
+  return value.size() > kShownChars ? value.substr(0, kShownChars) + "..." : value;
 }
 
 }  // namespace
