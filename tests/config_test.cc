@@ -245,6 +245,28 @@ TEST_CASE("recovery is on with checkpoints, off without, and needs them when ask
             .find("train.recovery.wait_s") != std::string::npos);
 }
 
+TEST_CASE("a stray comma is a one-line error, not a parser that never returns") {
+  // yaml-cpp 0.7's LoadAll looped on these, adding an empty document each
+  // turn (found by tests/fuzz/config_fuzz; its input is in the corpus).
+  CHECK(ErrorOf(",\n") == "x.yaml:1: column 1: invalid YAML: unexpected ','");
+  CHECK(ErrorOf("# a comment\n, b\n") == "x.yaml:2: column 1: invalid YAML: unexpected ','");
+  CHECK(ErrorOf("train: {seed: 1}\n,\n") == "x.yaml:2: invalid YAML: end of map not found");
+  CHECK(ErrorOf("\"x\"\n,\n") == "x.yaml:2: expected one YAML document, found a second one");
+  CHECK(Parse("train: {seed: 2}\n").train.seed == 2);
+}
+
+TEST_CASE("a value shown in an error stays on one line") {
+  // A block scalar's line breaks once made a message of several lines
+  // (found by tests/fuzz/config_fuzz; its input is in the corpus).
+  CHECK(ErrorOf("|\n  a\n  b\n") ==
+        "x.yaml:1: expected a mapping of sections at the top level, got 'a\\nb\\n'");
+  CHECK(ErrorOf("train:\n  ? |\n    se\n    ed\n  : 1\n") ==
+        "x.yaml:2: train.se\\ned\\n: unknown key (allowed: epochs, batch_size, steps, mode, "
+        "staleness, optimizer, seed, log_every, partition_bytes, checkpoint, recovery)");
+  CHECK(ErrorOf("train: {seed: '" + std::string(300, 'x') + "'}\n") ==
+        "x.yaml:1: train.seed: expected an integer >= 0, got '" + std::string(200, 'x') + "...'");
+}
+
 TEST_CASE("a config's bytes are checked before the YAML parser sees them") {
   // Three bytes that once made yaml-cpp loop and allocate without bound.
   CHECK(ErrorOf(",\003\n") ==

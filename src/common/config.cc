@@ -1,5 +1,7 @@
 #include "src/common/config.h"
 
+#include <yaml-cpp/eventhandler.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -7,6 +9,8 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <sstream>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -18,9 +22,36 @@
 namespace pstrain {
 namespace config_internal {
 
+std::string OneLine(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// A value as an error shows it: at most kShownChars bytes of it (Error puts
+// it on one line).
+std::string Shown(const std::string& value) {
+  constexpr size_t kShownChars = 200;
+  return value.size() > kShownChars ? value.substr(0, kShownChars) + "..." : value;
+}
+
+}  // namespace
+
 Status Value::Expected(std::string_view expected) const {
   std::string got = "nothing";
-  if (node.IsScalar()) got = "'" + node.Scalar() + "'";
+  if (node.IsScalar()) got = "'" + Shown(node.Scalar()) + "'";
   if (node.IsSequence()) got = "a list";
   if (node.IsMap()) got = "a mapping";
   return Error(fmt::format("expected {}, got {}", expected, got));
@@ -245,13 +276,75 @@ Status ReadParameters(const Value& v, std::vector<ParameterRule>* rules) {
   });
 }
 
+// The file's first YAML document and where a second one starts, if any.
+struct Documents {
+  YAML::Node first;
+  std::optional<YAML::Mark> second;  // of its root node
+  bool stuck = false;                // the parser stopped reading at `second`
+};
+
+// Notes where each document's root node starts.
+class RootMarks : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> roots;  // one per document
+
+  void OnDocumentStart(const YAML::Mark&) override { in_root_ = true; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { Node(m); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { Node(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Node(m);
+  }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Node(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Node(m);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Node(const YAML::Mark& m) {
+    if (in_root_) roots.push_back(m);
+    in_root_ = false;
+  }
+  bool in_root_ = false;
+};
+
+// Not YAML::LoadAll: in yaml-cpp 0.7 (Debian 12's) it loops forever, adding
+// an empty document each turn, once its parser stops consuming tokens: ",\n"
+// is enough (jbeder/yaml-cpp#1040, fixed upstream by #1319). Telling one
+// document from more takes at most two documents read.
+Documents LoadDocuments(const std::string& yaml_text) {
+  Documents out;
+  out.first = YAML::Load(yaml_text);
+  std::istringstream in(yaml_text);
+  YAML::Parser parser(in);
+  RootMarks marks;
+  for (int i = 0; i < 2 && parser.HandleNextDocument(marks); ++i) {
+  }
+  if (marks.roots.size() > 1) {
+    out.second = marks.roots[1];
+    out.stuck = marks.roots[1].pos == marks.roots[0].pos;
+  }
+  return out;
+}
+
 // Reads the whole document into `config`; `base_dir` as for ReadData.
-Status ReadConfig(const std::vector<YAML::Node>& documents, const std::string& base_dir,
-                  Config* config) {
-  YAML::Node root = documents.empty() ? YAML::Node() : documents[0];
+Status ReadConfig(const Documents& documents, const std::string& yaml_text,
+                  const std::string& base_dir, Config* config) {
+  const YAML::Node& root = documents.first;
   Value doc{&config->source, root, "", 1};
-  if (documents.size() > 1) {
-    doc.line = documents[1].Mark().line + 1;
+  if (documents.second) {
+    const YAML::Mark& at = *documents.second;
+    doc.line = at.line + 1;
+    if (documents.stuck && at.pos >= 0 && static_cast<size_t>(at.pos) < yaml_text.size())
+      return doc.Error(fmt::format("column {}: invalid YAML: unexpected '{}'", at.column + 1,
+                                   yaml_text[at.pos]));
     return doc.Error("expected one YAML document, found a second one");
   }
   if (root.IsNull()) return doc.Error("the config is empty; expected a mapping of sections");
@@ -279,7 +372,7 @@ StatusOr<Config> Parse(const std::string& yaml_text, const std::string& source_n
   // The readers never call a throwing conversion, so an exception here comes
   // from the parser.
   try {
-    PSTRAIN_RETURN_IF_ERROR(ReadConfig(YAML::LoadAll(yaml_text), base_dir, &config));
+    PSTRAIN_RETURN_IF_ERROR(ReadConfig(LoadDocuments(yaml_text), yaml_text, base_dir, &config));
   } catch (const YAML::Exception& e) {
     return InvalidArgument(
         fmt::format("{}:{}: invalid YAML: {}", source_name, std::max(e.mark.line, 0) + 1, e.msg));

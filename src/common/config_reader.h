@@ -26,6 +26,10 @@
 namespace pstrain {
 namespace config_internal {
 
+// `text` on one line: line breaks and tabs (in a key or a block scalar)
+// written as \n, \r and \t, so that an error stays one line.
+std::string OneLine(std::string_view text);
+
 // A node of the document and what an error about it must name.
 struct Value {
   const std::string* source;
@@ -34,8 +38,9 @@ struct Value {
   int line;          // 1-based
 
   Status Error(std::string_view what) const {
-    if (path.empty()) return InvalidArgument(fmt::format("{}:{}: {}", *source, line, what));
-    return InvalidArgument(fmt::format("{}:{}: {}: {}", *source, line, path, what));
+    if (path.empty())
+      return InvalidArgument(OneLine(fmt::format("{}:{}: {}", *source, line, what)));
+    return InvalidArgument(OneLine(fmt::format("{}:{}: {}: {}", *source, line, path, what)));
   }
   // "expected <expected>, got '<text>'"
   Status Expected(std::string_view expected) const;

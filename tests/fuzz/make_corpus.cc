@@ -1,0 +1,226 @@
+// Writes the seed corpus of every harness from the code's own writers: frames
+// and headers from the encoder, checkpoint and shard files from their
+// writers, small IDX and Criteo files (raw and gzip), and the configs of
+// configs/. Usage: fuzz_make_corpus REPO_DIR (writes REPO_DIR/tests/fuzz/corpus/<harness>/).
+// Findings added by hand (named after what they found) are left alone.
+#include <zlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "comm/frame.h"
+#include "comm/messages.h"
+#include "embedding/sparse_table.h"
+#include "roles/shard_file.h"
+#include "src/common/checkpoint_file.h"
+
+namespace pstrain {
+namespace {
+
+namespace fs = std::filesystem;
+using Bytes = std::vector<uint8_t>;
+
+fs::path corpus;
+
+void Write(const std::string& harness, const std::string& name, const Bytes& bytes) {
+  fs::create_directories(corpus / harness);
+  std::ofstream out(corpus / harness / name, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+  if (!out) {
+    std::fprintf(stderr, "cannot write %s/%s\n", harness.c_str(), name.c_str());
+    std::exit(1);
+  }
+}
+
+Bytes Gzip(const Bytes& raw) {
+  const std::string tmp = (fs::temp_directory_path() / "pstrain-corpus.gz").string();
+  gzFile f = gzopen(tmp.c_str(), "wb9");
+  gzwrite(f, raw.data(), static_cast<unsigned>(raw.size()));
+  gzclose(f);
+  std::ifstream in(tmp, std::ios::binary);
+  Bytes out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  fs::remove(tmp);
+  return out;
+}
+
+Bytes ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return Bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+Bytes FloatBytes(size_t n) {
+  Bytes b(n * sizeof(float));
+  for (size_t i = 0; i < n; ++i) {
+    float x = 0.25f * static_cast<float>(i) - 1.0f;
+    std::memcpy(b.data() + i * sizeof(float), &x, sizeof(float));
+  }
+  return b;
+}
+
+Bytes Frame(const Message& m, const Bytes& payload = {}) {
+  Bytes header = EncodeHeader(m);
+  Bytes out(kFixedHeaderBytes);
+  EncodeFixedHeader(static_cast<uint32_t>(header.size()), payload.size(), out.data());
+  out.insert(out.end(), header.begin(), header.end());
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
+
+// One message of every kind, with the payload it may carry.
+std::vector<std::pair<std::string, std::pair<Message, Bytes>>> Messages() {
+  NodeInfo node{"node-a", Role::kServer, "127.0.0.1", 4242, 0};
+  NodeInfo worker{"node-b", Role::kWorker, "127.0.0.2", 4243, 1};
+  Bytes ids_rows(2 * sizeof(int64_t));
+  ids_rows[0] = 3;
+  ids_rows[8] = 7;
+  Bytes rows = FloatBytes(8);
+  ids_rows.insert(ids_rows.end(), rows.begin(), rows.end());
+  return {
+      {"register_request", {{1, false, RegisterRequest{node, 2, 2, "secret", 30, false, 0}}, {}}},
+      {"register_reply", {{1, true, RegisterReply{0, 1}}, {}}},
+      {"topology", {{0, false, Topology{{node, worker}, 1}}, {}}},
+      {"heartbeat", {{0, false, Heartbeat{}}, {}}},
+      {"barrier_request", {{2, false, BarrierRequest{BarrierGroup::kWorkers, 5, "blob"}}, {}}},
+      {"barrier_reply", {{2, true, BarrierReply{5, "blob"}}, {}}},
+      {"done", {{0, false, Done{}}, {}}},
+      {"shutdown", {{0, false, Shutdown{"job done", false, false}}, {}}},
+      {"pause", {{0, false, Pause{"lost server 1", 2}}, {}}},
+      {"node_failed", {{0, false, NodeFailed{"disk full", true}}, {}}},
+      {"stop_request", {{0, false, StopRequest{"SIGTERM"}}, {}}},
+      {"stop", {{3, false, Stop{"stop", 100}}, {}}},
+      {"stop_reply", {{3, true, StopReply{99}}, {}}},
+      {"hello", {{4, false, Hello{worker, "/pstrain-ring-1", 77}}, {}}},
+      {"ack", {{4, true, Ack{}}, {}}},
+      {"error", {{5, true, ErrorReply{"no such tensor"}}, {}}},
+      {"push_request",
+       {{6, false, PushRequest{"fc1.weight", 1, 0, 12, PushKind::kGradient}}, FloatBytes(16)}},
+      {"push_init", {{6, false, PushRequest{"fc1.bias", 0, 0, 0, PushKind::kInit}}, FloatBytes(4)}},
+      {"pull_request", {{7, false, PullRequest{"fc1.weight", 1, 0, 12, 16}}, {}}},
+      {"pull_reply", {{7, true, PullReply{12}}, FloatBytes(16)}},
+      {"save_request", {{8, false, SaveRequest{100}}, {}}},
+      {"save_reply", {{8, true, SaveReply{"server-0.ckpt"}}, {}}},
+      {"ring_chunk", {{0, false, RingChunk{9, 1, 0}}, FloatBytes(8)}},
+      {"sparse_pull_request", {{10, false, SparsePullRequest{"emb_user", 0, 3}}, Bytes(16, 1)}},
+      {"sparse_pull_reply", {{10, true, SparsePullReply{3}}, FloatBytes(8)}},
+      {"sparse_push_request", {{11, false, SparsePushRequest{"emb_user", 0, 3, 2}}, ids_rows}},
+  };
+}
+
+void WireSeeds() {
+  Bytes stream;
+  for (const auto& [name, mp] : Messages()) {
+    Write("messages_fuzz", name, EncodeHeader(mp.first));
+    Bytes frame = Frame(mp.first, mp.second);
+    Write("frame_fuzz", name, frame);
+    if (stream.size() < 2000) stream.insert(stream.end(), frame.begin(), frame.end());
+  }
+  Write("frame_fuzz", "stream_of_frames", stream);
+  // A payload past the reader's direct-read threshold (64 KiB).
+  Write("frame_fuzz", "large_pull_reply", Frame({7, true, PullReply{1}}, FloatBytes(17000)));
+}
+
+void CheckpointSeeds() {
+  const fs::path dir = fs::temp_directory_path() / "pstrain-corpus-ckpt";
+  fs::remove_all(dir);
+  const std::string file = (dir / "file.ckpt").string();
+  Bytes values = FloatBytes(6);
+  Status st =
+      WriteCheckpointFile(file, {{"meta", "worker 0\n", 9}, {"w", values.data(), values.size()}});
+  if (st.ok()) Write("checkpoint_fuzz", "two_sections", ReadFile(file));
+
+  EmbeddingTableOptions options;
+  options.name = "emb_user";
+  options.dim = 2;
+  options.optimizer.type = OptimizerType::kAdagrad;
+  auto table = SparseTable::Create(options);
+  std::string table_bytes;
+  if (table.ok()) {
+    int64_t ids[3] = {1, 5, 9};
+    float out[6], grads[6] = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f};
+    (void)table->Lookup(ids, 3, out, 1);
+    (void)table->ApplyGradients(ids, grads, 3, 1);
+    table->Serialize(&table_bytes);
+  }
+  PartitionSnapshot p{"fc1.weight", 0, 3, 3, 3, {0.5f, -0.5f, 1.0f, 2.0f}, {{"m", {0, 0, 0, 1}}}};
+  PartitionSnapshot q{"fc1/bias", 1, 3, 3, 3, {1.0f}, {}};
+  const std::string shard = (dir / ShardFileName(0)).string();
+  st = WriteShardFile(shard, ShardMeta{0, 1, 2}, {p, q}, {{"emb_user", 4, table_bytes}});
+  if (st.ok()) Write("checkpoint_fuzz", "shard_with_table", ReadFile(shard));
+  // The MANIFEST is a checkpoint file too (one "manifest" section).
+  const std::string step_dir = CheckpointStepDir(dir.string(), 7);
+  st = WriteShardFile(step_dir + "/" + ShardFileName(0), ShardMeta{0, 1, 1}, {p});
+  if (st.ok()) st = WriteManifest(dir.string(), 7, {ShardFileName(0)});
+  if (st.ok()) Write("checkpoint_fuzz", "manifest", ReadFile(step_dir + "/MANIFEST"));
+  if (!st.ok()) {
+    std::fprintf(stderr, "checkpoint seeds: %s\n", st.message().c_str());
+    std::exit(1);
+  }
+  fs::remove_all(dir);
+}
+
+void Put32(Bytes* b, uint32_t v) {
+  for (int i = 3; i >= 0; --i) b->push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+
+// idx_fuzz input: u16 label-file length, the image file, the label file.
+void IdxSeed(const std::string& name, const Bytes& images, const Bytes& labels) {
+  Bytes in{static_cast<uint8_t>(labels.size()), static_cast<uint8_t>(labels.size() >> 8)};
+  in.insert(in.end(), images.begin(), images.end());
+  in.insert(in.end(), labels.begin(), labels.end());
+  Write("idx_fuzz", name, in);
+}
+
+void IdxSeeds() {
+  Bytes images, labels;
+  Put32(&images, 0x803);
+  for (uint32_t d : {3u, 4u, 4u}) Put32(&images, d);
+  for (int i = 0; i < 3 * 16; ++i) images.push_back(static_cast<uint8_t>(i * 5));
+  Put32(&labels, 0x801);
+  Put32(&labels, 3);
+  for (uint8_t y : {0, 9, 4}) labels.push_back(y);
+  IdxSeed("three_images", images, labels);
+  IdxSeed("three_images_gzip", Gzip(images), Gzip(labels));
+}
+
+void CriteoSeeds() {
+  const std::string lines =
+      "1\t5\t110\t\t16\t\t1\t0\t14\t7\t1\t\t306\t\t62770d79\te21f5d58\tafea442f\t945c7fcf\t"
+      "38b02748\t6fcd6dcb\t3580aa21\t28808903\t46dedfa6\t2e027dc1\t0c7c4231\t95981d1f\t00c5ffb7\t"
+      "be4ee537\t8a0b74cc\t4cdc3efa\td20856aa\tb8170bba\t9512c20b\tc38e2f28\t14f65a5d\t25b1b089\t"
+      "d7c1fc0b\t7caf609c\t30436bfc\ted10571d\n"
+      "0\t32\t3\t5\t\t1\t0\t0\t61\t5\t0\t1\t3157\t5\te5f3fd8d\ta0aaffa6\t6faa15d5\tda8a3421\t"
+      "3cd69f23\t6fcd6dcb\tab16ed81\t43426c29\t1df5e154\t7de9c0a9\t6652dc64\t99eb4e27\t00c5ffb7\t"
+      "be4ee537\tf3bbfe99\t4cdc3efa\td20856aa\ta1eb1511\t9512c20b\tfebfd863\ta3323ca1\tc8e1ee56\t"
+      "1752e9e8\t75350c8a\t991321ea\tb757e957\n"
+      "0\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\r\n";
+  Bytes raw(lines.begin(), lines.end());
+  Write("criteo_fuzz", "three_lines", raw);
+  Write("criteo_fuzz", "three_lines_gzip", Gzip(raw));
+}
+
+void ConfigSeeds(const fs::path& repo) {
+  for (const auto& entry : fs::directory_iterator(repo / "configs"))
+    if (entry.path().extension() == ".yaml")
+      Write("config_fuzz", entry.path().filename().string(), ReadFile(entry.path()));
+}
+
+}  // namespace
+}  // namespace pstrain
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s REPO_DIR\n", argv[0]);
+    return 2;
+  }
+  pstrain::corpus = std::filesystem::path(argv[1]) / "tests" / "fuzz" / "corpus";
+  pstrain::WireSeeds();
+  pstrain::CheckpointSeeds();
+  pstrain::IdxSeeds();
+  pstrain::CriteoSeeds();
+  pstrain::ConfigSeeds(argv[1]);
+  return 0;
+}
