@@ -7,14 +7,14 @@
 # recorded from real connections and replayed, and a real node started with
 # the wrong token. Checked: every process exits 0; the final checkpoint is
 # byte for byte that of the same job run unattacked; each node's peak RSS
-# stays within ATTACK_RSS_MARGIN_MB (default 64) of its peak in the
+# stays within ATTACK_RSS_MARGIN_MB (default 96) of its peak in the
 # unattacked run; slowloris peers are dropped by the handshake deadline;
 # the wrong-token node is refused with a logged reason.
 # Usage: sh tests/attack_test.sh PSTRAIN_BIN [ATTACK_SECONDS]
 set -u
 BIN="$1"
 ATTACK_S="${2:-20}"
-MARGIN_MB="${ATTACK_RSS_MARGIN_MB:-64}"
+MARGIN_MB="${ATTACK_RSS_MARGIN_MB:-96}"
 WORK=$(mktemp -d)
 ID_PREFIX=attack
 . "$(dirname "$0")/cluster_util.sh"

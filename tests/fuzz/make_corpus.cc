@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "comm/frame.h"
+#include "comm/handshake.h"
 #include "comm/messages.h"
 #include "embedding/sparse_table.h"
 #include "roles/shard_file.h"
@@ -80,7 +81,7 @@ std::vector<std::pair<std::string, std::pair<Message, Bytes>>> Messages() {
   Bytes rows = FloatBytes(8);
   ids_rows.insert(ids_rows.end(), rows.begin(), rows.end());
   return {
-      {"register_request", {{1, false, RegisterRequest{node, 2, 2, "secret", 30, false, 0}}, {}}},
+      {"register_request", {{1, false, RegisterRequest{node, 2, 2, 30, false, 0}}, {}}},
       {"register_reply", {{1, true, RegisterReply{0, 1}}, {}}},
       {"topology", {{0, false, Topology{{node, worker}, 1}}, {}}},
       {"heartbeat", {{0, false, Heartbeat{}}, {}}},
@@ -107,6 +108,8 @@ std::vector<std::pair<std::string, std::pair<Message, Bytes>>> Messages() {
       {"sparse_pull_request", {{10, false, SparsePullRequest{"emb_user", 0, 3}}, Bytes(16, 1)}},
       {"sparse_pull_reply", {{10, true, SparsePullReply{3}}, FloatBytes(8)}},
       {"sparse_push_request", {{11, false, SparsePushRequest{"emb_user", 0, 3, 2}}, ids_rows}},
+      {"auth_hello", {{0, false, AuthHello{kHandshakeVersion, {}, true}}, {}}},
+      {"auth_proof", {{0, false, AuthProof{}}, {}}},
   };
 }
 
@@ -121,6 +124,32 @@ void WireSeeds() {
   Write("frame_fuzz", "stream_of_frames", stream);
   // A payload past the reader's direct-read threshold (64 KiB).
   Write("frame_fuzz", "large_pull_reply", Frame({7, true, PullReply{1}}, FloatBytes(17000)));
+}
+
+// The handshake as a peer would run it: byte 0 picks the side and whether it
+// holds a token, then length-prefixed headers (see handshake_fuzz.cc). The
+// peer's proofs are real MACs, over the harness's fixed nonce, for the token.
+void HandshakeSeeds() {
+  Handshake::Nonce ours{};
+  for (size_t i = 0; i < ours.size(); ++i) ours[i] = static_cast<uint8_t>(i * 7 + 1);
+  Handshake::Nonce theirs{};
+  theirs.fill(0x5a);
+  for (int flags = 0; flags < 4; ++flags) {
+    const auto side = (flags & 1) ? HandshakeRole::kAcceptor : HandshakeRole::kConnector;
+    const auto peer = (flags & 1) ? HandshakeRole::kConnector : HandshakeRole::kAcceptor;
+    const bool token = (flags & 2) != 0;
+    Handshake other(peer, token ? "fuzz-token" : "", theirs);
+    Bytes seed{static_cast<uint8_t>(flags)};
+    auto add = [&](const MessageBody& body) {
+      Bytes h = EncodeHeader(Message{0, false, body});
+      seed.push_back(static_cast<uint8_t>(h.size() & 0xff));
+      seed.push_back(static_cast<uint8_t>(h.size() >> 8));
+      seed.insert(seed.end(), h.begin(), h.end());
+    };
+    add(other.Hello());
+    if (token) add(AuthProof{Handshake::Mac("fuzz-token", peer, theirs, ours)});
+    Write("handshake_fuzz", "seed-" + std::to_string(flags), seed);
+  }
 }
 
 void CheckpointSeeds() {
@@ -218,6 +247,7 @@ int main(int argc, char** argv) {
   }
   pstrain::corpus = std::filesystem::path(argv[1]) / "tests" / "fuzz" / "corpus";
   pstrain::WireSeeds();
+  pstrain::HandshakeSeeds();
   pstrain::CheckpointSeeds();
   pstrain::IdxSeeds();
   pstrain::CriteoSeeds();
