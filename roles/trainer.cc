@@ -162,10 +162,13 @@ StatusOr<float> TrainJob::ComputeGradients(const Batch& batch) {
     model_->Forward(batch, /*training=*/true);
     return model_->Backward(batch);
   }
+  const double copied = gpu_->CopySeconds();
   PSTRAIN_RETURN_IF_ERROR(gpu_->UploadWeights());
   auto logits = gpu_->Forward(batch, /*training=*/true);
   if (!logits.ok()) return logits.status();
-  return gpu_->Backward(batch);
+  auto loss = gpu_->Backward(batch);
+  stats_.copy_s += gpu_->CopySeconds() - copied;
+  return loss;
 }
 
 StatusOr<const Tensor*> TrainJob::Logits(const Batch& batch) {
@@ -407,12 +410,17 @@ Status TrainJob::Run(WorkerContext& ctx) {
     ctx.log->info("worker {} stopped on request after step {} of {}", ctx.rank, stopped_at, total);
   }
   stats_.seconds = Since(begin);
+  const double step_s = std::max(stats_.compute_s + stats_.comm_s, 1e-9);
   ctx.log->info(
       "worker {} finished {} steps in {:.1f} s: {:.0f} samples/s, {:.0f}% of step time "
       "communicating, last loss {:.6f}",
       ctx.rank, stats_.steps, stats_.seconds,
       static_cast<double>(stats_.samples) / std::max(stats_.seconds, 1e-9),
-      100.0 * stats_.comm_s / std::max(stats_.compute_s + stats_.comm_s, 1e-9), stats_.last_loss);
+      100.0 * stats_.comm_s / step_s, stats_.last_loss);
+  if (gpu_) {
+    ctx.log->info("worker {} on the GPU: {:.1f}% of step time in host-device copies", ctx.rank,
+                  100.0 * stats_.copy_s / step_s);
+  }
   return Status::OK();
 }
 

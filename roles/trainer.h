@@ -40,6 +40,7 @@ struct TrainStats {
   double seconds = 0;    // wall time of the training loop
   double compute_s = 0;  // forward + backward
   double comm_s = 0;     // waiting on push/pull
+  double copy_s = 0;     // device: gpu: host <-> device copies (part of compute_s)
   double last_loss = 0;
   double test_metric = -1;   // accuracy or AUC after the last epoch (chief; -1: not run)
   double test_logloss = -1;  // click data only

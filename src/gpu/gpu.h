@@ -78,6 +78,11 @@ class GpuModel {
 
   // The stream the model's device work runs on.
   GpuStream stream() const;
+  // Seconds the device spent so far copying between host and device
+  // (weights and batches up, logits, gradients and losses down), timed with
+  // CUDA events around each copy; the host's memcpys into the pinned
+  // staging array are not in it.
+  double CopySeconds() const;
   // As Model::SetTrainingForwards: the dropout masks continue from `done`.
   void SetTrainingForwards(uint64_t done);
 

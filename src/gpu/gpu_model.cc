@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "src/gpu/cuda_util.h"
 #include "src/gpu/gpu.h"
@@ -20,6 +21,51 @@ namespace pstrain {
 
 using gpu::DeviceArray;
 using gpu::DeviceTensor;
+
+namespace {
+
+// Device time of the host <-> device copies: an event before and after each
+// copy on the stream, read once the stream was waited for (reading earlier
+// would wait). Begin() drops the marks of a call that ended in an error.
+class CopyTimer {
+ public:
+  CopyTimer() = default;
+  CopyTimer(const CopyTimer&) = delete;
+  CopyTimer& operator=(const CopyTimer&) = delete;
+  ~CopyTimer() {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+
+  void Begin() { used_ = 0; }
+  // Call before and after each copy.
+  Status Mark(cudaStream_t stream) {
+    if (used_ == events_.size()) {
+      cudaEvent_t e = nullptr;
+      PSTRAIN_CUDA(cudaEventCreate(&e));
+      events_.push_back(e);
+    }
+    PSTRAIN_CUDA(cudaEventRecord(events_[used_++], stream));
+    return Status::OK();
+  }
+  // After the stream was waited for: adds up the time between the pairs.
+  Status Collect() {
+    for (size_t i = 0; i + 1 < used_; i += 2) {
+      float ms = 0;
+      PSTRAIN_CUDA(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]));
+      seconds_ += 1e-3 * ms;
+    }
+    used_ = 0;
+    return Status::OK();
+  }
+  double seconds() const { return seconds_; }
+
+ private:
+  std::vector<cudaEvent_t> events_;  // owned
+  size_t used_ = 0;                  // events_[0, used_) are recorded this call
+  double seconds_ = 0;
+};
+
+}  // namespace
 
 struct GpuModel::Impl {
   LossType loss = LossType::kSoftmaxCrossEntropy;
@@ -39,6 +85,7 @@ struct GpuModel::Impl {
   gpu::PinnedArray staging;
   Tensor logits;              // host copy of the last Forward's output
   int64_t trained_rows = -1;  // rows of the last Forward(training), -1: none since
+  CopyTimer copies;
 
   ~Impl() {
     layers.clear();
@@ -114,6 +161,7 @@ GpuModel::GpuModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 GpuModel::~GpuModel() = default;
 
 GpuStream GpuModel::stream() const { return impl_->stream; }
+double GpuModel::CopySeconds() const { return impl_->copies.seconds(); }
 
 void GpuModel::SetTrainingForwards(uint64_t done) {
   for (auto& layer : impl_->layers) layer->SetTrainingForwards(done);
@@ -171,14 +219,18 @@ StatusOr<std::unique_ptr<GpuModel>> GpuModel::Build(const ModelConfig& config,
 
 Status GpuModel::UploadWeights() {
   Impl& m = *impl_;
+  m.copies.Begin();
   PSTRAIN_RETURN_IF_ERROR(m.staging.Reserve(m.total));
   for (size_t i = 0; i < m.params.size(); ++i) {
     const Tensor& v = m.params[i]->value;
     std::memcpy(m.staging.get() + m.offsets[i], v.ptr(), sizeof(float) * v.size());
   }
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
   PSTRAIN_CUDA(cudaMemcpyAsync(m.values.get(), m.staging.get(), sizeof(float) * m.total,
                                cudaMemcpyHostToDevice, m.stream));
-  return m.Wait();
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
+  PSTRAIN_RETURN_IF_ERROR(m.Wait());
+  return m.copies.Collect();
 }
 
 StatusOr<const Tensor*> GpuModel::Forward(const Batch& batch, bool training) {
@@ -192,22 +244,28 @@ StatusOr<const Tensor*> GpuModel::Forward(const Batch& batch, bool training) {
                            " does not fit the model's input " + ShapeString(m.input));
   }
   m.trained_rows = -1;
+  m.copies.Begin();
   PSTRAIN_RETURN_IF_ERROR(m.batch.Resize(dense.shape));
   // Grown before anything is queued: growing frees the old array.
   PSTRAIN_RETURN_IF_ERROR(
       m.staging.Reserve(n * std::max(NumElements(m.input), NumElements(m.output))));
   std::memcpy(m.staging.get(), dense.ptr(), sizeof(float) * dense.size());
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
   PSTRAIN_CUDA(cudaMemcpyAsync(m.batch.ptr(), m.staging.get(), sizeof(float) * dense.size(),
                                cudaMemcpyHostToDevice, m.stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
   for (size_t i = 0; i < m.layers.size(); ++i) {
     const DeviceTensor& in = i == 0 ? m.batch : m.outs[i - 1];
     PSTRAIN_RETURN_IF_ERROR(m.layers[i]->Forward(in, &m.outs[i], training));
   }
   const DeviceTensor& out = m.outs.back();
   m.logits.Resize(out.shape);
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
   PSTRAIN_CUDA(cudaMemcpyAsync(m.staging.get(), out.ptr(), sizeof(float) * out.size(),
                                cudaMemcpyDeviceToHost, m.stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
   PSTRAIN_RETURN_IF_ERROR(m.Wait());
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Collect());
   std::memcpy(m.logits.ptr(), m.staging.get(), sizeof(float) * out.size());
   if (training) m.trained_rows = n;
   return &m.logits;
@@ -220,13 +278,16 @@ StatusOr<float> GpuModel::Backward(const Batch& batch) {
     return FailedPrecondition("GPU backward needs a Forward(batch, training) of the same batch");
   }
   PSTRAIN_RETURN_IF_ERROR(CheckLabels(m.loss, m.logits, batch.labels));
+  m.copies.Begin();
   const int64_t classes = m.logits.shape[1];
   PSTRAIN_RETURN_IF_ERROR(m.labels.Reserve(n));
   PSTRAIN_RETURN_IF_ERROR(m.row_loss.Reserve(n));
   PSTRAIN_RETURN_IF_ERROR(m.staging.Reserve(m.total + n));
   std::memcpy(m.staging.get(), batch.labels.data(), sizeof(float) * n);
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
   PSTRAIN_CUDA(cudaMemcpyAsync(m.labels.get(), m.staging.get(), sizeof(float) * n,
                                cudaMemcpyHostToDevice, m.stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
   DeviceTensor& dlogits = m.douts.back();
   PSTRAIN_RETURN_IF_ERROR(dlogits.Resize(m.logits.shape));
   const float* logits = m.outs.back().ptr();
@@ -246,11 +307,14 @@ StatusOr<float> GpuModel::Backward(const Batch& batch) {
     Status s = on_device_grads(i, m.grads.get() + m.offsets[i], m.params[i]->grad.size());
     if (!s.ok()) return s.WithContext("gradient of " + m.params[i]->name);
   }
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
   PSTRAIN_CUDA(cudaMemcpyAsync(m.staging.get(), m.grads.get(), sizeof(float) * m.total,
                                cudaMemcpyDeviceToHost, m.stream));
   PSTRAIN_CUDA(cudaMemcpyAsync(m.staging.get() + m.total, m.row_loss.get(), sizeof(float) * n,
                                cudaMemcpyDeviceToHost, m.stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
   PSTRAIN_RETURN_IF_ERROR(m.Wait());
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Collect());
   m.trained_rows = -1;
   for (size_t i = 0; i < m.params.size(); ++i) {
     Tensor& g = m.params[i]->grad;
