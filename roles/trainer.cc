@@ -45,6 +45,7 @@ StatusOr<std::unique_ptr<TrainJob>> TrainJob::Create(const Config& config) {
   auto model = Model::Build(model_config, config.train.seed);
   if (!model.ok()) return model.status().WithContext(config.source);
   job->model_ = std::move(*model);
+  job->model_config_ = model_config;
   PSTRAIN_RETURN_IF_ERROR(job->embeddings_->Bind(job->model_->params()));
   std::vector<Param*> allreduced;
   for (Param* p : job->model_->params()) {
@@ -126,11 +127,15 @@ Status TrainJob::InitWeights(WorkerContext& ctx, const CheckpointRef& resume) {
 }
 
 Status TrainJob::StartGpu(WorkerContext& ctx) {
-  auto gpu = GpuModel::Build(config_.model, model_->params(), config_.train.seed);
+  auto gpu = GpuModel::Build(model_config_, model_->params(), config_.train.seed);
   if (!gpu.ok()) return gpu.status().WithContext("model.device: gpu");
   gpu_ = std::move(*gpu);
   ctx.log->info("worker {} trains on the GPU: {}", ctx.rank, GpuDescription());
-  if (allreduced_->empty() || ctx.workers == 1) return Status::OK();
+  // With one worker too: NCCL's average over one rank changes nothing, but
+  // the path a job of many GPUs takes (the id through the scheduler, the
+  // communicator, the all-reduce on the model's stream) then runs wherever
+  // one GPU does.
+  if (allreduced_->empty()) return Status::OK();
   std::string id;
   Status made = Status::OK();
   if (ctx.rank == 0) {
@@ -173,6 +178,9 @@ StatusOr<float> TrainJob::ComputeGradients(const Batch& batch) {
 
 StatusOr<const Tensor*> TrainJob::Logits(const Batch& batch) {
   if (!gpu_) return &model_->Forward(batch, /*training=*/false);
+  // Each evaluation batch gathers its own embedding rows into the host
+  // Params: they must reach the device before its forward.
+  if (!embeddings_->empty()) PSTRAIN_RETURN_IF_ERROR(gpu_->UploadWeights());
   return gpu_->Forward(batch, /*training=*/false);
 }
 

@@ -67,9 +67,9 @@ class TrainJob : public WorkerJob {
   Status Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batch* next);
   Status ExchangeLocalState(WorkerContext& ctx, int64_t step);
   Status Evaluate(WorkerContext& ctx, int epoch);
-  // device: gpu: the model on the GPU and, with ps: false weights and
-  // several workers, NCCL among them (worker 0's id shared via the
-  // scheduler).
+  // device: gpu: the model on the GPU and, with ps: false weights, NCCL
+  // among the workers (worker 0's id shared via the scheduler; also for a
+  // single worker, so that this path runs on any one GPU).
   Status StartGpu(WorkerContext& ctx);
   // Forward and backward of one training batch, on the GPU or here.
   StatusOr<float> ComputeGradients(const Batch& batch);
@@ -81,6 +81,9 @@ class TrainJob : public WorkerJob {
   WorkerPlace PlaceAt(const WorkerContext& ctx, int64_t step, int64_t steps_per_epoch) const;
 
   Config config_;
+  // config_.model as the model was built: server-held tables hold one
+  // batch's rows (RemoteEmbeddings::Create).
+  ModelConfig model_config_;
   std::unique_ptr<Model> model_;
   std::vector<Param*> ps_params_;                  // on the servers, in PsTensors() order
   std::unique_ptr<AllReducedWeights> allreduced_;  // the ps: false ones
