@@ -92,6 +92,8 @@ Status BenchPs(Config config, int64_t steps, int servers, int workers) {
     Reporting(std::unique_ptr<TrainJob> job, std::vector<TrainStats>* out, std::mutex* mutex)
         : job_(std::move(job)), out_(out), mutex_(mutex) {}
     std::vector<TensorSpec> PsTensors() override { return job_->PsTensors(); }
+    // Without it a config with ps: false weights gets no ring and fails.
+    bool NeedsCollective() override { return job_->NeedsCollective(); }
     Status Run(WorkerContext& ctx) override {
       Status st = job_->Run(ctx);
       std::lock_guard<std::mutex> lock(*mutex_);
