@@ -131,11 +131,7 @@ Status TrainJob::StartGpu(WorkerContext& ctx) {
   if (!gpu.ok()) return gpu.status().WithContext("model.device: gpu");
   gpu_ = std::move(*gpu);
   ctx.log->info("worker {} trains on the GPU: {}", ctx.rank, GpuDescription());
-  // With one worker too: NCCL's average over one rank changes nothing, but
-  // the path a job of many GPUs takes (the id through the scheduler, the
-  // communicator, the all-reduce on the model's stream) then runs wherever
-  // one GPU does.
-  if (allreduced_->empty()) return Status::OK();
+  if (allreduced_->empty() || ctx.workers == 1) return Status::OK();
   std::string id;
   Status made = Status::OK();
   if (ctx.rank == 0) {

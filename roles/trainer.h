@@ -67,9 +67,9 @@ class TrainJob : public WorkerJob {
   Status Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batch* next);
   Status ExchangeLocalState(WorkerContext& ctx, int64_t step);
   Status Evaluate(WorkerContext& ctx, int epoch);
-  // device: gpu: the model on the GPU and, with ps: false weights, NCCL
-  // among the workers (worker 0's id shared via the scheduler; also for a
-  // single worker, so that this path runs on any one GPU).
+  // device: gpu: the model on the GPU and, with ps: false weights and
+  // several workers, NCCL among them (worker 0's id shared via the
+  // scheduler).
   Status StartGpu(WorkerContext& ctx);
   // Forward and backward of one training batch, on the GPU or here.
   StatusOr<float> ComputeGradients(const Batch& batch);
