@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "src/common/config.h"
 #include "src/nn/model.h"
 #include "tests/lenet_config.h"
 #include "tests/test_util.h"
@@ -222,6 +223,50 @@ TEST_CASE("every layer type and Wide&Deep towers run on the GPU; a type it lacks
   auto model = GpuModel::Build(future, {}, kSeed);
   REQUIRE(!model.ok());
   CHECK(model.status().message() == s.message());
+}
+
+// configs/lenet_gpu.yaml must stay the CPU LeNet config on the GPU, one
+// worker of 128 doing what two of 64 do, or its accuracy says nothing.
+TEST_CASE("configs/lenet_gpu.yaml is lenet_fashion_mnist.yaml on the GPU with one worker of 128") {
+  const std::string here = __FILE__;
+  const std::string repo = here.substr(0, here.size() - std::string("tests/gpu_test.cc").size());
+  auto cpu = LoadConfig(repo + "configs/lenet_fashion_mnist.yaml");
+  auto gpu = LoadConfig(repo + "configs/lenet_gpu.yaml");
+  REQUIRE_MESSAGE(cpu.ok(), cpu.status().message());
+  REQUIRE_MESSAGE(gpu.ok(), gpu.status().message());
+  CHECK(cpu->model.device == Device::kCpu);
+  CHECK(gpu->model.device == Device::kGpu);
+  CHECK(CheckGpuModelSupported(gpu->model).ok());
+  CHECK(gpu->model.input == cpu->model.input);
+  REQUIRE(gpu->model.layers.size() == cpu->model.layers.size());
+  for (size_t i = 0; i < cpu->model.layers.size(); ++i) {
+    const LayerConfig &a = cpu->model.layers[i], &b = gpu->model.layers[i];
+    CAPTURE(i);
+    CHECK(a.type == b.type);
+    CHECK(a.name == b.name);
+    CHECK(a.out == b.out);
+    CHECK(a.out_channels == b.out_channels);
+    CHECK(a.kernel == b.kernel);
+    CHECK(a.padding == b.padding);
+  }
+  CHECK(gpu->data.train == cpu->data.train);
+  CHECK(gpu->data.test == cpu->data.test);
+  CHECK(gpu->train.batch_size == 2 * cpu->train.batch_size);
+  CHECK(gpu->train.epochs == cpu->train.epochs);
+  CHECK(gpu->train.mode == cpu->train.mode);
+  CHECK(gpu->train.seed == cpu->train.seed);
+  const OptimizerConfig &a = cpu->train.optimizer, &b = gpu->train.optimizer;
+  CHECK(a.type == b.type);
+  CHECK(a.lr == b.lr);
+  CHECK(a.momentum == b.momentum);
+  CHECK(a.weight_decay == b.weight_decay);
+  CHECK(a.lr_decay_steps == b.lr_decay_steps);
+  CHECK(a.lr_decay == b.lr_decay);
+  REQUIRE(gpu->parameters.size() == cpu->parameters.size());
+  for (size_t i = 0; i < cpu->parameters.size(); ++i) {
+    CHECK(gpu->parameters[i].match == cpu->parameters[i].match);
+    CHECK(gpu->parameters[i].ps == cpu->parameters[i].ps);
+  }
 }
 
 TEST_CASE("without a GPU, GpuModel::Build and NCCL fail cleanly" * doctest::test_suite(kNoGpu)) {
