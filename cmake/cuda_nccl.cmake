@@ -11,8 +11,13 @@ if(PSTRAIN_ENABLE_CUDA)
   find_package(CUDAToolkit QUIET)
   if(CUDAToolkit_FOUND)
     set(PSTRAIN_HAVE_CUDA ON)
-    find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
-    find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
+    # NCCL_ROOT: where NCCL lies outside the toolkit, e.g. PyTorch's pip
+    # package (site-packages/nvidia/nccl), which ships only libnccl.so.2.
+    set(NCCL_ROOT "" CACHE PATH "NCCL's folder (include/, lib/) when not under the CUDA toolkit")
+    find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${NCCL_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS}
+                                            /usr/local/cuda/include)
+    find_library(NCCL_LIBRARY NAMES nccl libnccl.so.2
+                 HINTS ${NCCL_ROOT}/lib ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
     if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
       set(PSTRAIN_HAVE_NCCL ON)
     endif()

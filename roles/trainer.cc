@@ -45,6 +45,7 @@ StatusOr<std::unique_ptr<TrainJob>> TrainJob::Create(const Config& config) {
   auto model = Model::Build(model_config, config.train.seed);
   if (!model.ok()) return model.status().WithContext(config.source);
   job->model_ = std::move(*model);
+  job->model_config_ = model_config;
   PSTRAIN_RETURN_IF_ERROR(job->embeddings_->Bind(job->model_->params()));
   std::vector<Param*> allreduced;
   for (Param* p : job->model_->params()) {
@@ -126,7 +127,7 @@ Status TrainJob::InitWeights(WorkerContext& ctx, const CheckpointRef& resume) {
 }
 
 Status TrainJob::StartGpu(WorkerContext& ctx) {
-  auto gpu = GpuModel::Build(config_.model, model_->params(), config_.train.seed);
+  auto gpu = GpuModel::Build(model_config_, model_->params(), config_.train.seed);
   if (!gpu.ok()) return gpu.status().WithContext("model.device: gpu");
   gpu_ = std::move(*gpu);
   ctx.log->info("worker {} trains on the GPU: {}", ctx.rank, GpuDescription());
@@ -162,14 +163,20 @@ StatusOr<float> TrainJob::ComputeGradients(const Batch& batch) {
     model_->Forward(batch, /*training=*/true);
     return model_->Backward(batch);
   }
+  const double copied = gpu_->CopySeconds();
   PSTRAIN_RETURN_IF_ERROR(gpu_->UploadWeights());
   auto logits = gpu_->Forward(batch, /*training=*/true);
   if (!logits.ok()) return logits.status();
-  return gpu_->Backward(batch);
+  auto loss = gpu_->Backward(batch);
+  stats_.copy_s += gpu_->CopySeconds() - copied;
+  return loss;
 }
 
 StatusOr<const Tensor*> TrainJob::Logits(const Batch& batch) {
   if (!gpu_) return &model_->Forward(batch, /*training=*/false);
+  // Each evaluation batch gathers its own embedding rows into the host
+  // Params: they must reach the device before its forward.
+  if (!embeddings_->empty()) PSTRAIN_RETURN_IF_ERROR(gpu_->UploadWeights());
   return gpu_->Forward(batch, /*training=*/false);
 }
 
@@ -407,12 +414,17 @@ Status TrainJob::Run(WorkerContext& ctx) {
     ctx.log->info("worker {} stopped on request after step {} of {}", ctx.rank, stopped_at, total);
   }
   stats_.seconds = Since(begin);
+  const double step_s = std::max(stats_.compute_s + stats_.comm_s, 1e-9);
   ctx.log->info(
       "worker {} finished {} steps in {:.1f} s: {:.0f} samples/s, {:.0f}% of step time "
       "communicating, last loss {:.6f}",
       ctx.rank, stats_.steps, stats_.seconds,
       static_cast<double>(stats_.samples) / std::max(stats_.seconds, 1e-9),
-      100.0 * stats_.comm_s / std::max(stats_.compute_s + stats_.comm_s, 1e-9), stats_.last_loss);
+      100.0 * stats_.comm_s / step_s, stats_.last_loss);
+  if (gpu_) {
+    ctx.log->info("worker {} on the GPU: {:.1f}% of step time in host-device copies", ctx.rank,
+                  100.0 * stats_.copy_s / step_s);
+  }
   return Status::OK();
 }
 

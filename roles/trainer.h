@@ -40,6 +40,7 @@ struct TrainStats {
   double seconds = 0;    // wall time of the training loop
   double compute_s = 0;  // forward + backward
   double comm_s = 0;     // waiting on push/pull
+  double copy_s = 0;     // device: gpu: host <-> device copies (part of compute_s)
   double last_loss = 0;
   double test_metric = -1;   // accuracy or AUC after the last epoch (chief; -1: not run)
   double test_logloss = -1;  // click data only
@@ -80,6 +81,9 @@ class TrainJob : public WorkerJob {
   WorkerPlace PlaceAt(const WorkerContext& ctx, int64_t step, int64_t steps_per_epoch) const;
 
   Config config_;
+  // config_.model as the model was built: server-held tables hold one
+  // batch's rows (RemoteEmbeddings::Create).
+  ModelConfig model_config_;
   std::unique_ptr<Model> model_;
   std::vector<Param*> ps_params_;                  // on the servers, in PsTensors() order
   std::unique_ptr<AllReducedWeights> allreduced_;  // the ps: false ones

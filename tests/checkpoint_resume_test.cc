@@ -65,6 +65,10 @@ Config Load(const std::string& name) {
     config->data = lenet->data;
     config->has_model = config->has_data = true;
   }
+  // Resuming is the trainer's and the servers' work, whatever computes the
+  // gradients: a GPU config (lenet_gpu.yaml) is checked on the CPU, which
+  // every machine has (gpu_test compares the two devices' gradients).
+  config->model.device = Device::kCpu;
   // Bit for bit is a promise of sync mode.
   config->train.mode = UpdateMode::kSync;
   config->train.staleness = 0;

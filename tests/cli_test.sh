@@ -109,5 +109,14 @@ for case in "out|$MLP|s/out: 256}/out: 2000000000}/|model.layers\[1\].out: makes
   check "config with a huge $name names file, line and key" has "^pstrain: $DATA/$name.yaml:.* .*$message"
 done
 
+# Training throughput of a config with all-reduced (ps: false) weights: the
+# job's workers need their ring (small tables keep the local case quick).
+sed -e 's/1048576/4096/g' "$DATA/wd.yaml" > "$DATA/wd_small.yaml"
+"$BIN" bench train --config "$DATA/wd_small.yaml" --steps 5 --servers 1 --workers 1 > "$OUT" 2>&1
+status=$?
+check "bench train runs Wide&Deep (got $status)" [ "$status" = 0 ]
+check "it prints the local and the ps case" [ "$(grep -c '"bench":"train"' "$OUT")" = 2 ]
+check "the ps case has its communication share" has '"mode":"ps".*"comm_share":'
+
 echo "cli_test: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -1,6 +1,8 @@
 // bench train: training throughput of a config.
 //   local: one process, one thread, no servers: forward, backward and the
-//          configured optimizer applied in place (the compute path alone).
+//          configured optimizer applied in place (the compute path alone;
+//          with model.device: gpu, forward and backward on the GPU, the
+//          weights uploaded and the gradients copied back every step).
 //   ps:    a local job of S servers and W workers (threads of this process),
 //          every step pushing gradients and pulling weights: samples/s of the
 //          job and the share of step time spent communicating.
@@ -13,6 +15,7 @@
 #include "roles/trainer.h"
 #include "src/data/batcher.h"
 #include "src/data/dataset.h"
+#include "src/gpu/gpu.h"
 #include "src/nn/model.h"
 
 namespace pstrain {
@@ -31,6 +34,12 @@ Status BenchLocal(const Config& config, int64_t steps) {
     if (!opt.ok()) return opt.status();
     optimizers.push_back(std::move(*opt));
   }
+  std::unique_ptr<GpuModel> gpu;
+  if (config.model.device == Device::kGpu) {
+    auto built = GpuModel::Build(config.model, (*model)->params(), config.train.seed);
+    if (!built.ok()) return built.status();
+    gpu = std::move(*built);
+  }
   const int batch_size = config.train.batch_size;
   Batcher batcher(&*data, batch_size, 0, 1, true, config.train.seed, config.data.shuffle);
   Batch batch;
@@ -38,24 +47,35 @@ Status BenchLocal(const Config& config, int64_t steps) {
   batcher.StartEpoch(epoch);
   const int64_t warmup = 20;
   Clock::time_point start;
+  double copied = 0;  // the GPU's copy seconds at the start of the timed steps
   for (int64_t step = 0; step < warmup + steps; ++step) {
-    if (step == warmup) start = Clock::now();
+    if (step == warmup) {
+      start = Clock::now();
+      if (gpu) copied = gpu->CopySeconds();
+    }
     if (!batcher.Next(&batch)) {
       batcher.StartEpoch(++epoch);
       batcher.Next(&batch);
     }
-    (*model)->Forward(batch, true);
-    (*model)->Backward(batch);
+    if (gpu) {
+      PSTRAIN_RETURN_IF_ERROR(gpu->UploadWeights());
+      PSTRAIN_RETURN_IF_ERROR(gpu->Forward(batch, true).status());
+      PSTRAIN_RETURN_IF_ERROR(gpu->Backward(batch).status());
+    } else {
+      (*model)->Forward(batch, true);
+      (*model)->Backward(batch);
+    }
     const auto& params = (*model)->params();
     for (size_t i = 0; i < params.size(); ++i)
       optimizers[i]->Update(params[i]->value.ptr(), params[i]->grad.ptr());
   }
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   std::printf(
-      "{\"bench\":\"train\",\"mode\":\"local\",\"config\":\"%s\",\"threads\":1,\"batch\":%d,"
-      "\"steps\":%lld,\"samples_per_s\":%.1f}\n",
-      config.source.c_str(), batch_size, static_cast<long long>(steps),
-      static_cast<double>(steps * batch_size) / seconds);
+      "{\"bench\":\"train\",\"mode\":\"local\",\"config\":\"%s\",\"device\":\"%s\","
+      "\"threads\":1,\"batch\":%d,\"steps\":%lld,\"samples_per_s\":%.1f,\"copy_share\":%.3f}\n",
+      config.source.c_str(), gpu ? "gpu" : "cpu", batch_size, static_cast<long long>(steps),
+      static_cast<double>(steps * batch_size) / seconds,
+      gpu ? (gpu->CopySeconds() - copied) / seconds : 0.0);
   std::fflush(stdout);
   return Status::OK();
 }
@@ -72,6 +92,8 @@ Status BenchPs(Config config, int64_t steps, int servers, int workers) {
     Reporting(std::unique_ptr<TrainJob> job, std::vector<TrainStats>* out, std::mutex* mutex)
         : job_(std::move(job)), out_(out), mutex_(mutex) {}
     std::vector<TensorSpec> PsTensors() override { return job_->PsTensors(); }
+    // Without it a config with ps: false weights gets no ring and fails.
+    bool NeedsCollective() override { return job_->NeedsCollective(); }
     Status Run(WorkerContext& ctx) override {
       Status st = job_->Run(ctx);
       std::lock_guard<std::mutex> lock(*mutex_);
@@ -97,17 +119,22 @@ Status BenchPs(Config config, int64_t steps, int servers, int workers) {
     return log;
   };
   PSTRAIN_RETURN_IF_ERROR(RunLocalJob(job));
-  double samples_per_s = 0, compute = 0, comm = 0;
+  double samples_per_s = 0, compute = 0, comm = 0, copy = 0;
   for (const TrainStats& s : stats) {
     samples_per_s += static_cast<double>(s.samples) / s.seconds;
     compute += s.compute_s;
     comm += s.comm_s;
+    copy += s.copy_s;
   }
+  // comm_share: push and pull (waiting for them); copy_share: the GPU's
+  // host <-> device copies, a part of compute.
   std::printf(
-      "{\"bench\":\"train\",\"mode\":\"ps\",\"config\":\"%s\",\"servers\":%d,\"workers\":%d,"
-      "\"batch\":%d,\"steps\":%lld,\"samples_per_s\":%.1f,\"comm_share\":%.3f}\n",
-      config.source.c_str(), servers, workers, config.train.batch_size,
-      static_cast<long long>(steps), samples_per_s, comm / (compute + comm));
+      "{\"bench\":\"train\",\"mode\":\"ps\",\"config\":\"%s\",\"device\":\"%s\","
+      "\"servers\":%d,\"workers\":%d,\"batch\":%d,\"steps\":%lld,\"samples_per_s\":%.1f,"
+      "\"comm_share\":%.3f,\"copy_share\":%.3f}\n",
+      config.source.c_str(), DeviceName(config.model.device), servers, workers,
+      config.train.batch_size, static_cast<long long>(steps), samples_per_s,
+      comm / (compute + comm), copy / (compute + comm));
   std::fflush(stdout);
   return Status::OK();
 }

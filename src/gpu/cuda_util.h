@@ -56,20 +56,29 @@ class DeviceArray {
   int64_t capacity_ = 0;
 };
 
-// Page-locked host floats, so that copies to and from the device run
+// Page-locked host T's, so that copies to and from the device run
 // asynchronously at full bus speed; grown on demand like DeviceArray.
+template <typename T>
 class PinnedArray {
  public:
   PinnedArray() = default;
   PinnedArray(const PinnedArray&) = delete;
   PinnedArray& operator=(const PinnedArray&) = delete;
-  ~PinnedArray();
+  ~PinnedArray() { cudaFreeHost(data_); }
 
-  Status Reserve(int64_t n);
-  float* get() const { return data_; }
+  Status Reserve(int64_t n) {
+    if (n <= capacity_) return Status::OK();
+    cudaFreeHost(data_);  // waits for the device: queued copies may still read it
+    data_ = nullptr;
+    capacity_ = 0;
+    PSTRAIN_CUDA(cudaMallocHost(reinterpret_cast<void**>(&data_), sizeof(T) * n));
+    capacity_ = n;
+    return Status::OK();
+  }
+  T* get() const { return data_; }
 
  private:
-  float* data_ = nullptr;
+  T* data_ = nullptr;
   int64_t capacity_ = 0;
 };
 

@@ -1,5 +1,5 @@
 // What the CUDA build knows of the device: whether one is visible, its
-// description, and the owning arrays of cuda_util.h.
+// description, and the CUDA and cuBLAS errors as Status (cuda_util.h).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -19,18 +19,6 @@ Status CudaStatus(cudaError_t error, const char* call) {
 Status CublasStatus(cublasStatus_t status, const char* call) {
   if (status == CUBLAS_STATUS_SUCCESS) return Status::OK();
   return Internal(std::string(call) + ": " + cublasGetStatusString(status));
-}
-
-PinnedArray::~PinnedArray() { cudaFreeHost(data_); }
-
-Status PinnedArray::Reserve(int64_t n) {
-  if (n <= capacity_) return Status::OK();
-  cudaFreeHost(data_);
-  data_ = nullptr;
-  capacity_ = 0;
-  PSTRAIN_CUDA(cudaMallocHost(reinterpret_cast<void**>(&data_), sizeof(float) * n));
-  capacity_ = n;
-  return Status::OK();
 }
 
 }  // namespace gpu

@@ -36,14 +36,19 @@ bool GpuBuildEnabled();
 Status CheckGpuVisible();
 // Device 0's name, memory and compute capability, for logs.
 std::string GpuDescription();
-// OK when the GPU path can run `config`: a sequential model of linear,
-// conv2d, maxpool, avgpool, relu, sigmoid, tanh, flatten and dropout layers
+// OK when the GPU path can run `config`: a sequential model, or wide and
+// deep towers, of any layer type src/nn has (linear, conv2d, maxpool,
+// avgpool, relu, sigmoid, tanh, flatten, dropout, concat, embedding_bag)
 // with either loss. Otherwise InvalidArgument naming the first layer it
-// cannot run ("model.layers[3] (embedding_bag, line 12): not supported on
-// the GPU"). Needs no device.
+// cannot run ("model.layers[3] (<type>, line 12): not supported on the
+// GPU"), for a type added to src/nn and not yet to src/gpu. Needs no device.
 Status CheckGpuModelSupported(const ModelConfig& config);
 
-// Forward and backward of a sequential model on device 0, in float32.
+// Forward and backward of a model (sequential, or wide + deep towers) on
+// device 0, in float32. embedding_bag tables are Params like any other:
+// with server-held tables (roles/remote_embeddings.h) the host Param holds
+// the batch's rows, pulled from the servers, and goes up with the others;
+// the batch's ids go up with each Forward.
 //
 // The host Model (src/nn/model.h) stays the owner of the weights: the
 // trainer pulls or updates the host Params, calls UploadWeights(), and after
@@ -78,6 +83,11 @@ class GpuModel {
 
   // The stream the model's device work runs on.
   GpuStream stream() const;
+  // Seconds the device spent so far copying between host and device
+  // (weights and batches up, logits, gradients and losses down), timed with
+  // CUDA events around each copy; the host's memcpys into the pinned
+  // staging array are not in it.
+  double CopySeconds() const;
   // As Model::SetTrainingForwards: the dropout masks continue from `done`.
   void SetTrainingForwards(uint64_t done);
 

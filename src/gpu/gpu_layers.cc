@@ -284,6 +284,94 @@ class Flatten : public GpuLayer {
   GpuContext* const context_;
 };
 
+// [N, F] + the batch's dense features [N, D] -> [N, F + D]: two strided
+// copies each way.
+class Concat : public GpuLayer {
+ public:
+  Concat(int64_t in, int64_t dense, GpuContext* context)
+      : in_(in), dense_(dense), context_(context) {}
+
+  Status Forward(const DeviceTensor& in, DeviceTensor* out, bool) override {
+    const int64_t n = in.shape[0], width = in_ + dense_;
+    const DeviceTensor* dense = context_->batch().dense;
+    if (dense == nullptr || dense->shape.empty() || dense->shape[0] != n ||
+        dense->size() != n * dense_) {
+      return Internal("concat: the batch's dense features do not fit");
+    }
+    PSTRAIN_RETURN_IF_ERROR(out->Resize({n, width}));
+    PSTRAIN_CUDA(Strided(out->ptr(), width, in.ptr(), in_, in_, n));
+    PSTRAIN_CUDA(Strided(out->ptr() + in_, width, dense->ptr(), dense_, dense_, n));
+    return Status::OK();
+  }
+
+  Status Backward(const DeviceTensor& in, const DeviceTensor&, const DeviceTensor& dout,
+                  DeviceTensor* din) override {
+    if (din == nullptr) return Status::OK();
+    PSTRAIN_RETURN_IF_ERROR(din->Resize(in.shape));
+    PSTRAIN_CUDA(Strided(din->ptr(), in_, dout.ptr(), in_ + dense_, in_, in.shape[0]));
+    return Status::OK();
+  }
+
+ private:
+  // `rows` rows of `count` floats, row pitches in floats.
+  cudaError_t Strided(float* to, int64_t to_pitch, const float* from, int64_t from_pitch,
+                      int64_t count, int64_t rows) {
+    return cudaMemcpy2DAsync(to, sizeof(float) * to_pitch, from, sizeof(float) * from_pitch,
+                             sizeof(float) * count, rows, cudaMemcpyDeviceToDevice,
+                             context_->stream());
+  }
+
+  const int64_t in_, dense_;
+  GpuContext* const context_;
+};
+
+// embedding_bag on a [rows, dim] table (kernels.h); the ids and where each
+// occurs come with the batch (DeviceBatch). As on the CPU, the gradient is
+// the whole table's, dense.
+class EmbeddingBag : public GpuLayer {
+ public:
+  EmbeddingBag(int64_t rows, int64_t fields, int64_t dim, bool concat, float scale,
+               const std::vector<DeviceParam>& params, GpuContext* context)
+      : rows_(rows),
+        fields_(fields),
+        dim_(dim),
+        concat_(concat),
+        scale_(scale),
+        params_(params),
+        context_(context) {}
+
+  Status Forward(const DeviceTensor&, DeviceTensor* out, bool) override {
+    const DeviceBatch& b = context_->batch();
+    if (b.ids == nullptr || b.fields != fields_ || b.range > rows_) {
+      return Internal("embedding_bag: the batch's ids do not fit the table");
+    }
+    PSTRAIN_RETURN_IF_ERROR(out->Resize({b.samples, concat_ ? fields_ * dim_ : dim_}));
+    PSTRAIN_CUDA(EmbeddingBagForward(params_[0].value, b.ids, b.samples, fields_, dim_, concat_,
+                                     scale_, out->ptr(), context_->stream()));
+    return Status::OK();
+  }
+
+  Status Backward(const DeviceTensor& in, const DeviceTensor&, const DeviceTensor& dout,
+                  DeviceTensor* din) override {
+    const DeviceBatch& b = context_->batch();
+    if (b.id_start == nullptr) return Internal("embedding_bag: no id occurrences for backward");
+    PSTRAIN_CUDA(EmbeddingBagBackward(dout.ptr(), b.id_start, b.occurrences, b.range, rows_,
+                                      fields_, dim_, concat_, scale_, params_[0].grad,
+                                      context_->stream()));
+    if (din == nullptr) return Status::OK();
+    PSTRAIN_RETURN_IF_ERROR(din->Resize(in.shape));  // the ids are not differentiable
+    PSTRAIN_CUDA(Fill(din->ptr(), din->size(), 0.0f, context_->stream()));
+    return Status::OK();
+  }
+
+ private:
+  const int64_t rows_, fields_, dim_;
+  const bool concat_;
+  const float scale_;
+  const std::vector<DeviceParam> params_;
+  GpuContext* const context_;
+};
+
 WindowShape Window(const LayerConfig& c, const Shape& input, const Shape& output) {
   const int default_stride = c.type == LayerType::kConv2d ? 1 : c.kernel;
   return WindowShape{
@@ -325,10 +413,16 @@ std::unique_ptr<GpuLayer> MakeGpuLayer(const LayerConfig& c, const Shape& input,
     case LayerType::kFlatten:
       return std::make_unique<Flatten>(NumElements(input), context);
     case LayerType::kConcat:
-    case LayerType::kEmbeddingBag:
-      break;
+      return std::make_unique<Concat>(NumElements(input), NumElements(output) - NumElements(input),
+                                      context);
+    case LayerType::kEmbeddingBag: {
+      const int64_t fields = input.empty() ? 0 : input[0];
+      const float scale = c.mode == "mean" ? 1.0f / static_cast<float>(fields) : 1.0f;
+      return std::make_unique<EmbeddingBag>(c.vocab, fields, c.dim, c.mode == "concat", scale,
+                                            params, context);
+    }
   }
-  return nullptr;  // CheckGpuModelSupported has refused the others
+  return nullptr;  // an unknown type: the CPU layer was refused first
 }
 
 }  // namespace pstrain::gpu

@@ -25,8 +25,23 @@ struct DeviceTensor {
   float* ptr() const { return data.get(); }
 };
 
-// What the layers of one model share: its stream and cuBLAS handle, and a
-// vector of ones (bias gradients are GEMVs with it).
+// The batch of the last Forward on the device, for the layers that read
+// more than their input tensor: concat (the dense features) and
+// embedding_bag (the ids and, after a training Forward, where each id
+// occurs, for its gradient). Set by the model before the layers run.
+struct DeviceBatch {
+  int64_t samples = 0;
+  const DeviceTensor* dense = nullptr;  // [samples, input...]
+  const int32_t* ids = nullptr;         // [samples, fields]
+  int64_t fields = 0;
+  int64_t range = 0;                     // every id is < range
+  const int32_t* id_start = nullptr;     // [range + 1]: id r's occurrences begin here
+  const int32_t* occurrences = nullptr;  // s * fields + f, grouped by id, in batch order
+};
+
+// What the layers of one model share: its stream and cuBLAS handle, the
+// batch on the device, and a vector of ones (bias gradients are GEMVs with
+// it).
 class GpuContext {
  public:
   GpuContext(cudaStream_t stream, cublasHandle_t blas) : stream_(stream), blas_(blas) {}
@@ -34,12 +49,15 @@ class GpuContext {
   cublasHandle_t blas() const { return blas_; }
   // At least n ones.
   StatusOr<const float*> Ones(int64_t n);
+  const DeviceBatch& batch() const { return batch_; }
+  void set_batch(const DeviceBatch& batch) { batch_ = batch; }
 
  private:
   cudaStream_t stream_;  // not owned: the model's
   cublasHandle_t blas_;  // not owned: the model's
   DeviceArray<float> ones_;
   int64_t ones_size_ = 0;  // how many of ones_ are filled
+  DeviceBatch batch_;
 };
 
 // A parameter's device memory (slices of the model's flat arrays).

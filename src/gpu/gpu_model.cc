@@ -7,23 +7,81 @@
 // so the staging array is free again when the next call begins.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "src/gpu/cuda_util.h"
 #include "src/gpu/gpu.h"
 #include "src/gpu/gpu_layers.h"
 #include "src/gpu/kernels.h"
-#include "src/nn/layers.h"  // ShapeString
+#include "src/nn/layers.h"  // CreateLayer, ShapeString
 #include "src/nn/loss.h"
+#include "src/nn/model.h"  // NamedLayers
 
 namespace pstrain {
 
 using gpu::DeviceArray;
 using gpu::DeviceTensor;
 
+namespace {
+
+// Device time of the host <-> device copies: an event before and after each
+// copy on the stream, read once the stream was waited for (reading earlier
+// would wait). Begin() drops the marks of a call that ended in an error.
+class CopyTimer {
+ public:
+  CopyTimer() = default;
+  CopyTimer(const CopyTimer&) = delete;
+  CopyTimer& operator=(const CopyTimer&) = delete;
+  ~CopyTimer() {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+
+  void Begin() { used_ = 0; }
+  // Call before and after each copy.
+  Status Mark(cudaStream_t stream) {
+    if (used_ == events_.size()) {
+      cudaEvent_t e = nullptr;
+      PSTRAIN_CUDA(cudaEventCreate(&e));
+      events_.push_back(e);
+    }
+    PSTRAIN_CUDA(cudaEventRecord(events_[used_++], stream));
+    return Status::OK();
+  }
+  // After the stream was waited for: adds up the time between the pairs.
+  Status Collect() {
+    for (size_t i = 0; i + 1 < used_; i += 2) {
+      float ms = 0;
+      PSTRAIN_CUDA(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]));
+      seconds_ += 1e-3 * ms;
+    }
+    used_ = 0;
+    return Status::OK();
+  }
+  double seconds() const { return seconds_; }
+
+ private:
+  std::vector<cudaEvent_t> events_;  // owned
+  size_t used_ = 0;                  // events_[0, used_) are recorded this call
+  double seconds_ = 0;
+};
+
+// A sequential list of GpuLayers and the tensors between them: the model's
+// one, or its wide and deep towers (their logits are added).
+struct Tower {
+  std::vector<std::unique_ptr<gpu::GpuLayer>> layers;
+  std::vector<DeviceTensor> outs;   // outs[i]: layer i's output
+  std::vector<DeviceTensor> douts;  // douts[i]: dL/d outs[i]
+};
+
+}  // namespace
+
 struct GpuModel::Impl {
   LossType loss = LossType::kSoftmaxCrossEntropy;
   Shape input, output;            // one sample's
+  int64_t fields = 0;             // sparse ids per sample, 0: no embedding_bag
+  int64_t vocab = 0;              // with ids: the smallest embedding table's rows
   std::vector<Param*> params;     // the host's, not owned
   std::vector<int64_t> offsets;   // params[i] at offsets[i] in values and grads
   int64_t total = 0;              // floats of all params
@@ -31,22 +89,31 @@ struct GpuModel::Impl {
   cublasHandle_t blas = nullptr;  // owned
   std::unique_ptr<gpu::GpuContext> context;
   DeviceArray<float> values, grads;
-  std::vector<std::unique_ptr<gpu::GpuLayer>> layers;
-  DeviceTensor batch;               // the last Forward's input
-  std::vector<DeviceTensor> outs;   // outs[i]: layer i's output
-  std::vector<DeviceTensor> douts;  // douts[i]: dL/d outs[i]
+  std::vector<Tower> towers;
+  DeviceTensor batch;  // the last Forward's dense input
+  DeviceTensor sum;    // two towers: their logits added
+  // The last Forward's ids and (training) each id's occurrences: [ids |
+  // start | occurrences] as DeviceBatch describes them.
+  DeviceArray<int32_t> ids;
   DeviceArray<float> labels, row_loss;
-  gpu::PinnedArray staging;
-  Tensor logits;              // host copy of the last Forward's output
-  int64_t trained_rows = -1;  // rows of the last Forward(training), -1: none since
+  gpu::PinnedArray<float> staging;
+  gpu::PinnedArray<int32_t> id_staging;
+  std::vector<int32_t> cursor;  // scratch of the occurrences' counting sort
+  Tensor logits;                // host copy of the last Forward's output
+  int64_t trained_rows = -1;    // rows of the last Forward(training), -1: none since
+  CopyTimer copies;
 
   ~Impl() {
-    layers.clear();
+    towers.clear();
     context.reset();
     if (blas != nullptr) cublasDestroy(blas);
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
   Status Wait() { return gpu::CudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); }
+  const DeviceTensor& Logits() const { return towers.size() == 1 ? towers[0].outs.back() : sum; }
+  // Queues the batch's ids (and, for training, where each occurs) and
+  // tells the layers where the batch is.
+  Status UploadIds(const Batch& batch, int64_t n, bool training);
 };
 
 namespace {
@@ -59,37 +126,52 @@ struct LayerPlan {
   std::vector<size_t> params;  // indices into the host params: weight, bias
 };
 
-StatusOr<std::vector<LayerPlan>> Plan(const ModelConfig& config, const std::vector<Param*>& params,
-                                      uint64_t seed) {
-  std::vector<LayerPlan> plans;
+// The layers of each tower: the sequential list, or wide then deep.
+StatusOr<std::vector<std::vector<LayerPlan>>> Plan(const ModelConfig& config,
+                                                   const std::vector<Param*>& params,
+                                                   uint64_t seed) {
+  std::vector<std::vector<LayerPlan>> towers;
   std::vector<bool> used(params.size(), false);
-  Shape shape = config.input;
-  for (size_t i = 0; i < config.layers.size(); ++i) {
-    LayerPlan plan{config.layers[i], shape, {}, {}};
-    if (plan.config.name.empty())
-      plan.config.name = LayerTypeName(plan.config.type) + std::to_string(i);
-    auto host = MakeLayer(plan.config);
-    if (!host.ok()) return host.status();
-    auto output = (*host)->Build(shape, seed);
-    if (!output.ok()) return output.status().WithContext("layer " + plan.config.name);
-    for (const Param* mine : (*host)->Params()) {
-      size_t k = 0;
-      while (k < params.size() && params[k]->name != mine->name) ++k;
-      if (k == params.size() || params[k]->value.shape != mine->value.shape) {
-        return InvalidArgument("layer " + plan.config.name + ": the host model has no param " +
-                               mine->name + " of shape " + ShapeString(mine->value.shape));
+  const std::vector<LayerConfig> named = NamedLayers(config);  // the host Model's names
+  const LayerContext context{config.input};
+  size_t next = 0;
+  for (const std::vector<LayerConfig>* list : {&config.layers, &config.wide, &config.deep}) {
+    if (list->empty()) continue;
+    std::vector<LayerPlan>& plans = towers.emplace_back();
+    Shape shape = config.input;
+    for (size_t i = 0; i < list->size(); ++i) {
+      LayerPlan plan{named[next++], shape, {}, {}};
+      const std::string where = "layer " + plan.config.name;
+      if (plan.config.type == LayerType::kEmbeddingBag) {
+        // As the host Model: it reads the sparse ids, so it comes first.
+        if (i != 0 || config.sparse_fields <= 0) {
+          return InvalidArgument(where + ": embedding_bag must come first and needs sparse_fields");
+        }
+        plan.input = {config.sparse_fields};
       }
-      used[k] = true;
-      plan.params.push_back(k);
+      auto host = CreateLayer(plan.config, context);
+      if (!host.ok()) return host.status().WithContext(where);
+      auto output = (*host)->Build(plan.input, seed);
+      if (!output.ok()) return output.status().WithContext(where);
+      for (const Param* mine : (*host)->Params()) {
+        size_t k = 0;
+        while (k < params.size() && params[k]->name != mine->name) ++k;
+        if (k == params.size() || params[k]->value.shape != mine->value.shape) {
+          return InvalidArgument(where + ": the host model has no param " + mine->name +
+                                 " of shape " + ShapeString(mine->value.shape));
+        }
+        used[k] = true;
+        plan.params.push_back(k);
+      }
+      plan.output = shape = *output;
+      plans.push_back(std::move(plan));
     }
-    plan.output = shape = *output;
-    plans.push_back(std::move(plan));
   }
   for (size_t k = 0; k < params.size(); ++k) {
     if (!used[k]) return InvalidArgument("param " + params[k]->name + " belongs to no layer");
   }
-  if (plans.empty()) return InvalidArgument("model: no layers");
-  return plans;
+  if (towers.empty()) return InvalidArgument("model: no layers");
+  return towers;
 }
 
 Status CheckLabels(LossType loss, const Tensor& logits, const std::vector<float>& labels) {
@@ -114,9 +196,11 @@ GpuModel::GpuModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 GpuModel::~GpuModel() = default;
 
 GpuStream GpuModel::stream() const { return impl_->stream; }
+double GpuModel::CopySeconds() const { return impl_->copies.seconds(); }
 
 void GpuModel::SetTrainingForwards(uint64_t done) {
-  for (auto& layer : impl_->layers) layer->SetTrainingForwards(done);
+  for (Tower& t : impl_->towers)
+    for (auto& layer : t.layers) layer->SetTrainingForwards(done);
 }
 
 StatusOr<std::unique_ptr<GpuModel>> GpuModel::Build(const ModelConfig& config,
@@ -125,12 +209,16 @@ StatusOr<std::unique_ptr<GpuModel>> GpuModel::Build(const ModelConfig& config,
   PSTRAIN_RETURN_IF_ERROR(CheckGpuModelSupported(config));
   auto plans = Plan(config, params, seed);
   if (!plans.ok()) return plans.status();
-  const Shape& logits = plans->back().output;
-  const bool fits = config.loss == LossType::kBceWithLogits ? logits == Shape{1}
-                                                            : logits.size() == 1 && logits[0] >= 2;
-  if (!fits) {
-    return InvalidArgument("model: output " + ShapeString(logits) + " does not fit " +
-                           LossTypeName(config.loss));
+  const Shape& logits = plans->back().back().output;
+  for (const std::vector<LayerPlan>& tower : *plans) {
+    const Shape& out = tower.back().output;
+    const bool fits = config.loss == LossType::kBceWithLogits
+                          ? out == Shape{1}
+                          : out.size() == 1 && out[0] >= 2 && plans->size() == 1;
+    if (!fits) {
+      return InvalidArgument("model: output " + ShapeString(out) + " does not fit " +
+                             LossTypeName(config.loss));
+    }
   }
   PSTRAIN_RETURN_IF_ERROR(CheckGpuVisible());
 
@@ -153,17 +241,29 @@ StatusOr<std::unique_ptr<GpuModel>> GpuModel::Build(const ModelConfig& config,
   impl->context = std::make_unique<gpu::GpuContext>(impl->stream, impl->blas);
   PSTRAIN_RETURN_IF_ERROR(impl->values.Reserve(impl->total));
   PSTRAIN_RETURN_IF_ERROR(impl->grads.Reserve(impl->total));
-  for (const LayerPlan& plan : *plans) {
-    std::vector<gpu::DeviceParam> device;
-    for (size_t k : plan.params) {
-      device.push_back(
-          {impl->values.get() + impl->offsets[k], impl->grads.get() + impl->offsets[k]});
+  for (const std::vector<LayerPlan>& plans_of_tower : *plans) {
+    Tower& tower = impl->towers.emplace_back();
+    for (const LayerPlan& plan : plans_of_tower) {
+      if (plan.config.type == LayerType::kEmbeddingBag) {
+        impl->fields = config.sparse_fields;
+        impl->vocab =
+            impl->vocab == 0 ? plan.config.vocab : std::min(impl->vocab, plan.config.vocab);
+      }
+      std::vector<gpu::DeviceParam> device;
+      for (size_t k : plan.params) {
+        device.push_back(
+            {impl->values.get() + impl->offsets[k], impl->grads.get() + impl->offsets[k]});
+      }
+      tower.layers.push_back(gpu::MakeGpuLayer(plan.config, plan.input, plan.output, device, seed,
+                                               impl->context.get()));
     }
-    impl->layers.push_back(
-        gpu::MakeGpuLayer(plan.config, plan.input, plan.output, device, seed, impl->context.get()));
+    tower.outs.resize(tower.layers.size());
+    tower.douts.resize(tower.layers.size());
   }
-  impl->outs.resize(impl->layers.size());
-  impl->douts.resize(impl->layers.size());
+  if (impl->vocab > std::numeric_limits<int32_t>::max()) {
+    return InvalidArgument("model: an embedding_bag of " + std::to_string(impl->vocab) +
+                           " rows is more than the GPU path indexes (2^31 - 1)");
+  }
   std::unique_ptr<GpuModel> model(new GpuModel(std::move(impl)));
   PSTRAIN_RETURN_IF_ERROR(model->UploadWeights());
   return model;
@@ -171,14 +271,75 @@ StatusOr<std::unique_ptr<GpuModel>> GpuModel::Build(const ModelConfig& config,
 
 Status GpuModel::UploadWeights() {
   Impl& m = *impl_;
+  m.copies.Begin();
   PSTRAIN_RETURN_IF_ERROR(m.staging.Reserve(m.total));
   for (size_t i = 0; i < m.params.size(); ++i) {
     const Tensor& v = m.params[i]->value;
     std::memcpy(m.staging.get() + m.offsets[i], v.ptr(), sizeof(float) * v.size());
   }
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
   PSTRAIN_CUDA(cudaMemcpyAsync(m.values.get(), m.staging.get(), sizeof(float) * m.total,
                                cudaMemcpyHostToDevice, m.stream));
-  return m.Wait();
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
+  PSTRAIN_RETURN_IF_ERROR(m.Wait());
+  return m.copies.Collect();
+}
+
+// The ids go up as int32, checked here: on the device an id past its table
+// would read (or, in backward, mean) memory that is not the table's. For a
+// training Forward, a counting sort groups each id's occurrences, in batch
+// order, so that backward adds them in the CPU layer's order.
+Status GpuModel::Impl::UploadIds(const Batch& batch, int64_t n, bool training) {
+  gpu::DeviceBatch view;
+  view.samples = n;
+  view.dense = &this->batch;
+  if (fields == 0) {
+    context->set_batch(view);
+    return Status::OK();
+  }
+  const int64_t count = n * fields;
+  if (batch.fields != fields || static_cast<int64_t>(batch.sparse.size()) != count) {
+    return InvalidArgument("GPU forward: " + std::to_string(batch.sparse.size()) +
+                           " sparse ids of " + std::to_string(batch.fields) + " fields for " +
+                           std::to_string(n) + " samples; the model reads " +
+                           std::to_string(fields) + " per sample");
+  }
+  int64_t range = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t id = batch.sparse[i];
+    if (id < 0 || id >= vocab) {
+      return InvalidArgument("GPU forward: sparse id " + std::to_string(id) + " of sample " +
+                             std::to_string(i / fields) + " is outside the embedding table [0, " +
+                             std::to_string(vocab) + ")");
+    }
+    range = std::max(range, id + 1);
+  }
+  const int64_t size = training ? 2 * count + range + 1 : count;
+  PSTRAIN_RETURN_IF_ERROR(id_staging.Reserve(size));
+  PSTRAIN_RETURN_IF_ERROR(ids.Reserve(size));
+  int32_t* host = id_staging.get();
+  for (int64_t i = 0; i < count; ++i) host[i] = static_cast<int32_t>(batch.sparse[i]);
+  if (training) {
+    int32_t* start = host + count;
+    int32_t* occurrences = start + range + 1;
+    std::fill(start, start + range + 1, 0);
+    for (int64_t i = 0; i < count; ++i) ++start[host[i] + 1];
+    for (int64_t r = 0; r < range; ++r) start[r + 1] += start[r];
+    cursor.assign(start, start + range);
+    for (int64_t i = 0; i < count; ++i) occurrences[cursor[host[i]]++] = static_cast<int32_t>(i);
+    view.range = range;
+    view.id_start = ids.get() + count;
+    view.occurrences = ids.get() + count + range + 1;
+  }
+  PSTRAIN_RETURN_IF_ERROR(copies.Mark(stream));
+  PSTRAIN_CUDA(
+      cudaMemcpyAsync(ids.get(), host, sizeof(int32_t) * size, cudaMemcpyHostToDevice, stream));
+  PSTRAIN_RETURN_IF_ERROR(copies.Mark(stream));
+  view.ids = ids.get();
+  view.fields = fields;
+  if (!training) view.range = range;
+  context->set_batch(view);
+  return Status::OK();
 }
 
 StatusOr<const Tensor*> GpuModel::Forward(const Batch& batch, bool training) {
@@ -192,22 +353,41 @@ StatusOr<const Tensor*> GpuModel::Forward(const Batch& batch, bool training) {
                            " does not fit the model's input " + ShapeString(m.input));
   }
   m.trained_rows = -1;
+  m.copies.Begin();
   PSTRAIN_RETURN_IF_ERROR(m.batch.Resize(dense.shape));
   // Grown before anything is queued: growing frees the old array.
   PSTRAIN_RETURN_IF_ERROR(
       m.staging.Reserve(n * std::max(NumElements(m.input), NumElements(m.output))));
   std::memcpy(m.staging.get(), dense.ptr(), sizeof(float) * dense.size());
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
   PSTRAIN_CUDA(cudaMemcpyAsync(m.batch.ptr(), m.staging.get(), sizeof(float) * dense.size(),
                                cudaMemcpyHostToDevice, m.stream));
-  for (size_t i = 0; i < m.layers.size(); ++i) {
-    const DeviceTensor& in = i == 0 ? m.batch : m.outs[i - 1];
-    PSTRAIN_RETURN_IF_ERROR(m.layers[i]->Forward(in, &m.outs[i], training));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
+  PSTRAIN_RETURN_IF_ERROR(m.UploadIds(batch, n, training));
+  for (Tower& t : m.towers) {
+    for (size_t i = 0; i < t.layers.size(); ++i) {
+      const DeviceTensor& in = i == 0 ? m.batch : t.outs[i - 1];
+      PSTRAIN_RETURN_IF_ERROR(t.layers[i]->Forward(in, &t.outs[i], training));
+    }
   }
-  const DeviceTensor& out = m.outs.back();
+  if (m.towers.size() == 2) {
+    // wide + deep, as the CPU adds them (1 * deep + wide is exact).
+    const DeviceTensor& wide = m.towers[0].outs.back();
+    const DeviceTensor& deep = m.towers[1].outs.back();
+    PSTRAIN_RETURN_IF_ERROR(m.sum.Resize(wide.shape));
+    PSTRAIN_CUDA(cudaMemcpyAsync(m.sum.ptr(), wide.ptr(), sizeof(float) * wide.size(),
+                                 cudaMemcpyDeviceToDevice, m.stream));
+    const float one = 1.0f;
+    PSTRAIN_CUBLAS(cublasSaxpy_64(m.blas, deep.size(), &one, deep.ptr(), 1, m.sum.ptr(), 1));
+  }
+  const DeviceTensor& out = m.Logits();
   m.logits.Resize(out.shape);
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
   PSTRAIN_CUDA(cudaMemcpyAsync(m.staging.get(), out.ptr(), sizeof(float) * out.size(),
                                cudaMemcpyDeviceToHost, m.stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
   PSTRAIN_RETURN_IF_ERROR(m.Wait());
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Collect());
   std::memcpy(m.logits.ptr(), m.staging.get(), sizeof(float) * out.size());
   if (training) m.trained_rows = n;
   return &m.logits;
@@ -220,16 +400,21 @@ StatusOr<float> GpuModel::Backward(const Batch& batch) {
     return FailedPrecondition("GPU backward needs a Forward(batch, training) of the same batch");
   }
   PSTRAIN_RETURN_IF_ERROR(CheckLabels(m.loss, m.logits, batch.labels));
+  m.copies.Begin();
   const int64_t classes = m.logits.shape[1];
   PSTRAIN_RETURN_IF_ERROR(m.labels.Reserve(n));
   PSTRAIN_RETURN_IF_ERROR(m.row_loss.Reserve(n));
   PSTRAIN_RETURN_IF_ERROR(m.staging.Reserve(m.total + n));
   std::memcpy(m.staging.get(), batch.labels.data(), sizeof(float) * n);
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
   PSTRAIN_CUDA(cudaMemcpyAsync(m.labels.get(), m.staging.get(), sizeof(float) * n,
                                cudaMemcpyHostToDevice, m.stream));
-  DeviceTensor& dlogits = m.douts.back();
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
+  // The logits' gradient goes to the last layer of every tower (a sum
+  // passes it on unchanged).
+  DeviceTensor& dlogits = m.towers[0].douts.back();
   PSTRAIN_RETURN_IF_ERROR(dlogits.Resize(m.logits.shape));
-  const float* logits = m.outs.back().ptr();
+  const float* logits = m.Logits().ptr();
   if (m.loss == LossType::kSoftmaxCrossEntropy) {
     PSTRAIN_CUDA(gpu::SoftmaxCrossEntropy(logits, m.labels.get(), n, classes, m.row_loss.get(),
                                           dlogits.ptr(), m.stream));
@@ -237,20 +422,26 @@ StatusOr<float> GpuModel::Backward(const Batch& batch) {
     PSTRAIN_CUDA(
         gpu::BceWithLogits(logits, m.labels.get(), n, m.row_loss.get(), dlogits.ptr(), m.stream));
   }
-  for (size_t i = m.layers.size(); i-- > 0;) {
-    const DeviceTensor& in = i == 0 ? m.batch : m.outs[i - 1];
-    DeviceTensor* din = i == 0 ? nullptr : &m.douts[i - 1];
-    PSTRAIN_RETURN_IF_ERROR(m.layers[i]->Backward(in, m.outs[i], m.douts[i], din));
+  for (Tower& t : m.towers) {
+    for (size_t i = t.layers.size(); i-- > 0;) {
+      const DeviceTensor& in = i == 0 ? m.batch : t.outs[i - 1];
+      const DeviceTensor& dout = i + 1 == t.layers.size() ? dlogits : t.douts[i];
+      DeviceTensor* din = i == 0 ? nullptr : &t.douts[i - 1];
+      PSTRAIN_RETURN_IF_ERROR(t.layers[i]->Backward(in, t.outs[i], dout, din));
+    }
   }
   for (size_t i = 0; on_device_grads && i < m.params.size(); ++i) {
     Status s = on_device_grads(i, m.grads.get() + m.offsets[i], m.params[i]->grad.size());
     if (!s.ok()) return s.WithContext("gradient of " + m.params[i]->name);
   }
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
   PSTRAIN_CUDA(cudaMemcpyAsync(m.staging.get(), m.grads.get(), sizeof(float) * m.total,
                                cudaMemcpyDeviceToHost, m.stream));
   PSTRAIN_CUDA(cudaMemcpyAsync(m.staging.get() + m.total, m.row_loss.get(), sizeof(float) * n,
                                cudaMemcpyDeviceToHost, m.stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
   PSTRAIN_RETURN_IF_ERROR(m.Wait());
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Collect());
   m.trained_rows = -1;
   for (size_t i = 0; i < m.params.size(); ++i) {
     Tensor& g = m.params[i]->grad;

@@ -34,6 +34,7 @@ Status GpuModel::UploadWeights() { return NoCuda(); }
 StatusOr<const Tensor*> GpuModel::Forward(const Batch&, bool) { return NoCuda(); }
 StatusOr<float> GpuModel::Backward(const Batch&) { return NoCuda(); }
 GpuStream GpuModel::stream() const { return nullptr; }
+double GpuModel::CopySeconds() const { return 0; }
 void GpuModel::SetTrainingForwards(uint64_t) {}
 
 StatusOr<std::unique_ptr<DeviceBuffer>> DeviceBuffer::Create(int64_t) { return NoCuda(); }

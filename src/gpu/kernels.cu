@@ -229,6 +229,42 @@ __global__ void BceKernel(const float* logits, const float* labels, int64_t rows
   }
 }
 
+__global__ void EmbeddingBagForwardKernel(const float* table, const int32_t* ids, int64_t samples,
+                                          int64_t fields, int64_t dim, bool concat, float scale,
+                                          float* out) {
+  const int64_t width = concat ? fields * dim : dim;
+  for (int64_t i = First(); i < samples * width; i += Step()) {
+    const int64_t s = i / width, w = i % width;
+    if (concat) {
+      out[i] = table[static_cast<int64_t>(ids[s * fields + w / dim]) * dim + w % dim];
+      continue;
+    }
+    float sum = 0.0f;
+    for (int64_t f = 0; f < fields; ++f)
+      sum = __fadd_rn(sum, table[static_cast<int64_t>(ids[s * fields + f]) * dim + w]);
+    out[i] = scale == 1.0f ? sum : __fmul_rn(sum, scale);
+  }
+}
+
+__global__ void EmbeddingBagBackwardKernel(const float* dout, const int32_t* start,
+                                           const int32_t* occurrences, int64_t range, int64_t rows,
+                                           int64_t fields, int64_t dim, bool concat, float scale,
+                                           float* grad) {
+  const int64_t width = concat ? fields * dim : dim;
+  for (int64_t i = First(); i < rows * dim; i += Step()) {
+    const int64_t r = i / dim, d = i % dim;
+    float sum = 0.0f;
+    if (r < range) {
+      for (int32_t k = start[r]; k < start[r + 1]; ++k) {
+        const int64_t at = occurrences[k], s = at / fields, f = at % fields;
+        const float dy = dout[s * width + (concat ? f * dim : 0) + d];
+        sum = __fadd_rn(sum, concat ? dy : __fmul_rn(dy, scale));
+      }
+    }
+    grad[i] = sum;
+  }
+}
+
 }  // namespace
 
 cudaError_t Fill(float* data, int64_t n, float value, cudaStream_t stream) {
@@ -306,6 +342,22 @@ cudaError_t DropoutForward(const float* in, int64_t n, uint64_t stream_key, floa
                            float* mask, cudaStream_t stream) {
   const float scale = 1.0f / (1.0f - rate);
   return Launch(DropoutKernel, n, stream, in, n, stream_key, rate, scale, out, mask);
+}
+
+cudaError_t EmbeddingBagForward(const float* table, const int32_t* ids, int64_t samples,
+                                int64_t fields, int64_t dim, bool concat, float scale, float* out,
+                                cudaStream_t stream) {
+  const int64_t width = concat ? fields * dim : dim;
+  return Launch(EmbeddingBagForwardKernel, samples * width, stream, table, ids, samples, fields,
+                dim, concat, scale, out);
+}
+
+cudaError_t EmbeddingBagBackward(const float* dout, const int32_t* start,
+                                 const int32_t* occurrences, int64_t range, int64_t rows,
+                                 int64_t fields, int64_t dim, bool concat, float scale, float* grad,
+                                 cudaStream_t stream) {
+  return Launch(EmbeddingBagBackwardKernel, rows * dim, stream, dout, start, occurrences, range,
+                rows, fields, dim, concat, scale, grad);
 }
 
 cudaError_t SoftmaxCrossEntropy(const float* logits, const float* labels, int64_t rows,

@@ -65,6 +65,23 @@ cudaError_t ActivationBackward(Activation kind, const float* y, const float* dy,
 cudaError_t DropoutForward(const float* in, int64_t n, uint64_t stream_key, float rate, float* out,
                            float* mask, cudaStream_t stream);
 
+// embedding_bag over a [rows, dim] table and the batch's ids [samples,
+// fields]. concat: out [samples, fields * dim], field f's row at f * dim;
+// otherwise out [samples, dim], the sum of the fields' rows in field order,
+// then times `scale` (1 for sum, 1 / fields for mean), as the CPU layer.
+cudaError_t EmbeddingBagForward(const float* table, const int32_t* ids, int64_t samples,
+                                int64_t fields, int64_t dim, bool concat, float scale, float* out,
+                                cudaStream_t stream);
+// The table's gradient [rows, dim], overwritten: row r < range adds up, in
+// the order of occurrences[start[r] .. start[r + 1]) (each s * fields + f,
+// in batch order, as the CPU layer adds them), dout's entry of that field
+// (concat) or sample times `scale`; rows >= range get zeros. One thread per
+// gradient element: no atomics, so the sums do not depend on scheduling.
+cudaError_t EmbeddingBagBackward(const float* dout, const int32_t* start,
+                                 const int32_t* occurrences, int64_t range, int64_t rows,
+                                 int64_t fields, int64_t dim, bool concat, float scale, float* grad,
+                                 cudaStream_t stream);
+
 // Per-row loss into row_loss[rows] and d(mean loss)/d(logits) into grad
 // (scaled by 1 / rows). Labels: class indices (softmax) or 0/1 (bce, one
 // column).

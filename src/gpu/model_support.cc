@@ -1,6 +1,8 @@
 // Which models the GPU path runs: decided from the config alone, so that
 // both builds (and a machine without a device) give the same answer.
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "src/gpu/gpu.h"
 
@@ -18,10 +20,9 @@ bool RunsOnGpu(LayerType type) {
     case LayerType::kTanh:
     case LayerType::kFlatten:
     case LayerType::kDropout:
-      return true;
     case LayerType::kConcat:
     case LayerType::kEmbeddingBag:
-      return false;
+      return true;
   }
   return false;
 }
@@ -29,16 +30,16 @@ bool RunsOnGpu(LayerType type) {
 }  // namespace
 
 Status CheckGpuModelSupported(const ModelConfig& config) {
-  if (!config.wide.empty() || !config.deep.empty()) {
-    const int line = !config.wide.empty() ? config.wide[0].line : config.deep[0].line;
-    return InvalidArgument("model.wide/deep (line " + std::to_string(line) +
-                           "): wide and deep towers are not supported on the GPU");
-  }
-  for (size_t i = 0; i < config.layers.size(); ++i) {
-    const LayerConfig& c = config.layers[i];
-    if (RunsOnGpu(c.type)) continue;
-    return InvalidArgument("model.layers[" + std::to_string(i) + "] (" + LayerTypeName(c.type) +
-                           ", line " + std::to_string(c.line) + "): not supported on the GPU");
+  const std::pair<const char*, const std::vector<LayerConfig>*> lists[] = {
+      {"layers", &config.layers}, {"wide", &config.wide}, {"deep", &config.deep}};
+  for (const auto& [list, layers] : lists) {
+    for (size_t i = 0; i < layers->size(); ++i) {
+      const LayerConfig& c = (*layers)[i];
+      if (RunsOnGpu(c.type)) continue;
+      return InvalidArgument("model." + std::string(list) + "[" + std::to_string(i) + "] (" +
+                             LayerTypeName(c.type) + ", line " + std::to_string(c.line) +
+                             "): not supported on the GPU");
+    }
   }
   return Status::OK();
 }
