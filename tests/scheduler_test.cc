@@ -58,6 +58,16 @@ struct TestNode {
   ClusterClient client;
 };
 
+// `node`, one worker of a 2-worker job, takes part to the end: the barrier,
+// Done, the shutdown. Then the other worker's thread and the scheduler end.
+void FinishJob(TestNode& node, std::thread& other, Scheduler& scheduler) {
+  CHECK(node.client.Barrier(BarrierGroup::kAll).ok());
+  CHECK(node.client.ReportDone().ok());
+  CHECK(node.client.WaitForShutdown().ok());
+  other.join();
+  CHECK(scheduler.Wait().ok());
+}
+
 // Sends `bytes` to 127.0.0.1:port on a plain socket, then closes it.
 void SendRaw(uint16_t port, const std::vector<uint8_t>& bytes) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -266,11 +276,7 @@ TEST_CASE("a node that registers again with its node id keeps its rank") {
                        "rank id:0")
             .size() == 1);
   CHECK(sink->Matching("node id:worker-b").size() >= 1);
-  CHECK(again.client.Barrier(BarrierGroup::kAll).ok());
-  CHECK(again.client.ReportDone().ok());
-  CHECK(again.client.WaitForShutdown().ok());
-  other.join();
-  CHECK(scheduler.Wait().ok());
+  FinishJob(again, other, scheduler);
 }
 
 TEST_CASE("a register request naming a live node's id is refused, and that node keeps its rank") {
@@ -305,11 +311,7 @@ TEST_CASE("a register request naming a live node's id is refused, and that node 
   REQUIRE(holder_join.ok());
   for (const NodeInfo& n : holder_join->nodes)
     if (n.node_id == "worker-a") CHECK(n.port == 0);  // not the impostor's address
-  CHECK(holder.client.Barrier(BarrierGroup::kAll).ok());
-  CHECK(holder.client.ReportDone().ok());
-  CHECK(holder.client.WaitForShutdown().ok());
-  other.join();
-  CHECK(scheduler.Wait().ok());
+  FinishJob(holder, other, scheduler);
   CHECK(sink->Matching("lost").empty());
 }
 
@@ -352,11 +354,7 @@ TEST_CASE("a restarted node whose old connection lingers unanswering gets its ra
   CHECK(again.client.rank() == 0);
   CHECK(sink->Matching("asking the holder whether it is alive").size() == 1);
   CHECK(sink->Matching("registered again, keeps rank id:0").size() == 1);
-  CHECK(again.client.Barrier(BarrierGroup::kAll).ok());
-  CHECK(again.client.ReportDone().ok());
-  CHECK(again.client.WaitForShutdown().ok());
-  other.join();
-  CHECK(scheduler.Wait().ok());
+  FinishJob(again, other, scheduler);
   CHECK(frozen_loop.Stop().ok());
 }
 
