@@ -60,7 +60,7 @@ Connection::Ptr Connection::Adopt(EventLoop* loop, Logger log, std::unique_ptr<u
   conn->peer_ = PeerName(conn->tcp_.get());
   uv_tcp_nodelay(conn->tcp_.get(), 1);
   if (Status tls = conn->BeginTls(TlsSession::Side::kServer); !tls.ok()) {
-    conn->log_->warn("closing the connection: {}", tls.message());  // names the peer
+    conn->WarnClosing("closing the connection: " + tls.message());  // names the peer
     conn->Close(tls);
   }
   return conn;
@@ -163,7 +163,7 @@ void Connection::FailHandshake(const Status& why) {
       why.code() == StatusCode::kInvalidArgument ? StatusCode::kPermissionDenied : why.code();
   Status failed(code, fmt::format("authentication failed {} {}: {}",
                                   on_connected_ ? "with" : "from", peer_, why.message()));
-  log_->warn("{}", failed.message());
+  WarnClosing(failed.message());
   // The peer hears which check failed (nothing secret), so that it can
   // tell a refusal from a lost connection and stop retrying.
   if (code == StatusCode::kPermissionDenied) {
@@ -243,7 +243,8 @@ void Connection::OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t*) {
   if (self->tls_) return self->ReadTls(static_cast<size_t>(nread));
   Status st = self->ConsumeFrames(static_cast<size_t>(nread));
   if (!st.ok()) {
-    self->log_->warn("closing connection from {}: bad frame: {}", self->peer_, st.message());
+    self->WarnClosing(
+        fmt::format("closing connection from {}: bad frame: {}", self->peer_, st.message()));
     self->Close(st);
   }
 }
@@ -476,7 +477,7 @@ void Connection::CheckDeadlines(uint64_t now_ms) {
     Status stalled = DeadlineExceeded(
         fmt::format("a frame begun received no byte for {:.1f} s (PSTRAIN_FRAME_STALL_TIMEOUT)",
                     s.frame_stall_timeout_ms / 1e3));
-    log_->warn("closing connection from {}: {}", peer_, stalled.message());
+    WarnClosing(fmt::format("closing connection from {}: {}", peer_, stalled.message()));
     Close(stalled);
   }
 }
@@ -542,6 +543,14 @@ std::string Connection::LocalIp() const {
   int len = sizeof(addr);
   if (uv_tcp_getsockname(tcp_.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "";
   return FormatIp(reinterpret_cast<const sockaddr*>(&addr));
+}
+
+void Connection::WarnClosing(const std::string& line) {
+  if (open_) return log_->warn("{}", line);
+  uint64_t dropped = 0;
+  if (!loop_->AllowRefusalLine(&dropped)) return;
+  if (dropped == 0) return log_->warn("{}", line);
+  log_->warn("{} ({} lines like it not logged before this one)", line, dropped);
 }
 
 }  // namespace pstrain

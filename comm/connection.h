@@ -127,6 +127,9 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   void Flush();
   StatusOr<Buffer> PlacePayload(const std::vector<uint8_t>& header, uint64_t size);
   void OnFrame(Frame&& frame);
+  // Logs why this connection is closed; before it is authenticated, within
+  // the loop's rate of refusal lines (EventLoop::AllowRefusalLine).
+  void WarnClosing(const std::string& line);
   static void OnAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
   static void OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf);
   // TLS on the byte path (connection_tls.cc), when the loop has a context:

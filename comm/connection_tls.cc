@@ -50,7 +50,7 @@ void Connection::ReadTls(size_t nread) {
     st = tls_->Handshake();
     SendCiphertext();  // the handshake's next message, or the alert that ends it
     if (!st.ok()) {
-      log_->warn("closing the connection: {}", st.message());  // names the peer
+      WarnClosing("closing the connection: " + st.message());  // names the peer
       return Close(st);
     }
     if (!tls_->established()) return;
@@ -62,13 +62,13 @@ void Connection::ReadTls(size_t nread) {
     if (!n.ok()) {
       SendCiphertext();
       // A peer that ends the session cleanly is an ordinary close.
-      if (!tls_->closed_by_peer()) log_->warn("closing the connection: {}", n.status().message());
+      if (!tls_->closed_by_peer()) WarnClosing("closing the connection: " + n.status().message());
       return Close(n.status());
     }
     if (*n == 0) break;
     st = ConsumeFrames(*n);
     if (!st.ok()) {
-      log_->warn("closing connection from {}: bad frame: {}", peer_, st.message());
+      WarnClosing(fmt::format("closing connection from {}: bad frame: {}", peer_, st.message()));
       return Close(st);
     }
   }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "src/common/logging.h"
 
 namespace pstrain {
@@ -181,6 +183,22 @@ void EventLoop::CloseAll() {
         }
       },
       nullptr);
+}
+
+bool EventLoop::AllowRefusalLine(uint64_t* dropped) {
+  const uint64_t now = NowMs();
+  if (refusal_window_ms_ == 0 || now >= refusal_window_ms_ + 1000) {
+    refusal_window_ms_ = std::max<uint64_t>(now, 1);
+    refusal_lines_ = 0;
+  }
+  if (refusal_lines_ >= kRefusalLinesPerSecond) {
+    ++refusals_dropped_;
+    return false;
+  }
+  ++refusal_lines_;
+  *dropped = refusals_dropped_;
+  refusals_dropped_ = 0;
+  return true;
 }
 
 }  // namespace pstrain

@@ -105,6 +105,12 @@ class EventLoop {
   // Accepted connections still in their handshake (Listener caps them).
   // Loop thread only.
   int& handshaking() { return handshaking_; }
+  // Whether a line about a peer refused before it authenticated may be
+  // logged now: at most kRefusalLinesPerSecond a second, so that a flood of
+  // strangers cannot fill the disk. `dropped` gets how many were not logged
+  // since the last one that was. Loop thread only.
+  static constexpr int kRefusalLinesPerSecond = 10;
+  bool AllowRefusalLine(uint64_t* dropped);
 
   // Runs `fn` every `interval_ms` on the loop thread, from the first call
   // until the loop stops; later calls change nothing. How connections check
@@ -140,6 +146,9 @@ class EventLoop {
   std::shared_ptr<TlsContext> tls_;
   SecuritySettings security_;
   int handshaking_ = 0;
+  uint64_t refusal_window_ms_ = 0;  // start of the current second
+  int refusal_lines_ = 0;           // logged in it
+  uint64_t refusals_dropped_ = 0;   // not logged since the last logged line
   uv_timer_t sweep_timer_;
   std::function<void()> sweep_;  // loop thread only
 };

@@ -161,6 +161,28 @@ TEST_CASE("a frame other than the handshake's is refused before the handshake") 
   CHECK(node.accepted == 0);
 }
 
+TEST_CASE("strangers refused in a flood cost a few log lines a second, not one each") {
+  auto sink = std::make_shared<CaptureSink>();
+  Acceptor node(Settings("s3cret"), CaptureLogger("node", sink));
+  const std::vector<uint8_t> junk(64, 0xab);  // no frame magic
+  const auto began = Clock::now();
+  for (int i = 0; i < 60; ++i) {
+    RawSocket raw(node.port);
+    REQUIRE(raw.Send(junk));
+    CHECK_FALSE(raw.OpenAfter(5000));  // refused
+  }
+  const double seconds = SecondsSince(began);
+  const size_t lines = sink->Matching("bad frame").size();
+  MESSAGE(lines << " lines for 60 refusals in " << seconds << " s");
+  // At most kRefusalLinesPerSecond in each second begun.
+  CHECK(lines <= static_cast<size_t>(EventLoop::kRefusalLinesPerSecond) *
+                     (static_cast<size_t>(seconds) + 2));
+  CHECK(lines >= 1);
+  if (seconds < 1) CHECK(lines <= static_cast<size_t>(EventLoop::kRefusalLinesPerSecond));
+  // The node still serves a member.
+  CHECK(Client(Settings("s3cret")).Dial(node.port).ok());
+}
+
 TEST_CASE("a peer that sends one byte at a time is dropped at the handshake deadline") {
   auto sink = std::make_shared<CaptureSink>();
   SecuritySettings s = Settings("s3cret");
