@@ -20,7 +20,6 @@ ID_PREFIX=attack
 . "$(dirname "$0")/cluster_util.sh"
 TOOLS="$(dirname "$0")/tools"
 cleanup() {
-  [ -f "$WORK/proxy.pid" ] && kill "$(cat "$WORK/proxy.pid")" 2> /dev/null
   cluster_cleanup
   rm -rf "$WORK"
 }
@@ -81,10 +80,18 @@ job_config wide_deep "$WORK/data" "$EPOCHS" "$WORK/ckpt-attacked" > "$WORK/attac
 export PSTRAIN_CONFIG="$WORK/attacked.yaml"
 start_scheduler
 sched_port=$MS_SCHED_PORT
-proxy_port=$(pick_port 77)
-python3 "$TOOLS/attacker.py" proxy "$proxy_port" "$sched_port" "$WORK/recorded.bin" > "$WORK/proxy.log" 2>&1 &
-echo $! > "$WORK/proxy.pid"
-sleep 0.5
+# proxy NAME: a recording proxy to the scheduler; its port in WORK/NAME.port,
+# what each client sent in WORK/NAME.bin.N.
+proxy() {
+  python3 "$TOOLS/record_proxy.py" "$sched_port" "$WORK/$1.port" "$WORK/$1.capture" 600 \
+    "$WORK/$1.bin" > "$WORK/$1.log" 2>&1 &
+  echo $! > "$WORK/$1.pid"
+  t=0
+  while [ ! -f "$WORK/$1.port" ] && [ "$t" -lt 100 ]; do sleep 0.1; t=$((t + 1)); done
+  [ -f "$WORK/$1.port" ] || fail "the $1 proxy did not start"
+}
+proxy recorded
+proxy_port=$(cat "$WORK/recorded.port")
 for n in server_0 server_1 worker_0; do start "$n"; done
 MS_SCHED_PORT=$proxy_port start worker_1
 wait_for_count "worker 0 trains" "$(node_log worker_0)" 1 || fail "attacked: training never began"
@@ -99,14 +106,12 @@ for n in scheduler $NODES; do pids="$pids$(node_pid "$n"),"; done
 
 # A real node with the wrong token, recorded too: its frames are replayed
 # at the node ports.
-wrong_port=$(pick_port 78)
-python3 "$TOOLS/attacker.py" proxy "$wrong_port" "$sched_port" "$WORK/wrong.bin" > /dev/null 2>&1 &
-wrong_proxy=$!
-sleep 0.3
+proxy wrong
+wrong_port=$(cat "$WORK/wrong.port")
 (MS_CLUSTER_TOKEN=not-the-token MS_ROLE=MS_WORKER MS_NODE_ID=intruder MS_SCHED_PORT=$wrong_port \
   PSTRAIN_CONNECT_TIMEOUT=5 timeout 30 "$BIN" > "$WORK/intruder.log" 2>&1)
 intruder=$?
-kill "$wrong_proxy" 2> /dev/null
+kill "$(cat "$WORK/wrong.pid")" 2> /dev/null
 [ "$intruder" != 0 ] || fail "a worker with the wrong token was let in"
 
 attack_began=$(now_ms)
@@ -122,7 +127,7 @@ overlap=$(((trained_until - attack_began) / 1000))
 echo "the job trained for $overlap s under attack"
 [ "$overlap" -ge "$((ATTACK_S / 2))" ] ||
   fail "the job trained only $overlap s under attack (ATTACK_EPOCHS is too small for this machine)"
-kill "$(cat "$WORK/proxy.pid")" 2> /dev/null
+kill "$(cat "$WORK/recorded.pid")" 2> /dev/null
 echo "attacked run: done"
 cat "$WORK/attack.json"
 

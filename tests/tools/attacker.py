@@ -1,11 +1,6 @@
 #!/usr/bin/env python3
 """Hostile peers for the live attack test (tests/attack_test.sh).
 
-  attacker.py proxy LISTEN_PORT TARGET_PORT RECORD_FILE
-      Forwards 127.0.0.1:LISTEN_PORT to 127.0.0.1:TARGET_PORT (each
-      connection in a thread of its own), recording what the client sent in RECORD_FILE.N
-      (the first 64 KiB of the N-th connection): real frames to replay later.
-
   attacker.py attack --ports P1,P2,... --replay FILE[,FILE...] --seconds S
                      --pids PID,... --out RESULT.json
       While S seconds pass, against every port: floods of connections
@@ -13,7 +8,8 @@
       payloads, truncated frames left open, slowloris peers (one byte a
       second), and the recorded bytes replayed. Meanwhile samples the RSS of
       every PID. Writes what it saw (max RSS per pid, how long slowloris
-      connections lived, counts) as JSON.
+      connections lived, counts) as JSON. FILE is a CLIENT_PREFIX of
+      tests/tools/record_proxy.py: FILE.0, FILE.1, ... are replayed.
 
 Every loop is bounded in count and time; only 127.0.0.1 is contacted.
 """
@@ -208,54 +204,6 @@ class Attack:
         }
 
 
-def proxy(listen_port, target_port, record_file, max_seconds=600):
-    server = socket.socket()
-    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    server.bind((HOST, listen_port))
-    server.listen(8)
-    server.settimeout(1.0)
-    end = time.monotonic() + max_seconds
-    connections = 0
-    while time.monotonic() < end and connections < 1000:
-        try:
-            client, _ = server.accept()
-        except socket.timeout:
-            continue
-        try:
-            upstream = connect(target_port)
-        except OSError:
-            client.close()
-            continue
-        path = f"{record_file}.{connections}"
-        connections += 1
-        threading.Thread(target=pipe, args=(client, upstream, path, end), daemon=True).start()
-
-
-def pipe(client, upstream, record_path, end):
-    """Forwards both ways; what the client sends goes to record_path as it
-    comes (the first 64 KiB), so a long-lived connection is on record too."""
-    recorded = 0
-    pairs = {client: upstream, upstream: client}
-    try:
-        with open(record_path, "ab") as record:
-            while time.monotonic() < end:
-                r, _, _ = select.select(list(pairs), [], [], 1.0)
-                for s in r:
-                    data = s.recv(65536)
-                    if not data:
-                        raise OSError("closed")
-                    pairs[s].sendall(data)
-                    if s is client and recorded < 65536:
-                        record.write(data[:65536 - recorded])
-                        record.flush()
-                        recorded += len(data)
-    except OSError:
-        pass
-    finally:
-        client.close()
-        upstream.close()
-
-
 def read_records(prefix):
     """The recordings of every proxied connection: PREFIX.0, PREFIX.1, ..."""
     blobs = []
@@ -269,9 +217,6 @@ def read_records(prefix):
 
 
 def main(argv):
-    if len(argv) >= 5 and argv[1] == "proxy":
-        proxy(int(argv[2]), int(argv[3]), argv[4])
-        return 0
     if len(argv) >= 2 and argv[1] == "attack":
         args = dict(zip(argv[2::2], argv[3::2]))
         ports = [int(p) for p in args["--ports"].split(",") if p]

@@ -2,9 +2,12 @@
 """A recording TCP proxy for tests: listens on 127.0.0.1 (a free port,
 written to PORT_FILE once listening), forwards every connection to
 127.0.0.1:TARGET_PORT, and appends every byte that passes, both ways, to
-CAPTURE_FILE. Exits after MAX_SECONDS whatever happens (tests must end).
+CAPTURE_FILE. With CLIENT_PREFIX, what the client of the N-th connection
+sent (its first 64 KiB) also goes to CLIENT_PREFIX.N, as it comes: frames a
+test can replay (tests/tools/attacker.py). Exits after MAX_SECONDS whatever
+happens (tests must end).
 
-Usage: record_proxy.py TARGET_PORT PORT_FILE CAPTURE_FILE [MAX_SECONDS]
+Usage: record_proxy.py TARGET_PORT PORT_FILE CAPTURE_FILE [MAX_SECONDS [CLIENT_PREFIX]]
 """
 import os
 import selectors
@@ -17,6 +20,9 @@ def main():
     target_port = int(sys.argv[1])
     port_file, capture_file = sys.argv[2], sys.argv[3]
     deadline = time.monotonic() + (float(sys.argv[4]) if len(sys.argv) > 4 else 120.0)
+    client_prefix = sys.argv[5] if len(sys.argv) > 5 else None
+    client_files = {}  # client socket -> [file, bytes recorded]
+    connections = 0
     server = socket.socket()
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server.bind(("127.0.0.1", 0))
@@ -41,6 +47,10 @@ def main():
                         s.setblocking(True)
                         s.settimeout(5)
                     peer[client], peer[upstream] = upstream, client
+                    if client_prefix and connections < 1000:
+                        client_files[client] = [open(f"{client_prefix}.{connections}", "ab",
+                                                     buffering=0), 0]
+                    connections += 1
                     sel.register(client, selectors.EVENT_READ, None)
                     sel.register(upstream, selectors.EVENT_READ, None)
                     continue
@@ -51,6 +61,10 @@ def main():
                 other = peer.get(sock)
                 if data and other is not None:
                     capture.write(data)
+                    record = client_files.get(sock)
+                    if record and record[1] < 65536:
+                        record[0].write(data[:65536 - record[1]])
+                        record[1] += len(data)
                     try:
                         other.sendall(data)
                         continue
@@ -62,6 +76,8 @@ def main():
                         continue
                     sel.unregister(s)
                     peer.pop(s, None)
+                    if s in client_files:
+                        client_files.pop(s)[0].close()
                     s.close()
 
 
