@@ -117,6 +117,8 @@ std::vector<Setting> ClusterSettings(ClusterOptions* c, bool shape_required) {
          c->max_queued_bytes = static_cast<uint64_t>(v);
          return true;
        }},
+      TextSetting("log-dir", "PSTRAIN_LOG_DIR", false, "a directory path", &c->log_dir),
+      PortSetting("http-port", "PSTRAIN_HTTP_PORT", false, 0, &c->http_port),
       {"ring-transport", "PSTRAIN_RING_TRANSPORT", false, "auto or tcp",
        [c](const std::string& s) {
          if (s != "auto" && s != "tcp") return false;

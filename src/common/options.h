@@ -72,6 +72,12 @@ struct ClusterOptions {
   // (2 GiB, comm/frame.h), so the biggest legitimate reply fits with room
   // for the next.
   uint64_t max_queued_bytes = uint64_t{4} << 30;
+  // Where this node writes its metrics-<role>-<rank>.jsonl (PSTRAIN_LOG_DIR,
+  // --log-dir; the launch scripts put the node logs there too).
+  std::string log_dir = ".";
+  // The scheduler's HTTP view of the job (/status, /metrics) listens here,
+  // on the scheduler's host (PSTRAIN_HTTP_PORT, --http-port); 0: off.
+  uint16_t http_port = 0;
 };
 
 struct NodeOptions {
