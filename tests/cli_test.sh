@@ -1,6 +1,8 @@
 #!/bin/sh
 # The command line as a user meets it: bad variables exit 2 with a one-line
-# message naming the variable; a node with no scheduler gives up in time;
+# message naming the variable; --help on every command; bare pstrain prints
+# the usage; bench and gen JSON survives hostile paths; --version; the log
+# level; a node with no scheduler gives up in time;
 # `pstrain local` labels lines by role and rank;
 # the cache-sizing bench reads a config's data.
 # Usage: sh tests/cli_test.sh PSTRAIN_BIN [REPO_DIR]
@@ -31,6 +33,96 @@ run_env() {
 run_env "" --help; status=$?
 check "--help exits 0" [ "$status" = 0 ]
 check "--help explains roles and variables" has "MS_SCHED_PORT"
+
+# --help on every command and subcommand: exit 0, its flags named (and the
+# variable of each where it has one).
+for case in "|--sched-port|MS_SCHED_PORT|PSTRAIN_LOG_LEVEL|pstrain export" \
+            "local|--servers|MS_SERVER_NUM|--log-level|PSTRAIN_HTTP_PORT" \
+            "bench|kv|allreduce|embedding|train" \
+            "bench kv|--bytes|--servers|--compare|--rounds" \
+            "bench allreduce|--bytes|--world|--transport|--help" \
+            "bench embedding|--dim|--cases|--config|--workers" \
+            "bench train|--config|--steps|--servers|--workers" \
+            "gen|criteo|--help|criteo|criteo" \
+            "gen criteo|--rows|--out|--shards|--test-rows" \
+            "export|--checkpoint|--out|--help|--help" \
+            "eval|--config|--checkpoint|--help|--help" \
+            "check|--config|--help|--help|--help" \
+            "plot|METRICS|--out|--help|--help"; do
+  IFS='|' read -r command f1 f2 f3 f4 <<EOC
+$case
+EOC
+  for help in --help -h; do
+    # shellcheck disable=SC2086
+    run_env "" $command $help; status=$?
+    check "pstrain $command $help exits 0 (got $status)" [ "$status" = 0 ]
+    for flag in "$f1" "$f2" "$f3" "$f4"; do
+      check "pstrain $command $help names $flag" grep -q -e "$flag" "$OUT"
+    done
+  done
+done
+
+# Bare pstrain: how to start, exit 2, nothing started. With MS_ROLE set it
+# runs that role (here: the missing shape is named).
+run_env ""; status=$?
+check "bare pstrain exits 2 (got $status)" [ "$status" = 2 ]
+check "bare pstrain prints the usage" has "^Usage:"
+check "the usage lists the subcommands" has "pstrain plot METRICS"
+run_env "MS_ROLE=MS_WORKER"; status=$?
+check "pstrain with MS_ROLE runs the role (got $status)" [ "$status" = 2 ]
+check "it names what the role lacks" has "MS_SERVER_NUM (or --servers) is not set"
+
+# Unknown commands and flags: one line naming them, exit 2.
+for case in "frobnicate|unknown command 'frobnicate'" \
+            "bench frob|frob" \
+            "bench|A subcommand is required" \
+            "bench kv --bogus 1|--bogus" \
+            "bench kv --bytes 0|--bytes" \
+            "bench train|--config is required" \
+            "gen mnist|mnist" \
+            "gen criteo --rows 10 --out x --bogus|--bogus" \
+            "gen criteo --out x|--rows is required" \
+            "local --bogus 1|unknown flag --bogus" \
+            "local --workers|--workers" \
+            "export --out x|--checkpoint is required" \
+            "eval --config x|--checkpoint is required" \
+            "check|--config is required" \
+            "plot --out x.svg|METRICS" \
+            "plot a.jsonl|--out is required"; do
+  command=${case%%|*}
+  message=${case#*|}
+  # shellcheck disable=SC2086
+  run_env "" $command; status=$?
+  check "pstrain $command exits 2 (got $status)" [ "$status" = 2 ]
+  check "pstrain $command is one line" [ "$(lines)" = 1 ]
+  check "pstrain $command names '$message'" has "$message"
+done
+
+# --version: the version of the top CMakeLists.txt and the build options.
+run_env "" --version; status=$?
+version=$(sed -n 's/^project(pstrain VERSION \([0-9.]*\).*/\1/p' "$REPO/CMakeLists.txt")
+check "--version exits 0" [ "$status" = 0 ]
+check "--version shows $version and the build options" \
+  grep -Eq "^pstrain $version \(CUDA: (yes|no), NCCL: (yes|no), native: (yes|no), [A-Za-z]+\)$" "$OUT"
+
+# The log level: warn hides the info lines; a bad level is refused.
+env -i PSTRAIN_LOG_LEVEL=warn "$BIN" local --servers 1 --workers 1 > "$OUT" 2>&1; status=$?
+check "PSTRAIN_LOG_LEVEL=warn: the job runs (got $status)" [ "$status" = 0 ]
+check "PSTRAIN_LOG_LEVEL=warn hides info lines" [ "$(grep -c '\[info\]' "$OUT")" = 0 ]
+check "PSTRAIN_LOG_LEVEL=warn keeps warnings" has "\[warning\]"
+env -i PSTRAIN_LOG_LEVEL=warn "$BIN" local --servers 1 --workers 1 --log-level info > "$OUT" 2>&1
+check "--log-level info overrides PSTRAIN_LOG_LEVEL" has "\[info\] the job finished"
+for case in "PSTRAIN_LOG_LEVEL=loud|local|PSTRAIN_LOG_LEVEL is 'loud': expected trace, debug, info, warn, error or off" \
+            "|local --log-level loud|--log-level is 'loud': expected trace" \
+            "PSTRAIN_LOG_LEVEL=WARN|bench kv --bytes 4|PSTRAIN_LOG_LEVEL is 'WARN'"; do
+  vars=${case%%|*}; rest=${case#*|}
+  command=${rest%%|*}; message=${rest#*|}
+  # shellcheck disable=SC2086
+  run_env "$vars" $command; status=$?
+  check "$vars $command exits 2 (got $status)" [ "$status" = 2 ]
+  check "$vars $command is one line" [ "$(lines)" = 1 ]
+  check "$vars $command names the level" has "$message"
+done
 
 for case in "MS_ROLE=MS_BOSS|MS_ROLE is 'MS_BOSS': expected MS_SCHED, MS_PSERVER" \
             "MS_WORKER_NUM=0|MS_WORKER_NUM is '0': expected an integer from 1 to 4096" \
@@ -117,6 +209,29 @@ status=$?
 check "bench train runs Wide&Deep (got $status)" [ "$status" = 0 ]
 check "it prints the local and the ps case" [ "$(grep -c '"bench":"train"' "$OUT")" = 2 ]
 check "the ps case has its communication share" has '"mode":"ps".*"comm_share":'
+
+# Hostile paths (quotes, backslash, newline) in the JSON lines: python3's
+# json.loads reads them back as the same path.
+if command -v python3 > /dev/null 2>&1; then
+  HOSTILE="$DATA/q\"d\\ir
+x"
+  mkdir -p "$HOSTILE"
+  sed -e "s|train: \[train.txt\]|train: [\"$DATA/train.txt\"]|" "$DATA/wd_small.yaml" > "$HOSTILE/l.yaml"
+  json_has() {  # json_has KEY VALUE: every line of $OUT is JSON with KEY == VALUE
+    python3 -c 'import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+sys.exit(not lines or any(json.loads(l)[sys.argv[2]] != sys.argv[3] for l in lines))' "$OUT" "$1" "$2"
+  }
+  "$BIN" bench train --config "$HOSTILE/l.yaml" --steps 5 --servers 1 --workers 1 > "$OUT" 2>/dev/null
+  status=$?
+  check "bench train with a hostile config path runs (got $status)" [ "$status" = 0 ]
+  check "bench train prints two lines" [ "$(grep -c '"bench":"train"' "$OUT")" = 2 ]
+  check "bench train's JSON carries the hostile path" json_has config "$HOSTILE/l.yaml"
+  "$BIN" bench embedding --cases data --config "$HOSTILE/l.yaml" --workers 1 > "$OUT" 2>/dev/null
+  check "bench embedding's data case carries the hostile path" json_has config "$HOSTILE/l.yaml"
+  "$BIN" gen criteo --rows 100 --test-rows 0 --out "$HOSTILE/gen" > "$OUT" 2>/dev/null
+  check "gen criteo's JSON carries the hostile path" json_has out "$HOSTILE/gen"
+fi
 
 echo "cli_test: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -1,5 +1,6 @@
 #include "src/app/bench.h"
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -76,78 +77,112 @@ StatusOr<KvSecurity> KvSecurityOf(const std::string& compare) {
   return security;
 }
 
-int Usage(const char* why) {
-  std::fprintf(stderr,
-               "pstrain bench: %s\n"
-               "usage: pstrain bench kv [--bytes N,N,...] [--servers N,N] [--workers N,N]\n"
-               "                        [--compare tls|token [--rounds N]]   (PSTRAIN_TLS_*, "
-               "MS_CLUSTER_TOKEN)\n"
-               "       pstrain bench allreduce [--bytes N,N,...] [--world N,N] "
-               "[--transport shm|tcp]\n"
-               "       pstrain bench embedding [--dim N,N] [--cases server,pull,cache,data]\n"
-               "                               [--config FILE --workers N,N]   (case data)\n"
-               "       pstrain bench train --config FILE [--steps N] [--servers N,N] "
-               "[--workers N,N]\n",
-               why);
+// "--flag N,N,..." into `out` (its current contents are the default).
+template <typename T>
+CLI::Option* AddList(CLI::App* app, const std::string& flag, std::vector<T>* out,
+                     const std::string& what) {
+  std::string defaults;
+  for (T v : *out) defaults += (defaults.empty() ? "" : ",") + std::to_string(v);
+  return app
+      ->add_option_function<std::string>(
+          flag,
+          [flag, out](const std::string& value) {
+            if (!ParseList(value, out))
+              throw CLI::ValidationError(
+                  flag, "'" + value + "': expected positive integers separated by commas");
+          },
+          what + " (default " + defaults + ")")
+      ->type_name("N,N,...");
+}
+
+// "--flag WORD" where WORD is one of `words`.
+CLI::Option* AddWord(CLI::App* app, const std::string& flag, std::string* out,
+                     const std::vector<std::string>& words, const std::string& what) {
+  return app->add_option(flag, *out, what)->check(CLI::IsMember(words));
+}
+
+// What each benchmark was asked for (defaults as in DESIGN.md section 5).
+struct BenchArgs {
+  std::vector<int64_t> sizes = {4096, 262144, 4194304, 67108864};
+  std::vector<int64_t> steps = {300};
+  std::vector<int> servers = {1, 2}, workers = {1, 2}, worlds = {2, 4}, dims = {16, 64};
+  std::vector<int> train_servers = {2};
+  std::vector<int> rounds = {5};
+  std::string config, transport = "shm", compare, cases = "server,pull,cache";
+};
+
+void DeclareBenchCommands(CLI::App* app, BenchArgs* a) {
+  app->require_subcommand(1);
+  CLI::App* kv = app->add_subcommand(
+      "kv",
+      "push+pull round trips of one PS tensor on loopback. Security from PSTRAIN_TLS_CERT, "
+      "PSTRAIN_TLS_KEY, PSTRAIN_TLS_CA and MS_CLUSTER_TOKEN, as a node reads them.");
+  AddList(kv, "--bytes", &a->sizes, "tensor sizes in bytes, multiples of 4");
+  AddList(kv, "--servers", &a->servers, "server counts");
+  AddList(kv, "--workers", &a->workers, "worker counts");
+  AddWord(kv, "--compare", &a->compare, {"tls", "token"},
+          "alternate plaintext runs with runs secured this way");
+  AddList(kv, "--rounds", &a->rounds, "rounds of --compare");
+  CLI::App* allreduce =
+      app->add_subcommand("allreduce", "the CPU ring all-reduce among separate processes");
+  AddList(allreduce, "--bytes", &a->sizes, "tensor sizes in bytes, multiples of 4");
+  AddList(allreduce, "--world", &a->worlds, "ranks per ring");
+  AddWord(allreduce, "--transport", &a->transport, {"shm", "tcp"},
+          "shared memory (default) or TCP on 127.0.0.1");
+  CLI::App* embedding =
+      app->add_subcommand("embedding", "sparse tables and row caches on Zipf-distributed ids");
+  AddList(embedding, "--dim", &a->dims, "row widths, 1 to 4096");
+  embedding->add_option("--cases", a->cases,
+                        "any of server,pull,cache,data (default " + a->cases + ")");
+  embedding->add_option("--config", a->config, "the training data of the data case (a config)");
+  AddList(embedding, "--workers", &a->workers, "worker counts of the data case");
+  CLI::App* train = app->add_subcommand("train", "training throughput of a config");
+  train->add_option("--config", a->config, "the job's YAML config")->required();
+  AddList(train, "--steps", &a->steps, "timed steps");
+  AddList(train, "--servers", &a->train_servers, "server counts of the ps case");
+  AddList(train, "--workers", &a->workers, "worker counts of the ps case");
+}
+
+int Usage(const std::string& which, const std::string& why) {
+  std::fprintf(stderr, "pstrain bench %s: %s (see pstrain bench %s --help)\n", which.c_str(),
+               why.c_str(), which.c_str());
   return 2;
 }
 
 }  // namespace
 
 int RunBench(const std::vector<std::string>& args) {
-  if (args.empty()) return Usage("which benchmark? (kv, allreduce, embedding, train)");
-  const std::string& which = args[0];
-  if (which != "kv" && which != "train" && which != "allreduce" && which != "embedding")
-    return Usage(("unknown benchmark '" + which + "'").c_str());
-  std::vector<int64_t> sizes = {4096, 262144, 4194304, 67108864};
-  std::vector<int64_t> steps = {300};
-  std::vector<int> servers = {1, 2}, workers = {1, 2}, worlds = {2, 4}, dims = {16, 64};
-  std::string config, transport = "shm", compare;
-  std::vector<int> rounds = {5};
-  std::vector<std::string> cases = {"server", "pull", "cache"};
-  if (which == "train") servers = {2};
-  for (size_t i = 1; i < args.size(); i += 2) {
-    if (i + 1 >= args.size()) return Usage((args[i] + " needs a value").c_str());
-    const std::string& flag = args[i];
-    const std::string& value = args[i + 1];
-    bool ok = flag == "--bytes"       ? ParseList(value, &sizes)
-              : flag == "--steps"     ? ParseList(value, &steps) && steps.size() == 1
-              : flag == "--servers"   ? ParseList(value, &servers)
-              : flag == "--workers"   ? ParseList(value, &workers)
-              : flag == "--world"     ? ParseList(value, &worlds)
-              : flag == "--dim"       ? ParseList(value, &dims)
-              : flag == "--config"    ? (config = value, true)
-              : flag == "--transport" ? (transport = value, value == "shm" || value == "tcp")
-              : flag == "--cases"     ? ParseCases(value, &cases)
-              : flag == "--compare"   ? (compare = value, value == "tls" || value == "token")
-              : flag == "--rounds"    ? ParseList(value, &rounds) && rounds.size() == 1
-                                      : false;
-    if (!ok) return Usage(("bad flag or value: " + flag + " " + value).c_str());
-  }
+  BenchArgs a;
+  CLI::App app("Benchmarks: one JSON object per line on stdout (README \"Benchmarks\").",
+               "pstrain bench");
+  DeclareBenchCommands(&app, &a);
+  if (int status = ParseCommandLine(&app, args); status >= 0) return status;
+  const std::string which = app.get_subcommands().front()->get_name();
+  std::vector<std::string> cases;
+  if (which == "embedding" && !ParseCases(a.cases, &cases))
+    return Usage(which, "--cases is '" + a.cases + "': expected any of server,pull,cache,data");
   Status st;
+  if (which == "kv" || which == "allreduce") {
+    for (int64_t b : a.sizes)
+      if (b % 4 != 0) return Usage(which, "--bytes must be multiples of 4 (float32 tensors)");
+  }
   if (which == "kv") {
-    for (int64_t b : sizes)
-      if (b % 4 != 0) return Usage("--bytes must be multiples of 4 (float32 tensors)");
-    auto security = KvSecurityOf(compare);
-    if (!security.ok()) {
-      std::fprintf(stderr, "pstrain bench kv: %s\n", security.status().message().c_str());
-      return 2;
-    }
-    st = RunKvBench(sizes, servers, workers, *security, compare.empty() ? 0 : rounds[0]);
+    if (a.rounds.size() != 1) return Usage(which, "--rounds takes one number");
+    auto security = KvSecurityOf(a.compare);
+    if (!security.ok()) return Usage(which, security.status().message());
+    st = RunKvBench(a.sizes, a.servers, a.workers, *security, a.compare.empty() ? 0 : a.rounds[0]);
   } else if (which == "allreduce") {
-    for (int64_t b : sizes)
-      if (b % 4 != 0) return Usage("--bytes must be multiples of 4 (float32 tensors)");
-    st = RunAllReduceBench(sizes, worlds, transport);
+    st = RunAllReduceBench(a.sizes, a.worlds, a.transport);
   } else if (which == "embedding") {
-    for (int d : dims)
-      if (d < 1 || d > 4096) return Usage("--dim must be from 1 to 4096");
-    if (Has(cases, "data") && config.empty())
-      return Usage("the data case needs --config FILE (its training data)");
-    st = RunEmbeddingBench(dims, cases);
-    if (st.ok() && Has(cases, "data")) st = RunCacheBoundCase(config, workers);
+    for (int d : a.dims)
+      if (d < 1 || d > 4096) return Usage(which, "--dim must be from 1 to 4096");
+    if (Has(cases, "data") && a.config.empty())
+      return Usage(which, "the data case needs --config FILE (its training data)");
+    st = RunEmbeddingBench(a.dims, cases);
+    if (st.ok() && Has(cases, "data")) st = RunCacheBoundCase(a.config, a.workers);
   } else {
-    if (config.empty()) return Usage("bench train needs --config FILE");
-    st = RunTrainBench(config, steps[0], servers, workers);
+    if (a.steps.size() != 1) return Usage(which, "--steps takes one number");
+    st = RunTrainBench(a.config, a.steps[0], a.train_servers, a.workers);
   }
   if (!st.ok()) {
     std::fprintf(stderr, "pstrain bench %s: %s\n", which.c_str(), st.message().c_str());

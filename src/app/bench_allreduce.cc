@@ -32,6 +32,7 @@
 #include "comm/listener.h"
 #include "comm/ring_collective.h"
 #include "comm/shm_ring.h"
+#include "src/app/bench_json.h"
 #include "src/common/logging.h"
 #include "src/common/tensor.h"
 
@@ -255,12 +256,14 @@ Status RunCase(const std::string& transport, int world, int64_t bytes) {
   if (!median.ok()) return median.status();
   const double algbw = static_cast<double>(bytes) / *median / 1e9;
   const double busbw = algbw * 2.0 * (world - 1) / world;
-  std::printf(
-      "{\"bench\":\"allreduce\",\"backend\":\"cpu_ring_%s\",\"bytes\":%lld,\"world\":%d,"
-      "\"iters\":%d,\"ms\":%.4f,\"algbw_GBps\":%.3f,\"busbw_GBps\":%.3f}\n",
-      transport.c_str(), static_cast<long long>(bytes), world, AllReduceIters(bytes), *median * 1e3,
-      algbw, busbw);
-  std::fflush(stdout);
+  PrintJsonLine({{"bench", "allreduce"},
+                 {"backend", "cpu_ring_" + transport},
+                 {"bytes", bytes},
+                 {"world", world},
+                 {"iters", AllReduceIters(bytes)},
+                 {"ms", Rounded(*median * 1e3, 4)},
+                 {"algbw_GBps", Rounded(algbw, 3)},
+                 {"busbw_GBps", Rounded(busbw, 3)}});
   return Status::OK();
 }
 

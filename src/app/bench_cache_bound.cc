@@ -13,6 +13,7 @@
 
 #include "embedding/id_dedup.h"
 #include "embedding/id_map.h"
+#include "src/app/bench_json.h"
 #include "src/common/config.h"
 #include "src/data/dataset.h"
 
@@ -52,16 +53,20 @@ Status RunCacheBoundCase(const std::string& config_path, const std::vector<int>&
       }
       const double hit_rate =
           static_cast<double>(hits) / static_cast<double>(std::max<int64_t>(1, unique));
-      std::printf(
-          "{\"bench\":\"embedding\",\"case\":\"data\",\"config\":\"%s\",\"workers\":%d,"
-          "\"batch_size\":%lld,\"distinct_ids\":%zu,\"unique_ids_per_batch\":%.0f,"
-          "\"cache_fraction\":%.2f,\"cache_rows\":%zu,\"best_hit_rate\":%.4f,"
-          "\"at_most_fewer_rows\":%.2f}\n",
-          config_path.c_str(), workers, static_cast<long long>(config->train.batch_size),
-          by_count.size(),
-          static_cast<double>(unique) / static_cast<double>(std::max<int64_t>(1, batches)),
-          fraction, cache_rows, hit_rate, 1.0 / std::max(1e-9, 1.0 - hit_rate));
-      std::fflush(stdout);
+      PrintJsonLine(
+          {{"bench", "embedding"},
+           {"case", "data"},
+           {"config", config_path},
+           {"workers", workers},
+           {"batch_size", config->train.batch_size},
+           {"distinct_ids", by_count.size()},
+           {"unique_ids_per_batch", Rounded(static_cast<double>(unique) /
+                                                static_cast<double>(std::max<int64_t>(1, batches)),
+                                            0)},
+           {"cache_fraction", Rounded(fraction, 2)},
+           {"cache_rows", cache_rows},
+           {"best_hit_rate", Rounded(hit_rate, 4)},
+           {"at_most_fewer_rows", Rounded(1.0 / std::max(1e-9, 1.0 - hit_rate), 2)}});
     }
   }
   return Status::OK();

@@ -29,6 +29,7 @@
 #include "embedding/sparse_table.h"
 #include "roles/local_job.h"
 #include "roles/server_tables.h"
+#include "src/app/bench_json.h"
 #include "src/common/random.h"
 
 namespace pstrain {
@@ -106,14 +107,15 @@ Status RunServerCase(int dim, double zipf) {
     looked_up += static_cast<int64_t>(unique.size());
     updated += static_cast<int64_t>(unique.size());
   }
-  std::printf(
-      "{\"bench\":\"embedding\",\"case\":\"server\",\"dim\":%d,\"distinct_ids\":%lld,"
-      "\"zipf\":%.2f,\"optimizer\":\"adagrad\",\"rows\":%lld,\"lookups_per_s\":%.0f,"
-      "\"updates_per_s\":%.0f}\n",
-      dim, static_cast<long long>(kDistinctIds), zipf,
-      static_cast<long long>(table->counters().rows), looked_up / std::max(lookup_s, 1e-9),
-      updated / std::max(update_s, 1e-9));
-  std::fflush(stdout);
+  PrintJsonLine({{"bench", "embedding"},
+                 {"case", "server"},
+                 {"dim", dim},
+                 {"distinct_ids", kDistinctIds},
+                 {"zipf", Rounded(zipf, 2)},
+                 {"optimizer", "adagrad"},
+                 {"rows", table->counters().rows},
+                 {"lookups_per_s", Rounded(looked_up / std::max(lookup_s, 1e-9), 0)},
+                 {"updates_per_s", Rounded(updated / std::max(update_s, 1e-9), 0)}});
   return Status::OK();
 }
 
@@ -145,12 +147,14 @@ void RunCacheCase(double zipf, double fraction) {
   const int64_t hits = cache.stats().hits - at_warm.hits;
   const double gets =
       static_cast<double>(std::max<int64_t>(1, hits + cache.stats().misses - at_warm.misses));
-  std::printf(
-      "{\"bench\":\"embedding\",\"case\":\"cache\",\"zipf\":%.2f,\"distinct_ids\":%lld,"
-      "\"cache_fraction\":%.2f,\"cache_rows\":%zu,\"hit_rate\":%.4f,\"best_hit_rate\":%.4f}\n",
-      zipf, static_cast<long long>(kDistinctIds), fraction, cache.capacity(),
-      static_cast<double>(hits) / gets, static_cast<double>(best_hits) / gets);
-  std::fflush(stdout);
+  PrintJsonLine({{"bench", "embedding"},
+                 {"case", "cache"},
+                 {"zipf", Rounded(zipf, 2)},
+                 {"distinct_ids", kDistinctIds},
+                 {"cache_fraction", Rounded(fraction, 2)},
+                 {"cache_rows", cache.capacity()},
+                 {"hit_rate", Rounded(static_cast<double>(hits) / gets, 4)},
+                 {"best_hit_rate", Rounded(static_cast<double>(best_hits) / gets, 4)}});
 }
 
 double Median(std::vector<double> v) {
@@ -222,15 +226,18 @@ Status RunPullCase(int dim) {
   const double sparse = Median(sparse_s), dense = Median(dense_s);
   std::vector<double> ratios;
   for (size_t k = 0; k < sparse_s.size(); ++k) ratios.push_back(dense_s[k] / sparse_s[k]);
-  std::printf(
-      "{\"bench\":\"embedding\",\"case\":\"pull\",\"dim\":%d,\"table_rows\":%lld,"
-      "\"ids\":%lld,\"row_bytes\":%.0f,"
-      "\"pull_ms\":%.4f,\"rows_per_s\":%.0f,\"GBps\":%.3f,\"dense_pull_ms\":%.4f,"
-      "\"dense_GBps\":%.3f,\"vs_dense\":%.2f}\n",
-      dim, static_cast<long long>(PullBenchJob::kTableRows), static_cast<long long>(ids), bytes,
-      sparse * 1e3, static_cast<double>(ids) / sparse, bytes / sparse / 1e9, dense * 1e3,
-      bytes / dense / 1e9, Median(ratios));
-  std::fflush(stdout);
+  PrintJsonLine({{"bench", "embedding"},
+                 {"case", "pull"},
+                 {"dim", dim},
+                 {"table_rows", PullBenchJob::kTableRows},
+                 {"ids", ids},
+                 {"row_bytes", Rounded(bytes, 0)},
+                 {"pull_ms", Rounded(sparse * 1e3, 4)},
+                 {"rows_per_s", Rounded(static_cast<double>(ids) / sparse, 0)},
+                 {"GBps", Rounded(bytes / sparse / 1e9, 3)},
+                 {"dense_pull_ms", Rounded(dense * 1e3, 4)},
+                 {"dense_GBps", Rounded(bytes / dense / 1e9, 3)},
+                 {"vs_dense", Rounded(Median(ratios), 2)}});
   return Status::OK();
 }
 

@@ -14,6 +14,7 @@
 
 #include "roles/local_job.h"
 #include "src/app/bench.h"
+#include "src/app/bench_json.h"
 #include "src/common/tensor.h"
 
 namespace pstrain {
@@ -102,13 +103,18 @@ StatusOr<double> RunKvCase(const KvCase& c, const KvSecurity& security) {
   for (double s : seconds) mean_s += s / static_cast<double>(seconds.size());
   double median_s = Median(seconds);
   double gbps = 2.0 * static_cast<double>(c.bytes) / median_s / 1e9;
-  std::printf(
-      "{\"bench\":\"kv\",\"bytes\":%lld,\"servers\":%d,\"workers\":%d,\"mode\":\"sync\","
-      "\"optimizer\":\"sgd\",\"security\":\"%s\",\"iters\":%d,\"pushpull_ms\":%.4f,"
-      "\"mean_ms\":%.4f,\"GBps\":%.3f,\"aggregate_GBps\":%.3f}\n",
-      static_cast<long long>(c.bytes), c.servers, c.workers, security.name().c_str(), iters,
-      median_s * 1e3, mean_s * 1e3, gbps, gbps * c.workers);
-  std::fflush(stdout);
+  PrintJsonLine({{"bench", "kv"},
+                 {"bytes", c.bytes},
+                 {"servers", c.servers},
+                 {"workers", c.workers},
+                 {"mode", "sync"},
+                 {"optimizer", "sgd"},
+                 {"security", security.name()},
+                 {"iters", iters},
+                 {"pushpull_ms", Rounded(median_s * 1e3, 4)},
+                 {"mean_ms", Rounded(mean_s * 1e3, 4)},
+                 {"GBps", Rounded(gbps, 3)},
+                 {"aggregate_GBps", Rounded(gbps * c.workers, 3)}});
   return gbps;
 }
 
@@ -126,13 +132,15 @@ Status CompareKvCase(const KvCase& c, const KvSecurity& security, int rounds) {
     secured.push_back(*b);
   }
   const double p = Median(plain), s = Median(secured);
-  std::printf(
-      "{\"bench\":\"kv_compare\",\"bytes\":%lld,\"servers\":%d,\"workers\":%d,"
-      "\"security\":\"%s\",\"rounds\":%d,\"plain_GBps\":%.3f,\"secured_GBps\":%.3f,"
-      "\"ratio\":%.3f}\n",
-      static_cast<long long>(c.bytes), c.servers, c.workers, security.name().c_str(), rounds, p, s,
-      s / p);
-  std::fflush(stdout);
+  PrintJsonLine({{"bench", "kv_compare"},
+                 {"bytes", c.bytes},
+                 {"servers", c.servers},
+                 {"workers", c.workers},
+                 {"security", security.name()},
+                 {"rounds", rounds},
+                 {"plain_GBps", Rounded(p, 3)},
+                 {"secured_GBps", Rounded(s, 3)},
+                 {"ratio", Rounded(s / p, 3)}});
   return Status::OK();
 }
 

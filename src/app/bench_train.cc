@@ -13,6 +13,7 @@
 #include "optim/dense_optimizer.h"
 #include "roles/local_job.h"
 #include "roles/trainer.h"
+#include "src/app/bench_json.h"
 #include "src/data/batcher.h"
 #include "src/data/dataset.h"
 #include "src/gpu/gpu.h"
@@ -70,13 +71,15 @@ Status BenchLocal(const Config& config, int64_t steps) {
       optimizers[i]->Update(params[i]->value.ptr(), params[i]->grad.ptr());
   }
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  std::printf(
-      "{\"bench\":\"train\",\"mode\":\"local\",\"config\":\"%s\",\"device\":\"%s\","
-      "\"threads\":1,\"batch\":%d,\"steps\":%lld,\"samples_per_s\":%.1f,\"copy_share\":%.3f}\n",
-      config.source.c_str(), gpu ? "gpu" : "cpu", batch_size, static_cast<long long>(steps),
-      static_cast<double>(steps * batch_size) / seconds,
-      gpu ? (gpu->CopySeconds() - copied) / seconds : 0.0);
-  std::fflush(stdout);
+  PrintJsonLine({{"bench", "train"},
+                 {"mode", "local"},
+                 {"config", config.source},
+                 {"device", gpu ? "gpu" : "cpu"},
+                 {"threads", 1},
+                 {"batch", batch_size},
+                 {"steps", steps},
+                 {"samples_per_s", Rounded(static_cast<double>(steps * batch_size) / seconds, 1)},
+                 {"copy_share", Rounded(gpu ? (gpu->CopySeconds() - copied) / seconds : 0.0, 3)}});
   return Status::OK();
 }
 
@@ -128,14 +131,17 @@ Status BenchPs(Config config, int64_t steps, int servers, int workers) {
   }
   // comm_share: push and pull (waiting for them); copy_share: the GPU's
   // host <-> device copies, a part of compute.
-  std::printf(
-      "{\"bench\":\"train\",\"mode\":\"ps\",\"config\":\"%s\",\"device\":\"%s\","
-      "\"servers\":%d,\"workers\":%d,\"batch\":%d,\"steps\":%lld,\"samples_per_s\":%.1f,"
-      "\"comm_share\":%.3f,\"copy_share\":%.3f}\n",
-      config.source.c_str(), DeviceName(config.model.device), servers, workers,
-      config.train.batch_size, static_cast<long long>(steps), samples_per_s,
-      comm / (compute + comm), copy / (compute + comm));
-  std::fflush(stdout);
+  PrintJsonLine({{"bench", "train"},
+                 {"mode", "ps"},
+                 {"config", config.source},
+                 {"device", DeviceName(config.model.device)},
+                 {"servers", servers},
+                 {"workers", workers},
+                 {"batch", config.train.batch_size},
+                 {"steps", steps},
+                 {"samples_per_s", Rounded(samples_per_s, 1)},
+                 {"comm_share", Rounded(comm / (compute + comm), 3)},
+                 {"copy_share", Rounded(copy / (compute + comm), 3)}});
   return Status::OK();
 }
 

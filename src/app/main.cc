@@ -2,13 +2,17 @@
 //
 //   pstrain [flags]          run as the role in MS_ROLE (or --role)
 //   pstrain local [flags]    run a whole job on this machine
+//   pstrain <subcommand> ... bench, gen, export, eval, check, plot (kSubcommands)
 //   pstrain --help           explain roles, variables and subcommands
+//   pstrain --version        the version and the build options
 //
 // Exit status: 0 the job (or role) finished; 1 it failed at run time; 2 the
 // command line or environment was wrong (nothing was started); 3 it was
 // stopped on request (SIGTERM or SIGINT to any node: every node stops after
 // one common step, with a checkpoint when configured); 128+N a second
 // signal N ended it at once.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -22,6 +26,7 @@
 #include "roles/trainer.h"
 #include "roles/worker.h"
 #include "src/app/bench.h"
+#include "src/app/cli.h"
 #include "src/app/usage.h"
 #include "src/common/config.h"
 #include "src/common/logging.h"
@@ -38,6 +43,17 @@ constexpr int kExitStopped = 3;  // SIGTERM / SIGINT: stopped cleanly before the
 int UsageError(const Status& status) {
   std::fprintf(stderr, "pstrain: %s\n", status.message().c_str());
   return kExitUsage;
+}
+
+// PSTRAIN_LOG_LEVEL for every subcommand; a role's or local's --log-level
+// overrides it once parsed (ApplyLogLevel).
+Status ApplyLogLevel(const std::string& text, const char* source) {
+  auto level = ParseLogLevel(text);
+  if (!level)
+    return InvalidArgument(
+        fmt::format("{} is '{}': expected trace, debug, info, warn, error or off", source, text));
+  SetDefaultLogLevel(*level);
+  return Status::OK();
 }
 
 int Finished(const Logger& log, const Status& status) {
@@ -85,9 +101,19 @@ void WarnIfUnauthenticated(const Logger& log, const ClusterOptions& cluster) {
   if (cluster.token.empty()) log->warn("{}", kUnauthenticatedWarning);
 }
 
+// --help or -h anywhere among a role's or local's flags (their parsers
+// take values only).
+bool WantsHelp(const std::vector<std::string>& args) {
+  for (const std::string& a : args)
+    if (a == "--help" || a == "-h") return true;
+  return false;
+}
+
 int RunRole(const std::vector<std::string>& args) {
   auto options = ParseNodeOptions(args, ProcessEnv());
   if (!options.ok()) return UsageError(options.status());
+  if (Status st = ApplyLogLevel(options->cluster.log_level, "--log-level"); !st.ok())
+    return UsageError(st);
   if (Status tls = CheckTlsFiles(options->cluster.tls); !tls.ok()) return UsageError(tls);
   auto config = ConfigOf(options->config_path);
   if (!config.ok()) return UsageError(config.status());
@@ -130,8 +156,14 @@ int RunRole(const std::vector<std::string>& args) {
 }
 
 int RunLocal(const std::vector<std::string>& args) {
+  if (WantsHelp(args)) {
+    std::fputs(LocalOptionsHelp().c_str(), stdout);
+    return 0;
+  }
   auto options = ParseLocalOptions(args, ProcessEnv());
   if (!options.ok()) return UsageError(options.status());
+  if (Status st = ApplyLogLevel(options->cluster.log_level, "--log-level"); !st.ok())
+    return UsageError(st);
   if (Status tls = CheckTlsFiles(options->cluster.tls); !tls.ok()) return UsageError(tls);
   auto config = ConfigOf(options->config_path);
   if (!config.ok()) return UsageError(config.status());
@@ -149,24 +181,60 @@ int RunLocal(const std::vector<std::string>& args) {
   return Finished(log, status);
 }
 
+const std::vector<Subcommand>& Subcommands() {
+  static const std::vector<Subcommand> kSubcommands = {
+      {"local", "[flags]", "run a whole job (scheduler, servers, workers) on this machine",
+       RunLocal},
+      {"bench", "kv|allreduce|embedding|train [flags]",
+       "benchmarks, one JSON line per case (see README)", RunBench},
+      {"gen", "criteo --rows N --out DIR [flags]",
+       "synthetic Criteo-format click data with a planted model", RunGen},
+      {"export", "--checkpoint DIR --out FILE",
+       "a checkpoint's weights and tables in a file numpy reads", RunExportCli},
+      {"eval", "--config F --checkpoint DIR", "the test metric of a checkpoint, without training",
+       RunEvalCli},
+      {"check", "--config F", "parse a config and open every data file it names", RunCheckCli},
+      {"plot", "METRICS... --out FILE.svg", "loss, test metric and throughput of a run as SVG",
+       RunPlotCli},
+  };
+  return kSubcommands;
+}
+
+int Main(const std::vector<std::string>& args) {
+  const EnvLookup env = ProcessEnv();
+  if (args.empty() && !env("MS_ROLE")) {
+    // Nothing to run: how to start, not a complaint about MS_SERVER_NUM.
+    std::fputs(UsageText(Subcommands()).c_str(), stderr);
+    return kExitUsage;
+  }
+  if (auto level = env("PSTRAIN_LOG_LEVEL")) {
+    if (Status st = ApplyLogLevel(*level, "PSTRAIN_LOG_LEVEL"); !st.ok()) return UsageError(st);
+  }
+  const std::string first = args.empty() ? "" : args[0];
+  const std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
+  if (first == "--help" || first == "-h" || first == "help") {
+    std::fputs(UsageText(Subcommands()).c_str(), stdout);
+    return 0;
+  }
+  if (first == "--version") {
+    std::puts(VersionLine().c_str());
+    return 0;
+  }
+  for (const Subcommand& s : Subcommands())
+    if (first == s.name) return s.run(rest);
+  if (!first.empty() && first[0] != '-')
+    return UsageError(
+        InvalidArgument(fmt::format("unknown command '{}' (see pstrain --help)", first)));
+  if (WantsHelp(args)) {
+    std::fputs(UsageText(Subcommands()).c_str(), stdout);
+    return 0;
+  }
+  return RunRole(args);
+}
+
 }  // namespace
 }  // namespace pstrain
 
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (!args.empty()) {
-    const std::string& first = args[0];
-    if (first == "--help" || first == "-h" || first == "help") {
-      std::fputs(pstrain::UsageText(), stdout);
-      return 0;
-    }
-    if (first == "--version") {
-      std::puts("pstrain 0.1.0");
-      return 0;
-    }
-    if (first == "local") return pstrain::RunLocal({args.begin() + 1, args.end()});
-    if (first == "bench") return pstrain::RunBench({args.begin() + 1, args.end()});
-    if (first == "gen") return pstrain::RunGen({args.begin() + 1, args.end()});
-  }
-  return pstrain::RunRole(args);
+  return pstrain::Main(std::vector<std::string>(argv + 1, argv + argc));
 }

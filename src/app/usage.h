@@ -1,6 +1,13 @@
-// The text of `pstrain --help`.
+// The text of `pstrain --help`: the subcommands (from main's table), the
+// roles, and every flag with its variable (from the parser's own table,
+// src/common/options.cc), so the help cannot drift from what is parsed.
 #pragma once
 
+#include <string>
+#include <vector>
+
+#include "src/app/cli.h"
+
 namespace pstrain {
-const char* UsageText();
+std::string UsageText(const std::vector<Subcommand>& subcommands);
 }

@@ -3,6 +3,8 @@
 #include <spdlog/sinks/dist_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <atomic>
+
 namespace pstrain {
 namespace {
 
@@ -31,13 +33,29 @@ class LabelSink : public spdlog::sinks::dist_sink<std::mutex> {
   std::string label_;  // GUARDED_BY(mutex_)
 };
 
+std::atomic<spdlog::level::level_enum> default_level{spdlog::level::info};
+
 }  // namespace
+
+std::optional<spdlog::level::level_enum> ParseLogLevel(const std::string& text) {
+  // Not spdlog's from_str: it maps unknown words to "off", which would
+  // silence a typo, and it spells warn "warning".
+  static const std::pair<const char*, spdlog::level::level_enum> kLevels[] = {
+      {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug},
+      {"info", spdlog::level::info},   {"warn", spdlog::level::warn},
+      {"error", spdlog::level::err},   {"off", spdlog::level::off}};
+  for (const auto& [name, level] : kLevels)
+    if (text == name) return level;
+  return std::nullopt;
+}
+
+void SetDefaultLogLevel(spdlog::level::level_enum level) { default_level.store(level); }
 
 Logger MakeLoggerWithSinks(const std::string& label, std::vector<spdlog::sink_ptr> sinks) {
   auto labels = std::make_shared<LabelSink>(label, std::move(sinks));
   auto logger = std::make_shared<spdlog::logger>(label, std::move(labels));
   logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%n] [%l] %v");
-  logger->set_level(spdlog::level::info);
+  logger->set_level(default_level.load());
   logger->flush_on(spdlog::level::info);
   return logger;
 }

@@ -11,12 +11,21 @@
 #include <spdlog/logger.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace pstrain {
 
 using Logger = std::shared_ptr<spdlog::logger>;
+
+// "trace", "debug", "info", "warn", "error" or "off" (PSTRAIN_LOG_LEVEL);
+// nullopt for anything else.
+std::optional<spdlog::level::level_enum> ParseLogLevel(const std::string& text);
+
+// The level every logger made from now on starts at (default info). Set once
+// at start-up, before any node starts.
+void SetDefaultLogLevel(spdlog::level::level_enum level);
 
 // A logger labelled `label` writing to stderr (the launch scripts redirect it
 // to the node's log file), plus any extra sinks.

@@ -17,6 +17,10 @@
 
 #include "src/common/status.h"
 
+namespace CLI {
+class App;
+}
+
 namespace pstrain {
 
 enum class Role { kScheduler, kServer, kWorker };
@@ -78,6 +82,9 @@ struct ClusterOptions {
   // The scheduler's HTTP view of the job (/status, /metrics) listens here,
   // on the scheduler's host (PSTRAIN_HTTP_PORT, --http-port); 0: off.
   uint16_t http_port = 0;
+  // The least severe lines every logger shows (PSTRAIN_LOG_LEVEL,
+  // --log-level; validated by ParseLogLevel, src/common/logging.h).
+  std::string log_level = "info";
 };
 
 struct NodeOptions {
@@ -112,6 +119,17 @@ struct LocalOptions {
 };
 StatusOr<LocalOptions> ParseLocalOptions(const std::vector<std::string>& args,
                                          const EnvLookup& env);
+
+// `pstrain --help` and `pstrain local --help`: every flag, what it
+// accepts and its variable, from the tables the parsers above use.
+std::string NodeOptionsHelp();
+std::string LocalOptionsHelp();
+
+// Parses `args` (no program name) into `app`'s options (CLI11). Returns -1
+// when the caller goes on; else the exit status: 0 after printing the help
+// asked for (--help, -h, on `app` or the subcommand chosen), 2 after one
+// line on stderr naming what was wrong.
+int ParseCommandLine(CLI::App* app, const std::vector<std::string>& args);
 
 // A random node id in the UUID text form, as MindSpore's are.
 std::string MakeNodeId();

@@ -1,11 +1,11 @@
 #include "src/data/gen_cli.h"
 
-#include <fmt/format.h>
-
-#include <charconv>
+#include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
-#include <string_view>
+#include <nlohmann/json.hpp>
 
+#include "src/common/options.h"
 #include "src/data/criteo_gen.h"
 
 namespace pstrain {
@@ -13,82 +13,47 @@ namespace {
 
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
-constexpr char kUsage[] =
-    "usage: pstrain gen criteo --rows N --out DIR [--shards K] [--test-rows M] [--seed S] "
-    "[--zipf Z]";
 
-int Usage(const std::string& why) {
-  std::fprintf(stderr, "pstrain gen: %s (%s)\n", why.c_str(), kUsage);
-  return kExitUsage;
-}
-
-template <typename T>
-bool ParseValue(std::string_view text, T* out) {
-  const char* end = text.data() + text.size();
-  auto r = std::from_chars(text.data(), end, *out);
-  return r.ec == std::errc() && r.ptr == end;
-}
-
-// A JSON string literal (the directory may hold quotes or backslashes).
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<int>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
+void DeclareCriteo(CLI::App* app, GenOptions* options) {
+  app->require_subcommand(1);
+  CLI::App* criteo = app->add_subcommand(
+      "criteo",
+      "synthetic Criteo-format click data with a planted model; prints the best reachable AUC");
+  criteo->add_option("--rows", options->rows, "training rows")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  criteo->add_option("--out", options->out_dir, "the directory to write")
+      ->required()
+      ->check(CLI::Validator([](std::string& s) { return s.empty() ? "empty path" : ""; }, "DIR"));
+  criteo->add_option("--shards", options->shards, "training files")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  criteo->add_option("--test-rows", options->test_rows, "test rows")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  criteo->add_option("--seed", options->seed, "random seed")->capture_default_str();
+  criteo->add_option("--zipf", options->zipf, "Zipf exponent of the ids")->capture_default_str();
 }
 
 }  // namespace
 
 int RunGen(const std::vector<std::string>& args) {
-  if (args.empty()) return Usage("which data set?");
-  if (args[0] != "criteo") return Usage("unknown data set '" + args[0] + "'");
   GenOptions options;
-  bool have_rows = false;
-  for (size_t i = 1; i < args.size(); i += 2) {
-    const std::string& flag = args[i];
-    if (i + 1 >= args.size()) return Usage(flag + " needs a value");
-    const std::string& value = args[i + 1];
-    bool ok = true;
-    if (flag == "--rows") {
-      ok = ParseValue(value, &options.rows) && options.rows > 0;
-      have_rows = true;
-    } else if (flag == "--shards") {
-      ok = ParseValue(value, &options.shards) && options.shards > 0;
-    } else if (flag == "--test-rows") {
-      ok = ParseValue(value, &options.test_rows) && options.test_rows >= 0;
-    } else if (flag == "--seed") {
-      ok = ParseValue(value, &options.seed);
-    } else if (flag == "--zipf") {
-      ok = ParseValue(value, &options.zipf);
-    } else if (flag == "--out") {
-      ok = !value.empty();
-      options.out_dir = value;
-    } else {
-      return Usage("unknown flag " + flag);
-    }
-    if (!ok) return Usage("bad value for " + flag + ": '" + value + "'");
-  }
-  if (!have_rows) return Usage("--rows is required");
-  if (options.out_dir.empty()) return Usage("--out is required");
+  CLI::App app("Writes synthetic data sets.", "pstrain gen");
+  DeclareCriteo(&app, &options);
+  if (int status = ParseCommandLine(&app, args); status >= 0) return status;
   auto report = GenerateCriteo(options);
   if (!report.ok()) {
     const bool usage = report.status().code() == StatusCode::kInvalidArgument;
     std::fprintf(stderr, "pstrain gen: %s\n", report.status().message().c_str());
     return usage ? kExitUsage : kExitFailed;
   }
-  std::printf("%s\n", fmt::format("{{\"gen\":\"criteo\",\"rows\":{},\"shards\":{},\"test_rows\":{},"
-                                  "\"out\":{},\"planted_auc\":{:.4f}}}",
-                                  report->train_rows, options.shards, report->test_rows,
-                                  JsonString(options.out_dir), report->planted_auc)
-                          .c_str());
+  // nlohmann-json escapes the directory, which may hold quotes or backslashes.
+  nlohmann::ordered_json line = {
+      {"gen", "criteo"},          {"rows", report->train_rows},
+      {"shards", options.shards}, {"test_rows", report->test_rows},
+      {"out", options.out_dir},   {"planted_auc", std::round(report->planted_auc * 1e4) / 1e4}};
+  std::printf("%s\n", line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   return 0;
 }
 

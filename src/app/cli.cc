@@ -1,0 +1,76 @@
+#include "src/app/cli.h"
+
+#include <build_info.h>
+
+#include <CLI/CLI.hpp>
+
+#include "src/app/commands.h"
+#include "src/common/options.h"
+
+namespace pstrain {
+namespace {
+
+// A path flag: required, not empty.
+CLI::Option* AddPath(CLI::App* app, const std::string& flag, std::string* out,
+                     const std::string& what) {
+  return app->add_option(flag, *out, what)
+      ->required()
+      ->check(
+          CLI::Validator([](std::string& s) { return s.empty() ? "an empty path" : ""; }, "PATH"));
+}
+
+}  // namespace
+
+int RunExportCli(const std::vector<std::string>& args) {
+  ExportOptions options;
+  CLI::App app(
+      "Writes every dense weight (name and full shape) and every server-held table (ids and "
+      "rows) of a checkpoint to a file Python reads with numpy alone.",
+      "pstrain export");
+  AddPath(&app, "--checkpoint", &options.checkpoint_dir, "the checkpoint directory");
+  AddPath(&app, "--out", &options.out_path, "the file to write");
+  if (int status = ParseCommandLine(&app, args); status >= 0) return status;
+  return RunExport(options);
+}
+
+int RunEvalCli(const std::vector<std::string>& args) {
+  EvalOptions options;
+  CLI::App app("Prints the test metric of the model a checkpoint holds, without training.",
+               "pstrain eval");
+  AddPath(&app, "--config", &options.config_path, "the job's YAML config (model and test data)");
+  AddPath(&app, "--checkpoint", &options.checkpoint_dir, "the checkpoint directory");
+  if (int status = ParseCommandLine(&app, args); status >= 0) return status;
+  return RunEval(options);
+}
+
+int RunCheckCli(const std::vector<std::string>& args) {
+  CheckOptions options;
+  CLI::App app(
+      "Parses a config and opens every data file it names: exit 0, or one error line and exit 2.",
+      "pstrain check");
+  AddPath(&app, "--config", &options.config_path, "the job's YAML config");
+  if (int status = ParseCommandLine(&app, args); status >= 0) return status;
+  return RunCheck(options);
+}
+
+int RunPlotCli(const std::vector<std::string>& args) {
+  PlotOptions options;
+  CLI::App app(
+      "Plots loss, test metric and throughput against steps and wall time, one curve per node, "
+      "as a self-contained SVG.",
+      "pstrain plot");
+  app.add_option("metrics", options.metrics_paths, "metrics-<role>-<rank>.jsonl files")
+      ->required()
+      ->type_name("METRICS...");
+  AddPath(&app, "--out", &options.out_path, "the SVG file to write");
+  if (int status = ParseCommandLine(&app, args); status >= 0) return status;
+  return RunPlot(options);
+}
+
+std::string VersionLine() {
+  return std::string("pstrain ") + PSTRAIN_VERSION + " (CUDA: " + PSTRAIN_BUILD_CUDA +
+         ", NCCL: " + PSTRAIN_BUILD_NCCL + ", native: " + PSTRAIN_BUILD_NATIVE + ", " +
+         PSTRAIN_BUILD_TYPE + ")";
+}
+
+}  // namespace pstrain
