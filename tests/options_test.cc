@@ -133,7 +133,7 @@ TEST_CASE("flags override the environment and are named in errors") {
   CHECK(ErrorOf(Valid(), {"--workers", "many"}) ==
         "--workers is 'many': expected an integer from 1 to 4096");
   CHECK(ErrorOf(Valid(), {"--colour", "red"}).find("unknown flag --colour") == 0);
-  CHECK(ErrorOf(Valid(), {"--workers"}).find("--workers needs a value") == 0);
+  CHECK(ErrorOf(Valid(), {"--workers"}).find("--workers: 1 required VALUE missing") == 0);
   CHECK(ErrorOf(Valid(), {"stray"}).find("unexpected argument 'stray'") == 0);
 }
 
@@ -202,6 +202,41 @@ TEST_CASE("pstrain local has defaults and needs no MS_* variable") {
   CHECK(custom->cluster.server_num == 1);
   CHECK(custom->cluster.worker_num == 4);
   CHECK_FALSE(ParseLocalOptions({"--role", "MS_WORKER"}, Lookup({})).ok());
+}
+
+TEST_CASE("the log level: variable, flag over variable, and a bad one named") {
+  Env env = Valid();
+  auto o = ParseNodeOptions({}, Lookup(env));
+  REQUIRE(o.ok());
+  CHECK(o->cluster.log_level == "info");
+  env["PSTRAIN_LOG_LEVEL"] = "warn";
+  o = ParseNodeOptions({}, Lookup(env));
+  REQUIRE(o.ok());
+  CHECK(o->cluster.log_level == "warn");
+  o = ParseNodeOptions({"--log-level", "debug"}, Lookup(env));
+  REQUIRE(o.ok());
+  CHECK(o->cluster.log_level == "debug");
+  env["PSTRAIN_LOG_LEVEL"] = "verbose";
+  CHECK(ErrorOf(env) ==
+        "PSTRAIN_LOG_LEVEL is 'verbose': expected trace, debug, info, warn, error or off");
+  CHECK(ErrorOf(Valid(), {"--log-level=Info"}).find("--log-level is 'Info'") == 0);
+}
+
+TEST_CASE("the help names every flag with its variable") {
+  const std::string node = NodeOptionsHelp(), local = LocalOptionsHelp();
+  for (const char* text : {"--role", "MS_ROLE", "--sched-port", "MS_SCHED_PORT", "--rank",
+                           "MS_NODE_RANK", "--log-level", "PSTRAIN_LOG_LEVEL", "--http-port",
+                           "PSTRAIN_HTTP_PORT", "--log-dir", "PSTRAIN_LOG_DIR"})
+    CHECK_MESSAGE(node.find(text) != std::string::npos, text);
+  CHECK(local.find("--servers") != std::string::npos);
+  CHECK(local.find("PSTRAIN_LOG_LEVEL") != std::string::npos);
+  CHECK(local.find("--role") == std::string::npos);  // local takes no role
+}
+
+TEST_CASE("the last of a repeated flag wins, as before") {
+  auto o = ParseNodeOptions({"--workers", "1", "--workers", "4"}, Lookup(Valid()));
+  REQUIRE(o.ok());
+  CHECK(o->cluster.worker_num == 4);
 }
 
 }  // namespace
