@@ -205,6 +205,7 @@ void Connection::Start(RequestHandler on_request, CloseHandler on_close) {
 
 Status Connection::ConsumeFrames(size_t n) {
   frame_bytes_in_ += n;
+  loop_->CountReceived(n);
   last_byte_ms_ = loop_->NowMs();
   Status st = reader_.Consume(n, [this](Frame&& f) {
     frame_bytes_out_ += kFixedHeaderBytes + f.header.size() + f.payload.size;
@@ -368,6 +369,7 @@ void Connection::Send(const Message& message, Payload payload) {
     return Close(full);
   }
   outbox_bytes_ += bytes;
+  loop_->CountSent(bytes);
   if (outbox_.empty()) loop_->AtEndOfIteration([self = shared_from_this()] { self->Flush(); });
   outbox_.push_back(std::move(frame));
 }

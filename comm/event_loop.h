@@ -94,6 +94,14 @@ class EventLoop {
   const TestFault& test_fault() const { return test_fault_; }
   int64_t CountPushFrame() { return ++push_frames_; }
 
+  // Frame bytes (headers and payloads, before TLS) this loop's connections
+  // queued to send and read: the node's traffic, for its metrics file.
+  // Counted on the loop thread; read from any thread.
+  void CountSent(uint64_t n) { bytes_sent_.fetch_add(n, std::memory_order_relaxed); }
+  void CountReceived(uint64_t n) { bytes_received_.fetch_add(n, std::memory_order_relaxed); }
+  uint64_t bytes_sent() const { return bytes_sent_.load(std::memory_order_relaxed); }
+  uint64_t bytes_received() const { return bytes_received_.load(std::memory_order_relaxed); }
+
   // The TLS identity every connection of this loop uses (PSTRAIN_TLS_*);
   // null: plaintext. Set before Start(); then loop thread only.
   void set_tls(std::shared_ptr<TlsContext> tls) { tls_ = std::move(tls); }
@@ -143,6 +151,7 @@ class EventLoop {
   std::string open_handles_;  // when it failed, the types left open ("tcp, timer")
   TestFault test_fault_;
   int64_t push_frames_ = 0;
+  std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0};
   std::shared_ptr<TlsContext> tls_;
   SecuritySettings security_;
   int handshaking_ = 0;

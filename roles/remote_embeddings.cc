@@ -63,6 +63,12 @@ bool RemoteEmbeddings::CanPrefetch() const {
   return false;
 }
 
+bool RemoteEmbeddings::HasCache() const {
+  for (const Table& t : tables_)
+    if (t.cache) return true;
+  return false;
+}
+
 void RemoteEmbeddings::EnablePrefetch(std::unique_ptr<SparseClient> client) {
   prefetch_client_ = std::move(client);
   prefetch_thread_ = std::make_unique<WorkThread>();

@@ -61,6 +61,8 @@ class RemoteEmbeddings {
                 bool use_cache = true);
   Status Scatter(SparseClient& client, int64_t clock);
 
+  // Whether some table has a worker-side row cache (async and ssp only).
+  bool HasCache() const;
   // Whether prefetching helps: a table with a cache and staleness >= 1.
   bool CanPrefetch() const;
   // Gives the prefetch thread its own client (the training thread's may be

@@ -56,6 +56,8 @@ Status Server::RunOnce() {
   if (!topology.ok()) return topology.status();
   auto tables = TableHost::Create(config_, node_.options().cluster.worker_num, node_.log());
   if (!tables.ok()) return tables.status();
+  if (auto list = ServerTables(config_); list.ok())
+    for (const ServerTable& t : *list) table_names_.push_back(t.options.name);
   PSTRAIN_RETURN_IF_ERROR(node_.loop().Call<Status>(
       [&] {
         tables_ = std::move(*tables);
@@ -66,7 +68,26 @@ Status Server::RunOnce() {
   // workers start only after this barrier.
   PSTRAIN_RETURN_IF_ERROR(RestoreNewestCheckpoint());
   PSTRAIN_RETURN_IF_ERROR(node_.cluster().Barrier(BarrierGroup::kAll));
-  return node_.Finish();
+  // Stopped before the tables go (Sample asks them for their rows).
+  ServerMetrics metrics(node_.options().cluster.log_dir, rank(), node_.log(),
+                        [this] { return Sample(); });
+  Status finished = node_.Finish();
+  metrics.Stop();
+  return finished;
+}
+
+ServerSample Server::Sample() {
+  ServerSample s;
+  s.updates = updates_.load(std::memory_order_relaxed);
+  s.bytes_sent = node_.loop().bytes_sent();
+  s.bytes_received = node_.loop().bytes_received();
+  if (tables_) {
+    for (const std::string& name : table_names_) {
+      auto counters = tables_->Counters(name);
+      if (counters.ok()) s.rows += counters->rows;
+    }
+  }
+  return s;
 }
 
 // A partition's shard is fixed the first time it is named (by its size then),
@@ -123,6 +144,7 @@ void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
                                      in.payload.size, push->tensor, push->part, largest)});
     PsShard* shard = ShardFor(push->tensor, push->part, static_cast<int64_t>(in.payload.size));
     if (shard == nullptr) return RefuseNewPartition(conn, id, push->tensor, push->part);
+    if (push->kind == PushKind::kGradient) updates_.fetch_add(1, std::memory_order_relaxed);
     shard->Push(std::move(*push), std::move(in.payload), ReplyTo(conn, id));
   } else if (auto* pull = std::get_if<PullRequest>(&in.message.body)) {
     if (pull->elements <= 0 || pull->elements > largest / 4)
@@ -138,6 +160,7 @@ void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
     tables_->Pull(std::move(*pull), std::move(in.payload), ReplyTo(conn, id));
   } else if (auto* push = std::get_if<SparsePushRequest>(&in.message.body)) {
     if (!tables_) return conn->Reply(id, ErrorReply{"this server holds no embedding tables yet"});
+    updates_.fetch_add(1, std::memory_order_relaxed);
     tables_->Push(std::move(*push), std::move(in.payload), ReplyTo(conn, id));
   } else if (auto* save = std::get_if<SaveRequest>(&in.message.body)) {
     OnSave(conn, id, *save);

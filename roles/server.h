@@ -28,6 +28,8 @@
 
 #include "roles/node.h"
 #include "roles/ps_shard.h"
+#include "roles/server_metrics.h"
+#include "roles/server_tables.h"
 #include "roles/shard_file.h"
 #include "roles/table_host.h"
 #include "src/common/config.h"
@@ -64,6 +66,8 @@ class Server {
   void Save(int64_t step, PsShard::Reply reply);
   Status RestoreNewestCheckpoint();
   std::vector<PsShard*> AllShards();
+  // For the metrics file (roles/server_metrics.h); any thread.
+  ServerSample Sample();
   ShardMeta Meta();
 
   Config config_;
@@ -92,6 +96,9 @@ class Server {
   // pulls, the restored checkpoint): a checkpoint of a later step is refused.
   std::atomic<int64_t> reached_step_{0};
   bool heard_steps_ = false;  // loop thread only
+  // Gradient pushes received (dense and table rows), for the metrics file.
+  std::atomic<int64_t> updates_{0};
+  std::vector<std::string> table_names_;  // set before the start barrier
 };
 
 }  // namespace pstrain

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <optional>
 
+#include "optim/optimizer_kernel.h"
 #include "roles/checkpointing.h"
 #include "src/data/batcher.h"
 #include "src/data/dataset.h"
@@ -184,13 +185,41 @@ StatusOr<const Tensor*> TrainJob::Logits(const Batch& batch) {
 // rows' gradients go to their servers, and the all-reduced weights are
 // averaged (unless NCCL did it during backward) and updated.
 Status TrainJob::ExchangeLocalState(WorkerContext& ctx, int64_t step) {
+  Clock::time_point start = Clock::now();
   if (sparse_) PSTRAIN_RETURN_IF_ERROR(embeddings_->Scatter(*sparse_, step));
+  stats_.push_s += Since(start);
   if (nccl_) {
     allreduced_->Apply();
     return Status::OK();
   }
   if (allreduced_->empty()) return Status::OK();
-  return allreduced_->ReduceAndApply(*ctx.collective);
+  start = Clock::now();
+  Status st = allreduced_->ReduceAndApply(*ctx.collective);
+  stats_.allreduce_s += Since(start);
+  return st;
+}
+
+TrainCounters TrainJob::Counters(const WorkerContext& ctx) const {
+  TrainCounters c;
+  c.samples = stats_.samples;
+  c.compute_s = stats_.compute_s;
+  c.push_s = stats_.push_s;
+  c.pull_s = stats_.pull_s;
+  c.allreduce_s = stats_.allreduce_s;
+  c.bytes_sent = ctx.loop != nullptr ? ctx.loop->bytes_sent() : 0;
+  c.bytes_received = ctx.loop != nullptr ? ctx.loop->bytes_received() : 0;
+  c.cache_ids = embeddings_->counts().ids;
+  c.cache_hits = embeddings_->counts().hits;
+  return c;
+}
+
+// Servers count updates, not steps: in sync mode one per step, otherwise
+// one per worker's push.
+double TrainJob::LrAt(int64_t step, int workers) const {
+  const uint64_t updates = config_.train.mode == UpdateMode::kSync
+                               ? static_cast<uint64_t>(step)
+                               : static_cast<uint64_t>(step) * static_cast<uint64_t>(workers);
+  return OptimizerKernel(config_.train.optimizer).ScheduledLr(updates);
 }
 
 Status TrainJob::Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batch* next) {
@@ -203,6 +232,7 @@ Status TrainJob::Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batc
     PSTRAIN_RETURN_IF_ERROR(embeddings_->Gather(*sparse_, &batch, min_clock, step)
                                 .WithContext(fmt::format("step {}", step + 1)));
     if (next != nullptr) embeddings_->StartPrefetch(next->sparse, step);
+    stats_.pull_s += Since(start);
     stats_.comm_s += Since(start);
     start = Clock::now();
   }
@@ -226,9 +256,12 @@ Status TrainJob::Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batc
   }
   std::optional<KvHandle> pushed_and_pulled;
   if (!ops.empty()) pushed_and_pulled = ctx.kv->Run(std::move(ops));
+  stats_.push_s += Since(start);
   Status st = ExchangeLocalState(ctx, step);
   if (pushed_and_pulled) {
+    const Clock::time_point waited = Clock::now();
     Status kv = pushed_and_pulled->Wait();
+    stats_.pull_s += Since(waited);
     if (st.ok()) st = kv;
   }
   stats_.comm_s += Since(start);
@@ -342,6 +375,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
   ctx.log->info("worker {} trains {} steps ({} per epoch, batch {}) on {} samples", ctx.rank,
                 total - start_step, steps_per_epoch, batch_size, data->size());
 
+  TrainReport report(ctx.log_dir, ctx.rank, ctx.log, embeddings_->HasCache(), start_step, total);
   Clock::time_point begin = Clock::now(), epoch_begin = begin;
   int64_t epoch_samples = 0;
   Batch batch, next;
@@ -376,16 +410,20 @@ Status TrainJob::Run(WorkerContext& ctx) {
       have_next = batcher.Next(&next);
     PSTRAIN_RETURN_IF_ERROR(Step(ctx, batch, step, have_next ? &next : nullptr));
     epoch_samples += batch.size();
+    const bool last = step + 1 == total;
+    const TrainCounters counters = Counters(ctx);
+    report.AfterStep(step + 1, counters);
+    if ((step + 1) % config_.train.log_every == 0 || last)
+      report.WriteStep(step + 1, epoch + 1, stats_.last_loss, LrAt(step, ctx.workers), counters);
     if ((in_epoch + 1) % config_.train.log_every == 0 || in_epoch == 0) {
-      ctx.log->info("epoch: {} step: {}, loss is {:.6f}", epoch + 1, in_epoch + 1,
-                    stats_.last_loss);
+      ctx.log->info("epoch: {} step: {}, loss is {:.6f}{}", epoch + 1, in_epoch + 1,
+                    stats_.last_loss, report.LogSuffix(step + 1, counters));
       if (sparse_) {
         ctx.log->info("embedding rows: {}",
                       RemoteEmbeddings::Describe(embeddings_->counts(), logged_counts_));
         logged_counts_ = embeddings_->counts();
       }
     }
-    const bool last = step + 1 == total;
     if (checkpoint_ && checkpoint_->ServersDone()) PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());
     if (ctx.rank == 0 && CheckpointDue(config_, step + 1, last)) {
       PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());  // one in flight at a time
@@ -396,12 +434,17 @@ Status TrainJob::Run(WorkerContext& ctx) {
     }
     if (in_epoch + 1 == steps_per_epoch || last) {
       double seconds = Since(epoch_begin);
-      ctx.log->info("epoch: {} done: {:.0f} samples/s on this worker ({} workers)", epoch + 1,
-                    static_cast<double>(epoch_samples) / seconds, ctx.workers);
-      if (ctx.rank == 0 && !config_.data.test.empty())
-        PSTRAIN_RETURN_IF_ERROR(Evaluate(ctx, epoch + 1));
+      const double rate = static_cast<double>(epoch_samples) / seconds;
+      ctx.log->info("epoch: {} done: {:.0f} samples/s on this worker ({} workers)", epoch + 1, rate,
+                    ctx.workers);
+      const bool evaluates = ctx.rank == 0 && !config_.data.test.empty();
+      if (evaluates) PSTRAIN_RETURN_IF_ERROR(Evaluate(ctx, epoch + 1));
+      const bool click = config_.model.loss == LossType::kBceWithLogits;
+      report.EpochLine(step + 1, epoch + 1, rate,
+                       evaluates ? (click ? "auc" : "accuracy") : nullptr, stats_.test_metric);
     }
   }
+  report.Finish();
   PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());
   if (stopped_at >= 0) {
     // Every worker stopped here: what the job did so far is kept, unless the

@@ -24,6 +24,7 @@
 #include "roles/allreduced_weights.h"
 #include "roles/checkpointing.h"
 #include "roles/remote_embeddings.h"
+#include "roles/train_report.h"
 #include "roles/worker_job.h"
 #include "roles/worker_place.h"
 #include "src/common/checkpoint_file.h"
@@ -35,12 +36,15 @@
 namespace pstrain {
 
 struct TrainStats {
-  int64_t steps = 0;     // steps this worker ran
-  int64_t samples = 0;   // samples this worker trained on
-  double seconds = 0;    // wall time of the training loop
-  double compute_s = 0;  // forward + backward
-  double comm_s = 0;     // waiting on push/pull
-  double copy_s = 0;     // device: gpu: host <-> device copies (part of compute_s)
+  int64_t steps = 0;       // steps this worker ran
+  int64_t samples = 0;     // samples this worker trained on
+  double seconds = 0;      // wall time of the training loop
+  double compute_s = 0;    // forward + backward
+  double comm_s = 0;       // waiting on push/pull: push_s + pull_s + allreduce_s
+  double push_s = 0;       // sending the dense requests, embedding rows' scatter
+  double pull_s = 0;       // embedding rows' gather, the dense push+pull round trip
+  double allreduce_s = 0;  // averaging the ps: false weights among workers
+  double copy_s = 0;       // device: gpu: host <-> device copies (part of compute_s)
   double last_loss = 0;
   double test_metric = -1;   // accuracy or AUC after the last epoch (chief; -1: not run)
   double test_logloss = -1;  // click data only
@@ -75,6 +79,10 @@ class TrainJob : public WorkerJob {
   StatusOr<float> ComputeGradients(const Batch& batch);
   StatusOr<const Tensor*> Logits(const Batch& batch);
   int64_t MinClock(int64_t step) const;
+  // This worker's counters so far, for its metrics (roles/train_report.h).
+  TrainCounters Counters(const WorkerContext& ctx) const;
+  // The lr of train.optimizer at global step `step` (0-based).
+  double LrAt(int64_t step, int workers) const;
   // Completes the checkpoint in flight, if any (waits for its servers).
   Status FinishCheckpoint();
   // This worker's place once `step` steps are done (roles/worker_place.h).

@@ -25,6 +25,7 @@ struct WorkerContext {
   EventLoop* loop = nullptr;             // the worker's loop
   std::vector<Connection::Ptr> servers;  // by server rank; use on `loop` only
   Collective* collective = nullptr;      // when the job NeedsCollective()
+  std::string log_dir = ".";             // metrics files go here (PSTRAIN_LOG_DIR)
 };
 
 class WorkerJob {
