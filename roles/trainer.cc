@@ -376,6 +376,8 @@ Status TrainJob::Run(WorkerContext& ctx) {
       have_next = batcher.Next(&next);
     PSTRAIN_RETURN_IF_ERROR(Step(ctx, batch, step, have_next ? &next : nullptr));
     epoch_samples += batch.size();
+    // The scheduler's live view (roles/scheduler_view.h) shows where each worker is.
+    ctx.cluster->ReportProgress(step + 1, static_cast<double>(epoch_samples) / Since(epoch_begin));
     if ((in_epoch + 1) % config_.train.log_every == 0 || in_epoch == 0) {
       ctx.log->info("epoch: {} step: {}, loss is {:.6f}", epoch + 1, in_epoch + 1,
                     stats_.last_loss);
