@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "comm/wire_generated.h"
 
@@ -66,7 +67,9 @@ struct BodyEncoder {
     for (const NodeInfo& n : m.nodes) nodes.push_back(ToWire(b, n));
     return {w::Body_Topology, w::CreateTopology(b, b.CreateVector(nodes), m.generation).Union()};
   }
-  Out operator()(const Heartbeat&) { return {w::Body_Heartbeat, w::CreateHeartbeat(b).Union()}; }
+  Out operator()(const Heartbeat& m) {
+    return {w::Body_Heartbeat, w::CreateHeartbeat(b, m.step, m.samples_per_s).Union()};
+  }
   Out operator()(const BarrierRequest& m) {
     return {w::Body_BarrierRequest,
             w::CreateBarrierRequest(b, ToWire(m.group), m.value, b.CreateString(m.blob)).Union()};
@@ -257,8 +260,15 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       t.generation = h->body_as_Topology()->generation();
       return MessageBody(std::move(t));
     }
-    case w::Body_Heartbeat:
-      return MessageBody(Heartbeat{});
+    case w::Body_Heartbeat: {
+      const w::Heartbeat* hb = h->body_as_Heartbeat();
+      Heartbeat out{hb->step(), hb->samples_per_s()};
+      if (out.step < -1 || !std::isfinite(out.samples_per_s) || out.samples_per_s < 0)
+        return InvalidArgument(fmt::format(
+            "Heartbeat with step {} and samples/s {} (want >= -1 and a finite rate >= 0)", out.step,
+            out.samples_per_s));
+      return MessageBody(out);
+    }
     case w::Body_BarrierRequest: {
       auto g = h->body_as_BarrierRequest()->group();
       if (g < w::BarrierGroup_MIN || g > w::BarrierGroup_MAX)

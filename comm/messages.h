@@ -42,7 +42,10 @@ struct Topology {
   std::vector<NodeInfo> nodes;  // every server and worker, with ranks
   int64_t generation = 0;       // how many times the job rolled back
 };
-struct Heartbeat {};
+struct Heartbeat {
+  int64_t step = -1;         // a worker's steps done; -1: nothing to report
+  double samples_per_s = 0;  // its training rate, finite and >= 0
+};
 struct BarrierRequest {
   BarrierGroup group = BarrierGroup::kAll;
   int64_t value = 0;  // the reply carries the smallest value of the group

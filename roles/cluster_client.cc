@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 namespace pstrain {
 namespace {
@@ -207,6 +208,12 @@ void ClusterClient::SetVerdict(const Status& verdict) {
   if (!verdict.ok() && interrupt_) interrupt_(verdict);
 }
 
+void ClusterClient::ReportProgress(int64_t step, double samples_per_s) {
+  progress_step_.store(std::max<int64_t>(step, -1));
+  // The scheduler refuses a rate that is not a finite number >= 0.
+  progress_rate_.store(std::isfinite(samples_per_s) ? std::max(samples_per_s, 0.0) : 0.0);
+}
+
 // Heartbeats go out, and a scheduler silent past the timeout counts as lost.
 void ClusterClient::CheckSchedulerHeard() {
   const uint64_t now = loop_->NowMs();
@@ -222,7 +229,7 @@ void ClusterClient::CheckSchedulerHeard() {
     return;
   }
   if (!scheduler_) return;
-  scheduler_->Notify(Heartbeat{});
+  scheduler_->Notify(Heartbeat{progress_step_.load(), progress_rate_.load()});
   const uint64_t timeout = Millis(options_.cluster.heartbeat_timeout_s);
   if (now - last_heard_ms_ > timeout)
     scheduler_->Close(DeadlineExceeded(fmt::format("the scheduler has been silent for {:.1f} s",

@@ -75,6 +75,10 @@ class ClusterClient {
   // timeout), so that no worker runs past it.
   bool BeginStep(int64_t step);
 
+  // Workers: the steps done and the training rate, sent with the next
+  // heartbeats for the scheduler's live view. Any thread; never blocks.
+  void ReportProgress(int64_t step, double samples_per_s);
+
   int rank() const { return rank_; }  // valid after Join
   // The topology as last received; null before. Loop thread only.
   const Topology* topology() const { return topology_ ? &*topology_ : nullptr; }
@@ -104,6 +108,8 @@ class ClusterClient {
   int rank_ = -1;
   std::atomic<int64_t> generation_{0};
   std::atomic<bool> paused_{false};
+  std::atomic<int64_t> progress_step_{-1};  // ReportProgress, read by the loop
+  std::atomic<double> progress_rate_{0};
 
   // Loop-thread state.
   Connection::Ptr scheduler_;

@@ -37,6 +37,8 @@ StatusOr<uint16_t> Scheduler::Start() {
         auto port = listener_.Listen(options_.sched_host, options_.sched_port,
                                      [this](Connection::Ptr c) { OnAccept(std::move(c)); });
         if (!port.ok()) return port.status();
+        started_ms_ = loop_.NowMs();
+        PSTRAIN_RETURN_IF_ERROR(ServeHttp());
         signals_.Watch([this](const char* name) {
           log_->warn("{} received: stopping the job cleanly (send it again to exit at once)", name);
           BeginStop(fmt::format("{} to the scheduler", name));
@@ -116,7 +118,13 @@ void Scheduler::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
     return;
   }
   node->last_heard_ms = loop_.NowMs();
-  if (std::holds_alternative<Heartbeat>(in.message.body)) return;
+  if (auto* heartbeat = std::get_if<Heartbeat>(&in.message.body)) {
+    if (heartbeat->step >= 0 && node->info.role == Role::kWorker) {
+      node->step = heartbeat->step;
+      node->samples_per_s = heartbeat->samples_per_s;
+    }
+    return;
+  }
   if (auto* barrier = std::get_if<BarrierRequest>(&in.message.body)) {
     HandleBarrier(conn, id, *node, *barrier);
   } else if (std::holds_alternative<Done>(in.message.body)) {
@@ -445,6 +453,7 @@ void Scheduler::Finish(Status status) {
   if (finished_.IsSet()) return;
   log_->info("the job is over: {}", status.ok() ? "every worker finished" : status.message());
   listener_.Close();
+  http_.Close();
   finished_.Set(status);
 }
 

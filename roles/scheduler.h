@@ -49,6 +49,10 @@
 //      running nodes: RegisterRequest with rejoin, their rank and generation.
 //      Once every rank is back the Topology goes out again and the job goes
 //      on; a worker that had reported Done reports it again.
+//  12. With PSTRAIN_HTTP_PORT, the live view: GET /status (JSON) and GET
+//      /metrics (Prometheus text) on the scheduler's host, served on this
+//      loop from the state below (roles/scheduler_view.h). Workers' steps
+//      and rates come with their heartbeats.
 //  11. A node id is held by the process that registered it while that one
 //      is connected: a second registration with the id (a mistake, a
 //      stranger, or a restart whose old connection lingers) waits while the
@@ -66,9 +70,11 @@
 #include "comm/completion.h"
 #include "comm/connection.h"
 #include "comm/event_loop.h"
+#include "comm/http_server.h"
 #include "comm/listener.h"
 #include "comm/signal_watcher.h"
 #include "comm/timer.h"
+#include "roles/scheduler_view.h"
 #include "src/common/logging.h"
 #include "src/common/options.h"
 
@@ -98,6 +104,8 @@ class Scheduler {
     bool lost = false;        // its node is gone: any new node may take the rank
     bool done = false;        // worker reported Done
     bool shut_down = false;   // acknowledged Shutdown or gone
+    int64_t step = -1;        // 12. a worker's last reported step and rate
+    double samples_per_s = 0;
   };
   // 11. A registration naming a live node's id, waiting on a probe of it.
   struct HeldRegistration {
@@ -117,6 +125,10 @@ class Scheduler {
   };
 
   void OnAccept(Connection::Ptr conn);
+  // 12. The live view (roles/scheduler_http.cc).
+  Status ServeHttp();
+  HttpResponse OnHttp(const HttpRequest& request);
+  JobView View();
   void OnRequest(const Connection::Ptr& conn, Incoming&& in);
   void OnClose(const Connection::Ptr& conn, const Status& reason);
   void HandleRegister(const Connection::Ptr& conn, uint64_t id, const RegisterRequest& req);
@@ -160,6 +172,8 @@ class Scheduler {
   Timer shutdown_timer_{&loop_};
   Timer register_timer_{&loop_};  // registration deadline, then the pause's
   SignalWatcher signals_{&loop_};
+  HttpServer http_{&loop_, log_};
+  uint64_t started_ms_ = 0;
   Completion<Status> finished_;
 
   // Loop-thread state.

@@ -415,6 +415,8 @@ Status TrainJob::Run(WorkerContext& ctx) {
     report.AfterStep(step + 1, counters);
     if ((step + 1) % config_.train.log_every == 0 || last)
       report.WriteStep(step + 1, epoch + 1, stats_.last_loss, LrAt(step, ctx.workers), counters);
+    // The scheduler's live view (roles/scheduler_view.h) shows where each worker is.
+    ctx.cluster->ReportProgress(step + 1, static_cast<double>(epoch_samples) / Since(epoch_begin));
     if ((in_epoch + 1) % config_.train.log_every == 0 || in_epoch == 0) {
       ctx.log->info("epoch: {} step: {}, loss is {:.6f}{}", epoch + 1, in_epoch + 1,
                     stats_.last_loss, report.LogSuffix(step + 1, counters));

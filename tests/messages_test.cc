@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,9 @@ TEST_CASE("every message type round-trips") {
   CHECK(t2.nodes[2].role == Role::kWorker);
 
   RoundTrip({0, false, Heartbeat{}});
+  auto hb = std::get<Heartbeat>(RoundTrip({0, false, Heartbeat{42, 1234.5}}).body);
+  CHECK(hb.step == 42);
+  CHECK(hb.samples_per_s == 1234.5);
   CHECK(std::get<BarrierRequest>(
             RoundTrip({5, false, BarrierRequest{BarrierGroup::kWorkers, 0, ""}}).body)
             .group == BarrierGroup::kWorkers);
@@ -170,4 +174,16 @@ TEST_CASE("a topology cannot expand shared strings into gigabytes") {
 }
 
 }  // namespace
+}  // namespace pstrain
+
+namespace pstrain {
+TEST_CASE("a heartbeat with a negative or non-finite rate, or a step below -1, is refused") {
+  for (Heartbeat bad : {Heartbeat{-2, 0}, Heartbeat{1, -1.0}, Heartbeat{1, std::nan("")},
+                        Heartbeat{1, std::numeric_limits<double>::infinity()}}) {
+    std::vector<uint8_t> bytes = EncodeHeader({0, false, bad});
+    auto back = DecodeHeader(bytes.data(), bytes.size());
+    REQUIRE_FALSE(back.ok());
+    CHECK(back.status().message().find("Heartbeat") != std::string::npos);
+  }
+}
 }  // namespace pstrain
