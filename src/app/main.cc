@@ -22,6 +22,7 @@
 #include "roles/trainer.h"
 #include "roles/worker.h"
 #include "src/app/bench.h"
+#include "src/app/commands.h"
 #include "src/app/usage.h"
 #include "src/common/config.h"
 #include "src/common/logging.h"
@@ -167,6 +168,17 @@ int main(int argc, char** argv) {
     if (first == "local") return pstrain::RunLocal({args.begin() + 1, args.end()});
     if (first == "bench") return pstrain::RunBench({args.begin() + 1, args.end()});
     if (first == "gen") return pstrain::RunGen({args.begin() + 1, args.end()});
+    if (first == "plot") {  // TEMPORARY until the cli helper's main.cc: --out FILE, the rest files
+      pstrain::PlotOptions plot;
+      for (std::size_t i = 1; i < args.size(); ++i) {
+        if (args[i] == "--out" && i + 1 < args.size()) {
+          plot.out_path = args[++i];
+        } else {
+          plot.metrics_paths.push_back(args[i]);
+        }
+      }
+      return pstrain::RunPlot(plot);
+    }
   }
   return pstrain::RunRole(args);
 }
