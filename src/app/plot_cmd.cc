@@ -76,6 +76,22 @@ StatusOr<std::string> Text(const Json& obj, const char* key) {
   return it->get<std::string>();
 }
 
+// nlohmann's message says where and why ("number overflow", "unexpected
+// end of input"); its "[json.exception.parse_error.101] " prefix does not.
+Status Parse(const std::string& line, Json& out) {
+  try {
+    out = Json::parse(line);
+    return Status::OK();
+  } catch (const Json::exception& e) {
+    std::string why = e.what();
+    const auto bracket = why.find("] ");
+    if (why.rfind("[json.exception", 0) == 0 && bracket != std::string::npos) {
+      why.erase(0, bracket + 2);
+    }
+    return InvalidArgument("not valid JSON: " + why);
+  }
+}
+
 // Applies one parsed line to `content`; the caller adds file and line.
 Status ApplyLine(const Json& obj, FileContent& content) {
   if (!obj.is_object()) return InvalidArgument("not a JSON object");
@@ -84,7 +100,7 @@ Status ApplyLine(const Json& obj, FileContent& content) {
   StatusOr<std::string> role = Text(obj, "role");
   if (!role.ok()) return role.status();
   if (*role != "worker" && *role != "server") {
-    return InvalidArgument("\"role\" is \"" + *role + "\", not worker or server");
+    return InvalidArgument("\"role\" is neither worker nor server");
   }
   StatusOr<double> rank = Number(obj, "rank", false);
   if (!rank.ok()) return rank.status();
@@ -186,8 +202,9 @@ StatusOr<FileContent> ReadMetricsFile(const std::string& path) {
       break;
     }
     if (line.find_first_not_of(" \t\r") != std::string::npos) {
-      const Json obj = Json::parse(line, nullptr, /*allow_exceptions=*/false);
-      Status s = obj.is_discarded() ? InvalidArgument("not valid JSON") : ApplyLine(obj, content);
+      Json obj;
+      Status s = Parse(line, obj);
+      if (s.ok()) s = ApplyLine(obj, content);
       if (!s.ok()) status = LineError(path, line_no, s.message());
     }
     line.clear();
@@ -195,9 +212,9 @@ StatusOr<FileContent> ReadMetricsFile(const std::string& path) {
   std::fclose(f);
   if (!status.ok()) return status;
   if (eof && !line.empty()) {
-    const Json obj = Json::parse(line, nullptr, false);
+    Json obj;
     FileContent copy = content;
-    if (!obj.is_discarded() && ApplyLine(obj, copy).ok()) content = std::move(copy);
+    if (Parse(line, obj).ok() && ApplyLine(obj, copy).ok()) content = std::move(copy);
   }
   return content;
 }
