@@ -157,6 +157,20 @@ check "--out of an unknown kind: exit 2" [ $? -eq 2 ]
 "$BIN" plot "$DIR/good/metrics-server-0.jsonl" --out "$DIR/x.svg" > /dev/null 2> "$DIR/err"
 check "only server files: exit 2, nothing to draw" [ $? -eq 2 ]
 
+# PNG through rsvg-convert where it is installed; a clear refusal where not.
+"$BIN" plot "$DIR"/good/*.jsonl --out "$DIR/run.png" > "$DIR/err" 2>&1
+rc=$?
+if command -v rsvg-convert > /dev/null; then
+  check "--out x.png with rsvg-convert: exit 0 (got $rc)" [ $rc -eq 0 ]
+  check "and the file is a PNG" [ "$(head -c 4 "$DIR/run.png" | tail -c 3)" = "PNG" ]
+else
+  echo "rsvg-convert missing: PNG output not rendered"
+fi
+env PATH=/nonexistent "$BIN" plot "$DIR"/good/*.jsonl --out "$DIR/none.png" > /dev/null 2> "$DIR/err"
+check "--out x.png without rsvg-convert: exit 1" [ $? -eq 1 ]
+check "and one line naming the package" grep -q librsvg2-bin "$DIR/err"
+check "and no file, no temp file" [ "$(ls "$DIR" | grep -c 'none\|tmp')" -eq 0 ]
+
 # A running node may be half-way through its last line: drawn without it.
 cp "$DIR/good/metrics-worker-0.jsonl" "$DIR/live.jsonl"
 printf '%s' '{"event":"step","time":1' >> "$DIR/live.jsonl"

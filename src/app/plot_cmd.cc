@@ -1,7 +1,8 @@
 // pstrain plot: reads the metrics files the nodes append (DESIGN.md section 6)
-// and draws one SVG. The files are untrusted: every line is parsed and checked
-// before it is used, and what one file may cost is capped. Drawing is
-// svg_chart's job; this file reads, validates and picks the panels.
+// and draws one SVG (or a PNG of it, png_convert.h). The files are untrusted:
+// every line is parsed and checked before it is used, and what one file may
+// cost is capped. Drawing is svg_chart's job; this file reads, validates and
+// picks the panels.
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "src/app/commands.h"
+#include "src/app/png_convert.h"
 #include "src/app/svg_chart.h"
 #include "src/common/status.h"
 
@@ -301,7 +303,10 @@ int RunPlot(const PlotOptions& options) {
   if (options.metrics_paths.size() > kMaxFiles) {
     return fail("more than " + std::to_string(kMaxFiles) + " metrics files", 2);
   }
-  if (!EndsWith(options.out_path, ".svg")) return fail("--out must name a .svg file", 2);
+  const bool png = EndsWith(options.out_path, ".png");
+  if (!png && !EndsWith(options.out_path, ".svg")) {
+    return fail("--out must name a .svg or .png file", 2);
+  }
   try {
     std::map<int, WorkerRun> workers;  // by rank, so curves come in rank order
     for (const std::string& path : options.metrics_paths) {
@@ -322,8 +327,18 @@ int RunPlot(const PlotOptions& options) {
     if (panels.empty()) return fail("no worker step lines in the files given", 2);
     const std::string title =
         "pstrain: " + std::to_string(runs.size()) + (runs.size() == 1 ? " worker" : " workers");
-    Status written = WriteAtomically(options.out_path, RenderSvgChart(title, panels, 2));
-    if (!written.ok()) return fail(written.message(), 1);
+    const std::string svg = RenderSvgChart(title, panels, 2);
+    if (!png) {
+      Status written = WriteAtomically(options.out_path, svg);
+      if (!written.ok()) return fail(written.message(), 1);
+      return 0;
+    }
+    // PNG: the SVG goes to a temp file beside the output for rsvg-convert.
+    const std::string svg_tmp = options.out_path + ".tmp." + std::to_string(::getpid()) + ".svg";
+    Status converted = WriteAtomically(svg_tmp, svg);
+    if (converted.ok()) converted = ConvertSvgToPng(svg_tmp, options.out_path);
+    std::remove(svg_tmp.c_str());
+    if (!converted.ok()) return fail(converted.message(), 1);
   } catch (const std::exception& e) {  // out of memory, in practice
     return fail(e.what(), 1);
   }
