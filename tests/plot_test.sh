@@ -1,9 +1,10 @@
 #!/bin/sh
 # pstrain plot as a user meets it: metrics files of 2 workers and a server
 # (worker 1 restarted, so its file holds two runs) become one well-formed SVG
-# with a curve per worker in every panel, only the last run drawn; long runs
-# are downsampled; bad input exits 2 with one line naming file and line and
-# leaves an existing plot alone. Checked with python3's xml.etree.
+# with a curve per worker in every panel (and the server's updates in one),
+# only the last run drawn; long runs are downsampled; bad input exits 2 with
+# one line naming file and line and leaves an existing plot alone. Checked
+# with python3's xml.etree.
 # Usage: sh tests/plot_test.sh PSTRAIN_BIN
 set -u
 BIN="$1"
@@ -103,6 +104,9 @@ for p in loss-step loss-time metric-step throughput-step throughput-time; do
   set -- "$@" "panel=$p" "series=$p/$p-worker-0" "series=$p/$p-worker-1"
 done
 check "every panel has a curve per worker" svg "$DIR/run.svg" "$@" "text=worker 0" "text=worker 1"
+check "the server's updates have a panel" svg "$DIR/run.svg" \
+  "series=server-updates-time/server-updates-time-server-0" points=server-updates-time-server-0:5 \
+  "text=2 workers, 1 server"
 check "only the last run of a restarted worker is drawn" \
   svg "$DIR/run.svg" points=loss-step-worker-0:100 points=loss-step-worker-1:60 \
   points=metric-step-worker-1:2

@@ -49,11 +49,13 @@ struct WorkerRun {
   std::string metric_name;
 };
 
-// What one file held: a worker's last run, a server (not drawn), or nothing.
+// What one file held: a worker's last run, or a server's updates (its
+// running total) against wall time in its last run, or nothing.
 struct FileContent {
   std::string role;
   int rank = -1;
   WorkerRun run;
+  std::vector<ChartPoint> server_updates;
 };
 
 Status LineError(const std::string& path, std::size_t line, const std::string& what) {
@@ -94,6 +96,17 @@ Status Parse(const std::string& line, Json& out) {
   }
 }
 
+Status ApplyServerLine(const Json& obj, FileContent& content) {
+  StatusOr<double> elapsed = Number(obj, "elapsed_s", false);
+  if (!elapsed.ok()) return elapsed.status();
+  StatusOr<double> updates = Number(obj, "updates", false);
+  if (!updates.ok()) return updates.status();
+  std::vector<ChartPoint>& points = content.server_updates;
+  if (!points.empty() && *elapsed < points.back().x) points.clear();  // restarted
+  points.push_back({*elapsed, *updates});
+  return Status::OK();
+}
+
 // Applies one parsed line to `content`; the caller adds file and line.
 Status ApplyLine(const Json& obj, FileContent& content) {
   if (!obj.is_object()) return InvalidArgument("not a JSON object");
@@ -116,9 +129,8 @@ Status ApplyLine(const Json& obj, FileContent& content) {
   }
   content.role = *role;
   content.rank = int(*rank);
-  if (*role == "server" || (*event != "step" && *event != "epoch")) {
-    return Status::OK();  // servers and events added later are not drawn
-  }
+  if (*role == "server") return *event == "server" ? ApplyServerLine(obj, content) : Status::OK();
+  if (*event != "step" && *event != "epoch") return Status::OK();  // added later: not drawn
   StatusOr<double> step = Number(obj, "step", false);
   if (!step.ok()) return step.status();
   StatusOr<double> elapsed = Number(obj, "elapsed_s", false);
@@ -230,13 +242,15 @@ std::vector<ChartPoint> Points(const WorkerRun& run, bool by_time, bool loss) {
   return Downsample(points, kMaxPointsPerCurve);
 }
 
-std::vector<ChartPanel> BuildPanels(const std::vector<WorkerRun>& workers) {
+std::vector<ChartPanel> BuildPanels(const std::vector<WorkerRun>& workers,
+                                    const std::map<int, std::vector<ChartPoint>>& servers) {
   std::vector<ChartPanel> panels = {
       {"loss-step", "Loss by step", "step", "loss", {}},
       {"loss-time", "Loss by wall time", "elapsed (s)", "loss", {}},
       {"metric-step", "Test metric by step", "step", "test metric", {}},
       {"throughput-step", "Samples/s by step", "step", "samples/s", {}},
       {"throughput-time", "Samples/s by wall time", "elapsed (s)", "samples/s", {}},
+      {"server-updates-time", "Server updates by wall time", "elapsed (s)", "updates received", {}},
   };
   std::string metric_name;
   for (std::size_t i = 0; i < workers.size(); ++i) {
@@ -257,6 +271,14 @@ std::vector<ChartPanel> BuildPanels(const std::vector<WorkerRun>& workers) {
     if (metric_name.empty()) metric_name = w.metric_name;
     add(panels[3], Points(w, false, false));
     add(panels[4], Points(w, true, false));
+  }
+  // Servers after the workers in the palette, so no colour means two nodes.
+  int color = static_cast<int>(workers.size());
+  for (const auto& [rank, points] : servers) {
+    if (points.empty()) continue;
+    ChartPanel& p = panels[5];
+    p.series.push_back({p.id + "-server-" + std::to_string(rank), "server " + std::to_string(rank),
+                        color++, Downsample(points, kMaxPointsPerCurve)});
   }
   if (!metric_name.empty()) {
     panels[2].title = "Test " + metric_name + " by step";
@@ -309,9 +331,17 @@ int RunPlot(const PlotOptions& options) {
   }
   try {
     std::map<int, WorkerRun> workers;  // by rank, so curves come in rank order
+    std::map<int, std::vector<ChartPoint>> servers;
     for (const std::string& path : options.metrics_paths) {
       StatusOr<FileContent> content = ReadMetricsFile(path);
       if (!content.ok()) return fail(content.status().message(), 2);
+      if (content->role == "server") {
+        if (!servers.emplace(content->rank, std::move(content->server_updates)).second) {
+          return fail(
+              path + ": another file holds server " + std::to_string(content->rank) + " too", 2);
+        }
+        continue;
+      }
       if (content->role != "worker") continue;
       WorkerRun& run = content->run;
       run.rank = content->rank;
@@ -323,10 +353,15 @@ int RunPlot(const PlotOptions& options) {
     }
     std::vector<WorkerRun> runs;
     for (auto& [rank, run] : workers) runs.push_back(std::move(run));
-    const std::vector<ChartPanel> panels = BuildPanels(runs);
-    if (panels.empty()) return fail("no worker step lines in the files given", 2);
-    const std::string title =
-        "pstrain: " + std::to_string(runs.size()) + (runs.size() == 1 ? " worker" : " workers");
+    if (std::all_of(runs.begin(), runs.end(), [](const WorkerRun& r) { return r.steps.empty(); })) {
+      return fail("no worker step lines in the files given", 2);
+    }
+    const std::vector<ChartPanel> panels = BuildPanels(runs, servers);
+    const auto count = [](std::size_t n, const char* what) {
+      return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+    };
+    std::string title = "pstrain: " + count(runs.size(), "worker");
+    if (!servers.empty()) title += ", " + count(servers.size(), "server");
     const std::string svg = RenderSvgChart(title, panels, 2);
     if (!png) {
       Status written = WriteAtomically(options.out_path, svg);
