@@ -22,6 +22,7 @@
 #include "roles/trainer.h"
 #include "roles/worker.h"
 #include "src/app/bench.h"
+#include "src/app/commands.h"
 #include "src/app/usage.h"
 #include "src/common/config.h"
 #include "src/common/logging.h"
@@ -167,6 +168,20 @@ int main(int argc, char** argv) {
     if (first == "local") return pstrain::RunLocal({args.begin() + 1, args.end()});
     if (first == "bench") return pstrain::RunBench({args.begin() + 1, args.end()});
     if (first == "gen") return pstrain::RunGen({args.begin() + 1, args.end()});
+    // Temporary (issue 14, export helper): replaced by the cli helper's parser.
+    if (first == "export" || first == "eval") {
+      std::string config, checkpoint, out;
+      for (size_t i = 1; i + 1 < args.size(); i += 2) {
+        if (args[i] == "--config")
+          config = args[i + 1];
+        else if (args[i] == "--checkpoint")
+          checkpoint = args[i + 1];
+        else if (args[i] == "--out")
+          out = args[i + 1];
+      }
+      if (first == "export") return pstrain::RunExport({checkpoint, out});
+      return pstrain::RunEval({config, checkpoint});
+    }
   }
   return pstrain::RunRole(args);
 }
