@@ -96,6 +96,12 @@ StatusOr<std::unique_ptr<CheckpointWeights>> CheckpointWeights::Open(const std::
     if (!skipped.empty()) return ref.status().WithContext(skipped.front());
     return ref.status();
   }
+  // A newer step that is damaged (not merely still being written, without
+  // its MANIFEST) is an error: exporting an older step instead would go
+  // unnoticed.
+  for (const std::string& why : skipped)
+    if (why.find("missing, the checkpoint is incomplete") == std::string::npos)
+      return InvalidArgument(why);
   w->ref_ = *ref;
   const auto& files = w->ref_.files;
   if (std::find(files.begin(), files.end(), kModelLayoutFileName) == files.end())

@@ -33,8 +33,9 @@ struct TableRows {
 class CheckpointWeights {
  public:
   // The newest complete checkpoint under `dir` (train.checkpoint.dir). A
-  // checkpoint without a model layout (written before it was recorded) is
-  // an error saying so.
+  // newer step that is damaged (not merely partial), and a checkpoint
+  // without a model layout (written before it was recorded), are errors
+  // saying so.
   static StatusOr<std::unique_ptr<CheckpointWeights>> Open(const std::string& dir);
 
   const CheckpointRef& ref() const { return ref_; }
