@@ -33,7 +33,13 @@ Status LoadDense(const CheckpointWeights& w, Model& model, const std::string& so
     const LayoutTensor* found = nullptr;
     for (const LayoutTensor& t : w.layout().tensors)
       if (t.name == p->name) found = &t;
-    if (found == nullptr) continue;  // a server-held table
+    if (found == nullptr) {
+      bool table = false;
+      for (const LayoutTable& t : w.layout().tables) table = table || t.name == p->name;
+      if (table) continue;  // its rows come batch by batch (GatherRows)
+      return FailedPrecondition(fmt::format("{}: '{}' is not in {} (was the model changed?)",
+                                            source, p->name, w.ref().step_dir));
+    }
     if (found->shape != p->value.shape)
       return FailedPrecondition(
           fmt::format("{}: '{}' has another shape in {} (was the model changed?)", source, p->name,

@@ -4,7 +4,8 @@
 #      a tiny IDX set:
 #      eval prints exactly the accuracy the training log ended with; the
 #      export has every weight with its shape, and numpy alone, running the
-#      exported MLP, scores that accuracy too;
+#      exported MLP, scores that accuracy too; eval with another model
+#      fails in one line;
 #   2. Wide&Deep on `pstrain gen criteo` data (tables on 2 servers): eval
 #      prints the AUC line training ended with; the export has both tables
 #      (ids, rows) and the dense weights with their shapes;
@@ -79,6 +80,13 @@ accuracy=$(sed 's/.*test accuracy: \([0-9.]*\).*/\1/' "$WORK/mlp.eval")
 "$PY" "$TOOLS/export_check.py" "$WORK/mlp.npz" fc1.weight=f4:32,64 fc1.bias=f4:32 \
   fc2.weight=f4:3,32 fc2.bias=f4:3 \
   --mlp "$WORK/idx/test-images" "$WORK/idx/test-labels" "$accuracy" || fail "mlp export"
+
+# A config whose model differs from the checkpoint's: one line naming the weight.
+sed 's/out: 32}/out: 16}/' "$WORK/mlp.yaml" > "$WORK/mlp16.yaml"
+"$BIN" eval --config "$WORK/mlp16.yaml" --checkpoint "$WORK/mlp-ckpt" > /dev/null 2> "$WORK/changed.err" &&
+  fail "eval of another model succeeded"
+grep -q "'fc1.weight' has another shape" "$WORK/changed.err" || fail "eval: $(cat "$WORK/changed.err")"
+echo "eval with another model: $(cat "$WORK/changed.err")"
 
 # 2. Wide&Deep with server-held tables.
 "$BIN" gen criteo --rows 4000 --shards 2 --test-rows 1000 --out "$WORK/criteo" \
