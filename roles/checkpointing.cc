@@ -7,6 +7,7 @@
 #include <chrono>
 #include <optional>
 
+#include "roles/model_layout.h"
 #include "src/common/checkpoint_file.h"
 
 namespace pstrain {
@@ -48,6 +49,15 @@ StatusOr<std::unique_ptr<CheckpointInFlight>> BeginCheckpoint(WorkerContext& ctx
   };
   if (allreduced != nullptr && !allreduced->empty()) {
     auto file = allreduced->Save(step_dir, step);
+    if (!file.ok()) return fail(file.status());
+    c->local_files_.push_back(*file);
+  }
+  // The weights' names and shapes, so that the checkpoint can be read
+  // without this job (pstrain export / eval): partitions carry no shapes.
+  if (ctx.config->has_model) {
+    auto layout = LayoutOf(*ctx.config);
+    if (!layout.ok()) return fail(layout.status());
+    auto file = WriteModelLayout(step_dir, *layout);
     if (!file.ok()) return fail(file.status());
     c->local_files_.push_back(*file);
   }
