@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <optional>
 
 #include "roles/checkpointing.h"
@@ -20,6 +21,13 @@ using Clock = std::chrono::steady_clock;
 
 // Test samples per evaluation batch.
 constexpr int kEvalBatch = 1024;
+
+// `path` made absolute for the log (as written if that fails).
+std::string AbsolutePath(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, error);
+  return error ? path : absolute.lexically_normal().string();
+}
 
 double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -320,6 +328,9 @@ Status TrainJob::Run(WorkerContext& ctx) {
     return FailedPrecondition(
         fmt::format("{} training samples on worker {} make no batch of {} (times {} workers)",
                     data->size(), ctx.rank, batch_size, ctx.workers));
+  if (ctx.rank == 0 && config_.train.checkpoint && ctx.cluster->generation() == 0)
+    ctx.log->info("checkpoints: {} (resolved from the config's directory when relative)",
+                  AbsolutePath(config_.train.checkpoint->dir));
   auto resume = ResumeCheckpoint(config_, ctx.log, ctx.cluster->generation() > 0);
   if (!resume.ok()) return resume.status();
   const int64_t start_step = resume->step;
