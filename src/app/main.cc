@@ -22,6 +22,7 @@
 #include "roles/trainer.h"
 #include "roles/worker.h"
 #include "src/app/bench.h"
+#include "src/app/commands.h"
 #include "src/app/usage.h"
 #include "src/common/config.h"
 #include "src/common/logging.h"
@@ -167,6 +168,9 @@ int main(int argc, char** argv) {
     if (first == "local") return pstrain::RunLocal({args.begin() + 1, args.end()});
     if (first == "bench") return pstrain::RunBench({args.begin() + 1, args.end()});
     if (first == "gen") return pstrain::RunGen({args.begin() + 1, args.end()});
+    // Temporary, until the cli helper's main.cc is merged.
+    if (first == "check" && args.size() == 3 && args[1] == "--config")
+      return pstrain::RunCheck(pstrain::CheckOptions{args[2]});
   }
   return pstrain::RunRole(args);
 }
