@@ -119,17 +119,21 @@ StatusOr<int64_t> ResumeStep(const Config& config, const Logger& log) {
 }
 
 StatusOr<WorkerPlace> ResumePlace(const CheckpointRef& resume, const WorkerPlace& now,
-                                  const Logger& log) {
-  const std::string name = WorkerPlaceFileName(now.rank);
-  if (std::find(resume.files.begin(), resume.files.end(), name) == resume.files.end()) {
+                                  const Logger& log, int64_t samples) {
+  auto listed = [&](const std::string& name) {
+    return std::find(resume.files.begin(), resume.files.end(), name) != resume.files.end();
+  };
+  std::string name = WorkerPlaceFileName(now.rank);
+  if (!listed(name)) name = WorkerPlaceFileName(0);
+  if (!listed(name)) {
     log->warn("{} lists no {}: worker {} takes its place from the step alone", resume.step_dir,
-              name, now.rank);
+              WorkerPlaceFileName(now.rank), now.rank);
     return now;
   }
   const std::string path = resume.step_dir + "/" + name;
   auto saved = ReadWorkerPlace(path);
   if (!saved.ok()) return saved.status();
-  PSTRAIN_RETURN_IF_ERROR(CheckSameRun(*saved, now, path));
+  PSTRAIN_RETURN_IF_ERROR(CheckSameRun(*saved, now, path, samples));
   return saved;
 }
 

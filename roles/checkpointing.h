@@ -80,9 +80,11 @@ StatusOr<int64_t> ResumeStep(const Config& config, const Logger& log);
 
 // Where this worker continues from `resume` (step > 0): its place as saved,
 // once checked against `now` (this run's place at that step, from the
-// config and the data). A checkpoint that lists no place for this worker
-// (written before places were saved) gives `now`, with a warning.
+// config and the data). A worker the checkpoint had not (a run resumed with
+// more workers) takes the chief's place: every worker's is the same but for
+// the rank. A checkpoint that lists no place at all (written before places
+// were saved) gives `now`, with a warning. `samples`: see CheckSameRun.
 StatusOr<WorkerPlace> ResumePlace(const CheckpointRef& resume, const WorkerPlace& now,
-                                  const Logger& log);
+                                  const Logger& log, int64_t samples = -1);
 
 }  // namespace pstrain

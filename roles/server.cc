@@ -323,6 +323,17 @@ Status Server::RestoreNewestCheckpoint() {
   auto contents = ReadShardFile(path, Meta());
   if (!contents.ok()) return contents.status().WithContext("resume");
   const size_t tables = contents->tables.size();
+  const int workers = node_.options().cluster.worker_num;
+  if (contents->workers != workers && config_.train.mode == UpdateMode::kAsync) {
+    // An async partition counts pushes (step = pushes / workers): rebased
+    // so that the step it stands at is the same with the new worker count.
+    for (PartitionSnapshot& p : contents->partitions) {
+      p.applied = p.applied / std::max(contents->workers, 1) * workers;
+      p.clock = p.applied;
+    }
+  }
+  if (contents->workers != workers)
+    node_.log()->info("resuming a checkpoint of {} workers with {}", contents->workers, workers);
   PSTRAIN_RETURN_IF_ERROR(tables_->Restore(std::move(contents->tables)).WithContext(path));
   std::vector<PartitionSnapshot>* partitions = &contents->partitions;
   // Route each partition as a request for it would be routed (on the loop,

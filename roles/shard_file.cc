@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -92,16 +93,24 @@ StatusOr<ShardContents> ReadShardFile(const std::string& path, const ShardMeta& 
   if (sections->empty() || (*sections)[0].name != "meta")
     return InvalidArgument(fmt::format("{}: no meta section", path));
   std::string meta((*sections)[0].bytes.begin(), (*sections)[0].bytes.end());
-  if (meta != MetaText(expected)) {
-    std::string said = meta.substr(0, 200);
-    std::replace(said.begin(), said.end(), '\n', ' ');
-    while (!said.empty() && said.back() == ' ') said.pop_back();
+  // The worker count may differ: a resumed job re-shards its data
+  // (roles/worker_place.h); the servers' count and this one's rank may not,
+  // as each partition lives on one server. Both shapes are printed in full.
+  ShardMeta said;
+  if (std::sscanf(meta.c_str(), "server %d\nservers %d\nworkers %d\n", &said.server, &said.servers,
+                  &said.workers) != 3 ||
+      meta != MetaText(said) || said.server != expected.server ||
+      said.servers != expected.servers) {
+    std::string text = meta.substr(0, 200);
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    while (!text.empty() && text.back() == ' ') text.pop_back();
     return FailedPrecondition(fmt::format(
-        "{} was written by a job of another shape (it says '{}'; this is server {} of {} with {} "
-        "workers)",
-        path, said, expected.server, expected.servers, expected.workers));
+        "{} was written by a job of another shape: the checkpoint's is '{}', this job's is "
+        "'server {} servers {} workers {}' (the server count must stay the same to resume)",
+        path, text, expected.server, expected.servers, expected.workers));
   }
   ShardContents out;
+  out.workers = said.workers;
   std::map<std::pair<std::string, uint32_t>, PartitionSnapshot> by_key;
   for (size_t i = 1; i < sections->size(); ++i) {
     const Section& s = (*sections)[i];

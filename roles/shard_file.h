@@ -33,6 +33,7 @@ struct TableSnapshot {
 };
 
 struct ShardContents {
+  int workers = 0;  // the worker count of the job that wrote it
   std::vector<PartitionSnapshot> partitions;
   std::vector<TableSnapshot> tables;
 };

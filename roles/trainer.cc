@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <optional>
 
 #include "optim/optimizer_kernel.h"
@@ -21,6 +22,13 @@ using Clock = std::chrono::steady_clock;
 
 // Test samples per evaluation batch.
 constexpr int kEvalBatch = 1024;
+
+// `path` made absolute for the log (as written if that fails).
+std::string AbsolutePath(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, error);
+  return error ? path : absolute.lexically_normal().string();
+}
 
 double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -73,8 +81,7 @@ std::vector<std::vector<float>> TrainJob::Weights() const {
   return out;
 }
 
-WorkerPlace TrainJob::PlaceAt(const WorkerContext& ctx, int64_t step,
-                              int64_t steps_per_epoch) const {
+WorkerPlace TrainJob::PlaceAt(const WorkerContext& ctx, int64_t step, const EpochPlan& plan) const {
   WorkerPlace p;
   p.step = step;
   p.rank = ctx.rank;
@@ -82,9 +89,11 @@ WorkerPlace TrainJob::PlaceAt(const WorkerContext& ctx, int64_t step,
   p.batch_size = config_.train.batch_size;
   p.seed = config_.train.seed;
   p.shuffle = config_.data.shuffle;
-  p.steps_per_epoch = steps_per_epoch;
-  p.epoch = step / steps_per_epoch;
-  p.position = step % steps_per_epoch;
+  p.steps_per_epoch = plan.steps_per_epoch;
+  p.epoch = plan.Epoch(step);
+  p.position = plan.InEpoch(step);
+  p.epoch_start = step - p.position;
+  p.skip_samples = plan.SkipAt(step);
   p.training_forwards = training_forwards_;
   std::vector<std::string> names;
   for (const Param* param : model_->params()) names.push_back(param->name);
@@ -352,25 +361,47 @@ Status TrainJob::Run(WorkerContext& ctx) {
     return FailedPrecondition(
         fmt::format("{} training samples on worker {} make no batch of {} (times {} workers)",
                     data->size(), ctx.rank, batch_size, ctx.workers));
-  const int64_t total =
-      config_.train.steps > 0 ? config_.train.steps : config_.train.epochs * steps_per_epoch;
+  if (ctx.rank == 0 && config_.train.checkpoint && ctx.cluster->generation() == 0)
+    ctx.log->info("checkpoints: {} (resolved from the config's directory when relative)",
+                  AbsolutePath(config_.train.checkpoint->dir));
   auto resume = ResumeCheckpoint(config_, ctx.log, ctx.cluster->generation() > 0);
   if (!resume.ok()) return resume.status();
   const int64_t start_step = resume->step;
   // Where this worker's data and random draws continue: its place as the
-  // checkpoint saved it, once checked against this run's config and data.
-  WorkerPlace start = PlaceAt(ctx, start_step, steps_per_epoch);
+  // checkpoint saved it, once checked against this run's config and data,
+  // and the epochs from there (re-sharded when the worker count changed).
+  EpochPlan plan;
+  plan.first_left = plan.steps_per_epoch = steps_per_epoch;
+  WorkerPlace start = PlaceAt(ctx, start_step, plan);
   if (start_step > 0) {
-    auto place = ResumePlace(*resume, start, ctx.log);
+    const int64_t samples = data->sharded_by_file ? -1 : data->size();
+    auto place = ResumePlace(*resume, start, ctx.log, samples);
     if (!place.ok()) return place.status();
+    plan = PlanEpochs(*place, start, data->size(), data->sharded_by_file);
+    if (place->workers != ctx.workers)
+      ctx.log->info("worker {}: {}", ctx.rank, DescribeReshard(*place, start, plan));
     start = *place;
   }
+  const int64_t total =
+      config_.train.steps > 0 ? config_.train.steps : plan.TotalSteps(config_.train.epochs);
   training_forwards_ = start.training_forwards;
   model_->SetTrainingForwards(training_forwards_);
   PSTRAIN_RETURN_IF_ERROR(InitWeights(ctx, *resume));
   if (config_.model.device == Device::kGpu) {
     PSTRAIN_RETURN_IF_ERROR(StartGpu(ctx));
     gpu_->SetTrainingForwards(training_forwards_);
+  }
+  if (start_step > 0 && start_step >= total) {
+    // Resuming a finished job: nothing to train, but the user came for the
+    // model, so the chief shows its test metric (as `pstrain eval` would).
+    ctx.log->info(
+        "worker {}: the checkpoint {} is at step {}, the job's last ({} steps): nothing left to "
+        "train{}",
+        ctx.rank, resume->step_dir, start_step, total,
+        ctx.rank == 0 && !config_.data.test.empty() ? "; evaluating it on the test set" : "");
+    if (ctx.rank == 0 && !config_.data.test.empty())
+      PSTRAIN_RETURN_IF_ERROR(Evaluate(ctx, static_cast<int>(plan.Epoch(start_step - 1) + 1)));
+    return Status::OK();
   }
   ctx.log->info("worker {} trains {} steps ({} per epoch, batch {}) on {} samples", ctx.rank,
                 total - start_step, steps_per_epoch, batch_size, data->size());
@@ -387,11 +418,12 @@ Status TrainJob::Run(WorkerContext& ctx) {
       stopped_at = step;
       break;
     }
-    const int epoch = static_cast<int>(step / steps_per_epoch);
-    const int64_t in_epoch = step % steps_per_epoch;
+    const int epoch = static_cast<int>(plan.Epoch(step));
+    const int64_t in_epoch = plan.InEpoch(step);
+    const int64_t epoch_steps = plan.EpochSteps(epoch);
     if (in_epoch == 0 || step == start_step) {
       if (step == start_step) {
-        batcher.StartEpoch(static_cast<int>(start.epoch), start.position);
+        batcher.StartEpoch(epoch, plan.first_done, plan.skip_samples);
       } else {
         batcher.StartEpoch(epoch);
       }
@@ -406,7 +438,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
       return Internal(fmt::format("worker {} ran out of batches at step {}", ctx.rank, step + 1));
     }
     // The next batch's embedding rows are pulled while this one computes.
-    if (look_ahead && in_epoch + 1 < steps_per_epoch && step + 1 < total)
+    if (look_ahead && in_epoch + 1 < epoch_steps && step + 1 < total)
       have_next = batcher.Next(&next);
     PSTRAIN_RETURN_IF_ERROR(Step(ctx, batch, step, have_next ? &next : nullptr));
     epoch_samples += batch.size();
@@ -429,12 +461,12 @@ Status TrainJob::Run(WorkerContext& ctx) {
     if (checkpoint_ && checkpoint_->ServersDone()) PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());
     if (ctx.rank == 0 && CheckpointDue(config_, step + 1, last)) {
       PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());  // one in flight at a time
-      const WorkerPlace place = PlaceAt(ctx, step + 1, steps_per_epoch);
+      const WorkerPlace place = PlaceAt(ctx, step + 1, plan);
       auto begun = BeginCheckpoint(ctx, step + 1, &place, allreduced_.get());
       if (!begun.ok()) return begun.status();
       checkpoint_ = std::move(*begun);
     }
-    if (in_epoch + 1 == steps_per_epoch || last) {
+    if (in_epoch + 1 == epoch_steps || last) {
       double seconds = Since(epoch_begin);
       const double rate = static_cast<double>(epoch_samples) / seconds;
       ctx.log->info("epoch: {} done: {:.0f} samples/s on this worker ({} workers)", epoch + 1, rate,
@@ -453,7 +485,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
     // last periodic checkpoint already holds it.
     if (ctx.rank == 0 && config_.train.checkpoint && stopped_at > start_step &&
         !CheckpointDue(config_, stopped_at, false)) {
-      const WorkerPlace place = PlaceAt(ctx, stopped_at, steps_per_epoch);
+      const WorkerPlace place = PlaceAt(ctx, stopped_at, plan);
       PSTRAIN_RETURN_IF_ERROR(SaveCheckpoint(ctx, stopped_at, &place, allreduced_.get()));
     }
     ctx.log->info("worker {} stopped on request after step {} of {}", ctx.rank, stopped_at, total);

@@ -85,8 +85,9 @@ class TrainJob : public WorkerJob {
   double LrAt(int64_t step, int workers) const;
   // Completes the checkpoint in flight, if any (waits for its servers).
   Status FinishCheckpoint();
-  // This worker's place once `step` steps are done (roles/worker_place.h).
-  WorkerPlace PlaceAt(const WorkerContext& ctx, int64_t step, int64_t steps_per_epoch) const;
+  // This worker's place once `step` steps are done (roles/worker_place.h),
+  // its epochs as `plan` lays them out.
+  WorkerPlace PlaceAt(const WorkerContext& ctx, int64_t step, const EpochPlan& plan) const;
 
   Config config_;
   // config_.model as the model was built: server-held tables hold one

@@ -326,6 +326,19 @@ TEST_CASE("LoadConfig takes relative data paths from the config's directory") {
   CHECK(Parse(yaml).data.train == std::vector<std::string>{"day_0.txt", "/abs/day_1.txt"});
 }
 
+TEST_CASE("LoadConfig takes a relative checkpoint.dir from the config's directory") {
+  TempFile relative("train:\n  checkpoint: {dir: ckpt/run1}\n");
+  auto c = LoadConfig(relative.path());
+  REQUIRE_MESSAGE(c.ok(), c.status().message());
+  const std::filesystem::path dir = std::filesystem::path(relative.path()).parent_path();
+  CHECK(c->train.checkpoint->dir == (dir / "ckpt/run1").string());
+  TempFile absolute("train:\n  checkpoint: {dir: /shared/ckpt}\n");
+  auto a = LoadConfig(absolute.path());
+  REQUIRE_MESSAGE(a.ok(), a.status().message());
+  CHECK(a->train.checkpoint->dir == "/shared/ckpt");
+  CHECK(Parse("train:\n  checkpoint: {dir: ckpt}\n").train.checkpoint->dir == "ckpt");
+}
+
 TEST_CASE("configs/ps_example.yaml is valid") {
   std::string here = __FILE__;
   std::string repo = here.substr(0, here.size() - std::string("tests/config_test.cc").size());

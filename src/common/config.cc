@@ -373,6 +373,12 @@ StatusOr<Config> Parse(const std::string& yaml_text, const std::string& source_n
   // from the parser.
   try {
     PSTRAIN_RETURN_IF_ERROR(ReadConfig(LoadDocuments(yaml_text), yaml_text, base_dir, &config));
+    // Checkpoints, like data, are where the config says from its own
+    // directory, whichever directory the job was started in.
+    if (config.train.checkpoint && !base_dir.empty() &&
+        std::filesystem::path(config.train.checkpoint->dir).is_relative())
+      config.train.checkpoint->dir =
+          (std::filesystem::path(base_dir) / config.train.checkpoint->dir).string();
   } catch (const YAML::Exception& e) {
     return InvalidArgument(
         fmt::format("{}:{}: invalid YAML: {}", source_name, std::max(e.mark.line, 0) + 1, e.msg));

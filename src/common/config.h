@@ -113,8 +113,9 @@ struct Config {
 // Any error is kInvalidArgument.
 StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& source_name);
 
-// Reads and parses the file at `path`. Relative paths under `data:` are taken
-// from the config file's directory (ParseConfig keeps them as written). A
+// Reads and parses the file at `path`. Relative paths under `data:` and
+// train.checkpoint.dir are taken from the config file's directory
+// (ParseConfig keeps them as written). A
 // missing file is kNotFound, an unreadable one kInvalidArgument; both
 // messages name the path. Data files are not opened here.
 StatusOr<Config> LoadConfig(const std::string& path);

@@ -40,7 +40,7 @@ int64_t Batcher::StepsPerEpoch() const {
   return cap_ >= 0 ? std::min(steps, cap_) : steps;
 }
 
-void Batcher::StartEpoch(int epoch, int64_t position) {
+void Batcher::StartEpoch(int epoch, int64_t position, int64_t skip_samples) {
   order_.resize(static_cast<size_t>(data_->size()));
   std::iota(order_.begin(), order_.end(), int64_t{0});
   if (shuffle_) {
@@ -50,12 +50,16 @@ void Batcher::StartEpoch(int epoch, int64_t position) {
   // The epoch's order is a function of (seed, epoch) alone: a resumed run
   // skips to its position without reading the batches before it.
   step_ = std::max<int64_t>(position, 0);
+  skip_ = std::clamp<int64_t>(skip_samples, 0, data_->size());
   started_ = true;
 }
 
 bool Batcher::Next(Batch* out) {
-  if (!started_ || step_ >= StepsPerEpoch()) return false;
-  const int64_t begin = (step_ * workers_ + rank_) * batch_size_;
+  if (!started_) return false;
+  if (skip_ == 0 && step_ >= StepsPerEpoch()) return false;
+  if (skip_ > 0 && step_ >= (data_->size() - skip_) / (int64_t{batch_size_} * workers_))
+    return false;
+  const int64_t begin = skip_ + (step_ * workers_ + rank_) * batch_size_;
   const int64_t end = std::min<int64_t>(begin + batch_size_, data_->size());
   Gather(begin, end, out);
   ++step_;

@@ -42,8 +42,11 @@ class Batcher {
 
   // Begins epoch `epoch` (0-based) at its batch `position` (a resumed run:
   // the batches before it are skipped, not read); Next() yields nothing
-  // before the first StartEpoch.
-  void StartEpoch(int epoch, int64_t position = 0);
+  // before the first StartEpoch. `skip_samples` > 0 (a run resumed with
+  // another worker count): the first that many permutation positions were
+  // trained already; the epoch's batches are cut from the rest, as if the
+  // permutation began after them, (N - skip_samples) / (W * B) of them.
+  void StartEpoch(int epoch, int64_t position = 0, int64_t skip_samples = 0);
   // The next batch of the epoch into `out` (reusing its storage); false at
   // the epoch's end.
   bool Next(Batch* out);
@@ -68,6 +71,7 @@ class Batcher {
   int64_t cap_ = -1;            // -1: no cap
   std::vector<int64_t> order_;  // this epoch's permutation of sample indices
   int64_t step_ = 0;
+  int64_t skip_ = 0;  // this epoch's permutation positions already trained
   bool started_ = false;
 };
 

@@ -23,12 +23,13 @@ PrefetchingBatcher::~PrefetchingBatcher() {
   reader_.join();
 }
 
-void PrefetchingBatcher::StartEpoch(int epoch, int64_t position) {
+void PrefetchingBatcher::StartEpoch(int epoch, int64_t position, int64_t skip_samples) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ++generation_;
     epoch_ = epoch;
     position_ = position;
+    skip_ = skip_samples;
     queue_.clear();
     epoch_done_ = false;
   }
@@ -55,8 +56,9 @@ void PrefetchingBatcher::Run() {
     served = generation_;
     const int epoch = epoch_;
     const int64_t position = position_;
+    const int64_t skip = skip_;
     lock.unlock();
-    batcher_.StartEpoch(epoch, position);
+    batcher_.StartEpoch(epoch, position, skip);
     for (;;) {
       Batch batch;
       const bool more = batcher_.Next(&batch);  // the slow part, unlocked

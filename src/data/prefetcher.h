@@ -31,7 +31,8 @@ class PrefetchingBatcher {
   // Begins epoch `epoch` at batch `position` (Batcher::StartEpoch), dropping
   // what is left of the previous one. The reader keeps no state of its own
   // beyond (epoch, position): that pair is all a checkpoint needs.
-  void StartEpoch(int epoch, int64_t position = 0);
+  // `skip_samples`: see Batcher::StartEpoch (a re-sharded resume).
+  void StartEpoch(int epoch, int64_t position = 0, int64_t skip_samples = 0);
   // Blocks until the next batch is ready; false at the epoch's end.
   bool Next(Batch* out);
   int64_t StepsPerEpoch() const { return steps_per_epoch_; }
@@ -51,6 +52,7 @@ class PrefetchingBatcher {
   uint64_t generation_ = 0;  // GUARDED_BY(mutex_)
   int epoch_ = 0;            // GUARDED_BY(mutex_)
   int64_t position_ = 0;     // GUARDED_BY(mutex_)
+  int64_t skip_ = 0;         // GUARDED_BY(mutex_)
   std::deque<Batch> queue_;  // GUARDED_BY(mutex_): this generation's batches
   bool epoch_done_ = true;   // GUARDED_BY(mutex_): no more batches will come
   bool stopping_ = false;    // GUARDED_BY(mutex_)
