@@ -26,7 +26,8 @@ trap 'exit 1' INT TERM
 unset SLURM_PROCID SLURM_NTASKS SLURM_JOB_NODELIST SLURM_NODELIST \
   OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE PMI_RANK PMI_SIZE \
   MS_ROLE MS_NODE_ID MS_NODE_RANK MS_NODE_HOST MS_CLUSTER_TOKEN MS_SERVER_NUM MS_WORKER_NUM \
-  MS_SCHED_HOST MS_SCHED_PORT PSTRAIN_NODE_PORT PSTRAIN_CONFIG
+  MS_SCHED_HOST MS_SCHED_PORT PSTRAIN_NODE_PORT PSTRAIN_CONFIG \
+  OMPI_COMM_WORLD_LOCAL_SIZE PMIX_NAMESPACE OMPI_MCA_ess_base_jobid PSTRAIN_SCHED_HOST_FILE
 export PSTRAIN_BIN="$bin"
 
 # Each pstrain ends by itself in about a second; timeout only guards a hang.
@@ -91,11 +92,45 @@ if [ "$got" = "MS_WORKER 0 job-worker-0" ]; then pass "a given MS_NODE_ID become
 else fail "with MS_NODE_ID=job, SLURM_PROCID=3 runs as '$got'"
 fi
 
+# (b2) The scheduler host outside Slurm: MS_SCHED_HOST wins; a one-host
+# Open MPI job uses 127.0.0.1; else rank 0 publishes its host in
+# PSTRAIN_SCHED_HOST_FILE for this MPI job id only.
+hostfake="$tmp/host-pstrain"
+printf '#!/bin/sh\necho "$MS_SCHED_HOST"\n' > "$hostfake"
+chmod +x "$hostfake"
+mpi_host() {  # rank local_size [VAR=value...]: the scheduler host rank gets
+  r="$1" l="$2"; shift 2
+  env OMPI_COMM_WORLD_RANK="$r" OMPI_COMM_WORLD_SIZE=5 OMPI_COMM_WORLD_LOCAL_SIZE="$l" \
+    PSTRAIN_BIN="$hostfake" PSTRAIN_CONNECT_TIMEOUT=2 "$@" sh "$wrapper" 2> "$tmp/err.log"
+}
+got=$(mpi_host 3 5 MS_SCHED_HOST=10.1.2.3)
+[ "$got" = 10.1.2.3 ] && pass "mpirun: MS_SCHED_HOST wins" || fail "mpirun with MS_SCHED_HOST: '$got'"
+got=$(mpi_host 3 5)
+[ "$got" = 127.0.0.1 ] && pass "one-host mpirun: scheduler on 127.0.0.1" || fail "one-host mpirun: '$got'"
+hf="$tmp/sched-host"
+echo "old-job stale-host" > "$hf"
+got=$(mpi_host 3 2 PMIX_NAMESPACE=job7 PSTRAIN_SCHED_HOST_FILE="$hf")
+if [ -z "$got" ] && grep -q PSTRAIN_SCHED_HOST_FILE "$tmp/err.log"; then
+  pass "a host file from another job is not taken (waits, then names the file)"
+else fail "stale host file: got '$got': $(cat "$tmp/err.log")"
+fi
+got0=$(mpi_host 0 2 PMIX_NAMESPACE=job7 PSTRAIN_SCHED_HOST_FILE="$hf" MS_NODE_HOST=host-a)
+got=$(mpi_host 3 2 PMIX_NAMESPACE=job7 PSTRAIN_SCHED_HOST_FILE="$hf")
+if [ "$got0" = host-a ] && [ "$got" = host-a ]; then pass "multi-host mpirun: rank 0 publishes its host"
+else fail "host file: rank 0 '$got0', rank 3 '$got'"
+fi
+mpi_host 3 2 > /dev/null
+status=$?
+if [ "$status" -eq 2 ] && grep -q "MS_SCHED_HOST" "$tmp/err.log"; then
+  pass "multi-host mpirun without a host: exit 2 naming MS_SCHED_HOST"
+else fail "multi-host mpirun without a host: exit $status: $(cat "$tmp/err.log")"
+fi
+
 # (c) A real job: rank 0 scheduler, rank 1 server, ranks 2-3 workers.
 port=$((20000 + $$ % 30000))
 pids=""
 for rank in 0 1 2 3; do
-  SLURM_PROCID=$rank SLURM_NTASKS=4 MS_SCHED_HOST=127.0.0.1 MS_SCHED_PORT=$port \
+  SLURM_PROCID=$rank SLURM_NTASKS=4 MS_SERVER_NUM=1 MS_SCHED_HOST=127.0.0.1 MS_SCHED_PORT=$port \
     PSTRAIN_CONNECT_TIMEOUT=20 $guard sh "$wrapper" > "$tmp/rank$rank.log" 2>&1 &
   pids="$pids $!"
 done
