@@ -35,11 +35,12 @@ if command -v timeout > /dev/null 2>&1; then guard="timeout 60"; else guard=""; 
 
 # (a) The Kubernetes manifests are valid YAML with the expected objects.
 if python3 -c "import yaml" > /dev/null 2>&1; then
-  if python3 - "$yaml_file" > "$tmp/yaml.out" 2>&1 <<'EOF'
+  if python3 - "$yaml_file" "$repo/configs/lenet_fashion_mnist.yaml" > "$tmp/yaml.out" 2>&1 <<'EOF'
 import sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
 kinds = sorted(d["kind"] for d in docs)
-assert kinds == ["ConfigMap", "Job", "Job", "Job", "Service"], kinds
+assert kinds == ["ConfigMap", "ConfigMap", "Job", "Job", "Job",
+                 "PersistentVolumeClaim", "PersistentVolumeClaim", "Service"], kinds
 svc = [d for d in docs if d["metadata"]["name"] == "pstrain-scheduler" and d["kind"] == "Service"]
 assert svc and svc[0]["spec"]["clusterIP"] == "None", "pstrain-scheduler must be headless"
 for d in docs:
@@ -57,13 +58,44 @@ for name, var in [("pstrain-server", "SERVER_INDEX"), ("pstrain-worker", "WORKER
     rank = env[names.index("MS_NODE_RANK")]
     assert rank["value"] == "$(%s)" % var, (name, rank)
     assert names.index(var) < names.index("MS_NODE_RANK"), name
+# Every pod: the versioned image, not pulled when present, requests, the
+# config mounted where PSTRAIN_CONFIG points, the shared volume a
+# ReadWriteMany claim; a config error (2) or a requested stop (3) fails the
+# Job at once, so restartPolicy is Never (podFailurePolicy requires it).
+by_name = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+env_map = by_name[("ConfigMap", "pstrain-env")]["data"]
+assert by_name[("PersistentVolumeClaim", "pstrain-shared")]["spec"]["accessModes"] == ["ReadWriteMany"]
+for d in docs:
+    if d["kind"] != "Job":
+        continue
+    name = d["metadata"]["name"]
+    pod = d["spec"]["template"]["spec"]
+    assert pod["restartPolicy"] == "Never", name
+    rules = d["spec"]["podFailurePolicy"]["rules"]
+    assert any(r["action"] == "FailJob" and r["onExitCodes"]["operator"] == "In"
+               and sorted(r["onExitCodes"]["values"]) == [2, 3] for r in rules), name
+    c = pod["containers"][0]
+    assert c["image"] == "pstrain:0.2.0" and c["imagePullPolicy"] == "IfNotPresent", name
+    assert "cpu" in c["resources"]["requests"] and "memory" in c["resources"]["requests"], name
+    mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+    vols = {v["name"]: v for v in pod["volumes"]}
+    assert env_map["PSTRAIN_CONFIG"].startswith(mounts["config"] + "/"), name
+    assert vols["config"]["configMap"]["name"] == "pstrain-config", name
+    assert vols["shared"]["persistentVolumeClaim"]["claimName"] == "pstrain-shared", name
+    assert env_map["PSTRAIN_LOG_DIR"].startswith(mounts["shared"]), name
+# The config is the main job's (configs/lenet_fashion_mnist.yaml) with its
+# checkpoints on the shared claim.
+cfg = yaml.safe_load(by_name[("ConfigMap", "pstrain-config")]["data"][env_map["PSTRAIN_CONFIG"].rsplit("/", 1)[1]])
+ckpt = cfg["train"].pop("checkpoint")
+assert ckpt["dir"].startswith("/shared/"), ckpt
+assert cfg == yaml.safe_load(open(sys.argv[2])), "pstrain-config differs from configs/lenet_fashion_mnist.yaml"
 sched = [d for d in docs if d["kind"] == "Job" and d["metadata"]["name"] == "pstrain-scheduler"][0]
 sched_env = sched["spec"]["template"]["spec"]["containers"][0]["env"]
 assert "MS_NODE_RANK" not in [e["name"] for e in sched_env], "the scheduler takes no rank"
 EOF
   then pass "k8s YAML parses"; else fail "k8s YAML: $(cat "$tmp/yaml.out")"; fi
 else
-  echo "skipped: no PyYAML (k8s YAML not checked)"
+  fail "no PyYAML (python3-yaml): the k8s YAML cannot be checked (tests/run.sh installs it)"
 fi
 
 # (b) Which role, rank and node id each launcher rank gets, seen by a
