@@ -85,6 +85,10 @@ if [ -z "${MS_SCHED_HOST:-}" ]; then
   nodelist="${SLURM_JOB_NODELIST:-${SLURM_NODELIST:-}}"
   if [ -n "$nodelist" ] && command -v scontrol > /dev/null 2>&1; then
     MS_SCHED_HOST=$(scontrol show hostnames "$nodelist" 2> /dev/null | head -n 1)
+    # A Slurm node name need not resolve (NodeName=n1 NodeAddr=10.0.0.5):
+    # dial the node's address as slurm.conf gives it, when scontrol tells.
+    addr=$(scontrol show node -o "$MS_SCHED_HOST" 2> /dev/null | sed -n 's/.*NodeAddr=\([^ ]*\).*/\1/p')
+    [ -z "$addr" ] || MS_SCHED_HOST="$addr"
   elif [ -n "$nodelist" ]; then
     case "$nodelist" in *[[,]*) ;; *) MS_SCHED_HOST="$nodelist" ;; esac  # a single plain host name
   elif [ -n "${OMPI_COMM_WORLD_LOCAL_SIZE:-}" ] && [ "$OMPI_COMM_WORLD_LOCAL_SIZE" = "$size" ]; then
