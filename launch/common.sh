@@ -6,10 +6,11 @@
 LAUNCH_DIR=$(cd "$(dirname "$0")" && pwd)
 REPO_DIR=$(dirname "$LAUNCH_DIR")
 
-export MS_SERVER_NUM="${MS_SERVER_NUM:-2}"
-export MS_WORKER_NUM="${MS_WORKER_NUM:-2}"
+. "$LAUNCH_DIR/defaults.sh"
+export MS_SERVER_NUM="${MS_SERVER_NUM:-$PSTRAIN_DEFAULT_SERVERS}"
+export MS_WORKER_NUM="${MS_WORKER_NUM:-$PSTRAIN_DEFAULT_WORKERS}"
 export MS_SCHED_HOST="${MS_SCHED_HOST:-127.0.0.1}"
-export MS_SCHED_PORT="${MS_SCHED_PORT:-8081}"
+export MS_SCHED_PORT="${MS_SCHED_PORT:-$PSTRAIN_DEFAULT_SCHED_PORT}"
 
 # Logs go to the current directory, as with MindSpore's scripts.
 PSTRAIN_LOG_DIR="${PSTRAIN_LOG_DIR:-.}"

@@ -26,7 +26,8 @@ trap 'exit 1' INT TERM
 unset SLURM_PROCID SLURM_NTASKS SLURM_JOB_NODELIST SLURM_NODELIST \
   OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE PMI_RANK PMI_SIZE \
   MS_ROLE MS_NODE_ID MS_NODE_RANK MS_NODE_HOST MS_CLUSTER_TOKEN MS_SERVER_NUM MS_WORKER_NUM \
-  MS_SCHED_HOST MS_SCHED_PORT PSTRAIN_NODE_PORT PSTRAIN_CONFIG
+  MS_SCHED_HOST MS_SCHED_PORT PSTRAIN_NODE_PORT PSTRAIN_CONFIG \
+  OMPI_COMM_WORLD_LOCAL_SIZE PMIX_NAMESPACE OMPI_MCA_ess_base_jobid PSTRAIN_SCHED_HOST_FILE
 export PSTRAIN_BIN="$bin"
 
 # Each pstrain ends by itself in about a second; timeout only guards a hang.
@@ -34,11 +35,12 @@ if command -v timeout > /dev/null 2>&1; then guard="timeout 60"; else guard=""; 
 
 # (a) The Kubernetes manifests are valid YAML with the expected objects.
 if python3 -c "import yaml" > /dev/null 2>&1; then
-  if python3 - "$yaml_file" > "$tmp/yaml.out" 2>&1 <<'EOF'
+  if python3 - "$yaml_file" "$repo/configs/lenet_fashion_mnist.yaml" > "$tmp/yaml.out" 2>&1 <<'EOF'
 import sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
 kinds = sorted(d["kind"] for d in docs)
-assert kinds == ["ConfigMap", "Job", "Job", "Job", "Service"], kinds
+assert kinds == ["ConfigMap", "ConfigMap", "Job", "Job", "Job",
+                 "PersistentVolumeClaim", "PersistentVolumeClaim", "Service"], kinds
 svc = [d for d in docs if d["metadata"]["name"] == "pstrain-scheduler" and d["kind"] == "Service"]
 assert svc and svc[0]["spec"]["clusterIP"] == "None", "pstrain-scheduler must be headless"
 for d in docs:
@@ -56,13 +58,44 @@ for name, var in [("pstrain-server", "SERVER_INDEX"), ("pstrain-worker", "WORKER
     rank = env[names.index("MS_NODE_RANK")]
     assert rank["value"] == "$(%s)" % var, (name, rank)
     assert names.index(var) < names.index("MS_NODE_RANK"), name
+# Every pod: the versioned image, not pulled when present, requests, the
+# config mounted where PSTRAIN_CONFIG points, the shared volume a
+# ReadWriteMany claim; a config error (2) or a requested stop (3) fails the
+# Job at once, so restartPolicy is Never (podFailurePolicy requires it).
+by_name = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+env_map = by_name[("ConfigMap", "pstrain-env")]["data"]
+assert by_name[("PersistentVolumeClaim", "pstrain-shared")]["spec"]["accessModes"] == ["ReadWriteMany"]
+for d in docs:
+    if d["kind"] != "Job":
+        continue
+    name = d["metadata"]["name"]
+    pod = d["spec"]["template"]["spec"]
+    assert pod["restartPolicy"] == "Never", name
+    rules = d["spec"]["podFailurePolicy"]["rules"]
+    assert any(r["action"] == "FailJob" and r["onExitCodes"]["operator"] == "In"
+               and sorted(r["onExitCodes"]["values"]) == [2, 3] for r in rules), name
+    c = pod["containers"][0]
+    assert c["image"] == "pstrain:0.2.0" and c["imagePullPolicy"] == "IfNotPresent", name
+    assert "cpu" in c["resources"]["requests"] and "memory" in c["resources"]["requests"], name
+    mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+    vols = {v["name"]: v for v in pod["volumes"]}
+    assert env_map["PSTRAIN_CONFIG"].startswith(mounts["config"] + "/"), name
+    assert vols["config"]["configMap"]["name"] == "pstrain-config", name
+    assert vols["shared"]["persistentVolumeClaim"]["claimName"] == "pstrain-shared", name
+    assert env_map["PSTRAIN_LOG_DIR"].startswith(mounts["shared"]), name
+# The config is the main job's (configs/lenet_fashion_mnist.yaml) with its
+# checkpoints on the shared claim.
+cfg = yaml.safe_load(by_name[("ConfigMap", "pstrain-config")]["data"][env_map["PSTRAIN_CONFIG"].rsplit("/", 1)[1]])
+ckpt = cfg["train"].pop("checkpoint")
+assert ckpt["dir"].startswith("/shared/"), ckpt
+assert cfg == yaml.safe_load(open(sys.argv[2])), "pstrain-config differs from configs/lenet_fashion_mnist.yaml"
 sched = [d for d in docs if d["kind"] == "Job" and d["metadata"]["name"] == "pstrain-scheduler"][0]
 sched_env = sched["spec"]["template"]["spec"]["containers"][0]["env"]
 assert "MS_NODE_RANK" not in [e["name"] for e in sched_env], "the scheduler takes no rank"
 EOF
   then pass "k8s YAML parses"; else fail "k8s YAML: $(cat "$tmp/yaml.out")"; fi
 else
-  echo "skipped: no PyYAML (k8s YAML not checked)"
+  fail "no PyYAML (python3-yaml): the k8s YAML cannot be checked (tests/run.sh installs it)"
 fi
 
 # (b) Which role, rank and node id each launcher rank gets, seen by a
@@ -91,11 +124,45 @@ if [ "$got" = "MS_WORKER 0 job-worker-0" ]; then pass "a given MS_NODE_ID become
 else fail "with MS_NODE_ID=job, SLURM_PROCID=3 runs as '$got'"
 fi
 
+# (b2) The scheduler host outside Slurm: MS_SCHED_HOST wins; a one-host
+# Open MPI job uses 127.0.0.1; else rank 0 publishes its host in
+# PSTRAIN_SCHED_HOST_FILE for this MPI job id only.
+hostfake="$tmp/host-pstrain"
+printf '#!/bin/sh\necho "$MS_SCHED_HOST"\n' > "$hostfake"
+chmod +x "$hostfake"
+mpi_host() {  # rank local_size [VAR=value...]: the scheduler host rank gets
+  r="$1" l="$2"; shift 2
+  env OMPI_COMM_WORLD_RANK="$r" OMPI_COMM_WORLD_SIZE=5 OMPI_COMM_WORLD_LOCAL_SIZE="$l" \
+    PSTRAIN_BIN="$hostfake" PSTRAIN_CONNECT_TIMEOUT=2 "$@" sh "$wrapper" 2> "$tmp/err.log"
+}
+got=$(mpi_host 3 5 MS_SCHED_HOST=10.1.2.3)
+[ "$got" = 10.1.2.3 ] && pass "mpirun: MS_SCHED_HOST wins" || fail "mpirun with MS_SCHED_HOST: '$got'"
+got=$(mpi_host 3 5)
+[ "$got" = 127.0.0.1 ] && pass "one-host mpirun: scheduler on 127.0.0.1" || fail "one-host mpirun: '$got'"
+hf="$tmp/sched-host"
+echo "old-job stale-host" > "$hf"
+got=$(mpi_host 3 2 PMIX_NAMESPACE=job7 PSTRAIN_SCHED_HOST_FILE="$hf")
+if [ -z "$got" ] && grep -q PSTRAIN_SCHED_HOST_FILE "$tmp/err.log"; then
+  pass "a host file from another job is not taken (waits, then names the file)"
+else fail "stale host file: got '$got': $(cat "$tmp/err.log")"
+fi
+got0=$(mpi_host 0 2 PMIX_NAMESPACE=job7 PSTRAIN_SCHED_HOST_FILE="$hf" MS_NODE_HOST=host-a)
+got=$(mpi_host 3 2 PMIX_NAMESPACE=job7 PSTRAIN_SCHED_HOST_FILE="$hf")
+if [ "$got0" = host-a ] && [ "$got" = host-a ]; then pass "multi-host mpirun: rank 0 publishes its host"
+else fail "host file: rank 0 '$got0', rank 3 '$got'"
+fi
+mpi_host 3 2 > /dev/null
+status=$?
+if [ "$status" -eq 2 ] && grep -q "MS_SCHED_HOST" "$tmp/err.log"; then
+  pass "multi-host mpirun without a host: exit 2 naming MS_SCHED_HOST"
+else fail "multi-host mpirun without a host: exit $status: $(cat "$tmp/err.log")"
+fi
+
 # (c) A real job: rank 0 scheduler, rank 1 server, ranks 2-3 workers.
 port=$((20000 + $$ % 30000))
 pids=""
 for rank in 0 1 2 3; do
-  SLURM_PROCID=$rank SLURM_NTASKS=4 MS_SCHED_HOST=127.0.0.1 MS_SCHED_PORT=$port \
+  SLURM_PROCID=$rank SLURM_NTASKS=4 MS_SERVER_NUM=1 MS_SCHED_HOST=127.0.0.1 MS_SCHED_PORT=$port \
     PSTRAIN_CONNECT_TIMEOUT=20 $guard sh "$wrapper" > "$tmp/rank$rank.log" 2>&1 &
   pids="$pids $!"
 done

@@ -7,10 +7,13 @@
 # workers, so N must be 1 + MS_SERVER_NUM + MS_WORKER_NUM. Each server and
 # worker asks for its place in its role as its rank (MS_NODE_RANK): launcher
 # rank 1 is server rank 0, launcher rank 1 + MS_SERVER_NUM worker rank 0.
-# MS_SERVER_NUM defaults to 1 and MS_WORKER_NUM to N - 1 - MS_SERVER_NUM.
-# MS_SCHED_HOST defaults to the allocation's first host, where rank 0 runs
-# with Slurm's usual task layout; MS_SCHED_PORT defaults to 8081 (give each
-# job its own port when jobs share hosts).
+# MS_SERVER_NUM defaults to launch/defaults.sh's (2, as launch/common.sh) and
+# MS_WORKER_NUM to N - 1 - MS_SERVER_NUM, so N = 5 is the same 2x2 job.
+# MS_SCHED_HOST, when not set: under Slurm the allocation's first host (where
+# rank 0 runs with Slurm's usual task layout); under Open MPI 127.0.0.1 when
+# every rank runs on this host, else the host rank 0 writes into
+# PSTRAIN_SCHED_HOST_FILE (a path on storage every host sees). MS_SCHED_PORT
+# defaults to 8081 (give each job its own port when jobs share hosts).
 # POSIX sh: runs under dash and bash.
 
 me=$(basename "$0")
@@ -39,7 +42,8 @@ check_count "$size_var" "$size"
 
 # Job shape: the world size must hold exactly one scheduler, the servers and
 # the workers, or some process would wait for a peer that never comes.
-servers="${MS_SERVER_NUM:-1}"
+. "$(cd "$(dirname "$0")/.." && pwd)/defaults.sh"
+servers="${MS_SERVER_NUM:-$PSTRAIN_DEFAULT_SERVERS}"
 check_count MS_SERVER_NUM "$servers"
 if [ -z "${MS_WORKER_NUM:-}" ] && [ "$size" -ge $((servers + 2)) ]; then
   MS_WORKER_NUM=$((size - 1 - servers))
@@ -52,17 +56,50 @@ fi
 export MS_SERVER_NUM="$servers" MS_WORKER_NUM="$workers"
 
 # Scheduler address: every rank must compute the same one.
+# sched_host_from_file: rank 0 writes "<MPI job id> <its host>" into
+# PSTRAIN_SCHED_HOST_FILE; the others wait (at most PSTRAIN_CONNECT_TIMEOUT s,
+# default 60) for a line with their own job id, so a file an earlier job left
+# behind is never taken for this job's.
+sched_host_from_file() {
+  file="$PSTRAIN_SCHED_HOST_FILE"
+  job="${PMIX_NAMESPACE:-${OMPI_MCA_ess_base_jobid:-}}"
+  [ -n "$job" ] || fail "PSTRAIN_SCHED_HOST_FILE needs Open MPI's job id (PMIX_NAMESPACE): set MS_SCHED_HOST instead"
+  if [ "$rank" -eq 0 ]; then
+    host="${MS_NODE_HOST:-$(hostname)}"
+    echo "$job $host" > "$file.$$" && mv -f "$file.$$" "$file" || fail "cannot write PSTRAIN_SCHED_HOST_FILE='$file'"
+    MS_SCHED_HOST="$host"
+    return
+  fi
+  wait_s="${PSTRAIN_CONNECT_TIMEOUT:-60}"
+  check_count PSTRAIN_CONNECT_TIMEOUT "$wait_s"
+  waited=0
+  while :; do
+    line=$(cat "$file" 2> /dev/null || true)
+    if [ "${line%% *}" = "$job" ]; then MS_SCHED_HOST="${line#* }"; return; fi
+    [ "$waited" -lt "$wait_s" ] || fail "rank 0 did not write its host into PSTRAIN_SCHED_HOST_FILE='$file' within $wait_s s (is it on storage every host sees?)"
+    sleep 1
+    waited=$((waited + 1))
+  done
+}
 if [ -z "${MS_SCHED_HOST:-}" ]; then
   nodelist="${SLURM_JOB_NODELIST:-${SLURM_NODELIST:-}}"
   if [ -n "$nodelist" ] && command -v scontrol > /dev/null 2>&1; then
     MS_SCHED_HOST=$(scontrol show hostnames "$nodelist" 2> /dev/null | head -n 1)
-  else
+    # A Slurm node name need not resolve (NodeName=n1 NodeAddr=10.0.0.5):
+    # dial the node's address as slurm.conf gives it, when scontrol tells.
+    addr=$(scontrol show node -o "$MS_SCHED_HOST" 2> /dev/null | sed -n 's/.*NodeAddr=\([^ ]*\).*/\1/p')
+    [ -z "$addr" ] || MS_SCHED_HOST="$addr"
+  elif [ -n "$nodelist" ]; then
     case "$nodelist" in *[[,]*) ;; *) MS_SCHED_HOST="$nodelist" ;; esac  # a single plain host name
+  elif [ -n "${OMPI_COMM_WORLD_LOCAL_SIZE:-}" ] && [ "$OMPI_COMM_WORLD_LOCAL_SIZE" = "$size" ]; then
+    MS_SCHED_HOST=127.0.0.1  # every rank, rank 0 included, runs on this host
+  elif [ -n "${PSTRAIN_SCHED_HOST_FILE:-}" ]; then
+    sched_host_from_file
   fi
-  [ -n "$MS_SCHED_HOST" ] || fail "MS_SCHED_HOST is not set and cannot be taken from SLURM_JOB_NODELIST='$nodelist' (is scontrol on PATH?): set MS_SCHED_HOST to the host of rank 0"
+  [ -n "${MS_SCHED_HOST:-}" ] || fail "MS_SCHED_HOST is not set and cannot be found (no Slurm node list '$nodelist' with scontrol, not a one-host Open MPI job, no PSTRAIN_SCHED_HOST_FILE): set MS_SCHED_HOST to the host of rank 0"
 fi
 export MS_SCHED_HOST
-export MS_SCHED_PORT="${MS_SCHED_PORT:-8081}"
+export MS_SCHED_PORT="${MS_SCHED_PORT:-$PSTRAIN_DEFAULT_SCHED_PORT}"
 
 # The mapping is done here, once, rather than in pstrain, which reads no
 # launcher's variables: pstrain only sees MS_ROLE and MS_NODE_RANK.

@@ -1,0 +1,21 @@
+# cmake --install: the binary, and what a job needs next to it.
+#   <prefix>/bin/pstrain
+#   <prefix>/share/pstrain/launch/...   the launch scripts (find_binary.sh
+#                                       finds <prefix>/bin/pstrain from there)
+#   <prefix>/share/pstrain/configs/...  the example configs (relative data
+#                                       paths resolve under share/pstrain/)
+#   <prefix>/share/doc/pstrain/         README.md and LICENSE
+# The layout keeps launch/ and configs/ side by side as in the checkout, so
+# the scripts and configs work the same installed or not.
+include(GNUInstallDirs)
+# The installed binary keeps the run path it was linked with (CUDA's lib
+# directory in a CUDA build, nothing otherwise): it is computed once at link
+# time, so install has nothing to rewrite (rewriting the build's run path
+# failed on a CUDA build: "file RPATH_CHANGE could not write new RPATH").
+set_target_properties(pstrain PROPERTIES BUILD_WITH_INSTALL_RPATH ON INSTALL_RPATH_USE_LINK_PATH ON)
+install(TARGETS pstrain RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/launch/ DESTINATION ${CMAKE_INSTALL_DATADIR}/pstrain/launch
+        USE_SOURCE_PERMISSIONS
+        PATTERN "build.sh" EXCLUDE)  # builds a checkout; nothing to build here
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/pstrain/configs)
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})

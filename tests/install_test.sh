@@ -1,0 +1,51 @@
+#!/bin/sh
+# cmake --install into a temporary prefix gives a working installation: the
+# installed pstrain answers --help, and the installed launch scripts, with no
+# checkout build and no pstrain on PATH, find <prefix>/bin/pstrain and run a
+# job of 2 servers and 2 workers on 127.0.0.1 (every process exits 0).
+# Usage: sh tests/install_test.sh BUILD_DIR
+set -u
+build="${1:?usage: $0 BUILD_DIR}"
+tmp=$(mktemp -d) || exit 1
+trap 'kill $(cat "$tmp"/logs/*.pid 2> /dev/null) 2> /dev/null; rm -rf "$tmp"' EXIT
+trap 'exit 1' INT TERM
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "ok: $*"; }
+fail() { failed=$((failed + 1)); echo "FAILED: $*"; }
+
+prefix="$tmp/prefix"
+if cmake --install "$build" --prefix "$prefix" > "$tmp/install.log" 2>&1; then
+  pass "cmake --install --prefix $prefix"
+else
+  fail "cmake --install: $(tail -n 3 "$tmp/install.log")"
+  echo "$passed passed, $failed failed"; exit 1
+fi
+for f in bin/pstrain share/pstrain/launch/Scheduler.sh share/pstrain/launch/defaults.sh \
+         share/pstrain/launch/slurm/pstrain-srun.sh share/pstrain/launch/k8s/pstrain-job.yaml \
+         share/pstrain/configs/lenet_fashion_mnist.yaml share/doc/pstrain/LICENSE; do
+  [ -e "$prefix/$f" ] && pass "installs $f" || fail "no $f in the install"
+done
+if "$prefix/bin/pstrain" --help > "$tmp/help.out" 2>&1 && grep -q "Usage" "$tmp/help.out"; then
+  pass "installed pstrain --help"
+else fail "installed pstrain --help: $(head -n 3 "$tmp/help.out")"
+fi
+
+# The installed scripts, run from another directory with a PATH that has no
+# pstrain, so only <prefix>/bin/pstrain can be found.
+unset PSTRAIN_BIN MS_ROLE MS_NODE_ID MS_NODE_RANK MS_NODE_HOST MS_CLUSTER_TOKEN PSTRAIN_CONFIG
+export PATH=/usr/bin:/bin PSTRAIN_LOG_DIR="$tmp/logs" MS_SCHED_HOST=127.0.0.1
+export MS_SCHED_PORT=$((20000 + $$ % 30000)) PSTRAIN_CONNECT_TIMEOUT=20
+launch="$prefix/share/pstrain/launch"
+(cd "$tmp" && sh "$launch/Scheduler.sh" && sh "$launch/Server.sh" && sh "$launch/Worker.sh") \
+  > "$tmp/launch.out" 2>&1
+for name in scheduler server_0 server_1 worker_0 worker_1; do
+  n=0  # at most 60 s for each to end
+  while [ ! -s "$tmp/logs/$name.exit" ] && [ "$n" -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+  status=$(cat "$tmp/logs/$name.exit" 2> /dev/null || echo none)
+  if [ "$status" = 0 ]; then pass "installed launch scripts: $name exits 0"
+  else fail "installed launch scripts: $name exits $status: $(cat "$tmp/launch.out" "$tmp/logs/$name.log" 2> /dev/null | tail -n 5)"
+  fi
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
