@@ -106,8 +106,10 @@ step=$(ls -d "$WORK"/wd-ckpt/step-* | tail -n 1)
 size=$(stat -c %s "$step/server-0.ckpt")
 printf '\377' | dd of="$step/server-0.ckpt" bs=1 seek=$((size / 2)) conv=notrunc 2> /dev/null
 for cmd in export eval; do
-  "$BIN" $cmd --config "$WORK/wd.yaml" --checkpoint "$WORK/wd-ckpt" --out "$WORK/bad.npz" \
-    > "$WORK/bad.out" 2> "$WORK/bad.err"
+  case $cmd in
+    export) "$BIN" export --checkpoint "$WORK/wd-ckpt" --out "$WORK/bad.npz" ;;
+    eval) "$BIN" eval --config "$WORK/wd.yaml" --checkpoint "$WORK/wd-ckpt" ;;
+  esac > "$WORK/bad.out" 2> "$WORK/bad.err"
   rc=$?
   [ "$rc" = 1 ] || fail "$cmd of a damaged checkpoint: exit $rc, expected 1"
   [ "$(wc -l < "$WORK/bad.err")" = 1 ] || fail "$cmd: expected one error line: $(cat "$WORK/bad.err")"
