@@ -14,12 +14,17 @@ REPO_DIR=$(cd "$(dirname "$0")/.." && pwd)
 # slurmd, slurmctld, slurm-client, openmpi-bin: pstrain-srun.sh under a
 # one-node Slurm and under mpirun (about 95 MB, 30 s to install).
 # prometheus: promtool checks the scheduler's /metrics page (live_view).
-# npm: fetches kubernetes-models for the k8s manifest check (below).
 PSTRAIN_EXTRA_PACKAGES="python3 python3-yaml python3-numpy clang-format curl clang libclang-rt-14-dev \
-slurmd slurmctld slurm-client openmpi-bin prometheus npm" sh "$REPO_DIR/launch/build.sh"
+slurmd slurmctld slurm-client openmpi-bin prometheus" sh "$REPO_DIR/launch/build.sh"
 # The k8s manifest test checks against kubernetes-models, from npm's registry:
 # fetched into build/node_modules where npm is there and the registry answers
 # (31 small packages, seconds); otherwise that test is skipped, not failed.
+# Debian's npm only where no npm is on PATH (a nodejs from elsewhere, e.g.
+# NodeSource, carries its own and conflicts with Debian's).
+if ! command -v npm > /dev/null 2>&1; then
+  PSTRAIN_EXTRA_PACKAGES=npm sh "$REPO_DIR/launch/build.sh" > /dev/null 2>&1 ||
+    echo "run.sh: could not install npm: k8s_manifest will skip"
+fi
 if command -v npm > /dev/null 2>&1 && [ ! -d "$REPO_DIR/build/node_modules/kubernetes-models" ]; then
   timeout 120 npm install --prefix "$REPO_DIR/build" --no-save --no-audit --no-fund \
     kubernetes-models@4.5.1 > /dev/null 2>&1 || echo "run.sh: npm install kubernetes-models failed: k8s_manifest will skip"
