@@ -6,6 +6,7 @@
 
 #include "comm/address.h"
 #include "comm/connection.h"
+#include "comm/listener.h"
 
 namespace pstrain {
 
@@ -106,25 +107,13 @@ HttpServer::HttpServer(EventLoop* loop, Logger log, HttpLimits limits)
 HttpServer::~HttpServer() = default;
 
 StatusOr<uint16_t> HttpServer::Listen(const std::string& host, uint16_t port, Handler handler) {
-  std::string where = fmt::format("HTTP listen on {}:{}", host, port);
-  auto addr = ResolveAddressNow(host, port);
-  if (!addr.ok()) return addr.status().WithContext(where);
-  uv_tcp_init(loop_->uv(), &tcp_);
-  tcp_.data = static_cast<HandleOwner*>(this);
+  auto bound = ListenTcp(loop_, this, &tcp_, host, port, 128, &HttpServer::OnConnection,
+                         fmt::format("HTTP listen on {}:{}", host, port));
+  if (!bound.ok()) return bound.status();
   open_ = true;
-  int rc = uv_tcp_bind(&tcp_, reinterpret_cast<const sockaddr*>(&*addr), 0);
-  if (rc == 0)
-    rc = uv_listen(reinterpret_cast<uv_stream_t*>(&tcp_), 128, &HttpServer::OnConnection);
-  if (rc != 0) {
-    Close();
-    return Unavailable(fmt::format("{}: {}", where, UvError(rc)));
-  }
-  sockaddr_storage bound{};
-  int len = sizeof(bound);
-  uv_tcp_getsockname(&tcp_, reinterpret_cast<sockaddr*>(&bound), &len);
   handler_ = std::move(handler);
   sweep_timer_.RunEvery(std::max<uint64_t>(limits_.deadline_ms / 10, 50), [this] { Sweep(); });
-  return PortOf(reinterpret_cast<const sockaddr*>(&bound));
+  return bound;
 }
 
 void HttpServer::Close() {

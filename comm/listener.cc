@@ -13,25 +13,33 @@ Listener::Listener(EventLoop* loop, Logger log) : loop_(loop), log_(std::move(lo
 // The owner stops the loop (closing the handle) before destroying us.
 Listener::~Listener() = default;
 
-StatusOr<uint16_t> Listener::Listen(const std::string& host, uint16_t port,
-                                    AcceptHandler on_accept) {
-  std::string where = fmt::format("listen on {}:{}", host, port);
+StatusOr<uint16_t> ListenTcp(EventLoop* loop, HandleOwner* owner, uv_tcp_t* tcp,
+                             const std::string& host, uint16_t port, int backlog,
+                             uv_connection_cb on_connection, const std::string& where) {
   auto addr = ResolveAddressNow(host, port);
   if (!addr.ok()) return addr.status().WithContext(where);
-  uv_tcp_init(loop_->uv(), &tcp_);
-  tcp_.data = static_cast<HandleOwner*>(this);
-  open_ = true;
-  int rc = uv_tcp_bind(&tcp_, reinterpret_cast<const sockaddr*>(&*addr), 0);
-  if (rc == 0) rc = uv_listen(reinterpret_cast<uv_stream_t*>(&tcp_), 512, &Listener::OnConnection);
+  uv_tcp_init(loop->uv(), tcp);
+  tcp->data = owner;
+  int rc = uv_tcp_bind(tcp, reinterpret_cast<const sockaddr*>(&*addr), 0);
+  if (rc == 0) rc = uv_listen(reinterpret_cast<uv_stream_t*>(tcp), backlog, on_connection);
   if (rc != 0) {
-    Close();
+    CloseHandle(reinterpret_cast<uv_handle_t*>(tcp));
     return Unavailable(fmt::format("{}: {}", where, UvError(rc)));
   }
   sockaddr_storage bound{};
   int len = sizeof(bound);
-  uv_tcp_getsockname(&tcp_, reinterpret_cast<sockaddr*>(&bound), &len);
-  on_accept_ = std::move(on_accept);
+  uv_tcp_getsockname(tcp, reinterpret_cast<sockaddr*>(&bound), &len);
   return PortOf(reinterpret_cast<const sockaddr*>(&bound));
+}
+
+StatusOr<uint16_t> Listener::Listen(const std::string& host, uint16_t port,
+                                    AcceptHandler on_accept) {
+  auto bound = ListenTcp(loop_, this, &tcp_, host, port, 512, &Listener::OnConnection,
+                         fmt::format("listen on {}:{}", host, port));
+  if (!bound.ok()) return bound.status();
+  open_ = true;
+  on_accept_ = std::move(on_accept);
+  return bound;
 }
 
 void Listener::Close() {

@@ -16,6 +16,14 @@
 
 namespace pstrain {
 
+// Initialises `tcp` as a handle of `owner`, binds it to `host:port` (port 0:
+// any free port) and listens with `on_connection`. Returns the bound port,
+// or an error starting with `where`, the handle then being closed. Shared by
+// every listening socket (Listener, HttpServer).
+StatusOr<uint16_t> ListenTcp(EventLoop* loop, HandleOwner* owner, uv_tcp_t* tcp,
+                             const std::string& host, uint16_t port, int backlog,
+                             uv_connection_cb on_connection, const std::string& where);
+
 class Listener : public HandleOwner {
  public:
   using AcceptHandler = std::function<void(Connection::Ptr)>;
