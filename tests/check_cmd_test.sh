@@ -33,6 +33,6 @@ echo "$out" | grep -q "$WORK/missing.yaml" || fail "wrong-format file not named:
 printf 'train:\n  epochs: 0\n' > "$WORK/bad.yaml"
 out=$(timeout 60 "$PSTRAIN" check --config "$WORK/bad.yaml" 2>&1)
 [ $? -eq 2 ] || fail "malformed config: exit status not 2: $out"
-[ "$out" = "$WORK/bad.yaml:2: train.epochs: expected an integer >= 1, got '0'" ] ||
+[ "$out" = "pstrain check: $WORK/bad.yaml:2: train.epochs: expected an integer >= 1, got '0'" ] ||
   fail "malformed config: $out"
 echo "pstrain check: 4 cases passed"

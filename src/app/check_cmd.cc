@@ -13,21 +13,25 @@
 namespace pstrain {
 
 int RunCheck(const CheckOptions& options) {
-  auto fail = [](const Status& st) {
-    std::fprintf(stderr, "%s\n", st.message().c_str());
+  auto fail = [](const std::string& message) {
+    std::fprintf(stderr, "pstrain check: %s\n", message.c_str());
     return 2;
   };
-  auto config = LoadConfig(options.config_path);
-  if (!config.ok()) return fail(config.status());
+  auto config = LoadConfig(options.config_path);  // its errors start with the path
+  if (!config.ok()) return fail(config.status().message());
+  // Data errors name the data file; the config that named it goes first.
+  auto data_fail = [&](const Status& st) {
+    return fail(fmt::format("{}: {}", options.config_path, st.message()));
+  };
   int64_t train = 0, test = 0;
   if (config->has_data) {
     // Rank 0 of 1: every training file, shards included.
     auto data = LoadTrainShard(config->data, 0, 1);
-    if (!data.ok()) return fail(data.status());
+    if (!data.ok()) return data_fail(data.status());
     train = data->size();
     if (!config->data.test.empty()) {
       auto held_out = LoadTest(config->data);
-      if (!held_out.ok()) return fail(held_out.status());
+      if (!held_out.ok()) return data_fail(held_out.status());
       test = held_out->size();
     }
   }
