@@ -95,6 +95,7 @@ class Scheduler {
   void Abort(const std::string& reason);
 
  private:
+  static uint64_t Millis(double seconds) { return static_cast<uint64_t>(seconds * 1000.0 + 0.5); }
   // One rank of one role. Empty node id: never held.
   struct NodeEntry {
     NodeInfo info;

@@ -217,8 +217,9 @@ TrainCounters TrainJob::Counters(const WorkerContext& ctx) const {
   c.allreduce_s = stats_.allreduce_s;
   c.bytes_sent = ctx.loop != nullptr ? ctx.loop->bytes_sent() : 0;
   c.bytes_received = ctx.loop != nullptr ? ctx.loop->bytes_received() : 0;
-  c.cache_ids = embeddings_->counts().ids;
-  c.cache_hits = embeddings_->counts().hits;
+  const auto counts = embeddings_->counts();
+  c.cache_ids = counts.ids;
+  c.cache_hits = counts.hits;
   return c;
 }
 
