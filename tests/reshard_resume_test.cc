@@ -7,9 +7,11 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <numeric>
 #include <set>
+#include <thread>
 
 #include "roles/worker_place.h"
 #include "src/common/checkpoint_file.h"
@@ -134,7 +136,14 @@ TEST_CASE("2 workers checkpoint mid-epoch; 1 and 3 workers go on from there (syn
       const std::string name = mode == UpdateMode::kSync ? "sync" : "async";
       INFO(name << ", 2 workers then " << after);
       TempDir dir;
-      Config first = config;
+      // Async applies each push alone, on weights other pushes may have
+      // moved since its pull: 3 workers take 3 optimizer steps where sync
+      // takes one, so the lr tuned for sync is divided by 3 (the README's
+      // advice). With the sync lr, runs under load (4 at once on 2 cores)
+      // ended anywhere from 0.12 to 0.47; with lr / 3, from 0.45 to 0.68.
+      Config tuned = config;
+      if (mode == UpdateMode::kAsync) tuned.train.optimizer.lr /= 3;
+      Config first = tuned;
       first.train.mode = mode;
       first.train.steps = stop;
       first.train.checkpoint = CheckpointConfig{dir.path, stop, false, 3};
@@ -142,7 +151,7 @@ TEST_CASE("2 workers checkpoint mid-epoch; 1 and 3 workers go on from there (syn
       testing::TrainOutcome a = testing::TrainLocally(first, 2, 2);
       REQUIRE_MESSAGE(a.status.ok(), a.status.message());
 
-      Config second = config;
+      Config second = tuned;
       second.train.mode = mode;
       second.train.checkpoint = CheckpointConfig{dir.path, 1000, true, 3};
       testing::TrainOutcome resumed = testing::TrainLocally(second, 2, after);
@@ -151,19 +160,11 @@ TEST_CASE("2 workers checkpoint mid-epoch; 1 and 3 workers go on from there (syn
       // of its order) in batches of after * b: the step count goes on.
       const int64_t left = (n - (stop - spe2) * 2 * b) / (after * b);
       CHECK(resumed.stats.steps == left);
-      // Each worker logs how it re-sharded. (Async: once in about 10 runs
-      // one worker's line was missing from the capture, cause not yet found;
-      // every other check passed, so only the count is relaxed there.)
-      const size_t logged =
-          resumed.sink
-              ->Matching(fmt::format("this run has {}: data re-sharded; epoch 2 goes on", after))
-              .size();
-      if (mode == UpdateMode::kSync) {
-        CHECK(logged == static_cast<size_t>(after));
-      } else {
-        CHECK(logged >= 1);
-        CHECK(logged <= static_cast<size_t>(after));
-      }
+      // Each worker logs how it re-sharded (async too: no worker may find
+      // the checkpoint its peers write at the end of this run).
+      CHECK(resumed.sink
+                ->Matching(fmt::format("this run has {}: data re-sharded; epoch 2 goes on", after))
+                .size() == static_cast<size_t>(after));
       auto last = FindNewestCheckpoint(dir.path);
       REQUIRE_MESSAGE(last.ok(), last.status().message());
       CHECK(last->step == stop + left);
@@ -172,9 +173,8 @@ TEST_CASE("2 workers checkpoint mid-epoch; 1 and 3 workers go on from there (syn
       CHECK(place->workers == after);
       CHECK(place->epoch == 2);  // 0-based: both epochs done
       CHECK(std::isfinite(resumed.stats.last_loss));
-      // 10 classes (chance 0.1). Async with 3 workers on 2,000 images, its
-      // pushes applied in arrival order, lands anywhere from 0.36 to 0.7.
-      CHECK(LoggedAccuracy(resumed) > (mode == UpdateMode::kSync ? 0.6 : 0.25));
+      // 10 classes (chance 0.1). Async's pushes land in arrival order.
+      CHECK(LoggedAccuracy(resumed) > (mode == UpdateMode::kSync ? 0.6 : 0.35));
     }
   }
 }
@@ -198,6 +198,50 @@ TEST_CASE("resuming a finished job evaluates its checkpoint and trains nothing" 
             .size() == 2);
   CHECK(again.sink->Matching("evaluating it on the test set").size() == 1);
   CHECK(LoggedAccuracy(again) == doctest::Approx(trained).epsilon(1e-9));
+}
+
+TEST_CASE("an async worker that starts late resumes from the checkpoint its peers resume from") {
+  // One file split by sample index: no data agreement holds the workers
+  // together before they look for the checkpoint.
+  testing::ClickData clicks(1000, 100);
+  auto loaded = LoadConfig(RepoPath("configs/lr_criteo.yaml"));
+  REQUIRE_MESSAGE(loaded.ok(), loaded.status().message());
+  Config config = *loaded;
+  config.data.train = {clicks.dir + "/train.txt-00000"};
+  config.data.test = {clicks.dir + "/test.txt"};
+  config.data.vocab = 65536;
+  for (LayerConfig& layer : config.model.layers)
+    if (layer.type == LayerType::kEmbeddingBag) layer.vocab = 65536;
+  config.train.mode = UpdateMode::kAsync;
+  config.train.batch_size = 16;
+  config.train.epochs = 1;
+  config.train.steps = 0;
+  config.train.log_every = 1000;
+  TempDir dir;
+  Config first = config;
+  first.train.steps = 3;
+  first.train.checkpoint = CheckpointConfig{dir.path, 3, false, 3};
+  testing::TrainOutcome a = testing::TrainLocally(first, 1, 2);
+  REQUIRE_MESSAGE(a.status.ok(), a.status.message());
+
+  // Worker 1 looks only once worker 0 has written the job's last
+  // checkpoint, or after 3 s (worker 0 waits for it, as it must).
+  Config second = config;
+  second.train.checkpoint = CheckpointConfig{dir.path, 1000, true, 3};
+  auto late = [&](int rank) {
+    if (rank != 1) return;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto newest = FindNewestCheckpoint(dir.path);
+      if (newest.ok() && newest->step > 3) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  };
+  testing::TrainOutcome resumed = testing::TrainLocally(second, 1, 2, "auto", late);
+  REQUIRE_MESSAGE(resumed.status.ok(), resumed.status.message());
+  CHECK(resumed.sink->Matching("resuming at step 3 from").size() == 2);
+  CHECK(resumed.sink->Matching("nothing left to train").empty());
+  CHECK(resumed.sink->Matching("worker 1 trains ").size() == 1);
 }
 
 TEST_CASE(

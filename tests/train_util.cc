@@ -17,11 +17,13 @@ namespace {
 // Runs a TrainJob and, on the chief, records its stats and weights.
 class Recording : public WorkerJob {
  public:
-  Recording(std::unique_ptr<TrainJob> job, TrainOutcome* out, std::mutex* mutex)
-      : job_(std::move(job)), out_(out), mutex_(mutex) {}
+  Recording(std::unique_ptr<TrainJob> job, TrainOutcome* out, std::mutex* mutex,
+            std::function<void(int)> before_run)
+      : job_(std::move(job)), out_(out), mutex_(mutex), before_run_(std::move(before_run)) {}
   std::vector<TensorSpec> PsTensors() override { return job_->PsTensors(); }
   bool NeedsCollective() override { return job_->NeedsCollective(); }
   Status Run(WorkerContext& ctx) override {
+    if (before_run_) before_run_(ctx.rank);
     Status st = job_->Run(ctx);
     if (ctx.rank == 0) {
       std::lock_guard<std::mutex> lock(*mutex_);
@@ -35,6 +37,7 @@ class Recording : public WorkerJob {
   std::unique_ptr<TrainJob> job_;
   TrainOutcome* out_;
   std::mutex* mutex_;
+  std::function<void(int)> before_run_;
 };
 
 }  // namespace
@@ -45,7 +48,8 @@ std::string RepoPath(const std::string& relative) {
 }
 
 TrainOutcome TrainLocally(const Config& config, int servers, int workers,
-                          const std::string& ring_transport) {
+                          const std::string& ring_transport,
+                          std::function<void(int rank)> before_run) {
   TrainOutcome out;
   std::mutex mutex;
   LocalJobOptions job;
@@ -56,7 +60,7 @@ TrainOutcome TrainLocally(const Config& config, int servers, int workers,
   job.make_job = [&](int) -> std::unique_ptr<WorkerJob> {
     auto train = TrainJob::Create(config);
     REQUIRE_MESSAGE(train.ok(), train.status().message());
-    return std::make_unique<Recording>(std::move(*train), &out, &mutex);
+    return std::make_unique<Recording>(std::move(*train), &out, &mutex, before_run);
   };
   auto sink = out.sink;
   job.make_logger = [sink](const std::string& name) { return CaptureLogger(name, sink); };

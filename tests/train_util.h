@@ -2,6 +2,7 @@
 // and keep what the chief saw.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,8 +23,11 @@ struct TrainOutcome {
 };
 
 // Runs a local job of `config` (servers and workers as threads).
+// `before_run(rank)`, when given, runs on each worker's thread after the
+// start barrier, before it trains (a test makes a worker late with it).
 TrainOutcome TrainLocally(const Config& config, int servers, int workers,
-                          const std::string& ring_transport = "auto");
+                          const std::string& ring_transport = "auto",
+                          std::function<void(int rank)> before_run = {});
 
 // `config` trained in two jobs: the first stops after `stop_at` steps,
 // checkpointing every `every` steps into `checkpoint_dir`; the second

@@ -31,6 +31,7 @@
 #include "src/common/config.h"
 #include "src/common/logging.h"
 #include "src/common/options.h"
+#include "src/data/dataset.h"
 #include "src/data/gen_cli.h"
 
 namespace pstrain {
@@ -81,6 +82,8 @@ StatusOr<Config> ConfigOf(const std::string& path) {
 // before any node starts.
 StatusOr<std::unique_ptr<WorkerJob>> JobOf(const Config& config) {
   if (!config.has_model) return std::unique_ptr<WorkerJob>();
+  if (config.has_data)
+    PSTRAIN_RETURN_IF_ERROR(CheckDataFiles(config.data).WithContext(config.source));
   auto job = TrainJob::Create(config);
   if (!job.ok()) return job.status();
   return std::unique_ptr<WorkerJob>(std::move(*job));

@@ -34,7 +34,8 @@ Status MissingFiles(const std::vector<std::string>& missing) {
   return NotFound("missing data files: " + JoinNames(missing));
 }
 
-StatusOr<Dataset> LoadIdxPair(const std::vector<std::string>& paths, const char* which) {
+// An idx pair, [images, labels], whose files are both there.
+Status CheckIdxPair(const std::vector<std::string>& paths, const char* which) {
   if (paths.size() != 2) {
     return InvalidArgument(
         fmt::format("data.{}: idx needs [images, labels], got {} paths", which, paths.size()));
@@ -43,7 +44,11 @@ StatusOr<Dataset> LoadIdxPair(const std::vector<std::string>& paths, const char*
   for (const std::string& p : paths) {
     if (!IsFile(p)) missing.push_back(p);
   }
-  if (!missing.empty()) return MissingFiles(missing);
+  return missing.empty() ? Status::OK() : MissingFiles(missing);
+}
+
+StatusOr<Dataset> LoadIdxPair(const std::vector<std::string>& paths, const char* which) {
+  PSTRAIN_RETURN_IF_ERROR(CheckIdxPair(paths, which));
   return LoadIdx(paths[0], paths[1]);
 }
 
@@ -178,6 +183,21 @@ StatusOr<Dataset> LoadTrainShard(const DataConfig& config, int rank, int workers
       return LoadCriteo(config, config.train, "train", /*shard=*/true, rank, workers, config.limit);
   }
   return UnknownFormat(config);
+}
+
+Status CheckDataFiles(const DataConfig& config) {
+  auto check = [&](const std::vector<std::string>& paths, const char* which) -> Status {
+    switch (config.format) {
+      case DataFormat::kIdx:
+        return CheckIdxPair(paths, which);
+      case DataFormat::kCriteo:
+        return PlanCriteo(paths, which, /*shard=*/false, 0, 1).status();
+    }
+    return UnknownFormat(config);
+  };
+  PSTRAIN_RETURN_IF_ERROR(check(config.train, "train"));
+  if (config.test.empty()) return Status::OK();
+  return check(config.test, "test");
 }
 
 StatusOr<Dataset> LoadTest(const DataConfig& config) {

@@ -55,4 +55,10 @@ StatusOr<Dataset> LoadTrainShard(const DataConfig& config, int rank, int workers
 // All test samples (never sharded: evaluation reads them whole).
 StatusOr<Dataset> LoadTest(const DataConfig& config);
 
+// Every file `config` names is there (training shards and test files), as
+// far as can be told without reading them: a job checks this before it
+// starts, so that a missing test file is not found at the first evaluation,
+// an epoch into training.
+Status CheckDataFiles(const DataConfig& config);
+
 }  // namespace pstrain

@@ -6,9 +6,11 @@
 #include <zlib.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/frame.h"
@@ -135,7 +137,6 @@ void HandshakeSeeds() {
   Handshake::Nonce theirs{};
   theirs.fill(0x5a);
   for (int flags = 0; flags < 4; ++flags) {
-    const auto side = (flags & 1) ? HandshakeRole::kAcceptor : HandshakeRole::kConnector;
     const auto peer = (flags & 1) ? HandshakeRole::kConnector : HandshakeRole::kAcceptor;
     const bool token = (flags & 2) != 0;
     Handshake other(peer, token ? "fuzz-token" : "", theirs);
@@ -149,6 +150,28 @@ void HandshakeSeeds() {
     add(other.Hello());
     if (token) add(AuthProof{Handshake::Mac("fuzz-token", peer, theirs, ours)});
     Write("handshake_fuzz", "seed-" + std::to_string(flags), seed);
+  }
+}
+
+// Requests the live view gets (see http_fuzz.cc: byte 0 picks the head
+// limit, odd for the default): curl's, Prometheus's scrape, a HEAD, and one
+// refused for its body.
+void HttpSeeds() {
+  const std::pair<const char*, const char*> requests[] = {
+      {"curl_status",
+       "GET /status HTTP/1.1\r\nHost: 127.0.0.1:18080\r\n"
+       "User-Agent: curl/7.88.1\r\nAccept: */*\r\n\r\n"},
+      {"prometheus_scrape",
+       "GET /metrics HTTP/1.1\r\nHost: sched:18080\r\nUser-Agent: Prometheus/2.42.0\r\n"
+       "Accept: application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.2\r\n"
+       "Accept-Encoding: gzip\r\nX-Prometheus-Scrape-Timeout-Seconds: 10\r\n\r\n"},
+      {"head_query", "HEAD /status?pretty=1 HTTP/1.0\r\n\r\n"},
+      {"post_with_body", "POST /status HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello"},
+  };
+  for (const auto& [name, request] : requests) {
+    Bytes seed{1};
+    seed.insert(seed.end(), request, request + std::strlen(request));
+    Write("http_fuzz", name, seed);
   }
 }
 
@@ -248,6 +271,7 @@ int main(int argc, char** argv) {
   pstrain::corpus = std::filesystem::path(argv[1]) / "tests" / "fuzz" / "corpus";
   pstrain::WireSeeds();
   pstrain::HandshakeSeeds();
+  pstrain::HttpSeeds();
   pstrain::CheckpointSeeds();
   pstrain::IdxSeeds();
   pstrain::CriteoSeeds();
