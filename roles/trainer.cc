@@ -127,6 +127,8 @@ int64_t TrainJob::MinClock(int64_t step) const {
       return 0;
     case UpdateMode::kSsp:
       return std::max<int64_t>(0, step + 1 - config_.train.staleness);
+    case UpdateMode::kAverage:  // TODO(issue 15): parameter averaging, not yet wired
+      return step + 1;
   }
   return 0;
 }

@@ -194,6 +194,49 @@ Status ReadOptionalOptimizer(const Value& v, std::optional<OptimizerConfig>* out
   return ReadOptimizer(v, &out->emplace());
 }
 
+// target_density: [min, max], 0 < min <= max <= 1.
+Field DensityRange(const char* key, double* min, double* max) {
+  return {key, [=](const Value& v) {
+            const char* expected = "[min, max] with 0 < min <= max <= 1";
+            if (!v.node.IsSequence() || v.node.size() != 2) return v.Expected(expected);
+            double d[2];
+            for (size_t i = 0; i < 2; ++i) {
+              const YAML::Node item = v.node[i];
+              if (!item.IsScalar() || !ParseNumber(item.Scalar(), &d[i]) || !(d[i] > 0) || d[i] > 1)
+                return v.Expected(expected);
+            }
+            if (d[0] > d[1]) return v.Expected(expected);
+            *min = d[0];
+            *max = d[1];
+            return Status::OK();
+          }};
+}
+
+Status ReadCompression(const Value& v, CompressionConfig* out) {
+  *out = CompressionConfig{};
+  using T = CompressionType;
+  std::map<std::string, int> lines;
+  PSTRAIN_RETURN_IF_ERROR(ReadMap(
+      v,
+      {Required(Enum<T>("type", &out->type, {{"none", T::kNone}, {"threshold", T::kThreshold}})),
+       Float("threshold", &out->threshold, Bound::kPositive), Bool("adaptive", &out->adaptive),
+       DensityRange("target_density", &out->min_density, &out->max_density),
+       Float("step", &out->step, Bound::kUnitInterval),
+       Int("shake_up_every", &out->shake_up_every, 0)},
+      &lines));
+  if (lines.count("step") && out->step == 0)
+    return v.Key("step", lines["step"]).Error("expected a number in (0, 1), got '0'");
+  // Settings of a threshold encoding under type: none are a mistake.
+  if (out->type == T::kNone)
+    for (const auto& [key, line] : lines)
+      if (key != "type") return v.Key(key, line).Error("is only used with type: threshold");
+  return Status::OK();
+}
+
+Status ReadOptionalCompression(const Value& v, std::optional<CompressionConfig>* out) {
+  return ReadCompression(v, &out->emplace());
+}
+
 Status ReadCheckpoint(const Value& v, std::optional<CheckpointConfig>* out) {
   CheckpointConfig& c = out->emplace();
   return ReadMap(v, {Required(NonEmptyString("dir", &c.dir)), Int("every_steps", &c.every_steps, 0),
@@ -212,9 +255,13 @@ Status ReadTrain(const Value& v, TrainConfig* t) {
       v,
       {Int("epochs", &t->epochs, 1), Int("batch_size", &t->batch_size, 1, 1 << 20),
        Int("steps", &t->steps, 0),
-       Enum<M>("mode", &t->mode, {{"sync", M::kSync}, {"async", M::kAsync}, {"ssp", M::kSsp}}),
-       Int("staleness", &t->staleness, 0), Section("optimizer", &t->optimizer, &ReadOptimizer),
-       Uint64("seed", &t->seed), Int("log_every", &t->log_every, 1),
+       Enum<M>(
+           "mode", &t->mode,
+           {{"sync", M::kSync}, {"async", M::kAsync}, {"ssp", M::kSsp}, {"average", M::kAverage}}),
+       Int("staleness", &t->staleness, 0), Int("average_every", &t->average_every, 1),
+       Section("optimizer", &t->optimizer, &ReadOptimizer),
+       Section("compression", &t->compression, &ReadCompression), Uint64("seed", &t->seed),
+       Int("log_every", &t->log_every, 1),
        Int("partition_bytes", &t->partition_bytes, 4096, int64_t{1} << 30, 4),
        Section("checkpoint", &t->checkpoint, &ReadCheckpoint),
        Section("recovery", &t->recovery, &ReadRecovery)},
@@ -230,6 +277,15 @@ Status ReadTrain(const Value& v, TrainConfig* t) {
     return v.Key("staleness", lines["staleness"])
         .Error(fmt::format("{} is only used with mode: ssp", t->staleness));
   }
+  if (lines.count("average_every") && t->mode != M::kAverage) {
+    return v.Key("average_every", lines["average_every"])
+        .Error(fmt::format("{} is only used with mode: average", t->average_every));
+  }
+  if (t->mode == M::kAverage && !lines.count("average_every"))
+    return v.Key("mode", lines["mode"]).Error("average needs train.average_every (steps, >= 1)");
+  // Averaging sends weights every N steps, not gradients: nothing to encode.
+  if (t->mode == M::kAverage && t->compression.enabled())
+    return v.Key("compression", lines["compression"]).Error("is not used with mode: average");
   return Status::OK();
 }
 
@@ -242,8 +298,14 @@ Status ReadRule(const Value& v, ParameterRule* rule) {
        Int("cache_staleness", &rule->cache_staleness, 0), Int("admit_after", &rule->admit_after, 0),
        Int("evict_after_steps", &rule->evict_after_steps, 0),
        Int("max_rows", &rule->max_rows, 0, kMaxTableRows),
-       Section("optimizer", &rule->optimizer, &ReadOptionalOptimizer)},
+       Section("optimizer", &rule->optimizer, &ReadOptionalOptimizer),
+       Section("compression", &rule->compression, &ReadOptionalCompression)},
       &lines));
+  // Server-held tables send rows, already sparse: threshold encoding is for
+  // dense weights.
+  if (rule->init_in_server && rule->compression && rule->compression->enabled())
+    return v.Key("compression", lines["compression"])
+        .Error("is for dense weights; init_in_server tables send only the rows a batch touched");
   // Both settings describe server-held rows; with ps: false there are none.
   const char* server_only = rule->init_in_server          ? "init_in_server"
                             : rule->cache_rows > 0        ? "cache_rows"
@@ -447,6 +509,11 @@ const ParameterRule* FindParameterRule(const Config& config, const std::string& 
 OptimizerConfig OptimizerFor(const Config& config, const std::string& name) {
   const ParameterRule* rule = FindParameterRule(config, name);
   return rule != nullptr && rule->optimizer ? *rule->optimizer : config.train.optimizer;
+}
+
+CompressionConfig CompressionFor(const Config& config, const std::string& name) {
+  const ParameterRule* rule = FindParameterRule(config, name);
+  return rule != nullptr && rule->compression ? *rule->compression : config.train.compression;
 }
 
 }  // namespace pstrain

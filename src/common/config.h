@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "src/common/compression_config.h"
 #include "src/common/model_config.h"
 #include "src/common/optimizer_config.h"
 #include "src/common/status.h"
@@ -39,8 +40,11 @@ namespace pstrain {
 
 // How workers' updates meet on the servers: `sync` waits for every worker
 // each step, `async` never waits, `ssp` lets the fastest worker run at most
-// `staleness` steps ahead of the slowest (0 = lockstep).
-enum class UpdateMode { kSync, kAsync, kSsp };
+// `staleness` steps ahead of the slowest (0 = lockstep). `average`
+// (parameter averaging, issue 15): each worker trains its own copy and every
+// `average_every` steps the copies are averaged (all-reduced weights) or
+// their weight deltas pushed and averaged on the servers (PS weights).
+enum class UpdateMode { kSync, kAsync, kSsp, kAverage };
 
 struct CheckpointConfig {
   std::string dir;          // required, non-empty
@@ -61,8 +65,10 @@ struct TrainConfig {
   int batch_size = 64;  // per worker, 1..1048576
   int64_t steps = 0;    // 0 = run the epochs
   UpdateMode mode = UpdateMode::kSync;
-  int staleness = 0;          // >= 0; must stay 0 unless mode is ssp
-  OptimizerConfig optimizer;  // default for every parameter
+  int staleness = 0;              // >= 0; must stay 0 unless mode is ssp
+  int average_every = 0;          // mode average: steps between averagings, >= 1; else 0
+  OptimizerConfig optimizer;      // default for every parameter
+  CompressionConfig compression;  // default for every dense parameter
   uint64_t seed = 1;
   int log_every = 100;  // steps between progress lines, >= 1
   // Large tensors are split into parts of this size across the servers:
@@ -94,6 +100,8 @@ struct ParameterRule {
   // Replaces train.optimizer for matching parameters; keys it leaves unset
   // take OptimizerConfig's defaults, not train.optimizer's.
   std::optional<OptimizerConfig> optimizer;
+  // Replaces train.compression for matching parameters (dense ones only).
+  std::optional<CompressionConfig> compression;
   int line = 0;  // 1-based line of the entry, for messages
 };
 
@@ -131,5 +139,8 @@ const ParameterRule* FindParameterRule(const Config& config, const std::string& 
 
 // The optimizer for `name`: its rule's override, or train.optimizer.
 OptimizerConfig OptimizerFor(const Config& config, const std::string& name);
+
+// The compression for `name`: its rule's override, or train.compression.
+CompressionConfig CompressionFor(const Config& config, const std::string& name);
 
 }  // namespace pstrain

@@ -1,0 +1,103 @@
+// Threshold encoding of updates (Strom 2015, "Scalable Distributed DNN
+// Training Using Commodity GPU Cloud Computing"; Deeplearning4j's gradient
+// sharing), used by both paths of issue 15: workers' pushes to the servers
+// and the all-gather of all-reduced (ps: false) weights.
+//
+// An encoder belongs to one worker and one tensor (or one partition of it).
+// Each Encode() adds the new gradient to the encoder's residual; every
+// element whose residual reaches the threshold tau in magnitude is sent as
+// +tau or -tau and tau is taken off its residual; the rest stays for later
+// messages. Nothing is lost, only delayed: over any number of messages, the
+// sum of what was sent plus the residual equals the sum of the gradients
+// (exactly: the same float operations in the same order, see the test).
+//
+// Refinements (all Strom's):
+//   - adaptive tau: a message denser than the target band raises tau by
+//     `step`, a sparser one lowers it, so the density stays in the band;
+//   - bitmap: when a message is so dense that its indices would take more
+//     bytes than 2 bits per element, it is written as a 2-bit bitmap, so no
+//     message is ever larger than ThresholdMessageBound(n);
+//   - shake-up: every `shake_up_every` messages one is encoded with
+//     tau * CompressionConfig::kShakeUpScale (never above tau), sharing the
+//     residual that sits just under tau.
+//
+// Message layout (little-endian), 16-byte header then the body:
+//   u8  format        1: sparse indices, 2: bitmap
+//   u8  version       1
+//   u16 reserved      0
+//   u32 n             elements of the tensor the message is for
+//   f32 tau           the value sent: +tau or -tau (finite, > 0)
+//   u32 count         elements sent (<= n)
+//   sparse: `count` LEB128 varints, each ((gap << 1) | sign) where gap is the
+//           index minus the previous index minus 1 (the first: the index),
+//           sign 1 for -tau; indices strictly increasing, < n
+//   bitmap: ceil(n / 4) bytes, element i in bits 2*(i%4).. of byte i/4:
+//           0 nothing, 1 +tau, 2 -tau (3 is invalid); exactly `count` set
+//
+// Decoding takes bytes from the wire: every field is checked before use
+// and a bad message is an error naming what was wrong; nothing is written
+// to `out` unless the whole message is valid.
+//
+// Threads: an encoder is used by one thread at a time; decoding is a pure
+// function.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "src/common/compression_config.h"
+#include "src/common/status.h"
+
+namespace pstrain {
+
+enum class ThresholdFormat : uint8_t { kSparse = 1, kBitmap = 2 };
+
+inline constexpr size_t kThresholdHeaderBytes = 16;
+
+// The largest message for a tensor of n elements: header plus bitmap.
+size_t ThresholdMessageBound(int64_t n);
+
+// What one Encode() did, for the logs and the tests.
+struct ThresholdEncodeStats {
+  int64_t sent = 0;       // elements sent (+tau or -tau)
+  float tau = 0;          // the threshold this message used
+  bool shake_up = false;  // tau was the shake-up threshold
+  ThresholdFormat format = ThresholdFormat::kSparse;
+  size_t bytes = 0;        // the message's size
+  double density() const;  // sent / n
+};
+
+class ThresholdEncoder {
+ public:
+  // `n` elements (> 0); `config.type` must be kThreshold.
+  ThresholdEncoder(int64_t n, const CompressionConfig& config);
+
+  int64_t size() const { return static_cast<int64_t>(residual_.size()); }
+  // tau for the next message (before any shake-up).
+  float threshold() const { return tau_; }
+  // What has not been sent yet, per element.
+  const std::vector<float>& residual() const { return residual_; }
+
+  // Adds gradient[0..n) to the residual, then writes the message for this
+  // step into *out (replacing its contents) and adapts tau.
+  ThresholdEncodeStats Encode(const float* gradient, std::vector<uint8_t>* out);
+
+  // Checkpoints: the residual and tau are the encoder's whole state.
+  void Restore(std::vector<float> residual, float tau, int64_t messages);
+  int64_t messages() const { return messages_; }
+
+ private:
+  CompressionConfig config_;
+  std::vector<float> residual_;
+  float tau_;
+  int64_t messages_ = 0;  // encoded so far (shake-up counts them)
+};
+
+// Checks `message` (for a tensor of `n` elements) and adds scale * (+-tau)
+// to out[i] for every element it sends; `sent`, when given, receives the
+// count. The error names what was wrong; `out` is untouched then.
+Status DecodeThresholdAdd(const uint8_t* message, size_t size, int64_t n, float scale, float* out,
+                          int64_t* sent = nullptr);
+
+}  // namespace pstrain

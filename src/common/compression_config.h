@@ -1,0 +1,36 @@
+// How one parameter's updates are compressed on their way to the servers or
+// to the other workers (issue 15; optim/threshold_codec.h does the work): a
+// plain struct filled from YAML by config.cc, as `compression:` under
+// `train:` (the default) or under a `parameters:` rule.
+//
+// Threshold encoding (Strom 2015, Deeplearning4j's gradient sharing): each
+// worker keeps a residual per tensor; elements whose residual reaches the
+// threshold tau are sent as +tau or -tau and taken off the residual, the rest
+// wait for later steps, so nothing is lost, only delayed.
+#pragma once
+
+#include <cstdint>
+
+namespace pstrain {
+
+enum class CompressionType { kNone, kThreshold };
+
+struct CompressionConfig {
+  CompressionType type = CompressionType::kNone;
+  float threshold = 1e-3f;  // tau at the start, > 0
+  // Adaptive: after a message whose density (elements sent / elements) is
+  // under min_density, tau shrinks by `step` (tau *= 1 - step); over
+  // max_density it grows (tau *= 1 + step).
+  bool adaptive = true;
+  double min_density = 1e-4;  // target_density: [min, max], 0 < min <= max <= 1
+  double max_density = 1e-2;
+  float step = 0.1f;  // 0 < step < 1
+  // Every this many messages (0: never), one is encoded with tau times
+  // kShakeUpScale, to share the residual that sits just under tau.
+  int64_t shake_up_every = 0;
+  static constexpr float kShakeUpScale = 0.5f;
+
+  bool enabled() const { return type != CompressionType::kNone; }
+};
+
+}  // namespace pstrain
