@@ -68,6 +68,21 @@ struct ThresholdEncodeStats {
   double density() const;  // sent / n
 };
 
+// Totals over many messages (one worker's encoders), for the logs and the
+// metrics file: what compression saved and where tau stands.
+struct CompressionCounters {
+  int64_t messages = 0;
+  int64_t elements = 0;  // elements the messages covered (their dense size)
+  int64_t sent = 0;      // elements sent
+  int64_t bytes = 0;     // message bytes
+  float min_tau = 0;     // over the messages added (0 before the first)
+  float max_tau = 0;
+  // Counts one message of `stats` for a tensor of `n` elements.
+  void Add(const ThresholdEncodeStats& stats, int64_t n);
+  void Add(const CompressionCounters& other);
+  double density() const;  // sent / elements (0 when none)
+};
+
 class ThresholdEncoder {
  public:
   // `n` elements (> 0); `config.type` must be kThreshold.
