@@ -64,30 +64,60 @@ bool GetVarint(const uint8_t** p, const uint8_t* end, uint32_t* v) {
   return false;
 }
 
-// Where the elements of one message go while the encoder's single pass runs:
-// varints, until they would take more bytes than the bitmap; then the
-// varints written so far become a bitmap and the rest of the pass sets bits.
+// Bits 0..31 of x moved to the even bits (bit k to bit 2k): with the signs
+// on the odd bits, 32 elements' 2-bit codes in bitmap order.
+uint64_t SpreadEven(uint64_t x) {
+  x &= 0xffffffffu;
+  x = (x | x << 16) & 0x0000ffff0000ffffu;
+  x = (x | x << 8) & 0x00ff00ff00ff00ffu;
+  x = (x | x << 4) & 0x0f0f0f0f0f0f0f0fu;
+  x = (x | x << 2) & 0x3333333333333333u;
+  x = (x | x << 1) & 0x5555555555555555u;
+  return x;
+}
+
+// Where the elements of one message go while the encoder's single pass runs,
+// a block of up to 64 elements at a time (bit j of `plus` / `minus`: element
+// base + j is sent as +tau / -tau): varints, until they would take more
+// bytes than the bitmap; then the varints written so far become a bitmap
+// and the rest of the pass sets bits, 32 elements per 64-bit word.
 class BodyWriter {
  public:
   // `body` holds BitmapBytes(n) + kMaxVarint bytes; `scratch` as many.
   BodyWriter(uint8_t* body, int64_t n, uint8_t* scratch)
-      : body_(body), bitmap_bytes_(BitmapBytes(n)), scratch_(scratch) {}
+      : body_(body), n_(n), bitmap_bytes_(BitmapBytes(n)), scratch_(scratch) {}
 
-  void Emit(int64_t i, bool negative) {
-    if (bitmap_) {
-      body_[i >> 2] |= static_cast<uint8_t>((negative ? 2 : 1) << (2 * (i & 3)));
-      return;
+  void EmitBlock(int64_t base, uint64_t plus, uint64_t minus) {
+    if (bitmap_) return SetBits(base, plus, minus);
+    for (uint64_t hits = plus | minus; hits != 0;) {
+      const int j = __builtin_ctzll(hits);
+      hits &= hits - 1;
+      const auto gap = static_cast<uint32_t>(base + j - previous_ - 1);
+      previous_ = base + j;
+      pos_ += PutVarint(body_ + pos_, gap << 1 | static_cast<uint32_t>(minus >> j & 1));
+      if (pos_ > bitmap_bytes_) {
+        ToBitmap();
+        return SetBits(base, plus & hits, minus & hits);
+      }
     }
-    const auto gap = static_cast<uint32_t>(i - previous_ - 1);
-    previous_ = i;
-    pos_ += PutVarint(body_ + pos_, gap << 1 | (negative ? 1u : 0u));
-    if (pos_ > bitmap_bytes_) ToBitmap();
   }
 
   bool bitmap() const { return bitmap_; }
   size_t bytes() const { return bitmap_ ? bitmap_bytes_ : pos_; }
 
  private:
+  // `base` is a multiple of 64, so its codes start at byte base / 4.
+  void SetBits(int64_t base, uint64_t plus, uint64_t minus) {
+    for (int half = 0; half < 2; ++half) {
+      const uint64_t word = SpreadEven(plus >> (32 * half)) | SpreadEven(minus >> (32 * half)) << 1;
+      if (word == 0) continue;
+      const int64_t first = base + 32 * half;  // its element
+      uint8_t* at = body_ + first / 4;
+      const int64_t bytes = std::min<int64_t>(8, (n_ - first + 3) / 4);
+      for (int64_t k = 0; k < bytes; ++k) at[k] |= static_cast<uint8_t>(word >> (8 * k));
+    }
+  }
+
   // Once per message at most: the varints move to scratch and come back as
   // bits (they cannot be converted in place: an element's bits may land on
   // varints not read yet).
@@ -102,11 +132,12 @@ class BodyWriter {
       uint32_t v = 0;
       GetVarint(&p, end, &v);  // written just above: always well-formed
       index += static_cast<int64_t>(v >> 1) + 1;
-      Emit(index, (v & 1) != 0);
+      body_[index >> 2] |= static_cast<uint8_t>((1 + (v & 1)) << (2 * (index & 3)));
     }
   }
 
   uint8_t* body_;
+  int64_t n_;
   size_t bitmap_bytes_;
   uint8_t* scratch_;
   size_t pos_ = 0;
@@ -146,16 +177,25 @@ Status WalkSparse(const uint8_t* body, const uint8_t* end, uint32_t count, int64
   return Status::OK();
 }
 
-// Counts the elements a bitmap sends, refusing code 3 and set padding bits.
+// Counts the elements a bitmap sends, refusing code 3 and set padding bits;
+// eight bytes (32 codes) at a time.
 Status CheckBitmap(const uint8_t* body, int64_t n, uint32_t count) {
+  constexpr uint64_t kLow = 0x5555555555555555u;  // the low bit of each code
   const size_t bytes = BitmapBytes(n);
   int64_t set = 0;
-  for (size_t b = 0; b < bytes; ++b) {
-    const unsigned byte = body[b];
-    if ((byte & (byte >> 1) & 0x55u) != 0) {
-      return Bad("bitmap code 3 in byte " + std::to_string(b));
+  for (size_t b = 0; b < bytes;) {
+    uint64_t word = 0;
+    const size_t take = std::min<size_t>(8, bytes - b);
+    for (size_t k = 0; k < take; ++k) word |= uint64_t{body[b + k]} << (8 * k);
+    if ((word & (word >> 1) & kLow) != 0) {
+      for (size_t k = 0;; ++k) {
+        if ((body[b + k] & (body[b + k] >> 1) & 0x55u) != 0) {
+          return Bad("bitmap code 3 in byte " + std::to_string(b + k));
+        }
+      }
     }
-    set += __builtin_popcount((byte | (byte >> 1)) & 0x55u);
+    set += __builtin_popcountll((word | (word >> 1)) & kLow);
+    b += take;
   }
   const int tail = static_cast<int>(n % 4);
   if (tail != 0 && (body[bytes - 1] >> (2 * tail)) != 0) {
@@ -168,16 +208,19 @@ Status CheckBitmap(const uint8_t* body, int64_t n, uint32_t count) {
   return Status::OK();
 }
 
+// Branch-free per element (a dense bitmap's codes are random): each code
+// picks what to add, -0.0f for none (x + -0.0f is x for every x, -0.0f
+// included, so unsent elements keep their bits); a zero byte is skipped.
 void ApplyBitmap(const uint8_t* body, int64_t n, float value, float* out) {
-  const size_t bytes = BitmapBytes(n);
-  for (size_t b = 0; b < bytes; ++b) {
-    unsigned byte = body[b];
+  const float add[4] = {-0.0f, value, -value, -0.0f};  // 3 was refused
+  const int64_t full = n / 4;
+  for (int64_t b = 0; b < full; ++b) {
+    const unsigned byte = body[b];
     if (byte == 0) continue;
-    for (int64_t i = static_cast<int64_t>(b) * 4; byte != 0; ++i, byte >>= 2) {
-      if ((byte & 3) == 1) out[i] += value;
-      if ((byte & 3) == 2) out[i] -= value;
-    }
+    float* o = out + 4 * b;
+    for (int k = 0; k < 4; ++k) o[k] += add[byte >> (2 * k) & 3];
   }
+  for (int64_t i = 4 * full; i < n; ++i) out[i] += add[body[i / 4] >> (2 * (i % 4)) & 3];
 }
 
 }  // namespace
@@ -240,28 +283,29 @@ ThresholdEncodeStats ThresholdEncoder::Encode(const float* gradient, std::vector
   if (scratch_.size() < room) scratch_.resize(room);
   BodyWriter writer(out->data() + kThresholdHeaderBytes, n, scratch_.data());
 
-  // The one pass: add the gradient to the residual and send what reached tau.
+  // The one pass: add the gradient to the residual and send what reached
+  // tau. Per block of 64, the residual update and two bit masks (elements
+  // sent as +tau, as -tau) in a loop that vectorizes; the writer then costs
+  // per element sent, with no branch on the data element by element.
+  // r - tau and r + tau are the only float operations on a sent element.
   float* r = residual_.data();
   int64_t sent = 0;
   for (int64_t base = 0; base < n; base += kBlock) {
-    const int64_t end = std::min(n, base + kBlock);
-    int any = 0;
-    for (int64_t i = base; i < end; ++i) {
-      r[i] += gradient[i];
-      any |= std::fabs(r[i]) >= tau;
+    const int64_t len = std::min(kBlock, n - base);
+    float* rb = r + base;
+    const float* gb = gradient + base;
+    uint64_t plus = 0, minus = 0;
+    for (int64_t j = 0; j < len; ++j) {
+      const float v = rb[j] + gb[j];
+      const bool p = v >= tau;
+      const bool m = v <= -tau;
+      rb[j] = p ? v - tau : (m ? v + tau : v);
+      plus |= uint64_t{p} << j;
+      minus |= uint64_t{m} << j;
     }
-    if (!any) continue;
-    for (int64_t i = base; i < end; ++i) {
-      if (r[i] >= tau) {
-        r[i] -= tau;
-        writer.Emit(i, false);
-        ++sent;
-      } else if (r[i] <= -tau) {
-        r[i] += tau;
-        writer.Emit(i, true);
-        ++sent;
-      }
-    }
+    if ((plus | minus) == 0) continue;
+    sent += __builtin_popcountll(plus) + __builtin_popcountll(minus);
+    writer.EmitBlock(base, plus, minus);
   }
 
   uint8_t* h = out->data();
