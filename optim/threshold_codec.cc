@@ -333,7 +333,7 @@ ThresholdEncodeStats ThresholdEncoder::Encode(const float* gradient, std::vector
 
 void ThresholdEncoder::Restore(std::vector<float> residual, float tau, int64_t messages) {
   assert(residual.size() == residual_.size());
-  residual_ = std::move(residual);
+  if (residual.size() == residual_.size()) residual_ = std::move(residual);
   tau_ = std::isfinite(tau) && tau > 0 ? ClampTau(tau) : ClampTau(config_.threshold);
   messages_ = std::max<int64_t>(0, messages);
 }
