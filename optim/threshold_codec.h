@@ -13,7 +13,8 @@
 //
 // Refinements (all Strom's):
 //   - adaptive tau: a message denser than the target band raises tau by
-//     `step`, a sparser one lowers it, so the density stays in the band;
+//     `step`, a sparser one lowers it, so the density stays in the band
+//     (a shake-up message, dense on purpose, leaves tau as it is);
 //   - bitmap: when a message is so dense that its indices would take more
 //     bytes than 2 bits per element, it is written as a 2-bit bitmap, so no
 //     message is ever larger than ThresholdMessageBound(n);
