@@ -588,6 +588,19 @@ Status TrainJob::Run(WorkerContext& ctx) {
     ctx.log->info("worker {} stopped on request after step {} of {}", ctx.rank, stopped_at, total);
   }
   stats_.seconds = Since(begin);
+  if (ps_compression_) {
+    stats_.push_bytes = ps_compression_->pushed_bytes();
+    stats_.push_dense_bytes = ps_compression_->dense_bytes();
+    stats_.compression = ps_compression_->counters();
+    if (stats_.compression.messages > 0 && stats_.steps > 0)
+      ctx.log->info(
+          "worker {} pushed {:.0f} bytes/step to the servers ({:.0f} dense, {:.0f}x fewer); "
+          "threshold now {:.3g}..{:.3g}, density {:.3g}",
+          ctx.rank, static_cast<double>(stats_.push_bytes) / stats_.steps,
+          static_cast<double>(stats_.push_dense_bytes) / stats_.steps,
+          static_cast<double>(stats_.push_dense_bytes) / std::max<int64_t>(stats_.push_bytes, 1),
+          stats_.compression.min_tau, stats_.compression.max_tau, stats_.compression.density());
+  }
   const double step_s = std::max(stats_.compute_s + stats_.comm_s, 1e-9);
   ctx.log->info(
       "worker {} finished {} steps in {:.1f} s: {:.0f} samples/s, {:.0f}% of step time "

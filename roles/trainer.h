@@ -50,6 +50,10 @@ struct TrainStats {
   double last_loss = 0;
   double test_metric = -1;   // accuracy or AUC after the last epoch (chief; -1: not run)
   double test_logloss = -1;  // click data only
+  // PS pushes (issue 15): bytes sent, the same pushes dense, and the
+  // threshold encoders' totals (min_tau..max_tau: their final thresholds).
+  int64_t push_bytes = 0, push_dense_bytes = 0;
+  CompressionCounters compression;
 };
 
 class TrainJob : public WorkerJob {
