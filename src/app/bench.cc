@@ -19,6 +19,7 @@ Status RunEmbeddingBench(const std::vector<int>& dims, const std::vector<std::st
 Status RunCacheBoundCase(const std::string& config_path, const std::vector<int>& worker_counts);
 Status RunTrainBench(const std::string& config_path, int64_t steps, const std::vector<int>& servers,
                      const std::vector<int>& workers);
+Status RunCompressBench(int64_t elements, const std::vector<double>& densities, int repeats);
 
 namespace {
 
@@ -41,6 +42,18 @@ bool ParseList(const std::string& text, std::vector<T>* out) {
     long long v = std::strtoll(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || v <= 0) return false;
     out->push_back(static_cast<T>(v));
+  }
+  return true;
+}
+
+// "1e-4,0.5" -> {1e-4, 0.5}: densities in (0, 1]; false on anything else.
+bool ParseDensities(const std::string& text, std::vector<double>* out) {
+  out->clear();
+  for (const std::string& item : SplitCommas(text)) {
+    char* end = nullptr;
+    const double v = std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0' || !(v > 0 && v <= 1)) return false;
+    out->push_back(v);
   }
   return true;
 }
@@ -109,6 +122,10 @@ struct BenchArgs {
   std::vector<int> train_servers = {2};
   std::vector<int> rounds = {5};
   std::string config, transport = "shm", compare, cases = "server,pull,cache";
+  // compress: the four densities, and one past the bitmap crossover.
+  int64_t elements = 4194304;
+  int repeats = 7;
+  std::string densities = "1e-4,1e-3,1e-2,1e-1,0.5";
 };
 
 void DeclareBenchCommands(CLI::App* app, BenchArgs* a) {
@@ -141,6 +158,15 @@ void DeclareBenchCommands(CLI::App* app, BenchArgs* a) {
   AddList(train, "--steps", &a->steps, "timed steps");
   AddList(train, "--servers", &a->train_servers, "server counts of the ps case");
   AddList(train, "--workers", &a->workers, "worker counts of the ps case");
+  CLI::App* compress = app->add_subcommand(
+      "compress",
+      "threshold encoding and decoding of one tensor on one core (GB/s of dense input)");
+  compress->add_option("--elements", a->elements, "floats in the tensor (default 4194304)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 27));
+  compress->add_option("--densities", a->densities,
+                       "shares of the elements sent, in (0, 1] (default " + a->densities + ")");
+  compress->add_option("--repeats", a->repeats, "timed runs per density, the median reported")
+      ->check(CLI::Range(1, 1000));
 }
 
 int Usage(const std::string& which, const std::string& why) {
@@ -180,6 +206,11 @@ int RunBench(const std::vector<std::string>& args) {
       return Usage(which, "the data case needs --config FILE (its training data)");
     st = RunEmbeddingBench(a.dims, cases);
     if (st.ok() && Has(cases, "data")) st = RunCacheBoundCase(a.config, a.workers);
+  } else if (which == "compress") {
+    std::vector<double> densities;
+    if (!ParseDensities(a.densities, &densities))
+      return Usage(which, "--densities is '" + a.densities + "': expected numbers in (0, 1]");
+    st = RunCompressBench(a.elements, densities, a.repeats);
   } else {
     if (a.steps.size() != 1) return Usage(which, "--steps takes one number");
     st = RunTrainBench(a.config, a.steps[0], a.train_servers, a.workers);

@@ -188,7 +188,7 @@ const std::vector<Subcommand>& Subcommands() {
   static const std::vector<Subcommand> kSubcommands = {
       {"local", "[flags]", "run a whole job (scheduler, servers, workers) on this machine",
        RunLocal},
-      {"bench", "kv|allreduce|embedding|train [flags]",
+      {"bench", "kv|allreduce|embedding|train|compress [flags]",
        "benchmarks, one JSON line per case (see README)", RunBench},
       {"gen", "criteo --rows N --out DIR [flags]",
        "synthetic Criteo-format click data with a planted model", RunGen},

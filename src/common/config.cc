@@ -212,6 +212,16 @@ Field DensityRange(const char* key, double* min, double* max) {
           }};
 }
 
+// step: in (0, 1), one message for every way to miss it (Float's [0, 1)
+// would call 0 valid in the message and then refuse it).
+Field Step(float* out) {
+  Field unit = Float("step", out, Bound::kUnitInterval);
+  return {"step", [=](const Value& v) {
+            if (!unit.read(v).ok() || *out == 0) return v.Expected("a number in (0, 1)");
+            return Status::OK();
+          }};
+}
+
 Status ReadCompression(const Value& v, CompressionConfig* out) {
   *out = CompressionConfig{};
   using T = CompressionType;
@@ -220,12 +230,9 @@ Status ReadCompression(const Value& v, CompressionConfig* out) {
       v,
       {Required(Enum<T>("type", &out->type, {{"none", T::kNone}, {"threshold", T::kThreshold}})),
        Float("threshold", &out->threshold, Bound::kPositive), Bool("adaptive", &out->adaptive),
-       DensityRange("target_density", &out->min_density, &out->max_density),
-       Float("step", &out->step, Bound::kUnitInterval),
+       DensityRange("target_density", &out->min_density, &out->max_density), Step(&out->step),
        Int("shake_up_every", &out->shake_up_every, 0)},
       &lines));
-  if (lines.count("step") && out->step == 0)
-    return v.Key("step", lines["step"]).Error("expected a number in (0, 1), got '0'");
   // Settings of a threshold encoding under type: none are a mistake.
   if (out->type == T::kNone)
     for (const auto& [key, line] : lines)
@@ -338,6 +345,29 @@ Status ReadParameters(const Value& v, std::vector<ParameterRule>* rules) {
   });
 }
 
+// The line of `key` in the mapping `map` (which ReadMap read, so it holds it).
+int KeyLine(const YAML::Node& map, const char* key) {
+  for (const auto& entry : map)
+    if (entry.first.IsScalar() && entry.first.Scalar() == key) return entry.first.Mark().line + 1;
+  return 0;
+}
+
+// Rules that contradict train: (either section may come first in the file).
+// mode: average sends weights every N steps, not gradients: a rule's
+// compression would be ignored, like train.compression.
+Status CheckRulesAgainstTrain(const Value& doc, const Config& config) {
+  if (config.train.mode != UpdateMode::kAverage) return Status::OK();
+  for (size_t i = 0; i < config.parameters.size(); ++i) {
+    const ParameterRule& rule = config.parameters[i];
+    if (!rule.compression || !rule.compression->enabled()) continue;
+    const YAML::Node rules = doc.node["parameters"];
+    const Value at{doc.source, rules[i], fmt::format("parameters[{}]", i), rule.line};
+    return at.Key("compression", KeyLine(rules[i], "compression"))
+        .Error("is not used with mode: average");
+  }
+  return Status::OK();
+}
+
 // The file's first YAML document and where a second one starts, if any.
 struct Documents {
   YAML::Node first;
@@ -411,18 +441,20 @@ Status ReadConfig(const Documents& documents, const std::string& yaml_text,
   }
   if (root.IsNull()) return doc.Error("the config is empty; expected a mapping of sections");
   if (!root.IsMap()) return doc.Expected("a mapping of sections at the top level");
-  return ReadMap(doc, {{"model",
-                        [&](const Value& v) {
-                          config->has_model = true;
-                          return ReadModel(v, &config->model);
-                        }},
-                       {"data",
-                        [&](const Value& v) {
-                          config->has_data = true;
-                          return ReadData(v, base_dir, &config->data);
-                        }},
-                       Section("train", &config->train, &ReadTrain),
-                       Section("parameters", &config->parameters, &ReadParameters)});
+  PSTRAIN_RETURN_IF_ERROR(
+      ReadMap(doc, {{"model",
+                     [&](const Value& v) {
+                       config->has_model = true;
+                       return ReadModel(v, &config->model);
+                     }},
+                    {"data",
+                     [&](const Value& v) {
+                       config->has_data = true;
+                       return ReadData(v, base_dir, &config->data);
+                     }},
+                    Section("train", &config->train, &ReadTrain),
+                    Section("parameters", &config->parameters, &ReadParameters)}));
+  return CheckRulesAgainstTrain(doc, *config);
 }
 
 // ParseConfig, resolving relative data paths against `base_dir` (if not empty).
