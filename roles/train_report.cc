@@ -103,7 +103,7 @@ void TrainReport::WriteStep(int64_t step, int epoch, double loss, double lr,
     line["tau_max"] = now.compression.max_tau;
     line["density"] = Density(now.compression, last_.compression);
   } else {
-    line["tau_min"] = line["tau_max"] = line["density"] = nullptr;
+    for (const char* key : {"tau_min", "tau_max", "density"}) line[key] = nullptr;
   }
   const int64_t ids = now.cache_ids - last_.cache_ids;
   if (has_cache_ && ids > 0) {

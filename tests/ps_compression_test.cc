@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "comm/messages.h"
 #include "optim/threshold_codec.h"
 #include "roles/local_job.h"
 #include "roles/trainer.h"
@@ -73,6 +74,26 @@ TEST_CASE("threshold-encoded pushes train like dense ones with 50x fewer bytes p
   // The step lines tell the user what compression did.
   CHECK_FALSE(b.sink->Matching("bytes/step to the servers").empty());
   CHECK_FALSE(b.sink->Matching(", density ").empty());
+}
+
+TEST_CASE("a push's encoding and kind survive the wire; an encoded init is refused") {
+  for (PushKind kind : {PushKind::kGradient, PushKind::kDelta}) {
+    PushEncoding encoding =
+        kind == PushKind::kGradient ? PushEncoding::kThreshold : PushEncoding::kDense;
+    Message sent{7, false, PushRequest{"fc1.weight", 2, 1, 9, kind, encoding}};
+    std::vector<uint8_t> bytes = EncodeHeader(sent);
+    auto got = DecodeHeader(bytes.data(), bytes.size());
+    REQUIRE_MESSAGE(got.ok(), got.status().message());
+    const auto& push = std::get<PushRequest>(got->body);
+    CHECK(push.kind == kind);
+    CHECK(push.encoding == encoding);
+    CHECK(push.clock == 9);
+  }
+  std::vector<uint8_t> bytes = EncodeHeader(
+      {7, false, PushRequest{"w", 0, 0, 0, PushKind::kInit, PushEncoding::kThreshold}});
+  auto got = DecodeHeader(bytes.data(), bytes.size());
+  REQUIRE_FALSE(got.ok());
+  CHECK(got.status().message() == "only gradient pushes may be threshold-encoded");
 }
 
 // A worker job made of one function, for the hand-made messages below.
