@@ -586,6 +586,11 @@ Status TrainJob::Run(WorkerContext& ctx) {
       PSTRAIN_RETURN_IF_ERROR(SaveCheckpoint(ctx, stopped_at, &place, allreduced_.get()));
     }
     ctx.log->info("worker {} stopped on request after step {} of {}", ctx.rank, stopped_at, total);
+    if (ctx.rank == 0 && config_.train.checkpoint && !CheckpointableAt(stopped_at))
+      ctx.log->info(
+          "no checkpoint of step {}: mode average checkpoints only where a round of averaging "
+          "ended (every {} steps); the newest stays the job's resume point",
+          stopped_at, config_.train.average_every);
   }
   stats_.seconds = Since(begin);
   if (ps_compression_) {
