@@ -3,6 +3,8 @@
 // a server refuses a bad message naming it, applies nothing, and goes on
 // serving; mode average pushes nothing between rounds, leaves every worker
 // with the same weights after one, and resumes from its checkpoints.
+#include "roles/ps_compression.h"
+
 #include <doctest/doctest.h>
 #include <stdlib.h>
 
@@ -170,6 +172,79 @@ TEST_CASE(
   };
   Status st = RunLocalJob(job);
   CHECK_MESSAGE(st.ok(), st.message());
+}
+
+TEST_CASE("sync: the servers apply the mean of the workers' +-tau messages, residuals kept") {
+  constexpr int kWorkers = 2, kSteps = 3;
+  constexpr int64_t kElements = 100;  // 7 partitions of up to 16 floats over 2 servers
+  constexpr float kTau = 0.015f;
+  Config config;
+  config.train.mode = UpdateMode::kSync;
+  config.train.optimizer.type = OptimizerType::kSgd;
+  config.train.optimizer.lr = 1.0f;
+  config.train.partition_bytes = 64;
+  config.train.compression = Threshold(kTau);
+  config.train.compression.adaptive = false;
+  auto gradient = [](int rank, int64_t i) {
+    return 0.01f * static_cast<float>(rank + 1) * static_cast<float>(i % 5 - 2);
+  };
+  std::mutex mutex;
+  std::vector<std::vector<float>> finals(kWorkers);
+  auto sink = std::make_shared<testing::CaptureSink>();
+  LocalJobOptions job;
+  job.cluster.server_num = 2;
+  job.cluster.worker_num = kWorkers;
+  job.config = config;
+  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
+  job.make_job = [&](int) {
+    return std::make_unique<FunctionJob>(
+        std::vector<TensorSpec>{{"w", kElements}}, [&](WorkerContext& ctx) -> Status {
+          std::vector<float> values(kElements, 1.0f), grad(kElements);
+          if (ctx.rank == 0) PSTRAIN_RETURN_IF_ERROR(ctx.kv->Init(0, values.data()).Wait());
+          PSTRAIN_RETURN_IF_ERROR(ctx.kv->Pull(0, values.data(), 0).Wait());
+          PsCompression compression(config, ctx.kv->map());
+          REQUIRE(compression.Compresses(0));
+          for (int64_t step = 0; step < kSteps; ++step) {
+            for (int64_t i = 0; i < kElements; ++i) grad[i] = gradient(ctx.rank, i);
+            KvOp push{KvOp::Kind::kPush, 0, grad.data(), step, compression.Encode(0, grad.data())};
+            KvOp pull{KvOp::Kind::kPull, 0, values.data(), step + 1};
+            PSTRAIN_RETURN_IF_ERROR(ctx.kv->Run({push, pull}).Wait());
+          }
+          std::lock_guard<std::mutex> lock(mutex);
+          finals[ctx.rank] = values;
+          return Status::OK();
+        });
+  };
+  Status st = RunLocalJob(job);
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  // The rule, written out: each worker adds its gradient to its residual and
+  // sends +-tau where the residual reached tau; the server takes the mean.
+  std::vector<std::vector<float>> residual(kWorkers, std::vector<float>(kElements, 0.0f));
+  std::vector<float> expected(kElements, 1.0f);
+  for (int64_t step = 0; step < kSteps; ++step) {
+    for (int64_t i = 0; i < kElements; ++i) {
+      float sum = 0;
+      for (int r = 0; r < kWorkers; ++r) {
+        residual[r][i] += gradient(r, i);
+        if (std::fabs(residual[r][i]) >= kTau) {
+          const float sent = residual[r][i] > 0 ? kTau : -kTau;
+          residual[r][i] -= sent;
+          sum += sent;
+        }
+      }
+      expected[i] -= sum / kWorkers;
+    }
+  }
+  for (int r = 0; r < kWorkers; ++r)
+    for (int64_t i = 0; i < kElements; ++i)
+      REQUIRE(finals[r][i] == doctest::Approx(expected[i]).epsilon(1e-6));
+  // Not dense SGD: some of the gradient still waits in the residuals.
+  double held_back = 0;
+  for (int64_t i = 0; i < kElements; ++i) {
+    const float dense = 1.0f - kSteps * (gradient(0, i) + gradient(1, i)) / 2;
+    held_back = std::max(held_back, static_cast<double>(std::fabs(finals[0][i] - dense)));
+  }
+  CHECK(held_back > 0.005);
 }
 
 // Every worker's TrainJob, kept to compare their weights.
