@@ -30,6 +30,8 @@ const char* Verb(KvOp::Kind kind) {
       return "push";
     case KvOp::Kind::kPull:
       return "pull";
+    case KvOp::Kind::kDelta:
+      return "weight delta push";
   }
   return "?";
 }
@@ -43,6 +45,11 @@ KvHandle KvClient::Run(std::vector<KvOp> ops) {
     if (op.tensor < 0 || op.tensor >= static_cast<int>(map_.tensors().size()))
       return Failed(
           NotFound(fmt::format("{} of tensor #{}: no such tensor", Verb(op.kind), op.tensor)));
+    if (op.encoded != nullptr &&
+        (op.kind != KvOp::Kind::kPush || op.encoded->size() != map_.partitions(op.tensor).size()))
+      return Failed(InvalidArgument(fmt::format(
+          "{} of tensor '{}': {} encoded messages for {} partitions", Verb(op.kind),
+          map_.tensors()[op.tensor].name, op.encoded->size(), map_.partitions(op.tensor).size())));
     requests += map_.partitions(op.tensor).size();
     bytes += map_.tensors()[op.tensor].elements * static_cast<int64_t>(sizeof(float));
   }
@@ -74,10 +81,19 @@ void KvClient::Issue(const KvOp& op, const std::shared_ptr<CountDown>& batch) {
       body = PullRequest{name, p.part, worker_rank_, op.clock, p.elements};
       reply_into = Buffer{data, bytes, nullptr};
     } else {
-      bool init = op.kind == KvOp::Kind::kInit;
-      body = PushRequest{name, p.part, worker_rank_, init ? 0 : op.clock,
-                         init ? PushKind::kInit : PushKind::kGradient};
-      payload = Payload{data, bytes, nullptr};
+      const bool init = op.kind == KvOp::Kind::kInit;
+      const PushKind kind = init                            ? PushKind::kInit
+                            : op.kind == KvOp::Kind::kDelta ? PushKind::kDelta
+                                                            : PushKind::kGradient;
+      PushRequest push{name, p.part, worker_rank_, init ? 0 : op.clock, kind};
+      if (op.encoded != nullptr) {
+        const std::vector<uint8_t>& message = (*op.encoded)[p.part];
+        push.encoding = PushEncoding::kThreshold;
+        payload = Payload{message.data(), message.size(), nullptr};
+      } else {
+        payload = Payload{data, bytes, nullptr};
+      }
+      body = std::move(push);
     }
     const char* verb = Verb(op.kind);
     servers_[p.server]->Call(

@@ -38,11 +38,17 @@ class KvHandle {
 
 // One request of a batch: a tensor's init, push or pull.
 struct KvOp {
-  enum class Kind { kInit, kPush, kPull };
+  // kDelta: mode average, the weight change since the last pull (clock: the
+  // averaging round).
+  enum class Kind { kInit, kPush, kPull, kDelta };
   Kind kind;
   int tensor;     // index in map().tensors()
   float* data;    // values or gradient (read for init/push, written for pull)
   int64_t clock;  // push: the worker's step; pull: min_clock; init: unused
+  // kPush only: when set, the gradient goes as these threshold messages
+  // (optim/threshold_codec.h), (*encoded)[i] for the tensor's partition i,
+  // instead of `data`. Must stay valid, unchanged, until the handle completes.
+  const std::vector<std::vector<uint8_t>>* encoded = nullptr;
 };
 
 class KvClient {

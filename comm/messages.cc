@@ -105,10 +105,14 @@ struct BodyEncoder {
     return {w::Body_Error, w::CreateError(b, b.CreateString(m.message)).Union()};
   }
   Out operator()(const PushRequest& m) {
-    auto kind = m.kind == PushKind::kInit ? w::PushKind_Init : w::PushKind_Gradient;
-    return {
-        w::Body_PushRequest,
-        w::CreatePushRequest(b, b.CreateString(m.tensor), m.part, m.worker, m.clock, kind).Union()};
+    auto kind = m.kind == PushKind::kInit    ? w::PushKind_Init
+                : m.kind == PushKind::kDelta ? w::PushKind_Delta
+                                             : w::PushKind_Gradient;
+    auto encoding =
+        m.encoding == PushEncoding::kThreshold ? w::PushEncoding_Threshold : w::PushEncoding_Dense;
+    return {w::Body_PushRequest, w::CreatePushRequest(b, b.CreateString(m.tensor), m.part, m.worker,
+                                                      m.clock, kind, encoding)
+                                     .Union()};
   }
   Out operator()(const PullRequest& m) {
     return {w::Body_PullRequest, w::CreatePullRequest(b, b.CreateString(m.tensor), m.part, m.worker,
@@ -326,11 +330,35 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       auto m = h->body_as_PushRequest();
       auto tensor = Text(m->tensor(), "tensor", true);
       if (!tensor.ok()) return tensor.status();
-      if (m->kind() != w::PushKind_Gradient && m->kind() != w::PushKind_Init)
-        return InvalidArgument(fmt::format("unknown push kind {}", static_cast<int>(m->kind())));
-      return MessageBody(
-          PushRequest{*tensor, m->part(), m->worker(), m->clock(),
-                      m->kind() == w::PushKind_Init ? PushKind::kInit : PushKind::kGradient});
+      PushKind kind;
+      switch (m->kind()) {
+        case w::PushKind_Gradient:
+          kind = PushKind::kGradient;
+          break;
+        case w::PushKind_Init:
+          kind = PushKind::kInit;
+          break;
+        case w::PushKind_Delta:
+          kind = PushKind::kDelta;
+          break;
+        default:
+          return InvalidArgument(fmt::format("unknown push kind {}", static_cast<int>(m->kind())));
+      }
+      PushEncoding encoding;
+      switch (m->encoding()) {
+        case w::PushEncoding_Dense:
+          encoding = PushEncoding::kDense;
+          break;
+        case w::PushEncoding_Threshold:
+          encoding = PushEncoding::kThreshold;
+          break;
+        default:
+          return InvalidArgument(
+              fmt::format("unknown push encoding {}", static_cast<int>(m->encoding())));
+      }
+      if (encoding != PushEncoding::kDense && kind != PushKind::kGradient)
+        return InvalidArgument("only gradient pushes may be threshold-encoded");
+      return MessageBody(PushRequest{*tensor, m->part(), m->worker(), m->clock(), kind, encoding});
     }
     case w::Body_PullRequest: {
       auto m = h->body_as_PullRequest();

@@ -115,13 +115,19 @@ struct AuthProof {
 
 // Parameter-server messages: one partition of a tensor each; the float32
 // values travel as the frame's payload.
-enum class PushKind { kGradient, kInit };
+// kDelta: mode average, a worker's weight change since its last pull, for
+// averaging round `clock` (roles/ps_partition.h).
+enum class PushKind { kGradient, kInit, kDelta };
+// kThreshold: the payload is one threshold message (optim/threshold_codec.h)
+// for the partition's elements instead of float32 values; gradients only.
+enum class PushEncoding { kDense, kThreshold };
 struct PushRequest {
   std::string tensor;
   uint32_t part = 0;
   int worker = 0;
-  int64_t clock = 0;  // the worker's step
+  int64_t clock = 0;  // the worker's step (kDelta: the averaging round)
   PushKind kind = PushKind::kGradient;
+  PushEncoding encoding = PushEncoding::kDense;
 };
 struct PullRequest {
   std::string tensor;

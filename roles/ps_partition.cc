@@ -11,6 +11,7 @@ PsPartition::PsPartition(std::string tensor, uint32_t part, int workers, UpdateM
       name_(fmt::format("'{}' partition {}", tensor_, part_)),
       optimizer_(std::move(optimizer)),
       values_(std::make_shared<FloatBuffer>(values.begin(), values.end())),
+      average_(mode == UpdateMode::kAverage),
       core_(workers, mode) {}
 
 FloatBuffer& PsPartition::WritableValues() {
@@ -20,7 +21,14 @@ FloatBuffer& PsPartition::WritableValues() {
   return *values_;
 }
 
-void PsPartition::Apply(const float* grad) { optimizer_->Update(WritableValues().data(), grad); }
+// Mode average: the update is the workers' mean weight change, added as it
+// is (their own optimizers already made it); otherwise a gradient for the
+// optimizer.
+void PsPartition::Apply(const float* grad) {
+  if (!average_) return optimizer_->Update(WritableValues().data(), grad);
+  float* values = WritableValues().data();
+  for (size_t i = 0; i < size(); ++i) values[i] += grad[i];
+}
 
 Status PsPartition::Push(int worker, int64_t clock, const float* grad) {
   const size_t n = size();

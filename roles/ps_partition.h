@@ -24,9 +24,10 @@ class PsPartition {
               std::unique_ptr<DenseOptimizer> optimizer, std::vector<float> values);
 
   // Applies worker `worker`'s gradient for step `clock` according to the
-  // mode. `grad` holds exactly size() floats. Refused (nothing changes) when
-  // the worker or the step is not one this partition can take now. The
-  // caller then answers the pulls the new clock allows (core().AnswerReady).
+  // mode (average: its weight delta for round `clock`, averaged over the
+  // workers and added to the values, with no optimizer). `grad` holds exactly size() floats.
+  // Refused (nothing changes) when the worker or the step is not one this partition can take now.
+  // The caller then answers the pulls the new clock allows (core().AnswerReady).
   Status Push(int worker, int64_t clock, const float* grad);
 
   int64_t clock() const { return core_.clock(); }
@@ -52,7 +53,8 @@ class PsPartition {
   const std::string name_;  // for errors: "'fc.weight' partition 2"
   std::unique_ptr<DenseOptimizer> optimizer_;
   std::shared_ptr<FloatBuffer> values_;  // tensor memory: huge pages when large
-  FloatBuffer sum_;                      // sync: the running sum of this step's gradients
+  FloatBuffer sum_;     // sync, average: the running sum of this step's gradients (deltas)
+  const bool average_;  // mode average: updates are weight deltas
   UpdateCore core_;
 };
 

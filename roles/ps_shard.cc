@@ -5,6 +5,8 @@
 #include <cstring>
 #include <new>
 
+#include "optim/threshold_codec.h"
+
 namespace pstrain {
 
 namespace {
@@ -43,11 +45,12 @@ void PsShard::Push(PushRequest request, Buffer payload, Reply reply) {
     auto it = partitions_.find(key);
     const float* data = reinterpret_cast<const float*>(payload.data);
     const size_t n = payload.size / sizeof(float);
-    if (payload.size % sizeof(float) != 0)
-      return reply(ErrorReply{fmt::format("push to '{}' partition {}: {} bytes is not whole floats",
-                                          request.tensor, request.part, payload.size)},
-                   {});
     if (request.kind == PushKind::kInit) {
+      if (payload.size % sizeof(float) != 0)
+        return reply(
+            ErrorReply{fmt::format("init of '{}' partition {}: {} bytes is not whole floats",
+                                   request.tensor, request.part, payload.size)},
+            {});
       if (n == 0)
         return reply(ErrorReply{fmt::format("init of '{}' partition {} with no values",
                                             request.tensor, request.part)},
@@ -77,12 +80,28 @@ void PsShard::Push(PushRequest request, Buffer payload, Reply reply) {
                                           request.tensor, request.part)},
                    {});
     PsPartition& partition = *it->second;
-    if (n != partition.size())
+    if (std::string why = KindRefusal(request); !why.empty()) return reply(ErrorReply{why}, {});
+    if (request.encoding == PushEncoding::kThreshold) {
+      // Checked whole before anything is written: a bad message leaves the
+      // scratch (and so the partition) as it was.
+      scratch_.assign(partition.size(), 0.0f);
+      Status decoded =
+          DecodeThresholdAdd(payload.data, payload.size, static_cast<int64_t>(partition.size()),
+                             1.0f, scratch_.data());
+      if (!decoded.ok())
+        return reply(ErrorReply{fmt::format("threshold-encoded push to '{}' partition {} ({} "
+                                            "floats): {}",
+                                            request.tensor, request.part, partition.size(),
+                                            decoded.message())},
+                     {});
+      data = scratch_.data();
+    } else if (n != partition.size() || payload.size % sizeof(float) != 0) {
       return reply(ErrorReply{fmt::format("push of {} bytes to '{}' partition {}, which holds {} "
                                           "floats ({} bytes)",
                                           payload.size, request.tensor, request.part,
                                           partition.size(), partition.size() * sizeof(float))},
                    {});
+    }
     Status st = partition.Push(request.worker, request.clock, data);
     if (!st.ok()) return reply(ErrorReply{st.message()}, {});
     // The ack first: the pusher is waiting on it, while the pulls it frees
@@ -91,6 +110,16 @@ void PsShard::Push(PushRequest request, Buffer payload, Reply reply) {
     reply(Ack{}, {});
     partition.core().AnswerReady();
   });
+}
+
+// Mode average takes weight deltas, every other mode gradients: a worker
+// configured otherwise than this server is told so.
+std::string PsShard::KindRefusal(const PushRequest& request) const {
+  const bool average = config_->train.mode == UpdateMode::kAverage;
+  if (average == (request.kind == PushKind::kDelta)) return "";
+  return fmt::format("push of a {} to '{}' partition {}: this server runs train.mode {}",
+                     request.kind == PushKind::kDelta ? "weight delta" : "gradient", request.tensor,
+                     request.part, average ? "average (weight deltas only)" : "without averaging");
 }
 
 void PsShard::Pull(PullRequest request, Reply reply) {

@@ -43,7 +43,9 @@ class PsShard {
   PsShard(const Config* config, int workers, Logger log, Executor run = nullptr);
 
   // Init (the chief's first values; later Inits are acknowledged and
-  // ignored, so a restored checkpoint wins) or a gradient.
+  // ignored, so a restored checkpoint wins), a gradient (dense, or a
+  // threshold message decoded here: a bad one is an error reply and changes
+  // nothing) or, in mode average, a weight delta.
   void Push(PushRequest request, Buffer payload, Reply reply);
   // Answers once the partition exists and its clock reaches min_clock
   // (roles/update_core.h).
@@ -59,6 +61,8 @@ class PsShard {
   // Answers now, or once the partition's clock reaches the pull's min_clock.
   static void PullFrom(PsPartition& partition, const PullRequest& request, Reply reply);
   static void Answer(const PsPartition& partition, const Reply& reply);
+  // Why a push of this kind does not fit the job's mode (empty: it does).
+  std::string KindRefusal(const PushRequest& request) const;
 
   const Config* config_;
   const int workers_;
@@ -66,6 +70,9 @@ class PsShard {
   std::map<Key, std::unique_ptr<PsPartition>> partitions_;
   // Pulls of partitions not initialized yet, until the chief's Init.
   std::map<Key, std::vector<std::pair<PullRequest, Reply>>> before_init_;
+  // A threshold-encoded push decoded to dense floats (the shard's thread
+  // only; kept to reuse its memory).
+  std::vector<float> scratch_;
   Executor run_;
   std::unique_ptr<WorkThread> thread_;  // last: joined before the state above goes
 };

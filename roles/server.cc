@@ -144,7 +144,7 @@ void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
                                      in.payload.size, push->tensor, push->part, largest)});
     PsShard* shard = ShardFor(push->tensor, push->part, static_cast<int64_t>(in.payload.size));
     if (shard == nullptr) return RefuseNewPartition(conn, id, push->tensor, push->part);
-    if (push->kind == PushKind::kGradient) updates_.fetch_add(1, std::memory_order_relaxed);
+    if (push->kind != PushKind::kInit) updates_.fetch_add(1, std::memory_order_relaxed);
     shard->Push(std::move(*push), std::move(in.payload), ReplyTo(conn, id));
   } else if (auto* pull = std::get_if<PullRequest>(&in.message.body)) {
     if (pull->elements <= 0 || pull->elements > largest / 4)
@@ -203,12 +203,15 @@ std::string Server::Refusal(const Connection::Ptr& conn, const MessageBody& body
   const int rank = it->second;
   int named = rank;
   int64_t reached = -1;  // the step this request shows the job has reached
+  // Mode average: clocks count rounds of average_every steps.
+  const int64_t steps_per_clock =
+      config_.train.mode == UpdateMode::kAverage ? std::max(config_.train.average_every, 1) : 1;
   if (auto* push = std::get_if<PushRequest>(&body)) {
     named = push->worker;
-    if (push->kind == PushKind::kGradient) reached = push->clock + 1;
+    if (push->kind != PushKind::kInit) reached = (push->clock + 1) * steps_per_clock;
   } else if (auto* pull = std::get_if<PullRequest>(&body)) {
     named = pull->worker;
-    reached = pull->min_clock;
+    reached = pull->min_clock * steps_per_clock;
   } else if (auto* push = std::get_if<SparsePushRequest>(&body)) {
     named = push->worker;
     reached = push->clock + 1;

@@ -8,6 +8,11 @@
 //      and ignored (values restored from a checkpoint win).  reply: Ack
 //   3. PushRequest(kind Gradient, clock) + gradient: applied as the mode
 //      says (roles/ps_partition.h).            reply: Ack, or Error naming why
+//      encoding Threshold: the payload is one threshold message for the
+//      partition (optim/threshold_codec.h), checked whole and decoded to a
+//      dense gradient first; a bad one is an Error and changes nothing.
+//      kind Delta (mode average only): a worker's weight change for round
+//      `clock`, gathered like a sync step and added as the workers' mean.
 //   4. PullRequest(min_clock): answered once the partition exists and its
 //      clock has reached min_clock.     reply: PullReply(clock) + values
 //   5. SaveRequest(step, dir): write this server's shard of a checkpoint.

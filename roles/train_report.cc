@@ -11,6 +11,28 @@ double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
+std::string Bytes(double bytes) {
+  if (bytes < 1024) return fmt::format("{:.0f} B", bytes);
+  if (bytes < 1024 * 1024) return fmt::format("{:.1f} KiB", bytes / 1024);
+  return fmt::format("{:.1f} MiB", bytes / (1024 * 1024));
+}
+
+// Density of the messages between two snapshots.
+double Density(const CompressionCounters& now, const CompressionCounters& before) {
+  const int64_t elements = now.elements - before.elements;
+  return elements > 0 ? static_cast<double>(now.sent - before.sent) / elements : 0.0;
+}
+
+// ", pushed 1.2 KiB/step (dense 241.9 KiB, 201x), tau 0.0012..0.0031, density 0.21%"
+std::string CompressionText(const TrainCounters& now, const TrainCounters& before, int64_t steps) {
+  const double pushed = static_cast<double>(now.push_bytes - before.push_bytes) / steps;
+  const double dense = static_cast<double>(now.push_dense_bytes - before.push_dense_bytes) / steps;
+  return fmt::format(", pushed {}/step (dense {}, {:.0f}x), tau {:.3g}..{:.3g}, density {:.3g}%",
+                     Bytes(pushed), Bytes(dense), pushed > 0 ? dense / pushed : 0.0,
+                     now.compression.min_tau, now.compression.max_tau,
+                     100 * Density(now.compression, before.compression));
+}
+
 }  // namespace
 
 TrainReport::TrainReport(const std::string& log_dir, int rank, const Logger& log, bool has_cache,
@@ -24,7 +46,8 @@ TrainReport::TrainReport(const std::string& log_dir, int rank, const Logger& log
       begin_(Clock::now()),
       last_time_(begin_),
       last_log_time_(begin_),
-      last_log_step_(start_step) {}
+      last_log_step_(start_step),
+      last_step_(start_step) {}
 
 void TrainReport::AfterStep(int64_t step, const TrainCounters& now) {
   if (!bar_.active()) return;
@@ -45,7 +68,11 @@ std::string TrainReport::LogSuffix(int64_t step, const TrainCounters& now) {
   last_log_time_ = t;
   last_log_step_ = step;
   last_log_samples_ = now.samples;
-  return fmt::format(", {:.0f} samples/s, ETA {}", rate, FormatDuration(eta));
+  std::string text = fmt::format(", {:.0f} samples/s, ETA {}", rate, FormatDuration(eta));
+  if (steps > 0 && now.compression.messages > last_logged_.compression.messages)
+    text += CompressionText(now, last_logged_, steps);
+  last_logged_ = now;
+  return text;
 }
 
 void TrainReport::WriteStep(int64_t step, int epoch, double loss, double lr,
@@ -65,6 +92,19 @@ void TrainReport::WriteStep(int64_t step, int epoch, double loss, double lr,
   line["allreduce_s"] = now.allreduce_s - last_.allreduce_s;
   line["bytes_sent"] = now.bytes_sent - last_.bytes_sent;
   line["bytes_received"] = now.bytes_received - last_.bytes_received;
+  // Per step of the interval (issue 15): what the updates sent, what they
+  // would have sent dense, and the threshold encoders' state (null: none).
+  const int64_t steps = std::max<int64_t>(step - last_step_, 1);
+  line["push_bytes_per_step"] = static_cast<double>(now.push_bytes - last_.push_bytes) / steps;
+  line["push_dense_bytes_per_step"] =
+      static_cast<double>(now.push_dense_bytes - last_.push_dense_bytes) / steps;
+  if (now.compression.messages > last_.compression.messages) {
+    line["tau_min"] = now.compression.min_tau;
+    line["tau_max"] = now.compression.max_tau;
+    line["density"] = Density(now.compression, last_.compression);
+  } else {
+    for (const char* key : {"tau_min", "tau_max", "density"}) line[key] = nullptr;
+  }
   const int64_t ids = now.cache_ids - last_.cache_ids;
   if (has_cache_ && ids > 0) {
     line["cache_hit_rate"] =
@@ -75,6 +115,7 @@ void TrainReport::WriteStep(int64_t step, int epoch, double loss, double lr,
   metrics_.Write("step", line);
   last_time_ = t;
   last_ = now;
+  last_step_ = step;
 }
 
 void TrainReport::EpochLine(int64_t step, int epoch, double samples_per_s,

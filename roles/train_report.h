@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "optim/threshold_codec.h"
 #include "roles/metrics_log.h"
 #include "roles/progress_bar.h"
 #include "src/common/logging.h"
@@ -24,6 +25,12 @@ struct TrainCounters {
   double compute_s = 0, push_s = 0, pull_s = 0, allreduce_s = 0;
   uint64_t bytes_sent = 0, bytes_received = 0;
   int64_t cache_ids = 0, cache_hits = 0;  // embedding ids looked up, found in a cache
+  // Updates this worker sent (PS pushes, and the all-reduced weights'
+  // threshold messages): bytes as sent, and as the same updates would have
+  // gone dense (issue 15). Equal when nothing is compressed.
+  int64_t push_bytes = 0, push_dense_bytes = 0;
+  // The threshold encoders' totals; min_tau..max_tau: their current range.
+  CompressionCounters compression;
 };
 
 class TrainReport {
@@ -42,7 +49,9 @@ class TrainReport {
   // line, over the interval since the previous one.
   void WriteStep(int64_t step, int epoch, double loss, double lr, const TrainCounters& now);
   // What a step log line gets after the loss, over the interval since the
-  // previous log line: ", 812 samples/s, ETA 1m23s".
+  // previous log line: ", 812 samples/s, ETA 1m23s", then, when updates are
+  // threshold-encoded, ", pushed 1.2 KiB/step (dense 241.9 KiB, 201x), tau
+  // 0.0012..0.0031, density 0.21%".
   std::string LogSuffix(int64_t step, const TrainCounters& now);
   // At an epoch end. `test_metric_name` null when this worker did not
   // evaluate (then the metric is null too).
@@ -62,7 +71,9 @@ class TrainReport {
   Clock::time_point last_time_, last_log_time_;
   int64_t last_log_step_;
   TrainCounters last_;
+  int64_t last_step_;  // at the last metrics line
   int64_t last_log_samples_ = 0;
+  TrainCounters last_logged_;  // at the last log line
 };
 
 }  // namespace pstrain

@@ -52,6 +52,24 @@ Status AgreeOnResumeStep(WorkerContext& ctx, const CheckpointRef& found) {
       ctx.rank, found.step, found.step > 0 ? found.step_dir : "none", *lowest, -*highest));
 }
 
+// Mode average's limits, refused at start with the line to change.
+Status CheckAveraging(const Config& config, const RemoteEmbeddings& embeddings) {
+  const int64_t every = config.train.average_every;
+  // A table's rows are touched by a few workers each step: no clean rule
+  // averages a row some workers never saw, so tables keep sync.
+  if (!embeddings.empty())
+    return InvalidArgument(fmt::format(
+        "{}: train.mode: average does not take server-held embedding tables (init_in_server); "
+        "use mode sync, async or ssp",
+        config.source));
+  if (config.train.checkpoint && config.train.checkpoint->every_steps % every != 0)
+    return InvalidArgument(fmt::format(
+        "{}: train.checkpoint.every_steps {} is not a multiple of train.average_every {}: "
+        "with mode average a checkpoint is taken only when the weights were just averaged",
+        config.source, config.train.checkpoint->every_steps, every));
+  return Status::OK();
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<TrainJob>> TrainJob::Create(const Config& config) {
@@ -83,6 +101,12 @@ StatusOr<std::unique_ptr<TrainJob>> TrainJob::Create(const Config& config) {
   auto weights = AllReducedWeights::Create(config, std::move(allreduced));
   if (!weights.ok()) return weights.status().WithContext(config.source);
   job->allreduced_ = std::move(*weights);
+  if (config.train.mode == UpdateMode::kAverage) {
+    PSTRAIN_RETURN_IF_ERROR(CheckAveraging(config, *job->embeddings_));
+    auto averaging = PsAveraging::Create(config, job->ps_params_);
+    if (!averaging.ok()) return averaging.status().WithContext(config.source);
+    job->ps_averaging_ = std::move(*averaging);
+  }
   return job;
 }
 
@@ -127,8 +151,8 @@ int64_t TrainJob::MinClock(int64_t step) const {
       return 0;
     case UpdateMode::kSsp:
       return std::max<int64_t>(0, step + 1 - config_.train.staleness);
-    case UpdateMode::kAverage:  // TODO(issue 15): parameter averaging, not yet wired
-      return step + 1;
+    case UpdateMode::kAverage:  // the servers' clock counts rounds (roles/ps_averaging.h)
+      return step / config_.train.average_every + 1;
   }
   return 0;
 }
@@ -240,15 +264,26 @@ TrainCounters TrainJob::Counters(const WorkerContext& ctx) const {
   const auto counts = embeddings_->counts();
   c.cache_ids = counts.ids;
   c.cache_hits = counts.hits;
+  if (ps_compression_) {
+    c.push_bytes = ps_compression_->pushed_bytes();
+    c.push_dense_bytes = ps_compression_->dense_bytes();
+    c.compression = ps_compression_->counters();
+  }
+  // The all-reduced weights' threshold messages (roles/allreduced_weights.h).
+  // TODO(issue 15, ring): add allreduced_->compression_counters() here once
+  // it is merged: c.compression.Add(ring); c.push_bytes += ring.bytes;
+  // c.push_dense_bytes += ring.elements * 4.
   return c;
 }
 
 // Servers count updates, not steps: in sync mode one per step, otherwise
 // one per worker's push.
 double TrainJob::LrAt(int64_t step, int workers) const {
-  const uint64_t updates = config_.train.mode == UpdateMode::kSync
-                               ? static_cast<uint64_t>(step)
-                               : static_cast<uint64_t>(step) * static_cast<uint64_t>(workers);
+  // Mode average: each worker's own optimizer steps once per step.
+  const bool per_step =
+      config_.train.mode == UpdateMode::kSync || config_.train.mode == UpdateMode::kAverage;
+  const uint64_t updates = per_step ? static_cast<uint64_t>(step)
+                                    : static_cast<uint64_t>(step) * static_cast<uint64_t>(workers);
   return OptimizerKernel(config_.train.optimizer).ScheduledLr(updates);
 }
 
@@ -276,14 +311,7 @@ Status TrainJob::Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batc
   stats_.compute_s += Since(start);
   start = Clock::now();
   // The PS traffic goes out first and flies while the ring all-reduces.
-  const std::vector<Param*>& params = ps_params_;
-  std::vector<KvOp> ops;
-  ops.reserve(2 * params.size());
-  const int64_t min_clock = MinClock(step);
-  for (size_t t = 0; t < params.size(); ++t) {
-    ops.push_back({KvOp::Kind::kPush, static_cast<int>(t), params[t]->grad.ptr(), step});
-    ops.push_back({KvOp::Kind::kPull, static_cast<int>(t), params[t]->value.ptr(), min_clock});
-  }
+  std::vector<KvOp> ops = PsRequests(step);
   std::optional<KvHandle> pushed_and_pulled;
   if (!ops.empty()) pushed_and_pulled = ctx.kv->Run(std::move(ops));
   stats_.push_s += Since(start);
@@ -293,11 +321,51 @@ Status TrainJob::Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batc
     Status kv = pushed_and_pulled->Wait();
     stats_.pull_s += Since(waited);
     if (st.ok()) st = kv;
+    if (kv.ok()) AfterPsRequests(step);
   }
   stats_.comm_s += Since(start);
   ++stats_.steps;
   stats_.samples += batch.size();
   return st.WithContext(fmt::format("step {}", step + 1));
+}
+
+std::vector<KvOp> TrainJob::PsRequests(int64_t step) {
+  const std::vector<Param*>& params = ps_params_;
+  std::vector<KvOp> ops;
+  ops.reserve(2 * params.size());
+  if (ps_averaging_) {
+    ps_averaging_->LocalStep();
+    if (!ps_averaging_->RoundEnds(step, total_steps_)) return ops;  // nothing goes out
+    const int64_t round = ps_averaging_->Round(step);
+    for (size_t t = 0; t < params.size(); ++t) {
+      const int tensor = static_cast<int>(t);
+      ops.push_back({KvOp::Kind::kDelta, tensor, ps_averaging_->Delta(t), round});
+      ops.push_back({KvOp::Kind::kPull, tensor, params[t]->value.ptr(), round + 1});
+      ps_compression_->CountPush(tensor);
+    }
+    return ops;
+  }
+  const int64_t min_clock = MinClock(step);
+  for (size_t t = 0; t < params.size(); ++t) {
+    const int tensor = static_cast<int>(t);
+    KvOp push{KvOp::Kind::kPush, tensor, params[t]->grad.ptr(), step};
+    if (ps_compression_->Compresses(tensor))
+      push.encoded = ps_compression_->Encode(tensor, params[t]->grad.ptr());
+    ps_compression_->CountPush(tensor);
+    ops.push_back(push);
+    ops.push_back({KvOp::Kind::kPull, tensor, params[t]->value.ptr(), min_clock});
+  }
+  return ops;
+}
+
+void TrainJob::AfterPsRequests(int64_t step) {
+  if (ps_averaging_ && ps_averaging_->RoundEnds(step, total_steps_))
+    ps_averaging_->Anchor(step + 1);
+}
+
+bool TrainJob::CheckpointableAt(int64_t steps_done) const {
+  if (config_.train.mode != UpdateMode::kAverage) return true;
+  return steps_done % config_.train.average_every == 0 || steps_done == total_steps_;
 }
 
 Status TrainJob::Evaluate(WorkerContext& ctx, int epoch) {
@@ -408,7 +476,14 @@ Status TrainJob::Run(WorkerContext& ctx) {
       config_.train.steps > 0 ? config_.train.steps : plan.TotalSteps(config_.train.epochs);
   training_forwards_ = start.training_forwards;
   model_->SetTrainingForwards(training_forwards_);
+  total_steps_ = total;
   PSTRAIN_RETURN_IF_ERROR(InitWeights(ctx, *resume));
+  if (!ps_params_.empty()) {
+    // Mode average pushes weight deltas, dense: only gradients are encoded.
+    ps_compression_ = std::make_unique<PsCompression>(config_, ctx.kv->map(),
+                                                      /*encode=*/!ps_averaging_);
+  }
+  if (ps_averaging_) ps_averaging_->Anchor(start_step);
   if (config_.model.device == Device::kGpu) {
     PSTRAIN_RETURN_IF_ERROR(StartGpu(ctx));
     gpu_->SetTrainingForwards(training_forwards_);
@@ -481,7 +556,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
       }
     }
     if (checkpoint_ && checkpoint_->ServersDone()) PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());
-    if (ctx.rank == 0 && CheckpointDue(config_, step + 1, last)) {
+    if (ctx.rank == 0 && CheckpointDue(config_, step + 1, last) && CheckpointableAt(step + 1)) {
       PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());  // one in flight at a time
       const WorkerPlace place = PlaceAt(ctx, step + 1, plan);
       auto begun = BeginCheckpoint(ctx, step + 1, &place, allreduced_.get());
@@ -506,13 +581,31 @@ Status TrainJob::Run(WorkerContext& ctx) {
     // Every worker stopped here: what the job did so far is kept, unless the
     // last periodic checkpoint already holds it.
     if (ctx.rank == 0 && config_.train.checkpoint && stopped_at > start_step &&
-        !CheckpointDue(config_, stopped_at, false)) {
+        !CheckpointDue(config_, stopped_at, false) && CheckpointableAt(stopped_at)) {
       const WorkerPlace place = PlaceAt(ctx, stopped_at, plan);
       PSTRAIN_RETURN_IF_ERROR(SaveCheckpoint(ctx, stopped_at, &place, allreduced_.get()));
     }
     ctx.log->info("worker {} stopped on request after step {} of {}", ctx.rank, stopped_at, total);
+    if (ctx.rank == 0 && config_.train.checkpoint && !CheckpointableAt(stopped_at))
+      ctx.log->info(
+          "no checkpoint of step {}: mode average checkpoints only where a round of averaging "
+          "ended (every {} steps); the newest stays the job's resume point",
+          stopped_at, config_.train.average_every);
   }
   stats_.seconds = Since(begin);
+  if (ps_compression_) {
+    stats_.push_bytes = ps_compression_->pushed_bytes();
+    stats_.push_dense_bytes = ps_compression_->dense_bytes();
+    stats_.compression = ps_compression_->counters();
+    if (stats_.compression.messages > 0 && stats_.steps > 0)
+      ctx.log->info(
+          "worker {} pushed {:.0f} bytes/step to the servers ({:.0f} dense, {:.0f}x fewer); "
+          "threshold now {:.3g}..{:.3g}, density {:.3g}",
+          ctx.rank, static_cast<double>(stats_.push_bytes) / stats_.steps,
+          static_cast<double>(stats_.push_dense_bytes) / stats_.steps,
+          static_cast<double>(stats_.push_dense_bytes) / std::max<int64_t>(stats_.push_bytes, 1),
+          stats_.compression.min_tau, stats_.compression.max_tau, stats_.compression.density());
+  }
   const double step_s = std::max(stats_.compute_s + stats_.comm_s, 1e-9);
   ctx.log->info(
       "worker {} finished {} steps in {:.1f} s: {:.0f} samples/s, {:.0f}% of step time "

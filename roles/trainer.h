@@ -23,6 +23,8 @@
 
 #include "roles/allreduced_weights.h"
 #include "roles/checkpointing.h"
+#include "roles/ps_averaging.h"
+#include "roles/ps_compression.h"
 #include "roles/remote_embeddings.h"
 #include "roles/train_report.h"
 #include "roles/worker_job.h"
@@ -48,6 +50,10 @@ struct TrainStats {
   double last_loss = 0;
   double test_metric = -1;   // accuracy or AUC after the last epoch (chief; -1: not run)
   double test_logloss = -1;  // click data only
+  // PS pushes (issue 15): bytes sent, the same pushes dense, and the
+  // threshold encoders' totals (min_tau..max_tau: their final thresholds).
+  int64_t push_bytes = 0, push_dense_bytes = 0;
+  CompressionCounters compression;
 };
 
 class TrainJob : public WorkerJob {
@@ -79,6 +85,16 @@ class TrainJob : public WorkerJob {
   StatusOr<float> ComputeGradients(const Batch& batch);
   StatusOr<const Tensor*> Logits(const Batch& batch);
   int64_t MinClock(int64_t step) const;
+  // Step 3's requests for the PS weights (roles/ps_compression.h: threshold-
+  // encoded gradients; roles/ps_averaging.h: mode average's local step, and
+  // its weight deltas when a round ends).
+  std::vector<KvOp> PsRequests(int64_t step);
+  // After step 3 completed: mode average anchors on the weights it pulled.
+  void AfterPsRequests(int64_t step);
+  // Whether a checkpoint of `steps_done` holds the job's state: in mode
+  // average only at the end of a round (between rounds the servers hold
+  // the last round's weights, the workers their own).
+  bool CheckpointableAt(int64_t steps_done) const;
   // This worker's counters so far, for its metrics (roles/train_report.h).
   TrainCounters Counters(const WorkerContext& ctx) const;
   // The lr of train.optimizer at global step `step` (0-based).
@@ -96,6 +112,9 @@ class TrainJob : public WorkerJob {
   std::unique_ptr<Model> model_;
   std::vector<Param*> ps_params_;                  // on the servers, in PsTensors() order
   std::unique_ptr<AllReducedWeights> allreduced_;  // the ps: false ones
+  std::unique_ptr<PsCompression> ps_compression_;  // made in Run (needs the partition map)
+  std::unique_ptr<PsAveraging> ps_averaging_;      // mode average only
+  int64_t total_steps_ = 0;                        // of the job, set in Run
   std::unique_ptr<RemoteEmbeddings> embeddings_;   // server-held tables
   std::unique_ptr<SparseClient> sparse_;           // their rows, when there are some
   RemoteEmbeddings::Counts logged_counts_;         // at the last progress line

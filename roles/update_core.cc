@@ -13,7 +13,8 @@ StatusOr<UpdateCore::Take> UpdateCore::Arrive(int worker, int64_t step, const st
   if (worker < 0 || worker >= workers_)
     return InvalidArgument(
         fmt::format("push to {} from worker {}: the job has {} workers", what, worker, workers_));
-  if (mode_ != UpdateMode::kSync) return Take::kAlone;
+  // average: a round's weight deltas are gathered as a sync step's gradients.
+  if (mode_ != UpdateMode::kSync && mode_ != UpdateMode::kAverage) return Take::kAlone;
   if (step != applied_)
     return FailedPrecondition(fmt::format("worker {} pushed step {} to {}, which is at step {}",
                                           worker, step, what, applied_));
@@ -70,7 +71,8 @@ void UpdateCore::Restore(int64_t applied, int64_t clock) {
 }
 
 void UpdateCore::RestoreStep(int64_t step) {
-  Restore(mode_ == UpdateMode::kSync ? step : step * workers_, step);
+  const bool lockstep = mode_ == UpdateMode::kSync || mode_ == UpdateMode::kAverage;
+  Restore(lockstep ? step : step * workers_, step);
 }
 
 }  // namespace pstrain

@@ -14,6 +14,8 @@
 //           pushes received from any one worker (the slowest worker's step).
 //           A worker pulling for step c asks for min_clock c - staleness, so
 //           it waits while the slowest worker is more than `staleness` behind.
+//   average - as sync, with a round of weight deltas (every average_every
+//           steps) in place of a step's gradients: the clock counts rounds.
 // step() is the job's step as this update sees it (row ages, logs,
 // checkpoints): the clock in sync and ssp, pushes / workers in async.
 //

@@ -1,0 +1,47 @@
+#include "roles/ps_averaging.h"
+
+#include <fmt/format.h>
+
+namespace pstrain {
+
+StatusOr<std::unique_ptr<PsAveraging>> PsAveraging::Create(const Config& config,
+                                                           std::vector<Param*> params) {
+  std::unique_ptr<PsAveraging> a(new PsAveraging(config.train.average_every, std::move(params)));
+  for (Param* p : a->params_) {
+    auto optimizer = MakeDenseOptimizer(OptimizerFor(config, p->name), p->value.size());
+    if (!optimizer.ok())
+      return optimizer.status().WithContext(fmt::format("local optimizer of '{}'", p->name));
+    a->optimizers_.push_back(std::move(*optimizer));
+    a->anchors_.emplace_back(p->value.size());
+    a->deltas_.emplace_back(p->value.size());
+  }
+  return a;
+}
+
+void PsAveraging::Anchor(int64_t steps) {
+  for (size_t t = 0; t < params_.size(); ++t) {
+    const float* w = params_[t]->value.ptr();
+    anchors_[t].assign(w, w + anchors_[t].size());
+    // Only the schedule's place: set once from the steps done, the same
+    // value counting would reach.
+    optimizers_[t]->set_steps(static_cast<uint64_t>(steps));
+  }
+}
+
+void PsAveraging::LocalStep() {
+  for (size_t t = 0; t < params_.size(); ++t)
+    optimizers_[t]->Update(params_[t]->value.ptr(), params_[t]->grad.ptr());
+}
+
+bool PsAveraging::RoundEnds(int64_t step, int64_t total) const {
+  return (step + 1) % every_ == 0 || step + 1 == total;
+}
+
+float* PsAveraging::Delta(size_t t) {
+  const float* w = params_[t]->value.ptr();
+  std::vector<float>& d = deltas_[t];
+  for (size_t i = 0; i < d.size(); ++i) d[i] = w[i] - anchors_[t][i];
+  return d.data();
+}
+
+}  // namespace pstrain

@@ -1,0 +1,63 @@
+// PsCompression: a worker's threshold encoders for its pushes of PS dense
+// tensors (issue 15; optim/threshold_codec.h does the encoding).
+//
+// Every tensor whose CompressionFor(config, name) is threshold gets one
+// ThresholdEncoder per partition of the PartitionMap, so that each server
+// receives (and checks) one self-contained message per partition, exactly
+// as it would receive that partition's dense floats. The residual of every
+// encoder stays here, on the worker: the servers see only +-tau at the
+// elements sent. Embedding tables never come here.
+//
+// Threads: used by the training thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "comm/partition_map.h"
+#include "optim/threshold_codec.h"
+#include "src/common/config.h"
+
+namespace pstrain {
+
+class PsCompression {
+ public:
+  // `encode` false: every push goes dense and is only counted (mode
+  // average pushes weight deltas, which are not encoded).
+  PsCompression(const Config& config, const PartitionMap& map, bool encode = true);
+
+  // No PS tensor is compressed.
+  bool empty() const { return compressed_ == 0; }
+  bool Compresses(int tensor) const { return !tensors_[tensor].encoders.empty(); }
+
+  // Encodes `gradient` (the whole tensor `tensor`, which Compresses): one
+  // message per partition, valid and unchanged until the next Encode of
+  // this tensor.
+  const std::vector<std::vector<uint8_t>>* Encode(int tensor, const float* gradient);
+  // Counts one push of `tensor`, compressed or not, for the logs.
+  void CountPush(int tensor);
+
+  // Cumulative totals over the encoders' messages; min_tau..max_tau is the
+  // range of the encoders' current thresholds (what the next step uses).
+  CompressionCounters counters() const;
+  // Bytes the pushes sent (messages, and dense floats of tensors not
+  // compressed), and what they would have sent all dense.
+  int64_t pushed_bytes() const { return pushed_bytes_; }
+  int64_t dense_bytes() const { return dense_bytes_; }
+
+ private:
+  struct Tensor {
+    std::vector<int64_t> offsets;                             // of each partition, in elements
+    std::vector<std::unique_ptr<ThresholdEncoder>> encoders;  // per partition; empty: dense
+    std::vector<std::vector<uint8_t>> messages;               // per partition
+    int64_t elements = 0;
+    int64_t last_bytes = 0;  // of the last Encode
+  };
+  std::vector<Tensor> tensors_;
+  int compressed_ = 0;
+  CompressionCounters counters_;
+  int64_t pushed_bytes_ = 0, dense_bytes_ = 0;
+};
+
+}  // namespace pstrain

@@ -1,0 +1,342 @@
+// The PS path of issue 15 (roles/ps_compression.h, roles/ps_averaging.h):
+// threshold-encoded pushes train as well as dense ones with far fewer bytes;
+// a server refuses a bad message naming it, applies nothing, and goes on
+// serving; mode average pushes nothing between rounds, leaves every worker
+// with the same weights after one, and resumes from its checkpoints.
+#include "roles/ps_compression.h"
+
+#include <doctest/doctest.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+
+#include "comm/messages.h"
+#include "optim/threshold_codec.h"
+#include "roles/local_job.h"
+#include "roles/trainer.h"
+#include "tests/train_util.h"
+
+namespace pstrain {
+namespace {
+
+using testing::ClickData;
+using testing::RepoPath;
+using testing::TrainOutcome;
+
+// Logistic regression on synthetic click data: a 65536-row wide tensor
+// (most of whose gradient is zero each step) and a small dense layer, all
+// PS dense tensors.
+Config ClickConfig(const ClickData& data, int64_t steps) {
+  auto config = LoadConfig(RepoPath("configs/lr_criteo.yaml"));
+  REQUIRE_MESSAGE(config.ok(), config.status().message());
+  config->data.train = {data.dir + "/train.txt"};
+  config->data.test = {data.dir + "/test.txt"};
+  config->data.vocab = 65536;
+  config->model.wide[0].vocab = 65536;
+  config->train.batch_size = 128;
+  config->train.steps = steps;
+  config->train.log_every = 20;
+  return *config;
+}
+
+CompressionConfig Threshold(float tau) {
+  CompressionConfig c;
+  c.type = CompressionType::kThreshold;
+  c.threshold = tau;
+  return c;
+}
+
+TEST_CASE("threshold-encoded pushes train like dense ones with 50x fewer bytes per step") {
+  ClickData data(20000, 4000);
+  Config dense = ClickConfig(data, 240);  // about 3 epochs of 2 x 128
+  Config compressed = dense;
+  compressed.train.compression = Threshold(1e-3f);
+  TrainOutcome a = testing::TrainLocally(dense, 2, 2);
+  TrainOutcome b = testing::TrainLocally(compressed, 2, 2);
+  REQUIRE_MESSAGE(a.status.ok(), a.status.message());
+  REQUIRE_MESSAGE(b.status.ok(), b.status.message());
+  MESSAGE("AUC dense ", a.stats.test_metric, ", compressed ", b.stats.test_metric);
+  CHECK(a.stats.test_metric > 0.65);
+  CHECK(b.stats.test_metric > a.stats.test_metric - 0.03);
+  // Dense: exactly the tensors' floats each step.
+  const int64_t floats = 65536 + 13 + 1;
+  CHECK(a.stats.push_bytes == a.stats.push_dense_bytes);
+  CHECK(a.stats.push_dense_bytes == a.stats.steps * floats * 4);
+  CHECK(a.stats.compression.messages == 0);
+  CHECK(b.stats.push_dense_bytes == a.stats.push_dense_bytes);
+  const double ratio = static_cast<double>(b.stats.push_dense_bytes) / b.stats.push_bytes;
+  MESSAGE("pushed bytes per step: dense ", a.stats.push_dense_bytes / a.stats.steps,
+          ", compressed ", b.stats.push_bytes / b.stats.steps, " (", ratio, "x)");
+  CHECK(ratio >= 50);
+  CHECK(b.stats.compression.messages > 0);
+  CHECK(b.stats.compression.density() > 0);
+  // The step lines tell the user what compression did.
+  CHECK_FALSE(b.sink->Matching("bytes/step to the servers").empty());
+  CHECK_FALSE(b.sink->Matching(", density ").empty());
+}
+
+TEST_CASE("a push's encoding and kind survive the wire; an encoded init is refused") {
+  for (PushKind kind : {PushKind::kGradient, PushKind::kDelta}) {
+    PushEncoding encoding =
+        kind == PushKind::kGradient ? PushEncoding::kThreshold : PushEncoding::kDense;
+    Message sent{7, false, PushRequest{"fc1.weight", 2, 1, 9, kind, encoding}};
+    std::vector<uint8_t> bytes = EncodeHeader(sent);
+    auto got = DecodeHeader(bytes.data(), bytes.size());
+    REQUIRE_MESSAGE(got.ok(), got.status().message());
+    const auto& push = std::get<PushRequest>(got->body);
+    CHECK(push.kind == kind);
+    CHECK(push.encoding == encoding);
+    CHECK(push.clock == 9);
+  }
+  std::vector<uint8_t> bytes = EncodeHeader(
+      {7, false, PushRequest{"w", 0, 0, 0, PushKind::kInit, PushEncoding::kThreshold}});
+  auto got = DecodeHeader(bytes.data(), bytes.size());
+  REQUIRE_FALSE(got.ok());
+  CHECK(got.status().message() == "only gradient pushes may be threshold-encoded");
+}
+
+// A worker job made of one function, for the hand-made messages below.
+class FunctionJob : public WorkerJob {
+ public:
+  FunctionJob(std::vector<TensorSpec> tensors, std::function<Status(WorkerContext&)> body)
+      : tensors_(std::move(tensors)), body_(std::move(body)) {}
+  std::vector<TensorSpec> PsTensors() override { return tensors_; }
+  Status Run(WorkerContext& context) override { return body_(context); }
+
+ private:
+  std::vector<TensorSpec> tensors_;
+  std::function<Status(WorkerContext&)> body_;
+};
+
+std::vector<uint8_t> Header(uint8_t format, uint32_t n, float tau, uint32_t count) {
+  std::vector<uint8_t> m(kThresholdHeaderBytes, 0);
+  m[0] = format;
+  m[1] = 1;
+  std::memcpy(&m[4], &n, 4);
+  std::memcpy(&m[8], &tau, 4);
+  std::memcpy(&m[12], &count, 4);
+  return m;
+}
+
+TEST_CASE(
+    "a bad threshold message gets an error reply, changes nothing, and the server serves on") {
+  constexpr int64_t kElements = 100;
+  Config config;
+  config.train.mode = UpdateMode::kAsync;
+  config.train.optimizer.type = OptimizerType::kSgd;
+  config.train.optimizer.lr = 1.0f;
+  auto sink = std::make_shared<testing::CaptureSink>();
+  LocalJobOptions job;
+  job.cluster.server_num = 1;
+  job.cluster.worker_num = 1;
+  job.config = config;
+  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
+  job.make_job = [](int) {
+    return std::make_unique<FunctionJob>(
+        std::vector<TensorSpec>{{"w", kElements}}, [](WorkerContext& ctx) -> Status {
+          std::vector<float> init(kElements, 1.0f), now(kElements);
+          PSTRAIN_RETURN_IF_ERROR(ctx.kv->Init(0, init.data()).Wait());
+          auto push = [&](std::vector<uint8_t> message) {
+            std::vector<std::vector<uint8_t>> messages{std::move(message)};
+            KvOp op{KvOp::Kind::kPush, 0, init.data(), 0, &messages};
+            return ctx.kv->Run({op}).Wait();
+          };
+          // Header of a 1-element sparse message: index 3, +tau.
+          std::vector<uint8_t> good = Header(1, kElements, 0.25f, 1);
+          good.push_back(3 << 1);
+          std::vector<uint8_t> wrong_n = Header(1, 7, 0.25f, 1);  // not this partition's n
+          wrong_n.push_back(3 << 1);
+          std::vector<uint8_t> past_end = Header(1, kElements, 0.25f, 1);
+          past_end.push_back(0xc8);  // varint 200: index 100, one past the end
+          past_end.push_back(0x01);
+          std::vector<uint8_t> truncated(good.begin(), good.begin() + 10);
+          std::vector<uint8_t> nan_tau = Header(1, kElements, std::nanf(""), 1);
+          nan_tau.push_back(3 << 1);
+          for (const std::vector<uint8_t>* bad : {&wrong_n, &past_end, &truncated, &nan_tau}) {
+            Status st = push(*bad);
+            CHECK_FALSE(st.ok());
+            CHECK(st.message().find("threshold-encoded push to 'w' partition 0") !=
+                  std::string::npos);
+            PSTRAIN_RETURN_IF_ERROR(ctx.kv->Pull(0, now.data(), 0).Wait());
+            CHECK(now == init);  // nothing applied
+          }
+          // The server still serves: a good message is applied (SGD, lr 1).
+          PSTRAIN_RETURN_IF_ERROR(push(good));
+          PSTRAIN_RETURN_IF_ERROR(ctx.kv->Pull(0, now.data(), 0).Wait());
+          for (int64_t i = 0; i < kElements; ++i) CHECK(now[i] == (i == 3 ? 0.75f : 1.0f));
+          return Status::OK();
+        });
+  };
+  Status st = RunLocalJob(job);
+  CHECK_MESSAGE(st.ok(), st.message());
+}
+
+TEST_CASE("sync: the servers apply the mean of the workers' +-tau messages, residuals kept") {
+  constexpr int kWorkers = 2, kSteps = 3;
+  constexpr int64_t kElements = 100;  // 7 partitions of up to 16 floats over 2 servers
+  constexpr float kTau = 0.015f;
+  Config config;
+  config.train.mode = UpdateMode::kSync;
+  config.train.optimizer.type = OptimizerType::kSgd;
+  config.train.optimizer.lr = 1.0f;
+  config.train.partition_bytes = 64;
+  config.train.compression = Threshold(kTau);
+  config.train.compression.adaptive = false;
+  auto gradient = [](int rank, int64_t i) {
+    return 0.01f * static_cast<float>(rank + 1) * static_cast<float>(i % 5 - 2);
+  };
+  std::mutex mutex;
+  std::vector<std::vector<float>> finals(kWorkers);
+  auto sink = std::make_shared<testing::CaptureSink>();
+  LocalJobOptions job;
+  job.cluster.server_num = 2;
+  job.cluster.worker_num = kWorkers;
+  job.config = config;
+  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
+  job.make_job = [&](int) {
+    return std::make_unique<FunctionJob>(
+        std::vector<TensorSpec>{{"w", kElements}}, [&](WorkerContext& ctx) -> Status {
+          std::vector<float> values(kElements, 1.0f), grad(kElements);
+          if (ctx.rank == 0) PSTRAIN_RETURN_IF_ERROR(ctx.kv->Init(0, values.data()).Wait());
+          PSTRAIN_RETURN_IF_ERROR(ctx.kv->Pull(0, values.data(), 0).Wait());
+          PsCompression compression(config, ctx.kv->map());
+          REQUIRE(compression.Compresses(0));
+          for (int64_t step = 0; step < kSteps; ++step) {
+            for (int64_t i = 0; i < kElements; ++i) grad[i] = gradient(ctx.rank, i);
+            KvOp push{KvOp::Kind::kPush, 0, grad.data(), step, compression.Encode(0, grad.data())};
+            KvOp pull{KvOp::Kind::kPull, 0, values.data(), step + 1};
+            PSTRAIN_RETURN_IF_ERROR(ctx.kv->Run({push, pull}).Wait());
+          }
+          std::lock_guard<std::mutex> lock(mutex);
+          finals[ctx.rank] = values;
+          return Status::OK();
+        });
+  };
+  Status st = RunLocalJob(job);
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  // The rule, written out: each worker adds its gradient to its residual and
+  // sends +-tau where the residual reached tau; the server takes the mean.
+  std::vector<std::vector<float>> residual(kWorkers, std::vector<float>(kElements, 0.0f));
+  std::vector<float> expected(kElements, 1.0f);
+  for (int64_t step = 0; step < kSteps; ++step) {
+    for (int64_t i = 0; i < kElements; ++i) {
+      float sum = 0;
+      for (int r = 0; r < kWorkers; ++r) {
+        residual[r][i] += gradient(r, i);
+        if (std::fabs(residual[r][i]) >= kTau) {
+          const float sent = residual[r][i] > 0 ? kTau : -kTau;
+          residual[r][i] -= sent;
+          sum += sent;
+        }
+      }
+      expected[i] -= sum / kWorkers;
+    }
+  }
+  for (int r = 0; r < kWorkers; ++r)
+    for (int64_t i = 0; i < kElements; ++i)
+      REQUIRE(finals[r][i] == doctest::Approx(expected[i]).epsilon(1e-6));
+  // Not dense SGD: some of the gradient still waits in the residuals.
+  double held_back = 0;
+  for (int64_t i = 0; i < kElements; ++i) {
+    const float dense = 1.0f - kSteps * (gradient(0, i) + gradient(1, i)) / 2;
+    held_back = std::max(held_back, static_cast<double>(std::fabs(finals[0][i] - dense)));
+  }
+  CHECK(held_back > 0.005);
+}
+
+// Every worker's TrainJob, kept to compare their weights.
+class KeepAll : public WorkerJob {
+ public:
+  KeepAll(std::unique_ptr<TrainJob> job, std::vector<std::vector<std::vector<float>>>* weights,
+          std::vector<TrainStats>* stats, std::mutex* mutex)
+      : job_(std::move(job)), weights_(weights), stats_(stats), mutex_(mutex) {}
+  std::vector<TensorSpec> PsTensors() override { return job_->PsTensors(); }
+  bool NeedsCollective() override { return job_->NeedsCollective(); }
+  Status Run(WorkerContext& ctx) override {
+    Status st = job_->Run(ctx);
+    std::lock_guard<std::mutex> lock(*mutex_);
+    (*weights_)[ctx.rank] = job_->Weights();
+    (*stats_)[ctx.rank] = job_->stats();
+    return st;
+  }
+
+ private:
+  std::unique_ptr<TrainJob> job_;
+  std::vector<std::vector<std::vector<float>>>* weights_;
+  std::vector<TrainStats>* stats_;
+  std::mutex* mutex_;
+};
+
+Config Averaging(const ClickData& data, int64_t steps, int every) {
+  Config config = ClickConfig(data, steps);
+  config.train.mode = UpdateMode::kAverage;
+  config.train.average_every = every;
+  // Plain SGD: the workers' local optimizers hold no state that a
+  // checkpoint would have to carry (see README).
+  config.train.optimizer.type = OptimizerType::kSgd;
+  config.train.optimizer.lr = 0.5f;
+  return config;
+}
+
+TEST_CASE("mode average: nothing is pushed between rounds, and every worker ends a round equal") {
+  ClickData data(8000, 2000);
+  constexpr int kWorkers = 2, kEvery = 4;
+  constexpr int64_t kSteps = 30;  // 7 full rounds and a last one of 2 steps
+  Config config = Averaging(data, kSteps, kEvery);
+  std::vector<std::vector<std::vector<float>>> weights(kWorkers);
+  std::vector<TrainStats> stats(kWorkers);
+  std::mutex mutex;
+  LocalJobOptions job;
+  job.cluster.server_num = 2;
+  job.cluster.worker_num = kWorkers;
+  job.config = config;
+  auto sink = std::make_shared<testing::CaptureSink>();
+  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
+  job.make_job = [&](int) -> std::unique_ptr<WorkerJob> {
+    auto train = TrainJob::Create(config);
+    REQUIRE_MESSAGE(train.ok(), train.status().message());
+    return std::make_unique<KeepAll>(std::move(*train), &weights, &stats, &mutex);
+  };
+  Status st = RunLocalJob(job);
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  const int64_t dense_step = (65536 + 13 + 1) * 4;
+  const int64_t rounds = (kSteps + kEvery - 1) / kEvery;
+  for (int r = 0; r < kWorkers; ++r) {
+    CHECK(stats[r].steps == kSteps);
+    CHECK(stats[r].push_bytes == rounds * dense_step);  // one delta per round, none between
+    CHECK(weights[r] == weights[0]);                    // bit for bit after the last round
+  }
+  // The workers trained apart between rounds: the average moved the weights.
+  CHECK(stats[0].test_metric > 0.6);
+}
+
+TEST_CASE("mode average: a resumed job ends with the weights of an uninterrupted one") {
+  ClickData data(8000, 0);
+  Config config = Averaging(data, 32, 4);
+  config.data.test.clear();
+  char dir[] = "/tmp/pstrain-average-ckpt-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  testing::ResumedRun two = testing::TrainInTwoJobs(config, 2, 2, 16, 8, dir);
+  TrainOutcome whole = testing::TrainLocally(config, 2, 2);
+  std::filesystem::remove_all(dir);
+  REQUIRE_MESSAGE(two.first.status.ok(), two.first.status.message());
+  REQUIRE_MESSAGE(two.resumed.status.ok(), two.resumed.status.message());
+  REQUIRE_MESSAGE(whole.status.ok(), whole.status.message());
+  CHECK(two.resumed.stats.steps == 16);
+  CHECK(testing::LargestDifference(two.resumed, whole) == 0.0);
+
+  // A checkpoint between rounds would hold no consistent state: refused.
+  config.train.checkpoint = CheckpointConfig{};
+  config.train.checkpoint->dir = "/tmp/unused";
+  config.train.checkpoint->every_steps = 6;
+  auto refused = TrainJob::Create(config);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("every_steps 6 is not a multiple of "
+                                        "train.average_every 4") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace pstrain
