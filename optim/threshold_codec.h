@@ -65,6 +65,7 @@ struct ThresholdEncodeStats {
   bool shake_up = false;  // tau was the shake-up threshold
   ThresholdFormat format = ThresholdFormat::kSparse;
   size_t bytes = 0;        // the message's size
+  int64_t elements = 0;    // n, the tensor's size
   double density() const;  // sent / n
 };
 
@@ -107,6 +108,9 @@ class ThresholdEncoder {
   std::vector<float> residual_;
   float tau_;
   int64_t messages_ = 0;  // encoded so far (shake-up counts them)
+  // Where the varints wait when a message turns into a bitmap: allocated
+  // once, so Encode() allocates nothing in steady state.
+  std::vector<uint8_t> scratch_;
 };
 
 // Checks `message` (for a tensor of `n` elements) and adds scale * (+-tau)

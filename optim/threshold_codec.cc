@@ -1,0 +1,354 @@
+#include "optim/threshold_codec.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+namespace pstrain {
+namespace {
+
+constexpr uint8_t kVersion = 1;
+// Elements checked per block before the scan for sent ones: the residual
+// update of a block vectorizes, and blocks with nothing to send (most of them
+// at low density) are never scanned element by element.
+constexpr int64_t kBlock = 64;
+// A LEB128 varint of a 32-bit value takes at most 5 bytes.
+constexpr size_t kMaxVarint = 5;
+
+size_t BitmapBytes(int64_t n) { return static_cast<size_t>((n + 3) / 4); }
+
+// Little-endian fields, written and read byte by byte so that the layout does
+// not depend on the host.
+void PutU32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+uint32_t GetU32(const uint8_t* p) {
+  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+}
+
+size_t PutVarint(uint8_t* p, uint32_t v) {
+  size_t len = 0;
+  while (v >= 0x80) {
+    p[len++] = static_cast<uint8_t>(v | 0x80);
+    v >>= 7;
+  }
+  p[len++] = static_cast<uint8_t>(v);
+  return len;
+}
+
+// Reads one varint of at most 5 bytes from [*p, end). False when it is cut
+// short (then *p is end), longer than 5 bytes, over 32 bits, or not in its
+// shortest form (a message has one encoding, so a decoded message re-encodes
+// to itself).
+bool GetVarint(const uint8_t** p, const uint8_t* end, uint32_t* v) {
+  uint64_t value = 0;
+  const uint8_t* q = *p;
+  for (size_t i = 0; i < kMaxVarint; ++i) {
+    if (q == end) {
+      *p = end;
+      return false;
+    }
+    const uint8_t byte = *q++;
+    value |= uint64_t{byte & 0x7fu} << (7 * i);
+    if ((byte & 0x80) == 0) {
+      if (i > 0 && byte == 0) return false;  // overlong
+      if (value > std::numeric_limits<uint32_t>::max()) return false;
+      *v = static_cast<uint32_t>(value);
+      *p = q;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Where the elements of one message go while the encoder's single pass runs:
+// varints, until they would take more bytes than the bitmap; then the
+// varints written so far become a bitmap and the rest of the pass sets bits.
+class BodyWriter {
+ public:
+  // `body` holds BitmapBytes(n) + kMaxVarint bytes; `scratch` as many.
+  BodyWriter(uint8_t* body, int64_t n, uint8_t* scratch)
+      : body_(body), bitmap_bytes_(BitmapBytes(n)), scratch_(scratch) {}
+
+  void Emit(int64_t i, bool negative) {
+    if (bitmap_) {
+      body_[i >> 2] |= static_cast<uint8_t>((negative ? 2 : 1) << (2 * (i & 3)));
+      return;
+    }
+    const auto gap = static_cast<uint32_t>(i - previous_ - 1);
+    previous_ = i;
+    pos_ += PutVarint(body_ + pos_, gap << 1 | (negative ? 1u : 0u));
+    if (pos_ > bitmap_bytes_) ToBitmap();
+  }
+
+  bool bitmap() const { return bitmap_; }
+  size_t bytes() const { return bitmap_ ? bitmap_bytes_ : pos_; }
+
+ private:
+  // Once per message at most: the varints move to scratch and come back as
+  // bits (they cannot be converted in place: an element's bits may land on
+  // varints not read yet).
+  void ToBitmap() {
+    std::memcpy(scratch_, body_, pos_);
+    std::memset(body_, 0, bitmap_bytes_);
+    const uint8_t* p = scratch_;
+    const uint8_t* end = scratch_ + pos_;
+    int64_t index = -1;
+    bitmap_ = true;
+    while (p < end) {
+      uint32_t v = 0;
+      GetVarint(&p, end, &v);  // written just above: always well-formed
+      index += static_cast<int64_t>(v >> 1) + 1;
+      Emit(index, (v & 1) != 0);
+    }
+  }
+
+  uint8_t* body_;
+  size_t bitmap_bytes_;
+  uint8_t* scratch_;
+  size_t pos_ = 0;
+  int64_t previous_ = -1;
+  bool bitmap_ = false;
+};
+
+// tau stays a normal positive float whatever the stream does (an all-zero
+// gradient lowers it every message): a message's tau must be finite and > 0.
+float ClampTau(float tau) {
+  return std::clamp(tau, std::numeric_limits<float>::min(), std::numeric_limits<float>::max());
+}
+
+Status Bad(const std::string& what) { return InvalidArgument("threshold message: " + what); }
+
+// Checks a sparse body (then `out` is null) or applies it. The second call
+// runs only after the first passed, so it cannot fail halfway.
+Status WalkSparse(const uint8_t* body, const uint8_t* end, uint32_t count, int64_t n, float value,
+                  float* out) {
+  const uint8_t* p = body;
+  int64_t index = -1;
+  for (uint32_t k = 0; k < count; ++k) {
+    uint32_t v = 0;
+    if (!GetVarint(&p, end, &v)) {
+      return Bad(p == end ? "cut short after " + std::to_string(k) + " of " +
+                                std::to_string(count) + " indices"
+                          : "index " + std::to_string(k) + " is not a well-formed varint");
+    }
+    index += static_cast<int64_t>(v >> 1) + 1;
+    if (index >= n) {
+      return Bad("index " + std::to_string(index) + " is out of range for " + std::to_string(n) +
+                 " elements");
+    }
+    if (out != nullptr) out[index] += (v & 1) ? -value : value;
+  }
+  if (p != end) return Bad(std::to_string(end - p) + " bytes after the last index");
+  return Status::OK();
+}
+
+// Counts the elements a bitmap sends, refusing code 3 and set padding bits.
+Status CheckBitmap(const uint8_t* body, int64_t n, uint32_t count) {
+  const size_t bytes = BitmapBytes(n);
+  int64_t set = 0;
+  for (size_t b = 0; b < bytes; ++b) {
+    const unsigned byte = body[b];
+    if ((byte & (byte >> 1) & 0x55u) != 0) {
+      return Bad("bitmap code 3 in byte " + std::to_string(b));
+    }
+    set += __builtin_popcount((byte | (byte >> 1)) & 0x55u);
+  }
+  const int tail = static_cast<int>(n % 4);
+  if (tail != 0 && (body[bytes - 1] >> (2 * tail)) != 0) {
+    return Bad("bitmap bits set past element " + std::to_string(n - 1));
+  }
+  if (set != count) {
+    return Bad("bitmap sends " + std::to_string(set) + " elements, count says " +
+               std::to_string(count));
+  }
+  return Status::OK();
+}
+
+void ApplyBitmap(const uint8_t* body, int64_t n, float value, float* out) {
+  const size_t bytes = BitmapBytes(n);
+  for (size_t b = 0; b < bytes; ++b) {
+    unsigned byte = body[b];
+    if (byte == 0) continue;
+    for (int64_t i = static_cast<int64_t>(b) * 4; byte != 0; ++i, byte >>= 2) {
+      if ((byte & 3) == 1) out[i] += value;
+      if ((byte & 3) == 2) out[i] -= value;
+    }
+  }
+}
+
+}  // namespace
+
+size_t ThresholdMessageBound(int64_t n) { return kThresholdHeaderBytes + BitmapBytes(n); }
+
+double ThresholdEncodeStats::density() const {
+  return elements > 0 ? static_cast<double>(sent) / static_cast<double>(elements) : 0.0;
+}
+
+void CompressionCounters::Add(const ThresholdEncodeStats& stats, int64_t n) {
+  CompressionCounters one;
+  one.messages = 1;
+  one.elements = n;
+  one.sent = stats.sent;
+  one.bytes = static_cast<int64_t>(stats.bytes);
+  one.min_tau = one.max_tau = stats.tau;
+  Add(one);
+}
+
+void CompressionCounters::Add(const CompressionCounters& other) {
+  if (other.messages == 0) return;
+  if (messages == 0) {
+    min_tau = other.min_tau;
+    max_tau = other.max_tau;
+  } else {
+    min_tau = std::min(min_tau, other.min_tau);
+    max_tau = std::max(max_tau, other.max_tau);
+  }
+  messages += other.messages;
+  elements += other.elements;
+  sent += other.sent;
+  bytes += other.bytes;
+}
+
+double CompressionCounters::density() const {
+  return elements > 0 ? static_cast<double>(sent) / static_cast<double>(elements) : 0.0;
+}
+
+ThresholdEncoder::ThresholdEncoder(int64_t n, const CompressionConfig& config)
+    : config_(config), residual_(static_cast<size_t>(n), 0.0f), tau_(ClampTau(config.threshold)) {
+  assert(n > 0 && n <= std::numeric_limits<uint32_t>::max());
+  assert(config.type == CompressionType::kThreshold);
+}
+
+ThresholdEncodeStats ThresholdEncoder::Encode(const float* gradient, std::vector<uint8_t>* out) {
+  const int64_t n = size();
+  ThresholdEncodeStats stats;
+  stats.elements = n;
+  ++messages_;
+  stats.shake_up = config_.shake_up_every > 0 && messages_ % config_.shake_up_every == 0;
+  const float tau = stats.shake_up ? tau_ * CompressionConfig::kShakeUpScale : tau_;
+  stats.tau = tau;
+
+  // Room for the bitmap plus one varint past it (the one that tips the
+  // message over to the bitmap). The caller's vector keeps its capacity, so
+  // steady state allocates nothing.
+  const size_t room = BitmapBytes(n) + kMaxVarint;
+  out->resize(kThresholdHeaderBytes + room);
+  if (scratch_.size() < room) scratch_.resize(room);
+  BodyWriter writer(out->data() + kThresholdHeaderBytes, n, scratch_.data());
+
+  // The one pass: add the gradient to the residual and send what reached tau.
+  float* r = residual_.data();
+  int64_t sent = 0;
+  for (int64_t base = 0; base < n; base += kBlock) {
+    const int64_t end = std::min(n, base + kBlock);
+    int any = 0;
+    for (int64_t i = base; i < end; ++i) {
+      r[i] += gradient[i];
+      any |= std::fabs(r[i]) >= tau;
+    }
+    if (!any) continue;
+    for (int64_t i = base; i < end; ++i) {
+      if (r[i] >= tau) {
+        r[i] -= tau;
+        writer.Emit(i, false);
+        ++sent;
+      } else if (r[i] <= -tau) {
+        r[i] += tau;
+        writer.Emit(i, true);
+        ++sent;
+      }
+    }
+  }
+
+  uint8_t* h = out->data();
+  stats.format = writer.bitmap() ? ThresholdFormat::kBitmap : ThresholdFormat::kSparse;
+  h[0] = static_cast<uint8_t>(stats.format);
+  h[1] = kVersion;
+  h[2] = h[3] = 0;
+  PutU32(h + 4, static_cast<uint32_t>(n));
+  uint32_t tau_bits = 0;
+  std::memcpy(&tau_bits, &tau, sizeof tau);
+  PutU32(h + 8, tau_bits);
+  PutU32(h + 12, static_cast<uint32_t>(sent));
+  out->resize(kThresholdHeaderBytes + writer.bytes());
+  stats.sent = sent;
+  stats.bytes = out->size();
+
+  // A shake-up message is denser on purpose; it says nothing about tau.
+  if (config_.adaptive && !stats.shake_up) {
+    const double density = stats.density();
+    if (density < config_.min_density) tau_ = ClampTau(tau_ * (1.0f - config_.step));
+    if (density > config_.max_density) tau_ = ClampTau(tau_ * (1.0f + config_.step));
+  }
+  return stats;
+}
+
+void ThresholdEncoder::Restore(std::vector<float> residual, float tau, int64_t messages) {
+  assert(residual.size() == residual_.size());
+  residual_ = std::move(residual);
+  tau_ = std::isfinite(tau) && tau > 0 ? ClampTau(tau) : ClampTau(config_.threshold);
+  messages_ = std::max<int64_t>(0, messages);
+}
+
+Status DecodeThresholdAdd(const uint8_t* message, size_t size, int64_t n, float scale, float* out,
+                          int64_t* sent) {
+  if (n <= 0 || n > std::numeric_limits<uint32_t>::max()) {
+    return Bad("expected size " + std::to_string(n) + " is not in [1, 2^32)");
+  }
+  if (size < kThresholdHeaderBytes) {
+    return Bad(std::to_string(size) + " bytes, shorter than the 16-byte header");
+  }
+  if (size > ThresholdMessageBound(n)) {
+    return Bad(std::to_string(size) + " bytes, over the bound " +
+               std::to_string(ThresholdMessageBound(n)) + " for " + std::to_string(n) +
+               " elements");
+  }
+  const uint8_t format = message[0];
+  if (format != static_cast<uint8_t>(ThresholdFormat::kSparse) &&
+      format != static_cast<uint8_t>(ThresholdFormat::kBitmap)) {
+    return Bad("format " + std::to_string(format) + " is neither 1 (sparse) nor 2 (bitmap)");
+  }
+  if (message[1] != kVersion) {
+    return Bad("version " + std::to_string(message[1]) + ", expected 1");
+  }
+  if (message[2] != 0 || message[3] != 0) return Bad("reserved bytes are not 0");
+  const uint32_t message_n = GetU32(message + 4);
+  if (message_n != n) {
+    return Bad("for " + std::to_string(message_n) + " elements, expected " + std::to_string(n));
+  }
+  const uint32_t tau_bits = GetU32(message + 8);
+  float tau = 0;
+  std::memcpy(&tau, &tau_bits, sizeof tau);
+  if (!std::isfinite(tau) || !(tau > 0)) {
+    return Bad("tau " + std::to_string(tau) + " is not finite and > 0");
+  }
+  const uint32_t count = GetU32(message + 12);
+  if (count > n) {
+    return Bad("count " + std::to_string(count) + " is over the " + std::to_string(n) +
+               " elements");
+  }
+  const uint8_t* body = message + kThresholdHeaderBytes;
+  const uint8_t* end = message + size;
+  const float value = scale * tau;
+  if (format == static_cast<uint8_t>(ThresholdFormat::kSparse)) {
+    Status checked = WalkSparse(body, end, count, n, value, nullptr);
+    if (!checked.ok()) return checked;
+    WalkSparse(body, end, count, n, value, out).IgnoreError();  // checked just above
+  } else {
+    if (static_cast<size_t>(end - body) != BitmapBytes(n)) {
+      return Bad("bitmap of " + std::to_string(end - body) + " bytes, expected " +
+                 std::to_string(BitmapBytes(n)));
+    }
+    Status checked = CheckBitmap(body, n, count);
+    if (!checked.ok()) return checked;
+    ApplyBitmap(body, n, value, out);
+  }
+  if (sent != nullptr) *sent = count;
+  return Status::OK();
+}
+
+}  // namespace pstrain
