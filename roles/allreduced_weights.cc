@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -12,16 +13,26 @@ namespace pstrain {
 StatusOr<std::unique_ptr<AllReducedWeights>> AllReducedWeights::Create(const Config& config,
                                                                        std::vector<Param*> params) {
   std::unique_ptr<AllReducedWeights> weights(new AllReducedWeights());
+  weights->averaging_ = config.train.mode == UpdateMode::kAverage;
   std::vector<TensorView> grads, state;
   for (Param* p : params) {
     auto optimizer =
         MakeDenseOptimizer(OptimizerFor(config, p->name), static_cast<size_t>(p->value.size()));
     if (!optimizer.ok()) return optimizer.status().WithContext(p->name);
-    grads.push_back({p->grad.ptr(), p->grad.size()});
+    const CompressionConfig compression = CompressionFor(config, p->name);
+    // Averaging sends weights, not gradients: nothing to encode.
+    const bool compressed = !weights->averaging_ && compression.enabled() && p->grad.size() > 0;
+    if (compressed) {
+      weights->compressed_.Add(p, compression);
+    } else {
+      grads.push_back({p->grad.ptr(), p->grad.size()});
+      weights->dense_grad_floats_ += p->grad.size();
+    }
     state.push_back({p->value.ptr(), p->value.size()});
     for (int k = 0; k < (*optimizer)->num_slots(); ++k)
       state.push_back({(*optimizer)->slot(k), p->value.size()});
-    weights->entries_.push_back({p, std::move(*optimizer)});
+    weights->state_floats_ += p->value.size() * (1 + (*optimizer)->num_slots());
+    weights->entries_.push_back({p, std::move(*optimizer), compressed});
   }
   weights->grads_ = std::make_unique<TensorBuckets>(std::move(grads), kBucketBytes);
   weights->state_ = std::make_unique<TensorBuckets>(std::move(state), kBucketBytes);
@@ -39,10 +50,33 @@ Status AllReducedWeights::BroadcastFromChief(Collective& collective, int64_t upd
   return state_->Broadcast(collective, 0).WithContext("broadcasting the all-reduced weights");
 }
 
-Status AllReducedWeights::ReduceAndApply(Collective& collective) {
-  PSTRAIN_RETURN_IF_ERROR(
-      grads_->AllReduce(collective, ReduceOp::kAverage).WithContext("all-reducing gradients"));
+Status AllReducedWeights::ReduceAndApply(Collective& collective, bool dense_reduced,
+                                         bool average_due) {
+  ++steps_;
+  if (averaging_) {
+    Apply();
+    return average_due ? AverageWeights(collective) : Status::OK();
+  }
+  if (!dense_reduced && dense_grad_floats_ > 0) {
+    PSTRAIN_RETURN_IF_ERROR(
+        grads_->AllReduce(collective, ReduceOp::kAverage).WithContext("all-reducing gradients"));
+    if (collective.world() > 1)
+      collective_bytes_ += dense_grad_floats_ * static_cast<int64_t>(sizeof(float));
+  }
+  if (!compressed_.empty()) {
+    const int64_t before = compressed_.counters().bytes;
+    PSTRAIN_RETURN_IF_ERROR(compressed_.Exchange(collective));
+    if (collective.world() > 1) collective_bytes_ += compressed_.counters().bytes - before;
+  }
   Apply();
+  return Status::OK();
+}
+
+Status AllReducedWeights::AverageWeights(Collective& collective) {
+  PSTRAIN_RETURN_IF_ERROR(
+      state_->AllReduce(collective, ReduceOp::kAverage).WithContext("averaging the weights"));
+  if (collective.world() > 1)
+    collective_bytes_ += state_floats_ * static_cast<int64_t>(sizeof(float));
   return Status::OK();
 }
 
@@ -53,6 +87,34 @@ void AllReducedWeights::Apply() {
 bool AllReducedWeights::Contains(const Param* param) const {
   for (const Entry& e : entries_)
     if (e.param == param) return true;
+  return false;
+}
+
+std::string AllReducedWeights::DescribeTraffic(const Traffic& before, const Traffic& now) const {
+  const int64_t steps = std::max<int64_t>(now.steps - before.steps, 1);
+  const double per_step =
+      static_cast<double>(now.bytes - before.bytes) / static_cast<double>(steps);
+  const double dense = static_cast<double>(elements()) * sizeof(float);
+  std::string line = fmt::format(
+      "all-reduced weights: {:.0f} bytes/step to the collectives, dense gradients {:.0f} ({:.1f}x "
+      "fewer)",
+      per_step, dense, per_step > 0 ? dense / per_step : 0.0);
+  const CompressionCounters& a = before.compression;
+  const CompressionCounters& b = now.compression;
+  if (b.elements > a.elements) {
+    const std::vector<float> taus = compressed_.thresholds();
+    line += fmt::format(
+        ", density {:.2e}, tau {:.2e}..{:.2e}",
+        static_cast<double>(b.sent - a.sent) / static_cast<double>(b.elements - a.elements),
+        *std::min_element(taus.begin(), taus.end()), *std::max_element(taus.begin(), taus.end()));
+  }
+  return line;
+}
+
+bool AllReducedWeights::ReducesDense(const Param* param) const {
+  if (averaging_) return false;
+  for (const Entry& e : entries_)
+    if (e.param == param) return !e.compressed;
   return false;
 }
 

@@ -161,7 +161,14 @@ Status TrainJob::StartGpu(WorkerContext& ctx) {
   if (!gpu.ok()) return gpu.status().WithContext("model.device: gpu");
   gpu_ = std::move(*gpu);
   ctx.log->info("worker {} trains on the GPU: {}", ctx.rank, GpuDescription());
-  if (allreduced_->empty() || ctx.workers == 1) return Status::OK();
+  // NCCL averages the dense ps: false gradients during backward; compressed
+  // ones and mode average's weights go through the host ring
+  // (ctx.collective) after the gradients came back, like the CPU path.
+  const std::vector<Param*>& params = model_->params();
+  const bool any_dense = std::any_of(params.begin(), params.end(), [this](const Param* p) {
+    return allreduced_->ReducesDense(p);
+  });
+  if (!any_dense || ctx.workers == 1) return Status::OK();
   std::string id;
   Status made = Status::OK();
   if (ctx.rank == 0) {
@@ -177,9 +184,8 @@ Status TrainJob::StartGpu(WorkerContext& ctx) {
   auto nccl = NcclCommunicator::Create(ctx.rank, ctx.workers, *shared, gpu_->stream());
   if (!nccl.ok()) return nccl.status().WithContext("NCCL");
   nccl_ = std::move(*nccl);
-  const std::vector<Param*>& params = model_->params();
   gpu_->on_device_grads = [this, &params](size_t i, float* grad, int64_t n) -> Status {
-    if (!allreduced_->Contains(params[i])) return Status::OK();
+    if (!allreduced_->ReducesDense(params[i])) return Status::OK();
     return nccl_->AllReduce(grad, n, /*average=*/true);
   };
   ctx.log->info("worker {}: ps: false gradients are averaged with NCCL among {} GPU workers",
@@ -212,20 +218,38 @@ StatusOr<const Tensor*> TrainJob::Logits(const Batch& batch) {
 
 // What goes on while the dense push and pull are in flight: the embedding
 // rows' gradients go to their servers, and the all-reduced weights are
-// averaged (unless NCCL did it during backward) and updated.
+// averaged (dense ones by NCCL during backward on the GPU; compressed ones
+// all-gathered; mode average: the weights, when due) and updated.
 Status TrainJob::ExchangeLocalState(WorkerContext& ctx, int64_t step) {
   Clock::time_point start = Clock::now();
   if (sparse_) PSTRAIN_RETURN_IF_ERROR(embeddings_->Scatter(*sparse_, step));
   stats_.push_s += Since(start);
-  if (nccl_) {
-    allreduced_->Apply();
-    return Status::OK();
-  }
   if (allreduced_->empty()) return Status::OK();
   start = Clock::now();
-  Status st = allreduced_->ReduceAndApply(*ctx.collective);
+  Status st = allreduced_->ReduceAndApply(*ctx.collective, /*dense_reduced=*/nccl_ != nullptr,
+                                          AverageDue(step + 1));
   stats_.allreduce_s += Since(start);
+  const bool saves = allreduced_->averaging() || allreduced_->compression_counters().messages > 0;
+  if (st.ok() && saves && (step + 1) % config_.train.log_every == 0) {
+    const AllReducedWeights::Traffic now = allreduced_->traffic();
+    ctx.log->info("{}", allreduced_->DescribeTraffic(logged_traffic_, now));
+    logged_traffic_ = now;
+  }
   return st;
+}
+
+// Mode average: the copies of the ps: false weights are averaged every
+// average_every steps, and wherever one copy stands for all: at each epoch
+// end (the chief evaluates its own copy), at every checkpoint (the chief
+// writes its own copy) and after the last step. Every worker reaches the
+// same answer (the plan and the config are the same on all).
+bool TrainJob::AverageDue(int64_t steps_done) const {
+  if (config_.train.mode != UpdateMode::kAverage) return false;
+  const int64_t step = steps_done - 1;
+  const bool last = steps_done == average_total_;
+  return steps_done % config_.train.average_every == 0 || last ||
+         average_plan_.InEpoch(step) + 1 == average_plan_.EpochSteps(average_plan_.Epoch(step)) ||
+         CheckpointDue(config_, steps_done, last);
 }
 
 TrainCounters TrainJob::Counters(const WorkerContext& ctx) const {
@@ -406,6 +430,8 @@ Status TrainJob::Run(WorkerContext& ctx) {
   }
   const int64_t total =
       config_.train.steps > 0 ? config_.train.steps : plan.TotalSteps(config_.train.epochs);
+  average_plan_ = plan;
+  average_total_ = total;
   training_forwards_ = start.training_forwards;
   model_->SetTrainingForwards(training_forwards_);
   PSTRAIN_RETURN_IF_ERROR(InitWeights(ctx, *resume));

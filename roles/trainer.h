@@ -79,6 +79,9 @@ class TrainJob : public WorkerJob {
   StatusOr<float> ComputeGradients(const Batch& batch);
   StatusOr<const Tensor*> Logits(const Batch& batch);
   int64_t MinClock(int64_t step) const;
+  // Mode average: whether the ps: false copies are averaged once
+  // `steps_done` steps are done.
+  bool AverageDue(int64_t steps_done) const;
   // This worker's counters so far, for its metrics (roles/train_report.h).
   TrainCounters Counters(const WorkerContext& ctx) const;
   // The lr of train.optimizer at global step `step` (0-based).
@@ -106,6 +109,9 @@ class TrainJob : public WorkerJob {
   // goes on meanwhile: roles/checkpointing.h).
   std::unique_ptr<CheckpointInFlight> checkpoint_;
   uint64_t training_forwards_ = 0;  // keys dropout; restored on resume
+  EpochPlan average_plan_;          // this run's epochs and steps, for AverageDue()
+  int64_t average_total_ = 0;
+  AllReducedWeights::Traffic logged_traffic_;  // at the last traffic line
   TrainStats stats_;
 };
 
