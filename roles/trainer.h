@@ -10,7 +10,9 @@
 //      requests; the pull asks for the step's update (sync), any values
 //      (async) or values at most `staleness` steps old (ssp). While those are
 //      in flight, the gradients of the ps: false weights are averaged among
-//      the workers and applied here (roles/allreduced_weights.h),
+//      the workers (densely, or threshold-encoded and all-gathered) and
+//      applied here; in mode average each worker applies its own, and the
+//      weights are averaged when AverageDue() (roles/allreduced_weights.h),
 //   Server-held embedding tables (init_in_server) work on the batch's rows
 //   only: pulled before step 2, pushed after it (roles/remote_embeddings.h).
 //   4. every log_every steps: "epoch: E step: S, loss is L".
