@@ -47,7 +47,41 @@ int64_t AllReducedWeights::elements() const {
 
 Status AllReducedWeights::BroadcastFromChief(Collective& collective, int64_t updates_done) {
   for (Entry& e : entries_) e.optimizer->set_steps(static_cast<uint64_t>(updates_done));
-  return state_->Broadcast(collective, 0).WithContext("broadcasting the all-reduced weights");
+  PSTRAIN_RETURN_IF_ERROR(
+      state_->Broadcast(collective, 0).WithContext("broadcasting the all-reduced weights"));
+  if (compressed_.empty()) return Status::OK();
+  // Worker 0 sends every worker's encoder state it loaded (none on a fresh
+  // start); the others send nothing. The same rule on every worker: all
+  // restore theirs, or (none loaded, or another worker count) none does.
+  const int world = collective.world();
+  std::vector<uint8_t> mine;
+  if (collective.rank() == 0 && static_cast<int>(encoder_states_.size()) == world)
+    for (const auto& state : encoder_states_) mine.insert(mine.end(), state.begin(), state.end());
+  std::vector<std::vector<uint8_t>> all;
+  PSTRAIN_RETURN_IF_ERROR(
+      collective.AllGatherBytes(mine, &all, compressed_.StateBytes() * static_cast<uint64_t>(world))
+          .WithContext("handing out the encoders' residuals"));
+  encoder_states_.clear();
+  encoder_states_step_ = -1;
+  if (all[0].empty()) return Status::OK();
+  const uint64_t each = compressed_.StateBytes();
+  if (all[0].size() != each * static_cast<uint64_t>(world))
+    return InvalidArgument(
+        fmt::format("worker 0 sent {} bytes of encoder state, {} workers need {}", all[0].size(),
+                    world, each * world));
+  const auto first = all[0].begin() + static_cast<std::ptrdiff_t>(each * collective.rank());
+  return compressed_
+      .UnpackState(std::vector<uint8_t>(first, first + static_cast<std::ptrdiff_t>(each)))
+      .WithContext(fmt::format("worker {}'s encoders", collective.rank()));
+}
+
+Status AllReducedWeights::GatherEncoderStates(Collective& collective, int64_t step) {
+  if (compressed_.empty()) return Status::OK();
+  PSTRAIN_RETURN_IF_ERROR(
+      collective.AllGatherBytes(compressed_.PackState(), &encoder_states_, compressed_.StateBytes())
+          .WithContext("gathering the encoders' residuals for the checkpoint"));
+  encoder_states_step_ = step;
+  return Status::OK();
 }
 
 Status AllReducedWeights::ReduceAndApply(Collective& collective, bool dense_reduced,
@@ -128,6 +162,14 @@ StatusOr<std::string> AllReducedWeights::Save(const std::string& step_dir, int64
       sections.push_back(
           {e.param->name + "/" + e.optimizer->slot_name(k), e.optimizer->slot(k), bytes});
   }
+  // The residuals of every worker, when gathered for this step (a job
+  // stopped on request between checkpoints has none: they start at zero).
+  std::vector<std::string> names;
+  if (encoder_states_step_ == step)
+    for (size_t r = 0; r < encoder_states_.size(); ++r)
+      names.push_back(fmt::format("encoders/{}", r));
+  for (size_t r = 0; r < names.size(); ++r)
+    sections.push_back({names[r], encoder_states_[r].data(), encoder_states_[r].size()});
   PSTRAIN_RETURN_IF_ERROR(WriteCheckpointFile(step_dir + "/" + kFileName, sections));
   return std::string(kFileName);
 }
@@ -160,6 +202,17 @@ Status AllReducedWeights::Load(const std::string& step_dir, int64_t step) {
     for (int k = 0; k < e.optimizer->num_slots(); ++k)
       PSTRAIN_RETURN_IF_ERROR(
           restore(e.param->name + "/" + e.optimizer->slot_name(k), e.optimizer->slot(k), n));
+  }
+  // Every worker's encoders, checked when each worker unpacks its own.
+  encoder_states_.clear();
+  for (int r = 0;; ++r) {
+    auto it = by_name.find(fmt::format("encoders/{}", r));
+    if (it == by_name.end() || compressed_.empty()) break;
+    if (it->second->size() != compressed_.StateBytes())
+      return InvalidArgument(
+          fmt::format("{}: section 'encoders/{}' has {} bytes, the model needs {}", path, r,
+                      it->second->size(), compressed_.StateBytes()));
+    encoder_states_.push_back(*it->second);
   }
   return Status::OK();
 }

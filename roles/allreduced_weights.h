@@ -22,6 +22,11 @@
 // Checkpoints: worker 0 writes one file per checkpoint step with every value
 // and optimizer slot ("<param>/value", "<param>/<slot>"), plus the update
 // count; on resume worker 0 reads it back and the broadcast hands it out.
+// With compression, every worker's encoders (residuals, tau) are
+// all-gathered at each checkpoint step and written too ("encoders/<rank>"),
+// and on resume each worker gets its own back (unless the worker count
+// changed: then the residuals start at zero), so a resumed run goes on as
+// if it had not stopped.
 //
 // Ownership: the Params belong to the model and must outlive this object.
 // Threads: used by the worker's training thread only.
@@ -91,6 +96,9 @@ class AllReducedWeights {
   // against dense gradients' bytes, and the encoders' density and tau.
   std::string DescribeTraffic(const Traffic& before, const Traffic& now) const;
 
+  // Every worker, after the step that a checkpoint will save (`step` steps
+  // done): the encoders' states all-gathered, for Save() on worker 0.
+  Status GatherEncoderStates(Collective& collective, int64_t step);
   // Worker 0: writes the file into `step_dir`; returns its name there.
   StatusOr<std::string> Save(const std::string& step_dir, int64_t step) const;
   // Worker 0: reads the file of checkpoint `step` from `step_dir`. Every
@@ -115,6 +123,10 @@ class AllReducedWeights {
   int64_t state_floats_ = 0;
   int64_t collective_bytes_ = 0;
   int64_t steps_ = 0;  // ReduceAndApply() calls
+  // Every worker's encoder state: gathered at step encoder_states_step_ (for
+  // Save), or read by Load (for BroadcastFromChief); indexed by rank.
+  std::vector<std::vector<uint8_t>> encoder_states_;
+  int64_t encoder_states_step_ = -1;
 };
 
 }  // namespace pstrain

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 namespace pstrain {
 namespace {
@@ -28,6 +30,73 @@ std::vector<float> CompressedAllReduce::thresholds() const {
   std::vector<float> taus;
   for (const Tensor& t : tensors_) taus.push_back(t.encoder->threshold());
   return taus;
+}
+
+// Per tensor: f32 tau, i64 messages, then the residual's n floats.
+constexpr size_t kStateHeader = sizeof(float) + sizeof(int64_t);
+
+uint64_t CompressedAllReduce::StateBytes() const {
+  uint64_t bytes = 0;
+  for (const Tensor& t : tensors_)
+    bytes += kStateHeader + sizeof(float) * static_cast<uint64_t>(t.param->grad.size());
+  return bytes;
+}
+
+std::vector<uint8_t> CompressedAllReduce::PackState() const {
+  std::vector<uint8_t> bytes(StateBytes());
+  uint8_t* at = bytes.data();
+  for (const Tensor& t : tensors_) {
+    const float tau = t.encoder->threshold();
+    const int64_t messages = t.encoder->messages();
+    std::memcpy(at, &tau, sizeof(tau));
+    std::memcpy(at + sizeof(tau), &messages, sizeof(messages));
+    at += kStateHeader;
+    const size_t n = t.encoder->residual().size() * sizeof(float);
+    std::memcpy(at, t.encoder->residual().data(), n);
+    at += n;
+  }
+  return bytes;
+}
+
+Status CompressedAllReduce::UnpackState(const std::vector<uint8_t>& bytes) {
+  if (bytes.size() != StateBytes())
+    return InvalidArgument(
+        fmt::format("the encoders' state has {} bytes, the compressed tensors "
+                    "need {} (was the model changed?)",
+                    bytes.size(), StateBytes()));
+  const uint8_t* at = bytes.data();
+  for (Tensor& t : tensors_) {
+    float tau;
+    int64_t messages;
+    std::memcpy(&tau, at, sizeof(tau));
+    std::memcpy(&messages, at + sizeof(tau), sizeof(messages));
+    if (!std::isfinite(tau) || tau <= 0 || messages < 0)
+      return InvalidArgument(
+          fmt::format("the encoder state of {}: tau {} or message count {} is "
+                      "not valid",
+                      t.param->name, tau, messages));
+    at += kStateHeader;
+    for (int64_t i = 0; i < t.param->grad.size(); ++i, at += sizeof(float)) {
+      float r;
+      std::memcpy(&r, at, sizeof(r));
+      if (!std::isfinite(r))
+        return InvalidArgument(
+            fmt::format("the encoder state of {}: residual {} is {}", t.param->name, i, r));
+    }
+  }
+  at = bytes.data();
+  for (Tensor& t : tensors_) {
+    float tau;
+    int64_t messages;
+    std::memcpy(&tau, at, sizeof(tau));
+    std::memcpy(&messages, at + sizeof(tau), sizeof(messages));
+    at += kStateHeader;
+    std::vector<float> residual(static_cast<size_t>(t.param->grad.size()));
+    std::memcpy(residual.data(), at, residual.size() * sizeof(float));
+    at += residual.size() * sizeof(float);
+    t.encoder->Restore(std::move(residual), tau, messages);
+  }
+  return Status::OK();
 }
 
 uint64_t CompressedAllReduce::MaxPackedBytes() const {

@@ -45,6 +45,12 @@ class CompressedAllReduce {
   const CompressionCounters& counters() const { return counters_; }
   // Each encoder's tau for the next message, in the order added.
   std::vector<float> thresholds() const;
+  // Checkpoints: this worker's encoders (each tensor's tau, message count
+  // and residual), as bytes of exactly StateBytes(); Unpack checks them
+  // (they come from a file and the chief) before restoring anything.
+  std::vector<uint8_t> PackState() const;
+  Status UnpackState(const std::vector<uint8_t>& bytes);
+  uint64_t StateBytes() const;
   // The largest packed message a worker may send (what a peer may make
   // this worker take).
   uint64_t MaxPackedBytes() const;

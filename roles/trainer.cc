@@ -228,6 +228,9 @@ Status TrainJob::ExchangeLocalState(WorkerContext& ctx, int64_t step) {
   start = Clock::now();
   Status st = allreduced_->ReduceAndApply(*ctx.collective, /*dense_reduced=*/nccl_ != nullptr,
                                           AverageDue(step + 1));
+  // A checkpoint after this step saves every worker's residuals too.
+  if (st.ok() && CheckpointDue(config_, step + 1, step + 1 == run_total_))
+    st = allreduced_->GatherEncoderStates(*ctx.collective, step + 1);
   stats_.allreduce_s += Since(start);
   const bool saves = allreduced_->averaging() || allreduced_->compression_counters().messages > 0;
   if (st.ok() && saves && (step + 1) % config_.train.log_every == 0) {
@@ -246,9 +249,9 @@ Status TrainJob::ExchangeLocalState(WorkerContext& ctx, int64_t step) {
 bool TrainJob::AverageDue(int64_t steps_done) const {
   if (config_.train.mode != UpdateMode::kAverage) return false;
   const int64_t step = steps_done - 1;
-  const bool last = steps_done == average_total_;
+  const bool last = steps_done == run_total_;
   return steps_done % config_.train.average_every == 0 || last ||
-         average_plan_.InEpoch(step) + 1 == average_plan_.EpochSteps(average_plan_.Epoch(step)) ||
+         run_plan_.InEpoch(step) + 1 == run_plan_.EpochSteps(run_plan_.Epoch(step)) ||
          CheckpointDue(config_, steps_done, last);
 }
 
@@ -430,8 +433,8 @@ Status TrainJob::Run(WorkerContext& ctx) {
   }
   const int64_t total =
       config_.train.steps > 0 ? config_.train.steps : plan.TotalSteps(config_.train.epochs);
-  average_plan_ = plan;
-  average_total_ = total;
+  run_plan_ = plan;
+  run_total_ = total;
   training_forwards_ = start.training_forwards;
   model_->SetTrainingForwards(training_forwards_);
   PSTRAIN_RETURN_IF_ERROR(InitWeights(ctx, *resume));

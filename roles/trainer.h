@@ -111,8 +111,8 @@ class TrainJob : public WorkerJob {
   // goes on meanwhile: roles/checkpointing.h).
   std::unique_ptr<CheckpointInFlight> checkpoint_;
   uint64_t training_forwards_ = 0;  // keys dropout; restored on resume
-  EpochPlan average_plan_;          // this run's epochs and steps, for AverageDue()
-  int64_t average_total_ = 0;
+  EpochPlan run_plan_;              // this run's epochs and last step, for AverageDue()
+  int64_t run_total_ = 0;
   AllReducedWeights::Traffic logged_traffic_;  // at the last traffic line
   TrainStats stats_;
 };
