@@ -129,10 +129,12 @@ std::string AllReducedWeights::DescribeTraffic(const Traffic& before, const Traf
   const double per_step =
       static_cast<double>(now.bytes - before.bytes) / static_cast<double>(steps);
   const double dense = static_cast<double>(elements()) * sizeof(float);
-  std::string line = fmt::format(
-      "all-reduced weights: {:.0f} bytes/step to the collectives, dense gradients {:.0f} ({:.1f}x "
-      "fewer)",
-      per_step, dense, per_step > 0 ? dense / per_step : 0.0);
+  std::string line = per_step > 0
+                         ? fmt::format(
+                               "all-reduced weights: {:.0f} bytes/step to the collectives, dense "
+                               "gradients {:.0f} ({:.1f}x fewer)",
+                               per_step, dense, dense / per_step)
+                         : std::string("all-reduced weights: nothing sent (one worker)");
   const CompressionCounters& a = before.compression;
   const CompressionCounters& b = now.compression;
   if (b.elements > a.elements) {
