@@ -1,10 +1,11 @@
 // The all-reduce path of issue 15 (roles/allreduced_weights.h), workers as
 // threads on a TCP ring of this process: threshold-compressed gradients are
 // all-gathered and their average applied, and the copies stay identical bit
-// for bit over many steps with 2 and 3 workers; a bad message from a peer is
-// an error naming it; a checkpoint keeps every worker's residuals, so a
-// resumed pair goes on bit for bit; parameter averaging (train.mode: average) lets the
-// copies drift apart between averagings and makes them identical at each.
+// for bit over many steps with 2 and 3 workers; a bad (or random) message
+// from a peer is an error naming it; a checkpoint keeps every worker's
+// residuals, so a resumed pair goes on bit for bit; parameter averaging
+// (train.mode: average) lets the copies drift apart between averagings and
+// makes them identical at each.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -209,6 +210,39 @@ TEST_CASE("a checkpoint keeps every worker's residuals: the resumed copies go on
   std::filesystem::remove_all(dir);
   for (int r = 0; r < world; ++r) REQUIRE(SameBits(copies[r], resumed[r]));
   CHECK(copies[0].weights->compression_counters().sent > 0);
+}
+
+TEST_CASE("random bytes from a peer never crash the receiver") {
+  const Config config = CompressedConfig();
+  auto ring = MakeRing(2);
+  Copy copy = MakeCopy(config);
+  uint32_t seed = 12345;
+  auto next = [&seed] { return seed = seed * 1664525u + 1013904223u; };
+  int refused = 0;
+  for (int k = 0; k < 300; ++k) {
+    // Garbage, or a well-framed start (a plausible size, a valid header's
+    // first bytes) followed by garbage.
+    std::vector<uint8_t> bytes(next() % 600);
+    for (auto& b : bytes) b = static_cast<uint8_t>(next() >> 24);
+    if (k % 2 == 1 && bytes.size() >= 8) {
+      const uint32_t size = static_cast<uint32_t>(bytes.size() - 4);
+      std::memcpy(bytes.data(), &size, 4);
+      bytes[4] = 1 + k % 4 / 2;  // format 1 or 2
+      bytes[5] = 1;              // version
+    }
+    FillGradients(copy, 0, k);
+    std::vector<std::vector<uint8_t>> ignored;
+    const auto results = OnEveryRank(2, [&](int r) {
+      if (r == 1) return ring->rank(1).AllGatherBytes(bytes, &ignored);
+      return copy.weights->ReduceAndApply(ring->rank(0));
+    });
+    REQUIRE(results[1].ok());
+    if (!results[0].ok()) {
+      ++refused;
+      CHECK(results[0].message().find("worker 1's") != std::string::npos);
+    }
+  }
+  CHECK(refused == 300);
 }
 
 TEST_CASE("parameter averaging: copies differ between averagings, identical right after one") {
