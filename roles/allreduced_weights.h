@@ -7,9 +7,26 @@
 // training, worker 0's values and optimizer state are broadcast, so every
 // copy starts equal (from the seed, or from worker 0's checkpoint file).
 //
+// Issue 15 adds two ways to send less:
+//   - compression: a tensor whose CompressionFor() is threshold has its
+//     gradient threshold-encoded and all-gathered instead of all-reduced
+//     (roles/compressed_allreduce.h); every worker decodes the same bytes in
+//     the same order, so the copies stay identical, bit for bit;
+//   - train.mode: average (parameter averaging, as Deeplearning4j's
+//     ParameterAveragingTrainingMaster): each worker applies its optimizer to
+//     its own gradient, and at the steps the caller names (every
+//     average_every steps, epoch ends, checkpoints, the end) the values and
+//     the optimizer slots are averaged (DL4J's averageUpdaters: true), so the
+//     copies are identical again, momentum included.
+//
 // Checkpoints: worker 0 writes one file per checkpoint step with every value
 // and optimizer slot ("<param>/value", "<param>/<slot>"), plus the update
 // count; on resume worker 0 reads it back and the broadcast hands it out.
+// With compression, every worker's encoders (residuals, tau) are
+// all-gathered at each checkpoint step and written too ("encoders/<rank>"),
+// and on resume each worker gets its own back (unless the worker count
+// changed: then the residuals start at zero), so a resumed run goes on as
+// if it had not stopped.
 //
 // Ownership: the Params belong to the model and must outlive this object.
 // Threads: used by the worker's training thread only.
@@ -22,6 +39,8 @@
 #include "comm/collective.h"
 #include "comm/tensor_buckets.h"
 #include "optim/dense_optimizer.h"
+#include "optim/threshold_codec.h"
+#include "roles/compressed_allreduce.h"
 #include "src/common/config.h"
 #include "src/nn/layer.h"
 
@@ -47,13 +66,39 @@ class AllReducedWeights {
   // Every worker: worker 0's values and optimizer state become everyone's,
   // and the optimizers count `updates_done` updates (the resumed step).
   Status BroadcastFromChief(Collective& collective, int64_t updates_done);
-  // Every worker, after backward: averages the gradients among the workers
-  // and applies the optimizers.
-  Status ReduceAndApply(Collective& collective);
-  // The optimizers alone, for gradients already averaged (NCCL on the GPU).
-  void Apply();
+  // Every worker, after backward, once per step: the gradients averaged
+  // among the workers (dense ones all-reduced unless `dense_reduced`, when
+  // NCCL already did it on the GPU; compressed ones all-gathered), then the
+  // optimizers. Mode average: the optimizers on this worker's own
+  // gradients, then, if `average_due`, AverageWeights().
+  Status ReduceAndApply(Collective& collective, bool dense_reduced = false,
+                        bool average_due = false);
+  // Mode average: every value and optimizer slot becomes the workers' mean.
+  Status AverageWeights(Collective& collective);
   bool Contains(const Param* param) const;
+  // Whether `param`'s gradient is all-reduced densely each step (what NCCL
+  // may do on the GPU): not when compressed, nor in mode average.
+  bool ReducesDense(const Param* param) const;
+  bool averaging() const { return averaging_; }
 
+  // Totals of this worker's encoders (zero when nothing is compressed).
+  CompressionCounters compression_counters() const { return compressed_.counters(); }
+  // What this worker has handed to the collectives for training so far:
+  // tensor bytes of gradients, packed messages and averaged state (not the
+  // initial broadcast; nothing with one worker), for the progress lines.
+  struct Traffic {
+    int64_t steps = 0;
+    int64_t bytes = 0;
+    CompressionCounters compression;
+  };
+  Traffic traffic() const { return {steps_, collective_bytes_, compressed_.counters()}; }
+  // One line on the traffic between `before` and `now`: bytes per step
+  // against dense gradients' bytes, and the encoders' density and tau.
+  std::string DescribeTraffic(const Traffic& before, const Traffic& now) const;
+
+  // Every worker, after the step that a checkpoint will save (`step` steps
+  // done): the encoders' states all-gathered, for Save() on worker 0.
+  Status GatherEncoderStates(Collective& collective, int64_t step);
   // Worker 0: writes the file into `step_dir`; returns its name there.
   StatusOr<std::string> Save(const std::string& step_dir, int64_t step) const;
   // Worker 0: reads the file of checkpoint `step` from `step_dir`. Every
@@ -64,12 +109,24 @@ class AllReducedWeights {
   struct Entry {
     Param* param;
     std::unique_ptr<DenseOptimizer> optimizer;
+    bool compressed = false;
   };
   AllReducedWeights() = default;
+  void Apply();
 
   std::vector<Entry> entries_;
-  std::unique_ptr<TensorBuckets> grads_;  // every grad
+  bool averaging_ = false;                // train.mode: average
+  std::unique_ptr<TensorBuckets> grads_;  // every uncompressed grad
+  int64_t dense_grad_floats_ = 0;         // their elements
+  CompressedAllReduce compressed_;        // the compressed ones
   std::unique_ptr<TensorBuckets> state_;  // every value and optimizer slot
+  int64_t state_floats_ = 0;
+  int64_t collective_bytes_ = 0;
+  int64_t steps_ = 0;  // ReduceAndApply() calls
+  // Every worker's encoder state: gathered at step encoder_states_step_ (for
+  // Save), or read by Load (for BroadcastFromChief); indexed by rank.
+  std::vector<std::vector<uint8_t>> encoder_states_;
+  int64_t encoder_states_step_ = -1;
 };
 
 }  // namespace pstrain

@@ -33,10 +33,6 @@ void PsAveraging::LocalStep() {
     optimizers_[t]->Update(params_[t]->value.ptr(), params_[t]->grad.ptr());
 }
 
-bool PsAveraging::RoundEnds(int64_t step, int64_t total) const {
-  return (step + 1) % every_ == 0 || step + 1 == total;
-}
-
 float* PsAveraging::Delta(size_t t) {
   const float* w = params_[t]->value.ptr();
   std::vector<float>& d = deltas_[t];

@@ -37,8 +37,6 @@ class PsAveraging {
   void Anchor(int64_t steps);
   // One local step: each optimizer applies its tensor's gradient here.
   void LocalStep();
-  // Whether step `step` (0-based) of `total` ends a round.
-  bool RoundEnds(int64_t step, int64_t total) const;
   // The round step `step` belongs to (its push's clock).
   int64_t Round(int64_t step) const { return step / every_; }
   // Fills and returns tensor t's delta w_local - w_anchor (valid until the

@@ -185,7 +185,14 @@ Status TrainJob::StartGpu(WorkerContext& ctx) {
   if (!gpu.ok()) return gpu.status().WithContext("model.device: gpu");
   gpu_ = std::move(*gpu);
   ctx.log->info("worker {} trains on the GPU: {}", ctx.rank, GpuDescription());
-  if (allreduced_->empty() || ctx.workers == 1) return Status::OK();
+  // NCCL averages the dense ps: false gradients during backward; compressed
+  // ones and mode average's weights go through the host ring
+  // (ctx.collective) after the gradients came back, like the CPU path.
+  const std::vector<Param*>& params = model_->params();
+  const bool any_dense = std::any_of(params.begin(), params.end(), [this](const Param* p) {
+    return allreduced_->ReducesDense(p);
+  });
+  if (!any_dense || ctx.workers == 1) return Status::OK();
   std::string id;
   Status made = Status::OK();
   if (ctx.rank == 0) {
@@ -201,9 +208,8 @@ Status TrainJob::StartGpu(WorkerContext& ctx) {
   auto nccl = NcclCommunicator::Create(ctx.rank, ctx.workers, *shared, gpu_->stream());
   if (!nccl.ok()) return nccl.status().WithContext("NCCL");
   nccl_ = std::move(*nccl);
-  const std::vector<Param*>& params = model_->params();
   gpu_->on_device_grads = [this, &params](size_t i, float* grad, int64_t n) -> Status {
-    if (!allreduced_->Contains(params[i])) return Status::OK();
+    if (!allreduced_->ReducesDense(params[i])) return Status::OK();
     return nccl_->AllReduce(grad, n, /*average=*/true);
   };
   ctx.log->info("worker {}: ps: false gradients are averaged with NCCL among {} GPU workers",
@@ -236,20 +242,38 @@ StatusOr<const Tensor*> TrainJob::Logits(const Batch& batch) {
 
 // What goes on while the dense push and pull are in flight: the embedding
 // rows' gradients go to their servers, and the all-reduced weights are
-// averaged (unless NCCL did it during backward) and updated.
+// averaged (dense ones by NCCL during backward on the GPU; compressed ones
+// all-gathered; mode average: the weights, when due) and updated.
 Status TrainJob::ExchangeLocalState(WorkerContext& ctx, int64_t step) {
   Clock::time_point start = Clock::now();
   if (sparse_) PSTRAIN_RETURN_IF_ERROR(embeddings_->Scatter(*sparse_, step));
   stats_.push_s += Since(start);
-  if (nccl_) {
-    allreduced_->Apply();
-    return Status::OK();
-  }
   if (allreduced_->empty()) return Status::OK();
   start = Clock::now();
-  Status st = allreduced_->ReduceAndApply(*ctx.collective);
+  Status st = allreduced_->ReduceAndApply(*ctx.collective, /*dense_reduced=*/nccl_ != nullptr,
+                                          AverageDue(step + 1));
+  // A checkpoint after this step saves every worker's residuals too.
+  if (st.ok() && CheckpointDue(config_, step + 1, step + 1 == total_steps_))
+    st = allreduced_->GatherEncoderStates(*ctx.collective, step + 1);
   stats_.allreduce_s += Since(start);
+  const bool saves = allreduced_->averaging() || allreduced_->compression_counters().messages > 0;
+  if (st.ok() && saves && (step + 1) % config_.train.log_every == 0) {
+    const AllReducedWeights::Traffic now = allreduced_->traffic();
+    ctx.log->info("{}", allreduced_->DescribeTraffic(logged_traffic_, now));
+    logged_traffic_ = now;
+  }
   return st;
+}
+
+// Mode average: a round of averaging (the ps: false copies all-reduced, the
+// PS weights' deltas pushed and averaged on the servers) every
+// average_every steps and after the last step. One rule for both paths and
+// for checkpoints, which are written only right after a round, where every
+// worker holds the same weights. Between rounds the chief evaluates its own
+// copy. Every worker reaches the same answer (same config, same total).
+bool TrainJob::AverageDue(int64_t steps_done) const {
+  if (config_.train.mode != UpdateMode::kAverage) return false;
+  return steps_done % config_.train.average_every == 0 || steps_done == total_steps_;
 }
 
 TrainCounters TrainJob::Counters(const WorkerContext& ctx) const {
@@ -269,10 +293,9 @@ TrainCounters TrainJob::Counters(const WorkerContext& ctx) const {
     c.push_dense_bytes = ps_compression_->dense_bytes();
     c.compression = ps_compression_->counters();
   }
-  // The all-reduced weights' threshold messages (roles/allreduced_weights.h).
-  // TODO(issue 15, ring): add allreduced_->compression_counters() here once
-  // it is merged: c.compression.Add(ring); c.push_bytes += ring.bytes;
-  // c.push_dense_bytes += ring.elements * 4.
+  // The all-reduced weights' threshold messages count in the threshold and
+  // density; their bytes have a progress line of their own (not pushes).
+  c.compression.Add(allreduced_->compression_counters());
   return c;
 }
 
@@ -335,7 +358,7 @@ std::vector<KvOp> TrainJob::PsRequests(int64_t step) {
   ops.reserve(2 * params.size());
   if (ps_averaging_) {
     ps_averaging_->LocalStep();
-    if (!ps_averaging_->RoundEnds(step, total_steps_)) return ops;  // nothing goes out
+    if (!AverageDue(step + 1)) return ops;  // nothing goes out
     const int64_t round = ps_averaging_->Round(step);
     for (size_t t = 0; t < params.size(); ++t) {
       const int tensor = static_cast<int>(t);
@@ -359,13 +382,11 @@ std::vector<KvOp> TrainJob::PsRequests(int64_t step) {
 }
 
 void TrainJob::AfterPsRequests(int64_t step) {
-  if (ps_averaging_ && ps_averaging_->RoundEnds(step, total_steps_))
-    ps_averaging_->Anchor(step + 1);
+  if (ps_averaging_ && AverageDue(step + 1)) ps_averaging_->Anchor(step + 1);
 }
 
 bool TrainJob::CheckpointableAt(int64_t steps_done) const {
-  if (config_.train.mode != UpdateMode::kAverage) return true;
-  return steps_done % config_.train.average_every == 0 || steps_done == total_steps_;
+  return config_.train.mode != UpdateMode::kAverage || AverageDue(steps_done);
 }
 
 Status TrainJob::Evaluate(WorkerContext& ctx, int epoch) {

@@ -10,7 +10,9 @@
 //      requests; the pull asks for the step's update (sync), any values
 //      (async) or values at most `staleness` steps old (ssp). While those are
 //      in flight, the gradients of the ps: false weights are averaged among
-//      the workers and applied here (roles/allreduced_weights.h),
+//      the workers (densely, or threshold-encoded and all-gathered) and
+//      applied here; in mode average each worker applies its own, and the
+//      weights are averaged when AverageDue() (roles/allreduced_weights.h),
 //   Server-held embedding tables (init_in_server) work on the batch's rows
 //   only: pulled before step 2, pushed after it (roles/remote_embeddings.h).
 //   4. every log_every steps: "epoch: E step: S, loss is L".
@@ -95,6 +97,9 @@ class TrainJob : public WorkerJob {
   // average only at the end of a round (between rounds the servers hold
   // the last round's weights, the workers their own).
   bool CheckpointableAt(int64_t steps_done) const;
+  // Mode average: whether the ps: false copies are averaged once
+  // `steps_done` steps are done.
+  bool AverageDue(int64_t steps_done) const;
   // This worker's counters so far, for its metrics (roles/train_report.h).
   TrainCounters Counters(const WorkerContext& ctx) const;
   // The lr of train.optimizer at global step `step` (0-based).
@@ -124,7 +129,8 @@ class TrainJob : public WorkerJob {
   // The chief's checkpoint whose servers may still be writing (training
   // goes on meanwhile: roles/checkpointing.h).
   std::unique_ptr<CheckpointInFlight> checkpoint_;
-  uint64_t training_forwards_ = 0;  // keys dropout; restored on resume
+  uint64_t training_forwards_ = 0;             // keys dropout; restored on resume
+  AllReducedWeights::Traffic logged_traffic_;  // at the last traffic line
   TrainStats stats_;
 };
 
