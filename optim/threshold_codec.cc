@@ -11,9 +11,9 @@ namespace pstrain {
 namespace {
 
 constexpr uint8_t kVersion = 1;
-// Elements checked per block before the scan for sent ones: the residual
-// update of a block vectorizes, and blocks with nothing to send (most of them
-// at low density) are never scanned element by element.
+// Elements per block of the encoder's pass: one 64-bit mask per sign, so the
+// residual update vectorizes and a block with nothing to send (most of them
+// at low density) costs that update alone.
 constexpr int64_t kBlock = 64;
 // A LEB128 varint of a 32-bit value takes at most 5 bytes.
 constexpr size_t kMaxVarint = 5;
@@ -333,7 +333,7 @@ ThresholdEncodeStats ThresholdEncoder::Encode(const float* gradient, std::vector
 
 void ThresholdEncoder::Restore(std::vector<float> residual, float tau, int64_t messages) {
   assert(residual.size() == residual_.size());
-  residual_ = std::move(residual);
+  if (residual.size() == residual_.size()) residual_ = std::move(residual);
   tau_ = std::isfinite(tau) && tau > 0 ? ClampTau(tau) : ClampTau(config_.threshold);
   messages_ = std::max<int64_t>(0, messages);
 }

@@ -13,7 +13,8 @@
 //
 // Refinements (all Strom's):
 //   - adaptive tau: a message denser than the target band raises tau by
-//     `step`, a sparser one lowers it, so the density stays in the band;
+//     `step`, a sparser one lowers it, so the density stays in the band
+//     (a shake-up message, dense on purpose, leaves tau as it is);
 //   - bitmap: when a message is so dense that its indices would take more
 //     bytes than 2 bits per element, it is written as a 2-bit bitmap, so no
 //     message is ever larger than ThresholdMessageBound(n);
@@ -86,7 +87,8 @@ struct CompressionCounters {
 
 class ThresholdEncoder {
  public:
-  // `n` elements (> 0); `config.type` must be kThreshold.
+  // `n` elements (> 0 and < 2^32, the header's u32); `config.type` must be
+  // kThreshold.
   ThresholdEncoder(int64_t n, const CompressionConfig& config);
 
   int64_t size() const { return static_cast<int64_t>(residual_.size()); }
@@ -100,6 +102,9 @@ class ThresholdEncoder {
   ThresholdEncodeStats Encode(const float* gradient, std::vector<uint8_t>* out);
 
   // Checkpoints: the residual and tau are the encoder's whole state.
+  // `residual` must hold size() elements (the caller checks what it read;
+  // a vector of another size is a bug and is not taken); a tau that is not
+  // finite and > 0 restarts from config.threshold.
   void Restore(std::vector<float> residual, float tau, int64_t messages);
   int64_t messages() const { return messages_; }
 

@@ -28,7 +28,7 @@ check "every line is JSON with the fields, as the densities imply" python3 - "$O
 import json, sys
 lines = open(sys.argv[1]).read().splitlines()
 fields = ["bench", "elements", "target_density", "density", "tau", "format", "message_bytes",
-          "dense_bytes", "dense_over_message", "encode_GBps", "decode_GBps"]
+          "dense_bytes", "dense_over_message", "encode_GBps", "decode_GBps", "memory_GBps"]
 targets = [1e-4, 1e-3, 1e-2, 1e-1, 0.5]
 assert len(lines) == len(targets), f"{len(lines)} lines, expected {len(targets)}"
 for line, target in zip(lines, targets):
@@ -43,7 +43,7 @@ for line, target in zip(lines, targets):
     assert 16 < d["message_bytes"] <= 16 + (20001 + 3) // 4, line
     assert d["format"] == ("bitmap" if target == 0.5 else "sparse"), line
     assert abs(d["dense_over_message"] - d["dense_bytes"] / d["message_bytes"]) < 0.1, line
-    assert d["encode_GBps"] > 0 and d["decode_GBps"] > 0, line
+    assert d["encode_GBps"] > 0 and d["decode_GBps"] > 0 and d["memory_GBps"] > 0, line
 PY
 
 "$BIN" bench compress --elements 100 --densities 0.1,2 > "$OUT" 2>&1; status=$?

@@ -352,6 +352,14 @@ TEST_CASE("Restore brings back the residual, tau and the shake-up count") {
     CHECK(message_a == message_b);
     CHECK(sa.shake_up == sb.shake_up);
   }
+  // A tau a checkpoint could not have held restarts from the config's.
+  ThresholdEncoder c(n, config);
+  c.Restore(std::vector<float>(n, 0.25f), std::nanf(""), 2);
+  CHECK(c.threshold() == 1e-2f);
+  CHECK(c.messages() == 2);
+  CHECK(c.residual()[n - 1] == 0.25f);
+  c.Restore(std::vector<float>(n, 0.0f), -1.0f, 0);
+  CHECK(c.threshold() == 1e-2f);
 }
 
 TEST_CASE("CompressionCounters add messages and keep tau's range") {

@@ -17,6 +17,7 @@
 #include "comm/handshake.h"
 #include "comm/messages.h"
 #include "embedding/sparse_table.h"
+#include "optim/threshold_codec.h"
 #include "roles/shard_file.h"
 #include "src/common/checkpoint_file.h"
 
@@ -260,6 +261,35 @@ void ConfigSeeds(const fs::path& repo) {
       Write("config_fuzz", entry.path().filename().string(), ReadFile(entry.path()));
 }
 
+// Messages from the threshold encoder: empty, sparse at a few densities,
+// a shake-up, and bitmaps (one with a partial last byte).
+void ThresholdSeeds() {
+  struct Seed {
+    const char* name;
+    int64_t n;
+    int every;  // element i sent when i % every == 0, its sign alternating
+    int64_t shake_up_every;
+  };
+  const Seed seeds[] = {{"sparse_empty", 100, 0, 0},    {"sparse_1pct", 1000, 100, 0},
+                        {"sparse_10pct", 1000, 10, 0},  {"sparse_gaps", 5000, 997, 0},
+                        {"sparse_shake_up", 300, 7, 1}, {"bitmap_all", 257, 1, 0},
+                        {"bitmap_half", 64, 2, 0}};
+  for (const Seed& s : seeds) {
+    CompressionConfig config;
+    config.type = CompressionType::kThreshold;
+    config.threshold = 0.5f;
+    config.adaptive = false;
+    config.shake_up_every = s.shake_up_every;
+    ThresholdEncoder encoder(s.n, config);
+    std::vector<float> gradient(static_cast<size_t>(s.n), 0.0f);
+    for (int64_t i = 0; s.every > 0 && i < s.n; i += s.every)
+      gradient[i] = (i / s.every) % 2 ? -1.0f : 1.0f;
+    Bytes message;
+    (void)encoder.Encode(gradient.data(), &message);
+    Write("threshold_fuzz", s.name, message);
+  }
+}
+
 }  // namespace
 }  // namespace pstrain
 
@@ -275,6 +305,7 @@ int main(int argc, char** argv) {
   pstrain::CheckpointSeeds();
   pstrain::IdxSeeds();
   pstrain::CriteoSeeds();
+  pstrain::ThresholdSeeds();
   pstrain::ConfigSeeds(argv[1]);
   return 0;
 }
