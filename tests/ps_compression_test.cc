@@ -2,7 +2,9 @@
 // threshold-encoded pushes train as well as dense ones with far fewer bytes;
 // a server refuses a bad message naming it, applies nothing, and goes on
 // serving; mode average pushes nothing between rounds, leaves every worker
-// with the same weights after one, and resumes from its checkpoints.
+// with the same weights after one, and resumes from its checkpoints;
+// momentum tensors are momentum-corrected (momentum on the workers, sgd on
+// the servers).
 #include "roles/ps_compression.h"
 
 #include <doctest/doctest.h>
@@ -245,6 +247,102 @@ TEST_CASE("sync: the servers apply the mean of the workers' +-tau messages, resi
     held_back = std::max(held_back, static_cast<double>(std::fabs(finals[0][i] - dense)));
   }
   CHECK(held_back > 0.005);
+}
+
+// Momentum correction (roles/ps_compression.h): for a momentum tensor the
+// worker encodes u = m * u + g (nesterov: g + m * u), zeroes u where the
+// message sent, and the server runs sgd (lr, schedule, weight decay) on the
+// mean of the messages. Checked against that rule written out, for plain
+// and nesterov momentum.
+TEST_CASE("momentum correction: workers encode masked momentum, the server runs sgd") {
+  constexpr int kWorkers = 2, kSteps = 8;
+  constexpr int64_t kElements = 100;  // 7 partitions of up to 16 floats over 2 servers
+  constexpr float kTau = 0.02f, kM = 0.9f, kLr = 0.5f, kDecay = 0.1f;
+  auto gradient = [](int rank, int64_t step, int64_t i) {
+    return 0.01f * static_cast<float>(rank + 1) * static_cast<float>((i + step) % 5 - 2);
+  };
+  for (bool nesterov : {false, true}) {
+    CAPTURE(nesterov);
+    Config config;
+    config.train.mode = UpdateMode::kSync;
+    config.train.optimizer.type = OptimizerType::kMomentum;
+    config.train.optimizer.momentum = kM;
+    config.train.optimizer.nesterov = nesterov;
+    config.train.optimizer.lr = kLr;
+    config.train.optimizer.weight_decay = kDecay;
+    config.train.optimizer.lr_decay_steps = 4;  // lr halves after step 4
+    config.train.optimizer.lr_decay = 0.5f;
+    config.train.partition_bytes = 64;
+    config.train.compression = Threshold(kTau);
+    config.train.compression.adaptive = false;
+    REQUIRE(MomentumCorrected(config, "w"));
+    CHECK(ServerOptimizerFor(config, "w").type == OptimizerType::kSgd);
+    CHECK(ServerOptimizerFor(config, "w").weight_decay == kDecay);
+    std::mutex mutex;
+    std::vector<std::vector<float>> finals(kWorkers), momenta(kWorkers);
+    auto sink = std::make_shared<testing::CaptureSink>();
+    LocalJobOptions job;
+    job.cluster.server_num = 2;
+    job.cluster.worker_num = kWorkers;
+    job.config = config;
+    job.make_logger = [sink](const std::string& name) {
+      return testing::CaptureLogger(name, sink);
+    };
+    job.make_job = [&](int) {
+      return std::make_unique<FunctionJob>(
+          std::vector<TensorSpec>{{"w", kElements}}, [&](WorkerContext& ctx) -> Status {
+            std::vector<float> values(kElements, 1.0f), grad(kElements);
+            if (ctx.rank == 0) PSTRAIN_RETURN_IF_ERROR(ctx.kv->Init(0, values.data()).Wait());
+            PSTRAIN_RETURN_IF_ERROR(ctx.kv->Pull(0, values.data(), 0).Wait());
+            PsCompression compression(config, ctx.kv->map());
+            REQUIRE(compression.momentum(0) != nullptr);
+            for (int64_t step = 0; step < kSteps; ++step) {
+              for (int64_t i = 0; i < kElements; ++i) grad[i] = gradient(ctx.rank, step, i);
+              KvOp push{KvOp::Kind::kPush, 0, grad.data(), step,
+                        compression.Encode(0, grad.data())};
+              KvOp pull{KvOp::Kind::kPull, 0, values.data(), step + 1};
+              PSTRAIN_RETURN_IF_ERROR(ctx.kv->Run({push, pull}).Wait());
+            }
+            std::lock_guard<std::mutex> lock(mutex);
+            finals[ctx.rank] = values;
+            momenta[ctx.rank].assign(compression.momentum(0), compression.momentum(0) + kElements);
+            return Status::OK();
+          });
+    };
+    Status st = RunLocalJob(job);
+    REQUIRE_MESSAGE(st.ok(), st.message());
+    // The rule, written out.
+    std::vector<std::vector<float>> u(kWorkers, std::vector<float>(kElements, 0.0f));
+    std::vector<std::vector<float>> residual = u;
+    std::vector<float> expected(kElements, 1.0f);
+    int64_t masked = 0;
+    for (int64_t step = 0; step < kSteps; ++step) {
+      const float lr = step < 4 ? kLr : kLr * 0.5f;
+      for (int64_t i = 0; i < kElements; ++i) {
+        float sum = 0;
+        for (int r = 0; r < kWorkers; ++r) {
+          const float g = gradient(r, step, i);
+          u[r][i] = kM * u[r][i] + g;
+          residual[r][i] += nesterov ? g + kM * u[r][i] : u[r][i];
+          if (std::fabs(residual[r][i]) >= kTau) {
+            const float sent = residual[r][i] > 0 ? kTau : -kTau;
+            residual[r][i] -= sent;
+            sum += sent;
+            if (u[r][i] != 0.0f) ++masked;
+            u[r][i] = 0.0f;
+          }
+        }
+        expected[i] -= lr * (sum / kWorkers + kDecay * expected[i]);
+      }
+    }
+    CHECK(masked > 50);  // the stream does send, and masking changes u
+    for (int r = 0; r < kWorkers; ++r) {
+      for (int64_t i = 0; i < kElements; ++i) {
+        REQUIRE(finals[r][i] == doctest::Approx(expected[i]).epsilon(1e-6));
+        REQUIRE(momenta[r][i] == doctest::Approx(u[r][i]).epsilon(1e-6));
+      }
+    }
+  }
 }
 
 // Every worker's TrainJob, kept to compare their weights.
