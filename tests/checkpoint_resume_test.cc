@@ -192,6 +192,17 @@ void CheckResumeIsExact(const std::string& name, Config config, int workers) {
   }
 }
 
+// Whether some PS weight may have threshold-compressed pushes: each worker
+// then holds residuals (and momentum, roles/ps_compression.h) that no
+// checkpoint keeps yet (README, the PS path's known gap), so such a job
+// resumes, but not bit for bit.
+bool CompressesPsPushes(const Config& config) {
+  if (config.train.compression.enabled()) return true;
+  for (const ParameterRule& rule : config.parameters)
+    if (rule.ps && rule.compression && rule.compression->enabled()) return true;
+  return false;
+}
+
 void CheckConfigs(bool images) {
   std::unique_ptr<testing::ClickData> clicks;
   int checked = 0;
@@ -199,6 +210,10 @@ void CheckConfigs(bool images) {
     Config config = Load(name);
     const bool is_images = config.data.format != DataFormat::kCriteo;
     if (is_images != images) continue;
+    if (CompressesPsPushes(config)) {
+      MESSAGE(name << ": not checked (compressed pushes' residuals are not checkpointed yet)");
+      continue;
+    }
     if (!images && !clicks) clicks = std::make_unique<testing::ClickData>(400, 0);
     Shrink(&config, clicks.get());
     for (int workers : {1, 2}) CheckResumeIsExact(name, config, workers);
