@@ -26,7 +26,6 @@ namespace pstrain {
 namespace {
 
 using Outcome = testing::TrainOutcome;
-using testing::RepoPath;
 
 Outcome Train(const Config& config, int servers, int workers) {
   return testing::TrainLocally(config, servers, workers);
@@ -35,21 +34,14 @@ Outcome Train(const Config& config, int servers, int workers) {
 using testing::ClickData;
 
 Config ClickConfig(const ClickData& data, bool table_on_servers) {
-  auto config = LoadConfig(RepoPath("configs/lr_criteo.yaml"));
-  REQUIRE_MESSAGE(config.ok(), config.status().message());
-  config->data.train = {data.dir + "/train.txt"};
-  config->data.test = {data.dir + "/test.txt"};
-  config->data.vocab = 65536;
-  config->model.wide[0].vocab = 65536;
-  config->train.batch_size = 128;
-  config->train.steps = 40;
+  Config config = testing::ClickLrConfig(data, 40);
   if (table_on_servers) {
     ParameterRule rule;
     rule.match = "wide.weight";
     rule.init_in_server = true;
-    config->parameters.insert(config->parameters.begin(), rule);
+    config.parameters.insert(config.parameters.begin(), rule);
   }
-  return *config;
+  return config;
 }
 
 // Runs a scripted WorkerJob (make_job()) on 2 servers and `workers`

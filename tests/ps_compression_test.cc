@@ -25,23 +25,15 @@ namespace pstrain {
 namespace {
 
 using testing::ClickData;
-using testing::RepoPath;
 using testing::TrainOutcome;
 
 // Logistic regression on synthetic click data: a 65536-row wide tensor
 // (most of whose gradient is zero each step) and a small dense layer, all
 // PS dense tensors.
 Config ClickConfig(const ClickData& data, int64_t steps) {
-  auto config = LoadConfig(RepoPath("configs/lr_criteo.yaml"));
-  REQUIRE_MESSAGE(config.ok(), config.status().message());
-  config->data.train = {data.dir + "/train.txt"};
-  config->data.test = {data.dir + "/test.txt"};
-  config->data.vocab = 65536;
-  config->model.wide[0].vocab = 65536;
-  config->train.batch_size = 128;
-  config->train.steps = steps;
-  config->train.log_every = 20;
-  return *config;
+  Config config = testing::ClickLrConfig(data, steps);
+  config.train.log_every = 20;
+  return config;
 }
 
 CompressionConfig Threshold(float tau) {

@@ -102,6 +102,18 @@ ClickData::ClickData(int64_t rows, int64_t test_rows) {
 
 ClickData::~ClickData() { std::filesystem::remove_all(dir); }
 
+Config ClickLrConfig(const ClickData& data, int64_t steps) {
+  auto config = LoadConfig(RepoPath("configs/lr_criteo.yaml"));
+  REQUIRE_MESSAGE(config.ok(), config.status().message());
+  config->data.train = {data.dir + "/train.txt"};
+  config->data.test = {data.dir + "/test.txt"};
+  config->data.vocab = 65536;
+  config->model.wide[0].vocab = 65536;
+  config->train.batch_size = 128;
+  config->train.steps = steps;
+  return *config;
+}
+
 double LargestDifference(const TrainOutcome& a, const TrainOutcome& b) {
   REQUIRE(a.weights.size() == b.weights.size());
   double worst = 0;

@@ -46,6 +46,10 @@ struct ClickData {
   std::string dir;
 };
 
+// configs/lr_criteo.yaml (logistic regression) on `data`'s train.txt and
+// test.txt: a 65536-id vocabulary, batch 128, `steps` steps.
+Config ClickLrConfig(const ClickData& data, int64_t steps);
+
 // The largest difference between two outcomes' weights (same model).
 double LargestDifference(const TrainOutcome& a, const TrainOutcome& b);
 
