@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "roles/ps_compression.h"
 #include "src/common/checkpoint_file.h"
 
 namespace pstrain {
@@ -16,14 +17,19 @@ StatusOr<std::unique_ptr<AllReducedWeights>> AllReducedWeights::Create(const Con
   weights->averaging_ = config.train.mode == UpdateMode::kAverage;
   std::vector<TensorView> grads, state;
   for (Param* p : params) {
-    auto optimizer =
-        MakeDenseOptimizer(OptimizerFor(config, p->name), static_cast<size_t>(p->value.size()));
-    if (!optimizer.ok()) return optimizer.status().WithContext(p->name);
     const CompressionConfig compression = CompressionFor(config, p->name);
     // Averaging sends weights, not gradients: nothing to encode.
     const bool compressed = !weights->averaging_ && compression.enabled() && p->grad.size() > 0;
+    // A momentum-corrected tensor keeps its momentum in the encoders and
+    // runs sgd here (roles/compressed_allreduce.h), as a PS server does.
+    const OptimizerConfig requested = OptimizerFor(config, p->name);
+    const bool corrected = compressed && MomentumCorrected(config, p->name);
+    OptimizerConfig applied = requested;
+    if (corrected) applied.type = OptimizerType::kSgd;
+    auto optimizer = MakeDenseOptimizer(applied, static_cast<size_t>(p->value.size()));
+    if (!optimizer.ok()) return optimizer.status().WithContext(p->name);
     if (compressed) {
-      weights->compressed_.Add(p, compression);
+      weights->compressed_.Add(p, compression, corrected, requested.momentum, requested.nesterov);
     } else {
       grads.push_back({p->grad.ptr(), p->grad.size()});
       weights->dense_grad_floats_ += p->grad.size();

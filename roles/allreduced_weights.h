@@ -11,7 +11,11 @@
 //   - compression: a tensor whose CompressionFor() is threshold has its
 //     gradient threshold-encoded and all-gathered instead of all-reduced
 //     (roles/compressed_allreduce.h); every worker decodes the same bytes in
-//     the same order, so the copies stay identical, bit for bit;
+//     the same order, so the copies stay identical, bit for bit; a
+//     compressed tensor whose optimizer is momentum is momentum-corrected
+//     (MomentumCorrected, roles/ps_compression.h): each worker encodes its
+//     own masked momentum and every worker applies sgd (same lr, schedule
+//     and weight decay) to the average, so it has no optimizer slot here;
 //   - train.mode: average (parameter averaging, as Deeplearning4j's
 //     ParameterAveragingTrainingMaster): each worker applies its optimizer to
 //     its own gradient, and at the steps the caller names (every
@@ -22,7 +26,7 @@
 // Checkpoints: worker 0 writes one file per checkpoint step with every value
 // and optimizer slot ("<param>/value", "<param>/<slot>"), plus the update
 // count; on resume worker 0 reads it back and the broadcast hands it out.
-// With compression, every worker's encoders (residuals, tau) are
+// With compression, every worker's encoders (residuals, tau, momentum) are
 // all-gathered at each checkpoint step and written too ("encoders/<rank>"),
 // and on resume each worker gets its own back (unless the worker count
 // changed: then the residuals start at zero), so a resumed run goes on as

@@ -22,8 +22,49 @@ uint32_t ReadU32(const uint8_t* p) {
 
 }  // namespace
 
-void CompressedAllReduce::Add(Param* param, const CompressionConfig& config) {
-  tensors_.push_back({param, std::make_unique<ThresholdEncoder>(param->grad.size(), config)});
+void CompressedAllReduce::Add(Param* param, const CompressionConfig& config,
+                              bool momentum_corrected, float m, bool nesterov) {
+  Tensor t{param, std::make_unique<ThresholdEncoder>(param->grad.size(), config), {}, {}, m};
+  if (momentum_corrected) {
+    const size_t n = static_cast<size_t>(param->grad.size());
+    t.momentum.assign(n, 0.0f);
+    if (nesterov) t.nesterov_input.resize(n);
+    sent_scratch_.resize(std::max(sent_scratch_.size(), n), 0.0f);
+  }
+  tensors_.push_back(std::move(t));
+}
+
+const float* CompressedAllReduce::momentum(size_t index) const {
+  const Tensor& t = tensors_[index];
+  return t.momentum.empty() ? nullptr : t.momentum.data();
+}
+
+const float* CompressedAllReduce::Accumulate(Tensor& t) {
+  const float* g = t.param->grad.ptr();
+  float* u = t.momentum.data();
+  const float m = t.m;
+  const size_t n = t.momentum.size();
+  for (size_t i = 0; i < n; ++i) u[i] = m * u[i] + g[i];
+  if (t.nesterov_input.empty()) return u;
+  // As PyTorch's nesterov (optim/optimizer_kernel.h) and DGC's: g + m * u.
+  float* input = t.nesterov_input.data();
+  for (size_t i = 0; i < n; ++i) input[i] = g[i] + m * u[i];
+  return input;
+}
+
+// The elements sent are found by decoding our own message (as
+// PsCompression::MaskSent): exactly the set every worker will add.
+void CompressedAllReduce::MaskSent(Tensor& t) {
+  const int64_t n = t.param->grad.size();
+  float* sent = sent_scratch_.data();
+  Status st = DecodeThresholdAdd(message_.data(), message_.size(), n, 1.0f, sent);
+  if (!st.ok()) return;  // never: our own encoder's message
+  float* u = t.momentum.data();
+  // sent[i] is +-tau (never 0) where the message sent i.
+  for (int64_t i = 0; i < n; ++i) {
+    u[i] = sent[i] != 0.0f ? 0.0f : u[i];
+    sent[i] = 0.0f;
+  }
 }
 
 std::vector<float> CompressedAllReduce::thresholds() const {
@@ -32,13 +73,15 @@ std::vector<float> CompressedAllReduce::thresholds() const {
   return taus;
 }
 
-// Per tensor: f32 tau, i64 messages, then the residual's n floats.
+// Per tensor: f32 tau, i64 messages, then the residual's n floats and, when
+// momentum-corrected, u's n floats.
 constexpr size_t kStateHeader = sizeof(float) + sizeof(int64_t);
 
 uint64_t CompressedAllReduce::StateBytes() const {
   uint64_t bytes = 0;
   for (const Tensor& t : tensors_)
-    bytes += kStateHeader + sizeof(float) * static_cast<uint64_t>(t.param->grad.size());
+    bytes += kStateHeader + sizeof(float) * static_cast<uint64_t>(t.param->grad.size()) *
+                                (t.momentum.empty() ? 1 : 2);
   return bytes;
 }
 
@@ -53,6 +96,9 @@ std::vector<uint8_t> CompressedAllReduce::PackState() const {
     at += kStateHeader;
     const size_t n = t.encoder->residual().size() * sizeof(float);
     std::memcpy(at, t.encoder->residual().data(), n);
+    at += n;
+    if (t.momentum.empty()) continue;
+    std::memcpy(at, t.momentum.data(), n);
     at += n;
   }
   return bytes;
@@ -76,12 +122,14 @@ Status CompressedAllReduce::UnpackState(const std::vector<uint8_t>& bytes) {
                       "not valid",
                       t.param->name, tau, messages));
     at += kStateHeader;
-    for (int64_t i = 0; i < t.param->grad.size(); ++i, at += sizeof(float)) {
+    const int64_t n = t.param->grad.size();
+    const int64_t floats = t.momentum.empty() ? n : 2 * n;
+    for (int64_t i = 0; i < floats; ++i, at += sizeof(float)) {
       float r;
       std::memcpy(&r, at, sizeof(r));
       if (!std::isfinite(r))
-        return InvalidArgument(
-            fmt::format("the encoder state of {}: residual {} is {}", t.param->name, i, r));
+        return InvalidArgument(fmt::format("the encoder state of {}: {} {} is {}", t.param->name,
+                                           i < n ? "residual" : "momentum", i % n, r));
     }
   }
   at = bytes.data();
@@ -95,6 +143,9 @@ Status CompressedAllReduce::UnpackState(const std::vector<uint8_t>& bytes) {
     std::memcpy(residual.data(), at, residual.size() * sizeof(float));
     at += residual.size() * sizeof(float);
     t.encoder->Restore(std::move(residual), tau, messages);
+    if (t.momentum.empty()) continue;
+    std::memcpy(t.momentum.data(), at, t.momentum.size() * sizeof(float));
+    at += t.momentum.size() * sizeof(float);
   }
   return Status::OK();
 }
@@ -110,8 +161,10 @@ Status CompressedAllReduce::Exchange(Collective& collective) {
   if (tensors_.empty()) return Status::OK();
   packed_.clear();
   for (Tensor& t : tensors_) {
-    const ThresholdEncodeStats stats = t.encoder->Encode(t.param->grad.ptr(), &message_);
+    const float* input = t.momentum.empty() ? t.param->grad.ptr() : Accumulate(t);
+    const ThresholdEncodeStats stats = t.encoder->Encode(input, &message_);
     counters_.Add(stats, t.param->grad.size());
+    if (!t.momentum.empty()) MaskSent(t);
     AppendU32(static_cast<uint32_t>(message_.size()), &packed_);
     packed_.insert(packed_.end(), message_.begin(), message_.end());
   }

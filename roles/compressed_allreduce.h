@@ -15,6 +15,15 @@
 // dense path's average (so the same lr works), and since every worker adds
 // the same floats in the same order, every copy gets the same bits.
 //
+// Momentum correction (as roles/ps_compression.h, Lin et al. 2018, DGC):
+// a tensor added with a momentum factor encodes, instead of its gradient g,
+// this worker's momentum u = m * u + g (nesterov: g + m * u), and u is
+// zeroed at every element this worker's message sent (momentum factor
+// masking). The caller then applies sgd, not momentum, to the average: the
+// momentum lives here, before the encoder, where it does not repeat stale
+// +-tau for 1 / (1 - m) more steps. u is per worker (part of the encoders'
+// state), the average every worker applies is still the same bits.
+//
 // A peer's bytes are checked before use: a bad message is an error naming
 // the worker and the tensor, on every worker alike (they all hold the same
 // bytes), never a crash.
@@ -35,7 +44,9 @@ namespace pstrain {
 class CompressedAllReduce {
  public:
   // Adds `param`, encoded as `config` says (config.type is kThreshold).
-  void Add(Param* param, const CompressionConfig& config);
+  // `momentum_corrected`: encode the momentum u of factor `m` (above).
+  void Add(Param* param, const CompressionConfig& config, bool momentum_corrected = false,
+           float m = 0, bool nesterov = false);
   bool empty() const { return tensors_.empty(); }
 
   // Steps 1-3 above: every tensor's grad becomes the workers' average.
@@ -45,8 +56,11 @@ class CompressedAllReduce {
   const CompressionCounters& counters() const { return counters_; }
   // Each encoder's tau for the next message, in the order added.
   std::vector<float> thresholds() const;
-  // Checkpoints: this worker's encoders (each tensor's tau, message count
-  // and residual), as bytes of exactly StateBytes(); Unpack checks them
+  // This worker's momentum u of the `index`th tensor added, or null when it
+  // is not momentum-corrected.
+  const float* momentum(size_t index) const;
+  // Checkpoints: this worker's encoders (each tensor's tau, message count,
+  // residual and, when momentum-corrected, u), as bytes of exactly StateBytes(); Unpack checks them
   // (they come from a file and the chief) before restoring anything.
   std::vector<uint8_t> PackState() const;
   Status UnpackState(const std::vector<uint8_t>& bytes);
@@ -59,12 +73,21 @@ class CompressedAllReduce {
   struct Tensor {
     Param* param;
     std::unique_ptr<ThresholdEncoder> encoder;
+    // Momentum correction (empty momentum: off): u, and for nesterov the
+    // g + m * u that is encoded.
+    std::vector<float> momentum, nesterov_input;
+    float m = 0;
   };
+  // u = m * u + g; returns what the encoder takes.
+  static const float* Accumulate(Tensor& t);
+  // Zeroes u at every element this worker's `message_` sent.
+  void MaskSent(Tensor& t);
   Status DecodeFrom(int rank, const std::vector<uint8_t>& packed, float scale);
 
   std::vector<Tensor> tensors_;
   CompressionCounters counters_;
   std::vector<uint8_t> message_, packed_;  // reused every step
+  std::vector<float> sent_scratch_;        // MaskSent's decoding: zeros between calls
   std::vector<std::vector<uint8_t>> gathered_;
 };
 

@@ -5,10 +5,14 @@
 // from a peer is an error naming it; a checkpoint keeps every worker's
 // residuals, so a resumed pair goes on bit for bit; parameter averaging
 // (train.mode: average) lets the copies drift apart between averagings and
-// makes them identical at each.
+// makes them identical at each; a compressed momentum tensor is
+// momentum-corrected (masked momentum encoded, sgd applied) as a rule
+// written out says, and its checkpoint has no momentum slot.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -17,6 +21,7 @@
 
 #include "comm/local_ring.h"
 #include "roles/allreduced_weights.h"
+#include "src/common/checkpoint_file.h"
 #include "tests/rank_threads.h"
 
 namespace pstrain {
@@ -143,6 +148,90 @@ TEST_CASE("compressed all-reduced weights: the gradient applied is the average o
     }
 }
 
+TEST_CASE("momentum correction: workers encode masked momentum, every copy runs sgd") {
+  constexpr int kWorkers = 3, kSteps = 8;
+  constexpr int64_t kElements = 50;
+  constexpr float kTau = 0.02f, kM = 0.9f, kLr = 0.5f, kDecay = 0.1f;
+  auto gradient = [](int rank, int64_t step, int64_t i) {
+    return 0.01f * static_cast<float>(rank + 1) * static_cast<float>((i + step) % 5 - 2);
+  };
+  for (bool nesterov : {false, true}) {
+    CAPTURE(nesterov);
+    Config config;
+    config.train.optimizer.type = OptimizerType::kMomentum;
+    config.train.optimizer.momentum = kM;
+    config.train.optimizer.nesterov = nesterov;
+    config.train.optimizer.lr = kLr;
+    config.train.optimizer.weight_decay = kDecay;
+    config.train.optimizer.lr_decay_steps = 4;  // lr halves after step 4
+    config.train.optimizer.lr_decay = 0.5f;
+    config.train.compression.type = CompressionType::kThreshold;
+    config.train.compression.threshold = kTau;
+    config.train.compression.adaptive = false;
+    auto ring = MakeRing(kWorkers);
+    std::vector<Copy> copies(kWorkers);
+    for (Copy& copy : copies) {
+      auto p = std::make_unique<Param>();
+      p->name = "w";
+      p->value = Tensor({kElements});
+      p->grad = Tensor({kElements});
+      std::fill(p->value.data.begin(), p->value.data.end(), 1.0f);
+      auto weights = AllReducedWeights::Create(config, {p.get()});
+      REQUIRE_MESSAGE(weights.ok(), weights.status().message());
+      copy.weights = std::move(*weights);
+      copy.params.push_back(std::move(p));
+    }
+    RequireAllOk(OnEveryRank(kWorkers, [&](int r) -> Status {
+      PSTRAIN_RETURN_IF_ERROR(copies[r].weights->BroadcastFromChief(ring->rank(r), 0));
+      for (int64_t step = 0; step < kSteps; ++step) {
+        Param& p = *copies[r].params[0];
+        for (int64_t i = 0; i < kElements; ++i) p.grad.data[i] = gradient(r, step, i);
+        PSTRAIN_RETURN_IF_ERROR(copies[r].weights->ReduceAndApply(ring->rank(r)));
+      }
+      return Status::OK();
+    }));
+    // The rule, written out; and the same without masking, which must not
+    // match (masking matters on this stream).
+    std::vector<float> expected, unmasked;
+    int64_t masked = 0;
+    for (bool mask : {true, false}) {
+      std::vector<std::vector<float>> u(kWorkers, std::vector<float>(kElements, 0.0f));
+      std::vector<std::vector<float>> residual = u;
+      std::vector<float> w(kElements, 1.0f);
+      for (int64_t step = 0; step < kSteps; ++step) {
+        const float lr = step < 4 ? kLr : kLr * 0.5f;
+        for (int64_t i = 0; i < kElements; ++i) {
+          float sum = 0;
+          for (int r = 0; r < kWorkers; ++r) {
+            const float g = gradient(r, step, i);
+            u[r][i] = kM * u[r][i] + g;
+            residual[r][i] += nesterov ? g + kM * u[r][i] : u[r][i];
+            if (std::fabs(residual[r][i]) >= kTau) {
+              const float sent = residual[r][i] > 0 ? kTau : -kTau;
+              residual[r][i] -= sent;
+              sum += sent;
+              if (!mask) continue;
+              if (u[r][i] != 0.0f) ++masked;
+              u[r][i] = 0.0f;
+            }
+          }
+          w[i] -= lr * (sum / kWorkers + kDecay * w[i]);
+        }
+      }
+      (mask ? expected : unmasked) = w;
+    }
+    CHECK(masked > 50);  // the stream does send, and masking changes u
+    const std::vector<float> got = Values(*copies[0].params[0]);
+    int64_t unlike_unmasked = 0;
+    for (int64_t i = 0; i < kElements; ++i) {
+      REQUIRE(got[i] == doctest::Approx(expected[i]).epsilon(1e-5));
+      if (std::fabs(got[i] - unmasked[i]) > 1e-4f) ++unlike_unmasked;
+    }
+    CHECK(unlike_unmasked > kElements / 4);
+    for (int r = 1; r < kWorkers; ++r) REQUIRE(SameBits(copies[0], copies[r]));
+  }
+}
+
 TEST_CASE("a bad compressed message from a peer is an error naming it, on the receiver") {
   const Config config = CompressedConfig();
   auto ring = MakeRing(2);
@@ -196,6 +285,15 @@ TEST_CASE("a checkpoint keeps every worker's residuals: the resumed copies go on
   }));
   auto file = copies[0].weights->Save(dir, saved_at);
   REQUIRE_MESSAGE(file.ok(), file.status().message());
+  // Momentum-corrected: each tensor's momentum is in the encoders' state,
+  // the copies run sgd and keep no momentum slot.
+  auto sections = ReadCheckpointFile(dir + "/" + *file);
+  REQUIRE_MESSAGE(sections.ok(), sections.status().message());
+  std::vector<std::string> names;
+  for (const Section& section : *sections) names.push_back(section.name);
+  CHECK(std::count(names.begin(), names.end(), "fc1.weight/value") == 1);
+  CHECK(std::count(names.begin(), names.end(), "fc1.weight/momentum") == 0);
+  CHECK(std::count(names.begin(), names.end(), "encoders/1") == 1);
   Train(copies, *ring, saved_at, end);
 
   auto ring2 = MakeRing(world);
