@@ -468,6 +468,25 @@ TEST_CASE("configs/ps_example.yaml is valid") {
   CHECK_FALSE(FindParameterRule(*c, "fc1")->ps);
 }
 
+TEST_CASE("the compressed LeNet configs compress what the README says") {
+  std::string here = __FILE__;
+  std::string repo = here.substr(0, here.size() - std::string("tests/config_test.cc").size());
+  // Every PS weight threshold-encoded but the biases.
+  auto ps = LoadConfig(repo + "configs/lenet_compressed.yaml");
+  REQUIRE_MESSAGE(ps.ok(), ps.status().message());
+  CHECK(CompressionFor(*ps, "conv1.weight").type == CompressionType::kThreshold);
+  CHECK(CompressionFor(*ps, "fc1.weight").shake_up_every == 0);
+  CHECK(!CompressionFor(*ps, "fc1.bias").enabled());
+  CHECK(FindParameterRule(*ps, "fc1.bias")->ps);
+  // The all-reduced fc weights encoded, the convolutions on the servers dense.
+  auto hybrid = LoadConfig(repo + "configs/lenet_hybrid_compressed.yaml");
+  REQUIRE_MESSAGE(hybrid.ok(), hybrid.status().message());
+  CHECK(!FindParameterRule(*hybrid, "fc2.weight")->ps);
+  CHECK(CompressionFor(*hybrid, "fc2.weight").type == CompressionType::kThreshold);
+  CHECK(CompressionFor(*hybrid, "fc2.weight").max_density == doctest::Approx(1e-2));
+  CHECK(!CompressionFor(*hybrid, "conv1.weight").enabled());
+}
+
 TEST_CASE("the Fashion-MNIST configs are valid") {
   std::string here = __FILE__;
   std::string repo = here.substr(0, here.size() - std::string("tests/config_test.cc").size());
