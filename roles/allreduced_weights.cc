@@ -6,7 +6,7 @@
 #include <cstring>
 #include <map>
 
-#include "roles/ps_compression.h"
+#include "roles/momentum_correction.h"
 #include "src/common/checkpoint_file.h"
 
 namespace pstrain {

@@ -13,7 +13,7 @@
 //     (roles/compressed_allreduce.h); every worker decodes the same bytes in
 //     the same order, so the copies stay identical, bit for bit; a
 //     compressed tensor whose optimizer is momentum is momentum-corrected
-//     (MomentumCorrected, roles/ps_compression.h): each worker encodes its
+//     (MomentumCorrected, roles/momentum_correction.h): each worker encodes its
 //     own masked momentum and every worker applies sgd (same lr, schedule
 //     and weight decay) to the average, so it has no optimizer slot here;
 //   - train.mode: average (parameter averaging, as Deeplearning4j's

@@ -39,34 +39,6 @@ const float* CompressedAllReduce::momentum(size_t index) const {
   return t.momentum.empty() ? nullptr : t.momentum.data();
 }
 
-const float* CompressedAllReduce::Accumulate(Tensor& t) {
-  const float* g = t.param->grad.ptr();
-  float* u = t.momentum.data();
-  const float m = t.m;
-  const size_t n = t.momentum.size();
-  for (size_t i = 0; i < n; ++i) u[i] = m * u[i] + g[i];
-  if (t.nesterov_input.empty()) return u;
-  // As PyTorch's nesterov (optim/optimizer_kernel.h) and DGC's: g + m * u.
-  float* input = t.nesterov_input.data();
-  for (size_t i = 0; i < n; ++i) input[i] = g[i] + m * u[i];
-  return input;
-}
-
-// The elements sent are found by decoding our own message (as
-// PsCompression::MaskSent): exactly the set every worker will add.
-void CompressedAllReduce::MaskSent(Tensor& t) {
-  const int64_t n = t.param->grad.size();
-  float* sent = sent_scratch_.data();
-  Status st = DecodeThresholdAdd(message_.data(), message_.size(), n, 1.0f, sent);
-  if (!st.ok()) return;  // never: our own encoder's message
-  float* u = t.momentum.data();
-  // sent[i] is +-tau (never 0) where the message sent i.
-  for (int64_t i = 0; i < n; ++i) {
-    u[i] = sent[i] != 0.0f ? 0.0f : u[i];
-    sent[i] = 0.0f;
-  }
-}
-
 std::vector<float> CompressedAllReduce::thresholds() const {
   std::vector<float> taus;
   for (const Tensor& t : tensors_) taus.push_back(t.encoder->threshold());
@@ -161,10 +133,16 @@ Status CompressedAllReduce::Exchange(Collective& collective) {
   if (tensors_.empty()) return Status::OK();
   packed_.clear();
   for (Tensor& t : tensors_) {
-    const float* input = t.momentum.empty() ? t.param->grad.ptr() : Accumulate(t);
+    const int64_t n = t.param->grad.size();
+    const float* input =
+        t.momentum.empty()
+            ? t.param->grad.ptr()
+            : AccumulateMomentum(t.m, t.param->grad.ptr(), n, t.momentum.data(),
+                                 t.nesterov_input.empty() ? nullptr : t.nesterov_input.data());
     const ThresholdEncodeStats stats = t.encoder->Encode(input, &message_);
     counters_.Add(stats, t.param->grad.size());
-    if (!t.momentum.empty()) MaskSent(t);
+    // The elements sent are exactly the set every worker will add.
+    if (!t.momentum.empty()) MaskSentMomentum(message_, n, t.momentum.data(), sent_scratch_.data());
     AppendU32(static_cast<uint32_t>(message_.size()), &packed_);
     packed_.insert(packed_.end(), message_.begin(), message_.end());
   }

@@ -15,14 +15,11 @@
 // dense path's average (so the same lr works), and since every worker adds
 // the same floats in the same order, every copy gets the same bits.
 //
-// Momentum correction (as roles/ps_compression.h, Lin et al. 2018, DGC):
-// a tensor added with a momentum factor encodes, instead of its gradient g,
-// this worker's momentum u = m * u + g (nesterov: g + m * u), and u is
-// zeroed at every element this worker's message sent (momentum factor
-// masking). The caller then applies sgd, not momentum, to the average: the
-// momentum lives here, before the encoder, where it does not repeat stale
-// +-tau for 1 / (1 - m) more steps. u is per worker (part of the encoders'
-// state), the average every worker applies is still the same bits.
+// Momentum correction (roles/momentum_correction.h): a tensor added with a
+// momentum factor encodes this worker's momentum u instead of its gradient,
+// and the caller applies sgd, not momentum, to the average. u is per worker
+// (part of the encoders' state); the average every worker applies is still
+// the same bits.
 //
 // A peer's bytes are checked before use: a bad message is an error naming
 // the worker and the tensor, on every worker alike (they all hold the same
@@ -37,6 +34,7 @@
 
 #include "comm/collective.h"
 #include "optim/threshold_codec.h"
+#include "roles/momentum_correction.h"
 #include "src/nn/layer.h"
 
 namespace pstrain {
@@ -78,10 +76,6 @@ class CompressedAllReduce {
     std::vector<float> momentum, nesterov_input;
     float m = 0;
   };
-  // u = m * u + g; returns what the encoder takes.
-  static const float* Accumulate(Tensor& t);
-  // Zeroes u at every element this worker's `message_` sent.
-  void MaskSent(Tensor& t);
   Status DecodeFrom(int rank, const std::vector<uint8_t>& packed, float scale);
 
   std::vector<Tensor> tensors_;

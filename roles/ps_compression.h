@@ -8,23 +8,12 @@
 // encoder stays here, on the worker: the servers see only +-tau at the
 // elements sent. Embedding tables never come here.
 //
-// Momentum correction (Lin et al. 2018, "Deep Gradient Compression", 3.1
-// and 3.2). Sending +-tau of the raw gradient to a server that runs
-// momentum delays each element's gradient by the 50-150 steps its residual
-// waits, and then the server's momentum repeats it for another 1 / (1 - m)
-// steps, long after it was current. So for a tensor that MomentumCorrected
-// (threshold compression and a momentum optimizer), the momentum moves to
-// the worker, before the encoder:
-//   u = m * u + g                 (per element, kept here next to the encoders)
-//   residual += u                 (nesterov: residual += g + m * u, as DGC)
-//   send +-tau where |residual| >= tau, as without correction
-//   u = 0 at every element sent   (momentum factor masking: what was sent
-//                                  stops pushing the same direction)
-// and the server applies the tensor's optimizer without momentum
-// (ServerOptimizerFor: sgd with its lr, lr schedule and weight decay) to the
-// mean of the decoded messages. Weight decay stays on the server, so it acts
-// on the weights directly instead of through the momentum (about 1 - m as
-// strong as with server momentum).
+// Momentum correction (roles/momentum_correction.h): for a tensor that is
+// MomentumCorrected, the worker's momentum u is what gets encoded (its
+// buffer kept here, over the whole tensor), and the server applies sgd
+// (CorrectedOptimizerFor) to the mean of the decoded messages. Weight decay
+// stays on the server, so it acts on the weights directly instead of
+// through the momentum (about 1 - m as strong as with server momentum).
 //
 // Neither the residuals nor the momentum buffers are checkpointed: a resumed
 // job starts them at zero.
@@ -39,18 +28,10 @@
 
 #include "comm/partition_map.h"
 #include "optim/threshold_codec.h"
+#include "roles/momentum_correction.h"
 #include "src/common/config.h"
 
 namespace pstrain {
-
-// True when the PS tensor `name` is momentum-corrected (see above): its
-// pushes are threshold-encoded gradients (not mode average) and its
-// optimizer is momentum. Worker and server both decide by this one rule.
-bool MomentumCorrected(const Config& config, const std::string& name);
-
-// The optimizer a server runs for the PS tensor `name`: OptimizerFor, but
-// sgd (same lr, schedule and weight decay) when MomentumCorrected.
-OptimizerConfig ServerOptimizerFor(const Config& config, const std::string& name);
 
 class PsCompression {
  public:
@@ -92,10 +73,6 @@ class PsCompression {
     int64_t elements = 0;
     int64_t last_bytes = 0;  // of the last Encode
   };
-  // u = m * u + g over the tensor; returns what the encoders take.
-  static const float* Accumulate(Tensor& t, const float* gradient);
-  // Zeroes u at every element `message` sent (partition of `n` elements at u).
-  void MaskSent(const std::vector<uint8_t>& message, int64_t n, float* u);
 
   std::vector<Tensor> tensors_;
   // MaskSent's decoded message: all zeros between calls.

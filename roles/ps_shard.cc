@@ -6,7 +6,7 @@
 #include <new>
 
 #include "optim/threshold_codec.h"
-#include "roles/ps_compression.h"
+#include "roles/momentum_correction.h"
 
 namespace pstrain {
 
@@ -28,8 +28,8 @@ PsShard::PsShard(const Config* config, int workers, Logger log, Executor run)
 }
 
 Status PsShard::Create(const Key& key, std::vector<float> values, PsPartition** out) {
-  // A momentum-corrected tensor's momentum runs on the workers (roles/ps_compression.h).
-  auto optimizer = MakeDenseOptimizer(ServerOptimizerFor(*config_, key.first), values.size());
+  // A momentum-corrected tensor's momentum runs on the workers (roles/momentum_correction.h).
+  auto optimizer = MakeDenseOptimizer(CorrectedOptimizerFor(*config_, key.first), values.size());
   if (!optimizer.ok())
     return optimizer.status().WithContext(fmt::format("optimizer of '{}'", key.first));
   auto partition =

@@ -12,7 +12,7 @@
 //      partition (optim/threshold_codec.h), checked whole and decoded to a
 //      dense gradient first; a bad one is an Error and changes nothing.
 //      A momentum tensor's messages carry the workers' momentum, so its
-//      partitions run sgd (ServerOptimizerFor, roles/ps_compression.h).
+//      partitions run sgd (CorrectedOptimizerFor, roles/momentum_correction.h).
 //      kind Delta (mode average only): a worker's weight change for round
 //      `clock`, gathered like a sync step and added as the workers' mean.
 //   4. PullRequest(min_clock): answered once the partition exists and its

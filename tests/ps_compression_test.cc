@@ -268,8 +268,8 @@ TEST_CASE("momentum correction: workers encode masked momentum, the server runs 
     config.train.compression = Threshold(kTau);
     config.train.compression.adaptive = false;
     REQUIRE(MomentumCorrected(config, "w"));
-    CHECK(ServerOptimizerFor(config, "w").type == OptimizerType::kSgd);
-    CHECK(ServerOptimizerFor(config, "w").weight_decay == kDecay);
+    CHECK(CorrectedOptimizerFor(config, "w").type == OptimizerType::kSgd);
+    CHECK(CorrectedOptimizerFor(config, "w").weight_decay == kDecay);
     std::mutex mutex;
     std::vector<std::vector<float>> finals(kWorkers), momenta(kWorkers);
     auto sink = std::make_shared<testing::CaptureSink>();
