@@ -40,7 +40,11 @@ Status SparseClient::Pull(const std::vector<RowTransfer>& transfers, int64_t min
   last_pull_bytes_ = 0;
   if (requests == 0) return Status::OK();
   Completion<Status> done;
-  auto answers = CountDown::Into(done, requests);
+  // One part more than the requests: the posted loop itself, reported last.
+  // A call on a closed connection answers at once, inside the loop below;
+  // without it the last such answer would free this caller (and its frame,
+  // which the loop still reads) before the loop is done.
+  auto answers = CountDown::Into(done, requests + 1);
   bool posted = loop_->Post([&, answers] {
     for (size_t t = 0; t < transfers.size(); ++t) {
       const RowTransfer& x = transfers[t];
@@ -73,6 +77,7 @@ Status SparseClient::Pull(const std::vector<RowTransfer>& transfers, int64_t min
         }
       }
     }
+    answers->Report(Status::OK());
   });
   if (!posted) return Aborted("the worker is stopping");
   PSTRAIN_RETURN_IF_ERROR(done.Wait());
@@ -114,7 +119,8 @@ Status SparseClient::Push(const std::vector<RowTransfer>& transfers, int64_t clo
   }
   if (payloads.empty()) return Status::OK();
   Completion<Status> done;
-  auto answers = CountDown::Into(done, payloads.size());
+  // One part more than the pushes: the posted loop itself (as in Pull).
+  auto answers = CountDown::Into(done, payloads.size() + 1);
   bool posted = loop_->Post([&, answers] {
     for (size_t t = 0; t < transfers.size(); ++t) {
       for (size_t s = 0; s < servers; ++s) {
@@ -129,6 +135,7 @@ Status SparseClient::Push(const std::vector<RowTransfer>& transfers, int64_t clo
             Payload{p.data(), p.size(), nullptr});
       }
     }
+    answers->Report(Status::OK());
   });
   if (!posted) return Aborted("the worker is stopping");
   return done.Wait();
