@@ -60,6 +60,9 @@ struct TrainStats {
 
 class TrainJob : public WorkerJob {
  public:
+  // Test samples per evaluation batch (roles/trainer_eval.cc).
+  static constexpr int kEvalBatch = 1024;
+
   // Builds the model and checks that the config can be trained (placement
   // of every parameter, data format against the model's input).
   static StatusOr<std::unique_ptr<TrainJob>> Create(const Config& config);

@@ -204,14 +204,8 @@ TEST_CASE("an async worker that starts late resumes from the checkpoint its peer
   // One file split by sample index: no data agreement holds the workers
   // together before they look for the checkpoint.
   testing::ClickData clicks(1000, 100);
-  auto loaded = LoadConfig(RepoPath("configs/lr_criteo.yaml"));
-  REQUIRE_MESSAGE(loaded.ok(), loaded.status().message());
-  Config config = *loaded;
+  Config config = testing::ClickLrConfig(clicks, 0);
   config.data.train = {clicks.dir + "/train.txt-00000"};
-  config.data.test = {clicks.dir + "/test.txt"};
-  config.data.vocab = 65536;
-  for (LayerConfig& layer : config.model.layers)
-    if (layer.type == LayerType::kEmbeddingBag) layer.vocab = 65536;
   config.train.mode = UpdateMode::kAsync;
   config.train.batch_size = 16;
   config.train.epochs = 1;
@@ -247,14 +241,7 @@ TEST_CASE("an async worker that starts late resumes from the checkpoint its peer
 TEST_CASE(
     "file-sharded data resumed with another worker count skips the interrupted epoch's rest") {
   testing::ClickData clicks(800, 200);
-  auto loaded = LoadConfig(RepoPath("configs/lr_criteo.yaml"));
-  REQUIRE_MESSAGE(loaded.ok(), loaded.status().message());
-  Config config = *loaded;
-  config.data.train = {clicks.dir + "/train.txt"};
-  config.data.test = {clicks.dir + "/test.txt"};
-  config.data.vocab = 65536;
-  for (LayerConfig& layer : config.model.layers)
-    if (layer.type == LayerType::kEmbeddingBag) layer.vocab = 65536;
+  Config config = testing::ClickLrConfig(clicks, 0);
   config.train.batch_size = 32;
   config.train.epochs = 2;
   config.train.steps = 0;
