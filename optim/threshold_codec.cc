@@ -338,6 +338,48 @@ void ThresholdEncoder::Restore(std::vector<float> residual, float tau, int64_t m
   messages_ = std::max<int64_t>(0, messages);
 }
 
+constexpr uint64_t kStateHeaderBytes = sizeof(float) + sizeof(int64_t);
+
+uint64_t ThresholdEncoder::StateBytes(int64_t n) {
+  return kStateHeaderBytes + sizeof(float) * static_cast<uint64_t>(n);
+}
+
+void ThresholdEncoder::PackState(uint8_t* out) const {
+  std::memcpy(out, &tau_, sizeof(tau_));
+  std::memcpy(out + sizeof(tau_), &messages_, sizeof(messages_));
+  std::memcpy(out + kStateHeaderBytes, residual_.data(), residual_.size() * sizeof(float));
+}
+
+Status ThresholdEncoder::CheckState(const uint8_t* state, int64_t n) {
+  float tau;
+  int64_t messages;
+  std::memcpy(&tau, state, sizeof(tau));
+  std::memcpy(&messages, state + sizeof(tau), sizeof(messages));
+  if (!std::isfinite(tau) || tau <= 0)
+    return InvalidArgument("encoder state: threshold " + std::to_string(tau) + " is not > 0");
+  if (messages < 0)
+    return InvalidArgument("encoder state: message count " + std::to_string(messages) +
+                           " is negative");
+  return CheckFiniteFloats(state + kStateHeaderBytes, n).WithContext("encoder residual");
+}
+
+void ThresholdEncoder::UnpackState(const uint8_t* state) {
+  std::memcpy(&tau_, state, sizeof(tau_));
+  std::memcpy(&messages_, state + sizeof(tau_), sizeof(messages_));
+  std::memcpy(residual_.data(), state + kStateHeaderBytes, residual_.size() * sizeof(float));
+  tau_ = ClampTau(tau_);
+}
+
+Status CheckFiniteFloats(const uint8_t* bytes, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v;
+    std::memcpy(&v, bytes + i * sizeof(float), sizeof(v));
+    if (!std::isfinite(v))
+      return InvalidArgument("element " + std::to_string(i) + " is " + std::to_string(v));
+  }
+  return Status::OK();
+}
+
 Status DecodeThresholdAdd(const uint8_t* message, size_t size, int64_t n, float scale, float* out,
                           int64_t* sent) {
   if (n <= 0 || n > std::numeric_limits<uint32_t>::max()) {

@@ -108,6 +108,18 @@ class ThresholdEncoder {
   void Restore(std::vector<float> residual, float tau, int64_t messages);
   int64_t messages() const { return messages_; }
 
+  // The same state as bytes, for checkpoint files and peers (both paths of
+  // issue 15 keep it): f32 tau, i64 message count, then the residual's n
+  // floats, StateBytes(n) in all, host byte order.
+  static uint64_t StateBytes(int64_t n);
+  void PackState(uint8_t* out) const;
+  // Checks StateBytes(n) bytes read from a file or a peer (tau finite and
+  // > 0, count >= 0, every residual element finite) and changes nothing;
+  // the error says which value was wrong.
+  static Status CheckState(const uint8_t* state, int64_t n);
+  // Restores bytes CheckState accepted for n = size().
+  void UnpackState(const uint8_t* state);
+
  private:
   CompressionConfig config_;
   std::vector<float> residual_;
@@ -117,6 +129,10 @@ class ThresholdEncoder {
   // once, so Encode() allocates nothing in steady state.
   std::vector<uint8_t> scratch_;
 };
+
+// OK when the n floats at `bytes` (any alignment) are all finite, else
+// InvalidArgument naming the first element that is not.
+Status CheckFiniteFloats(const uint8_t* bytes, int64_t n);
 
 // Checks `message` (for a tensor of `n` elements) and adds scale * (+-tau)
 // to out[i] for every element it sends; `sent`, when given, receives the

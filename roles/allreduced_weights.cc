@@ -186,22 +186,15 @@ Status AllReducedWeights::Load(const std::string& step_dir, int64_t step) {
   const std::string path = step_dir + "/" + kFileName;
   auto sections = ReadCheckpointFile(path);
   if (!sections.ok()) return sections.status();
-  std::map<std::string, const std::vector<uint8_t>*> by_name;
-  for (const Section& s : *sections) by_name[s.name] = &s.bytes;
+  const SectionsByName by_name = ByName(*sections);
   const std::string meta = fmt::format("step {}", step);
   auto found = by_name.find("meta");
   if (found == by_name.end() || std::string(found->second->begin(), found->second->end()) != meta)
     return InvalidArgument(fmt::format("{}: not the file of step {}", path, step));
   auto restore = [&](const std::string& name, float* into, int64_t n) -> Status {
-    auto it = by_name.find(name);
-    const size_t bytes = static_cast<size_t>(n) * sizeof(float);
-    if (it == by_name.end())
-      return InvalidArgument(
-          fmt::format("{}: no section '{}' (was the model changed?)", path, name));
-    if (it->second->size() != bytes)
-      return InvalidArgument(fmt::format("{}: section '{}' has {} bytes, the model needs {}", path,
-                                         name, it->second->size(), bytes));
-    std::memcpy(into, it->second->data(), bytes);
+    auto bytes = FindSection(by_name, name, static_cast<uint64_t>(n) * sizeof(float));
+    if (!bytes.ok()) return bytes.status().WithContext(path);
+    std::memcpy(into, (*bytes)->data(), (*bytes)->size());
     return Status::OK();
   };
   for (Entry& e : entries_) {

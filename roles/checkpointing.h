@@ -42,6 +42,11 @@ class CheckpointInFlight {
  public:
   // Whether every server has answered (Finish will not wait).
   bool ServersDone() const { return !servers_ || servers_->IsDone(); }
+  // Files other workers wrote into the step directory, already in place
+  // (roles/ps_worker_state.h), for the MANIFEST to list.
+  void AddWorkerFiles(const std::vector<std::string>& files) {
+    local_files_.insert(local_files_.end(), files.begin(), files.end());
+  }
   // Steps 3 and 4: waits for the servers, writes the MANIFEST, prunes.
   Status Finish();
 

@@ -45,15 +45,14 @@ std::vector<float> CompressedAllReduce::thresholds() const {
   return taus;
 }
 
-// Per tensor: f32 tau, i64 messages, then the residual's n floats and, when
+// Per tensor: the encoder's state (ThresholdEncoder::PackState) and, when
 // momentum-corrected, u's n floats.
-constexpr size_t kStateHeader = sizeof(float) + sizeof(int64_t);
-
 uint64_t CompressedAllReduce::StateBytes() const {
   uint64_t bytes = 0;
-  for (const Tensor& t : tensors_)
-    bytes += kStateHeader + sizeof(float) * static_cast<uint64_t>(t.param->grad.size()) *
-                                (t.momentum.empty() ? 1 : 2);
+  for (const Tensor& t : tensors_) {
+    const int64_t n = t.param->grad.size();
+    bytes += ThresholdEncoder::StateBytes(n) + sizeof(float) * t.momentum.size();
+  }
   return bytes;
 }
 
@@ -61,17 +60,10 @@ std::vector<uint8_t> CompressedAllReduce::PackState() const {
   std::vector<uint8_t> bytes(StateBytes());
   uint8_t* at = bytes.data();
   for (const Tensor& t : tensors_) {
-    const float tau = t.encoder->threshold();
-    const int64_t messages = t.encoder->messages();
-    std::memcpy(at, &tau, sizeof(tau));
-    std::memcpy(at + sizeof(tau), &messages, sizeof(messages));
-    at += kStateHeader;
-    const size_t n = t.encoder->residual().size() * sizeof(float);
-    std::memcpy(at, t.encoder->residual().data(), n);
-    at += n;
-    if (t.momentum.empty()) continue;
-    std::memcpy(at, t.momentum.data(), n);
-    at += n;
+    t.encoder->PackState(at);
+    at += ThresholdEncoder::StateBytes(t.encoder->size());
+    std::memcpy(at, t.momentum.data(), t.momentum.size() * sizeof(float));
+    at += t.momentum.size() * sizeof(float);
   }
   return bytes;
 }
@@ -82,42 +74,22 @@ Status CompressedAllReduce::UnpackState(const std::vector<uint8_t>& bytes) {
         fmt::format("the encoders' state has {} bytes, the compressed tensors "
                     "need {} (was the model changed?)",
                     bytes.size(), StateBytes()));
-  const uint8_t* at = bytes.data();
-  for (Tensor& t : tensors_) {
-    float tau;
-    int64_t messages;
-    std::memcpy(&tau, at, sizeof(tau));
-    std::memcpy(&messages, at + sizeof(tau), sizeof(messages));
-    if (!std::isfinite(tau) || tau <= 0 || messages < 0)
-      return InvalidArgument(
-          fmt::format("the encoder state of {}: tau {} or message count {} is "
-                      "not valid",
-                      t.param->name, tau, messages));
-    at += kStateHeader;
-    const int64_t n = t.param->grad.size();
-    const int64_t floats = t.momentum.empty() ? n : 2 * n;
-    for (int64_t i = 0; i < floats; ++i, at += sizeof(float)) {
-      float r;
-      std::memcpy(&r, at, sizeof(r));
-      if (!std::isfinite(r))
-        return InvalidArgument(fmt::format("the encoder state of {}: {} {} is {}", t.param->name,
-                                           i < n ? "residual" : "momentum", i % n, r));
+  // Everything is checked before anything is restored.
+  for (int pass = 0; pass < 2; ++pass) {
+    const uint8_t* at = bytes.data();
+    for (Tensor& t : tensors_) {
+      const int64_t n = t.encoder->size();
+      const uint8_t* momentum = at + ThresholdEncoder::StateBytes(n);
+      if (pass == 0) {
+        PSTRAIN_RETURN_IF_ERROR(ThresholdEncoder::CheckState(at, n).WithContext(t.param->name));
+        PSTRAIN_RETURN_IF_ERROR(CheckFiniteFloats(momentum, static_cast<int64_t>(t.momentum.size()))
+                                    .WithContext(t.param->name + " momentum"));
+      } else {
+        t.encoder->UnpackState(at);
+        std::memcpy(t.momentum.data(), momentum, t.momentum.size() * sizeof(float));
+      }
+      at = momentum + t.momentum.size() * sizeof(float);
     }
-  }
-  at = bytes.data();
-  for (Tensor& t : tensors_) {
-    float tau;
-    int64_t messages;
-    std::memcpy(&tau, at, sizeof(tau));
-    std::memcpy(&messages, at + sizeof(tau), sizeof(messages));
-    at += kStateHeader;
-    std::vector<float> residual(static_cast<size_t>(t.param->grad.size()));
-    std::memcpy(residual.data(), at, residual.size() * sizeof(float));
-    at += residual.size() * sizeof(float);
-    t.encoder->Restore(std::move(residual), tau, messages);
-    if (t.momentum.empty()) continue;
-    std::memcpy(t.momentum.data(), at, t.momentum.size() * sizeof(float));
-    at += t.momentum.size() * sizeof(float);
   }
   return Status::OK();
 }

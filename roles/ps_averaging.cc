@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
+#include "optim/threshold_codec.h"
+
 namespace pstrain {
 
 StatusOr<std::unique_ptr<PsAveraging>> PsAveraging::Create(const Config& config,
@@ -31,6 +35,45 @@ void PsAveraging::Anchor(int64_t steps) {
 void PsAveraging::LocalStep() {
   for (size_t t = 0; t < params_.size(); ++t)
     optimizers_[t]->Update(params_[t]->value.ptr(), params_[t]->grad.ptr());
+}
+
+namespace {
+
+std::string SlotSection(const Param& p, const DenseOptimizer& o, int k) {
+  return fmt::format("optimizer/{}/{}", p.name, o.slot_name(k));
+}
+
+}  // namespace
+
+std::vector<Section> PsAveraging::State() const {
+  std::vector<Section> state;
+  for (size_t t = 0; t < params_.size(); ++t) {
+    DenseOptimizer& o = *optimizers_[t];
+    for (int k = 0; k < o.num_slots(); ++k) {
+      const auto* slot = reinterpret_cast<const uint8_t*>(o.slot(k));
+      state.push_back({SlotSection(*params_[t], o, k), {slot, slot + o.size() * sizeof(float)}});
+    }
+  }
+  return state;
+}
+
+Status PsAveraging::Restore(const SectionsByName& sections) {
+  // Pass 0 checks every section, pass 1 restores: all or nothing.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t t = 0; t < params_.size(); ++t) {
+      DenseOptimizer& o = *optimizers_[t];
+      for (int k = 0; k < o.num_slots(); ++k) {
+        const std::string name = SlotSection(*params_[t], o, k);
+        auto bytes = FindSection(sections, name, o.size() * sizeof(float));
+        if (!bytes.ok()) return bytes.status();
+        if (pass == 0)
+          PSTRAIN_RETURN_IF_ERROR(CheckFiniteFloats((*bytes)->data(), o.size()).WithContext(name));
+        else
+          std::memcpy(o.slot(k), (*bytes)->data(), (*bytes)->size());
+      }
+    }
+  }
+  return Status::OK();
 }
 
 float* PsAveraging::Delta(size_t t) {

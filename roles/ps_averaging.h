@@ -11,7 +11,9 @@
 //      for a step's gradients), adds their mean to its weights, no optimizer,
 //   3. the worker pulls the result (min_clock r + 1) and anchors on it.
 // Right after a round every worker holds the same weights. The local
-// optimizers keep their state (momentum, adam's moments) across rounds.
+// optimizers keep their state (momentum, adam's moments) across rounds, and
+// checkpoints (taken only right after a round) keep it too, each worker its
+// own (roles/ps_worker_state.h).
 //
 // Threads: used by the training thread only.
 #pragma once
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "optim/dense_optimizer.h"
+#include "src/common/checkpoint_file.h"
 #include "src/common/config.h"
 #include "src/nn/layer.h"
 
@@ -39,6 +42,12 @@ class PsAveraging {
   void LocalStep();
   // The round step `step` belongs to (its push's clock).
   int64_t Round(int64_t step) const { return step / every_; }
+  // Checkpoints: every local optimizer slot, as section
+  // "optimizer/<param>/<slot>". The weights need no saving: right after a
+  // round they are the servers', and the schedule's place is the step.
+  std::vector<Section> State() const;
+  // Restores what State() gave, read back from a file, all checked first.
+  Status Restore(const SectionsByName& sections);
   // Fills and returns tensor t's delta w_local - w_anchor (valid until the
   // next call for t).
   float* Delta(size_t t);

@@ -1,7 +1,10 @@
 #include "roles/ps_compression.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
+#include <cstring>
 
 namespace pstrain {
 
@@ -9,6 +12,7 @@ PsCompression::PsCompression(const Config& config, const PartitionMap& map, bool
     : tensors_(map.tensors().size()) {
   for (size_t t = 0; t < tensors_.size(); ++t) {
     Tensor& tensor = tensors_[t];
+    tensor.name = map.tensors()[t].name;
     tensor.elements = map.tensors()[t].elements;
     const CompressionConfig compression = CompressionFor(config, map.tensors()[t].name);
     if (!encode || compression.type != CompressionType::kThreshold) continue;
@@ -57,6 +61,59 @@ void PsCompression::CountPush(int tensor) {
   const int64_t dense = t.elements * static_cast<int64_t>(sizeof(float));
   dense_bytes_ += dense;
   pushed_bytes_ += t.encoders.empty() ? dense : t.last_bytes;
+}
+
+namespace {
+
+std::string EncoderSection(const std::string& tensor, size_t partition) {
+  return fmt::format("encoder/{}/{}", tensor, partition);
+}
+std::string MomentumSection(const std::string& tensor) { return "momentum/" + tensor; }
+
+}  // namespace
+
+std::vector<Section> PsCompression::State() const {
+  std::vector<Section> state;
+  for (const Tensor& t : tensors_) {
+    for (size_t i = 0; i < t.encoders.size(); ++i) {
+      Section s{EncoderSection(t.name, i),
+                std::vector<uint8_t>(ThresholdEncoder::StateBytes(t.encoders[i]->size()))};
+      t.encoders[i]->PackState(s.bytes.data());
+      state.push_back(std::move(s));
+    }
+    if (t.momentum.empty()) continue;
+    const auto* u = reinterpret_cast<const uint8_t*>(t.momentum.data());
+    state.push_back({MomentumSection(t.name), {u, u + t.momentum.size() * sizeof(float)}});
+  }
+  return state;
+}
+
+Status PsCompression::Restore(const SectionsByName& sections) {
+  // Pass 0 checks every section, pass 1 restores: all or nothing.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (Tensor& t : tensors_) {
+      for (size_t i = 0; i < t.encoders.size(); ++i) {
+        ThresholdEncoder& encoder = *t.encoders[i];
+        const std::string name = EncoderSection(t.name, i);
+        auto bytes = FindSection(sections, name, ThresholdEncoder::StateBytes(encoder.size()));
+        if (!bytes.ok()) return bytes.status();
+        if (pass == 0)
+          PSTRAIN_RETURN_IF_ERROR(
+              ThresholdEncoder::CheckState((*bytes)->data(), encoder.size()).WithContext(name));
+        else
+          encoder.UnpackState((*bytes)->data());
+      }
+      if (t.momentum.empty()) continue;
+      const std::string name = MomentumSection(t.name);
+      auto bytes = FindSection(sections, name, t.momentum.size() * sizeof(float));
+      if (!bytes.ok()) return bytes.status();
+      if (pass == 0)
+        PSTRAIN_RETURN_IF_ERROR(CheckFiniteFloats((*bytes)->data(), t.elements).WithContext(name));
+      else
+        std::memcpy(t.momentum.data(), (*bytes)->data(), (*bytes)->size());
+    }
+  }
+  return Status::OK();
 }
 
 CompressionCounters PsCompression::counters() const {

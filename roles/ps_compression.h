@@ -15,8 +15,8 @@
 // stays on the server, so it acts on the weights directly instead of
 // through the momentum (about 1 - m as strong as with server momentum).
 //
-// Neither the residuals nor the momentum buffers are checkpointed: a resumed
-// job starts them at zero.
+// Checkpoints keep the residuals, thresholds and momentum buffers, each
+// worker its own (roles/ps_worker_state.h).
 //
 // Threads: used by the training thread only.
 #pragma once
@@ -29,6 +29,7 @@
 #include "comm/partition_map.h"
 #include "optim/threshold_codec.h"
 #include "roles/momentum_correction.h"
+#include "src/common/checkpoint_file.h"
 #include "src/common/config.h"
 
 namespace pstrain {
@@ -53,6 +54,15 @@ class PsCompression {
   // Counts one push of `tensor`, compressed or not, for the logs.
   void CountPush(int tensor);
 
+  // Checkpoints (roles/ps_worker_state.h): every encoder's state, as section
+  // "encoder/<tensor>/<partition>" (ThresholdEncoder::PackState), and every
+  // momentum buffer, as "momentum/<tensor>".
+  std::vector<Section> State() const;
+  // Restores what State() gave, read back from a file: each section this
+  // worker's tensors need must be there with its exact size and valid
+  // values, all checked before anything changes.
+  Status Restore(const SectionsByName& sections);
+
   // Cumulative totals over the encoders' messages; min_tau..max_tau is the
   // range of the encoders' current thresholds (what the next step uses).
   CompressionCounters counters() const;
@@ -63,6 +73,7 @@ class PsCompression {
 
  private:
   struct Tensor {
+    std::string name;
     std::vector<int64_t> offsets;                             // of each partition, in elements
     std::vector<std::unique_ptr<ThresholdEncoder>> encoders;  // per partition; empty: dense
     std::vector<std::vector<uint8_t>> messages;               // per partition

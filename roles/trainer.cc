@@ -10,6 +10,7 @@
 
 #include "optim/optimizer_kernel.h"
 #include "roles/checkpointing.h"
+#include "roles/ps_worker_state.h"
 #include "src/data/batcher.h"
 #include "src/data/dataset.h"
 #include "src/data/metrics.h"
@@ -378,6 +379,55 @@ bool TrainJob::CheckpointableAt(int64_t steps_done) const {
   return config_.train.mode != UpdateMode::kAverage || AverageDue(steps_done);
 }
 
+Status TrainJob::Checkpoint(WorkerContext& ctx, int64_t steps_done, const EpochPlan& plan,
+                            bool wait) {
+  std::vector<std::string> worker_files;
+  if (HasPsWorkerState(ps_compression_.get(), ps_averaging_.get())) {
+    // Each worker's own file first, then a barrier, so that every file is
+    // in place before the chief's MANIFEST can list it.
+    const std::string step_dir = CheckpointStepDir(config_.train.checkpoint->dir, steps_done);
+    Status written = WritePsWorkerState(step_dir, ctx.rank, steps_done, ps_compression_.get(),
+                                        ps_averaging_.get());
+    auto all_written = ctx.cluster->AgreeMin(BarrierGroup::kWorkers, written.ok() ? 1 : 0);
+    PSTRAIN_RETURN_IF_ERROR(written.WithContext(fmt::format("checkpoint of step {}", steps_done)));
+    if (!all_written.ok()) return all_written.status();
+    if (*all_written == 0)
+      return FailedPrecondition(fmt::format(
+          "checkpoint of step {}: another worker could not write its state (its log says why)",
+          steps_done));
+    for (int r = 0; r < ctx.workers; ++r) worker_files.push_back(PsWorkerStateFileName(r));
+  }
+  if (ctx.rank != 0) return Status::OK();
+  PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());  // one in flight at a time
+  const WorkerPlace place = PlaceAt(ctx, steps_done, plan);
+  auto begun = BeginCheckpoint(ctx, steps_done, &place, allreduced_.get());
+  if (!begun.ok()) return begun.status();
+  checkpoint_ = std::move(*begun);
+  checkpoint_->AddWorkerFiles(worker_files);
+  return wait ? FinishCheckpoint() : Status::OK();
+}
+
+// Where a resumed worker's PS state comes from (roles/ps_worker_state.h):
+// its own file, when the checkpoint was written by as many workers.
+Status TrainJob::RestorePsWorkerState(WorkerContext& ctx, const CheckpointRef& resume,
+                                      int checkpoint_workers) {
+  if (resume.step == 0 || !HasPsWorkerState(ps_compression_.get(), ps_averaging_.get()))
+    return Status::OK();
+  const std::string name = PsWorkerStateFileName(ctx.rank);
+  const bool listed =
+      std::find(resume.files.begin(), resume.files.end(), name) != resume.files.end();
+  if (checkpoint_workers != ctx.workers || !listed) {
+    ctx.log->info("worker {}: {}; its compression residuals{} start at zero", ctx.rank,
+                  listed ? fmt::format("the checkpoint was written by {} workers, this run has {}",
+                                       checkpoint_workers, ctx.workers)
+                         : fmt::format("{} lists no {}", resume.step_dir, name),
+                  ps_averaging_ ? " and local optimizer state" : "");
+    return Status::OK();
+  }
+  return ReadPsWorkerState(resume.step_dir + "/" + name, resume.step, ps_compression_.get(),
+                           ps_averaging_.get());
+}
+
 Status TrainJob::FinishCheckpoint() {
   if (!checkpoint_) return Status::OK();
   Status st = checkpoint_->Finish();
@@ -451,6 +501,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
                                                       /*encode=*/!ps_averaging_);
   }
   if (ps_averaging_) ps_averaging_->Anchor(start_step);
+  PSTRAIN_RETURN_IF_ERROR(RestorePsWorkerState(ctx, *resume, start.workers));
   if (config_.model.device == Device::kGpu) {
     PSTRAIN_RETURN_IF_ERROR(StartGpu(ctx));
     gpu_->SetTrainingForwards(training_forwards_);
@@ -523,13 +574,8 @@ Status TrainJob::Run(WorkerContext& ctx) {
       }
     }
     if (checkpoint_ && checkpoint_->ServersDone()) PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());
-    if (ctx.rank == 0 && CheckpointDue(config_, step + 1, last) && CheckpointableAt(step + 1)) {
-      PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());  // one in flight at a time
-      const WorkerPlace place = PlaceAt(ctx, step + 1, plan);
-      auto begun = BeginCheckpoint(ctx, step + 1, &place, allreduced_.get());
-      if (!begun.ok()) return begun.status();
-      checkpoint_ = std::move(*begun);
-    }
+    if (CheckpointDue(config_, step + 1, last) && CheckpointableAt(step + 1))
+      PSTRAIN_RETURN_IF_ERROR(Checkpoint(ctx, step + 1, plan, /*wait=*/false));
     if (in_epoch + 1 == epoch_steps || last) {
       double seconds = Since(epoch_begin);
       const double rate = static_cast<double>(epoch_samples) / seconds;
@@ -547,11 +593,9 @@ Status TrainJob::Run(WorkerContext& ctx) {
   if (stopped_at >= 0) {
     // Every worker stopped here: what the job did so far is kept, unless the
     // last periodic checkpoint already holds it.
-    if (ctx.rank == 0 && config_.train.checkpoint && stopped_at > start_step &&
-        !CheckpointDue(config_, stopped_at, false) && CheckpointableAt(stopped_at)) {
-      const WorkerPlace place = PlaceAt(ctx, stopped_at, plan);
-      PSTRAIN_RETURN_IF_ERROR(SaveCheckpoint(ctx, stopped_at, &place, allreduced_.get()));
-    }
+    if (config_.train.checkpoint && stopped_at > start_step &&
+        !CheckpointDue(config_, stopped_at, false) && CheckpointableAt(stopped_at))
+      PSTRAIN_RETURN_IF_ERROR(Checkpoint(ctx, stopped_at, plan, /*wait=*/true));
     ctx.log->info("worker {} stopped on request after step {} of {}", ctx.rank, stopped_at, total);
     if (ctx.rank == 0 && config_.train.checkpoint && !CheckpointableAt(stopped_at))
       ctx.log->info(

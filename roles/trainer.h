@@ -107,6 +107,14 @@ class TrainJob : public WorkerJob {
   TrainCounters Counters(const WorkerContext& ctx) const;
   // The lr of train.optimizer at global step `step` (0-based).
   double LrAt(int64_t step, int workers) const;
+  // Every worker, once `steps_done` steps are done and a checkpoint is due:
+  // its own PS state (roles/ps_worker_state.h), then the chief begins the
+  // checkpoint and, when `wait`, completes it.
+  Status Checkpoint(WorkerContext& ctx, int64_t steps_done, const EpochPlan& plan, bool wait);
+  // On resume, this worker's PS state from its file in `resume`, written by
+  // `checkpoint_workers` workers.
+  Status RestorePsWorkerState(WorkerContext& ctx, const CheckpointRef& resume,
+                              int checkpoint_workers);
   // Completes the checkpoint in flight, if any (waits for its servers).
   Status FinishCheckpoint();
   // This worker's place once `step` steps are done (roles/worker_place.h),

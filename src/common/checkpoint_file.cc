@@ -341,6 +341,23 @@ Status WriteCheckpointFile(const std::string& path, const std::vector<SectionVie
   return SyncDir(dir);
 }
 
+SectionsByName ByName(const std::vector<Section>& sections) {
+  SectionsByName by_name;
+  for (const Section& s : sections) by_name[s.name] = &s.bytes;
+  return by_name;
+}
+
+StatusOr<const std::vector<uint8_t>*> FindSection(const SectionsByName& sections,
+                                                  const std::string& name, uint64_t bytes) {
+  auto it = sections.find(name);
+  if (it == sections.end())
+    return InvalidArgument(fmt::format("no section '{}' (was the model changed?)", name));
+  if (it->second->size() != bytes)
+    return InvalidArgument(fmt::format("section '{}' has {} bytes, the model needs {}", name,
+                                       it->second->size(), bytes));
+  return it->second;
+}
+
 StatusOr<std::vector<Section>> ReadCheckpointFile(const std::string& path) {
   std::vector<Section> sections;
   PSTRAIN_RETURN_IF_ERROR(ScanFile(path, &sections, nullptr));

@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,15 @@ struct Section {
   std::string name;
   std::vector<uint8_t> bytes;
 };
+
+// A file's sections by name, borrowing their bytes (from ByName's
+// argument, which must outlive it).
+using SectionsByName = std::map<std::string, const std::vector<uint8_t>*>;
+SectionsByName ByName(const std::vector<Section>& sections);
+// Section `name`, which must hold exactly `bytes` bytes; the error names
+// the section and asks whether the model changed (the caller adds the file).
+StatusOr<const std::vector<uint8_t>*> FindSection(const SectionsByName& sections,
+                                                  const std::string& name, uint64_t bytes);
 
 // Writes `sections` to `path` atomically (see above), creating missing
 // directories. Sections are streamed to the file one by one, checksummed on
