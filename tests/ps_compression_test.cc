@@ -4,7 +4,8 @@
 // serving; mode average pushes nothing between rounds, leaves every worker
 // with the same weights after one, and resumes from its checkpoints;
 // momentum tensors are momentum-corrected (momentum on the workers, sgd on
-// the servers).
+// the servers); a worker's own state file restores its encoders exactly and
+// a bad one is refused, changing nothing.
 #include "roles/ps_compression.h"
 
 #include <doctest/doctest.h>
@@ -18,6 +19,7 @@
 #include "comm/messages.h"
 #include "optim/threshold_codec.h"
 #include "roles/local_job.h"
+#include "roles/ps_worker_state.h"
 #include "roles/trainer.h"
 #include "tests/train_util.h"
 
@@ -426,6 +428,71 @@ TEST_CASE("mode average: a resumed job ends with the weights of an uninterrupted
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().message().find("every_steps 6 is not a multiple of "
                                         "train.average_every 4") != std::string::npos);
+}
+
+// The sections State() gives, flattened, to compare two workers' state.
+std::string StateBytes(const PsCompression& c) {
+  std::string out;
+  for (const Section& s : c.State()) out += s.name + std::string(s.bytes.begin(), s.bytes.end());
+  return out;
+}
+
+TEST_CASE("a worker's PS state file restores its encoders exactly; a bad one changes nothing") {
+  Config config;
+  config.train.compression = Threshold(0.05f);
+  config.train.optimizer.type = OptimizerType::kMomentum;
+  config.train.optimizer.momentum = 0.9f;
+  auto map = PartitionMap::Build({{"w", 3000}, {"b", 10}}, 2, 4096);
+  REQUIRE(map.ok());
+  PsCompression sent(config, *map), resumed(config, *map), fresh(config, *map);
+  std::vector<float> g(3000);
+  for (int step = 0; step < 5; ++step) {
+    for (size_t i = 0; i < g.size(); ++i) g[i] = std::sin(0.37f * i + step) * 0.03f;
+    sent.Encode(0, g.data());
+  }
+  const std::string zeros = StateBytes(fresh);
+  char dir[] = "/tmp/pstrain-ps-state-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::string path = std::string(dir) + "/" + PsWorkerStateFileName(1);
+  REQUIRE(WritePsWorkerState(dir, 1, 5, &sent, nullptr).ok());
+
+  SUBCASE("round trip: the next messages are the same bytes") {
+    REQUIRE(ReadPsWorkerState(path, 5, &resumed, nullptr).ok());
+    CHECK(StateBytes(resumed) == StateBytes(sent));
+    CHECK(StateBytes(resumed) != zeros);
+    CHECK(*resumed.Encode(0, g.data()) == *sent.Encode(0, g.data()));
+  }
+  SUBCASE("another step's file") {
+    Status st = ReadPsWorkerState(path, 6, &fresh, nullptr);
+    CHECK(st.message().find("not the file of step 6") != std::string::npos);
+  }
+  SUBCASE("a residual that is not finite, in a file whose checksum is right") {
+    std::vector<Section> state = sent.State();
+    const std::string meta = "ps worker state of step 5";
+    std::vector<SectionView> views = {{"meta", meta.data(), meta.size()}};
+    for (Section& s : state) {
+      if (s.name == "encoder/w/1") {
+        const float nan = std::nanf("");
+        std::memcpy(s.bytes.data() + 12 + 4 * 7, &nan, sizeof(nan));  // after tau, count
+      }
+      views.push_back({s.name, s.bytes.data(), s.bytes.size()});
+    }
+    REQUIRE(WriteCheckpointFile(path, views).ok());
+    Status st = ReadPsWorkerState(path, 5, &fresh, nullptr);
+    CHECK(st.message().find("encoder/w/1: encoder residual: element 7 is nan") !=
+          std::string::npos);
+    CHECK(StateBytes(fresh) == zeros);  // encoder/w/0 came first, and was not restored
+  }
+  SUBCASE("a file of another model") {
+    auto other = PartitionMap::Build({{"w", 2000}, {"b", 10}}, 2, 4096);
+    REQUIRE(other.ok());
+    PsCompression smaller(config, *other);
+    Status st = ReadPsWorkerState(path, 5, &smaller, nullptr);
+    CHECK(st.message().find("section 'momentum/w' has 12000 bytes, the model needs 8000") !=
+          std::string::npos);
+    CHECK(st.message().find(path) != std::string::npos);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -266,5 +266,47 @@ TEST_CASE(
   CHECK(resumed.stats.test_metric > 0.5);  // AUC
 }
 
+TEST_CASE(
+    "threshold-compressed pushes: each worker's residuals resume, or start at zero with "
+    "another worker count") {
+  testing::ClickData clicks(800, 0);
+  Config config = testing::ClickLrConfig(clicks, 0);
+  config.train.batch_size = 32;
+  config.train.log_every = 1000;
+  config.train.compression.type = CompressionType::kThreshold;
+  config.train.compression.threshold = 1e-3f;
+  config.data.test.clear();
+  TempDir dir;
+  Config first = config;
+  first.train.steps = 4;
+  first.train.checkpoint = CheckpointConfig{dir.path, 4, false, 3};
+  testing::TrainOutcome a = testing::TrainLocally(first, 2, 2);
+  REQUIRE_MESSAGE(a.status.ok(), a.status.message());
+  auto written = FindNewestCheckpoint(dir.path);
+  REQUIRE(written.ok());
+  for (const char* file : {"ps-worker-0.ckpt", "ps-worker-1.ckpt"})
+    CHECK(std::count(written->files.begin(), written->files.end(), file) == 1);
+
+  Config second = config;
+  second.train.steps = 6;
+  second.train.checkpoint = CheckpointConfig{dir.path, 1000, true, 3};
+  testing::TrainOutcome same = testing::TrainLocally(second, 2, 2);
+  REQUIRE_MESSAGE(same.status.ok(), same.status.message());
+  CHECK(same.sink->Matching("start at zero").empty());
+
+  second.train.steps = 8;
+  testing::TrainOutcome fewer = testing::TrainLocally(second, 2, 1);
+  REQUIRE_MESSAGE(fewer.status.ok(), fewer.status.message());
+  CHECK(fewer.sink
+            ->Matching("worker 0: the checkpoint was written by 2 workers, this run has 1; its "
+                       "compression residuals start at zero")
+            .size() == 1);
+  auto last = FindNewestCheckpoint(dir.path);
+  REQUIRE(last.ok());
+  CHECK(last->step == 8);
+  CHECK(std::count(last->files.begin(), last->files.end(), "ps-worker-0.ckpt") == 1);
+  CHECK(std::count(last->files.begin(), last->files.end(), "ps-worker-1.ckpt") == 0);
+}
+
 }  // namespace
 }  // namespace pstrain
