@@ -1,6 +1,7 @@
 #include "roles/remote_embeddings.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstring>
@@ -40,6 +41,21 @@ StatusOr<std::unique_ptr<RemoteEmbeddings>> RemoteEmbeddings::Create(const Confi
 }
 
 RemoteEmbeddings::~RemoteEmbeddings() = default;
+
+std::string RemoteEmbeddings::UnusedCacheWarning(const Config& config) {
+  if (config.train.mode != UpdateMode::kSync) return "";
+  auto tables = ServerTables(config);
+  if (!tables.ok()) return "";
+  std::vector<std::string> names;
+  for (const ServerTable& t : *tables)
+    if (t.cache_rows > 0) names.push_back("'" + t.options.name + "'");
+  if (names.empty()) return "";
+  return fmt::format(
+      "cache_rows of table {} is not used in mode sync: every row may change at every step, so "
+      "each step pulls its rows fresh (results are those without a cache); the row cache "
+      "serves modes async and ssp",
+      fmt::join(names, ", "));
+}
 
 Status RemoteEmbeddings::Bind(const std::vector<Param*>& params) {
   for (Table& t : tables_) {

@@ -49,6 +49,9 @@ class RemoteEmbeddings {
   static StatusOr<std::unique_ptr<RemoteEmbeddings>> Create(const Config& config,
                                                             ModelConfig* model, int max_batch);
   ~RemoteEmbeddings();
+  // The one line worker 0 logs at start when a rule asks for a row cache
+  // that sync mode leaves off (above), else "".
+  static std::string UnusedCacheWarning(const Config& config);
 
   bool empty() const { return tables_.empty(); }
   // Binds each table to its Param in the built model's params().

@@ -445,6 +445,10 @@ Status TrainJob::Run(WorkerContext& ctx) {
     if (embeddings_->CanPrefetch())
       embeddings_->EnablePrefetch(std::make_unique<SparseClient>(ctx.loop, ctx.servers, ctx.rank));
   }
+  if (ctx.rank == 0 && ctx.cluster->generation() == 0) {
+    const std::string unused = RemoteEmbeddings::UnusedCacheWarning(config_);
+    if (!unused.empty()) ctx.log->warn("{}", unused);
+  }
   if (ctx.collective == nullptr && !allreduced_->empty())
     return FailedPrecondition("all-reduced (ps: false) weights need the workers' ring");
   auto data = LoadTrainShard(config_.data, ctx.rank, ctx.workers);

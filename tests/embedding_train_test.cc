@@ -121,6 +121,9 @@ TEST_CASE("sync mode: a row cache changes nothing (every row may change at every
   for (const char* name : {"dense.weight", "dense.bias"})
     CHECK(a.weights[ParamIndex(name)] == b.weights[ParamIndex(name)]);
   CHECK(a.stats.test_metric == b.stats.test_metric);
+  // ... and the user is told so, once.
+  CHECK(b.sink->Matching("cache_rows of table 'wide.weight' is not used in mode sync").size() == 1);
+  CHECK(a.sink->Matching("cache_rows").empty());
 }
 
 TEST_CASE("async with a row cache: fewer rows pulled, the next batch's rows prefetched") {
@@ -155,6 +158,7 @@ TEST_CASE("async with a row cache: fewer rows pulled, the next batch's rows pref
                                    << " vs " << b.stats.test_metric);
   CHECK(ahead_a == 0);
   CHECK(ahead_b > 0);
+  CHECK(b.sink->Matching("is not used in mode sync").empty());
   CHECK(rows_b < 0.9 * rows_a);
   CHECK(b.stats.test_metric > 0.6);
 }
