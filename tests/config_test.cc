@@ -125,8 +125,8 @@ TEST_CASE("an unknown key names itself and the allowed keys") {
         "x.yaml:2: train.checkpoint.every: unknown key (allowed: dir, every_steps, resume, keep)");
   CHECK(ErrorOf("parameters:\n  - {match: a}\n  - {match: b, cache: 5}\n") ==
         "x.yaml:3: parameters[1].cache: unknown key (allowed: match, ps, init_in_server, "
-        "cache_rows, cache_staleness, admit_after, evict_after_steps, max_rows, optimizer, "
-        "compression)");
+        "cache_rows, cache_staleness, admit_after, evict_after_steps, max_rows, "
+        "server_cache_rows, server_cache_bytes, optimizer, compression)");
   CHECK(ErrorOf("train:\n  compression: {type: threshold, tau: 1}\n") ==
         "x.yaml:2: train.compression.tau: unknown key (allowed: type, threshold, adaptive, "
         "target_density, step, shake_up_every)");
@@ -378,7 +378,7 @@ TEST_CASE("a value shown in an error stays on one line") {
   CHECK(ErrorOf("train:\n  ? |\n    se\n    ed\n  : 1\n") ==
         "x.yaml:2: train.se\\ned\\n: unknown key (allowed: epochs, batch_size, steps, mode, "
         "staleness, average_every, optimizer, compression, seed, log_every, partition_bytes, "
-        "checkpoint, recovery)");
+        "checkpoint, recovery, store_dir)");
   CHECK(ErrorOf("train: {seed: '" + std::string(300, 'x') + "'}\n") ==
         "x.yaml:1: train.seed: expected an integer >= 0, got '" + std::string(200, 'x') + "...'");
 }
@@ -453,6 +453,33 @@ TEST_CASE("LoadConfig takes a relative checkpoint.dir from the config's director
   REQUIRE_MESSAGE(a.ok(), a.status().message());
   CHECK(a->train.checkpoint->dir == "/shared/ckpt");
   CHECK(Parse("train:\n  checkpoint: {dir: ckpt}\n").train.checkpoint->dir == "ckpt");
+}
+
+TEST_CASE("a table's memory budget over disk: server_cache_rows or _bytes, and train.store_dir") {
+  Config c = Parse(
+      "train: {store_dir: /var/pstrain}\n"
+      "parameters:\n  - {match: emb, init_in_server: true, server_cache_rows: 1000}\n"
+      "  - {match: e2, init_in_server: true, server_cache_bytes: 1073741824}\n");
+  CHECK(c.train.store_dir == "/var/pstrain");
+  CHECK(c.parameters[0].server_cache_rows == 1000);
+  CHECK(c.parameters[1].server_cache_bytes == int64_t{1} << 30);
+  CHECK(Parse("train: {}\n").train.store_dir.empty());
+  CHECK(ErrorOf("parameters:\n  - {match: emb, server_cache_rows: 10}\n") ==
+        "x.yaml:2: parameters[0].server_cache_rows: needs init_in_server: true (only server-held "
+        "tables keep rows on disk)");
+  CHECK(ErrorOf("parameters:\n  - {match: emb, init_in_server: true,\n     server_cache_rows: 10, "
+                "server_cache_bytes: 4096}\n") ==
+        "x.yaml:3: parameters[0].server_cache_bytes: give server_cache_rows or server_cache_bytes, "
+        "not both");
+  CHECK(ErrorOf("parameters:\n  - {match: emb, init_in_server: true, server_cache_rows: -1}\n")
+            .find("parameters[0].server_cache_rows: expected an integer") != std::string::npos);
+  CHECK(ErrorOf("train: {store_dir: ''}\n") ==
+        "x.yaml:1: train.store_dir: expected a non-empty string, got ''");
+  TempFile relative("train: {store_dir: store}\n");
+  auto loaded = LoadConfig(relative.path());
+  REQUIRE_MESSAGE(loaded.ok(), loaded.status().message());
+  CHECK(loaded->train.store_dir ==
+        (std::filesystem::path(relative.path()).parent_path() / "store").string());
 }
 
 TEST_CASE("configs/ps_example.yaml is valid") {

@@ -271,7 +271,8 @@ Status ReadTrain(const Value& v, TrainConfig* t) {
        Int("log_every", &t->log_every, 1),
        Int("partition_bytes", &t->partition_bytes, 4096, int64_t{1} << 30, 4),
        Section("checkpoint", &t->checkpoint, &ReadCheckpoint),
-       Section("recovery", &t->recovery, &ReadRecovery)},
+       Section("recovery", &t->recovery, &ReadRecovery),
+       NonEmptyString("store_dir", &t->store_dir)},
       &lines));
   // Recovery rolls back to a checkpoint: without them there is nothing to
   // roll back to, and the user would believe the job protected.
@@ -305,6 +306,8 @@ Status ReadRule(const Value& v, ParameterRule* rule) {
        Int("cache_staleness", &rule->cache_staleness, 0), Int("admit_after", &rule->admit_after, 0),
        Int("evict_after_steps", &rule->evict_after_steps, 0),
        Int("max_rows", &rule->max_rows, 0, kMaxTableRows),
+       Int("server_cache_rows", &rule->server_cache_rows, 0, kMaxTableRows),
+       Int("server_cache_bytes", &rule->server_cache_bytes, 0, kMaxServerCacheBytes),
        Section("optimizer", &rule->optimizer, &ReadOptionalOptimizer),
        Section("compression", &rule->compression, &ReadOptionalCompression)},
       &lines));
@@ -324,6 +327,15 @@ Status ReadRule(const Value& v, ParameterRule* rule) {
     return v.Key(server_only, lines[server_only])
         .Error("needs ps: true (with ps: false the parameter is all-reduced among workers)");
   }
+  // A memory budget over disk is for the rows of a server-held table.
+  for (const char* key : {"server_cache_rows", "server_cache_bytes"}) {
+    if (lines.count(key) && !rule->init_in_server)
+      return v.Key(key, lines[key])
+          .Error("needs init_in_server: true (only server-held tables keep rows on disk)");
+  }
+  if (rule->server_cache_rows > 0 && rule->server_cache_bytes > 0)
+    return v.Key("server_cache_bytes", lines["server_cache_bytes"])
+        .Error("give server_cache_rows or server_cache_bytes, not both");
   return Status::OK();
 }
 
@@ -473,6 +485,9 @@ StatusOr<Config> Parse(const std::string& yaml_text, const std::string& source_n
         std::filesystem::path(config.train.checkpoint->dir).is_relative())
       config.train.checkpoint->dir =
           (std::filesystem::path(base_dir) / config.train.checkpoint->dir).string();
+    if (!config.train.store_dir.empty() && !base_dir.empty() &&
+        std::filesystem::path(config.train.store_dir).is_relative())
+      config.train.store_dir = (std::filesystem::path(base_dir) / config.train.store_dir).string();
   } catch (const YAML::Exception& e) {
     return InvalidArgument(
         fmt::format("{}:{}: invalid YAML: {}", source_name, std::max(e.mark.line, 0) + 1, e.msg));

@@ -75,6 +75,10 @@ struct TrainConfig {
   // 4096..1<<30, a multiple of 4.
   int64_t partition_bytes = 4 << 20;
   std::optional<CheckpointConfig> checkpoint;  // unset: no checkpoints
+  // Where servers keep the table rows beyond server_cache_rows/bytes, each
+  // in a directory of its own; relative: from the config's directory.
+  // Empty: pstrain-store under the job's working directory.
+  std::string store_dir;
   // Unset: on (default wait) when there are checkpoints, off otherwise.
   std::optional<RecoveryConfig> recovery;
   // Seconds to wait for a lost node's replacement; 0 when the job cannot
@@ -97,6 +101,11 @@ struct ParameterRule {
   int64_t admit_after = 0;        // a row exists once its id was seen this often
   int64_t evict_after_steps = 0;  // rows untouched this long are dropped, 0: never
   int64_t max_rows = 0;           // rows per server at most, 0: no limit
+  // Rows each server keeps in memory, values and optimizer state; the rest
+  // wait on local disk (train.store_dir) and nothing is dropped. 0 (both):
+  // every row in memory. One of the two, by rows or by bytes.
+  int64_t server_cache_rows = 0;
+  int64_t server_cache_bytes = 0;
   // Replaces train.optimizer for matching parameters; keys it leaves unset
   // take OptimizerConfig's defaults, not train.optimizer's.
   std::optional<OptimizerConfig> optimizer;

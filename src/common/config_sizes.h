@@ -29,6 +29,8 @@ inline constexpr int64_t kMaxModelElements = int64_t{1} << 32;
 inline constexpr int64_t kMaxEmbeddingDim = 65536;
 inline constexpr int64_t kMaxEmbeddingVocab = int64_t{1} << 40;
 inline constexpr int64_t kMaxTableRows = int64_t{1} << 28;
+// A server's memory budget for one table's rows (1 TiB).
+inline constexpr int64_t kMaxServerCacheBytes = int64_t{1} << 40;
 
 // Rows a worker stages for server-held tables: a batch's ids, at least an
 // evaluation batch of this many samples (roles/trainer.cc).
