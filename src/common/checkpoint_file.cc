@@ -213,13 +213,6 @@ Status ScanFile(const std::string& path, std::vector<Section>* sections, FileInf
 
 std::string StepDirName(int64_t step) { return fmt::format("step-{:012}", step); }
 
-bool ValidFileName(std::string_view name) {
-  if (name.empty() || name == "." || name == ".." || name == kManifestName) return false;
-  return std::none_of(name.begin(), name.end(), [](char c) {
-    return c == '/' || static_cast<unsigned char>(c) <= ' ' || c == 0x7f;
-  });
-}
-
 // A whole non-negative number, nothing before or after it.
 template <typename T>
 bool ParseNumber(std::string_view s, T* out, int base = 10) {
@@ -264,8 +257,8 @@ Status ReadManifest(const std::string& path, int64_t step, std::vector<ManifestE
   for (size_t i = 1; i < lines.size(); ++i) {
     std::vector<std::string_view> f = Split(lines[i], ' ');
     ManifestEntry e{};
-    if (f.size() != 4 || f[0] != "file" || !ValidFileName(f[1]) || !ParseNumber(f[2], &e.size) ||
-        f[3].size() != 8 || !ParseNumber(f[3], &e.crc, 16)) {
+    if (f.size() != 4 || f[0] != "file" || !ValidCheckpointFileName(f[1]) ||
+        !ParseNumber(f[2], &e.size) || f[3].size() != 8 || !ParseNumber(f[3], &e.crc, 16)) {
       return bad(fmt::format("line {} is not 'file <name> <size> <crc32>'", i + 1));
     }
     e.name = std::string(f[1]);
@@ -341,6 +334,13 @@ Status WriteCheckpointFile(const std::string& path, const std::vector<SectionVie
   return SyncDir(dir);
 }
 
+bool ValidCheckpointFileName(std::string_view name) {
+  if (name.empty() || name == "." || name == ".." || name == kManifestName) return false;
+  return std::none_of(name.begin(), name.end(), [](char c) {
+    return c == '/' || static_cast<unsigned char>(c) <= ' ' || c == 0x7f;
+  });
+}
+
 SectionsByName ByName(const std::vector<Section>& sections) {
   SectionsByName by_name;
   for (const Section& s : sections) by_name[s.name] = &s.bytes;
@@ -376,7 +376,7 @@ Status WriteManifest(const std::string& dir, int64_t step, const std::vector<std
   const std::string step_dir = CheckpointStepDir(dir, step);
   std::string text = fmt::format("step {}\n", step);
   for (const std::string& name : files) {
-    if (!ValidFileName(name) || std::count(files.begin(), files.end(), name) > 1) {
+    if (!ValidCheckpointFileName(name) || std::count(files.begin(), files.end(), name) > 1) {
       return InvalidArgument(fmt::format("{}: cannot list file name '{}'", context, name));
     }
     FileInfo info;

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/common/status.h"
@@ -75,6 +76,10 @@ Status WriteCheckpointFile(const std::string& path, const std::vector<SectionVie
 // 0x..)", "...: truncated at offset 1234: section 3 ('m') claims 4096 bytes,
 // 100 left").
 StatusOr<std::vector<Section>> ReadCheckpointFile(const std::string& path);
+
+// Whether `name` may be listed: one path component, no spaces or control
+// characters, not "MANIFEST".
+bool ValidCheckpointFileName(std::string_view name);
 
 // "<dir>/step-000000000100" for step 100. `step` must be >= 0.
 std::string CheckpointStepDir(const std::string& dir, int64_t step);
