@@ -238,6 +238,43 @@ void SparseTable::RemoveRow(uint32_t row) {
   meta_.pop_back();
 }
 
+bool SparseTable::Promote(int64_t id) {
+  const uint32_t* found = index_.Find(id);
+  if (found == nullptr) return false;
+  meta_[*found].last_touched = clock_;
+  lru_.MoveToFront(meta_, *found);
+  return true;
+}
+
+void SparseTable::CopyBack(size_t k, RowBatch* out) const {
+  assert(k <= meta_.size() && out->floats == stride_);
+  uint32_t row = lru_.back();
+  for (size_t i = 0; i < k; ++i, row = meta_[row].prev)
+    out->Add(meta_[row].id, RowData(row), meta_[row].last_touched, meta_[row].updates);
+}
+
+void SparseTable::RemoveBack(size_t k) {
+  assert(k <= meta_.size());
+  for (size_t i = 0; i < k; ++i) RemoveRow(lru_.back());
+}
+
+void SparseTable::InsertRows(const RowBatch& rows) {
+  assert(rows.floats == stride_);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    assert(index_.Find(rows.ids[i]) == nullptr);
+    const uint32_t row = AddRow(rows.ids[i], rows.last_touched[i]);
+    --counters_.admissions;  // brought back, not created
+    meta_[row].updates = rows.updates[i];
+    std::memcpy(RowData(row), rows.row(i), stride_ * sizeof(float));
+  }
+}
+
+std::vector<int64_t> SparseTable::Ids() const {
+  std::vector<int64_t> ids(meta_.size());
+  for (size_t row = 0; row < meta_.size(); ++row) ids[row] = meta_[row].id;
+  return ids;
+}
+
 void SparseTable::Touch(uint32_t row) {
   RowMeta& meta = meta_[row];
   if (meta.last_touched >= clock_) return;  // already among this step's rows

@@ -30,6 +30,7 @@
 #include "embedding/id_map.h"
 #include "embedding/recency_list.h"
 #include "embedding/row_arena.h"
+#include "embedding/row_batch.h"
 #include "embedding/sparse_optimizer.h"
 #include "embedding/table_options.h"
 #include "src/common/status.h"
@@ -86,6 +87,29 @@ class SparseTable {
   // OK, or the InvalidArgument Lookup would return for id.
   Status CheckId(int64_t id) const;
 
+  // Hooks for a table that keeps its least recently touched rows elsewhere
+  // (TieredTable moves them to disk and back), for tables without max_rows.
+  // None of them counts as an admission or an eviction.
+  //
+  // The clock as a Lookup at `step` would advance it.
+  void AdvanceClock(int64_t step);
+  int64_t clock() const { return clock_; }
+  // Touches id's row at the clock and moves it to the front of the recency
+  // list even when it was touched this step already; false when id has no
+  // row. After Promote of a batch's ids, the rows behind them are not theirs.
+  bool Promote(int64_t id);
+  // Appends the k least recently touched rows (k <= rows()), least recent
+  // first, to *out (out->floats must be the row stride).
+  void CopyBack(size_t k, RowBatch* out) const;
+  // Removes the k least recently touched rows.
+  void RemoveBack(size_t k);
+  // Adds the rows of `rows` (ids without a row here) at the front of the
+  // recency list, least recent first, each with its values, slots,
+  // last-touched step and update count as given.
+  void InsertRows(const RowBatch& rows);
+  // The ids of every row, in no particular order.
+  std::vector<int64_t> Ids() const;
+
   const EmbeddingTableOptions& options() const { return options_; }
   const SparseOptimizer& optimizer() const { return optimizer_; }
   EmbeddingTableCounters counters() const;
@@ -118,7 +142,6 @@ class SparseTable {
   explicit SparseTable(const EmbeddingTableOptions& options);
 
   Status CheckIds(const int64_t* ids, size_t n) const;
-  void AdvanceClock(int64_t step);
   float* RowData(uint32_t row) { return arena_.Row(row); }
   const float* RowData(uint32_t row) const { return arena_.Row(row); }
   // Counts a sighting of an id without a row; true when it is now admitted.
