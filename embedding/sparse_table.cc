@@ -238,19 +238,22 @@ void SparseTable::RemoveRow(uint32_t row) {
   meta_.pop_back();
 }
 
-bool SparseTable::Promote(int64_t id) {
-  const uint32_t* found = index_.Find(id);
-  if (found == nullptr) return false;
-  meta_[*found].last_touched = clock_;
-  lru_.MoveToFront(meta_, *found);
-  return true;
+void SparseTable::CopyBack(size_t k, const std::function<bool(int64_t)>& skip,
+                           RowBatch* out) const {
+  assert(out->floats == stride_);
+  for (uint32_t row = lru_.back(); row != kNone && k > 0; row = meta_[row].prev) {
+    if (skip(meta_[row].id)) continue;
+    out->Add(meta_[row].id, RowData(row), meta_[row].last_touched, meta_[row].updates);
+    --k;
+  }
 }
 
-void SparseTable::CopyBack(size_t k, RowBatch* out) const {
-  assert(k <= meta_.size() && out->floats == stride_);
-  uint32_t row = lru_.back();
-  for (size_t i = 0; i < k; ++i, row = meta_[row].prev)
-    out->Add(meta_[row].id, RowData(row), meta_[row].last_touched, meta_[row].updates);
+void SparseTable::Remove(const std::vector<int64_t>& ids) {
+  for (int64_t id : ids) {
+    const uint32_t* found = index_.Find(id);
+    assert(found != nullptr);
+    RemoveRow(*found);
+  }
 }
 
 void SparseTable::RemoveBack(size_t k) {

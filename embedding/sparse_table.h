@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -91,16 +92,13 @@ class SparseTable {
   // (TieredTable moves them to disk and back), for tables without max_rows.
   // None of them counts as an admission or an eviction.
   //
-  // The clock as a Lookup at `step` would advance it.
-  void AdvanceClock(int64_t step);
   int64_t clock() const { return clock_; }
-  // Touches id's row at the clock and moves it to the front of the recency
-  // list even when it was touched this step already; false when id has no
-  // row. After Promote of a batch's ids, the rows behind them are not theirs.
-  bool Promote(int64_t id);
-  // Appends the k least recently touched rows (k <= rows()), least recent
-  // first, to *out (out->floats must be the row stride).
-  void CopyBack(size_t k, RowBatch* out) const;
+  // Appends up to k of the least recently touched rows, least recent first,
+  // skipping those whose id `skip` accepts, to *out (out->floats must be the
+  // row stride).
+  void CopyBack(size_t k, const std::function<bool(int64_t)>& skip, RowBatch* out) const;
+  // Removes the rows of `ids`, which must all have one.
+  void Remove(const std::vector<int64_t>& ids);
   // Removes the k least recently touched rows.
   void RemoveBack(size_t k);
   // Adds the rows of `rows` (ids without a row here) at the front of the
@@ -142,6 +140,7 @@ class SparseTable {
   explicit SparseTable(const EmbeddingTableOptions& options);
 
   Status CheckIds(const int64_t* ids, size_t n) const;
+  void AdvanceClock(int64_t step);
   float* RowData(uint32_t row) { return arena_.Row(row); }
   const float* RowData(uint32_t row) const { return arena_.Row(row); }
   // Counts a sighting of an id without a row; true when it is now admitted.
