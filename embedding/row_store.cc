@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
+#include <numeric>
 #include <system_error>
 
 namespace pstrain {
@@ -326,13 +328,25 @@ Status RowStore::MultiGet(TableId table, const int64_t* ids, size_t n, RowBatch*
 Status RowStore::Write(TableId table, const RowBatch& put, const std::vector<Erasure>& erase) {
   const Impl::Table& t = impl_->tables[table];
   if (put.empty() && erase.empty()) return Status::OK();
+  // In key order: the memtable's skip list starts each insert from where
+  // the last one ended, so sorted inserts cost a short walk instead of a
+  // descent from the top (a third of the time of a spill at 10% resident).
+  std::vector<size_t> order(erase.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return erase[a].id < erase[b].id; });
   rocksdb::WriteBatch batch;
-  for (const Erasure& e : erase) {
+  for (size_t i : order) {
+    const Erasure& e = erase[i];
     batch.Delete(t.data, DataKey(e.id)).PermitUncheckedError();
     if (t.recency) batch.Delete(t.recency, RecencyKey(e.last_touched, e.id)).PermitUncheckedError();
   }
+  order.resize(put.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return put.ids[a] < put.ids[b]; });
   std::string record(impl_->RecordBytes(t), '\0');
-  for (size_t i = 0; i < put.size(); ++i) {
+  for (size_t i : order) {
     std::memcpy(record.data(), put.row(i), t.floats * sizeof(float));
     std::memcpy(record.data() + t.floats * sizeof(float), &put.last_touched[i], sizeof(int64_t));
     std::memcpy(record.data() + t.floats * sizeof(float) + sizeof(int64_t), &put.updates[i],
@@ -384,6 +398,23 @@ StatusOr<int64_t> RowStore::EraseOldest(TableId table, int64_t touched_before, i
     if (chunk < kEraseChunk) break;
   }
   return erased;
+}
+
+StatusOr<int64_t> RowStore::OldestTouched(TableId table) const {
+  const Impl::Table& t = impl_->tables[table];
+  if (t.recency == nullptr)
+    return FailedPrecondition(
+        fmt::format("embedding store {}: table '{}' keeps no recency order", dir_, t.name));
+  std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator({}, t.recency));
+  it->SeekToFirst();
+  if (!it->status().ok())
+    return FailedPrecondition(fmt::format("embedding store {}: {} while reading table '{}'", dir_,
+                                          it->status().ToString(), t.name));
+  if (!it->Valid()) return std::numeric_limits<int64_t>::max();
+  if (it->key().size() != 2 * kKeyBytes)
+    return FailedPrecondition(fmt::format("embedding store {}: table '{}': recency key of {} bytes",
+                                          dir_, t.name, it->key().size()));
+  return RecencyStep(it->key().data());
 }
 
 namespace {

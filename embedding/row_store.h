@@ -86,6 +86,10 @@ class RowStore {
   // most max_count; returns how many. Needs a table opened by_recency.
   StatusOr<int64_t> EraseOldest(TableId table, int64_t touched_before, int64_t max_count);
 
+  // The earliest last-touched step of the table's rows on disk, or INT64_MAX
+  // when it has none. Needs a table opened by_recency.
+  StatusOr<int64_t> OldestTouched(TableId table) const;
+
   // The rows of a table in id order, read ahead in bounded memory (for
   // export). Stop at !Valid(), then check status().
   class Iterator {

@@ -238,13 +238,20 @@ void SparseTable::RemoveRow(uint32_t row) {
   meta_.pop_back();
 }
 
-void SparseTable::CopyBack(size_t k, const std::function<bool(int64_t)>& skip,
-                           RowBatch* out) const {
+std::vector<int64_t> SparseTable::BackIds(size_t k,
+                                          const std::function<bool(int64_t)>& skip) const {
+  std::vector<int64_t> ids;
+  for (uint32_t row = lru_.back(); row != kNone && ids.size() < k; row = meta_[row].prev)
+    if (!skip(meta_[row].id)) ids.push_back(meta_[row].id);
+  return ids;
+}
+
+void SparseTable::CopyRows(const std::vector<int64_t>& ids, RowBatch* out) const {
   assert(out->floats == stride_);
-  for (uint32_t row = lru_.back(); row != kNone && k > 0; row = meta_[row].prev) {
-    if (skip(meta_[row].id)) continue;
-    out->Add(meta_[row].id, RowData(row), meta_[row].last_touched, meta_[row].updates);
-    --k;
+  for (int64_t id : ids) {
+    const uint32_t* found = index_.Find(id);
+    assert(found != nullptr);
+    out->Add(id, RowData(*found), meta_[*found].last_touched, meta_[*found].updates);
   }
 }
 

@@ -93,10 +93,12 @@ class SparseTable {
   // None of them counts as an admission or an eviction.
   //
   int64_t clock() const { return clock_; }
-  // Appends up to k of the least recently touched rows, least recent first,
-  // skipping those whose id `skip` accepts, to *out (out->floats must be the
-  // row stride).
-  void CopyBack(size_t k, const std::function<bool(int64_t)>& skip, RowBatch* out) const;
+  // Up to k ids of the least recently touched rows, least recent first,
+  // skipping those `skip` accepts.
+  std::vector<int64_t> BackIds(size_t k, const std::function<bool(int64_t)>& skip) const;
+  // Appends the rows of `ids`, which must all have one, to *out (out->floats
+  // must be the row stride).
+  void CopyRows(const std::vector<int64_t>& ids, RowBatch* out) const;
   // Removes the rows of `ids`, which must all have one.
   void Remove(const std::vector<int64_t>& ids);
   // Removes the k least recently touched rows.

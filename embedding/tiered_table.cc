@@ -17,8 +17,14 @@ bool TieredTable::NeedsRecency(const EmbeddingTableOptions& options) {
   return options.evict_after_steps > 0 || options.max_rows > 0;
 }
 
+StatusOr<TierPolicy> ParseTierPolicy(const std::string& text) {
+  if (text == "lru") return TierPolicy::kLru;
+  if (text == "tinylfu") return TierPolicy::kTinyLfu;
+  return InvalidArgument(fmt::format("tier policy '{}': expected lru or tinylfu", text));
+}
+
 StatusOr<TieredTable> TieredTable::Create(const EmbeddingTableOptions& options, int64_t budget_rows,
-                                          RowStore* store) {
+                                          RowStore* store, TierPolicy policy) {
   PSTRAIN_RETURN_IF_ERROR(options.Validate());
   if (budget_rows < 1)
     return InvalidArgument(
@@ -30,16 +36,18 @@ StatusOr<TieredTable> TieredTable::Create(const EmbeddingTableOptions& options, 
       static_cast<size_t>(options.dim) * (1 + static_cast<size_t>(memory->optimizer().num_slots()));
   auto table = store->OpenTable(options.name, floats, NeedsRecency(options), true);
   if (!table.ok()) return table.status();
-  return TieredTable(options, budget_rows, store, *table, std::move(*memory));
+  return TieredTable(options, budget_rows, store, *table, std::move(*memory), policy);
 }
 
 TieredTable::TieredTable(const EmbeddingTableOptions& options, int64_t budget_rows, RowStore* store,
-                         RowStore::TableId table, SparseTable memory)
+                         RowStore::TableId table, SparseTable memory, TierPolicy policy)
     : options_(options),
       budget_rows_(budget_rows),
       store_(store),
       table_(table),
-      memory_(std::move(memory)) {
+      memory_(std::move(memory)),
+      policy_(policy),
+      sketch_(policy == TierPolicy::kTinyLfu ? static_cast<size_t>(budget_rows) : 0) {
   const size_t floats =
       static_cast<size_t>(options.dim) * (1 + static_cast<size_t>(memory_.optimizer().num_slots()));
   fetched_ = RowBatch(floats);
@@ -72,76 +80,147 @@ Status TieredTable::BringIn(const int64_t* ids, size_t n, bool creates) {
   if (!missing_.empty() && disk_rows_ > 0)
     PSTRAIN_RETURN_IF_ERROR(store_->MultiGet(table_, missing_.data(), missing_.size(), &fetched_));
 
-  // Room for the rows read, and for the rows Lookup may create, made by the
-  // least recently touched rows that are not the batch's.
-  const size_t resident = memory_.rows();
-  const size_t wanted = resident + (creates ? missing_.size() : fetched_.size());
-  const auto budget = static_cast<size_t>(budget_rows_);
-  spilled_.Clear();
-  if (wanted > budget) {
-    memory_.CopyBack(
-        wanted - budget, [this](int64_t id) { return in_batch_.Find(id) != nullptr; }, &spilled_);
+  // The rows chosen to leave (less those evict_after_steps or max_rows
+  // dropped meanwhile) go now, but those this batch needs, which go with
+  // the next one: a Lookup and the push of the same ids that follows it do
+  // not undo the policy's choice.
+  leave_now_.clear();
+  size_t kept = 0;
+  for (int64_t id : leaving_) {
+    if (!memory_.Find(id)) continue;
+    if (in_batch_.Find(id)) {
+      leaving_[kept++] = id;
+    } else {
+      leave_now_.push_back(id);
+    }
   }
+  leaving_.resize(kept);
+  spilled_.Clear();
+  memory_.CopyRows(leave_now_, &spilled_);
   erase_.clear();
   for (size_t i = 0; i < fetched_.size(); ++i)
     erase_.push_back({fetched_.ids[i], fetched_.last_touched[i]});
   // Nothing has changed yet: a failed write leaves the table as it was.
   PSTRAIN_RETURN_IF_ERROR(store_->Write(table_, spilled_, erase_));
 
-  memory_.Remove(spilled_.ids);
+  memory_.Remove(leave_now_);
   memory_.InsertRows(fetched_);
   disk_rows_ += static_cast<int64_t>(spilled_.size()) - static_cast<int64_t>(fetched_.size());
   moved_.spilled += static_cast<int64_t>(spilled_.size());
   moved_.fetched += static_cast<int64_t>(fetched_.size());
+  // The rows that came in: read back, and (Lookup) created by the operation.
+  incoming_.assign(fetched_.ids.begin(), fetched_.ids.end());
+  if (creates) {
+    for (int64_t id : missing_) in_batch_.Insert(id, true);
+  } else {
+    for (int64_t id : incoming_) in_batch_.Insert(id, true);
+  }
+  if (policy_ == TierPolicy::kTinyLfu)
+    for (int64_t id : dedup_.unique()) sketch_.Increment(id);
   return Status::OK();
+}
+
+void TieredTable::ChooseLeaving() {
+  const int64_t over =
+      static_cast<int64_t>(memory_.rows()) - budget_rows_ - static_cast<int64_t>(leaving_.size());
+  if (over <= 0) return;
+  if (incoming_.size() < missing_.size()) {  // Lookup may have created rows
+    incoming_.clear();
+    for (int64_t id : missing_)
+      if (memory_.Find(id)) incoming_.push_back(id);
+  }
+  // Rows already leaving are this batch's (BringIn), so victims skip them.
+  const std::vector<int64_t> victims = memory_.BackIds(
+      static_cast<size_t>(over), [this](int64_t id) { return in_batch_.Find(id) != nullptr; });
+  auto need = static_cast<size_t>(over);
+  size_t v = 0;
+  // The rows that came in and took free room: all of them with LRU.
+  size_t free = incoming_.size();
+  if (policy_ == TierPolicy::kTinyLfu) {
+    // As RowCache::Put, row by row: each row in past the free room stays
+    // only if its id was asked for more often than the victim's.
+    free = incoming_.size() > need ? incoming_.size() - need : 0;
+    for (size_t i = free; i < incoming_.size(); ++i, --need) {
+      const bool stays =
+          v < victims.size() && sketch_.Estimate(incoming_[i]) > sketch_.Estimate(victims[v]);
+      leaving_.push_back(stays ? victims[v++] : incoming_[i]);
+    }
+  }
+  // The least recently touched; then, for a batch larger than the budget,
+  // the batch's own rows that came in.
+  for (; need > 0 && v < victims.size(); --need) leaving_.push_back(victims[v++]);
+  for (size_t i = 0; need > 0 && i < free; ++i, --need) leaving_.push_back(incoming_[i]);
 }
 
 Status TieredTable::Lookup(const int64_t* ids, size_t n, float* out, int64_t step) {
   PSTRAIN_RETURN_IF_ERROR(BringIn(ids, n, true));
   PSTRAIN_RETURN_IF_ERROR(memory_.Lookup(ids, n, out, step));
-  return DropPastMaxRows();
+  PSTRAIN_RETURN_IF_ERROR(DropPastMaxRows());
+  ChooseLeaving();
+  return Status::OK();
 }
 
 Status TieredTable::ApplyGradients(const int64_t* ids, const float* grads, size_t n, int64_t step) {
   if (n == 0) return memory_.ApplyGradients(ids, grads, n, step);  // as SparseTable: no clock
   PSTRAIN_RETURN_IF_ERROR(BringIn(ids, n, false));
-  return memory_.ApplyGradients(ids, grads, n, step);
+  PSTRAIN_RETURN_IF_ERROR(memory_.ApplyGradients(ids, grads, n, step));
+  ChooseLeaving();
+  return Status::OK();
 }
 
-// Rows on disk were all touched no later than rows in memory, so the oldest
-// go first, then memory's least recent.
+Status TieredTable::DropFromDisk(int64_t touched_before, int64_t max_count) {
+  auto erased = store_->EraseOldest(table_, touched_before, max_count);
+  if (!erased.ok()) return erased.status();
+  disk_rows_ -= *erased;
+  dropped_ += *erased;
+  return Status::OK();
+}
+
+// Least recently touched first, from whichever tier holds it: disk rows
+// touched before memory's oldest, then memory rows touched no later than
+// disk's oldest, and again.
 Status TieredTable::DropPastMaxRows() {
   if (options_.max_rows <= 0) return Status::OK();
   int64_t excess = static_cast<int64_t>(memory_.rows()) + disk_rows_ - options_.max_rows;
-  if (excess <= 0) return Status::OK();
-  if (disk_rows_ > 0) {
-    auto erased = store_->EraseOldest(table_, std::numeric_limits<int64_t>::max(),
-                                      std::min(excess, disk_rows_));
-    if (!erased.ok()) return erased.status();
-    disk_rows_ -= *erased;
-    excess -= *erased;
-    dropped_ += *erased;
-    capacity_dropped_ += *erased;
-  }
-  if (excess > 0) {
-    const auto k = std::min(static_cast<size_t>(excess), memory_.rows());
-    memory_.RemoveBack(k);
-    dropped_ += static_cast<int64_t>(k);
-    capacity_dropped_ += static_cast<int64_t>(k);
+  const auto never = [](int64_t) { return false; };
+  while (excess > 0) {
+    const std::vector<int64_t> back = memory_.BackIds(1, never);
+    const int64_t memory_oldest =
+        back.empty() ? std::numeric_limits<int64_t>::max() : memory_.Find(back[0])->last_touched;
+    const int64_t before = disk_rows_;
+    if (disk_rows_ > 0) PSTRAIN_RETURN_IF_ERROR(DropFromDisk(memory_oldest, excess));
+    capacity_dropped_ += before - disk_rows_;
+    excess -= before - disk_rows_;
+    if (excess == 0 || back.empty()) break;
+    int64_t disk_oldest = std::numeric_limits<int64_t>::max();
+    if (disk_rows_ > 0) {
+      auto oldest = store_->OldestTouched(table_);
+      if (!oldest.ok()) return oldest.status();
+      disk_oldest = *oldest;
+    }
+    int64_t removed = 0;
+    for (std::vector<int64_t> ids = back; excess > 0 && !ids.empty();
+         ids = memory_.BackIds(1, never)) {
+      if (memory_.Find(ids[0])->last_touched > disk_oldest) break;
+      memory_.Remove(ids);
+      --excess;
+      ++removed;
+    }
+    dropped_ += removed;
+    capacity_dropped_ += removed;
+    if (removed == 0 && before == disk_rows_) break;  // cannot happen; never loop forever
   }
   return Status::OK();
 }
 
 StatusOr<int64_t> TieredTable::EvictUntouched(int64_t step) {
-  int64_t evicted = memory_.EvictUntouched(step);
+  const int64_t evicted = memory_.EvictUntouched(step);
   if (options_.evict_after_steps <= 0 || disk_rows_ == 0) return evicted;
   // Rows with clock - last_touched > evict_after_steps.
-  auto erased = store_->EraseOldest(table_, memory_.clock() - options_.evict_after_steps,
-                                    std::numeric_limits<int64_t>::max());
-  if (!erased.ok()) return erased.status();
-  disk_rows_ -= *erased;
-  dropped_ += *erased;
-  return evicted + *erased;
+  const int64_t before = disk_rows_;
+  PSTRAIN_RETURN_IF_ERROR(DropFromDisk(memory_.clock() - options_.evict_after_steps,
+                                       std::numeric_limits<int64_t>::max()));
+  return evicted + before - disk_rows_;
 }
 
 StatusOr<std::optional<TieredTable::Row>> TieredTable::Find(int64_t id) const {

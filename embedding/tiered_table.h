@@ -9,26 +9,31 @@
 //   1. every id is checked (a bad one fails the batch, changing nothing);
 //   2. the batch's ids are deduplicated and split into those in memory and
 //      the others, which are read from disk in ONE batched read (MultiGet);
-//   3. if memory would pass the budget, the least recently touched rows
-//      that are not the batch's are spilled in ONE write batch, which also
-//      erases the disk copies of the rows read in 2;
+//   3. the rows chosen to leave memory after the previous batch (below) are
+//      written in ONE write batch, which also erases the disk copies of the
+//      rows read in 2;
 //   4. the rows read come into memory, and the in-memory operation runs
-//      (touching, updating, admitting and creating rows as SparseTable does).
+//      (touching, updating, admitting and creating rows as SparseTable does);
+//   5. if memory holds more than the budget, the policy chooses which rows
+//      leave at the next batch's write: rows that came in with this batch,
+//      or the least recently touched rows that are not the batch's.
 // A failed read or write fails the batch and changes nothing, the clock
-// included: spilled rows stay in memory, rows read stay on disk; the error
+// included: rows to spill stay in memory, rows read stay on disk; the error
 // names the store, the table and what failed (no space left on the device).
+// Writing after the operation would mean failing a batch already applied.
 //
-// Memory: the budget is exceeded only by the rows of one batch (when a
-// batch's unique ids are more than the budget) until the next batch spills.
-// Eviction is least-recently-touched (the table's RecencyList): on Zipf
-// draws it hits as often as a frequency-aware policy (README, "Tiered
-// embedding tables").
+// Policies (TierPolicy): kLru sends the least recently touched rows out;
+// kTinyLfu (the worker's RowCache rule) lets a row that came in stay only if
+// its id was asked for more often, recently, than the least recently touched
+// row's (FrequencySketch), else the row goes back out. README, "Tiered
+// embedding tables", has the figures that chose the default.
 //
-// Since rows spill from the back of the recency list, every row on disk was
-// touched no later than every row in memory. evict_after_steps and max_rows
-// keep their meaning over both tiers: rows dropped by them are gone from
-// memory and disk alike (the disk ones found through the store's recency
-// index, oldest first).
+// Memory: budget_rows, plus at most the rows that came in with the last two
+// batches (those chosen to leave, until the next batch writes them).
+//
+// evict_after_steps and max_rows keep their meaning over both tiers: rows
+// dropped by them are gone from memory and disk alike, least recently
+// touched first (the disk ones found through the store's recency index).
 //
 // Checkpoints: RowStore::Checkpoint (once for all of a server's tables) and
 // Serialize of every table, with no batch in between; Restore the store and
@@ -44,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "embedding/frequency_sketch.h"
 #include "embedding/id_dedup.h"
 #include "embedding/id_map.h"
 #include "embedding/row_batch.h"
@@ -51,6 +57,11 @@
 #include "embedding/sparse_table.h"
 
 namespace pstrain {
+
+// Which rows stay in memory when there is no room for all (see above).
+enum class TierPolicy { kLru, kTinyLfu };
+// "lru" / "tinylfu"; InvalidArgument for anything else.
+StatusOr<TierPolicy> ParseTierPolicy(const std::string& text);
 
 // Where a tiered table's rows are and how they moved.
 struct TieredTableCounters {
@@ -65,7 +76,8 @@ class TieredTable {
   // An empty table over `store` (a new table there). InvalidArgument when
   // options do not Validate() or budget_rows < 1.
   static StatusOr<TieredTable> Create(const EmbeddingTableOptions& options, int64_t budget_rows,
-                                      RowStore* store);
+                                      RowStore* store, TierPolicy policy = kDefaultPolicy);
+  static constexpr TierPolicy kDefaultPolicy = TierPolicy::kTinyLfu;
   // The rows a budget of `bytes` holds: the row with its optimizer slots,
   // metadata and index entry (at least 1).
   static int64_t RowsForBytes(const EmbeddingTableOptions& options, int64_t bytes);
@@ -113,36 +125,45 @@ class TieredTable {
   // The table `data` holds over `store`, restored from the checkpoint taken
   // with it. Damaged bytes, or a store that lacks the table while the bytes
   // say rows are on disk, give an error naming the table.
+  // Access counts (TinyLFU) start again from zero: they decide where rows
+  // live, never what they hold.
   static StatusOr<TieredTable> Deserialize(const EmbeddingTableOptions& options,
                                            int64_t budget_rows, RowStore* store, const void* data,
-                                           size_t size);
+                                           size_t size, TierPolicy policy = kDefaultPolicy);
 
  private:
   TieredTable(const EmbeddingTableOptions& options, int64_t budget_rows, RowStore* store,
-              RowStore::TableId table, SparseTable memory);
+              RowStore::TableId table, SparseTable memory, TierPolicy policy);
   // The options of the in-memory part: no max_rows (this class keeps it).
   static EmbeddingTableOptions MemoryOptions(const EmbeddingTableOptions& options);
   static bool NeedsRecency(const EmbeddingTableOptions& options);
 
-  // Steps 1 to 3 of the top of this file, and the moves of 4. `creates`:
-  // the operation may create a row for every id it does not find (Lookup).
+  // Steps 1 to 4 of the top of this file, but the operation. `creates`:
+  // Lookup, which may create rows for ids it does not find.
   Status BringIn(const int64_t* ids, size_t n, bool creates);
+  // Step 5.
+  void ChooseLeaving();
   // Drops the least recently touched rows past max_rows.
   Status DropPastMaxRows();
+  Status DropFromDisk(int64_t touched_before, int64_t max_count);
 
   EmbeddingTableOptions options_;
   int64_t budget_rows_;
   RowStore* store_;  // not owned; outlives the table
   RowStore::TableId table_;
   SparseTable memory_;
+  TierPolicy policy_;
+  FrequencySketch sketch_;  // ids asked for, recently (kTinyLfu)
   int64_t disk_rows_ = 0;
   int64_t dropped_ = 0;           // rows dropped besides memory_'s own evictions
   int64_t capacity_dropped_ = 0;  // of those, for max_rows
   TieredTableCounters moved_;     // spilled and fetched
   // Buffers kept between batches, so a steady batch allocates nothing.
   IdDedup dedup_;
-  FlatIdMap<bool> in_batch_;  // the batch's ids that are in memory
-  std::vector<int64_t> missing_;
+  FlatIdMap<bool> in_batch_;  // the batch's ids, once in memory
+  std::vector<int64_t> missing_, incoming_;
+  std::vector<int64_t> leaving_;  // rows to spill at the next batch
+  std::vector<int64_t> leave_now_;
   RowBatch fetched_, spilled_;
   std::vector<RowStore::Erasure> erase_;
 };

@@ -45,7 +45,7 @@ void TieredTable::Serialize(std::string* out) const {
 
 StatusOr<TieredTable> TieredTable::Deserialize(const EmbeddingTableOptions& options,
                                                int64_t budget_rows, RowStore* store,
-                                               const void* data, size_t size) {
+                                               const void* data, size_t size, TierPolicy policy) {
   const auto bad = [&](const std::string& what) {
     return InvalidArgument(fmt::format("embedding table '{}': cannot restore the tiered table: {}",
                                        options.name, what));
@@ -75,7 +75,7 @@ StatusOr<TieredTable> TieredTable::Deserialize(const EmbeddingTableOptions& opti
   // An absent table is created empty; rows said to be on disk then are not.
   auto table = store->OpenTable(options.name, floats, NeedsRecency(options), false);
   if (!table.ok()) return table.status();
-  TieredTable tiered(options, budget_rows, store, *table, std::move(*memory));
+  TieredTable tiered(options, budget_rows, store, *table, std::move(*memory), policy);
   tiered.disk_rows_ = fields[0];
   if (tiered.disk_rows_ > 0) {
     std::unique_ptr<RowStore::Iterator> it = store->NewIterator(*table);

@@ -121,22 +121,30 @@ Status RunZipf(double s, int rounds, const std::string& dir) {
   auto memory_rate = Drive(*memory, batches);
   if (!memory_rate.ok()) return memory_rate.status();
   const auto rows = static_cast<int64_t>(memory->rows());
-  for (double fraction : {1.0, 0.3, 0.1}) {
+  struct Run {
+    double fraction;
+    TierPolicy policy;
+  };
+  for (const Run& run :
+       {Run{1.0, TierPolicy::kLru}, Run{0.3, TierPolicy::kLru}, Run{0.3, TierPolicy::kTinyLfu},
+        Run{0.1, TierPolicy::kLru}, Run{0.1, TierPolicy::kTinyLfu}}) {
     auto store = RowStore::Open(dir + "/tiered-bench-store");
     if (!store.ok()) return store.status();
-    const auto budget = static_cast<int64_t>(fraction * rows);
-    auto tiered = TieredTable::Create(options, budget, store->get());
+    const auto budget = static_cast<int64_t>(run.fraction * rows);
+    auto tiered = TieredTable::Create(options, budget, store->get(), run.policy);
     if (!tiered.ok()) return tiered.status();
     auto rate = Drive(*tiered, batches);
     if (!rate.ok()) return rate.status();
     const TieredTableCounters c = tiered->tier_counters();
-    std::printf("%s\n", fmt::format("{{\"bench\":\"embedding\",\"case\":\"tiered\",\"zipf\":{},"
-                                    "\"resident\":{},\"rows\":{},\"budget_rows\":{},\"dim\":{},"
-                                    "\"ops_per_s\":{:.0f},\"memory_ops_per_s\":{:.0f},"
-                                    "\"vs_memory\":{:.3f},\"spilled\":{},\"read_back\":{}}}",
-                                    s, fraction, rows, budget, kDim, *rate, *memory_rate,
-                                    *rate / *memory_rate, c.spilled, c.fetched)
-                            .c_str());
+    std::printf(
+        "%s\n",
+        fmt::format("{{\"bench\":\"embedding\",\"case\":\"tiered\",\"zipf\":{},\"resident\":{},"
+                    "\"policy\":\"{}\",\"rows\":{},\"budget_rows\":{},\"dim\":{},"
+                    "\"ops_per_s\":{:.0f},\"memory_ops_per_s\":{:.0f},\"vs_memory\":{:.3f},"
+                    "\"spilled\":{},\"read_back\":{}}}",
+                    s, run.fraction, run.policy == TierPolicy::kLru ? "lru" : "tinylfu", rows,
+                    budget, kDim, *rate, *memory_rate, *rate / *memory_rate, c.spilled, c.fetched)
+            .c_str());
     std::fflush(stdout);
   }
   for (double fraction : {0.1, 0.3}) {
