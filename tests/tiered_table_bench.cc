@@ -128,7 +128,10 @@ Status RunZipf(double s, int rounds, const std::string& dir) {
   for (const Run& run :
        {Run{1.0, TierPolicy::kLru}, Run{0.3, TierPolicy::kLru}, Run{0.3, TierPolicy::kTinyLfu},
         Run{0.1, TierPolicy::kLru}, Run{0.1, TierPolicy::kTinyLfu}}) {
-    auto store = RowStore::Open(dir + "/tiered-bench-store");
+    RowStoreOptions store_options;
+    if (const char* mib = std::getenv("TIER_BENCH_WRITE_BUFFER_MIB"))
+      store_options.write_buffer_bytes = static_cast<size_t>(std::atoi(mib)) << 20;
+    auto store = RowStore::Open(dir + "/tiered-bench-store", store_options);
     if (!store.ok()) return store.status();
     const auto budget = static_cast<int64_t>(run.fraction * rows);
     auto tiered = TieredTable::Create(options, budget, store->get(), run.policy);
