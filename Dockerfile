@@ -12,7 +12,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       cmake g++ make pkg-config libuv1-dev libflatbuffers-dev flatbuffers-compiler \
       libeigen3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev zlib1g-dev libssl-dev \
-      libcli11-dev nlohmann-json3-dev \
+      libcli11-dev nlohmann-json3-dev librocksdb-dev \
  && rm -rf /var/lib/apt/lists/*
 COPY . /src
 # PSTRAIN_NATIVE=OFF: the image runs on CPUs other than the builder's, and an
@@ -27,7 +27,7 @@ RUN cmake -S /src -B /src/build -DCMAKE_BUILD_TYPE=Release -DPSTRAIN_NATIVE=OFF 
 FROM ${BASE}
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libuv1 libyaml-cpp0.7 libspdlog1.10 libfmt9 zlib1g libssl3 dataset-fashion-mnist \
+      libuv1 libyaml-cpp0.7 libspdlog1.10 libfmt9 zlib1g libssl3 librocksdb7.8 dataset-fashion-mnist \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /stage/usr/local /usr/local
 # Fails the build here, not on a cluster, when a runtime library is missing.

@@ -238,6 +238,53 @@ void SparseTable::RemoveRow(uint32_t row) {
   meta_.pop_back();
 }
 
+std::vector<int64_t> SparseTable::BackIds(size_t k,
+                                          const std::function<bool(int64_t)>& skip) const {
+  std::vector<int64_t> ids;
+  for (uint32_t row = lru_.back(); row != kNone && ids.size() < k; row = meta_[row].prev)
+    if (!skip(meta_[row].id)) ids.push_back(meta_[row].id);
+  return ids;
+}
+
+void SparseTable::CopyRows(const std::vector<int64_t>& ids, RowBatch* out) const {
+  assert(out->floats == stride_);
+  for (int64_t id : ids) {
+    const uint32_t* found = index_.Find(id);
+    assert(found != nullptr);
+    out->Add(id, RowData(*found), meta_[*found].last_touched, meta_[*found].updates);
+  }
+}
+
+void SparseTable::Remove(const std::vector<int64_t>& ids) {
+  for (int64_t id : ids) {
+    const uint32_t* found = index_.Find(id);
+    assert(found != nullptr);
+    RemoveRow(*found);
+  }
+}
+
+void SparseTable::RemoveBack(size_t k) {
+  assert(k <= meta_.size());
+  for (size_t i = 0; i < k; ++i) RemoveRow(lru_.back());
+}
+
+void SparseTable::InsertRows(const RowBatch& rows) {
+  assert(rows.floats == stride_);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    assert(index_.Find(rows.ids[i]) == nullptr);
+    const uint32_t row = AddRow(rows.ids[i], rows.last_touched[i]);
+    --counters_.admissions;  // brought back, not created
+    meta_[row].updates = rows.updates[i];
+    std::memcpy(RowData(row), rows.row(i), stride_ * sizeof(float));
+  }
+}
+
+std::vector<int64_t> SparseTable::Ids() const {
+  std::vector<int64_t> ids(meta_.size());
+  for (size_t row = 0; row < meta_.size(); ++row) ids[row] = meta_[row].id;
+  return ids;
+}
+
 void SparseTable::Touch(uint32_t row) {
   RowMeta& meta = meta_[row];
   if (meta.last_touched >= clock_) return;  // already among this step's rows

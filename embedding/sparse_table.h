@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@
 #include "embedding/id_map.h"
 #include "embedding/recency_list.h"
 #include "embedding/row_arena.h"
+#include "embedding/row_batch.h"
 #include "embedding/sparse_optimizer.h"
 #include "embedding/table_options.h"
 #include "src/common/status.h"
@@ -85,6 +87,28 @@ class SparseTable {
 
   // OK, or the InvalidArgument Lookup would return for id.
   Status CheckId(int64_t id) const;
+
+  // Hooks for a table that keeps its least recently touched rows elsewhere
+  // (TieredTable moves them to disk and back), for tables without max_rows.
+  // None of them counts as an admission or an eviction.
+  //
+  int64_t clock() const { return clock_; }
+  // Up to k ids of the least recently touched rows, least recent first,
+  // skipping those `skip` accepts.
+  std::vector<int64_t> BackIds(size_t k, const std::function<bool(int64_t)>& skip) const;
+  // Appends the rows of `ids`, which must all have one, to *out (out->floats
+  // must be the row stride).
+  void CopyRows(const std::vector<int64_t>& ids, RowBatch* out) const;
+  // Removes the rows of `ids`, which must all have one.
+  void Remove(const std::vector<int64_t>& ids);
+  // Removes the k least recently touched rows.
+  void RemoveBack(size_t k);
+  // Adds the rows of `rows` (ids without a row here) at the front of the
+  // recency list, least recent first, each with its values, slots,
+  // last-touched step and update count as given.
+  void InsertRows(const RowBatch& rows);
+  // The ids of every row, in no particular order.
+  std::vector<int64_t> Ids() const;
 
   const EmbeddingTableOptions& options() const { return options_; }
   const SparseOptimizer& optimizer() const { return optimizer_; }

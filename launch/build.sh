@@ -9,7 +9,7 @@ set -eu
 REPO_DIR=$(cd "$(dirname "$0")/.." && pwd)
 PACKAGES="cmake g++ make pkg-config libuv1-dev libflatbuffers-dev flatbuffers-compiler \
 libeigen3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev doctest-dev zlib1g-dev libssl-dev \
-libcli11-dev nlohmann-json3-dev dataset-fashion-mnist ${PSTRAIN_EXTRA_PACKAGES:-}"
+libcli11-dev nlohmann-json3-dev librocksdb-dev dataset-fashion-mnist ${PSTRAIN_EXTRA_PACKAGES:-}"
 
 missing=""
 for p in $PACKAGES; do

@@ -1,0 +1,171 @@
+// TieredTable: one server's share of one embedding table with a memory
+// budget: at most `budget_rows` rows (values and optimizer state) in memory,
+// in a SparseTable, and the rest in a RowStore on local disk. A row moved to
+// disk and touched again comes back with exactly its values, slots, update
+// count and last-touched step, so the table computes what an all-in-memory
+// SparseTable without max_rows would, bit for bit.
+//
+// Per Lookup or ApplyGradients batch:
+//   1. every id is checked (a bad one fails the batch, changing nothing);
+//   2. the batch's ids are deduplicated and split into those in memory and
+//      the others, which are read from disk in ONE batched read (MultiGet);
+//   3. the rows chosen to leave memory after the previous batch (below) are
+//      written in ONE write batch, which also erases the disk copies of the
+//      rows read in 2;
+//   4. the rows read come into memory, and the in-memory operation runs
+//      (touching, updating, admitting and creating rows as SparseTable does);
+//   5. if memory holds more than the budget, the policy chooses which rows
+//      leave at the next batch's write: rows that came in with this batch,
+//      or the least recently touched rows that are not the batch's.
+// A failed read or write fails the batch and changes nothing, the clock
+// included: rows to spill stay in memory, rows read stay on disk; the error
+// names the store, the table and what failed (no space left on the device).
+// Writing after the operation would mean failing a batch already applied.
+//
+// Policies (TierPolicy): kLru sends the least recently touched rows out;
+// kTinyLfu (the worker's RowCache rule) lets a row that came in stay only if
+// its id was asked for more often, recently, than the least recently touched
+// row's (FrequencySketch), else the row goes back out. README, "Tiered
+// embedding tables", has the figures that chose the default.
+//
+// Memory: budget_rows, plus at most the rows that came in with the last two
+// batches (those chosen to leave, until the next batch writes them).
+//
+// evict_after_steps and max_rows keep their meaning over both tiers: rows
+// dropped by them are gone from memory and disk alike, least recently
+// touched first (the disk ones found through the store's recency index).
+//
+// Checkpoints: RowStore::Checkpoint (once for all of a server's tables) and
+// Serialize of every table, with no batch in between; Restore the store and
+// Deserialize each table to resume.
+//
+// Thread-safety: none, as SparseTable. The store must outlive the table.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "embedding/frequency_sketch.h"
+#include "embedding/id_dedup.h"
+#include "embedding/id_map.h"
+#include "embedding/row_batch.h"
+#include "embedding/row_store.h"
+#include "embedding/sparse_table.h"
+
+namespace pstrain {
+
+// Which rows stay in memory when there is no room for all (see above).
+enum class TierPolicy { kLru, kTinyLfu };
+// "lru" / "tinylfu"; InvalidArgument for anything else.
+StatusOr<TierPolicy> ParseTierPolicy(const std::string& text);
+
+// Where a tiered table's rows are and how they moved.
+struct TieredTableCounters {
+  int64_t resident = 0;  // rows in memory
+  int64_t on_disk = 0;   // rows in the store
+  int64_t spilled = 0;   // rows written to disk to make room
+  int64_t fetched = 0;   // rows read back from disk
+};
+
+class TieredTable {
+ public:
+  // An empty table over `store` (a new table there). InvalidArgument when
+  // options do not Validate() or budget_rows < 1.
+  static StatusOr<TieredTable> Create(const EmbeddingTableOptions& options, int64_t budget_rows,
+                                      RowStore* store, TierPolicy policy = kDefaultPolicy);
+  static constexpr TierPolicy kDefaultPolicy = TierPolicy::kTinyLfu;
+  // The rows a budget of `bytes` holds: the row with its optimizer slots,
+  // metadata and index entry (at least 1).
+  static int64_t RowsForBytes(const EmbeddingTableOptions& options, int64_t bytes);
+
+  TieredTable(TieredTable&&) = default;
+  TieredTable& operator=(TieredTable&&) = delete;
+
+  // As SparseTable::Lookup and ApplyGradients, with the rows on disk read
+  // back first; see the top of this file for what a failure leaves.
+  Status Lookup(const int64_t* ids, size_t n, float* out, int64_t step);
+  Status ApplyGradients(const int64_t* ids, const float* grads, size_t n, int64_t step);
+
+  // As SparseTable::EvictUntouched, over memory and disk.
+  StatusOr<int64_t> EvictUntouched(int64_t step);
+
+  // A copy of id's row wherever it is; nullopt when it has none. Touches
+  // nothing.
+  struct Row {
+    std::vector<float> values;  // dim
+    std::vector<float> slots;   // num_slots * dim
+    int64_t last_touched = 0;
+    int64_t updates = 0;
+  };
+  StatusOr<std::optional<Row>> Find(int64_t id) const;
+
+  // Calls fn for every row, in id order, from memory and disk, in memory
+  // bounded by 8 bytes per resident row (for export). Stops at the first
+  // error, fn's or the store's.
+  Status ForEachRow(const std::function<Status(int64_t id, const SparseTable::RowView&)>& fn) const;
+
+  Status CheckId(int64_t id) const { return memory_.CheckId(id); }
+  const EmbeddingTableOptions& options() const { return options_; }
+  const SparseOptimizer& optimizer() const { return memory_.optimizer(); }
+  int64_t budget_rows() const { return budget_rows_; }
+  int64_t table_updates() const { return memory_.table_updates(); }
+  // As SparseTable's, with rows counting both tiers and evictions counting
+  // the rows dropped (never the rows spilled to disk).
+  EmbeddingTableCounters counters() const;
+  TieredTableCounters tier_counters() const;
+
+  // The table's state besides the rows on disk (those are in the store's
+  // checkpoint): the rows in memory, the clock, the sightings, the count of
+  // rows on disk. Format in tiered_table_io.cc.
+  void Serialize(std::string* out) const;
+  // The table `data` holds over `store`, restored from the checkpoint taken
+  // with it. Damaged bytes, or a store that lacks the table while the bytes
+  // say rows are on disk, give an error naming the table.
+  // Access counts (TinyLFU) start again from zero: they decide where rows
+  // live, never what they hold.
+  static StatusOr<TieredTable> Deserialize(const EmbeddingTableOptions& options,
+                                           int64_t budget_rows, RowStore* store, const void* data,
+                                           size_t size, TierPolicy policy = kDefaultPolicy);
+
+ private:
+  TieredTable(const EmbeddingTableOptions& options, int64_t budget_rows, RowStore* store,
+              RowStore::TableId table, SparseTable memory, TierPolicy policy);
+  // The options of the in-memory part: no max_rows (this class keeps it).
+  static EmbeddingTableOptions MemoryOptions(const EmbeddingTableOptions& options);
+  static bool NeedsRecency(const EmbeddingTableOptions& options);
+
+  // Steps 1 to 4 of the top of this file, but the operation. `creates`:
+  // Lookup, which may create rows for ids it does not find.
+  Status BringIn(const int64_t* ids, size_t n, bool creates);
+  // Step 5.
+  void ChooseLeaving();
+  // Drops the least recently touched rows past max_rows.
+  Status DropPastMaxRows();
+  Status DropFromDisk(int64_t touched_before, int64_t max_count);
+
+  EmbeddingTableOptions options_;
+  int64_t budget_rows_;
+  RowStore* store_;  // not owned; outlives the table
+  RowStore::TableId table_;
+  SparseTable memory_;
+  TierPolicy policy_;
+  FrequencySketch sketch_;  // ids asked for, recently (kTinyLfu)
+  int64_t disk_rows_ = 0;
+  int64_t dropped_ = 0;           // rows dropped besides memory_'s own evictions
+  int64_t capacity_dropped_ = 0;  // of those, for max_rows
+  TieredTableCounters moved_;     // spilled and fetched
+  // Buffers kept between batches, so a steady batch allocates nothing.
+  IdDedup dedup_;
+  FlatIdMap<bool> in_batch_;  // the batch's ids, once in memory
+  std::vector<int64_t> missing_, incoming_;
+  std::vector<int64_t> leaving_;  // rows to spill at the next batch
+  std::vector<int64_t> leave_now_;
+  RowBatch fetched_, spilled_;
+  std::vector<RowStore::Erasure> erase_;
+};
+
+}  // namespace pstrain

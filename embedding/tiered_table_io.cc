@@ -1,0 +1,91 @@
+// TieredTable::Serialize and Deserialize. Format, little-endian, fixed width:
+//   "PSTIERED"              8 bytes, magic
+//   version                 u32 (1)
+//   disk rows               i64: rows in the store's checkpoint
+//   CRC-32                  u32, zlib crc32 of the bytes above
+//   the rows in memory      SparseTable::Serialize (its own CRC)
+// The rows on disk are not here: they are in the store's checkpoint, taken
+// with no batch between it and this. Counters start again from a restore,
+// as SparseTable's do.
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <cstring>
+
+#include "embedding/tiered_table.h"
+
+namespace pstrain {
+namespace {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the format is little-endian and written with memcpy");
+
+constexpr char kMagic[8] = {'P', 'S', 'T', 'I', 'E', 'R', 'E', 'D'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kFields = 1;
+constexpr size_t kHeaderBytes = sizeof(kMagic) + sizeof(uint32_t) + kFields * sizeof(int64_t);
+
+uint32_t Crc32(const char* data, size_t size) {
+  return static_cast<uint32_t>(
+      crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(data), static_cast<uInt>(size)));
+}
+
+}  // namespace
+
+void TieredTable::Serialize(std::string* out) const {
+  const size_t start = out->size();
+  out->append(kMagic, sizeof(kMagic));
+  out->append(reinterpret_cast<const char*>(&kVersion), sizeof(kVersion));
+  const int64_t fields[kFields] = {disk_rows_};
+  out->append(reinterpret_cast<const char*>(fields), sizeof(fields));
+  const uint32_t crc = Crc32(out->data() + start, kHeaderBytes);
+  out->append(reinterpret_cast<const char*>(&crc), sizeof(crc));
+  memory_.Serialize(out);
+}
+
+StatusOr<TieredTable> TieredTable::Deserialize(const EmbeddingTableOptions& options,
+                                               int64_t budget_rows, RowStore* store,
+                                               const void* data, size_t size, TierPolicy policy) {
+  const auto bad = [&](const std::string& what) {
+    return InvalidArgument(fmt::format("embedding table '{}': cannot restore the tiered table: {}",
+                                       options.name, what));
+  };
+  const char* bytes = static_cast<const char*>(data);
+  if (size < kHeaderBytes + sizeof(uint32_t) || std::memcmp(bytes, kMagic, sizeof(kMagic)) != 0)
+    return bad("not a serialized tiered table (bad magic or too short)");
+  uint32_t stored_crc, version;
+  std::memcpy(&stored_crc, bytes + kHeaderBytes, sizeof(stored_crc));
+  if (Crc32(bytes, kHeaderBytes) != stored_crc) return bad("header checksum mismatch");
+  std::memcpy(&version, bytes + sizeof(kMagic), sizeof(version));
+  if (version != kVersion) return bad(fmt::format("unsupported version {}", version));
+  int64_t fields[kFields];
+  std::memcpy(fields, bytes + sizeof(kMagic) + sizeof(version), sizeof(fields));
+  for (int64_t f : fields)
+    if (f < 0) return bad("a negative count");
+  if (budget_rows < 1)
+    return InvalidArgument(
+        fmt::format("embedding table '{}': the memory budget must hold at least 1 row, got {}",
+                    options.name, budget_rows));
+
+  const size_t rows_at = kHeaderBytes + sizeof(uint32_t);
+  auto memory = SparseTable::Deserialize(MemoryOptions(options), bytes + rows_at, size - rows_at);
+  if (!memory.ok()) return memory.status();
+  const size_t floats =
+      static_cast<size_t>(options.dim) * (1 + static_cast<size_t>(memory->optimizer().num_slots()));
+  // An absent table is created empty; rows said to be on disk then are not.
+  auto table = store->OpenTable(options.name, floats, NeedsRecency(options), false);
+  if (!table.ok()) return table.status();
+  TieredTable tiered(options, budget_rows, store, *table, std::move(*memory), policy);
+  tiered.disk_rows_ = fields[0];
+  if (tiered.disk_rows_ > 0) {
+    std::unique_ptr<RowStore::Iterator> it = store->NewIterator(*table);
+    if (!it->Valid()) {
+      PSTRAIN_RETURN_IF_ERROR(it->status());
+      return bad(
+          fmt::format("{} rows should be on disk, but store {} has none", fields[0], store->dir()));
+    }
+  }
+  return tiered;
+}
+
+}  // namespace pstrain
