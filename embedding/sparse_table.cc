@@ -263,11 +263,6 @@ void SparseTable::Remove(const std::vector<int64_t>& ids) {
   }
 }
 
-void SparseTable::RemoveBack(size_t k) {
-  assert(k <= meta_.size());
-  for (size_t i = 0; i < k; ++i) RemoveRow(lru_.back());
-}
-
 void SparseTable::InsertRows(const RowBatch& rows) {
   assert(rows.floats == stride_);
   for (size_t i = 0; i < rows.size(); ++i) {

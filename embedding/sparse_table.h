@@ -91,7 +91,6 @@ class SparseTable {
   // Hooks for a table that keeps its least recently touched rows elsewhere
   // (TieredTable moves them to disk and back), for tables without max_rows.
   // None of them counts as an admission or an eviction.
-  //
   int64_t clock() const { return clock_; }
   // Up to k ids of the least recently touched rows, least recent first,
   // skipping those `skip` accepts.
@@ -101,8 +100,6 @@ class SparseTable {
   void CopyRows(const std::vector<int64_t>& ids, RowBatch* out) const;
   // Removes the rows of `ids`, which must all have one.
   void Remove(const std::vector<int64_t>& ids);
-  // Removes the k least recently touched rows.
-  void RemoveBack(size_t k);
   // Adds the rows of `rows` (ids without a row here) at the front of the
   // recency list, least recent first, each with its values, slots,
   // last-touched step and update count as given.

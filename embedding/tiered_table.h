@@ -26,7 +26,8 @@
 // kTinyLfu (the worker's RowCache rule) lets a row that came in stay only if
 // its id was asked for more often, recently, than the least recently touched
 // row's (FrequencySketch), else the row goes back out. README, "Tiered
-// embedding tables", has the figures that chose the default.
+// tables: a memory budget over local disk", has the figures that chose the
+// default (tests/tiered_table_bench.cc measures both).
 //
 // Memory: budget_rows, plus at most the rows that came in with the last two
 // batches (those chosen to leave, until the next batch writes them).
