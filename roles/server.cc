@@ -54,7 +54,7 @@ Status Server::RunOnce() {
       [this](const Connection::Ptr& c, Incoming&& in) { OnPeerRequest(c, std::move(in)); },
       [this](const Connection::Ptr& c, const Status&) { worker_of_.erase(c.get()); });
   if (!topology.ok()) return topology.status();
-  auto tables = TableHost::Create(config_, node_.options().cluster.worker_num, node_.log());
+  auto tables = TableHost::Create(config_, node_.options().cluster.worker_num, rank(), node_.log());
   if (!tables.ok()) return tables.status();
   if (auto list = ServerTables(config_); list.ok())
     for (const ServerTable& t : *list) table_names_.push_back(t.options.name);
@@ -266,8 +266,8 @@ void Server::Save(int64_t step, PsShard::Reply reply) {
     return reply(ErrorReply{"this server's config has no train.checkpoint.dir"}, {});
   struct Gather {
     std::mutex mutex;
-    std::vector<PartitionSnapshot> partitions;  // GUARDED_BY(mutex)
-    std::vector<TableSnapshot> tables;          // GUARDED_BY(mutex)
+    std::vector<PartitionSnapshot> partitions;                       // GUARDED_BY(mutex)
+    StatusOr<TableHost::Snapshots> tables = TableHost::Snapshots{};  // GUARDED_BY(mutex)
   };
   std::vector<PsShard*> shards = AllShards();
   auto gather = std::make_shared<Gather>();
@@ -278,14 +278,26 @@ void Server::Save(int64_t step, PsShard::Reply reply) {
   auto parts = std::make_shared<CountDown>(
       shards.size() + 1,  // and the tables
       [this, gather, dir, file, meta, reply](const Status&) {
-        io_thread_.Post([gather, dir, file, meta, reply] {
+        io_thread_.Post([this, gather, dir, file, meta, reply] {
+          if (!gather->tables.ok()) return reply(ErrorReply{gather->tables.status().message()}, {});
           // Shards hand in their partitions in any order; sorted, the same
           // state gives the same bytes.
           std::sort(gather->partitions.begin(), gather->partitions.end(),
                     [](const PartitionSnapshot& a, const PartitionSnapshot& b) {
                       return std::tie(a.tensor, a.part) < std::tie(b.tensor, b.part);
                     });
-          Status st = WriteShardFile(dir + "/" + file, meta, gather->partitions, gather->tables);
+          // The store's checkpoint, listed in the shard file (checked on
+          // resume): written after it, the shard file vouches for it.
+          std::vector<StoreFile> store_files;
+          const std::string& store = gather->tables->store_checkpoint;
+          if (!store.empty()) {
+            auto listed = store_digests_.List(store);
+            if (!listed.ok()) return reply(ErrorReply{listed.status().message()}, {});
+            store_files = std::move(*listed);
+          }
+          Status st =
+              WriteShardFile(dir + "/" + file, meta, gather->partitions, gather->tables->tables,
+                             store.empty() ? nullptr : &store_files);
           if (!st.ok()) return reply(ErrorReply{st.message()}, {});
           reply(SaveReply{file}, {});
         });
@@ -299,7 +311,7 @@ void Server::Save(int64_t step, PsShard::Reply reply) {
       parts->Report(Status::OK());
     });
   }
-  tables_->Snapshot(step, [gather, parts](std::vector<TableSnapshot> tables) {
+  tables_->Snapshot(step, [gather, parts](StatusOr<TableHost::Snapshots> tables) {
     {
       std::lock_guard<std::mutex> lock(gather->mutex);
       gather->tables = std::move(tables);
@@ -337,7 +349,11 @@ Status Server::RestoreNewestCheckpoint() {
   }
   if (contents->workers != workers)
     node_.log()->info("resuming a checkpoint of {} workers with {}", contents->workers, workers);
-  PSTRAIN_RETURN_IF_ERROR(tables_->Restore(std::move(contents->tables)).WithContext(path));
+  const std::string store =
+      contents->has_store ? newest->step_dir + "/" + StoreCheckpointDirName(rank()) : "";
+  PSTRAIN_RETURN_IF_ERROR(
+      tables_->Restore(std::move(contents->tables), store, contents->store_files)
+          .WithContext(path));
   std::vector<PartitionSnapshot>* partitions = &contents->partitions;
   // Route each partition as a request for it would be routed (on the loop,
   // which owns the routes), then let each shard install its own.

@@ -38,6 +38,7 @@
 #include "roles/server_metrics.h"
 #include "roles/server_tables.h"
 #include "roles/shard_file.h"
+#include "roles/store_checkpoint.h"
 #include "roles/table_host.h"
 #include "src/common/config.h"
 
@@ -81,6 +82,8 @@ class Server {
   Node node_;
   // Declared before the shards: a snapshot still queued on a shard when the
   // shards join may hand its file to this thread.
+  // The store checkpoints' checksums, known per file (io_thread_ only).
+  StoreDigests store_digests_;
   WorkThread io_thread_;  // writes checkpoint files off the loop and the shards
   // Declared after node_: the destructor stops the loop first (no more
   // requests reach the shards), then the shards join (their last replies

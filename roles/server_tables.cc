@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "embedding/tiered_table.h"
 #include "src/common/random.h"
 #include "src/nn/model.h"
 
@@ -53,6 +54,9 @@ StatusOr<std::vector<ServerTable>> ServerTables(const Config& config) {
       PSTRAIN_RETURN_IF_ERROR(o.Validate().WithContext(config.source));
       t.cache_rows = rule->cache_rows;
       t.cache_staleness = rule->cache_staleness;
+      t.memory_rows = rule->server_cache_bytes > 0
+                          ? TieredTable::RowsForBytes(o, rule->server_cache_bytes)
+                          : rule->server_cache_rows;
       tables.push_back(std::move(t));
     }
   }
@@ -62,6 +66,18 @@ StatusOr<std::vector<ServerTable>> ServerTables(const Config& config) {
         "not: put every embedding table on the servers, or none",
         config.source, tables.size(), worker_held));
   return tables;
+}
+
+std::string ServerStoreDir(const Config& config, int rank) {
+  const std::string base =
+      config.train.store_dir.empty() ? "pstrain-store" : config.train.store_dir;
+  return fmt::format("{}/server-{}", base, rank);
+}
+
+bool HasMemoryBudget(const std::vector<ServerTable>& tables) {
+  for (const ServerTable& t : tables)
+    if (t.memory_rows > 0) return true;
+  return false;
 }
 
 Config OneTableConfig(const std::string& layer, int dim) {

@@ -16,7 +16,15 @@ struct ServerTable {
   EmbeddingTableOptions options;  // name: the parameter, "<layer>.weight"
   int64_t cache_rows = 0;         // worker-side cache, rows
   int64_t cache_staleness = 0;    // steps a cached row may be old (async/ssp)
+  // Rows a server keeps in memory, the rest on its disk (server_cache_rows,
+  // or server_cache_bytes in rows); 0: all in memory.
+  int64_t memory_rows = 0;
 };
+
+// Where server `rank` keeps the table rows beyond their memory budget:
+// <train.store_dir, or ./pstrain-store>/server-<rank>.
+std::string ServerStoreDir(const Config& config, int rank);
+bool HasMemoryBudget(const std::vector<ServerTable>& tables);
 
 // Errors name the config line: an init_in_server rule that matches a
 // parameter other than an embedding_bag's weight, an initializer tables do

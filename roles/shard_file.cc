@@ -56,7 +56,8 @@ std::string ShardFileName(int rank) { return fmt::format("server-{}.ckpt", rank)
 
 Status WriteShardFile(const std::string& path, const ShardMeta& meta,
                       const std::vector<PartitionSnapshot>& partitions,
-                      const std::vector<TableSnapshot>& tables) {
+                      const std::vector<TableSnapshot>& tables,
+                      const std::vector<StoreFile>* store_files) {
   std::string meta_text = MetaText(meta);
   std::vector<SectionView> sections{{"meta", meta_text.data(), meta_text.size()}};
   std::vector<std::array<int64_t, 3>> states(partitions.size());
@@ -81,9 +82,11 @@ Status WriteShardFile(const std::string& path, const ShardMeta& meta,
     std::string& b = table_bytes.emplace_back(sizeof(int64_t), '\0');
     std::memcpy(b.data(), &t.clock, sizeof(int64_t));
     b += t.bytes;
-    names.push_back("t/" + t.name);
+    names.push_back((t.tiered ? "tiered/" : "t/") + t.name);
     sections.push_back({names.back(), b.data(), b.size()});
   }
+  const std::string store_text = store_files ? FormatStoreFiles(*store_files) : "";
+  if (store_files) sections.push_back({"store", store_text.data(), store_text.size()});
   return WriteCheckpointFile(path, sections);
 }
 
@@ -114,11 +117,20 @@ StatusOr<ShardContents> ReadShardFile(const std::string& path, const ShardMeta& 
   std::map<std::pair<std::string, uint32_t>, PartitionSnapshot> by_key;
   for (size_t i = 1; i < sections->size(); ++i) {
     const Section& s = (*sections)[i];
-    if (s.name.rfind("t/", 0) == 0) {
+    if (s.name == "store") {
+      auto files = ParseStoreFiles(std::string(s.bytes.begin(), s.bytes.end()));
+      if (!files.ok()) return files.status().WithContext(path);
+      out.has_store = true;
+      out.store_files = std::move(*files);
+      continue;
+    }
+    const bool tiered = s.name.rfind("tiered/", 0) == 0;
+    if (tiered || s.name.rfind("t/", 0) == 0) {
       if (s.bytes.size() < sizeof(int64_t))
         return InvalidArgument(fmt::format("{}: section '{}' is too short", path, s.name));
       TableSnapshot& t = out.tables.emplace_back();
-      t.name = s.name.substr(2);
+      t.name = s.name.substr(tiered ? 7 : 2);
+      t.tiered = tiered;
       std::memcpy(&t.clock, s.bytes.data(), sizeof(int64_t));
       t.bytes.assign(s.bytes.begin() + sizeof(int64_t), s.bytes.end());
       continue;

@@ -7,12 +7,18 @@
 //   "p/<tensor>/<part>/slot/<name>"  float32 optimizer slot
 //   "t/<table>"                the server's share of an embedding table: its
 //                              clock (i64), then SparseTable::Serialize's bytes
+//   "tiered/<table>"           the same for a table with rows on disk: clock,
+//                              then TieredTable::Serialize's bytes
+//   "store"                    with such tables: the files of the store's
+//                              checkpoint, server-<rank>-store/ beside this
+//                              file (roles/store_checkpoint.h)
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "roles/ps_shard.h"
+#include "roles/store_checkpoint.h"
 #include "src/common/status.h"
 
 namespace pstrain {
@@ -29,18 +35,23 @@ std::string ShardFileName(int rank);
 struct TableSnapshot {
   std::string name;
   int64_t clock = 0;
-  std::string bytes;  // SparseTable::Serialize
+  bool tiered = false;  // rows partly on disk: TieredTable's bytes
+  std::string bytes;    // SparseTable::Serialize or TieredTable::Serialize
 };
 
 struct ShardContents {
   int workers = 0;  // the worker count of the job that wrote it
   std::vector<PartitionSnapshot> partitions;
   std::vector<TableSnapshot> tables;
+  bool has_store = false;  // a "store" section: the files below
+  std::vector<StoreFile> store_files;
 };
 
+// `store_files`, when not null, lists the store checkpoint beside the file.
 Status WriteShardFile(const std::string& path, const ShardMeta& meta,
                       const std::vector<PartitionSnapshot>& partitions,
-                      const std::vector<TableSnapshot>& tables = {});
+                      const std::vector<TableSnapshot>& tables = {},
+                      const std::vector<StoreFile>* store_files = nullptr);
 // Reads a shard and checks it was written by a job of the same shape.
 StatusOr<ShardContents> ReadShardFile(const std::string& path, const ShardMeta& expected);
 

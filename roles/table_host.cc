@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 
 #include "comm/completion.h"
 #include "embedding/id_dedup.h"
+#include "src/common/checkpoint_file.h"
 
 namespace pstrain {
 namespace {
@@ -23,22 +25,51 @@ std::vector<int64_t> ReadIds(const uint8_t* data, int64_t n) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<TableHost>> TableHost::Create(const Config& config, int workers,
+StatusOr<std::unique_ptr<TableHost>> TableHost::Create(const Config& config, int workers, int rank,
                                                        Logger log) {
   auto tables = ServerTables(config);
   if (!tables.ok()) return tables.status();
-  std::unique_ptr<TableHost> host(new TableHost(workers, config.train.mode, std::move(log)));
-  for (ServerTable& t : *tables) {
-    auto table = SparseTable::Create(t.options);
+  std::unique_ptr<TableHost> host(new TableHost(config, workers, rank, std::move(log)));
+  host->specs_ = std::move(*tables);
+  PSTRAIN_RETURN_IF_ERROR(host->OpenStore());
+  for (const ServerTable& t : host->specs_) {
+    auto table = TableRows::Create(t, host->store_.get());
     if (!table.ok()) return table.status();
     host->tables_.emplace(t.options.name, host->MakeHosted(std::move(*table)));
   }
   return host;
 }
 
+Status TableHost::OpenStore() {
+  if (!HasMemoryBudget(specs_)) return Status::OK();
+  // The default lives under the working directory and is made on demand; a
+  // directory the user named must be there (a typo must not fill another
+  // disk).
+  const std::string& base = config_.train.store_dir;
+  std::error_code ec;
+  if (base.empty()) {
+    std::filesystem::create_directories("pstrain-store", ec);
+    if (ec)
+      return FailedPrecondition(fmt::format(
+          "cannot create the embedding store directory pstrain-store: {}", ec.message()));
+  } else if (!std::filesystem::is_directory(base, ec)) {
+    return FailedPrecondition(fmt::format(
+        "{}: train.store_dir {} is not a directory (create it, on a local disk with room for the "
+        "tables' rows)",
+        config_.source, base));
+  }
+  const std::string dir = ServerStoreDir(config_, rank_);
+  auto store = RowStore::Open(dir);
+  if (!store.ok()) return store.status();
+  store_ = std::move(*store);
+  log_->info("table rows beyond their memory budget go to {}",
+             std::filesystem::absolute(dir).string());
+  return Status::OK();
+}
+
 TableHost::~TableHost() = default;
 
-std::unique_ptr<TableHost::HostedTable> TableHost::MakeHosted(SparseTable table) const {
+std::unique_ptr<TableHost::HostedTable> TableHost::MakeHosted(TableRows table) const {
   return std::make_unique<HostedTable>(std::move(table), workers_, mode_);
 }
 
@@ -163,20 +194,25 @@ void TableHost::AfterPush(HostedTable& t) {
   const int64_t step = t.core.step();
   if (step % kLogEverySteps == 0 && step != t.logged_step) {
     t.logged_step = step;
-    t.table.EvictUntouched(step);
+    // A failed eviction (the disk) leaves every row where it was: the next
+    // round tries again.
+    auto evicted = t.table.EvictUntouched(step);
+    if (!evicted.ok())
+      log_->warn("table '{}' at step {}: idle rows not dropped: {}", t.table.options().name, step,
+                 evicted.status().message());
     const EmbeddingTableCounters c = t.table.counters();
     log_->info(
-        "table '{}' at step {}: {} rows, {} admitted, {} evicted ({} for room), {} dropped "
+        "table '{}' at step {}: {} rows{}, {} admitted, {} evicted ({} for room), {} dropped "
         "gradients, {} ids waiting for admission",
-        t.table.options().name, step, c.rows, c.admissions, c.evictions, c.capacity_evictions,
-        c.dropped_gradients, c.pending_ids);
+        t.table.options().name, step, c.rows, t.table.DescribeTiers(), c.admissions, c.evictions,
+        c.capacity_evictions, c.dropped_gradients, c.pending_ids);
   }
   for (auto it = waiting_snapshots_.begin(); it != waiting_snapshots_.end();) {
     if (!ReadyFor(it->first)) {
       ++it;
       continue;
     }
-    TakeSnapshot(it->second);
+    TakeSnapshot(it->first, it->second);
     it = waiting_snapshots_.erase(it);
   }
 }
@@ -188,12 +224,24 @@ bool TableHost::ReadyFor(int64_t step) const {
   return true;
 }
 
-void TableHost::TakeSnapshot(const SnapshotDone& done) {
-  std::vector<TableSnapshot> out;
+void TableHost::TakeSnapshot(int64_t step, const SnapshotDone& done) {
+  Snapshots out;
+  if (store_) {
+    // At the same moment as the tables' bytes: no batch runs in between.
+    out.store_checkpoint = CheckpointStepDir(config_.train.checkpoint->dir, step) + "/" +
+                           StoreCheckpointDirName(rank_);
+    std::error_code ec;
+    std::filesystem::remove_all(out.store_checkpoint, ec);  // a try at this step that failed
+    std::filesystem::create_directories(std::filesystem::path(out.store_checkpoint).parent_path(),
+                                        ec);
+    Status st = store_->Checkpoint(out.store_checkpoint);
+    if (!st.ok()) return done(st.WithContext(fmt::format("checkpoint of step {}", step)));
+  }
   for (auto& [name, t] : tables_) {
-    TableSnapshot& s = out.emplace_back();
+    TableSnapshot& s = out.tables.emplace_back();
     s.name = name;
     s.clock = t->core.step();
+    s.tiered = t->table.tiered();
     t->table.Serialize(&s.bytes);
   }
   done(std::move(out));
@@ -201,24 +249,66 @@ void TableHost::TakeSnapshot(const SnapshotDone& done) {
 
 void TableHost::Snapshot(int64_t step, SnapshotDone done) {
   thread_.Post([this, step, done] {
-    if (ReadyFor(step)) return TakeSnapshot(done);
+    if (ReadyFor(step)) return TakeSnapshot(step, done);
     waiting_snapshots_.emplace_back(step, done);
   });
 }
 
-Status TableHost::Restore(std::vector<TableSnapshot> tables) {
+namespace {
+
+const ServerTable* FindSpec(const std::vector<ServerTable>& specs, const std::string& name) {
+  for (const ServerTable& t : specs)
+    if (t.options.name == name) return &t;
+  return nullptr;
+}
+
+}  // namespace
+
+Status TableHost::RestoreStore(const std::string& checkpoint, const std::vector<StoreFile>& files) {
+  if (!store_)
+    return FailedPrecondition(fmt::format(
+        "the checkpoint keeps table rows on disk ({}), and this config sets no memory budget "
+        "(server_cache_rows or server_cache_bytes) for any table: resume with the checkpoint's",
+        checkpoint));
+  PSTRAIN_RETURN_IF_ERROR(CheckStoreFiles(checkpoint, files));
+  // Every table over the store goes before the store does.
+  for (auto& [name, t] : tables_)
+    if (t->table.tiered()) t.reset();
+  store_.reset();
+  auto store = RowStore::Restore(checkpoint, ServerStoreDir(config_, rank_));
+  if (!store.ok()) return store.status();
+  store_ = std::move(*store);
+  return Status::OK();
+}
+
+Status TableHost::Restore(std::vector<TableSnapshot> tables, const std::string& store_checkpoint,
+                          const std::vector<StoreFile>& store_files) {
   Completion<Status> done;
-  thread_.Post([this, &tables, done] {
+  thread_.Post([this, &tables, &store_checkpoint, &store_files, done] {
     for (TableSnapshot& s : tables) {
-      HostedTable* t = Find(s.name);
-      if (t == nullptr)
+      if (FindSpec(specs_, s.name) == nullptr)
         return done.Set(InvalidArgument(
             fmt::format("the checkpoint has table '{}', which the config does not", s.name)));
-      auto restored = SparseTable::Deserialize(t->table.options(), s.bytes.data(), s.bytes.size());
+    }
+    if (!store_checkpoint.empty()) {
+      Status st = RestoreStore(store_checkpoint, store_files);
+      if (!st.ok()) return done.Set(st);
+    }
+    for (TableSnapshot& s : tables) {
+      auto restored =
+          TableRows::Deserialize(*FindSpec(specs_, s.name), store_.get(), s.tiered, s.bytes);
       if (!restored.ok()) return done.Set(restored.status().WithContext("table " + s.name));
       auto fresh = MakeHosted(std::move(*restored));
       fresh->core.RestoreStep(s.clock);
       tables_[s.name] = std::move(fresh);
+    }
+    // A table over the new store that the checkpoint did not hold starts
+    // empty there.
+    for (const ServerTable& spec : specs_) {
+      if (tables_[spec.options.name]) continue;
+      auto table = TableRows::Create(spec, store_.get());
+      if (!table.ok()) return done.Set(table.status());
+      tables_[spec.options.name] = MakeHosted(std::move(*table));
     }
     done.Set(Status::OK());
   });

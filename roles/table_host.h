@@ -18,6 +18,10 @@
 // Rows' ages (evict_after_steps) count the job's steps (UpdateCore::step).
 // Counts of rows, admissions and evictions are logged every 1000 steps, and
 // idle rows are dropped then.
+// A table whose rule sets a memory budget keeps the rows beyond it on this
+// server's disk (roles/table_rows.h), in one RowStore for all such tables,
+// at ServerStoreDir(); a checkpoint holds the store's own checkpoint beside
+// the shard file (roles/store_checkpoint.h).
 //
 // Threads: the tables belong to one WorkThread; Pull and Push may be called
 // from any thread (the loop's) and post there. Replies are made there.
@@ -34,9 +38,11 @@
 
 #include "comm/buffer.h"
 #include "comm/messages.h"
-#include "embedding/sparse_table.h"
+#include "embedding/row_store.h"
 #include "roles/server_tables.h"
 #include "roles/shard_file.h"
+#include "roles/store_checkpoint.h"
+#include "roles/table_rows.h"
 #include "roles/update_core.h"
 #include "src/common/config.h"
 #include "src/common/logging.h"
@@ -49,7 +55,9 @@ class TableHost {
  public:
   using Reply = std::function<void(MessageBody body, Payload payload)>;
 
-  static StatusOr<std::unique_ptr<TableHost>> Create(const Config& config, int workers, Logger log);
+  // `rank`: this server's, naming its store directory.
+  static StatusOr<std::unique_ptr<TableHost>> Create(const Config& config, int workers, int rank,
+                                                     Logger log);
   ~TableHost();
 
   bool empty() const { return tables_.empty(); }
@@ -60,24 +68,34 @@ class TableHost {
   // the table thread and handed to `done` there. In sync mode the copy waits
   // until every table has applied `step` steps (the chief asks once its own
   // push of the step is acknowledged, the others' may still be on the way).
-  using SnapshotDone = std::function<void(std::vector<TableSnapshot>)>;
+  // With rows on disk, the store's checkpoint is made at the same moment in
+  // <step dir>/server-<rank>-store, and its path handed over too.
+  struct Snapshots {
+    std::vector<TableSnapshot> tables;
+    std::string store_checkpoint;  // empty: no rows on disk
+  };
+  using SnapshotDone = std::function<void(StatusOr<Snapshots>)>;
   void Snapshot(int64_t step, SnapshotDone done);
-  // Before any worker sends: replaces each named table with its snapshot.
-  // A snapshot of a table this config does not have is an error.
-  Status Restore(std::vector<TableSnapshot> tables);
+  // Before any worker sends: replaces each named table with its snapshot;
+  // `store_checkpoint`, when not empty, is the store's checkpoint of the same
+  // step, whose files are checked against `store_files` before it replaces
+  // this server's store. A snapshot of a table this config does not have is
+  // an error.
+  Status Restore(std::vector<TableSnapshot> tables, const std::string& store_checkpoint = "",
+                 const std::vector<StoreFile>& store_files = {});
 
   // Table statistics, on the table thread (tests).
   StatusOr<EmbeddingTableCounters> Counters(const std::string& table);
 
  private:
   struct HostedTable {
-    HostedTable(SparseTable t, int workers, UpdateMode mode)
+    HostedTable(TableRows t, int workers, UpdateMode mode)
         : table(std::move(t)),
           name(fmt::format("table '{}'", table.options().name)),
           core(workers, mode),
           pending_ids(workers),
           pending_grads(workers) {}
-    SparseTable table;
+    TableRows table;
     const std::string name;  // for errors
     UpdateCore core;
     // sync: the pushes of this step so far, by worker.
@@ -85,9 +103,15 @@ class TableHost {
     std::vector<std::vector<float>> pending_grads;
     int64_t logged_step = 0;  // the last step counts were logged at
   };
-  TableHost(int workers, UpdateMode mode, Logger log) : workers_(workers), mode_(mode), log_(log) {}
+  TableHost(const Config& config, int workers, int rank, Logger log)
+      : config_(config), workers_(workers), rank_(rank), mode_(config.train.mode), log_(log) {}
 
-  std::unique_ptr<HostedTable> MakeHosted(SparseTable table) const;
+  std::unique_ptr<HostedTable> MakeHosted(TableRows table) const;
+  // Opens this server's store (a fresh one) when some table has a budget.
+  Status OpenStore();
+  // Replaces the store with `checkpoint`'s copy and every table with rows on
+  // disk: those in `tables` from their snapshot, the others empty.
+  Status RestoreStore(const std::string& checkpoint, const std::vector<StoreFile>& files);
   HostedTable* Find(const std::string& name);
   void DoPull(HostedTable& t, const Buffer& ids, const Reply& reply);
   Status DoPush(HostedTable& t, const SparsePushRequest& request, const Buffer& payload);
@@ -95,7 +119,7 @@ class TableHost {
   void AfterPush(HostedTable& t);
 
   bool ReadyFor(int64_t step) const;
-  void TakeSnapshot(const SnapshotDone& done);
+  void TakeSnapshot(int64_t step, const SnapshotDone& done);
 
   // Pull replies' row buffers, reused: a fresh multi-MiB allocation per
   // pull costs a page fault every 4 KiB, which halved pull throughput.
@@ -107,11 +131,15 @@ class TableHost {
   static std::shared_ptr<FloatBuffer> GetRows(const std::shared_ptr<RowBuffers>& pool,
                                               size_t floats);
 
+  const Config config_;
+  std::vector<ServerTable> specs_;  // by the config, set in Create
   const int workers_;
+  const int rank_;
   const UpdateMode mode_;
   std::shared_ptr<RowBuffers> row_buffers_ = std::make_shared<RowBuffers>();
   std::vector<std::pair<int64_t, SnapshotDone>> waiting_snapshots_;  // table thread
   Logger log_;
+  std::unique_ptr<RowStore> store_;  // before the tables, which use it
   std::map<std::string, std::unique_ptr<HostedTable>, std::less<>> tables_;
   WorkThread thread_;  // last: joins before the tables go
 };

@@ -1,0 +1,53 @@
+// TableRows: one server-held table's rows on a server, in memory
+// (embedding/sparse_table.h) or, when its rule sets a memory budget
+// (server_cache_rows or server_cache_bytes), in memory over the server's
+// RowStore on disk (embedding/tiered_table.h). TableHost runs the same
+// operations on either.
+//
+// Thread-safety: none; the table thread's, as the tables it holds.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "embedding/row_store.h"
+#include "embedding/sparse_table.h"
+#include "embedding/tiered_table.h"
+#include "roles/server_tables.h"
+
+namespace pstrain {
+
+class TableRows {
+ public:
+  // `store` must outlive the table; it is used only when `table` has a
+  // memory budget (then it must not be null).
+  static StatusOr<TableRows> Create(const ServerTable& table, RowStore* store);
+  // The table a checkpoint's bytes hold (TableRows::Serialize), `tiered` as
+  // it was written; the kind must be the one the config asks for now.
+  static StatusOr<TableRows> Deserialize(const ServerTable& table, RowStore* store, bool tiered,
+                                         const std::string& bytes);
+
+  TableRows(TableRows&&) = default;
+  TableRows& operator=(TableRows&&) = delete;
+
+  bool tiered() const { return tiered_.has_value(); }
+  Status Lookup(const int64_t* ids, size_t n, float* out, int64_t step);
+  Status ApplyGradients(const int64_t* ids, const float* grads, size_t n, int64_t step);
+  StatusOr<int64_t> EvictUntouched(int64_t step);
+  Status CheckId(int64_t id) const;
+  void Serialize(std::string* out) const;
+  const EmbeddingTableOptions& options() const;
+  EmbeddingTableCounters counters() const;
+  // Rows in memory and on disk, for the log line: "" when not tiered.
+  std::string DescribeTiers() const;
+
+ private:
+  explicit TableRows(SparseTable memory) : memory_(std::move(memory)) {}
+  explicit TableRows(TieredTable tiered) : tiered_(std::move(tiered)) {}
+
+  std::optional<SparseTable> memory_;  // exactly one of the two
+  std::optional<TieredTable> tiered_;
+};
+
+}  // namespace pstrain
