@@ -33,7 +33,7 @@ StatusOr<std::unique_ptr<TableHost>> TableHost::Create(const Config& config, int
   host->specs_ = std::move(*tables);
   PSTRAIN_RETURN_IF_ERROR(host->OpenStore());
   for (const ServerTable& t : host->specs_) {
-    auto table = TableRows::Create(t, host->store_.get());
+    auto table = ServerRows::Create(t, host->store_.get());
     if (!table.ok()) return table.status();
     host->tables_.emplace(t.options.name, host->MakeHosted(std::move(*table)));
   }
@@ -69,7 +69,7 @@ Status TableHost::OpenStore() {
 
 TableHost::~TableHost() = default;
 
-std::unique_ptr<TableHost::HostedTable> TableHost::MakeHosted(TableRows table) const {
+std::unique_ptr<TableHost::HostedTable> TableHost::MakeHosted(ServerRows table) const {
   return std::make_unique<HostedTable>(std::move(table), workers_, mode_);
 }
 
@@ -296,7 +296,7 @@ Status TableHost::Restore(std::vector<TableSnapshot> tables, const std::string& 
     }
     for (TableSnapshot& s : tables) {
       auto restored =
-          TableRows::Deserialize(*FindSpec(specs_, s.name), store_.get(), s.tiered, s.bytes);
+          ServerRows::Deserialize(*FindSpec(specs_, s.name), store_.get(), s.tiered, s.bytes);
       if (!restored.ok()) return done.Set(restored.status().WithContext("table " + s.name));
       auto fresh = MakeHosted(std::move(*restored));
       fresh->core.RestoreStep(s.clock);
@@ -306,7 +306,7 @@ Status TableHost::Restore(std::vector<TableSnapshot> tables, const std::string& 
     // empty there.
     for (const ServerTable& spec : specs_) {
       if (tables_[spec.options.name]) continue;
-      auto table = TableRows::Create(spec, store_.get());
+      auto table = ServerRows::Create(spec, store_.get());
       if (!table.ok()) return done.Set(table.status());
       tables_[spec.options.name] = MakeHosted(std::move(*table));
     }

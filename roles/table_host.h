@@ -19,7 +19,7 @@
 // Counts of rows, admissions and evictions are logged every 1000 steps, and
 // idle rows are dropped then.
 // A table whose rule sets a memory budget keeps the rows beyond it on this
-// server's disk (roles/table_rows.h), in one RowStore for all such tables,
+// server's disk (roles/server_rows.h), in one RowStore for all such tables,
 // at ServerStoreDir(); a checkpoint holds the store's own checkpoint beside
 // the shard file (roles/store_checkpoint.h).
 //
@@ -39,10 +39,10 @@
 #include "comm/buffer.h"
 #include "comm/messages.h"
 #include "embedding/row_store.h"
+#include "roles/server_rows.h"
 #include "roles/server_tables.h"
 #include "roles/shard_file.h"
 #include "roles/store_checkpoint.h"
-#include "roles/table_rows.h"
 #include "roles/update_core.h"
 #include "src/common/config.h"
 #include "src/common/logging.h"
@@ -89,13 +89,13 @@ class TableHost {
 
  private:
   struct HostedTable {
-    HostedTable(TableRows t, int workers, UpdateMode mode)
+    HostedTable(ServerRows t, int workers, UpdateMode mode)
         : table(std::move(t)),
           name(fmt::format("table '{}'", table.options().name)),
           core(workers, mode),
           pending_ids(workers),
           pending_grads(workers) {}
-    TableRows table;
+    ServerRows table;
     const std::string name;  // for errors
     UpdateCore core;
     // sync: the pushes of this step so far, by worker.
@@ -106,7 +106,7 @@ class TableHost {
   TableHost(const Config& config, int workers, int rank, Logger log)
       : config_(config), workers_(workers), rank_(rank), mode_(config.train.mode), log_(log) {}
 
-  std::unique_ptr<HostedTable> MakeHosted(TableRows table) const;
+  std::unique_ptr<HostedTable> MakeHosted(ServerRows table) const;
   // Opens this server's store (a fresh one) when some table has a budget.
   Status OpenStore();
   // Replaces the store with `checkpoint`'s copy and every table with rows on

@@ -1,5 +1,5 @@
 // Server-held tables with a memory budget in whole jobs (issue 16,
-// roles/table_rows.h, roles/store_checkpoint.h): rows beyond the budget
+// roles/server_rows.h, roles/store_checkpoint.h): rows beyond the budget
 // wait on the server's disk and the job trains exactly as with every row in
 // memory; checkpoints carry the store and resume exactly; a store
 // directory that is missing, or a store checkpoint that was damaged, stops

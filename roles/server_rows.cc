@@ -1,22 +1,22 @@
-#include "roles/table_rows.h"
+#include "roles/server_rows.h"
 
 #include <fmt/format.h>
 
 namespace pstrain {
 
-StatusOr<TableRows> TableRows::Create(const ServerTable& table, RowStore* store) {
+StatusOr<ServerRows> ServerRows::Create(const ServerTable& table, RowStore* store) {
   if (table.memory_rows == 0) {
     auto memory = SparseTable::Create(table.options);
     if (!memory.ok()) return memory.status();
-    return TableRows(std::move(*memory));
+    return ServerRows(std::move(*memory));
   }
   auto tiered = TieredTable::Create(table.options, table.memory_rows, store);
   if (!tiered.ok()) return tiered.status();
-  return TableRows(std::move(*tiered));
+  return ServerRows(std::move(*tiered));
 }
 
-StatusOr<TableRows> TableRows::Deserialize(const ServerTable& table, RowStore* store, bool tiered,
-                                           const std::string& bytes) {
+StatusOr<ServerRows> ServerRows::Deserialize(const ServerTable& table, RowStore* store, bool tiered,
+                                             const std::string& bytes) {
   const bool wants_tiered = table.memory_rows > 0;
   if (tiered != wants_tiered)
     return FailedPrecondition(
@@ -27,33 +27,33 @@ StatusOr<TableRows> TableRows::Deserialize(const ServerTable& table, RowStore* s
   if (!tiered) {
     auto memory = SparseTable::Deserialize(table.options, bytes.data(), bytes.size());
     if (!memory.ok()) return memory.status();
-    return TableRows(std::move(*memory));
+    return ServerRows(std::move(*memory));
   }
   auto restored =
       TieredTable::Deserialize(table.options, table.memory_rows, store, bytes.data(), bytes.size());
   if (!restored.ok()) return restored.status();
-  return TableRows(std::move(*restored));
+  return ServerRows(std::move(*restored));
 }
 
-Status TableRows::Lookup(const int64_t* ids, size_t n, float* out, int64_t step) {
+Status ServerRows::Lookup(const int64_t* ids, size_t n, float* out, int64_t step) {
   return tiered_ ? tiered_->Lookup(ids, n, out, step) : memory_->Lookup(ids, n, out, step);
 }
 
-Status TableRows::ApplyGradients(const int64_t* ids, const float* grads, size_t n, int64_t step) {
+Status ServerRows::ApplyGradients(const int64_t* ids, const float* grads, size_t n, int64_t step) {
   return tiered_ ? tiered_->ApplyGradients(ids, grads, n, step)
                  : memory_->ApplyGradients(ids, grads, n, step);
 }
 
-StatusOr<int64_t> TableRows::EvictUntouched(int64_t step) {
+StatusOr<int64_t> ServerRows::EvictUntouched(int64_t step) {
   if (tiered_) return tiered_->EvictUntouched(step);
   return memory_->EvictUntouched(step);
 }
 
-Status TableRows::CheckId(int64_t id) const {
+Status ServerRows::CheckId(int64_t id) const {
   return tiered_ ? tiered_->CheckId(id) : memory_->CheckId(id);
 }
 
-void TableRows::Serialize(std::string* out) const {
+void ServerRows::Serialize(std::string* out) const {
   if (tiered_) {
     tiered_->Serialize(out);
   } else {
@@ -61,15 +61,15 @@ void TableRows::Serialize(std::string* out) const {
   }
 }
 
-const EmbeddingTableOptions& TableRows::options() const {
+const EmbeddingTableOptions& ServerRows::options() const {
   return tiered_ ? tiered_->options() : memory_->options();
 }
 
-EmbeddingTableCounters TableRows::counters() const {
+EmbeddingTableCounters ServerRows::counters() const {
   return tiered_ ? tiered_->counters() : memory_->counters();
 }
 
-std::string TableRows::DescribeTiers() const {
+std::string ServerRows::DescribeTiers() const {
   if (!tiered_) return "";
   const TieredTableCounters c = tiered_->tier_counters();
   return fmt::format(" ({} in memory, budget {}; {} on disk; {} spilled, {} read back so far)",

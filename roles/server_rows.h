@@ -1,4 +1,4 @@
-// TableRows: one server-held table's rows on a server, in memory
+// ServerRows: one server-held table's rows on a server, in memory
 // (embedding/sparse_table.h) or, when its rule sets a memory budget
 // (server_cache_rows or server_cache_bytes), in memory over the server's
 // RowStore on disk (embedding/tiered_table.h). TableHost runs the same
@@ -18,18 +18,18 @@
 
 namespace pstrain {
 
-class TableRows {
+class ServerRows {
  public:
   // `store` must outlive the table; it is used only when `table` has a
   // memory budget (then it must not be null).
-  static StatusOr<TableRows> Create(const ServerTable& table, RowStore* store);
-  // The table a checkpoint's bytes hold (TableRows::Serialize), `tiered` as
+  static StatusOr<ServerRows> Create(const ServerTable& table, RowStore* store);
+  // The table a checkpoint's bytes hold (ServerRows::Serialize), `tiered` as
   // it was written; the kind must be the one the config asks for now.
-  static StatusOr<TableRows> Deserialize(const ServerTable& table, RowStore* store, bool tiered,
-                                         const std::string& bytes);
+  static StatusOr<ServerRows> Deserialize(const ServerTable& table, RowStore* store, bool tiered,
+                                          const std::string& bytes);
 
-  TableRows(TableRows&&) = default;
-  TableRows& operator=(TableRows&&) = delete;
+  ServerRows(ServerRows&&) = default;
+  ServerRows& operator=(ServerRows&&) = delete;
 
   bool tiered() const { return tiered_.has_value(); }
   Status Lookup(const int64_t* ids, size_t n, float* out, int64_t step);
@@ -43,8 +43,8 @@ class TableRows {
   std::string DescribeTiers() const;
 
  private:
-  explicit TableRows(SparseTable memory) : memory_(std::move(memory)) {}
-  explicit TableRows(TieredTable tiered) : tiered_(std::move(tiered)) {}
+  explicit ServerRows(SparseTable memory) : memory_(std::move(memory)) {}
+  explicit ServerRows(TieredTable tiered) : tiered_(std::move(tiered)) {}
 
   std::optional<SparseTable> memory_;  // exactly one of the two
   std::optional<TieredTable> tiered_;
