@@ -51,10 +51,11 @@ std::string RemoteEmbeddings::UnusedCacheWarning(const Config& config) {
     if (t.cache_rows > 0) names.push_back("'" + t.options.name + "'");
   if (names.empty()) return "";
   return fmt::format(
-      "cache_rows of table {} is not used in mode sync: every row may change at every step, so "
+      "cache_rows of {} {} {} not used in mode sync: every row may change at every step, so "
       "each step pulls its rows fresh (results are those without a cache); the row cache "
       "serves modes async and ssp",
-      fmt::join(names, ", "));
+      names.size() == 1 ? "table" : "tables", fmt::join(names, ", "),
+      names.size() == 1 ? "is" : "are");
 }
 
 Status RemoteEmbeddings::Bind(const std::vector<Param*>& params) {
