@@ -1,5 +1,7 @@
 // pstrain export: a checkpoint's weights as an .npz numpy reads alone
 // (roles/checkpoint_weights.h reads them, src/common/npz_writer.h writes).
+// Tables are streamed, so a table with rows on the servers' disks exports in
+// memory bounded by what the servers held in memory.
 //   dense weight "<name>"   float32, its full shape (e.g. conv1.weight)
 //   table "<name>"          "<name>.ids" int64 [n], ascending, and
 //                           "<name>.rows" float32 [n, dim], row k for ids[k]
@@ -7,6 +9,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "roles/checkpoint_weights.h"
 #include "src/app/commands.h"
@@ -15,24 +18,38 @@
 namespace pstrain {
 namespace {
 
-// Rows are copied out in chunks, so the output is streamed.
+// Rows are written in chunks of this many, as they stream by.
 constexpr size_t kChunkRows = 4096;
 
-Status WriteTable(const LayoutTable& t, const TableRows& rows, NpzWriter& out) {
-  const auto n = static_cast<int64_t>(rows.ids.size());
-  PSTRAIN_RETURN_IF_ERROR(out.BeginArray(t.name + ".ids", NpyType::kInt64, {n}));
-  PSTRAIN_RETURN_IF_ERROR(out.Write(rows.ids.data(), rows.ids.size() * sizeof(int64_t)));
+// Two passes over the table's rows, in id order (from memory and disk): the
+// ids, then the values. Memory: one chunk, whatever the table's size.
+Status WriteTable(const CheckpointTable& table, NpzWriter& out) {
+  const int64_t n = table.rows();
+  std::vector<int64_t> ids;
+  ids.reserve(kChunkRows);
+  PSTRAIN_RETURN_IF_ERROR(out.BeginArray(table.name() + ".ids", NpyType::kInt64, {n}));
+  PSTRAIN_RETURN_IF_ERROR(table.ForEachRow([&](int64_t id, const float*) -> Status {
+    ids.push_back(id);
+    if (ids.size() < kChunkRows) return Status::OK();
+    Status st = out.Write(ids.data(), ids.size() * sizeof(int64_t));
+    ids.clear();
+    return st;
+  }));
+  PSTRAIN_RETURN_IF_ERROR(out.Write(ids.data(), ids.size() * sizeof(int64_t)));
   PSTRAIN_RETURN_IF_ERROR(out.EndArray());
-  PSTRAIN_RETURN_IF_ERROR(out.BeginArray(t.name + ".rows", NpyType::kFloat32, {n, t.dim}));
-  const size_t row_bytes = static_cast<size_t>(t.dim) * sizeof(float);
-  std::vector<uint8_t> chunk;
-  for (size_t at = 0; at < rows.rows.size(); at += kChunkRows) {
-    const size_t k = std::min(kChunkRows, rows.rows.size() - at);
-    chunk.resize(k * row_bytes);
-    for (size_t i = 0; i < k; ++i)
-      std::memcpy(chunk.data() + i * row_bytes, rows.rows[at + i], row_bytes);
-    PSTRAIN_RETURN_IF_ERROR(out.Write(chunk.data(), chunk.size()));
-  }
+  const auto dim = static_cast<size_t>(table.dim());
+  std::vector<float> rows;
+  rows.reserve(kChunkRows * dim);
+  PSTRAIN_RETURN_IF_ERROR(
+      out.BeginArray(table.name() + ".rows", NpyType::kFloat32, {n, table.dim()}));
+  PSTRAIN_RETURN_IF_ERROR(table.ForEachRow([&](int64_t, const float* values) -> Status {
+    rows.insert(rows.end(), values, values + dim);
+    if (rows.size() < kChunkRows * dim) return Status::OK();
+    Status st = out.Write(rows.data(), rows.size() * sizeof(float));
+    rows.clear();
+    return st;
+  }));
+  PSTRAIN_RETURN_IF_ERROR(out.Write(rows.data(), rows.size() * sizeof(float)));
   return out.EndArray();
 }
 
@@ -51,10 +68,10 @@ Status Export(const ExportOptions& o) {
   }
   int64_t table_rows = 0;
   for (const LayoutTable& t : layout.tables) {
-    auto rows = (*weights)->Table(t);
-    if (!rows.ok()) return rows.status();
-    PSTRAIN_RETURN_IF_ERROR(WriteTable(t, *rows, **out));
-    table_rows += static_cast<int64_t>(rows->ids.size());
+    auto table = (*weights)->Table(t);
+    if (!table.ok()) return table.status();
+    PSTRAIN_RETURN_IF_ERROR(WriteTable(*table, **out));
+    table_rows += table->rows();
   }
   PSTRAIN_RETURN_IF_ERROR((*out)->Finish());
   std::printf("exported step %lld of %s to %s: %zu dense weights, %zu tables (%lld rows)\n",
