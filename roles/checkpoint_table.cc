@@ -223,7 +223,9 @@ Status CheckpointTable::Gather(const int64_t* ids, size_t n, float* out,
   for (const Share& s : shares_) {
     if (s.store == nullptr || s.disk_rows == 0 || missing.empty()) continue;
     ask.clear();
-    for (const auto& m : missing) ask.push_back(m.first);
+    // A store holds ids >= 0 only (its keys sort as unsigned).
+    for (const auto& m : missing)
+      if (m.first >= 0) ask.push_back(m.first);
     RowBatch rows(s.floats);
     PSTRAIN_RETURN_IF_ERROR(s.store->MultiGet(s.table, ask.data(), ask.size(), &rows));
     for (size_t k = 0; k < rows.size(); ++k) {

@@ -19,11 +19,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Reading a store takes few blocks more than once: a small cache.
+// Reading a store takes few blocks more than once: a small cache; and a
+// compaction would rewrite the whole copy (disk and memory) for nothing.
 RowStoreOptions ReadingOptions() {
   RowStoreOptions o;
   o.block_cache_bytes = size_t{4} << 20;
   o.write_buffer_bytes = size_t{4} << 20;
+  o.compact = false;
   return o;
 }
 

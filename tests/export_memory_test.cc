@@ -17,14 +17,10 @@
 #include <functional>
 #include <thread>
 
-#include "embedding/row_store.h"
-#include "embedding/tiered_table.h"
 #include "roles/checkpoint_export.h"
-#include "roles/model_layout.h"
-#include "roles/shard_file.h"
 #include "roles/store_checkpoint.h"
 #include "src/common/checkpoint_file.h"
-#include "tests/tiered_test_util.h"
+#include "tests/tiered_checkpoint_util.h"
 
 namespace pstrain {
 namespace {
@@ -67,48 +63,6 @@ void InChild(const std::function<void()>& fn) {
   }
   struct rusage usage {};
   REQUIRE(WaitChild(pid, 240, &usage) == 0);
-}
-
-// Step 1 of `dir`: one server, table "emb" of `rows` rows (ids 0..rows-1),
-// at most kBudget of them in memory.
-void WriteTieredCheckpoint(const std::string& dir, int64_t rows) {
-  TempDir live;
-  RowStoreOptions small;
-  small.write_buffer_bytes = size_t{8} << 20;
-  small.block_cache_bytes = size_t{8} << 20;
-  auto store = RowStore::Open(live / "store", small);
-  REQUIRE_MESSAGE(store.ok(), store.status().message());
-  const EmbeddingTableOptions options = testing::TierOptions(OptimizerType::kAdagrad, kDim);
-  auto table = TieredTable::Create(options, kBudget, store->get());
-  REQUIRE_MESSAGE(table.ok(), table.status().message());
-  constexpr int64_t kBatch = 8192;
-  std::vector<int64_t> ids(kBatch);
-  std::vector<float> out(kBatch * kDim);
-  int64_t step = 0;
-  for (int64_t first = 0; first < rows; first += kBatch) {
-    const int64_t n = std::min(kBatch, rows - first);
-    for (int64_t i = 0; i < n; ++i) ids[i] = first + i;
-    Status st = table->Lookup(ids.data(), static_cast<size_t>(n), out.data(), ++step);
-    REQUIRE_MESSAGE(st.ok(), st.message());
-  }
-  const std::string step_dir = CheckpointStepDir(dir, 1);
-  fs::create_directories(step_dir);
-  const std::string store_dir = step_dir + "/" + StoreCheckpointDirName(0);
-  Status st = (*store)->Checkpoint(store_dir);
-  REQUIRE_MESSAGE(st.ok(), st.message());
-  TableSnapshot snapshot{options.name, step, true, {}};
-  table->Serialize(&snapshot.bytes);
-  StoreDigests digests;
-  auto files = digests.List(store_dir);
-  REQUIRE_MESSAGE(files.ok(), files.status().message());
-  REQUIRE(
-      WriteShardFile(step_dir + "/" + ShardFileName(0), ShardMeta{0, 1, 1}, {}, {snapshot}, &*files)
-          .ok());
-  ModelLayout layout;
-  layout.tables = {{options.name, kDim}};
-  auto layout_file = WriteModelLayout(step_dir, layout);
-  REQUIRE(layout_file.ok());
-  REQUIRE(WriteManifest(dir, 1, {ShardFileName(0), *layout_file}).ok());
 }
 
 int64_t BytesIn(const std::string& dir) {
@@ -164,7 +118,7 @@ TEST_CASE("a table far larger than export's memory growth exports whole") {
   constexpr int64_t kRows = int64_t{1} << 21;
   // The table is built in a child, so that RocksDB's memory and threads stay
   // out of this process (forked again below).
-  InChild([&] { WriteTieredCheckpoint(dir / "big", kRows); });
+  InChild([&] { testing::WriteTieredCheckpoint(dir / "big", {1, kRows, kBudget, kDim}); });
   const int64_t on_disk =
       BytesIn(CheckpointStepDir(dir / "big", 1) + "/" + StoreCheckpointDirName(0));
   std::string said;
@@ -176,8 +130,10 @@ TEST_CASE("a table far larger than export's memory growth exports whole") {
   // ids (8 bytes) and values (kDim floats), plus headers.
   CHECK(static_cast<int64_t>(fs::file_size(dir / "big.npz")) >= kRows * (8 + kDim * 4));
   CHECK(on_disk > kRows * kDim * 8);  // values and Adagrad's slot
-  // Holding every row would take on_disk and more; a generous bound.
-  CHECK(growth < on_disk / 4);
+  // Holding every row's id and values alone would take 151 MB (on_disk /
+  // 2.2); a generous bound under that (measured: 40 to 65 MB, mostly
+  // RocksDB's read-ahead per file and its code, the same for any size).
+  CHECK(growth < on_disk / 3);
 }
 
 }  // namespace
