@@ -45,6 +45,8 @@ uint32_t Crc32(const uint8_t* data, size_t size) {
 // TieredTable::Serialize's header (embedding/tiered_table_io.cc): magic,
 // version u32 (1), disk rows i64, CRC-32 of those; SparseTable's bytes follow.
 constexpr size_t kTieredHeader = 8 + 4 + 8;
+// Rows a table may count (a hostile count must not overflow the sum).
+constexpr int64_t kMaxRows = int64_t{1} << 48;
 
 // SparseTable::Serialize's bytes (embedding/sparse_table_io.cc): only the
 // rows' ids and values are read. Fills share->memory_* and floats.
@@ -160,7 +162,10 @@ Status CheckpointTable::AddShare(const std::string& path, bool tiered, const uin
     share.store = store;
     share.table = *table;
   }
-  rows_ += static_cast<int64_t>(share.memory_ids.size()) + share.disk_rows;
+  const auto held = static_cast<int64_t>(share.memory_ids.size());
+  if (share.disk_rows > kMaxRows - held || rows_ > kMaxRows - held - share.disk_rows)
+    return bad(fmt::format("more than {} rows in all", kMaxRows));
+  rows_ += held + share.disk_rows;
   shares_.push_back(std::move(share));
   return Status::OK();
 }
