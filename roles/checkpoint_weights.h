@@ -42,7 +42,8 @@ class CheckpointWeights {
   // Dense weight `t`'s values in C order, NumElements(t.shape) floats.
   StatusOr<std::vector<float>> Dense(const LayoutTensor& t) const;
   // Table `t` as the checkpoint holds it, from every server: points into
-  // this object, which must outlive it.
+  // this object, which must outlive it. Once per table when it has rows on
+  // disk (each opens the table in the restored stores; a second is an error).
   StatusOr<CheckpointTable> Table(const LayoutTable& t) const;
 
  private:
