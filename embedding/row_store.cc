@@ -73,6 +73,7 @@ rocksdb::ColumnFamilyOptions TableOptions(const RowStoreOptions& options,
   cf.bottommost_compression = rocksdb::kNoCompression;
   cf.write_buffer_size = options.write_buffer_bytes;
   cf.max_write_buffer_number = 2;
+  cf.disable_auto_compactions = !options.compact;
   cf.memtable_whole_key_filtering = true;
   cf.memtable_prefix_bloom_size_ratio = 0.02;
   rocksdb::BlockBasedTableOptions table;

@@ -44,6 +44,9 @@ struct RowStoreOptions {
   // Per table: rows written (spilled) but not yet in a file; two of them at
   // most (one being flushed).
   size_t write_buffer_bytes = size_t{32} << 20;
+  // false: no background compaction, for a store restored only to be read
+  // (pstrain export and eval), which would otherwise rewrite it whole.
+  bool compact = true;
 };
 
 class RowStore {

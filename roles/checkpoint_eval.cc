@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "embedding/id_dedup.h"
 #include "embedding/row_init.h"
@@ -24,7 +25,7 @@ constexpr int kEvalBatch = 1024;
 struct EvalTable {
   EmbeddingTableOptions options;
   Param* param = nullptr;
-  TableRows rows;
+  std::optional<CheckpointTable> rows;
 };
 
 // Copies the checkpoint's dense weights into the model, shapes checked.
@@ -52,21 +53,19 @@ Status LoadDense(const CheckpointWeights& w, Model& model, const std::string& so
 }
 
 // The batch's ids renumbered 0..U-1 and each table's rows U put in its
-// Param, as RemoteEmbeddings::Gather does with rows from the servers.
-void GatherRows(IdDedup& dedup, std::vector<EvalTable>& tables, Batch* batch) {
+// Param, as RemoteEmbeddings::Gather does with rows from the servers (rows
+// on disk read batch by batch, so a table larger than memory evaluates).
+Status GatherRows(IdDedup& dedup, std::vector<EvalTable>& tables, Batch* batch) {
   dedup.Reset(batch->sparse.data(), batch->sparse.size());
   for (size_t i = 0; i < batch->sparse.size(); ++i) batch->sparse[i] = dedup.inverse()[i];
+  std::vector<char> found;
   for (EvalTable& t : tables) {
-    const int dim = t.options.dim;
-    for (size_t u = 0; u < dedup.unique().size(); ++u) {
-      float* into = t.param->value.ptr() + u * dim;
-      const int64_t k = t.rows.Find(dedup.unique()[u]);
-      if (k >= 0)
-        std::memcpy(into, t.rows.rows[k], dim * sizeof(float));
-      else
-        InitRow(t.options, dedup.unique()[u], into);
-    }
+    const std::vector<int64_t>& ids = dedup.unique();
+    PSTRAIN_RETURN_IF_ERROR(t.rows->Gather(ids.data(), ids.size(), t.param->value.ptr(), &found));
+    for (size_t u = 0; u < ids.size(); ++u)
+      if (found[u] == 0) InitRow(t.options, ids[u], t.param->value.ptr() + u * t.options.dim);
   }
+  return Status::OK();
 }
 
 }  // namespace
@@ -102,7 +101,7 @@ StatusOr<CheckpointMetric> EvaluateCheckpoint(const Config& config, const std::s
                                             (*weights)->ref().step_dir, st.options.dim));
     auto rows = (*weights)->Table(*saved);
     if (!rows.ok()) return rows.status();
-    t.rows = std::move(*rows);
+    t.rows.emplace(std::move(*rows));
   }
   auto test = LoadTest(config.data);
   if (!test.ok()) return test.status();
@@ -116,7 +115,7 @@ StatusOr<CheckpointMetric> EvaluateCheckpoint(const Config& config, const std::s
   double correct = 0;
   std::vector<float> scores, labels;
   while (batcher.Next(&batch)) {
-    if (!tables.empty()) GatherRows(dedup, tables, &batch);
+    if (!tables.empty()) PSTRAIN_RETURN_IF_ERROR(GatherRows(dedup, tables, &batch));
     const Tensor& logits = (*model)->Forward(batch, /*training=*/false);
     if (m.click) {
       for (int64_t i = 0; i < batch.size(); ++i) {

@@ -1,91 +1,70 @@
 #include "roles/checkpoint_weights.h"
 
 #include <fmt/format.h>
-#include <zlib.h>
+#include <stdlib.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <map>
-#include <numeric>
 
 #include "roles/allreduced_weights.h"
+#include "roles/shard_file.h"
+#include "roles/store_checkpoint.h"
 
 namespace pstrain {
 namespace {
 
-// Fixed-width little-endian fields, never past the end.
-class Cursor {
- public:
-  Cursor(const uint8_t* p, size_t n) : p_(p), left_(n) {}
-  template <typename T>
-  bool Get(T* v) {
-    if (left_ < sizeof(T)) return false;
-    std::memcpy(v, p_, sizeof(T));
-    Skip(sizeof(T));
-    return true;
-  }
-  void Skip(size_t n) { p_ += n, left_ -= n; }
-  const uint8_t* at() const { return p_; }
-  size_t left() const { return left_; }
+namespace fs = std::filesystem;
 
- private:
-  const uint8_t* p_;
-  size_t left_;
-};
-
-// "t/<name>": clock i64, then SparseTable::Serialize's bytes
-// (embedding/sparse_table_io.cc): only the rows' ids and values are read.
-Status ListRows(const std::string& path, const LayoutTable& t, const Section& s,
-                std::vector<std::pair<int64_t, const uint8_t*>>* out) {
-  auto bad = [&](const std::string& what) {
-    return InvalidArgument(fmt::format("{}: table '{}': {}", path, t.name, what));
-  };
-  constexpr size_t kClock = 8, kMagic = 8, kCrc = 4;
-  if (s.bytes.size() < kClock + kMagic + kCrc) return bad("too short");
-  const uint8_t* table = s.bytes.data() + kClock;
-  const size_t size = s.bytes.size() - kClock;
-  if (std::memcmp(table, "PSEMBTBL", kMagic) != 0) return bad("not a serialized table");
-  uint32_t stored;
-  std::memcpy(&stored, table + size - kCrc, kCrc);
-  uLong crc = crc32(0L, Z_NULL, 0);
-  for (size_t done = 0; done < size - kCrc;) {
-    const auto chunk = static_cast<uInt>(std::min<size_t>(size - kCrc - done, 1u << 30));
-    crc = crc32(crc, table + done, chunk);
-    done += chunk;
-  }
-  if (crc != stored) return bad("checksum mismatch");
-  Cursor in(table + kMagic, size - kMagic - kCrc);
-  uint32_t version, name_size, dim, slots, type;
-  int64_t clock, updates;
-  uint64_t rows;
-  if (!in.Get(&version) || version < 1 || version > 2) return bad("unsupported version");
-  if (!in.Get(&name_size) || name_size > in.left()) return bad("truncated name");
-  if (std::string(reinterpret_cast<const char*>(in.at()), name_size) != t.name)
-    return bad("it holds another table");
-  in.Skip(name_size);
-  if (!in.Get(&dim) || !in.Get(&slots) || !in.Get(&type) || !in.Get(&clock) || !in.Get(&updates) ||
-      !in.Get(&rows))
-    return bad("truncated header");
-  if (dim != t.dim || slots > 16)
-    return bad(fmt::format("dim {} with {} slots; the layout says dim {}", dim, slots, t.dim));
-  const size_t row_bytes = 3 * sizeof(int64_t) + (1 + size_t{slots}) * dim * sizeof(float);
-  if (rows > in.left() / row_bytes)
-    return bad(fmt::format("{} rows of {} bytes do not fit {} bytes", rows, row_bytes, in.left()));
-  out->reserve(out->size() + rows);
-  for (uint64_t r = 0; r < rows; ++r) {
-    int64_t id;
-    in.Get(&id);
-    out->emplace_back(id, in.at() + 2 * sizeof(int64_t));  // after last_touched, updates
-    in.Skip(row_bytes - sizeof(int64_t));
-  }
-  return Status::OK();
+// Reading a store takes few blocks more than once: a small cache; and a
+// compaction would rewrite the whole copy (disk and memory) for nothing.
+RowStoreOptions ReadingOptions() {
+  RowStoreOptions o;
+  o.block_cache_bytes = size_t{4} << 20;
+  o.write_buffer_bytes = size_t{4} << 20;
+  o.compact = false;
+  return o;
 }
 
 }  // namespace
 
-int64_t TableRows::Find(int64_t id) const {
-  auto it = std::lower_bound(ids.begin(), ids.end(), id);
-  return it != ids.end() && *it == id ? it - ids.begin() : -1;
+CheckpointWeights::~CheckpointWeights() {
+  stores_.clear();  // closed before their directory goes
+  std::error_code ec;
+  if (!scratch_.empty()) fs::remove_all(scratch_, ec);
+}
+
+Status CheckpointWeights::RestoreStore(const std::string& name, File* shard) {
+  const Section* listing = nullptr;
+  for (const Section& s : shard->sections)
+    if (s.name == "store") listing = &s;
+  if (listing == nullptr) return Status::OK();
+  int rank = -1;
+  if (std::sscanf(name.c_str(), "server-%d.ckpt", &rank) != 1 || rank < 0 ||
+      ShardFileName(rank) != name)
+    return InvalidArgument(fmt::format("{}: a store listed by a file of no server", shard->path));
+  auto files = ParseStoreFiles(std::string(listing->bytes.begin(), listing->bytes.end()));
+  if (!files.ok()) return files.status().WithContext(shard->path);
+  const std::string dir = ref_.step_dir + "/" + StoreCheckpointDirName(rank);
+  PSTRAIN_RETURN_IF_ERROR(CheckStoreFiles(dir, *files));
+  if (scratch_.empty()) {
+    std::error_code ec;
+    std::string templ = (fs::temp_directory_path(ec) / "pstrain-checkpoint-XXXXXX").string();
+    if (ec || ::mkdtemp(templ.data()) == nullptr)
+      return FailedPrecondition(fmt::format(
+          "cannot make a scratch directory to read {} (set TMPDIR to a writable directory): {}",
+          dir, ec ? ec.message() : std::strerror(errno)));
+    scratch_ = templ;
+  }
+  auto store =
+      RowStore::Restore(dir, scratch_ + "/" + StoreCheckpointDirName(rank), ReadingOptions());
+  if (!store.ok()) return store.status();
+  shard->store = store->get();
+  stores_.push_back(std::move(*store));
+  return Status::OK();
 }
 
 StatusOr<std::unique_ptr<CheckpointWeights>> CheckpointWeights::Open(const std::string& dir) {
@@ -121,6 +100,7 @@ StatusOr<std::unique_ptr<CheckpointWeights>> CheckpointWeights::Open(const std::
     auto sections = ReadCheckpointFile(f.path);
     if (!sections.ok()) return sections.status();
     f.sections = std::move(*sections);
+    if (shard) PSTRAIN_RETURN_IF_ERROR(w->RestoreStore(name, &f));
     (shard ? w->shards_.emplace_back() : w->allreduced_) = std::move(f);
   }
   return w;
@@ -183,26 +163,19 @@ StatusOr<std::vector<float>> CheckpointWeights::Dense(const LayoutTensor& t) con
   return out;
 }
 
-StatusOr<TableRows> CheckpointWeights::Table(const LayoutTable& t) const {
-  std::vector<std::pair<int64_t, const uint8_t*>> rows;
-  const std::string want = "t/" + t.name;
-  for (const File& f : shards_)
-    for (const Section& s : f.sections)
-      if (s.name == want) PSTRAIN_RETURN_IF_ERROR(ListRows(f.path, t, s, &rows));
-  std::sort(rows.begin(), rows.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  TableRows out;
-  out.dim = t.dim;
-  out.ids.reserve(rows.size());
-  out.rows.reserve(rows.size());
-  for (const auto& [id, row] : rows) {
-    if (!out.ids.empty() && out.ids.back() == id)
-      return InvalidArgument(
-          fmt::format("{}: table '{}' holds row {} twice", ref_.step_dir, t.name, id));
-    out.ids.push_back(id);
-    out.rows.push_back(row);
+StatusOr<CheckpointTable> CheckpointWeights::Table(const LayoutTable& t) const {
+  CheckpointTable table(t.name, t.dim);
+  for (const File& f : shards_) {
+    for (const Section& s : f.sections) {
+      const bool tiered = s.name == "tiered/" + t.name;
+      if (!tiered && s.name != "t/" + t.name) continue;
+      if (s.bytes.size() < sizeof(int64_t))  // the clock comes first
+        return InvalidArgument(fmt::format("{}: section '{}' is too short", f.path, s.name));
+      PSTRAIN_RETURN_IF_ERROR(table.AddShare(f.path, tiered, s.bytes.data() + sizeof(int64_t),
+                                             s.bytes.size() - sizeof(int64_t), f.store));
+    }
   }
-  return out;
+  return table;
 }
 
 }  // namespace pstrain

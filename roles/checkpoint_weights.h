@@ -2,12 +2,18 @@
 // job that wrote it (pstrain export and eval). Dense weights are put back
 // together from the servers' partitions and worker 0's all-reduced file, with
 // the shapes of the checkpoint's model layout (roles/model_layout.h);
-// server-held tables are listed row by row, sorted by id, straight from the
-// shard files' bytes (a table is in memory once, as read).
+// server-held tables are read row by row, in id order, straight from the
+// shard files' bytes and, for tables with rows on disk, from the servers'
+// store checkpoints (roles/checkpoint_table.h).
 //
 // Every file is verified against the MANIFEST (size, CRC) before it is
-// used, and every count inside it is checked against the bytes present, so a
+// used, every store file against its shard file's list (CheckStoreFiles),
+// and every count inside them is checked against the bytes present, so a
 // damaged or hostile checkpoint is an error naming the file, never a crash.
+// A store checkpoint is read through a copy restored into a scratch
+// directory under TMPDIR (hard links where it can: RowStore::Restore),
+// removed with the object, also when Open fails: the checkpoint itself is
+// never changed.
 #pragma once
 
 #include <cstdint>
@@ -15,20 +21,12 @@
 #include <string>
 #include <vector>
 
+#include "embedding/row_store.h"
+#include "roles/checkpoint_table.h"
 #include "roles/model_layout.h"
 #include "src/common/checkpoint_file.h"
 
 namespace pstrain {
-
-// A table's rows, ascending ids; row k's dim floats start at rows[k]
-// (unaligned: copy them out with memcpy). Points into CheckpointWeights.
-struct TableRows {
-  int64_t dim = 0;
-  std::vector<int64_t> ids;
-  std::vector<const uint8_t*> rows;
-  // The index of `id`, or -1.
-  int64_t Find(int64_t id) const;
-};
 
 class CheckpointWeights {
  public:
@@ -37,24 +35,33 @@ class CheckpointWeights {
   // without a model layout (written before it was recorded), are errors
   // saying so.
   static StatusOr<std::unique_ptr<CheckpointWeights>> Open(const std::string& dir);
+  ~CheckpointWeights();
 
   const CheckpointRef& ref() const { return ref_; }
   const ModelLayout& layout() const { return layout_; }
   // Dense weight `t`'s values in C order, NumElements(t.shape) floats.
   StatusOr<std::vector<float>> Dense(const LayoutTensor& t) const;
-  // Every row of table `t` the checkpoint holds, from every server.
-  StatusOr<TableRows> Table(const LayoutTable& t) const;
+  // Table `t` as the checkpoint holds it, from every server: points into
+  // this object, which must outlive it. Once per table when it has rows on
+  // disk (each opens the table in the restored stores; a second is an error).
+  StatusOr<CheckpointTable> Table(const LayoutTable& t) const;
 
  private:
   CheckpointWeights() = default;
   struct File {
     std::string path;
     std::vector<Section> sections;
+    RowStore* store = nullptr;  // its store checkpoint, restored; in stores_
   };
+  // Checks and restores the store checkpoint a shard file lists.
+  Status RestoreStore(const std::string& name, File* shard);
+
   CheckpointRef ref_;
   ModelLayout layout_;
   std::vector<File> shards_;  // the servers' files
   File allreduced_;           // worker 0's, when listed
+  std::string scratch_;       // made for the first store; removed last
+  std::vector<std::unique_ptr<RowStore>> stores_;
 };
 
 }  // namespace pstrain

@@ -1,0 +1,245 @@
+#include "roles/checkpoint_table.h"
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <queue>
+
+namespace pstrain {
+namespace {
+
+// Fixed-width little-endian fields, never past the end.
+class Cursor {
+ public:
+  Cursor(const uint8_t* p, size_t n) : p_(p), left_(n) {}
+  template <typename T>
+  bool Get(T* v) {
+    if (left_ < sizeof(T)) return false;
+    std::memcpy(v, p_, sizeof(T));
+    Skip(sizeof(T));
+    return true;
+  }
+  void Skip(size_t n) { p_ += n, left_ -= n; }
+  const uint8_t* at() const { return p_; }
+  size_t left() const { return left_; }
+
+ private:
+  const uint8_t* p_;
+  size_t left_;
+};
+
+uint32_t Crc32(const uint8_t* data, size_t size) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (size_t done = 0; done < size;) {  // crc32 takes a 32-bit length
+    const auto chunk = static_cast<uInt>(std::min<size_t>(size - done, 1u << 30));
+    crc = crc32(crc, data + done, chunk);
+    done += chunk;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+// TieredTable::Serialize's header (embedding/tiered_table_io.cc): magic,
+// version u32 (1), disk rows i64, CRC-32 of those; SparseTable's bytes follow.
+constexpr size_t kTieredHeader = 8 + 4 + 8;
+// Rows a table may count (a hostile count must not overflow the sum).
+constexpr int64_t kMaxRows = int64_t{1} << 48;
+
+// SparseTable::Serialize's bytes (embedding/sparse_table_io.cc): only the
+// rows' ids and values are read. Fills share->memory_* and floats.
+Status ParseRows(const std::string& name, int64_t want_dim, const uint8_t* table, size_t size,
+                 CheckpointTable::Share* share, const std::function<Status(std::string)>& bad) {
+  constexpr size_t kMagic = 8, kCrc = 4;
+  if (size < kMagic + kCrc) return bad("too short");
+  if (std::memcmp(table, "PSEMBTBL", kMagic) != 0) return bad("not a serialized table");
+  uint32_t stored;
+  std::memcpy(&stored, table + size - kCrc, kCrc);
+  if (Crc32(table, size - kCrc) != stored) return bad("checksum mismatch");
+  Cursor in(table + kMagic, size - kMagic - kCrc);
+  uint32_t version, name_size, dim, slots, type;
+  int64_t clock, updates;
+  uint64_t rows;
+  if (!in.Get(&version) || version < 1 || version > 2) return bad("unsupported version");
+  if (!in.Get(&name_size) || name_size > in.left()) return bad("truncated name");
+  if (std::string(reinterpret_cast<const char*>(in.at()), name_size) != name)
+    return bad("it holds another table");
+  in.Skip(name_size);
+  if (!in.Get(&dim) || !in.Get(&slots) || !in.Get(&type) || !in.Get(&clock) || !in.Get(&updates) ||
+      !in.Get(&rows))
+    return bad("truncated header");
+  if (dim != want_dim || slots > 16)
+    return bad(fmt::format("dim {} with {} slots; the layout says dim {}", dim, slots, want_dim));
+  const size_t row_bytes = 3 * sizeof(int64_t) + (1 + size_t{slots}) * dim * sizeof(float);
+  if (rows > in.left() / row_bytes)
+    return bad(fmt::format("{} rows of {} bytes do not fit {} bytes", rows, row_bytes, in.left()));
+  std::vector<std::pair<int64_t, const uint8_t*>> listed(rows);
+  for (auto& [id, row] : listed) {
+    in.Get(&id);
+    row = in.at() + 2 * sizeof(int64_t);  // after last_touched, updates
+    in.Skip(row_bytes - sizeof(int64_t));
+  }
+  std::sort(listed.begin(), listed.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  share->memory_ids.reserve(rows);
+  share->memory_rows.reserve(rows);
+  for (const auto& [id, row] : listed) {
+    share->memory_ids.push_back(id);
+    share->memory_rows.push_back(row);
+  }
+  share->floats = (1 + size_t{slots}) * dim;
+  return Status::OK();
+}
+
+// One ascending run of rows: a share's rows in memory, or those in its store.
+// A run on disk counts its rows against the section's count as it goes.
+class Run {
+ public:
+  Run(const CheckpointTable::Share* share, bool disk) : share_(share) {
+    if (disk) it_ = share->store->NewIterator(share->table);
+  }
+  bool Valid() const { return it_ ? it_->Valid() : next_ < share_->memory_ids.size(); }
+  int64_t id() const { return it_ ? it_->id() : share_->memory_ids[next_]; }
+  const void* values() const {
+    return it_ ? static_cast<const void*>(it_->data()) : share_->memory_rows[next_];
+  }
+  void Next() { it_ ? it_->Next() : void(++next_); }
+  // After Valid() or Next(): the store's error, or a count that does not
+  // match the section's.
+  Status Check(const std::string& table) {
+    if (!it_) return Status::OK();
+    PSTRAIN_RETURN_IF_ERROR(it_->status().WithContext(share_->path));
+    if (it_->Valid()) ++read_;
+    if (read_ > share_->disk_rows)
+      return InvalidArgument(fmt::format(
+          "{}: table '{}': its store checkpoint holds more than the {} rows the shard file says",
+          share_->path, table, share_->disk_rows));
+    if (!it_->Valid() && read_ != share_->disk_rows)
+      return InvalidArgument(
+          fmt::format("{}: table '{}': its store checkpoint holds {} rows, the shard file says {}",
+                      share_->path, table, read_, share_->disk_rows));
+    return Status::OK();
+  }
+
+ private:
+  const CheckpointTable::Share* share_;
+  size_t next_ = 0;
+  std::unique_ptr<RowStore::Iterator> it_;
+  int64_t read_ = 0;
+};
+
+}  // namespace
+
+Status CheckpointTable::AddShare(const std::string& path, bool tiered, const uint8_t* bytes,
+                                 size_t size, RowStore* store) {
+  const auto bad = [&](const std::string& what) {
+    return InvalidArgument(fmt::format("{}: table '{}': {}", path, name_, what));
+  };
+  Share share;
+  share.path = path;
+  if (tiered) {
+    uint32_t version, crc;
+    if (size < kTieredHeader + 4 || std::memcmp(bytes, "PSTIERED", 8) != 0)
+      return bad("not a serialized tiered table");
+    std::memcpy(&version, bytes + 8, 4);
+    std::memcpy(&share.disk_rows, bytes + 12, 8);
+    std::memcpy(&crc, bytes + kTieredHeader, 4);
+    if (Crc32(bytes, kTieredHeader) != crc) return bad("tiered header checksum mismatch");
+    if (version != 1) return bad(fmt::format("unsupported tiered version {}", version));
+    if (share.disk_rows < 0) return bad("a negative count of rows on disk");
+    if (store == nullptr) return bad("rows on disk, but the shard file lists no store");
+    bytes += kTieredHeader + 4;
+    size -= kTieredHeader + 4;
+  }
+  PSTRAIN_RETURN_IF_ERROR(ParseRows(name_, dim_, bytes, size, &share, bad));
+  if (tiered) {
+    // by_recency false: reading needs only the rows; an absent table (no
+    // row was ever spilled) opens empty in the scratch copy.
+    auto table = store->OpenTable(name_, share.floats, false, false);
+    if (!table.ok()) return table.status().WithContext(path);
+    share.store = store;
+    share.table = *table;
+  }
+  const auto held = static_cast<int64_t>(share.memory_ids.size());
+  if (share.disk_rows > kMaxRows - held || rows_ > kMaxRows - held - share.disk_rows)
+    return bad(fmt::format("more than {} rows in all", kMaxRows));
+  rows_ += held + share.disk_rows;
+  shares_.push_back(std::move(share));
+  return Status::OK();
+}
+
+Status CheckpointTable::ForEachRow(
+    const std::function<Status(int64_t id, const float* values)>& fn) const {
+  // A k-way merge of every share's runs by id: memory for rows held
+  // (pointers), disk a run read ahead by the store's iterator.
+  std::vector<Run> runs;
+  for (const Share& s : shares_) {
+    runs.emplace_back(&s, false);
+    if (s.store != nullptr) runs.emplace_back(&s, true);
+  }
+  using Head = std::pair<int64_t, size_t>;  // id, run
+  std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    PSTRAIN_RETURN_IF_ERROR(runs[r].Check(name_));
+    if (runs[r].Valid()) heads.emplace(runs[r].id(), r);
+  }
+  std::vector<float> row(static_cast<size_t>(dim_));  // aligned, for fn
+  int64_t previous = 0, emitted = 0;
+  while (!heads.empty()) {
+    const auto [id, r] = heads.top();
+    heads.pop();
+    if (emitted > 0 && id == previous)
+      return InvalidArgument(fmt::format("table '{}' holds row {} twice", name_, id));
+    std::memcpy(row.data(), runs[r].values(), row.size() * sizeof(float));
+    PSTRAIN_RETURN_IF_ERROR(fn(id, row.data()));
+    previous = id;
+    ++emitted;
+    runs[r].Next();
+    PSTRAIN_RETURN_IF_ERROR(runs[r].Check(name_));
+    if (runs[r].Valid()) heads.emplace(runs[r].id(), r);
+  }
+  return Status::OK();
+}
+
+Status CheckpointTable::Gather(const int64_t* ids, size_t n, float* out,
+                               std::vector<char>* found) const {
+  found->assign(n, 0);
+  const size_t row_bytes = static_cast<size_t>(dim_) * sizeof(float);
+  // (id, index) of the ids not found yet, ascending.
+  std::vector<std::pair<int64_t, size_t>> missing(n);
+  for (size_t i = 0; i < n; ++i) missing[i] = {ids[i], i};
+  std::sort(missing.begin(), missing.end());
+  const auto take = [&](size_t i, const void* values) {
+    std::memcpy(out + i * dim_, values, row_bytes);
+    (*found)[i] = 1;
+  };
+  for (const Share& s : shares_) {
+    for (const auto& [id, i] : missing) {
+      auto at = std::lower_bound(s.memory_ids.begin(), s.memory_ids.end(), id);
+      if (at != s.memory_ids.end() && *at == id) take(i, s.memory_rows[at - s.memory_ids.begin()]);
+    }
+  }
+  missing.erase(std::remove_if(missing.begin(), missing.end(),
+                               [&](const auto& m) { return (*found)[m.second] != 0; }),
+                missing.end());
+  std::vector<int64_t> ask;
+  for (const Share& s : shares_) {
+    if (s.store == nullptr || s.disk_rows == 0 || missing.empty()) continue;
+    ask.clear();
+    // A store holds ids >= 0 only (its keys sort as unsigned).
+    for (const auto& m : missing)
+      if (m.first >= 0) ask.push_back(m.first);
+    RowBatch rows(s.floats);
+    PSTRAIN_RETURN_IF_ERROR(s.store->MultiGet(s.table, ask.data(), ask.size(), &rows));
+    for (size_t k = 0; k < rows.size(); ++k) {
+      auto at =
+          std::lower_bound(missing.begin(), missing.end(), std::make_pair(rows.ids[k], size_t{0}));
+      if (at != missing.end() && at->first == rows.ids[k]) take(at->second, rows.row(k));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace pstrain
