@@ -46,10 +46,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "embedding/background_call.h"
 #include "embedding/frequency_sketch.h"
 #include "embedding/id_dedup.h"
 #include "embedding/id_map.h"
@@ -147,6 +149,10 @@ class TieredTable {
   // Drops the least recently touched rows past max_rows.
   Status DropPastMaxRows();
   Status DropFromDisk(int64_t touched_before, int64_t max_count);
+  // Writes spilled_ on another thread; FinishWrite waits for it and, once
+  // written, removes the rows from memory (else keeps them for later).
+  void StartWrite();
+  void FinishWrite();
 
   EmbeddingTableOptions options_;
   int64_t budget_rows_;
@@ -154,6 +160,10 @@ class TieredTable {
   RowStore::TableId table_;
   SparseTable memory_;
   TierPolicy policy_;
+  // Rows read back keep their disk copy, which the next spill overwrites:
+  // no erasure per row read. Not with max_rows or evict_after_steps, whose
+  // recency index must hold only rows on disk alone.
+  bool keeps_disk_copies_;
   FrequencySketch sketch_;  // ids asked for, recently (kTinyLfu)
   int64_t disk_rows_ = 0;
   int64_t dropped_ = 0;           // rows dropped besides memory_'s own evictions
@@ -167,6 +177,11 @@ class TieredTable {
   std::vector<int64_t> leave_now_;
   RowBatch fetched_, spilled_;
   std::vector<RowStore::Erasure> erase_;
+  const std::vector<RowStore::Erasure> no_erasures_;
+  // Writes spilled_ between StartWrite and FinishWrite; a pointer, so that
+  // the table stays movable.
+  std::unique_ptr<BackgroundCall> writer_ = std::make_unique<BackgroundCall>();
+  Status write_error_;  // of the last write, for the next batch
 };
 
 }  // namespace pstrain
