@@ -27,7 +27,7 @@
 // its id was asked for more often, recently, than the least recently touched
 // row's (FrequencySketch), else the row goes back out. README, "Tiered
 // tables: a memory budget over local disk", has the figures that chose the
-// default (tests/tiered_table_bench.cc measures both).
+// default (`pstrain bench embedding --cases tiered` measures both).
 //
 // Memory: budget_rows, plus at most the rows that came in with the last two
 // batches (those chosen to leave, until the next batch writes them).
