@@ -5,9 +5,9 @@
 //   Each round is one worker request: the unique ids of 16384 Zipf draws
 //   over --tier-ids ranks, looked up, then updated (adagrad). Rates are over
 //   the second half of --tier-rounds rounds (the first half grows the
-//   table); the budget is the fraction of the distinct ids drawn. The two
-//   tables take each round in turn, so that whatever else the machine runs
-//   slows both alike and the ratio stays meaningful on a busy machine.
+//   table); the budget is the fraction of the distinct ids drawn. The
+//   all-in-memory table runs just before each tiered one (on a busy machine
+//   the ratio moves with the load: repeat and compare).
 //   read_back_per_batch: rows read from disk per round (second half), the
 //   figure that decides the rate.
 // The store lives in a fresh directory under --store-dir (default $TMPDIR,
@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -80,54 +81,34 @@ Rounds Draw(int64_t ranks, double zipf, int rounds) {
   return out;
 }
 
-struct Measured {
-  double tiered_ops_per_s = 0, memory_ops_per_s = 0;
-  double read_back_per_batch = 0, spilled_per_batch = 0;
-};
-
 double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
-// One round, a pull then a push of the round's ids; seconds taken.
+// Lookups + updates per second of `table` over the second half of the
+// rounds, each round a pull then a push of the round's ids. `at_half`
+// (when given) is called before the first timed round.
 template <typename Table>
-StatusOr<double> Round(Table& table, const std::vector<int64_t>& ids, int64_t step, int dim,
-                       std::vector<float>* rows, const std::vector<float>& grads) {
-  rows->resize(ids.size() * static_cast<size_t>(dim));
-  const Clock::time_point begin = Clock::now();
-  PSTRAIN_RETURN_IF_ERROR(table.Lookup(ids.data(), ids.size(), rows->data(), step));
-  PSTRAIN_RETURN_IF_ERROR(table.ApplyGradients(ids.data(), grads.data(), ids.size(), step));
-  return Seconds(begin);
-}
-
-StatusOr<Measured> DriveBoth(SparseTable& memory, TieredTable& tiered, const Rounds& rounds,
-                             int dim) {
+StatusOr<double> Drive(Table& table, const Rounds& rounds, int dim,
+                       const std::function<void()>& at_half = nullptr) {
   std::vector<float> rows, grads;
-  double tiered_s = 0, memory_s = 0;
+  double seconds = 0;
   int64_t ops = 0;
   const size_t half = rounds.ids.size() / 2;
-  TieredTableCounters at_half;
   for (size_t r = 0; r < rounds.ids.size(); ++r) {
     const std::vector<int64_t>& ids = rounds.ids[r];
-    if (r == half) at_half = tiered.tier_counters();
-    grads.assign(ids.size() * static_cast<size_t>(dim), 0.001f);
-    auto t = Round(tiered, ids, static_cast<int64_t>(r), dim, &rows, grads);
-    if (!t.ok()) return t.status();
-    auto m = Round(memory, ids, static_cast<int64_t>(r), dim, &rows, grads);
-    if (!m.ok()) return m.status();
+    if (r == half && at_half) at_half();
+    rows.resize(ids.size() * static_cast<size_t>(dim));
+    grads.assign(rows.size(), 0.001f);
+    const auto step = static_cast<int64_t>(r);
+    const Clock::time_point begin = Clock::now();
+    PSTRAIN_RETURN_IF_ERROR(table.Lookup(ids.data(), ids.size(), rows.data(), step));
+    PSTRAIN_RETURN_IF_ERROR(table.ApplyGradients(ids.data(), grads.data(), ids.size(), step));
     if (r < half) continue;
-    tiered_s += *t;
-    memory_s += *m;
+    seconds += Seconds(begin);
     ops += 2 * static_cast<int64_t>(ids.size());
   }
-  const TieredTableCounters end = tiered.tier_counters();
-  const double timed = static_cast<double>(std::max<size_t>(1, rounds.ids.size() - half));
-  Measured out;
-  out.tiered_ops_per_s = static_cast<double>(ops) / std::max(tiered_s, 1e-9);
-  out.memory_ops_per_s = static_cast<double>(ops) / std::max(memory_s, 1e-9);
-  out.read_back_per_batch = static_cast<double>(end.fetched - at_half.fetched) / timed;
-  out.spilled_per_batch = static_cast<double>(end.spilled - at_half.spilled) / timed;
-  return out;
+  return static_cast<double>(ops) / std::max(seconds, 1e-9);
 }
 
 const char* PolicyName(TierPolicy policy) { return policy == TierPolicy::kLru ? "lru" : "tinylfu"; }
@@ -156,8 +137,15 @@ Status RunZipf(int dim, double zipf, const TieredBenchOptions& options, const st
         1, static_cast<int64_t>(run.resident * static_cast<double>(rounds.distinct)));
     auto tiered = TieredTable::Create(table, budget, store->get(), run.policy);
     if (!tiered.ok()) return tiered.status();
-    auto m = DriveBoth(*memory, *tiered, rounds, dim);
-    if (!m.ok()) return m.status();
+    // The all-in-memory table runs just before, alone (run in turns, round
+    // by round, each table would evict the other's rows from the CPU caches).
+    auto memory_rate = Drive(*memory, rounds, dim);
+    if (!memory_rate.ok()) return memory_rate.status();
+    TieredTableCounters at_half;
+    auto rate = Drive(*tiered, rounds, dim, [&] { at_half = tiered->tier_counters(); });
+    if (!rate.ok()) return rate.status();
+    const TieredTableCounters end = tiered->tier_counters();
+    const auto timed = static_cast<double>(rounds.ids.size() - rounds.ids.size() / 2);
     PrintJsonLine({{"bench", "embedding"},
                    {"case", "tiered"},
                    {"dim", dim},
@@ -168,11 +156,11 @@ Status RunZipf(int dim, double zipf, const TieredBenchOptions& options, const st
                    {"resident", Rounded(run.resident, 2)},
                    {"budget_rows", budget},
                    {"policy", PolicyName(run.policy)},
-                   {"ops_per_s", Rounded(m->tiered_ops_per_s, 0)},
-                   {"memory_ops_per_s", Rounded(m->memory_ops_per_s, 0)},
-                   {"vs_memory", Rounded(m->tiered_ops_per_s / m->memory_ops_per_s, 3)},
-                   {"read_back_per_batch", Rounded(m->read_back_per_batch, 1)},
-                   {"spilled_per_batch", Rounded(m->spilled_per_batch, 1)}});
+                   {"ops_per_s", Rounded(*rate, 0)},
+                   {"memory_ops_per_s", Rounded(*memory_rate, 0)},
+                   {"vs_memory", Rounded(*rate / *memory_rate, 3)},
+                   {"read_back_per_batch", Rounded((end.fetched - at_half.fetched) / timed, 1)},
+                   {"spilled_per_batch", Rounded((end.spilled - at_half.spilled) / timed, 1)}});
   }
   return Status::OK();
 }
