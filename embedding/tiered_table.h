@@ -10,17 +10,24 @@
 //   2. the batch's ids are deduplicated and split into those in memory and
 //      the others, which are read from disk in ONE batched read (MultiGet);
 //   3. the rows chosen to leave memory after the previous batch (below) are
-//      written in ONE write batch, which also erases the disk copies of the
-//      rows read in 2;
+//      written in ONE write batch, on a background thread while 2 and 4
+//      run (they are not the batch's rows, so nothing touches them), and
+//      leave memory once written;
 //   4. the rows read come into memory, and the in-memory operation runs
 //      (touching, updating, admitting and creating rows as SparseTable does);
 //   5. if memory holds more than the budget, the policy chooses which rows
 //      leave at the next batch's write: rows that came in with this batch,
 //      or the least recently touched rows that are not the batch's.
-// A failed read or write fails the batch and changes nothing, the clock
-// included: rows to spill stay in memory, rows read stay on disk; the error
-// names the store, the table and what failed (no space left on the device).
-// Writing after the operation would mean failing a batch already applied.
+// A row read back keeps its disk copy, which its next spill overwrites: no
+// erasure per row read (a third of the writes). Not with max_rows or
+// evict_after_steps, whose recency index must list only rows on disk alone:
+// there, the write of 3 runs before 4, on the caller's thread, and erases
+// the disk copies of the rows read.
+// A failed read fails the batch and changes nothing, the clock included;
+// the error names the store, the table and what failed. A failed write
+// (no space left on the device) keeps its rows in memory and to leave; it
+// fails the NEXT batch, which changes nothing (the batch it overlapped was
+// applied and succeeded: failing it would invite its retry). No row is lost.
 //
 // Policies (TierPolicy): kLru sends the least recently touched rows out;
 // kTinyLfu (the worker's RowCache rule) lets a row that came in stay only if
@@ -30,7 +37,7 @@
 // default (`pstrain bench embedding --cases tiered` measures both).
 //
 // Memory: budget_rows, plus at most the rows that came in with the last two
-// batches (those chosen to leave, until the next batch writes them).
+// batches (those chosen to leave, until the next batch has written them).
 //
 // evict_after_steps and max_rows keep their meaning over both tiers: rows
 // dropped by them are gone from memory and disk alike, least recently
@@ -40,7 +47,9 @@
 // Serialize of every table, with no batch in between; Restore the store and
 // Deserialize each table to resume.
 //
-// Thread-safety: none, as SparseTable. The store must outlive the table.
+// Thread-safety: none, as SparseTable (the background write touches only
+// the table's copy of the rows leaving and the store, and ends before the
+// call that started it returns). The store must outlive the table.
 #pragma once
 
 #include <cstddef>
