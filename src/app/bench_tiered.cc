@@ -5,9 +5,8 @@
 //   Each round is one worker request: the unique ids of 16384 Zipf draws
 //   over --tier-ids ranks, looked up, then updated (adagrad). Rates are over
 //   the second half of --tier-rounds rounds (the first half grows the
-//   table); the budget is the fraction of the distinct ids drawn. The
-//   all-in-memory table runs just before each tiered one (on a busy machine
-//   the ratio moves with the load: repeat and compare).
+//   table); the budget is the fraction of the distinct ids drawn. The two
+//   tables take turns of 8 rounds, so that both meet the same machine load.
 //   read_back_per_batch: rows read from disk per round (second half), the
 //   figure that decides the rate.
 // The store lives in a fresh directory under --store-dir (default $TMPDIR,
@@ -22,7 +21,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -85,31 +83,36 @@ double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
-// Lookups + updates per second of `table` over the second half of the
-// rounds, each round a pull then a push of the round's ids. `at_half`
-// (when given) is called before the first timed round.
-template <typename Table>
-StatusOr<double> Drive(Table& table, const Rounds& rounds, int dim,
-                       const std::function<void()>& at_half = nullptr) {
-  std::vector<float> rows, grads;
+// Rounds [begin, end) on one table, each a pull then a push of the
+// round's ids; adds the time and ops of those in the second half.
+struct Timed {
   double seconds = 0;
   int64_t ops = 0;
-  const size_t half = rounds.ids.size() / 2;
-  for (size_t r = 0; r < rounds.ids.size(); ++r) {
+  double rate() const { return static_cast<double>(ops) / std::max(seconds, 1e-9); }
+};
+template <typename Table>
+Status RunRounds(Table& table, const Rounds& rounds, size_t begin, size_t end, int dim,
+                 Timed* timed) {
+  std::vector<float> rows, grads;
+  for (size_t r = begin; r < end; ++r) {
     const std::vector<int64_t>& ids = rounds.ids[r];
-    if (r == half && at_half) at_half();
     rows.resize(ids.size() * static_cast<size_t>(dim));
     grads.assign(rows.size(), 0.001f);
     const auto step = static_cast<int64_t>(r);
-    const Clock::time_point begin = Clock::now();
+    const Clock::time_point start = Clock::now();
     PSTRAIN_RETURN_IF_ERROR(table.Lookup(ids.data(), ids.size(), rows.data(), step));
     PSTRAIN_RETURN_IF_ERROR(table.ApplyGradients(ids.data(), grads.data(), ids.size(), step));
-    if (r < half) continue;
-    seconds += Seconds(begin);
-    ops += 2 * static_cast<int64_t>(ids.size());
+    if (r < rounds.ids.size() / 2) continue;
+    timed->seconds += Seconds(start);
+    timed->ops += 2 * static_cast<int64_t>(ids.size());
   }
-  return static_cast<double>(ops) / std::max(seconds, 1e-9);
+  return Status::OK();
 }
+
+// Rounds per turn: the tables take turns, so that both meet the same load
+// from whatever else runs on the machine; in blocks, not round by round,
+// as each would evict the other's rows from the CPU caches.
+constexpr size_t kRoundsPerTurn = 8;
 
 const char* PolicyName(TierPolicy policy) { return policy == TierPolicy::kLru ? "lru" : "tinylfu"; }
 
@@ -137,15 +140,18 @@ Status RunZipf(int dim, double zipf, const TieredBenchOptions& options, const st
         1, static_cast<int64_t>(run.resident * static_cast<double>(rounds.distinct)));
     auto tiered = TieredTable::Create(table, budget, store->get(), run.policy);
     if (!tiered.ok()) return tiered.status();
-    // The all-in-memory table runs just before, alone (run in turns, round
-    // by round, each table would evict the other's rows from the CPU caches).
-    auto memory_rate = Drive(*memory, rounds, dim);
-    if (!memory_rate.ok()) return memory_rate.status();
+    Timed in_memory, on_tiers;
+    const size_t n = rounds.ids.size(), half = n / 2;
     TieredTableCounters at_half;
-    auto rate = Drive(*tiered, rounds, dim, [&] { at_half = tiered->tier_counters(); });
-    if (!rate.ok()) return rate.status();
+    for (size_t begin = 0, end; begin < n; begin = end) {
+      // Turns end at the half, so that the counters can be read there.
+      end = std::min(begin < half ? half : n, begin + kRoundsPerTurn);
+      PSTRAIN_RETURN_IF_ERROR(RunRounds(*memory, rounds, begin, end, dim, &in_memory));
+      PSTRAIN_RETURN_IF_ERROR(RunRounds(*tiered, rounds, begin, end, dim, &on_tiers));
+      if (end == half) at_half = tiered->tier_counters();
+    }
     const TieredTableCounters end = tiered->tier_counters();
-    const auto timed = static_cast<double>(rounds.ids.size() - rounds.ids.size() / 2);
+    const auto timed = static_cast<double>(n - half);
     PrintJsonLine({{"bench", "embedding"},
                    {"case", "tiered"},
                    {"dim", dim},
@@ -156,9 +162,9 @@ Status RunZipf(int dim, double zipf, const TieredBenchOptions& options, const st
                    {"resident", Rounded(run.resident, 2)},
                    {"budget_rows", budget},
                    {"policy", PolicyName(run.policy)},
-                   {"ops_per_s", Rounded(*rate, 0)},
-                   {"memory_ops_per_s", Rounded(*memory_rate, 0)},
-                   {"vs_memory", Rounded(*rate / *memory_rate, 3)},
+                   {"ops_per_s", Rounded(on_tiers.rate(), 0)},
+                   {"memory_ops_per_s", Rounded(in_memory.rate(), 0)},
+                   {"vs_memory", Rounded(on_tiers.rate() / in_memory.rate(), 3)},
                    {"read_back_per_batch", Rounded((end.fetched - at_half.fetched) / timed, 1)},
                    {"spilled_per_batch", Rounded((end.spilled - at_half.spilled) / timed, 1)}});
   }
