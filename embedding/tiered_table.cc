@@ -47,6 +47,7 @@ TieredTable::TieredTable(const EmbeddingTableOptions& options, int64_t budget_ro
       table_(table),
       memory_(std::move(memory)),
       policy_(policy),
+      keeps_disk_copies_(!NeedsRecency(options)),
       sketch_(policy == TierPolicy::kTinyLfu ? static_cast<size_t>(budget_rows) : 0) {
   const size_t floats =
       static_cast<size_t>(options.dim) * (1 + static_cast<size_t>(memory_.optimizer().num_slots()));
@@ -66,6 +67,14 @@ int64_t TieredTable::RowsForBytes(const EmbeddingTableOptions& options, int64_t 
 
 Status TieredTable::BringIn(const int64_t* ids, size_t n, bool creates) {
   for (size_t i = 0; i < n; ++i) PSTRAIN_RETURN_IF_ERROR(memory_.CheckId(ids[i]));
+  if (!write_error_.ok()) {
+    // The previous batch's write failed after that batch was applied: this
+    // batch reports it, changing nothing; the rows are still in memory and
+    // the next batch tries again.
+    Status st = std::move(write_error_);
+    write_error_ = Status::OK();
+    return st;
+  }
   missing_.clear();
   incoming_.clear();
   if (disk_rows_ == 0 && leaving_.empty() &&
@@ -85,9 +94,6 @@ Status TieredTable::BringIn(const int64_t* ids, size_t n, bool creates) {
       missing_.push_back(id);
     }
   }
-  fetched_.Clear();
-  if (!missing_.empty() && disk_rows_ > 0)
-    PSTRAIN_RETURN_IF_ERROR(store_->MultiGet(table_, missing_.data(), missing_.size(), &fetched_));
 
   // The rows chosen to leave (less those evict_after_steps or max_rows
   // dropped meanwhile) go now, but those this batch needs, which go with
@@ -106,16 +112,37 @@ Status TieredTable::BringIn(const int64_t* ids, size_t n, bool creates) {
   leaving_.resize(kept);
   spilled_.Clear();
   memory_.CopyRows(leave_now_, &spilled_);
-  erase_.clear();
-  for (size_t i = 0; i < fetched_.size(); ++i)
-    erase_.push_back({fetched_.ids[i], fetched_.last_touched[i]});
-  // Nothing has changed yet: a failed write leaves the table as it was.
-  PSTRAIN_RETURN_IF_ERROR(store_->Write(table_, spilled_, erase_));
+  fetched_.Clear();
+  if (keeps_disk_copies_) {
+    // The rows leaving are not the batch's: they are written while the
+    // batch's rows are read and the operation runs, and leave memory once
+    // written (FinishWrite).
+    StartWrite();
+    if (!missing_.empty() && disk_rows_ > 0) {
+      Status read = store_->MultiGet(table_, missing_.data(), missing_.size(), &fetched_);
+      if (!read.ok()) {
+        FinishWrite();
+        return read;
+      }
+    }
+  } else {
+    if (!missing_.empty() && disk_rows_ > 0)
+      PSTRAIN_RETURN_IF_ERROR(
+          store_->MultiGet(table_, missing_.data(), missing_.size(), &fetched_));
+    // The disk copies of the rows read go, so that the recency index holds
+    // only rows on disk alone.
+    erase_.clear();
+    for (size_t i = 0; i < fetched_.size(); ++i)
+      erase_.push_back({fetched_.ids[i], fetched_.last_touched[i]});
+    // Nothing has changed yet: a failed write leaves the table as it was.
+    PSTRAIN_RETURN_IF_ERROR(store_->Write(table_, spilled_, erase_));
+    memory_.Remove(leave_now_);
+    disk_rows_ += static_cast<int64_t>(spilled_.size());
+    moved_.spilled += static_cast<int64_t>(spilled_.size());
+  }
 
-  memory_.Remove(leave_now_);
   memory_.InsertRows(fetched_);
-  disk_rows_ += static_cast<int64_t>(spilled_.size()) - static_cast<int64_t>(fetched_.size());
-  moved_.spilled += static_cast<int64_t>(spilled_.size());
+  disk_rows_ -= static_cast<int64_t>(fetched_.size());
   moved_.fetched += static_cast<int64_t>(fetched_.size());
   // The rows that came in: read back, and (Lookup) created by the operation.
   incoming_.assign(fetched_.ids.begin(), fetched_.ids.end());
@@ -127,6 +154,26 @@ Status TieredTable::BringIn(const int64_t* ids, size_t n, bool creates) {
   if (policy_ == TierPolicy::kTinyLfu)
     for (int64_t id : dedup_.unique()) sketch_.Increment(id);
   return Status::OK();
+}
+
+void TieredTable::StartWrite() {
+  if (spilled_.empty()) return;
+  // spilled_ and leave_now_ stay as they are until FinishWrite.
+  writer_->Start([this] { return store_->Write(table_, spilled_, no_erasures_); });
+}
+
+void TieredTable::FinishWrite() {
+  if (!writer_->busy()) return;
+  Status st = writer_->Wait();
+  if (!st.ok()) {
+    // The rows stay in memory, unchanged, and leave with a later batch.
+    leaving_.insert(leaving_.end(), leave_now_.begin(), leave_now_.end());
+    write_error_ = std::move(st);
+    return;
+  }
+  memory_.Remove(leave_now_);
+  disk_rows_ += static_cast<int64_t>(spilled_.size());
+  moved_.spilled += static_cast<int64_t>(spilled_.size());
 }
 
 void TieredTable::ChooseLeaving() {
@@ -162,8 +209,10 @@ void TieredTable::ChooseLeaving() {
 }
 
 Status TieredTable::Lookup(const int64_t* ids, size_t n, float* out, int64_t step) {
-  PSTRAIN_RETURN_IF_ERROR(BringIn(ids, n, true));
-  PSTRAIN_RETURN_IF_ERROR(memory_.Lookup(ids, n, out, step));
+  Status st = BringIn(ids, n, true);
+  if (st.ok()) st = memory_.Lookup(ids, n, out, step);
+  FinishWrite();
+  PSTRAIN_RETURN_IF_ERROR(st);
   PSTRAIN_RETURN_IF_ERROR(DropPastMaxRows());
   ChooseLeaving();
   return Status::OK();
@@ -171,8 +220,10 @@ Status TieredTable::Lookup(const int64_t* ids, size_t n, float* out, int64_t ste
 
 Status TieredTable::ApplyGradients(const int64_t* ids, const float* grads, size_t n, int64_t step) {
   if (n == 0) return memory_.ApplyGradients(ids, grads, n, step);  // as SparseTable: no clock
-  PSTRAIN_RETURN_IF_ERROR(BringIn(ids, n, false));
-  PSTRAIN_RETURN_IF_ERROR(memory_.ApplyGradients(ids, grads, n, step));
+  Status st = BringIn(ids, n, false);
+  if (st.ok()) st = memory_.ApplyGradients(ids, grads, n, step);
+  FinishWrite();
+  PSTRAIN_RETURN_IF_ERROR(st);
   ChooseLeaving();
   return Status::OK();
 }
@@ -264,9 +315,11 @@ Status TieredTable::ForEachRow(
   std::unique_ptr<RowStore::Iterator> it = store_->NewIterator(table_);
   for (; it->Valid(); it->Next()) {
     PSTRAIN_RETURN_IF_ERROR(emit_resident_below(it->id()));
-    if (next < resident.size() && resident[next] == it->id())
+    if (next < resident.size() && resident[next] == it->id()) {
+      if (keeps_disk_copies_) continue;  // an old copy: memory's is current
       return Internal(fmt::format("embedding table '{}': row {} is both in memory and on disk",
                                   options_.name, it->id()));
+    }
     const SparseTable::RowView view{it->data(), it->data() + options_.dim, it->last_touched(),
                                     it->updates()};
     PSTRAIN_RETURN_IF_ERROR(fn(it->id(), view));

@@ -10,27 +10,34 @@
 //   2. the batch's ids are deduplicated and split into those in memory and
 //      the others, which are read from disk in ONE batched read (MultiGet);
 //   3. the rows chosen to leave memory after the previous batch (below) are
-//      written in ONE write batch, which also erases the disk copies of the
-//      rows read in 2;
+//      written in ONE write batch, on a background thread while 2 and 4
+//      run (they are not the batch's rows, so nothing touches them), and
+//      leave memory once written;
 //   4. the rows read come into memory, and the in-memory operation runs
 //      (touching, updating, admitting and creating rows as SparseTable does);
 //   5. if memory holds more than the budget, the policy chooses which rows
 //      leave at the next batch's write: rows that came in with this batch,
 //      or the least recently touched rows that are not the batch's.
-// A failed read or write fails the batch and changes nothing, the clock
-// included: rows to spill stay in memory, rows read stay on disk; the error
-// names the store, the table and what failed (no space left on the device).
-// Writing after the operation would mean failing a batch already applied.
+// A row read back keeps its disk copy, which its next spill overwrites: no
+// erasure per row read (a third of the writes). Not with max_rows or
+// evict_after_steps, whose recency index must list only rows on disk alone:
+// there, the write of 3 runs before 4, on the caller's thread, and erases
+// the disk copies of the rows read.
+// A failed read fails the batch and changes nothing, the clock included;
+// the error names the store, the table and what failed. A failed write
+// (no space left on the device) keeps its rows in memory and to leave; it
+// fails the NEXT batch, which changes nothing (the batch it overlapped was
+// applied and succeeded: failing it would invite its retry). No row is lost.
 //
 // Policies (TierPolicy): kLru sends the least recently touched rows out;
 // kTinyLfu (the worker's RowCache rule) lets a row that came in stay only if
 // its id was asked for more often, recently, than the least recently touched
 // row's (FrequencySketch), else the row goes back out. README, "Tiered
 // tables: a memory budget over local disk", has the figures that chose the
-// default (tests/tiered_table_bench.cc measures both).
+// default (`pstrain bench embedding --cases tiered` measures both).
 //
 // Memory: budget_rows, plus at most the rows that came in with the last two
-// batches (those chosen to leave, until the next batch writes them).
+// batches (those chosen to leave, until the next batch has written them).
 //
 // evict_after_steps and max_rows keep their meaning over both tiers: rows
 // dropped by them are gone from memory and disk alike, least recently
@@ -40,16 +47,20 @@
 // Serialize of every table, with no batch in between; Restore the store and
 // Deserialize each table to resume.
 //
-// Thread-safety: none, as SparseTable. The store must outlive the table.
+// Thread-safety: none, as SparseTable (the background write touches only
+// the table's copy of the rows leaving and the store, and ends before the
+// call that started it returns). The store must outlive the table.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "embedding/background_call.h"
 #include "embedding/frequency_sketch.h"
 #include "embedding/id_dedup.h"
 #include "embedding/id_map.h"
@@ -147,6 +158,10 @@ class TieredTable {
   // Drops the least recently touched rows past max_rows.
   Status DropPastMaxRows();
   Status DropFromDisk(int64_t touched_before, int64_t max_count);
+  // Writes spilled_ on another thread; FinishWrite waits for it and, once
+  // written, removes the rows from memory (else keeps them for later).
+  void StartWrite();
+  void FinishWrite();
 
   EmbeddingTableOptions options_;
   int64_t budget_rows_;
@@ -154,6 +169,10 @@ class TieredTable {
   RowStore::TableId table_;
   SparseTable memory_;
   TierPolicy policy_;
+  // Rows read back keep their disk copy, which the next spill overwrites:
+  // no erasure per row read. Not with max_rows or evict_after_steps, whose
+  // recency index must hold only rows on disk alone.
+  bool keeps_disk_copies_;
   FrequencySketch sketch_;  // ids asked for, recently (kTinyLfu)
   int64_t disk_rows_ = 0;
   int64_t dropped_ = 0;           // rows dropped besides memory_'s own evictions
@@ -167,6 +186,11 @@ class TieredTable {
   std::vector<int64_t> leave_now_;
   RowBatch fetched_, spilled_;
   std::vector<RowStore::Erasure> erase_;
+  const std::vector<RowStore::Erasure> no_erasures_;
+  // Writes spilled_ between StartWrite and FinishWrite; a pointer, so that
+  // the table stays movable.
+  std::unique_ptr<BackgroundCall> writer_ = std::make_unique<BackgroundCall>();
+  Status write_error_;  // of the last write, for the next batch
 };
 
 }  // namespace pstrain

@@ -4,7 +4,7 @@
 # the usage; bench and gen JSON survives hostile paths; --version; the log
 # level; a node with no scheduler gives up in time;
 # `pstrain local` labels lines by role and rank;
-# the cache-sizing bench reads a config's data.
+# the cache-sizing bench reads a config's data; the tiered-table bench.
 # Usage: sh tests/cli_test.sh PSTRAIN_BIN [REPO_DIR]
 set -u
 BIN="$1"
@@ -42,6 +42,7 @@ for case in "|--sched-port|MS_SCHED_PORT|PSTRAIN_LOG_LEVEL|pstrain export" \
             "bench kv|--bytes|--servers|--compare|--rounds" \
             "bench allreduce|--bytes|--world|--transport|--help" \
             "bench embedding|--dim|--cases|--config|--workers" \
+            "bench embedding|--store-dir|--tier-ids|--tier-rounds|tiered" \
             "bench train|--config|--steps|--servers|--workers" \
             "gen|criteo|--help|criteo|criteo" \
             "gen criteo|--rows|--out|--shards|--test-rows" \
@@ -177,6 +178,33 @@ check "it prints a line per cache size" [ "$(grep -c '"case":"data"' "$OUT")" = 
 rates=$(sed -n 's/.*"best_hit_rate":\([0-9.]*\).*/\1/p' "$OUT" | tr '\n' ' ')
 check "bounds grow with the cache ($rates)" \
   awk -v r="$rates" 'BEGIN { n = split(r, a, " "); exit !(n == 3 && a[1] > 0 && a[1] <= a[2] && a[2] <= a[3] && a[3] <= 1) }'
+
+# The tiered table next to an all-in-memory one, tiny: a line per Zipf
+# exponent, resident share and policy, with what a reader compares; rows
+# move only below 100%; the store's directory is gone at the end.
+STORE="$DATA/store-parent"
+mkdir "$STORE"
+"$BIN" bench embedding --cases tiered --dim 4 --tier-ids 2000 --tier-rounds 8 --store-dir "$STORE" \
+  > "$OUT" 2>&1; status=$?
+check "the tiered case runs (got $status)" [ "$status" = 0 ]
+check "it prints 10 lines" [ "$(grep -c '"case":"tiered"' "$OUT")" = 10 ]
+check "each line has its figures, the same draws in memory, and rows move below 100%" \
+  python3 -c 'import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+seen = set()
+for l in lines:
+  assert l["zipf"] in (1.05, 1.2) and l["resident"] in (1.0, 0.3, 0.1), l
+  assert l["policy"] in ("lru", "tinylfu") and l["dim"] == 4, l
+  assert l["ops_per_s"] > 0 and l["memory_ops_per_s"] > 0, l
+  assert abs(l["vs_memory"] - l["ops_per_s"] / l["memory_ops_per_s"]) < 2e-3, l
+  assert l["budget_rows"] == max(1, int(l["resident"] * l["rows"])), l
+  assert (l["read_back_per_batch"] > 0) == (l["resident"] < 1), l
+  seen.add((l["zipf"], l["resident"], l["policy"]))
+assert len(seen) == 10, seen' "$OUT"
+check "the tiered case removes its store" [ -z "$(ls -A "$STORE")" ]
+"$BIN" bench embedding --cases tiered --store-dir "$DATA/missing/dir" > "$OUT" 2>&1; status=$?
+check "a missing --store-dir exits 1 (got $status)" [ "$status" = 1 ]
+check "it names the directory" has "store-dir $DATA/missing/dir: cannot create"
 
 # Sizes a config implies are capped before anything is allocated (issue 13):
 # each is one line naming file, line and key, exit 2 (not std::bad_alloc,

@@ -1,7 +1,6 @@
-// Helpers for the tests and the benchmark of the disk tier of embedding
-// tables (row_store_test, tiered_table_test, tiered_table_bench): temporary
-// directories, small tmpfs mounts (a disk that fills up), Zipf-distributed
-// ids, table options.
+// Helpers for the tests of the disk tier of embedding tables
+// (row_store_test, tiered_table_test): temporary directories, small tmpfs
+// mounts (a disk that fills up), Zipf-distributed ids, table options.
 #pragma once
 
 #include <sys/mount.h>

@@ -17,7 +17,6 @@
 //     dense goodput.
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <mutex>
 #include <vector>
@@ -30,6 +29,7 @@
 #include "roles/local_job.h"
 #include "roles/server_tables.h"
 #include "src/app/bench_json.h"
+#include "src/app/bench_zipf.h"
 #include "src/common/random.h"
 
 namespace pstrain {
@@ -39,40 +39,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kDistinctIds = 1000000;
 constexpr size_t kDrawsPerRound = 16384;
-
-// The id of the n-th row or rank: a mix, so that neighbours in rank are not
-// neighbours in the table. Not a bijection (24 bits are dropped), but the
-// first 2^20 values, all these benchmarks use, are distinct.
-int64_t ScatteredId(int64_t n) {
-  return static_cast<int64_t>(Mix64(static_cast<uint64_t>(n)) >> 24);
-}
-
-// Zipf over ranks 0..n-1 (rank k with probability proportional to
-// (k+1)^-s) by inverse CDF; ids are the ranks scattered (ScatteredId).
-class ZipfIds {
- public:
-  ZipfIds(int64_t n, double s, uint64_t seed) : cdf_(static_cast<size_t>(n)), rng_(seed) {
-    double sum = 0;
-    for (int64_t k = 0; k < n; ++k) cdf_[k] = sum += std::pow(static_cast<double>(k + 1), -s);
-    for (double& c : cdf_) c /= sum;
-  }
-  int64_t Next() {
-    const double u = rng_.Uniform();
-    return ScatteredId(std::upper_bound(cdf_.begin(), cdf_.end(), u) - cdf_.begin());
-  }
-  // The unique ids of one batch of draws.
-  const std::vector<int64_t>& Round(IdDedup* dedup) {
-    draws_.resize(kDrawsPerRound);
-    for (int64_t& id : draws_) id = Next();
-    dedup->Reset(draws_.data(), draws_.size());
-    return dedup->unique();
-  }
-
- private:
-  std::vector<double> cdf_;
-  Rng rng_;
-  std::vector<int64_t> draws_;
-};
 
 double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
@@ -94,7 +60,7 @@ Status RunServerCase(int dim, double zipf) {
   int64_t looked_up = 0, updated = 0;
   const Clock::time_point begin = Clock::now();
   for (int64_t step = 0; step < 2000 && Seconds(begin) < 3.0; ++step) {
-    const std::vector<int64_t>& unique = ids.Round(&dedup);
+    const std::vector<int64_t>& unique = ids.Round(&dedup, kDrawsPerRound);
     rows.resize(unique.size() * static_cast<size_t>(dim));
     grads.assign(rows.size(), 0.001f);
     Clock::time_point t = Clock::now();
@@ -138,7 +104,7 @@ void RunCacheCase(double zipf, double fraction) {
   int64_t best_hits = 0;
   for (int step = 0; step < 2 * rounds; ++step) {
     if (step == rounds) at_warm = cache.stats();
-    for (int64_t id : ids.Round(&dedup)) {
+    for (int64_t id : ids.Round(&dedup, kDrawsPerRound)) {
       if (cache.Get(id, step, /*max_staleness=*/1 << 30) == nullptr)
         cache.Put(id, row.data(), step);
       if (step >= rounds && most_probable.Find(id) != nullptr) ++best_hits;
