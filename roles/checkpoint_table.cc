@@ -95,17 +95,29 @@ Status ParseRows(const std::string& name, int64_t want_dim, const uint8_t* table
 
 // One ascending run of rows: a share's rows in memory, or those in its store.
 // A run on disk counts its rows against the section's count as it goes.
+// A row in memory may also have a copy on disk, older (TieredTable keeps the
+// copy of a row read back until the row leaves memory again and overwrites
+// it): the disk run passes over those, so memory's wins.
 class Run {
  public:
   Run(const CheckpointTable::Share* share, bool disk) : share_(share) {
-    if (disk) it_ = share->store->NewIterator(share->table);
+    if (!disk) return;
+    it_ = share->store->NewIterator(share->table);
+    SkipResident();
   }
   bool Valid() const { return it_ ? it_->Valid() : next_ < share_->memory_ids.size(); }
   int64_t id() const { return it_ ? it_->id() : share_->memory_ids[next_]; }
   const void* values() const {
     return it_ ? static_cast<const void*>(it_->data()) : share_->memory_rows[next_];
   }
-  void Next() { it_ ? it_->Next() : void(++next_); }
+  void Next() {
+    if (!it_) {
+      ++next_;
+      return;
+    }
+    it_->Next();
+    SkipResident();
+  }
   // After Valid() or Next(): the store's error, or a count that does not
   // match the section's.
   Status Check(const std::string& table) {
@@ -124,8 +136,18 @@ class Run {
   }
 
  private:
+  // Both ascending: the memory ids below the disk run's are passed for good.
+  void SkipResident() {
+    const std::vector<int64_t>& held = share_->memory_ids;
+    while (it_->Valid()) {
+      while (next_ < held.size() && held[next_] < it_->id()) ++next_;
+      if (next_ == held.size() || held[next_] != it_->id()) return;
+      it_->Next();
+    }
+  }
+
   const CheckpointTable::Share* share_;
-  size_t next_ = 0;
+  size_t next_ = 0;  // memory: the next row; disk: where SkipResident is
   std::unique_ptr<RowStore::Iterator> it_;
   int64_t read_ = 0;
 };

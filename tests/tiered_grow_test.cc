@@ -10,8 +10,8 @@
 // the row's own operations).
 //
 // The default is small enough for CI; the size runs by hand:
-//   PSTRAIN_GROW_ROWS=50000000 PSTRAIN_GROW_BUDGET_MB=1024 \
-//   TMPDIR=/var/tmp build/tests/tiered_grow_test
+//   PSTRAIN_GROW_ROWS=50000000 PSTRAIN_GROW_BUDGET_MB=1024 TMPDIR=/var/tmp
+//   build/tests/tiered_grow_test
 // (rows: the new ones; the hot ones, at most 2^20, come on top).
 #include <doctest/doctest.h>
 #include <fmt/format.h>
