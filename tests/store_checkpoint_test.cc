@@ -9,20 +9,12 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/test_util.h"
+
 namespace pstrain {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct TempDir {
-  TempDir() {
-    char name[] = "/tmp/pstrain-store-ckpt-XXXXXX";
-    REQUIRE(mkdtemp(name) != nullptr);
-    path = name;
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string path;
-};
 
 void Write(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -30,17 +22,17 @@ void Write(const std::string& path, const std::string& bytes) {
 }
 
 TEST_CASE("a store's files are listed with size and CRC, and checked back exactly") {
-  TempDir dir;
-  Write(dir.path + "/000012.sst", std::string(300000, 'a') + "tail");
-  Write(dir.path + "/CURRENT", "MANIFEST-000005\n");
-  Write(dir.path + "/MANIFEST-000005", "x");
+  testing::TempDir dir;
+  Write(dir.path() + "/000012.sst", std::string(300000, 'a') + "tail");
+  Write(dir.path() + "/CURRENT", "MANIFEST-000005\n");
+  Write(dir.path() + "/MANIFEST-000005", "x");
   StoreDigests digests;
-  auto files = digests.List(dir.path);
+  auto files = digests.List(dir.path());
   REQUIRE_MESSAGE(files.ok(), files.status().message());
   REQUIRE(files->size() == 3);
   CHECK((*files)[0].name == "000012.sst");
   CHECK((*files)[0].size == 300004);
-  CHECK(CheckStoreFiles(dir.path, *files).ok());
+  CHECK(CheckStoreFiles(dir.path(), *files).ok());
 
   auto parsed = ParseStoreFiles(FormatStoreFiles(*files));
   REQUIRE_MESSAGE(parsed.ok(), parsed.status().message());
@@ -53,40 +45,40 @@ TEST_CASE("a store's files are listed with size and CRC, and checked back exactl
 
   SUBCASE("a flipped byte") {
     {
-      std::fstream f(dir.path + "/000012.sst", std::ios::in | std::ios::out | std::ios::binary);
+      std::fstream f(dir.path() + "/000012.sst", std::ios::in | std::ios::out | std::ios::binary);
       f.seekp(1234);
       f.put('b');
     }
-    Status st = CheckStoreFiles(dir.path, *files);
+    Status st = CheckStoreFiles(dir.path(), *files);
     CHECK(st.message().find("000012.sst: checksum mismatch") != std::string::npos);
   }
   SUBCASE("a missing file, a shorter one, an extra one") {
-    fs::remove(dir.path + "/CURRENT");
-    CHECK(CheckStoreFiles(dir.path, *files).message().find("CURRENT: missing") !=
+    fs::remove(dir.path() + "/CURRENT");
+    CHECK(CheckStoreFiles(dir.path(), *files).message().find("CURRENT: missing") !=
           std::string::npos);
-    Write(dir.path + "/CURRENT", "MANIFEST");
-    CHECK(CheckStoreFiles(dir.path, *files)
+    Write(dir.path() + "/CURRENT", "MANIFEST");
+    CHECK(CheckStoreFiles(dir.path(), *files)
               .message()
               .find("CURRENT: 8 bytes, the checkpoint "
                     "lists 16") != std::string::npos);
-    Write(dir.path + "/CURRENT", "MANIFEST-000005\n");
-    Write(dir.path + "/000013.sst", "new");
-    CHECK(CheckStoreFiles(dir.path, *files).message().find("000013.sst: not listed") !=
+    Write(dir.path() + "/CURRENT", "MANIFEST-000005\n");
+    Write(dir.path() + "/000013.sst", "new");
+    CHECK(CheckStoreFiles(dir.path(), *files).message().find("000013.sst: not listed") !=
           std::string::npos);
   }
   SUBCASE("a subdirectory is not a store file") {
-    fs::create_directory(dir.path + "/sub");
-    CHECK(digests.List(dir.path).status().message().find("sub: not a plain file") !=
+    fs::create_directory(dir.path() + "/sub");
+    CHECK(digests.List(dir.path()).status().message().find("sub: not a plain file") !=
           std::string::npos);
   }
 }
 
 TEST_CASE("a file already listed is not read again (its inode, size and time are known)") {
-  TempDir dir;
-  const std::string path = dir.path + "/000007.sst";
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/000007.sst";
   Write(path, std::string(1 << 16, 'z'));
   StoreDigests digests;
-  auto first = digests.List(dir.path);
+  auto first = digests.List(dir.path());
   REQUIRE(first.ok());
   // Changed behind the cache's back (same size, time put back): a table
   // file never is, so List keeps what it read; a resume's check reads again.
@@ -94,15 +86,15 @@ TEST_CASE("a file already listed is not read again (its inode, size and time are
   Write(path, std::string(1 << 16, 'y'));
   fs::last_write_time(path, written);
   // A hard link, as a checkpoint makes: the same inode, known already.
-  fs::create_directory(dir.path + "/ckpt");
-  fs::create_hard_link(path, dir.path + "/ckpt/000007.sst");
-  auto linked = digests.List(dir.path + "/ckpt");
+  fs::create_directory(dir.path() + "/ckpt");
+  fs::create_hard_link(path, dir.path() + "/ckpt/000007.sst");
+  auto linked = digests.List(dir.path() + "/ckpt");
   REQUIRE_MESSAGE(linked.ok(), linked.status().message());
   CHECK((*linked)[0].crc == (*first)[0].crc);
-  CHECK(CheckStoreFiles(dir.path + "/ckpt", *linked).message().find("checksum mismatch") !=
+  CHECK(CheckStoreFiles(dir.path() + "/ckpt", *linked).message().find("checksum mismatch") !=
         std::string::npos);
   StoreDigests fresh;
-  auto reread = fresh.List(dir.path + "/ckpt");
+  auto reread = fresh.List(dir.path() + "/ckpt");
   REQUIRE(reread.ok());
   CHECK((*reread)[0].crc != (*first)[0].crc);
 }

@@ -18,29 +18,9 @@
 #include "embedding/table_options.h"
 #include "src/common/random.h"
 #include "src/common/status.h"
+#include "tests/test_util.h"
 
 namespace pstrain::testing {
-
-// A fresh directory under $TMPDIR (or /tmp), removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/pstrain-tier-XXXXXX";
-    path_ = mkdtemp(pattern.data()) ? pattern : std::string();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 // A tmpfs of `size` (mount(8) syntax, "1m") mounted on `dir` (created), read
 // only if asked; unmounted when destroyed. Needs root (CAP_SYS_ADMIN).

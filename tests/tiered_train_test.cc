@@ -24,16 +24,6 @@ namespace fs = std::filesystem;
 using testing::ClickData;
 using testing::TrainOutcome;
 
-struct TempDir {
-  TempDir() {
-    char name[] = "/tmp/pstrain-tiered-XXXXXX";
-    REQUIRE(mkdtemp(name) != nullptr);
-    path = name;
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string path;
-};
-
 // Logistic regression on click data, its 65536-row wide table on the
 // servers; `budget` rows of it in each server's memory (0: all).
 Config TableConfig(const ClickData& data, int64_t budget, const std::string& store_dir) {
@@ -70,9 +60,9 @@ int64_t RowsOnDisk(const std::string& dir, const Config& config, int rank, int s
   REQUIRE(shard->has_store);
   REQUIRE(shard->tables.size() == 1);
   CHECK(shard->tables[0].tiered);
-  TempDir copy;
+  testing::TempDir copy;
   auto store = RowStore::Restore(newest->step_dir + "/" + StoreCheckpointDirName(rank),
-                                 copy.path + "/store");
+                                 copy.path() + "/store");
   REQUIRE_MESSAGE(store.ok(), store.status().message());
   auto tables = ServerTables(config);
   REQUIRE(tables.ok());
@@ -85,12 +75,12 @@ int64_t RowsOnDisk(const std::string& dir, const Config& config, int rank, int s
 
 TEST_CASE("a table with a memory budget trains bit for bit as one all in memory, and resumes") {
   ClickData data;
-  TempDir dir;
+  testing::TempDir dir;
   const Config in_memory = TableConfig(data, 0, "");
-  const Config tiered = TableConfig(data, 200, dir.path);
+  const Config tiered = TableConfig(data, 200, dir.path());
   TrainOutcome a = testing::TrainLocally(in_memory, 2, 2);
   REQUIRE_MESSAGE(a.status.ok(), a.status.message());
-  auto run = testing::TrainInTwoJobs(tiered, 2, 2, 20, 10, dir.path + "/ckpt");
+  auto run = testing::TrainInTwoJobs(tiered, 2, 2, 20, 10, dir.path() + "/ckpt");
   REQUIRE_MESSAGE(run.first.status.ok(), run.first.status.message());
   REQUIRE_MESSAGE(run.resumed.status.ok(), run.resumed.status.message());
   CHECK(run.resumed.stats.steps == 20);
@@ -99,13 +89,13 @@ TEST_CASE("a table with a memory budget trains bit for bit as one all in memory,
   CheckSameDense(a, run.resumed);
   // Most rows were on disk: a budget of 200 of each server's thousands.
   for (int rank : {0, 1}) {
-    const int64_t on_disk = RowsOnDisk(dir.path + "/ckpt", tiered, rank, 2, 2);
+    const int64_t on_disk = RowsOnDisk(dir.path() + "/ckpt", tiered, rank, 2, 2);
     MESSAGE("server " << rank << ": " << on_disk << " rows on disk at the last checkpoint");
     CHECK(on_disk > 1000);
   }
   // Each server's own directory under store_dir.
-  CHECK(fs::is_directory(dir.path + "/server-0"));
-  CHECK(fs::is_directory(dir.path + "/server-1"));
+  CHECK(fs::is_directory(dir.path() + "/server-0"));
+  CHECK(fs::is_directory(dir.path() + "/server-1"));
 }
 
 TEST_CASE("a store directory that is not there stops the job with one line naming it") {
@@ -120,13 +110,13 @@ TEST_CASE("a store directory that is not there stops the job with one line namin
 
 TEST_CASE("a damaged store checkpoint is refused on resume, naming the file") {
   ClickData data(4000, 400);
-  TempDir dir;
-  Config config = TableConfig(data, 100, dir.path);
+  testing::TempDir dir;
+  Config config = TableConfig(data, 100, dir.path());
   config.train.steps = 10;
-  config.train.checkpoint = CheckpointConfig{dir.path + "/ckpt", 10, false, 3};
+  config.train.checkpoint = CheckpointConfig{dir.path() + "/ckpt", 10, false, 3};
   TrainOutcome first = testing::TrainLocally(config, 1, 1);
   REQUIRE_MESSAGE(first.status.ok(), first.status.message());
-  auto newest = FindNewestCheckpoint(dir.path + "/ckpt");
+  auto newest = FindNewestCheckpoint(dir.path() + "/ckpt");
   REQUIRE(newest.ok());
   const std::string store = newest->step_dir + "/" + StoreCheckpointDirName(0);
   std::string sst;
