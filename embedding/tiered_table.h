@@ -8,11 +8,12 @@
 // Per Lookup or ApplyGradients batch:
 //   1. every id is checked (a bad one fails the batch, changing nothing);
 //   2. the batch's ids are deduplicated and split into those in memory and
-//      the others, which are read from disk in ONE batched read (MultiGet);
+//      the others, which are read from disk in ONE batched read (MultiGet;
+//      two halves at once, one on a background thread, when large);
 //   3. the rows chosen to leave memory after the previous batch (below) are
-//      written in ONE write batch, on a background thread while 2 and 4
-//      run (they are not the batch's rows, so nothing touches them), and
-//      leave memory once written;
+//      written in ONE write batch, on the background thread while 4 runs
+//      (they are not the batch's rows, so nothing touches them), and leave
+//      memory once written;
 //   4. the rows read come into memory, and the in-memory operation runs
 //      (touching, updating, admitting and creating rows as SparseTable does);
 //   5. if memory holds more than the budget, the policy chooses which rows
@@ -158,6 +159,9 @@ class TieredTable {
   // Drops the least recently touched rows past max_rows.
   Status DropPastMaxRows();
   Status DropFromDisk(int64_t touched_before, int64_t max_count);
+  // Reads missing_ into fetched_ (step 2), in two halves when large, one
+  // on the writer's thread.
+  Status ReadMissing();
   // Writes spilled_ on another thread; FinishWrite waits for it and, once
   // written, removes the rows from memory (else keeps them for later).
   void StartWrite();
@@ -185,6 +189,7 @@ class TieredTable {
   std::vector<int64_t> leaving_;  // rows to spill at the next batch
   std::vector<int64_t> leave_now_;
   RowBatch fetched_, spilled_;
+  RowBatch fetched_back_;  // ReadMissing's second half
   std::vector<RowStore::Erasure> erase_;
   const std::vector<RowStore::Erasure> no_erasures_;
   // Writes spilled_ between StartWrite and FinishWrite; a pointer, so that
