@@ -291,6 +291,11 @@ Status RowStore::MultiGet(TableId table, const int64_t* ids, size_t n, RowBatch*
   // Sorted keys let MultiGet walk each file once.
   std::vector<int64_t> sorted(ids, ids + n);
   std::sort(sorted.begin(), sorted.end());
+  // Keys are ids big-endian, which sort as the ids only when none is
+  // negative; RocksDB asserts on keys out of order, so one is refused here.
+  if (sorted.front() < 0)
+    return InvalidArgument(fmt::format("embedding store {}: row {} of table '{}': ids are >= 0",
+                                       dir_, sorted.front(), t.name));
   std::vector<std::string> key_bytes(n);
   std::vector<rocksdb::Slice> keys(n);
   for (size_t i = 0; i < n; ++i) {

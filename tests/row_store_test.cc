@@ -126,6 +126,18 @@ TEST_CASE("a fresh store holds no rows of the one before it in the same director
   CHECK(found.empty());
 }
 
+TEST_CASE("a negative id is refused, not read (its key would sort out of order)") {
+  TempDir tmp;
+  auto store = OpenStore(tmp / "store");
+  const RowStore::TableId t = OpenTable(*store);
+  REQUIRE(store->Write(t, Rows(Range(0, 10), 1), {}).ok());
+  RowBatch found(kFloats);
+  const std::vector<int64_t> ids = {3, -7, 5};
+  Status st = store->MultiGet(t, ids.data(), ids.size(), &found);
+  CHECK(st.message().find("row -7 of table") != std::string::npos);
+  CHECK(found.empty());
+}
+
 TEST_CASE("EraseOldest drops the least recently touched rows first, and only those") {
   TempDir tmp;
   auto store = OpenStore(tmp / "store");
