@@ -2,9 +2,10 @@
 // roles/server_rows.h, roles/store_checkpoint.h): rows beyond the budget
 // wait on the server's disk and the job trains exactly as with every row in
 // memory; checkpoints carry the store and resume exactly; a store
-// directory that is missing, or a store checkpoint that was damaged, stops
-// the job with a line naming it.
+// directory that is missing or fills up, or a store checkpoint that was
+// damaged, stops the job with a line naming it.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "roles/shard_file.h"
 #include "roles/store_checkpoint.h"
 #include "src/common/checkpoint_file.h"
+#include "tests/tiered_test_util.h"
 #include "tests/train_util.h"
 
 namespace pstrain {
@@ -23,6 +25,11 @@ namespace {
 namespace fs = std::filesystem;
 using testing::ClickData;
 using testing::TrainOutcome;
+
+// Tests that fill a small tmpfs: their own CTest test, skipped where no
+// tmpfs can be mounted.
+constexpr char kFull[] = "tiered_train_full";
+const bool kSuitesRegistered = testing::SuiteNeeds(kFull, testing::CanMountTmpfs);
 
 // Logistic regression on click data, its 65536-row wide table on the
 // servers; `budget` rows of it in each server's memory (0: all).
@@ -140,6 +147,42 @@ TEST_CASE("a damaged store checkpoint is refused on resume, naming the file") {
   REQUIRE_FALSE(resumed.status.ok());
   CHECK(resumed.sink->Matching(fs::path(sst).filename().string() + ": checksum mismatch").size() >=
         1);
+}
+
+
+TEST_CASE("a store directory that fills up stops the job with one line naming it" *
+          doctest::test_suite(kFull)) {
+  ClickData data(4000, 400);
+  testing::TempDir dir;
+  // Room for the store's own files and its first checkpoints' (checkpoints
+  // flush the rows spilled so far to files), not for every row.
+  testing::TmpfsMount disk(dir / "disk", "1m");
+  REQUIRE_MESSAGE(disk.mounted(), disk.error());
+  Config config = TableConfig(data, 100, dir / "disk");
+  config.train.steps = 60;
+  config.train.checkpoint = CheckpointConfig{dir / "ckpt", 10, false, 3};
+  TrainOutcome full = testing::TrainLocally(config, 1, 1);
+  REQUIRE_FALSE(full.status.ok());
+  MESSAGE(full.status.message());
+  CHECK(full.status.message().find("No space left on device") != std::string::npos);
+  CHECK(full.status.message().find(dir / "disk/server-0") != std::string::npos);
+  CHECK(full.status.message().find('\n') == std::string::npos);
+  // Nothing acknowledged is lost: the last checkpoint resumes, on a disk
+  // with room, and the job ends as one that never ran out.
+  auto newest = FindNewestCheckpoint(dir / "ckpt");
+  REQUIRE_MESSAGE(newest.ok(), newest.status().message());
+  CHECK(newest->step >= 10);
+  fs::create_directory(dir / "roomy");
+  config.train.store_dir = dir / "roomy";
+  config.train.checkpoint->resume = true;
+  TrainOutcome resumed = testing::TrainLocally(config, 1, 1);
+  REQUIRE_MESSAGE(resumed.status.ok(), resumed.status.message());
+  CHECK(resumed.sink->Matching(fmt::format("resuming at step {} from", newest->step)).size() == 1);
+  Config straight = config;
+  straight.train.checkpoint.reset();
+  TrainOutcome reference = testing::TrainLocally(straight, 1, 1);
+  REQUIRE_MESSAGE(reference.status.ok(), reference.status.message());
+  CheckSameDense(reference, resumed);
 }
 
 }  // namespace
