@@ -26,6 +26,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "embedding/id_map.h"
@@ -125,6 +126,19 @@ class SparseTable {
   // touched ones.
   static StatusOr<SparseTable> Deserialize(const EmbeddingTableOptions& options, const void* data,
                                            size_t size);
+  // The rows Serialize wrote, read in place without the table's options
+  // (pstrain export reads tables larger than memory this way): the bytes
+  // are checked as Deserialize checks them (magic, CRC, version, the name),
+  // and each row's id is listed with where its floats (values, then slots;
+  // unaligned) start in `data`, which must outlive the result; in the order
+  // written.
+  struct SerializedRows {
+    uint32_t dim = 0;
+    uint32_t slots = 0;  // optimizer floats per element
+    std::vector<std::pair<int64_t, const uint8_t*>> rows;
+  };
+  static StatusOr<SerializedRows> ReadSerializedRows(const std::string& name, const void* data,
+                                                     size_t size);
 
  private:
   static constexpr uint32_t kNone = RecencyList::kNone;

@@ -67,12 +67,51 @@ class Reader {
     left_ -= n;
     return true;
   }
+  void Skip(size_t n) {
+    data_ += n;
+    left_ -= n;
+  }
+  const char* at() const { return data_; }
   size_t left() const { return left_; }
 
  private:
   const char* data_;
   size_t left_;
 };
+
+// The fields before the rows.
+struct Header {
+  uint32_t version, dim, slots, type;
+  int64_t clock, table_updates;
+  uint64_t rows;
+};
+
+// Checks the magic, the CRC, the version and that the bytes hold table
+// `name`, and reads the header; *in is left at the first row. Errors say
+// what is wrong, for the caller to put after the table's name.
+Status ReadHeader(const char* bytes, size_t size, const std::string& name, Header* header,
+                  Reader* in) {
+  if (size < sizeof(kMagic) + sizeof(uint32_t) || std::memcmp(bytes, kMagic, sizeof(kMagic)) != 0)
+    return InvalidArgument("not a serialized table (bad magic or too short)");
+  uint32_t stored_crc;
+  std::memcpy(&stored_crc, bytes + size - sizeof(stored_crc), sizeof(stored_crc));
+  const uint32_t crc = Crc32(bytes, size - sizeof(stored_crc));
+  if (crc != stored_crc)
+    return InvalidArgument(
+        fmt::format("checksum mismatch (stored {:#010x}, contents {:#010x})", stored_crc, crc));
+  *in = Reader(bytes + sizeof(kMagic), size - sizeof(kMagic) - sizeof(stored_crc));
+  uint32_t name_size;
+  if (!in->Get(&header->version) || header->version < 1 || header->version > kVersion)
+    return InvalidArgument("unsupported version");
+  if (!in->Get(&name_size) || name_size > in->left()) return InvalidArgument("truncated name");
+  const std::string held(in->at(), name_size);
+  in->Skip(name_size);
+  if (held != name) return InvalidArgument(fmt::format("it holds table '{}'", held));
+  if (!in->Get(&header->dim) || !in->Get(&header->slots) || !in->Get(&header->type) ||
+      !in->Get(&header->clock) || !in->Get(&header->table_updates) || !in->Get(&header->rows))
+    return InvalidArgument("truncated header");
+  return Status::OK();
+}
 
 }  // namespace
 
@@ -117,32 +156,16 @@ StatusOr<SparseTable> SparseTable::Deserialize(const EmbeddingTableOptions& opti
     return InvalidArgument(
         fmt::format("embedding table '{}': cannot restore: {}", options.name, what));
   };
-  const char* bytes = static_cast<const char*>(data);
-  if (size < sizeof(kMagic) + sizeof(uint32_t) || std::memcmp(bytes, kMagic, sizeof(kMagic)) != 0) {
-    return bad("not a serialized table (bad magic or too short)");
-  }
-  uint32_t stored_crc;
-  std::memcpy(&stored_crc, bytes + size - sizeof(stored_crc), sizeof(stored_crc));
-  const uint32_t crc = Crc32(bytes, size - sizeof(stored_crc));
-  if (crc != stored_crc) {
-    return bad(
-        fmt::format("checksum mismatch (stored {:#010x}, contents {:#010x})", stored_crc, crc));
-  }
-  Reader in(bytes + sizeof(kMagic), size - sizeof(kMagic) - sizeof(stored_crc));
-  uint32_t version, name_size;
-  if (!in.Get(&version) || version < 1 || version > kVersion) return bad("unsupported version");
-  if (!in.Get(&name_size) || name_size > in.left()) return bad("truncated name");
-  std::string name(name_size, '\0');
-  in.Bytes(name.data(), name_size);
-  if (name != options.name) return bad(fmt::format("it holds table '{}'", name));
-
+  Header header;
+  Reader in(nullptr, 0);
+  Status read = ReadHeader(static_cast<const char*>(data), size, options.name, &header, &in);
+  if (!read.ok()) return bad(read.message());
   SparseTable table(options);
-  uint32_t dim, slots, type;
-  uint64_t rows;
-  if (!in.Get(&dim) || !in.Get(&slots) || !in.Get(&type) || !in.Get(&table.clock_) ||
-      !in.Get(&table.table_updates_) || !in.Get(&rows)) {
-    return bad("truncated header");
-  }
+  const uint32_t version = header.version, dim = header.dim, slots = header.slots,
+                 type = header.type;
+  const uint64_t rows = header.rows;
+  table.clock_ = header.clock;
+  table.table_updates_ = header.table_updates;
   if (dim != static_cast<uint32_t>(options.dim) ||
       slots != static_cast<uint32_t>(table.optimizer_.num_slots()) ||
       type != static_cast<uint32_t>(options.optimizer.type)) {
@@ -215,6 +238,39 @@ StatusOr<SparseTable> SparseTable::Deserialize(const EmbeddingTableOptions& opti
     ++table.counters_.capacity_evictions;
   }
   return table;
+}
+
+
+StatusOr<SparseTable::SerializedRows> SparseTable::ReadSerializedRows(const std::string& name,
+                                                                      const void* data,
+                                                                      size_t size) {
+  const auto bad = [&](const std::string& what) {
+    return InvalidArgument(fmt::format("embedding table '{}': cannot read: {}", name, what));
+  };
+  Header header;
+  Reader in(nullptr, 0);
+  Status read = ReadHeader(static_cast<const char*>(data), size, name, &header, &in);
+  if (!read.ok()) return bad(read.message());
+  // No optimizer keeps more slots; the bound keeps the row size in range.
+  constexpr uint32_t kMaxSlots = 16;
+  if (header.dim < 1 || header.slots > kMaxSlots)
+    return bad(fmt::format("dim {} with {} slots", header.dim, header.slots));
+  const size_t row_bytes =
+      3 * sizeof(int64_t) + (1 + size_t{header.slots}) * header.dim * sizeof(float);
+  if (header.rows > in.left() / row_bytes)
+    return bad(fmt::format("{} rows of {} bytes do not fit {} bytes", header.rows, row_bytes,
+                           in.left()));
+  SerializedRows out;
+  out.dim = header.dim;
+  out.slots = header.slots;
+  out.rows.resize(header.rows);
+  for (auto& [id, floats] : out.rows) {
+    in.Get(&id);
+    in.Skip(2 * sizeof(int64_t));  // last_touched, updates
+    floats = reinterpret_cast<const uint8_t*>(in.at());
+    in.Skip(row_bytes - 3 * sizeof(int64_t));
+  }
+  return out;
 }
 
 }  // namespace pstrain

@@ -143,6 +143,15 @@ class TieredTable {
   static StatusOr<TieredTable> Deserialize(const EmbeddingTableOptions& options,
                                            int64_t budget_rows, RowStore* store, const void* data,
                                            size_t size, TierPolicy policy = kDefaultPolicy);
+  // What Serialize wrote before the rows in memory, checked, for readers
+  // without a table (pstrain export): the rows on disk, and the offset of
+  // the rows in memory (SparseTable::ReadSerializedRows reads them).
+  struct SerializedHeader {
+    int64_t disk_rows;
+    size_t rows_at;
+  };
+  static StatusOr<SerializedHeader> ReadSerializedHeader(const std::string& name,
+                                                         const void* data, size_t size);
 
  private:
   TieredTable(const EmbeddingTableOptions& options, int64_t budget_rows, RowStore* store,

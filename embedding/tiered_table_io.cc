@@ -43,12 +43,12 @@ void TieredTable::Serialize(std::string* out) const {
   memory_.Serialize(out);
 }
 
-StatusOr<TieredTable> TieredTable::Deserialize(const EmbeddingTableOptions& options,
-                                               int64_t budget_rows, RowStore* store,
-                                               const void* data, size_t size, TierPolicy policy) {
+StatusOr<TieredTable::SerializedHeader> TieredTable::ReadSerializedHeader(const std::string& name,
+                                                                          const void* data,
+                                                                          size_t size) {
   const auto bad = [&](const std::string& what) {
-    return InvalidArgument(fmt::format("embedding table '{}': cannot restore the tiered table: {}",
-                                       options.name, what));
+    return InvalidArgument(
+        fmt::format("embedding table '{}': cannot read the tiered table: {}", name, what));
   };
   const char* bytes = static_cast<const char*>(data);
   if (size < kHeaderBytes + sizeof(uint32_t) || std::memcmp(bytes, kMagic, sizeof(kMagic)) != 0)
@@ -62,13 +62,22 @@ StatusOr<TieredTable> TieredTable::Deserialize(const EmbeddingTableOptions& opti
   std::memcpy(fields, bytes + sizeof(kMagic) + sizeof(version), sizeof(fields));
   for (int64_t f : fields)
     if (f < 0) return bad("a negative count");
+  return SerializedHeader{fields[0], kHeaderBytes + sizeof(uint32_t)};
+}
+
+StatusOr<TieredTable> TieredTable::Deserialize(const EmbeddingTableOptions& options,
+                                               int64_t budget_rows, RowStore* store,
+                                               const void* data, size_t size, TierPolicy policy) {
+  auto header = ReadSerializedHeader(options.name, data, size);
+  if (!header.ok()) return header.status();
   if (budget_rows < 1)
     return InvalidArgument(
         fmt::format("embedding table '{}': the memory budget must hold at least 1 row, got {}",
                     options.name, budget_rows));
 
-  const size_t rows_at = kHeaderBytes + sizeof(uint32_t);
-  auto memory = SparseTable::Deserialize(MemoryOptions(options), bytes + rows_at, size - rows_at);
+  const char* bytes = static_cast<const char*>(data);
+  auto memory = SparseTable::Deserialize(MemoryOptions(options), bytes + header->rows_at,
+                                         size - header->rows_at);
   if (!memory.ok()) return memory.status();
   const size_t floats =
       static_cast<size_t>(options.dim) * (1 + static_cast<size_t>(memory->optimizer().num_slots()));
@@ -76,13 +85,15 @@ StatusOr<TieredTable> TieredTable::Deserialize(const EmbeddingTableOptions& opti
   auto table = store->OpenTable(options.name, floats, NeedsRecency(options), false);
   if (!table.ok()) return table.status();
   TieredTable tiered(options, budget_rows, store, *table, std::move(*memory), policy);
-  tiered.disk_rows_ = fields[0];
+  tiered.disk_rows_ = header->disk_rows;
   if (tiered.disk_rows_ > 0) {
     std::unique_ptr<RowStore::Iterator> it = store->NewIterator(*table);
     if (!it->Valid()) {
       PSTRAIN_RETURN_IF_ERROR(it->status());
-      return bad(
-          fmt::format("{} rows should be on disk, but store {} has none", fields[0], store->dir()));
+      return InvalidArgument(fmt::format(
+          "embedding table '{}': cannot restore the tiered table: {} rows should be on disk, but "
+          "store {} has none",
+          options.name, header->disk_rows, store->dir()));
     }
   }
   return tiered;

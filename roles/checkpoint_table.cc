@@ -1,7 +1,6 @@
 #include "roles/checkpoint_table.h"
 
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
@@ -9,87 +8,33 @@
 #include <numeric>
 #include <queue>
 
+#include "embedding/sparse_table.h"
+#include "embedding/tiered_table.h"
+
 namespace pstrain {
 namespace {
 
-// Fixed-width little-endian fields, never past the end.
-class Cursor {
- public:
-  Cursor(const uint8_t* p, size_t n) : p_(p), left_(n) {}
-  template <typename T>
-  bool Get(T* v) {
-    if (left_ < sizeof(T)) return false;
-    std::memcpy(v, p_, sizeof(T));
-    Skip(sizeof(T));
-    return true;
-  }
-  void Skip(size_t n) { p_ += n, left_ -= n; }
-  const uint8_t* at() const { return p_; }
-  size_t left() const { return left_; }
-
- private:
-  const uint8_t* p_;
-  size_t left_;
-};
-
-uint32_t Crc32(const uint8_t* data, size_t size) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  for (size_t done = 0; done < size;) {  // crc32 takes a 32-bit length
-    const auto chunk = static_cast<uInt>(std::min<size_t>(size - done, 1u << 30));
-    crc = crc32(crc, data + done, chunk);
-    done += chunk;
-  }
-  return static_cast<uint32_t>(crc);
-}
-
-// TieredTable::Serialize's header (embedding/tiered_table_io.cc): magic,
-// version u32 (1), disk rows i64, CRC-32 of those; SparseTable's bytes follow.
-constexpr size_t kTieredHeader = 8 + 4 + 8;
 // Rows a table may count (a hostile count must not overflow the sum).
 constexpr int64_t kMaxRows = int64_t{1} << 48;
 
-// SparseTable::Serialize's bytes (embedding/sparse_table_io.cc): only the
-// rows' ids and values are read. Fills share->memory_* and floats.
-Status ParseRows(const std::string& name, int64_t want_dim, const uint8_t* table, size_t size,
-                 CheckpointTable::Share* share, const std::function<Status(std::string)>& bad) {
-  constexpr size_t kMagic = 8, kCrc = 4;
-  if (size < kMagic + kCrc) return bad("too short");
-  if (std::memcmp(table, "PSEMBTBL", kMagic) != 0) return bad("not a serialized table");
-  uint32_t stored;
-  std::memcpy(&stored, table + size - kCrc, kCrc);
-  if (Crc32(table, size - kCrc) != stored) return bad("checksum mismatch");
-  Cursor in(table + kMagic, size - kMagic - kCrc);
-  uint32_t version, name_size, dim, slots, type;
-  int64_t clock, updates;
-  uint64_t rows;
-  if (!in.Get(&version) || version < 1 || version > 2) return bad("unsupported version");
-  if (!in.Get(&name_size) || name_size > in.left()) return bad("truncated name");
-  if (std::string(reinterpret_cast<const char*>(in.at()), name_size) != name)
-    return bad("it holds another table");
-  in.Skip(name_size);
-  if (!in.Get(&dim) || !in.Get(&slots) || !in.Get(&type) || !in.Get(&clock) || !in.Get(&updates) ||
-      !in.Get(&rows))
-    return bad("truncated header");
-  if (dim != want_dim || slots > 16)
-    return bad(fmt::format("dim {} with {} slots; the layout says dim {}", dim, slots, want_dim));
-  const size_t row_bytes = 3 * sizeof(int64_t) + (1 + size_t{slots}) * dim * sizeof(float);
-  if (rows > in.left() / row_bytes)
-    return bad(fmt::format("{} rows of {} bytes do not fit {} bytes", rows, row_bytes, in.left()));
-  std::vector<std::pair<int64_t, const uint8_t*>> listed(rows);
-  for (auto& [id, row] : listed) {
-    in.Get(&id);
-    row = in.at() + 2 * sizeof(int64_t);  // after last_touched, updates
-    in.Skip(row_bytes - sizeof(int64_t));
-  }
-  std::sort(listed.begin(), listed.end(),
+// The rows of SparseTable::Serialize's bytes, by ascending id, into
+// share->memory_*; and share->floats.
+Status ListRows(const std::string& name, int64_t want_dim, const uint8_t* table, size_t size,
+                CheckpointTable::Share* share) {
+  auto read = SparseTable::ReadSerializedRows(name, table, size);
+  if (!read.ok()) return read.status();
+  if (read->dim != want_dim)
+    return InvalidArgument(fmt::format("embedding table '{}': dim {}; the layout says dim {}", name,
+                                       read->dim, want_dim));
+  std::sort(read->rows.begin(), read->rows.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  share->memory_ids.reserve(rows);
-  share->memory_rows.reserve(rows);
-  for (const auto& [id, row] : listed) {
+  share->memory_ids.reserve(read->rows.size());
+  share->memory_rows.reserve(read->rows.size());
+  for (const auto& [id, row] : read->rows) {
     share->memory_ids.push_back(id);
     share->memory_rows.push_back(row);
   }
-  share->floats = (1 + size_t{slots}) * dim;
+  share->floats = (1 + size_t{read->slots}) * read->dim;
   return Status::OK();
 }
 
@@ -162,20 +107,14 @@ Status CheckpointTable::AddShare(const std::string& path, bool tiered, const uin
   Share share;
   share.path = path;
   if (tiered) {
-    uint32_t version, crc;
-    if (size < kTieredHeader + 4 || std::memcmp(bytes, "PSTIERED", 8) != 0)
-      return bad("not a serialized tiered table");
-    std::memcpy(&version, bytes + 8, 4);
-    std::memcpy(&share.disk_rows, bytes + 12, 8);
-    std::memcpy(&crc, bytes + kTieredHeader, 4);
-    if (Crc32(bytes, kTieredHeader) != crc) return bad("tiered header checksum mismatch");
-    if (version != 1) return bad(fmt::format("unsupported tiered version {}", version));
-    if (share.disk_rows < 0) return bad("a negative count of rows on disk");
+    auto header = TieredTable::ReadSerializedHeader(name_, bytes, size);
+    if (!header.ok()) return header.status().WithContext(path);
     if (store == nullptr) return bad("rows on disk, but the shard file lists no store");
-    bytes += kTieredHeader + 4;
-    size -= kTieredHeader + 4;
+    share.disk_rows = header->disk_rows;
+    bytes += header->rows_at;
+    size -= header->rows_at;
   }
-  PSTRAIN_RETURN_IF_ERROR(ParseRows(name_, dim_, bytes, size, &share, bad));
+  PSTRAIN_RETURN_IF_ERROR(ListRows(name_, dim_, bytes, size, &share).WithContext(path));
   if (tiered) {
     // by_recency false: reading needs only the rows; an absent table (no
     // row was ever spilled) opens empty in the scratch copy.

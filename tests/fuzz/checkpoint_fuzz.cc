@@ -6,7 +6,9 @@
 //   3. the same bytes as a server's shard (ReadShardFile, with the shape its
 //      meta section states), and each embedding table in it restored by
 //      SparseTable::Deserialize (its own CRC made right too, the options taken
-//      from the table's header), as a resuming server does.
+//      from the table's header), as a resuming server does, and listed by
+//      SparseTable::ReadSerializedRows, as pstrain export does (after
+//      TieredTable::ReadSerializedHeader for a tiered table's).
 #include <zlib.h>
 
 #include <cstdint>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "embedding/sparse_table.h"
+#include "embedding/tiered_table.h"
 #include "roles/shard_file.h"
 #include "src/common/checkpoint_file.h"
 #include "tests/fuzz/fuzz_util.h"
@@ -41,6 +44,14 @@ T Get(const std::string& s, size_t at) {
 // version, name, dim, slots, optimizer type): the checks past the header run.
 void RestoreTable(const TableSnapshot& t) {
   std::vector<uint8_t> bytes(t.bytes.begin(), t.bytes.end());
+  if (t.tiered) {
+    // The tiered header first (export reads it so), then the rows in memory.
+    auto header = TieredTable::ReadSerializedHeader(t.name, bytes.data(), bytes.size());
+    if (!header.ok()) return;
+    if (header->rows_at > bytes.size() || header->disk_rows < 0)
+      fuzz::Fail("a tiered header past its bytes, or a negative count");
+    bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(header->rows_at));
+  }
   SetCrc(&bytes);
   const std::string b(bytes.begin(), bytes.end());
   const uint32_t name_size = Get<uint32_t>(b, 12);
@@ -56,6 +67,18 @@ void RestoreTable(const TableSnapshot& t) {
   auto table = SparseTable::Deserialize(options, bytes.data(), bytes.size());
   if (table.ok() && options.max_rows > 0 && table->rows() > 4)
     fuzz::Fail("a restored table holds more rows than its limit");
+  // Export's reader of the same bytes: no row outside them, and every row
+  // a restore without a limit holds.
+  auto listed = SparseTable::ReadSerializedRows(options.name, bytes.data(), bytes.size());
+  if (listed.ok()) {
+    const size_t row_bytes = (1 + size_t{listed->slots}) * listed->dim * sizeof(float);
+    const uint8_t* end = bytes.data() + bytes.size();
+    for (const auto& [id, row] : listed->rows)
+      if (row < bytes.data() || row > end || row_bytes > static_cast<size_t>(end - row))
+        fuzz::Fail("export's reader lists a row outside the bytes");
+  }
+  if (table.ok() && options.max_rows == 0 && (!listed.ok() || listed->rows.size() != table->rows()))
+    fuzz::Fail("export's reader and a restore disagree on the rows");
 }
 
 }  // namespace

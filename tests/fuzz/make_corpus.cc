@@ -19,6 +19,7 @@
 #include "embedding/sparse_table.h"
 #include "optim/threshold_codec.h"
 #include "roles/shard_file.h"
+#include "roles/store_checkpoint.h"
 #include "src/common/checkpoint_file.h"
 
 namespace pstrain {
@@ -201,8 +202,26 @@ void CheckpointSeeds() {
   PartitionSnapshot p{"fc1.weight", 0, 3, 3, 3, {0.5f, -0.5f, 1.0f, 2.0f}, {{"m", {0, 0, 0, 1}}}};
   PartitionSnapshot q{"fc1/bias", 1, 3, 3, 3, {1.0f}, {}};
   const std::string shard = (dir / ShardFileName(0)).string();
-  st = WriteShardFile(shard, ShardMeta{0, 1, 2}, {p, q}, {{"emb_user", 4, table_bytes}});
+  st = WriteShardFile(shard, ShardMeta{0, 1, 2}, {p, q}, {{"emb_user", 4, false, table_bytes}});
   if (st.ok()) Write("checkpoint_fuzz", "shard_with_table", ReadFile(shard));
+  // The same table as a tiered one (embedding/tiered_table_io.cc): its
+  // header, 40 rows said to be on disk, then the rows in memory; the store
+  // section lists one file.
+  std::string tiered("PSTIERED", 8);
+  const uint32_t version = 1;
+  const int64_t disk_rows = 40;
+  tiered.append(reinterpret_cast<const char*>(&version), sizeof(version));
+  tiered.append(reinterpret_cast<const char*>(&disk_rows), sizeof(disk_rows));
+  const auto header_crc = static_cast<uint32_t>(
+      crc32(0L, reinterpret_cast<const Bytef*>(tiered.data()), static_cast<uInt>(tiered.size())));
+  tiered.append(reinterpret_cast<const char*>(&header_crc), sizeof(header_crc));
+  tiered += table_bytes;
+  const std::vector<StoreFile> store_files = {{"000012.sst", 4096, 0x1234abcd}};
+  const std::string tiered_shard = (dir / "tiered.ckpt").string();
+  if (st.ok())
+    st = WriteShardFile(tiered_shard, ShardMeta{0, 1, 2}, {p}, {{"emb_user", 4, true, tiered}},
+                        &store_files);
+  if (st.ok()) Write("checkpoint_fuzz", "shard_with_tiered_table", ReadFile(tiered_shard));
   // The MANIFEST is a checkpoint file too (one "manifest" section).
   const std::string step_dir = CheckpointStepDir(dir.string(), 7);
   st = WriteShardFile(step_dir + "/" + ShardFileName(0), ShardMeta{0, 1, 1}, {p});
