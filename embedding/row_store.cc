@@ -4,6 +4,8 @@
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
+#include <rocksdb/memtablerep.h>
+#include <rocksdb/slice_transform.h>
 #include <rocksdb/table.h>
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
@@ -25,6 +27,9 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "records are little-endian and written with memcpy");
 
 constexpr size_t kKeyBytes = 8;
+// Column families: "rows:<table>" (id -> record), "recency:<table>".
+constexpr char kRowsFamily[] = "rows:";
+constexpr char kRecencyFamily[] = "recency:";
 // Rows dropped by EraseOldest per write batch: bounded memory however many.
 constexpr int64_t kEraseChunk = 65536;
 
@@ -60,15 +65,28 @@ int64_t RecencyStep(const char* key) {
 //   which do not compress; it would cost CPU on every spill and read;
 // - whole-key bloom filters (10 bits/key, ~1% false positives) in files and
 //   memtables: a batch asks for ids that were never spilled (new rows) as
-//   often as for spilled ones, and a miss should cost no block read. Their
-//   memory (about 1.3 bytes per row on disk, plus the index, about 4 bytes
-//   per 4 KiB block) stays outside the block cache so that the cache's
-//   churn never evicts them;
+//   often as for spilled ones, and a miss should cost no block read;
+// - filters and indexes partitioned and kept in the block cache, at high
+//   priority, only their small top levels pinned: otherwise every file
+//   holds its whole filter and index in memory, about 2 bytes per row on
+//   disk that no budget bounds. A partition evicted costs one block read;
 // - a small shared LRU block cache: a row read back lives in the table's
-//   memory until spilled again, so caching its block again is mostly waste.
+//   memory until spilled again, so caching its block again is mostly waste;
+// - rows' families only: a hashed memtable (the prefix is the whole 8-byte
+//   key), as rows are only ever written and read by id while in memory; a
+//   skip list spent most of a spill finding each key's place, and of a read
+//   finding the rows spilled lately (side by side in `pstrain bench
+//   embedding --cases tiered`: 1.2-1.7x the rows per second). Iterating in
+//   id order (export) sorts the memtable first: total_order_seek.
 rocksdb::ColumnFamilyOptions TableOptions(const RowStoreOptions& options,
-                                          const std::shared_ptr<rocksdb::Cache>& cache) {
+                                          const std::shared_ptr<rocksdb::Cache>& cache,
+                                          const std::string& family) {
   rocksdb::ColumnFamilyOptions cf;
+  if (family.rfind(kRowsFamily, 0) == 0) {
+    cf.prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(kKeyBytes));
+    cf.memtable_factory.reset(rocksdb::NewHashSkipListRepFactory(
+        std::max<size_t>(1024, options.write_buffer_bytes / 128)));
+  }
   cf.compression = rocksdb::kNoCompression;
   cf.bottommost_compression = rocksdb::kNoCompression;
   cf.write_buffer_size = options.write_buffer_bytes;
@@ -80,6 +98,11 @@ rocksdb::ColumnFamilyOptions TableOptions(const RowStoreOptions& options,
   table.block_cache = cache;
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
   table.whole_key_filtering = true;
+  table.index_type = rocksdb::BlockBasedTableOptions::kTwoLevelIndexSearch;
+  table.partition_filters = true;
+  table.cache_index_and_filter_blocks = true;
+  table.cache_index_and_filter_blocks_with_high_priority = true;
+  table.pin_top_level_index_and_filter = true;
   cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   return cf;
 }
@@ -146,6 +169,8 @@ StatusOr<std::unique_ptr<rocksdb::DB>> OpenDb(const std::string& dir,
   db.create_if_missing = true;
   // Two background threads: the server's own threads do the math.
   db.max_background_jobs = 2;
+  // The hashed memtables (TableOptions) take one writer at a time.
+  db.allow_concurrent_memtable_write = false;
   // The files left at exit are never reopened (a fresh Open deletes them),
   // so flushing memtables at shutdown would be wasted writes.
   db.avoid_flush_during_shutdown = true;
@@ -154,7 +179,8 @@ StatusOr<std::unique_ptr<rocksdb::DB>> OpenDb(const std::string& dir,
   std::vector<std::string> names;
   if (!rocksdb::DB::ListColumnFamilies(db, dir, &names).ok()) names = {"default"};
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
-  for (const std::string& name : names) families.emplace_back(name, TableOptions(options, cache));
+  for (const std::string& name : names)
+    families.emplace_back(name, TableOptions(options, cache, name));
   rocksdb::DB* raw = nullptr;
   rocksdb::Status st = rocksdb::DB::Open(db, dir, families, handles, &raw);
   if (!st.ok())
@@ -169,7 +195,8 @@ StatusOr<std::unique_ptr<RowStore>> RowStore::OpenAsIs(const std::string& dir,
                                                        const RowStoreOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  impl->cache = rocksdb::NewLRUCache(options.block_cache_bytes);
+  // Half of the cache kept for filter and index partitions (high priority).
+  impl->cache = rocksdb::NewLRUCache(options.block_cache_bytes, -1, false, 0.5);
   // See the header: the store is rebuilt from checkpoints, never from a log.
   impl->write.disableWAL = true;
   auto db = OpenDb(dir, options, impl->cache, &impl->handles);
@@ -237,7 +264,8 @@ StatusOr<RowStore::TableId> RowStore::OpenTable(const std::string& name, size_t 
     }
     rocksdb::ColumnFamilyHandle* h = nullptr;
     rocksdb::Status st =
-        impl_->db->CreateColumnFamily(TableOptions(impl_->options, impl_->cache), cf_name, &h);
+        impl_->db->CreateColumnFamily(TableOptions(impl_->options, impl_->cache, cf_name), cf_name,
+                                      &h);
     if (!st.ok())
       return FailedPrecondition(fmt::format("embedding store {}: cannot create table '{}': {}",
                                             dir_, name, st.ToString()));
@@ -245,11 +273,11 @@ StatusOr<RowStore::TableId> RowStore::OpenTable(const std::string& name, size_t 
     return h;
   };
   Impl::Table table{name, floats};
-  auto data = family("rows:" + name);
+  auto data = family(kRowsFamily + name);
   if (!data.ok()) return data.status();
   table.data = *data;
   if (by_recency) {
-    auto recency = family("recency:" + name);
+    auto recency = family(kRecencyFamily + name);
     if (!recency.ok()) return recency.status();
     table.recency = *recency;
   }
@@ -476,7 +504,8 @@ class StoreIterator : public RowStore::Iterator {
 std::unique_ptr<RowStore::Iterator> RowStore::NewIterator(TableId table) const {
   const Impl::Table& t = impl_->tables[table];
   rocksdb::ReadOptions read;
-  read.fill_cache = false;  // one pass over everything: keep the hot blocks
+  read.total_order_seek = true;  // every row, not one prefix's (see TableOptions)
+  read.fill_cache = false;       // one pass over everything: keep the hot blocks
   read.readahead_size = size_t{2} << 20;
   return std::make_unique<StoreIterator>(dir_, t.name, t.floats,
                                          impl_->db->NewIterator(read, t.data));

@@ -37,10 +37,12 @@
 namespace pstrain {
 
 struct RowStoreOptions {
-  // Shared by all tables: data blocks read recently (LRU). Rows are read
-  // once when they come back to memory, so a large cache mostly duplicates
-  // the table's own memory; small and bounded.
-  size_t block_cache_bytes = size_t{32} << 20;
+  // Shared by all tables: the files' filter and index partitions (half of
+  // it, at high priority), and data blocks read recently (LRU). Rows are
+  // read once when they come back to memory, so a large cache of data
+  // blocks mostly duplicates the table's own memory. Bounded, whatever the
+  // rows on disk.
+  size_t block_cache_bytes = size_t{64} << 20;
   // Per table: rows written (spilled) but not yet in a file; two of them at
   // most (one being flushed).
   size_t write_buffer_bytes = size_t{32} << 20;

@@ -58,11 +58,15 @@ TieredTable::TieredTable(const EmbeddingTableOptions& options, int64_t budget_ro
 
 int64_t TieredTable::RowsForBytes(const EmbeddingTableOptions& options, int64_t bytes) {
   const SparseOptimizer optimizer(options.optimizer, options.dim);
-  // Row data, the row's metadata (id, last touched, updates, two links) and
-  // its index entry (16-byte slots, at most half full).
+  // Every byte a resident row can take at its worst, so that the budget is
+  // a bound and not an average: the row's floats; its metadata (id, last
+  // touched, updates, two links: 32); its index entry, 16-byte slots at
+  // most half full and doubling, so up to 64 bytes, and 32 more while a
+  // doubling holds the old array and the new (96); and the TinyLFU
+  // sketch's counters, 8 per row rounded up to a power of two (16).
   const int64_t per_row = static_cast<int64_t>(options.dim) * (1 + optimizer.num_slots()) *
                               static_cast<int64_t>(sizeof(float)) +
-                          32 + 32;
+                          32 + 96 + 16;
   return std::max<int64_t>(1, bytes / per_row);
 }
 

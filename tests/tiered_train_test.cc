@@ -105,6 +105,34 @@ TEST_CASE("a table with a memory budget trains bit for bit as one all in memory,
   CHECK(fs::is_directory(dir.path() + "/server-1"));
 }
 
+TEST_CASE("a checkpoint resumes with another memory budget, and trains as all in memory") {
+  ClickData data(4000, 400);
+  testing::TempDir dir;
+  Config config = TableConfig(data, 200, dir.path());
+  config.train.steps = 40;
+  TrainOutcome in_memory = testing::TrainLocally(TableConfig(data, 0, ""), 1, 1);
+  REQUIRE_MESSAGE(in_memory.status.ok(), in_memory.status.message());
+  Config first = config;
+  first.train.steps = 20;
+  first.train.checkpoint = CheckpointConfig{dir / "ckpt", 20, false, 3};
+  REQUIRE(testing::TrainLocally(first, 1, 1).status.ok());
+  // Fewer rows in memory than the checkpoint holds there (the rest move to
+  // disk with the first batches), then more than the table has.
+  for (int64_t budget : {50, 100000}) {
+    CAPTURE(budget);
+    // A copy each: a resumed job checkpoints its last step.
+    const std::string copy = dir / ("ckpt-" + std::to_string(budget));
+    fs::copy(dir / "ckpt", copy, fs::copy_options::recursive);
+    Config resumed = config;
+    resumed.parameters[0].server_cache_rows = budget;
+    resumed.train.checkpoint = CheckpointConfig{copy, 20, true, 3};
+    TrainOutcome run = testing::TrainLocally(resumed, 1, 1);
+    REQUIRE_MESSAGE(run.status.ok(), run.status.message());
+    CHECK(run.sink->Matching("resuming at step 20 from").size() == 1);
+    CheckSameDense(in_memory, run);
+  }
+}
+
 TEST_CASE("a store directory that is not there stops the job with one line naming it") {
   ClickData data(2000, 200);
   Config config = TableConfig(data, 100, "/nonexistent/pstrain-store");
