@@ -203,6 +203,22 @@ void TieredTable::FinishWrite() {
   moved_.spilled += static_cast<int64_t>(spilled_.size());
 }
 
+Status TieredTable::SpillPastBudget() {
+  constexpr size_t kRowsPerWrite = 65536;
+  const auto never = [](int64_t) { return false; };
+  while (static_cast<int64_t>(memory_.rows()) > budget_rows_) {
+    const auto over = static_cast<size_t>(static_cast<int64_t>(memory_.rows()) - budget_rows_);
+    const std::vector<int64_t> ids = memory_.BackIds(std::min(over, kRowsPerWrite), never);
+    spilled_.Clear();
+    memory_.CopyRows(ids, &spilled_);
+    PSTRAIN_RETURN_IF_ERROR(store_->Write(table_, spilled_, no_erasures_));
+    memory_.Remove(ids);
+    disk_rows_ += static_cast<int64_t>(ids.size());
+    moved_.spilled += static_cast<int64_t>(ids.size());
+  }
+  return Status::OK();
+}
+
 void TieredTable::ChooseLeaving() {
   const int64_t over =
       static_cast<int64_t>(memory_.rows()) - budget_rows_ - static_cast<int64_t>(leaving_.size());

@@ -143,6 +143,16 @@ class TieredTable {
   static StatusOr<TieredTable> Deserialize(const EmbeddingTableOptions& options,
                                            int64_t budget_rows, RowStore* store, const void* data,
                                            size_t size, TierPolicy policy = kDefaultPolicy);
+  // The table a checkpoint of an all-in-memory SparseTable (its Serialize
+  // bytes) holds, over `store` (a new table there), for a job that resumes
+  // with a budget where the one that wrote the checkpoint had none: the
+  // least recently touched rows past the budget are written to disk before
+  // it returns, in writes of at most 65536 rows. Memory: the whole table
+  // once, as the checkpoint held it.
+  static StatusOr<TieredTable> FromSparseTable(const EmbeddingTableOptions& options,
+                                               int64_t budget_rows, RowStore* store,
+                                               const void* data, size_t size,
+                                               TierPolicy policy = kDefaultPolicy);
   // What Serialize wrote before the rows in memory, checked, for readers
   // without a table (pstrain export): the rows on disk, and the offset of
   // the rows in memory (SparseTable::ReadSerializedRows reads them).
@@ -168,6 +178,8 @@ class TieredTable {
   // Drops the least recently touched rows past max_rows.
   Status DropPastMaxRows();
   Status DropFromDisk(int64_t touched_before, int64_t max_count);
+  // Writes the least recently touched rows past the budget to disk, now.
+  Status SpillPastBudget();
   // Reads missing_ into fetched_ (step 2), in two halves when large, one
   // on the writer's thread.
   Status ReadMissing();

@@ -99,4 +99,23 @@ StatusOr<TieredTable> TieredTable::Deserialize(const EmbeddingTableOptions& opti
   return tiered;
 }
 
+StatusOr<TieredTable> TieredTable::FromSparseTable(const EmbeddingTableOptions& options,
+                                                   int64_t budget_rows, RowStore* store,
+                                                   const void* data, size_t size,
+                                                   TierPolicy policy) {
+  if (budget_rows < 1)
+    return InvalidArgument(
+        fmt::format("embedding table '{}': the memory budget must hold at least 1 row, got {}",
+                    options.name, budget_rows));
+  auto memory = SparseTable::Deserialize(MemoryOptions(options), data, size);
+  if (!memory.ok()) return memory.status();
+  const size_t floats =
+      static_cast<size_t>(options.dim) * (1 + static_cast<size_t>(memory->optimizer().num_slots()));
+  auto table = store->OpenTable(options.name, floats, NeedsRecency(options), true);
+  if (!table.ok()) return table.status();
+  TieredTable tiered(options, budget_rows, store, *table, std::move(*memory), policy);
+  PSTRAIN_RETURN_IF_ERROR(tiered.SpillPastBudget());
+  return tiered;
+}
+
 }  // namespace pstrain

@@ -18,12 +18,18 @@ StatusOr<ServerRows> ServerRows::Create(const ServerTable& table, RowStore* stor
 StatusOr<ServerRows> ServerRows::Deserialize(const ServerTable& table, RowStore* store, bool tiered,
                                              const std::string& bytes) {
   const bool wants_tiered = table.memory_rows > 0;
-  if (tiered != wants_tiered)
-    return FailedPrecondition(
-        fmt::format("table '{}': the checkpoint keeps its rows {}, this config {}; resume with the "
-                    "checkpoint's server_cache_rows/server_cache_bytes setting",
-                    table.options.name, tiered ? "partly on disk" : "all in memory",
-                    wants_tiered ? "sets a memory budget" : "sets none"));
+  if (tiered && !wants_tiered)
+    return FailedPrecondition(fmt::format(
+        "table '{}': the checkpoint keeps some of its rows on disk, and this config sets no "
+        "memory budget for it; to resume with every row in memory, set server_cache_rows to at "
+        "least the table's rows on a server",
+        table.options.name));
+  if (!tiered && wants_tiered) {
+    auto moved = TieredTable::FromSparseTable(table.options, table.memory_rows, store,
+                                              bytes.data(), bytes.size());
+    if (!moved.ok()) return moved.status();
+    return ServerRows(std::move(*moved));
+  }
   if (!tiered) {
     auto memory = SparseTable::Deserialize(table.options, bytes.data(), bytes.size());
     if (!memory.ok()) return memory.status();

@@ -24,7 +24,9 @@ class ServerRows {
   // memory budget (then it must not be null).
   static StatusOr<ServerRows> Create(const ServerTable& table, RowStore* store);
   // The table a checkpoint's bytes hold (ServerRows::Serialize), `tiered` as
-  // it was written; the kind must be the one the config asks for now.
+  // it was written. A checkpoint of a table all in memory resumes with a
+  // budget too (the rows past it go to disk first); one with rows on disk
+  // needs a budget.
   static StatusOr<ServerRows> Deserialize(const ServerTable& table, RowStore* store, bool tiered,
                                           const std::string& bytes);
 

@@ -264,17 +264,22 @@ const ServerTable* FindSpec(const std::vector<ServerTable>& specs, const std::st
 
 }  // namespace
 
+void TableHost::CloseStore() {
+  // Every table over the store goes before the store does.
+  for (auto& [name, t] : tables_)
+    if (t && t->table.tiered()) t.reset();
+  store_.reset();
+}
+
 Status TableHost::RestoreStore(const std::string& checkpoint, const std::vector<StoreFile>& files) {
   if (!store_)
     return FailedPrecondition(fmt::format(
         "the checkpoint keeps table rows on disk ({}), and this config sets no memory budget "
-        "(server_cache_rows or server_cache_bytes) for any table: resume with the checkpoint's",
+        "(server_cache_rows or server_cache_bytes) for any table; to resume with every row in "
+        "memory, set server_cache_rows to at least the table's rows on a server",
         checkpoint));
   PSTRAIN_RETURN_IF_ERROR(CheckStoreFiles(checkpoint, files));
-  // Every table over the store goes before the store does.
-  for (auto& [name, t] : tables_)
-    if (t->table.tiered()) t.reset();
-  store_.reset();
+  CloseStore();
   auto store = RowStore::Restore(checkpoint, ServerStoreDir(config_, rank_));
   if (!store.ok()) return store.status();
   store_ = std::move(*store);
@@ -293,6 +298,13 @@ Status TableHost::Restore(std::vector<TableSnapshot> tables, const std::string& 
     if (!store_checkpoint.empty()) {
       Status st = RestoreStore(store_checkpoint, store_files);
       if (!st.ok()) return done.Set(st);
+    } else if (store_) {
+      // The checkpoint kept every row in memory; this config sets a budget:
+      // an empty store again, with no table open, for the rows past it.
+      CloseStore();
+      auto store = RowStore::Open(ServerStoreDir(config_, rank_));
+      if (!store.ok()) return done.Set(store.status());
+      store_ = std::move(*store);
     }
     for (TableSnapshot& s : tables) {
       auto restored =

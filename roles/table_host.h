@@ -109,6 +109,8 @@ class TableHost {
   std::unique_ptr<HostedTable> MakeHosted(ServerRows table) const;
   // Opens this server's store (a fresh one) when some table has a budget.
   Status OpenStore();
+  // Closes the store, and every table over it first (each leaves a null).
+  void CloseStore();
   // Replaces the store with `checkpoint`'s copy and every table with rows on
   // disk: those in `tables` from their snapshot, the others empty.
   Status RestoreStore(const std::string& checkpoint, const std::vector<StoreFile>& files);

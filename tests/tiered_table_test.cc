@@ -261,6 +261,32 @@ TEST_CASE("a checkpoint of the store and the table resumes bit for bit, as often
   CHECK(empty.status().message().find("should be on disk") != std::string::npos);
 }
 
+TEST_CASE("a checkpoint of a table all in memory resumes with a budget, the rest on disk") {
+  TempDir tmp;
+  const ZipfDraws zipf(8000, 1.05);
+  const EmbeddingTableOptions options = TierOptions(OptimizerType::kAdam);
+  auto store = OpenStore(tmp / "store");
+  SparseTable reference = MakeReference(options);
+  TieredTable unused = MakeTiered(options, 1 << 20, store.get());  // Step feeds both
+  std::set<int64_t> seen;
+  for (int64_t step = 1; step <= 60; ++step)
+    for (int64_t id : Step(zipf, step, reference, unused)) seen.insert(id);
+  std::string saved;
+  reference.Serialize(&saved);
+  auto fresh = OpenStore(tmp / "fresh");
+  const int64_t budget = 300;
+  auto tiered = TieredTable::FromSparseTable(options, budget, fresh.get(), saved.data(),
+                                             saved.size());
+  REQUIRE_MESSAGE(tiered.ok(), tiered.status().ToString());
+  CHECK(tiered->tier_counters().resident == budget);
+  CHECK(tiered->tier_counters().on_disk == static_cast<int64_t>(reference.rows()) - budget);
+  // Rows bit for bit; counters start again from a restore.
+  ExpectSame(reference, *tiered, seen, false);
+  for (int64_t step = 61; step <= 100; ++step)
+    for (int64_t id : Step(zipf, step, reference, *tiered)) seen.insert(id);
+  ExpectSame(reference, *tiered, seen, false);
+}
+
 TEST_CASE("evict_after_steps drops idle rows from memory and disk alike, as in memory") {
   TempDir tmp;
   const ZipfDraws zipf(10000, 1.05);

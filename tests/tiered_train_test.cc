@@ -105,32 +105,50 @@ TEST_CASE("a table with a memory budget trains bit for bit as one all in memory,
   CHECK(fs::is_directory(dir.path() + "/server-1"));
 }
 
+// Trains config for 40 steps: 20, a checkpoint, then 20 more in a job
+// that resumes it with `budget` rows in memory (0: all).
+TrainOutcome ResumeWithBudget(const Config& config, int64_t budget, const std::string& ckpt) {
+  Config first = config;
+  first.train.steps = 20;
+  first.train.checkpoint = CheckpointConfig{ckpt, 20, false, 3};
+  TrainOutcome run = testing::TrainLocally(first, 1, 1);
+  if (!run.status.ok()) return run;
+  Config resumed = config;
+  resumed.train.steps = 40;
+  resumed.parameters[0].server_cache_rows = budget;
+  resumed.train.checkpoint = CheckpointConfig{ckpt, 20, true, 3};
+  return testing::TrainLocally(resumed, 1, 1);
+}
+
 TEST_CASE("a checkpoint resumes with another memory budget, and trains as all in memory") {
   ClickData data(4000, 400);
   testing::TempDir dir;
-  Config config = TableConfig(data, 200, dir.path());
-  config.train.steps = 40;
-  TrainOutcome in_memory = testing::TrainLocally(TableConfig(data, 0, ""), 1, 1);
-  REQUIRE_MESSAGE(in_memory.status.ok(), in_memory.status.message());
-  Config first = config;
-  first.train.steps = 20;
-  first.train.checkpoint = CheckpointConfig{dir / "ckpt", 20, false, 3};
-  REQUIRE(testing::TrainLocally(first, 1, 1).status.ok());
+  Config in_memory = TableConfig(data, 0, dir.path());
+  in_memory.train.steps = 40;
+  const TrainOutcome reference = testing::TrainLocally(in_memory, 1, 1);
+  REQUIRE_MESSAGE(reference.status.ok(), reference.status.message());
+  Config tiered = in_memory;
+  tiered.parameters[0].server_cache_rows = 200;
   // Fewer rows in memory than the checkpoint holds there (the rest move to
-  // disk with the first batches), then more than the table has.
-  for (int64_t budget : {50, 100000}) {
+  // disk with the first batches), more than the table has, and a budget
+  // for a table that was all in memory (the rest move to disk at once).
+  for (const auto& [from, budget] : std::vector<std::pair<const Config*, int64_t>>{
+           {&tiered, 50}, {&tiered, 100000}, {&in_memory, 50}}) {
     CAPTURE(budget);
-    // A copy each: a resumed job checkpoints its last step.
-    const std::string copy = dir / ("ckpt-" + std::to_string(budget));
-    fs::copy(dir / "ckpt", copy, fs::copy_options::recursive);
-    Config resumed = config;
-    resumed.parameters[0].server_cache_rows = budget;
-    resumed.train.checkpoint = CheckpointConfig{copy, 20, true, 3};
-    TrainOutcome run = testing::TrainLocally(resumed, 1, 1);
+    CAPTURE(from == &tiered);
+    const std::string ckpt = dir / fmt::format("ckpt-{}-{}", from == &tiered, budget);
+    TrainOutcome run = ResumeWithBudget(*from, budget, ckpt);
     REQUIRE_MESSAGE(run.status.ok(), run.status.message());
     CHECK(run.sink->Matching("resuming at step 20 from").size() == 1);
-    CheckSameDense(in_memory, run);
+    CheckSameDense(reference, run);
+    if (budget == 50) CHECK(RowsOnDisk(ckpt, tiered, 0, 1, 1) > 1000);
   }
+  // Rows on disk, and no budget to keep them: one line that says what to do.
+  TrainOutcome refused = ResumeWithBudget(tiered, 0, dir / "ckpt-refused");
+  REQUIRE_FALSE(refused.status.ok());
+  CHECK(refused.status.message().find(
+            "set server_cache_rows to at least the table's rows on a server") !=
+        std::string::npos);
 }
 
 TEST_CASE("a store directory that is not there stops the job with one line naming it") {
