@@ -26,17 +26,23 @@ StatusOr<TierPolicy> ParseTierPolicy(const std::string& text) {
 StatusOr<TieredTable> TieredTable::Create(const EmbeddingTableOptions& options, int64_t budget_rows,
                                           RowStore* store, TierPolicy policy) {
   PSTRAIN_RETURN_IF_ERROR(options.Validate());
+  auto memory = SparseTable::Create(MemoryOptions(options));
+  if (!memory.ok()) return memory.status();
+  return Over(options, budget_rows, store, std::move(*memory), policy, true);
+}
+
+StatusOr<TieredTable> TieredTable::Over(const EmbeddingTableOptions& options, int64_t budget_rows,
+                                        RowStore* store, SparseTable memory, TierPolicy policy,
+                                        bool new_table) {
   if (budget_rows < 1)
     return InvalidArgument(
         fmt::format("embedding table '{}': the memory budget must hold at least 1 row, got {}",
                     options.name, budget_rows));
-  auto memory = SparseTable::Create(MemoryOptions(options));
-  if (!memory.ok()) return memory.status();
   const size_t floats =
-      static_cast<size_t>(options.dim) * (1 + static_cast<size_t>(memory->optimizer().num_slots()));
-  auto table = store->OpenTable(options.name, floats, NeedsRecency(options), true);
+      static_cast<size_t>(options.dim) * (1 + static_cast<size_t>(memory.optimizer().num_slots()));
+  auto table = store->OpenTable(options.name, floats, NeedsRecency(options), new_table);
   if (!table.ok()) return table.status();
-  return TieredTable(options, budget_rows, store, *table, std::move(*memory), policy);
+  return TieredTable(options, budget_rows, store, *table, std::move(memory), policy);
 }
 
 TieredTable::TieredTable(const EmbeddingTableOptions& options, int64_t budget_rows, RowStore* store,

@@ -166,6 +166,11 @@ class TieredTable {
  private:
   TieredTable(const EmbeddingTableOptions& options, int64_t budget_rows, RowStore* store,
               RowStore::TableId table, SparseTable memory, TierPolicy policy);
+  // The table over `memory` and a table of `store` (a new one when
+  // new_table, else opened or created); budget_rows is checked.
+  static StatusOr<TieredTable> Over(const EmbeddingTableOptions& options, int64_t budget_rows,
+                                    RowStore* store, SparseTable memory, TierPolicy policy,
+                                    bool new_table);
   // The options of the in-memory part: no max_rows (this class keeps it).
   static EmbeddingTableOptions MemoryOptions(const EmbeddingTableOptions& options);
   static bool NeedsRecency(const EmbeddingTableOptions& options);

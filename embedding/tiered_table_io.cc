@@ -70,24 +70,16 @@ StatusOr<TieredTable> TieredTable::Deserialize(const EmbeddingTableOptions& opti
                                                const void* data, size_t size, TierPolicy policy) {
   auto header = ReadSerializedHeader(options.name, data, size);
   if (!header.ok()) return header.status();
-  if (budget_rows < 1)
-    return InvalidArgument(
-        fmt::format("embedding table '{}': the memory budget must hold at least 1 row, got {}",
-                    options.name, budget_rows));
-
   const char* bytes = static_cast<const char*>(data);
   auto memory = SparseTable::Deserialize(MemoryOptions(options), bytes + header->rows_at,
                                          size - header->rows_at);
   if (!memory.ok()) return memory.status();
-  const size_t floats =
-      static_cast<size_t>(options.dim) * (1 + static_cast<size_t>(memory->optimizer().num_slots()));
   // An absent table is created empty; rows said to be on disk then are not.
-  auto table = store->OpenTable(options.name, floats, NeedsRecency(options), false);
-  if (!table.ok()) return table.status();
-  TieredTable tiered(options, budget_rows, store, *table, std::move(*memory), policy);
-  tiered.disk_rows_ = header->disk_rows;
-  if (tiered.disk_rows_ > 0) {
-    std::unique_ptr<RowStore::Iterator> it = store->NewIterator(*table);
+  auto over = Over(options, budget_rows, store, std::move(*memory), policy, false);
+  if (!over.ok()) return over.status();
+  over->disk_rows_ = header->disk_rows;
+  if (over->disk_rows_ > 0) {
+    std::unique_ptr<RowStore::Iterator> it = store->NewIterator(over->table_);
     if (!it->Valid()) {
       PSTRAIN_RETURN_IF_ERROR(it->status());
       return InvalidArgument(fmt::format(
@@ -96,25 +88,18 @@ StatusOr<TieredTable> TieredTable::Deserialize(const EmbeddingTableOptions& opti
           options.name, header->disk_rows, store->dir()));
     }
   }
-  return tiered;
+  return over;
 }
 
 StatusOr<TieredTable> TieredTable::FromSparseTable(const EmbeddingTableOptions& options,
                                                    int64_t budget_rows, RowStore* store,
                                                    const void* data, size_t size,
                                                    TierPolicy policy) {
-  if (budget_rows < 1)
-    return InvalidArgument(
-        fmt::format("embedding table '{}': the memory budget must hold at least 1 row, got {}",
-                    options.name, budget_rows));
   auto memory = SparseTable::Deserialize(MemoryOptions(options), data, size);
   if (!memory.ok()) return memory.status();
-  const size_t floats =
-      static_cast<size_t>(options.dim) * (1 + static_cast<size_t>(memory->optimizer().num_slots()));
-  auto table = store->OpenTable(options.name, floats, NeedsRecency(options), true);
-  if (!table.ok()) return table.status();
-  TieredTable tiered(options, budget_rows, store, *table, std::move(*memory), policy);
-  PSTRAIN_RETURN_IF_ERROR(tiered.SpillPastBudget());
+  auto tiered = Over(options, budget_rows, store, std::move(*memory), policy, true);
+  if (!tiered.ok()) return tiered.status();
+  PSTRAIN_RETURN_IF_ERROR(tiered->SpillPastBudget());
   return tiered;
 }
 
