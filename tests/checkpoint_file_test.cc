@@ -3,7 +3,6 @@
 #include "src/common/checkpoint_file.h"
 
 #include <doctest/doctest.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -13,24 +12,15 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_util.h"
+
 namespace pstrain {
 namespace {
 
 namespace fs = std::filesystem;
 
 // A fresh directory under /tmp, removed with everything in it at the end.
-struct TempDir {
-  TempDir() {
-    char templ[] = "/tmp/pstrain_ckpt_test_XXXXXX";
-    REQUIRE(mkdtemp(templ) != nullptr);
-    path = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string path;
-};
+using testing::TempDir;
 
 std::vector<uint8_t> ReadBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -95,7 +85,7 @@ bool AnyContains(const std::vector<std::string>& lines, const std::string& needl
 
 TEST_CASE("sections round trip, including an empty and a 5 MiB one") {
   TempDir tmp;
-  const std::string path = tmp.path + "/a/b/server-1.ckpt";  // directories are created
+  const std::string path = tmp.path() + "/a/b/server-1.ckpt";  // directories are created
   std::vector<uint8_t> big = Pattern(5 << 20, 3), small = Pattern(10, 4);
   std::string meta = "step 7";
   std::vector<SectionView> views = {{"meta", meta.data(), meta.size()},
@@ -123,13 +113,13 @@ TEST_CASE("sections round trip, including an empty and a 5 MiB one") {
   CHECK((*read)[2].bytes == big);
   CHECK((*read)[3].bytes == small);
 
-  for (const auto& e : fs::directory_iterator(tmp.path + "/a/b"))  // no .tmp left behind
+  for (const auto& e : fs::directory_iterator(tmp.path() + "/a/b"))  // no .tmp left behind
     CHECK(e.path().filename() == "server-1.ckpt");
 }
 
 TEST_CASE("an empty section list and rewriting a file in place") {
   TempDir tmp;
-  const std::string path = tmp.path + "/x.ckpt";
+  const std::string path = tmp.path() + "/x.ckpt";
   REQUIRE(WriteCheckpointFile(path, {}).ok());
   auto read = ReadCheckpointFile(path);
   REQUIRE(read.ok());
@@ -142,7 +132,7 @@ TEST_CASE("an empty section list and rewriting a file in place") {
 
 TEST_CASE("a flipped byte at any offset is refused, naming the file") {
   TempDir tmp;
-  const std::string path = tmp.path + "/server-1.ckpt";
+  const std::string path = tmp.path() + "/server-1.ckpt";
   const std::vector<uint8_t> good = WriteShard(path);
   // Every byte: magic, version, count, lengths, names, payloads, the CRC.
   for (size_t offset = 0; offset < good.size(); ++offset) {
@@ -173,7 +163,7 @@ TEST_CASE("a flipped byte at any offset is refused, naming the file") {
 
 TEST_CASE("a corrupted length is refused without allocating what it claims") {
   TempDir tmp;
-  const std::string path = tmp.path + "/server-0.ckpt";
+  const std::string path = tmp.path() + "/server-0.ckpt";
   std::vector<uint8_t> bytes = WriteShard(path);
   // Section 0 is "meta": its byte length is the u64 at 16 + 4 + 4.
   for (int i = 0; i < 8; ++i) bytes[24 + i] = 0xff;
@@ -187,7 +177,7 @@ TEST_CASE("a corrupted length is refused without allocating what it claims") {
 
 TEST_CASE("truncation at any offset is refused, naming the offset") {
   TempDir tmp;
-  const std::string path = tmp.path + "/server-1.ckpt";
+  const std::string path = tmp.path() + "/server-1.ckpt";
   const std::vector<uint8_t> good = WriteShard(path);
   for (size_t size = 0; size < good.size(); ++size) {
     WriteBytes(path, std::vector<uint8_t>(good.begin(), good.begin() + size));
@@ -207,7 +197,7 @@ TEST_CASE("truncation at any offset is refused, naming the offset") {
 
 TEST_CASE("garbage never crashes the reader") {
   TempDir tmp;
-  const std::string path = tmp.path + "/garbage";
+  const std::string path = tmp.path() + "/garbage";
   std::mt19937 rng(42);
   for (int i = 0; i < 500; ++i) {
     std::vector<uint8_t> bytes(rng() % 200);
@@ -218,16 +208,16 @@ TEST_CASE("garbage never crashes the reader") {
     WriteBytes(path, bytes);
     CHECK_FALSE(ReadCheckpointFile(path).ok());
   }
-  CHECK(ReadCheckpointFile(tmp.path + "/missing").status().code() == StatusCode::kNotFound);
-  CHECK(Contains(ReadCheckpointFile(tmp.path + "/missing").status().message(), "/missing"));
-  CHECK_FALSE(ReadCheckpointFile(tmp.path).ok());  // a directory
+  CHECK(ReadCheckpointFile(tmp.path() + "/missing").status().code() == StatusCode::kNotFound);
+  CHECK(Contains(ReadCheckpointFile(tmp.path() + "/missing").status().message(), "/missing"));
+  CHECK_FALSE(ReadCheckpointFile(tmp.path()).ok());  // a directory
 }
 
 TEST_CASE("the manifest lists each file with its size and CRC") {
   TempDir tmp;
-  WriteStep(tmp.path, 100);
-  const std::string step_dir = CheckpointStepDir(tmp.path, 100);
-  CHECK(step_dir == tmp.path + "/step-000000000100");
+  WriteStep(tmp.path(), 100);
+  const std::string step_dir = CheckpointStepDir(tmp.path(), 100);
+  CHECK(step_dir == tmp.path() + "/step-000000000100");
   auto manifest = ReadCheckpointFile(step_dir + "/MANIFEST");
   REQUIRE(manifest.ok());
   REQUIRE(manifest->size() == 1);
@@ -243,40 +233,40 @@ TEST_CASE("the manifest lists each file with its size and CRC") {
 
 TEST_CASE("WriteManifest refuses to vouch for a missing or damaged file") {
   TempDir tmp;
-  WriteStep(tmp.path, 5, /*manifest=*/false);
-  const std::string step_dir = CheckpointStepDir(tmp.path, 5);
+  WriteStep(tmp.path(), 5, /*manifest=*/false);
+  const std::string step_dir = CheckpointStepDir(tmp.path(), 5);
   FlipByte(step_dir + "/server-1.ckpt", 40);
-  Status s = WriteManifest(tmp.path, 5, {"server-0.ckpt", "server-1.ckpt"});
+  Status s = WriteManifest(tmp.path(), 5, {"server-0.ckpt", "server-1.ckpt"});
   CHECK_FALSE(s.ok());
   CHECK(Contains(s.message(), step_dir + "/server-1.ckpt: "));
-  s = WriteManifest(tmp.path, 5, {"server-0.ckpt", "server-2.ckpt"});
+  s = WriteManifest(tmp.path(), 5, {"server-0.ckpt", "server-2.ckpt"});
   CHECK(s.code() == StatusCode::kNotFound);
   CHECK(Contains(s.message(), "server-2.ckpt"));
-  CHECK_FALSE(WriteManifest(tmp.path, 5, {}).ok());
-  CHECK_FALSE(WriteManifest(tmp.path, 5, {"../server-0.ckpt"}).ok());
-  CHECK_FALSE(WriteManifest(tmp.path, 5, {"server-0.ckpt", "server-0.ckpt"}).ok());
+  CHECK_FALSE(WriteManifest(tmp.path(), 5, {}).ok());
+  CHECK_FALSE(WriteManifest(tmp.path(), 5, {"../server-0.ckpt"}).ok());
+  CHECK_FALSE(WriteManifest(tmp.path(), 5, {"server-0.ckpt", "server-0.ckpt"}).ok());
   CHECK_FALSE(fs::exists(step_dir + "/MANIFEST"));
 }
 
 TEST_CASE("a leftover .tmp file does not count") {
   TempDir tmp;
-  const std::string step_dir = CheckpointStepDir(tmp.path, 9);
+  const std::string step_dir = CheckpointStepDir(tmp.path(), 9);
   WriteShard(step_dir + "/server-0.ckpt");
   fs::rename(step_dir + "/server-0.ckpt", step_dir + "/server-0.ckpt.tmp-12345");  // crashed
-  Status s = WriteManifest(tmp.path, 9, {"server-0.ckpt"});
+  Status s = WriteManifest(tmp.path(), 9, {"server-0.ckpt"});
   CHECK(s.code() == StatusCode::kNotFound);
-  CHECK(FindNewestCheckpoint(tmp.path).status().code() == StatusCode::kNotFound);
+  CHECK(FindNewestCheckpoint(tmp.path()).status().code() == StatusCode::kNotFound);
 
   WriteShard(step_dir + "/server-0.ckpt");  // the retry succeeds; the leftover is ignored
-  REQUIRE(WriteManifest(tmp.path, 9, {"server-0.ckpt"}).ok());
-  auto found = FindNewestCheckpoint(tmp.path);
+  REQUIRE(WriteManifest(tmp.path(), 9, {"server-0.ckpt"}).ok());
+  auto found = FindNewestCheckpoint(tmp.path());
   REQUIRE(found.ok());
   CHECK(found->files == std::vector<std::string>{"server-0.ckpt"});
 }
 
 TEST_CASE("FindNewestCheckpoint picks the newest complete step and reports what it skipped") {
   TempDir tmp;
-  const std::string dir = tmp.path + "/ckpt";
+  const std::string dir = tmp.path() + "/ckpt";
   WriteStep(dir, 100);
   WriteStep(dir, 200);
   WriteStep(dir, 300, /*manifest=*/false);  // crashed before the manifest
@@ -316,7 +306,7 @@ TEST_CASE("FindNewestCheckpoint picks the newest complete step and reports what 
 
 TEST_CASE("a step whose shard or MANIFEST was cut short is skipped") {
   TempDir tmp;
-  const std::string dir = tmp.path + "/ckpt";
+  const std::string dir = tmp.path() + "/ckpt";
   WriteStep(dir, 100);
   WriteStep(dir, 200);
   WriteStep(dir, 300);
@@ -338,35 +328,35 @@ TEST_CASE("a step whose shard or MANIFEST was cut short is skipped") {
 
 TEST_CASE("FindNewestCheckpoint: NotFound for a missing, empty or all-partial directory") {
   TempDir tmp;
-  CHECK(FindNewestCheckpoint(tmp.path + "/nope").status().code() == StatusCode::kNotFound);
-  CHECK(FindNewestCheckpoint(tmp.path).status().code() == StatusCode::kNotFound);
-  WriteStep(tmp.path, 1, /*manifest=*/false);
+  CHECK(FindNewestCheckpoint(tmp.path() + "/nope").status().code() == StatusCode::kNotFound);
+  CHECK(FindNewestCheckpoint(tmp.path()).status().code() == StatusCode::kNotFound);
+  WriteStep(tmp.path(), 1, /*manifest=*/false);
   std::vector<std::string> skipped;
-  auto found = FindNewestCheckpoint(tmp.path, &skipped);
+  auto found = FindNewestCheckpoint(tmp.path(), &skipped);
   CHECK(found.status().code() == StatusCode::kNotFound);
   CHECK(AnyContains(skipped, "MANIFEST: missing"));
 }
 
 TEST_CASE("PruneCheckpoints keeps the newest N complete steps and in-progress ones") {
   TempDir tmp;
-  for (int64_t step : {10, 20, 30, 40, 50}) WriteStep(tmp.path, step);
-  WriteStep(tmp.path, 35, /*manifest=*/false);  // abandoned: older than the newest complete
-  WriteStep(tmp.path, 60, /*manifest=*/false);  // may still be being written
-  FlipByte(CheckpointStepDir(tmp.path, 50) + "/server-0.ckpt", 45);  // damaged: not counted,
+  for (int64_t step : {10, 20, 30, 40, 50}) WriteStep(tmp.path(), step);
+  WriteStep(tmp.path(), 35, /*manifest=*/false);  // abandoned: older than the newest complete
+  WriteStep(tmp.path(), 60, /*manifest=*/false);  // may still be being written
+  FlipByte(CheckpointStepDir(tmp.path(), 50) + "/server-0.ckpt", 45);  // damaged: not counted,
                                                                      // kept while it is newest
-  WriteBytes(tmp.path + "/notes.txt", Pattern(10, 1));
+  WriteBytes(tmp.path() + "/notes.txt", Pattern(10, 1));
 
-  CHECK(PruneCheckpoints(tmp.path, 0).code() == StatusCode::kInvalidArgument);
-  REQUIRE(PruneCheckpoints(tmp.path, 2).ok());
+  CHECK(PruneCheckpoints(tmp.path(), 0).code() == StatusCode::kInvalidArgument);
+  REQUIRE(PruneCheckpoints(tmp.path(), 2).ok());
   std::vector<std::string> left;
-  for (const auto& e : fs::directory_iterator(tmp.path)) left.push_back(e.path().filename());
+  for (const auto& e : fs::directory_iterator(tmp.path())) left.push_back(e.path().filename());
   std::sort(left.begin(), left.end());
   CHECK(left == std::vector<std::string>{"notes.txt", "step-000000000030", "step-000000000040",
                                          "step-000000000050", "step-000000000060"});
-  auto found = FindNewestCheckpoint(tmp.path);
+  auto found = FindNewestCheckpoint(tmp.path());
   REQUIRE(found.ok());
   CHECK(found->step == 40);
-  CHECK(PruneCheckpoints(tmp.path + "/nope", 1).ok());
+  CHECK(PruneCheckpoints(tmp.path() + "/nope", 1).ok());
 }
 
 }  // namespace

@@ -9,7 +9,6 @@
 // shrunk to a few steps: a small batch, epochs of 3 to 6 steps (so the stop
 // falls mid-epoch and the run crosses an epoch), no evaluation.
 #include <doctest/doctest.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -21,6 +20,7 @@
 #include "roles/server_tables.h"
 #include "roles/shard_file.h"
 #include "src/common/checkpoint_file.h"
+#include "tests/test_util.h"
 #include "tests/train_util.h"
 
 namespace pstrain {
@@ -35,15 +35,7 @@ const bool kSuiteRegistered = testing::SuiteNeeds(kFashionMnist, testing::Fashio
 constexpr int64_t kSteps = 8;  // stopped and resumed at 4
 constexpr int kServers = 2;
 
-struct TempDir {
-  TempDir() {
-    char name[] = "/tmp/pstrain-resume-XXXXXX";
-    REQUIRE(mkdtemp(name) != nullptr);
-    path = name;
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string path;
-};
+using testing::TempDir;
 
 // Every config in configs/, by file name.
 std::vector<std::string> AllConfigs() {
@@ -156,7 +148,7 @@ std::string CanonicalShard(const std::string& path, const Config& config, int se
 void CheckResumeIsExact(const std::string& name, Config config, int workers) {
   INFO(name << " with " << workers << " worker(s)");
   TempDir dir;
-  const std::string straight_dir = dir.path + "/straight", split_dir = dir.path + "/split";
+  const std::string straight_dir = dir.path() + "/straight", split_dir = dir.path() + "/split";
   Config straight_config = config;
   straight_config.train.checkpoint = CheckpointConfig{straight_dir, kSteps / 2, false, 3};
   testing::TrainOutcome straight = testing::TrainLocally(straight_config, kServers, workers);
@@ -260,12 +252,12 @@ TEST_CASE("a resume that would not continue the same run is refused, naming both
   Config config = Load("wide_deep_criteo.yaml");
   Shrink(&config, &clicks);
   TempDir dir;
-  auto run = testing::TrainInTwoJobs(config, kServers, 1, kSteps / 2, kSteps / 2, dir.path);
+  auto run = testing::TrainInTwoJobs(config, kServers, 1, kSteps / 2, kSteps / 2, dir.path());
   REQUIRE_MESSAGE(run.first.status.ok(), run.first.status.message());
   REQUIRE_MESSAGE(run.resumed.status.ok(), run.resumed.status.message());
 
   Config again = config;
-  again.train.checkpoint = CheckpointConfig{dir.path, kSteps / 2, true, 3};
+  again.train.checkpoint = CheckpointConfig{dir.path(), kSteps / 2, true, 3};
   again.train.steps = 2 * kSteps;
   SUBCASE("another batch size") {
     again.train.batch_size = 16;

@@ -5,7 +5,6 @@
 #include "roles/checkpoint_weights.h"
 
 #include <doctest/doctest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <string>
@@ -14,19 +13,12 @@
 #include "roles/allreduced_weights.h"
 #include "roles/shard_file.h"
 #include "src/common/checkpoint_file.h"
+#include "tests/test_util.h"
 
 namespace pstrain {
 namespace {
 
-struct TempDir {
-  TempDir() {
-    char templ[] = "/tmp/pstrain_ckw_test_XXXXXX";
-    REQUIRE(mkdtemp(templ) != nullptr);
-    path = templ;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string path;
-};
+using testing::TempDir;
 
 PartitionSnapshot Part(const std::string& tensor, uint32_t part, std::vector<float> values) {
   PartitionSnapshot p;
@@ -63,8 +55,8 @@ void WriteCheckpoint(const std::string& dir, bool layout, bool both_parts = true
 
 TEST_CASE("dense weights come back whole, in partition order, with their shapes") {
   TempDir dir;
-  WriteCheckpoint(dir.path, true);
-  auto w = CheckpointWeights::Open(dir.path);
+  WriteCheckpoint(dir.path(), true);
+  auto w = CheckpointWeights::Open(dir.path());
   REQUIRE(w.ok());
   CHECK((*w)->ref().step == 10);
   REQUIRE((*w)->layout().tensors.size() == 2);
@@ -79,16 +71,16 @@ TEST_CASE("dense weights come back whole, in partition order, with their shapes"
 
 TEST_CASE("a checkpoint without a layout says it was written before layouts") {
   TempDir dir;
-  WriteCheckpoint(dir.path, false);
-  auto w = CheckpointWeights::Open(dir.path);
+  WriteCheckpoint(dir.path(), false);
+  auto w = CheckpointWeights::Open(dir.path());
   REQUIRE(!w.ok());
   CHECK(w.status().message().find("has no model-layout") != std::string::npos);
 }
 
 TEST_CASE("a missing partition is named") {
   TempDir dir;
-  WriteCheckpoint(dir.path, true, /*both_parts=*/false);
-  auto w = CheckpointWeights::Open(dir.path);
+  WriteCheckpoint(dir.path(), true, /*both_parts=*/false);
+  auto w = CheckpointWeights::Open(dir.path());
   REQUIRE(w.ok());
   auto values = (*w)->Dense((*w)->layout().tensors[0]);
   REQUIRE(!values.ok());
@@ -101,7 +93,7 @@ TEST_CASE("a layout with a bad shape or line is refused, naming the line") {
   for (const std::string text :
        {"layout 1\ntensor w ps 2,0\n", "layout 1\ntensor w ps 2,x\n", "layout 1\ntable t 0\n",
         "layout 2\n", "layout 1\ntensor w ps 1099511627776,2\n"}) {
-    const std::string path = dir.path + "/model-layout";
+    const std::string path = dir.path() + "/model-layout";
     REQUIRE(WriteCheckpointFile(path, {{"layout", text.data(), text.size()}}).ok());
     auto layout = ReadModelLayout(path);
     CHECK_MESSAGE(!layout.ok(), text);

@@ -5,8 +5,6 @@
 #include "src/common/npz_writer.h"
 
 #include <doctest/doctest.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -15,18 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_util.h"
+
 namespace pstrain {
 namespace {
 
-struct TempDir {
-  TempDir() {
-    char templ[] = "/tmp/pstrain_npz_test_XXXXXX";
-    REQUIRE(mkdtemp(templ) != nullptr);
-    path = templ;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string path;
-};
+using testing::TempDir;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -52,7 +44,7 @@ TEST_CASE("npy headers are padded to 64 bytes and spell the shape as numpy does"
 
 TEST_CASE("arrays written in pieces land whole, with the zip's CRC and directory") {
   TempDir dir;
-  const std::string path = dir.path + "/m.npz";
+  const std::string path = dir.path() + "/m.npz";
   auto w = NpzWriter::Create(path);
   REQUIRE(w.ok());
   std::vector<float> a = {1, 2, 3, 4, 5, 6};
@@ -78,14 +70,14 @@ TEST_CASE("arrays written in pieces land whole, with the zip's CRC and directory
   CHECK((U32(z, end + 8) & 0xffff) == 2);
   CHECK(U32(z, U32(z, end + 16)) == 0x02014b50);
   std::vector<std::string> left;
-  for (const auto& e : std::filesystem::directory_iterator(dir.path))
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
     left.push_back(e.path().filename());
   CHECK(left == std::vector<std::string>{"m.npz"});
 }
 
 TEST_CASE("a wrong byte count is an error, and an unfinished writer leaves nothing") {
   TempDir dir;
-  const std::string path = dir.path + "/m.npz";
+  const std::string path = dir.path() + "/m.npz";
   {
     auto w = NpzWriter::Create(path);
     REQUIRE(w.ok());
@@ -96,8 +88,8 @@ TEST_CASE("a wrong byte count is an error, and an unfinished writer leaves nothi
     CHECK(!(*w)->EndArray().ok());  // 4 short
     CHECK(!(*w)->Finish().ok());    // inside an array
   }
-  CHECK(std::filesystem::is_empty(dir.path));
-  CHECK(!NpzWriter::Create(dir.path + "/no/such/dir/m.npz").ok());
+  CHECK(std::filesystem::is_empty(dir.path()));
+  CHECK(!NpzWriter::Create(dir.path() + "/no/such/dir/m.npz").ok());
 }
 
 }  // namespace

@@ -4,7 +4,6 @@
 // the job ends with a sane test metric. Also: resuming a finished job
 // evaluates its model instead of training nothing silently.
 #include <doctest/doctest.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <chrono>
@@ -16,6 +15,7 @@
 #include "roles/worker_place.h"
 #include "src/common/checkpoint_file.h"
 #include "src/data/batcher.h"
+#include "tests/test_util.h"
 #include "tests/train_util.h"
 
 namespace pstrain {
@@ -27,15 +27,7 @@ using testing::RepoPath;
 constexpr char kFashionMnist[] = "reshard_resume_fashion_mnist";
 const bool kSuiteRegistered = testing::SuiteNeeds(kFashionMnist, testing::FashionMnistInstalled);
 
-struct TempDir {
-  TempDir() {
-    char name[] = "/tmp/pstrain-reshard-XXXXXX";
-    REQUIRE(mkdtemp(name) != nullptr);
-    path = name;
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string path;
-};
+using testing::TempDir;
 
 // A dataset whose sample i has the single feature i (so a batch names its
 // samples).
@@ -146,14 +138,14 @@ TEST_CASE("2 workers checkpoint mid-epoch; 1 and 3 workers go on from there (syn
       Config first = tuned;
       first.train.mode = mode;
       first.train.steps = stop;
-      first.train.checkpoint = CheckpointConfig{dir.path, stop, false, 3};
+      first.train.checkpoint = CheckpointConfig{dir.path(), stop, false, 3};
       first.data.test.clear();
       testing::TrainOutcome a = testing::TrainLocally(first, 2, 2);
       REQUIRE_MESSAGE(a.status.ok(), a.status.message());
 
       Config second = tuned;
       second.train.mode = mode;
-      second.train.checkpoint = CheckpointConfig{dir.path, 1000, true, 3};
+      second.train.checkpoint = CheckpointConfig{dir.path(), 1000, true, 3};
       testing::TrainOutcome resumed = testing::TrainLocally(second, 2, after);
       REQUIRE_MESSAGE(resumed.status.ok(), resumed.status.message());
       // The rest of epoch 2 (the samples after the first (stop - spe2) * 2 * b
@@ -165,7 +157,7 @@ TEST_CASE("2 workers checkpoint mid-epoch; 1 and 3 workers go on from there (syn
       CHECK(resumed.sink
                 ->Matching(fmt::format("this run has {}: data re-sharded; epoch 2 goes on", after))
                 .size() == static_cast<size_t>(after));
-      auto last = FindNewestCheckpoint(dir.path);
+      auto last = FindNewestCheckpoint(dir.path());
       REQUIRE_MESSAGE(last.ok(), last.status().message());
       CHECK(last->step == stop + left);
       auto place = ReadWorkerPlace(last->step_dir + "/worker-0.ckpt");
@@ -184,7 +176,7 @@ TEST_CASE("resuming a finished job evaluates its checkpoint and trains nothing" 
   Config config = Mlp();
   config.train.epochs = 1;
   TempDir dir;
-  config.train.checkpoint = CheckpointConfig{dir.path, 1000, false, 3};
+  config.train.checkpoint = CheckpointConfig{dir.path(), 1000, false, 3};
   testing::TrainOutcome done = testing::TrainLocally(config, 1, 2);
   REQUIRE_MESSAGE(done.status.ok(), done.status.message());
   const double trained = LoggedAccuracy(done);
@@ -214,19 +206,19 @@ TEST_CASE("an async worker that starts late resumes from the checkpoint its peer
   TempDir dir;
   Config first = config;
   first.train.steps = 3;
-  first.train.checkpoint = CheckpointConfig{dir.path, 3, false, 3};
+  first.train.checkpoint = CheckpointConfig{dir.path(), 3, false, 3};
   testing::TrainOutcome a = testing::TrainLocally(first, 1, 2);
   REQUIRE_MESSAGE(a.status.ok(), a.status.message());
 
   // Worker 1 looks only once worker 0 has written the job's last
   // checkpoint, or after 3 s (worker 0 waits for it, as it must).
   Config second = config;
-  second.train.checkpoint = CheckpointConfig{dir.path, 1000, true, 3};
+  second.train.checkpoint = CheckpointConfig{dir.path(), 1000, true, 3};
   auto late = [&](int rank) {
     if (rank != 1) return;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
     while (std::chrono::steady_clock::now() < deadline) {
-      auto newest = FindNewestCheckpoint(dir.path);
+      auto newest = FindNewestCheckpoint(dir.path());
       if (newest.ok() && newest->step > 3) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -249,16 +241,16 @@ TEST_CASE(
   TempDir dir;
   Config first = config;
   first.train.steps = 5;  // of about 12 per epoch with 2 workers
-  first.train.checkpoint = CheckpointConfig{dir.path, 5, false, 3};
+  first.train.checkpoint = CheckpointConfig{dir.path(), 5, false, 3};
   testing::TrainOutcome a = testing::TrainLocally(first, 2, 2);
   REQUIRE_MESSAGE(a.status.ok(), a.status.message());
   Config second = config;
-  second.train.checkpoint = CheckpointConfig{dir.path, 1000, true, 3};
+  second.train.checkpoint = CheckpointConfig{dir.path(), 1000, true, 3};
   testing::TrainOutcome resumed = testing::TrainLocally(second, 2, 1);
   REQUIRE_MESSAGE(resumed.status.ok(), resumed.status.message());
   CHECK(resumed.sink->Matching("the rest of epoch 1 is skipped").size() == 1);
   // Epoch 2 whole, on the one worker's shard (both files).
-  auto last = FindNewestCheckpoint(dir.path);
+  auto last = FindNewestCheckpoint(dir.path());
   REQUIRE(last.ok());
   CHECK(last->step == 5 + resumed.stats.steps);
   CHECK(resumed.stats.steps == resumed.stats.samples / config.train.batch_size);
@@ -279,17 +271,17 @@ TEST_CASE(
   TempDir dir;
   Config first = config;
   first.train.steps = 4;
-  first.train.checkpoint = CheckpointConfig{dir.path, 4, false, 3};
+  first.train.checkpoint = CheckpointConfig{dir.path(), 4, false, 3};
   testing::TrainOutcome a = testing::TrainLocally(first, 2, 2);
   REQUIRE_MESSAGE(a.status.ok(), a.status.message());
-  auto written = FindNewestCheckpoint(dir.path);
+  auto written = FindNewestCheckpoint(dir.path());
   REQUIRE(written.ok());
   for (const char* file : {"ps-worker-0.ckpt", "ps-worker-1.ckpt"})
     CHECK(std::count(written->files.begin(), written->files.end(), file) == 1);
 
   Config second = config;
   second.train.steps = 6;
-  second.train.checkpoint = CheckpointConfig{dir.path, 1000, true, 3};
+  second.train.checkpoint = CheckpointConfig{dir.path(), 1000, true, 3};
   testing::TrainOutcome same = testing::TrainLocally(second, 2, 2);
   REQUIRE_MESSAGE(same.status.ok(), same.status.message());
   CHECK(same.sink->Matching("start at zero").empty());
@@ -301,7 +293,7 @@ TEST_CASE(
             ->Matching("worker 0: the checkpoint was written by 2 workers, this run has 1; its "
                        "compression residuals start at zero")
             .size() == 1);
-  auto last = FindNewestCheckpoint(dir.path);
+  auto last = FindNewestCheckpoint(dir.path());
   REQUIRE(last.ok());
   CHECK(last->step == 8);
   CHECK(std::count(last->files.begin(), last->files.end(), "ps-worker-0.ckpt") == 1);

@@ -27,7 +27,7 @@ class TempDir {
  public:
   TempDir() {
     const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/pstrain-tier-XXXXXX";
+    std::string pattern = std::string(base && *base ? base : "/tmp") + "/pstrain-test-XXXXXX";
     path_ = mkdtemp(pattern.data()) ? pattern : std::string();
   }
   ~TempDir() {
