@@ -263,9 +263,8 @@ StatusOr<RowStore::TableId> RowStore::OpenTable(const std::string& name, size_t 
       return h;
     }
     rocksdb::ColumnFamilyHandle* h = nullptr;
-    rocksdb::Status st =
-        impl_->db->CreateColumnFamily(TableOptions(impl_->options, impl_->cache, cf_name), cf_name,
-                                      &h);
+    rocksdb::Status st = impl_->db->CreateColumnFamily(
+        TableOptions(impl_->options, impl_->cache, cf_name), cf_name, &h);
     if (!st.ok())
       return FailedPrecondition(fmt::format("embedding store {}: cannot create table '{}': {}",
                                             dir_, name, st.ToString()));

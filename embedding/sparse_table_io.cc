@@ -240,7 +240,6 @@ StatusOr<SparseTable> SparseTable::Deserialize(const EmbeddingTableOptions& opti
   return table;
 }
 
-
 StatusOr<SparseTable::SerializedRows> SparseTable::ReadSerializedRows(const std::string& name,
                                                                       const void* data,
                                                                       size_t size) {
@@ -258,8 +257,8 @@ StatusOr<SparseTable::SerializedRows> SparseTable::ReadSerializedRows(const std:
   const size_t row_bytes =
       3 * sizeof(int64_t) + (1 + size_t{header.slots}) * header.dim * sizeof(float);
   if (header.rows > in.left() / row_bytes)
-    return bad(fmt::format("{} rows of {} bytes do not fit {} bytes", header.rows, row_bytes,
-                           in.left()));
+    return bad(
+        fmt::format("{} rows of {} bytes do not fit {} bytes", header.rows, row_bytes, in.left()));
   SerializedRows out;
   out.dim = header.dim;
   out.slots = header.slots;

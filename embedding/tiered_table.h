@@ -160,8 +160,8 @@ class TieredTable {
     int64_t disk_rows;
     size_t rows_at;
   };
-  static StatusOr<SerializedHeader> ReadSerializedHeader(const std::string& name,
-                                                         const void* data, size_t size);
+  static StatusOr<SerializedHeader> ReadSerializedHeader(const std::string& name, const void* data,
+                                                         size_t size);
 
  private:
   TieredTable(const EmbeddingTableOptions& options, int64_t budget_rows, RowStore* store,

@@ -25,8 +25,8 @@ StatusOr<ServerRows> ServerRows::Deserialize(const ServerTable& table, RowStore*
         "least the table's rows on a server",
         table.options.name));
   if (!tiered && wants_tiered) {
-    auto moved = TieredTable::FromSparseTable(table.options, table.memory_rows, store,
-                                              bytes.data(), bytes.size());
+    auto moved = TieredTable::FromSparseTable(table.options, table.memory_rows, store, bytes.data(),
+                                              bytes.size());
     if (!moved.ok()) return moved.status();
     return ServerRows(std::move(*moved));
   }

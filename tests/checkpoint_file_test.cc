@@ -343,7 +343,7 @@ TEST_CASE("PruneCheckpoints keeps the newest N complete steps and in-progress on
   WriteStep(tmp.path(), 35, /*manifest=*/false);  // abandoned: older than the newest complete
   WriteStep(tmp.path(), 60, /*manifest=*/false);  // may still be being written
   FlipByte(CheckpointStepDir(tmp.path(), 50) + "/server-0.ckpt", 45);  // damaged: not counted,
-                                                                     // kept while it is newest
+                                                                       // kept while it is newest
   WriteBytes(tmp.path() + "/notes.txt", Pattern(10, 1));
 
   CHECK(PruneCheckpoints(tmp.path(), 0).code() == StatusCode::kInvalidArgument);

@@ -275,8 +275,8 @@ TEST_CASE("a checkpoint of a table all in memory resumes with a budget, the rest
   reference.Serialize(&saved);
   auto fresh = OpenStore(tmp / "fresh");
   const int64_t budget = 300;
-  auto tiered = TieredTable::FromSparseTable(options, budget, fresh.get(), saved.data(),
-                                             saved.size());
+  auto tiered =
+      TieredTable::FromSparseTable(options, budget, fresh.get(), saved.data(), saved.size());
   REQUIRE_MESSAGE(tiered.ok(), tiered.status().ToString());
   CHECK(tiered->tier_counters().resident == budget);
   CHECK(tiered->tier_counters().on_disk == static_cast<int64_t>(reference.rows()) - budget);

@@ -147,8 +147,7 @@ TEST_CASE("a checkpoint resumes with another memory budget, and trains as all in
   TrainOutcome refused = ResumeWithBudget(tiered, 0, dir / "ckpt-refused");
   REQUIRE_FALSE(refused.status.ok());
   CHECK(refused.status.message().find(
-            "set server_cache_rows to at least the table's rows on a server") !=
-        std::string::npos);
+            "set server_cache_rows to at least the table's rows on a server") != std::string::npos);
 }
 
 TEST_CASE("a store directory that is not there stops the job with one line naming it") {
@@ -194,7 +193,6 @@ TEST_CASE("a damaged store checkpoint is refused on resume, naming the file") {
   CHECK(resumed.sink->Matching(fs::path(sst).filename().string() + ": checksum mismatch").size() >=
         1);
 }
-
 
 TEST_CASE("a store directory that fills up stops the job with one line naming it" *
           doctest::test_suite(kFull)) {
