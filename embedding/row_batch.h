@@ -32,6 +32,21 @@ struct RowBatch {
     updates.push_back(row_updates);
   }
 
+  // Appends every row of `other` (same floats per row), in its order.
+  void Append(const RowBatch& other) {
+    ids.insert(ids.end(), other.ids.begin(), other.ids.end());
+    data.insert(data.end(), other.data.begin(), other.data.end());
+    last_touched.insert(last_touched.end(), other.last_touched.begin(), other.last_touched.end());
+    updates.insert(updates.end(), other.updates.begin(), other.updates.end());
+  }
+  // Keeps the first `rows` rows.
+  void Truncate(size_t rows) {
+    ids.resize(rows);
+    data.resize(rows * floats);
+    last_touched.resize(rows);
+    updates.resize(rows);
+  }
+
   size_t floats;  // per row: dim * (1 + optimizer slots)
   std::vector<int64_t> ids;
   std::vector<float> data;

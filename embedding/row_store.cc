@@ -76,7 +76,7 @@ int64_t RecencyStep(const char* key) {
 //   key), as rows are only ever written and read by id while in memory; a
 //   skip list spent most of a spill finding each key's place, and of a read
 //   finding the rows spilled lately (side by side in `pstrain bench
-//   embedding --cases tiered`: 1.2-1.7x the rows per second). Iterating in
+//   embedding --cases tiered`: 1.1-1.5x the rows per second). Iterating in
 //   id order (export) sorts the memtable first: total_order_seek.
 rocksdb::ColumnFamilyOptions TableOptions(const RowStoreOptions& options,
                                           const std::shared_ptr<rocksdb::Cache>& cache,
@@ -335,10 +335,7 @@ Status RowStore::MultiGet(TableId table, const int64_t* ids, size_t n, RowBatch*
   impl_->db->MultiGet(read, t.data, n, keys.data(), values.data(), statuses.data(), true);
   const size_t before = found->size();
   const auto undo = [&](Status st) {
-    found->ids.resize(before);
-    found->data.resize(before * found->floats);
-    found->last_touched.resize(before);
-    found->updates.resize(before);
+    found->Truncate(before);
     return st;
   };
   for (size_t i = 0; i < n; ++i) {

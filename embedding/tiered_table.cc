@@ -180,12 +180,7 @@ Status TieredTable::ReadMissing() {
   Status back = writer_->Wait();
   PSTRAIN_RETURN_IF_ERROR(front);
   PSTRAIN_RETURN_IF_ERROR(back);
-  fetched_.ids.insert(fetched_.ids.end(), fetched_back_.ids.begin(), fetched_back_.ids.end());
-  fetched_.data.insert(fetched_.data.end(), fetched_back_.data.begin(), fetched_back_.data.end());
-  fetched_.last_touched.insert(fetched_.last_touched.end(), fetched_back_.last_touched.begin(),
-                               fetched_back_.last_touched.end());
-  fetched_.updates.insert(fetched_.updates.end(), fetched_back_.updates.begin(),
-                          fetched_back_.updates.end());
+  fetched_.Append(fetched_back_);
   return Status::OK();
 }
 

@@ -116,6 +116,26 @@ have_fmnist() {
   return 1
 }
 
+# damaged_checkpoint_fails CKPT CONFIG WHAT NEEDLE: pstrain export and eval
+# of the damaged checkpoint CKPT (CONFIG: eval's config) each exit 1 with
+# one error line that contains NEEDLE, and export leaves no output file
+# (WORK/bad.npz) behind. WHAT names the damage in messages.
+damaged_checkpoint_fails() {
+  for cmd in export eval; do
+    case $cmd in
+      export) "$BIN" export --checkpoint "$1" --out "$WORK/bad.npz" ;;
+      eval) "$BIN" eval --config "$2" --checkpoint "$1" ;;
+    esac > "$WORK/bad.out" 2> "$WORK/bad.err"
+    rc=$?
+    [ "$rc" = 1 ] || fail "$cmd of $3: exit $rc, expected 1: $(cat "$WORK/bad.err")"
+    [ "$(wc -l < "$WORK/bad.err")" = 1 ] || fail "$cmd: expected one error line: $(cat "$WORK/bad.err")"
+    grep -q "$4" "$WORK/bad.err" || fail "$cmd: the error does not name $4: $(cat "$WORK/bad.err")"
+    echo "$cmd of $3: $(cat "$WORK/bad.err")"
+  done
+  [ ! -e "$WORK/bad.npz" ] || fail "a failed export left bad.npz"
+  ! ls "$WORK" | grep -q "bad.npz.tmp" || fail "a failed export left its temporary file"
+}
+
 # job_config MODEL DATA EPOCHS CHECKPOINT_DIR [TRAIN_LINE...]: a sync job's
 # config. MODEL: lenet (a 4096-image slice of Fashion-MNIST; DATA unused) or
 # wide_deep (DATA: the folder gen_criteo wrote). CHECKPOINT_DIR "-": none,

@@ -105,17 +105,5 @@ step=$(ls -d "$WORK"/wd-ckpt/step-* | tail -n 1)
 [ -f "$step/server-0.ckpt" ] || fail "no server-0.ckpt in $step"
 size=$(stat -c %s "$step/server-0.ckpt")
 printf '\377' | dd of="$step/server-0.ckpt" bs=1 seek=$((size / 2)) conv=notrunc 2> /dev/null
-for cmd in export eval; do
-  case $cmd in
-    export) "$BIN" export --checkpoint "$WORK/wd-ckpt" --out "$WORK/bad.npz" ;;
-    eval) "$BIN" eval --config "$WORK/wd.yaml" --checkpoint "$WORK/wd-ckpt" ;;
-  esac > "$WORK/bad.out" 2> "$WORK/bad.err"
-  rc=$?
-  [ "$rc" = 1 ] || fail "$cmd of a damaged checkpoint: exit $rc, expected 1"
-  [ "$(wc -l < "$WORK/bad.err")" = 1 ] || fail "$cmd: expected one error line: $(cat "$WORK/bad.err")"
-  grep -q "server-0.ckpt" "$WORK/bad.err" || fail "$cmd: the error names no file: $(cat "$WORK/bad.err")"
-  echo "$cmd of a damaged checkpoint: $(cat "$WORK/bad.err")"
-done
-[ ! -e "$WORK/bad.npz" ] || fail "a failed export left bad.npz"
-ls "$WORK" | grep -q "bad.npz.tmp" && fail "a failed export left its temporary file"
+damaged_checkpoint_fails "$WORK/wd-ckpt" "$WORK/wd.yaml" "a damaged checkpoint" server-0.ckpt
 echo "export_eval: ok"

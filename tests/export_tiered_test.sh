@@ -89,19 +89,7 @@ sst=$(ls "$step"/server-1-store/*.sst | tail -n 1)
 cp "$sst" "$WORK/copy.sst" && rm "$sst" && mv "$WORK/copy.sst" "$sst" || fail "copy $sst"
 size=$(stat -c %s "$sst")
 printf '\377' | dd of="$sst" bs=1 seek=$((size / 2)) conv=notrunc 2> /dev/null
-for cmd in export eval; do
-  case $cmd in
-    export) "$BIN" export --checkpoint "$WORK/tier-ckpt" --out "$WORK/bad.npz" ;;
-    eval) "$BIN" eval --config "$WORK/tier.yaml" --checkpoint "$WORK/tier-ckpt" ;;
-  esac > "$WORK/bad.out" 2> "$WORK/bad.err"
-  rc=$?
-  [ "$rc" = 1 ] || fail "$cmd of a damaged store: exit $rc, expected 1: $(cat "$WORK/bad.err")"
-  [ "$(wc -l < "$WORK/bad.err")" = 1 ] || fail "$cmd: expected one error line: $(cat "$WORK/bad.err")"
-  grep -q "$(basename "$sst"): checksum mismatch" "$WORK/bad.err" ||
-    fail "$cmd: the error names no store file: $(cat "$WORK/bad.err")"
-  echo "$cmd of a damaged store: $(cat "$WORK/bad.err")"
-done
-[ ! -e "$WORK/bad.npz" ] || fail "a failed export left bad.npz"
-ls "$WORK" | grep -q "bad.npz.tmp" && fail "a failed export left its temporary file"
+damaged_checkpoint_fails "$WORK/tier-ckpt" "$WORK/tier.yaml" "a damaged store" \
+  "$(basename "$sst"): checksum mismatch"
 [ -z "$(ls -A "$TMPDIR")" ] || fail "scratch left in TMPDIR after an error: $(ls -A "$TMPDIR")"
 echo "export_tiered: ok"
