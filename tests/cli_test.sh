@@ -202,6 +202,21 @@ for l in lines:
   seen.add((l["zipf"], l["resident"], l["policy"]))
 assert len(seen) == 10, seen' "$OUT"
 check "the tiered case removes its store" [ -z "$(ls -A "$STORE")" ]
+# The store alone: a line per dim with its per-row costs, every row written
+# read back (the case fails otherwise), and the store's directory gone.
+"$BIN" bench embedding --cases store --dim 4,8 --tier-ids 2000 --store-dir "$STORE" \
+  > "$OUT" 2>&1; status=$?
+check "the store case runs (got $status)" [ "$status" = 0 ]
+check "it prints a line per dim with its figures" python3 -c 'import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert [l["dim"] for l in lines] == [4, 8], lines
+for l in lines:
+  assert l["case"] == "store" and l["rows"] == 2000, l
+  assert l["record_bytes"] == 4 * 2 * l["dim"] + 16, l
+  for k in ("write_us_per_row", "write_cpu_us_per_row", "read_disk_us_per_row",
+            "read_memtable_us_per_row"):
+    assert l[k] > 0, (k, l)' "$OUT"
+check "the store case removes its store" [ -z "$(ls -A "$STORE")" ]
 "$BIN" bench embedding --cases tiered --store-dir "$DATA/missing/dir" > "$OUT" 2>&1; status=$?
 check "a missing --store-dir exits 1 (got $status)" [ "$status" = 1 ]
 check "it names the directory" has "store-dir $DATA/missing/dir: cannot create"

@@ -9,6 +9,7 @@
 
 #include "comm/tls.h"
 #include "src/app/bench_kv.h"
+#include "src/app/bench_store.h"
 #include "src/app/bench_tiered.h"
 #include "src/common/status.h"
 
@@ -63,7 +64,8 @@ bool ParseDensities(const std::string& text, std::vector<double>* out) {
 bool ParseCases(const std::string& text, std::vector<std::string>* out) {
   *out = SplitCommas(text);
   for (const std::string& item : *out)
-    if (item != "server" && item != "pull" && item != "cache" && item != "data" && item != "tiered")
+    if (item != "server" && item != "pull" && item != "cache" && item != "data" &&
+        item != "tiered" && item != "store")
       return false;
   return true;
 }
@@ -153,14 +155,15 @@ void DeclareBenchCommands(CLI::App* app, BenchArgs* a) {
       app->add_subcommand("embedding", "sparse tables and row caches on Zipf-distributed ids");
   AddList(embedding, "--dim", &a->dims, "row widths, 1 to 4096");
   embedding->add_option("--cases", a->cases,
-                        "any of server,pull,cache,data,tiered (default " + a->cases + ")");
+                        "any of server,pull,cache,data,tiered,store (default " + a->cases + ")");
   embedding->add_option("--config", a->config, "the training data of the data case (a config)");
   AddList(embedding, "--workers", &a->workers, "worker counts of the data case");
   embedding->add_option("--store-dir", a->tiered.store_dir,
-                        "where the tiered case puts its store, in a directory it removes at the "
-                        "end (default $TMPDIR, else /tmp)");
+                        "where the tiered and store cases put their store, in a directory they "
+                        "remove at the end (default $TMPDIR, else /tmp)");
   embedding
-      ->add_option("--tier-ids", a->tiered.ids, "Zipf ranks of the tiered case (default 1000000)")
+      ->add_option("--tier-ids", a->tiered.ids,
+                   "Zipf ranks of the tiered case, rows of the store case (default 1000000)")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
   embedding
       ->add_option("--tier-rounds", a->tiered.rounds,
@@ -199,8 +202,8 @@ int RunBench(const std::vector<std::string>& args) {
   const std::string which = app.get_subcommands().front()->get_name();
   std::vector<std::string> cases;
   if (which == "embedding" && !ParseCases(a.cases, &cases))
-    return Usage(which,
-                 "--cases is '" + a.cases + "': expected any of server,pull,cache,data,tiered");
+    return Usage(
+        which, "--cases is '" + a.cases + "': expected any of server,pull,cache,data,tiered,store");
   Status st;
   if (which == "kv" || which == "allreduce") {
     for (int64_t b : a.sizes)
@@ -221,6 +224,7 @@ int RunBench(const std::vector<std::string>& args) {
     st = RunEmbeddingBench(a.dims, cases);
     if (st.ok() && Has(cases, "data")) st = RunCacheBoundCase(a.config, a.workers);
     if (st.ok() && Has(cases, "tiered")) st = RunTieredBench(a.dims, a.tiered);
+    if (st.ok() && Has(cases, "store")) st = RunStoreBench(a.dims, a.tiered);
   } else if (which == "compress") {
     std::vector<double> densities;
     if (!ParseDensities(a.densities, &densities))

@@ -13,14 +13,8 @@
 // else /tmp), removed at the end.
 #include "src/app/bench_tiered.h"
 
-#include <stdlib.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -29,6 +23,7 @@
 #include "embedding/sparse_table.h"
 #include "embedding/tiered_table.h"
 #include "src/app/bench_json.h"
+#include "src/app/bench_scratch.h"
 #include "src/app/bench_zipf.h"
 
 namespace pstrain {
@@ -36,29 +31,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr size_t kDrawsPerRound = 16384;
-
-// mkdtemp under `parent`, removed with everything in it.
-class ScratchDir {
- public:
-  static StatusOr<ScratchDir> Create(const std::string& parent) {
-    std::string pattern = parent + "/pstrain-bench-store-XXXXXX";
-    if (mkdtemp(pattern.data()) == nullptr)
-      return FailedPrecondition("--store-dir " + parent +
-                                ": cannot create a directory in it: " + std::strerror(errno));
-    return ScratchDir(pattern);
-  }
-  ScratchDir(ScratchDir&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
-  ScratchDir& operator=(ScratchDir&&) = delete;
-  ~ScratchDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  explicit ScratchDir(std::string path) : path_(std::move(path)) {}
-  std::string path_;
-};
 
 struct Rounds {
   std::vector<std::vector<int64_t>> ids;  // unique ids of each round
@@ -174,12 +146,7 @@ Status RunZipf(int dim, double zipf, const TieredBenchOptions& options, const st
 }  // namespace
 
 Status RunTieredBench(const std::vector<int>& dims, const TieredBenchOptions& options) {
-  std::string parent = options.store_dir;
-  if (parent.empty()) {
-    const char* tmp = std::getenv("TMPDIR");
-    parent = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
-  }
-  auto dir = ScratchDir::Create(parent);
+  auto dir = ScratchDir::Create(options.store_dir);
   if (!dir.ok()) return dir.status();
   for (int dim : dims)
     for (double zipf : {1.05, 1.2})
