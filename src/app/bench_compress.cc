@@ -10,24 +10,18 @@
 // residual and nothing else (the encoder's memory traffic without its
 // message), so "at memory speed" can be read off each line.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "optim/threshold_codec.h"
+#include "src/app/bench_clock.h"
 #include "src/app/bench_json.h"
 #include "src/common/random.h"
 
 namespace pstrain {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::time_point since) {
-  return std::chrono::duration<double>(Clock::now() - since).count();
-}
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -51,9 +45,9 @@ double AddGBps(const std::vector<float>& gradient, int repeats) {
   std::vector<float> residual(gradient.size(), 0.0f);
   std::vector<double> seconds;
   for (int rep = 0; rep <= repeats; ++rep) {
-    const auto start = Clock::now();
+    const auto start = BenchClock::now();
     for (size_t i = 0; i < gradient.size(); ++i) residual[i] += gradient[i];
-    if (rep > 0) seconds.push_back(Seconds(start));
+    if (rep > 0) seconds.push_back(SecondsSince(start));
   }
   volatile float sink = residual[gradient.size() / 2];  // the sums are used
   (void)sink;
@@ -82,13 +76,13 @@ Status RunCompressBench(int64_t elements, const std::vector<double>& densities, 
     ThresholdEncodeStats stats;
     for (int rep = 0; rep <= repeats; ++rep) {
       encoder.Restore(std::vector<float>(static_cast<size_t>(elements), 0.0f), config.threshold, 0);
-      auto start = Clock::now();
+      auto start = BenchClock::now();
       stats = encoder.Encode(gradient.data(), &message);
-      const double encode = Seconds(start);
-      start = Clock::now();
+      const double encode = SecondsSince(start);
+      start = BenchClock::now();
       Status decoded =
           DecodeThresholdAdd(message.data(), message.size(), elements, 1.0f, out.data());
-      const double decode = Seconds(start);
+      const double decode = SecondsSince(start);
       if (!decoded.ok()) return decoded.WithContext("decoding the encoder's own message");
       if (rep == 0) continue;  // warm-up: pages touched, caches filled
       encode_s.push_back(encode);

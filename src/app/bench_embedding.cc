@@ -16,7 +16,6 @@
 //     row payload; vs_dense is the median over pairs of sparse goodput over
 //     dense goodput.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <mutex>
 #include <vector>
@@ -28,6 +27,7 @@
 #include "embedding/sparse_table.h"
 #include "roles/local_job.h"
 #include "roles/server_tables.h"
+#include "src/app/bench_clock.h"
 #include "src/app/bench_json.h"
 #include "src/app/bench_zipf.h"
 #include "src/common/random.h"
@@ -35,14 +35,8 @@
 namespace pstrain {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr int64_t kDistinctIds = 1000000;
 constexpr size_t kDrawsPerRound = 16384;
-
-double Seconds(Clock::time_point since) {
-  return std::chrono::duration<double>(Clock::now() - since).count();
-}
 
 Status RunServerCase(int dim, double zipf) {
   EmbeddingTableOptions options;
@@ -58,18 +52,18 @@ Status RunServerCase(int dim, double zipf) {
   std::vector<float> rows, grads;
   double lookup_s = 0, update_s = 0;
   int64_t looked_up = 0, updated = 0;
-  const Clock::time_point begin = Clock::now();
-  for (int64_t step = 0; step < 2000 && Seconds(begin) < 3.0; ++step) {
+  const BenchClock::time_point begin = BenchClock::now();
+  for (int64_t step = 0; step < 2000 && SecondsSince(begin) < 3.0; ++step) {
     const std::vector<int64_t>& unique = ids.Round(&dedup, kDrawsPerRound);
     rows.resize(unique.size() * static_cast<size_t>(dim));
     grads.assign(rows.size(), 0.001f);
-    Clock::time_point t = Clock::now();
+    BenchClock::time_point t = BenchClock::now();
     PSTRAIN_RETURN_IF_ERROR(table->Lookup(unique.data(), unique.size(), rows.data(), step));
-    lookup_s += Seconds(t);
-    t = Clock::now();
+    lookup_s += SecondsSince(t);
+    t = BenchClock::now();
     PSTRAIN_RETURN_IF_ERROR(
         table->ApplyGradients(unique.data(), grads.data(), unique.size(), step));
-    update_s += Seconds(t);
+    update_s += SecondsSince(t);
     looked_up += static_cast<int64_t>(unique.size());
     updated += static_cast<int64_t>(unique.size());
   }
@@ -158,12 +152,12 @@ class PullBenchJob : public WorkerJob {
       const uint64_t a = rng.Next() | 1, b = rng.Next();
       for (int64_t i = 0; i < ids_; ++i)
         ids[i] = ScatteredId(static_cast<int64_t>((a * static_cast<uint64_t>(i) + b) % kTableRows));
-      Clock::time_point t = Clock::now();
+      BenchClock::time_point t = BenchClock::now();
       PSTRAIN_RETURN_IF_ERROR(client.Pull({{&table, dim_, &ids, rows.data()}}, 0));
-      if (k >= warmup) sparse_s_->push_back(Seconds(t));
-      t = Clock::now();
+      if (k >= warmup) sparse_s_->push_back(SecondsSince(t));
+      t = BenchClock::now();
       PSTRAIN_RETURN_IF_ERROR(ctx.kv->Pull(0, rows.data(), 0).Wait());
-      if (k >= warmup) dense_s_->push_back(Seconds(t));
+      if (k >= warmup) dense_s_->push_back(SecondsSince(t));
     }
     return Status::OK();
   }

@@ -20,12 +20,12 @@
 #include <time.h>
 
 #include <algorithm>
-#include <chrono>
 #include <string>
 #include <vector>
 
 #include "embedding/row_batch.h"
 #include "embedding/row_store.h"
+#include "src/app/bench_clock.h"
 #include "src/app/bench_json.h"
 #include "src/app/bench_scratch.h"
 #include "src/app/bench_zipf.h"
@@ -34,14 +34,9 @@
 namespace pstrain {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr size_t kRowsPerWrite = 3000;
 constexpr size_t kIdsPerRead = 1600;
 constexpr int kReads = 100;
-
-double Seconds(Clock::time_point since) {
-  return std::chrono::duration<double>(Clock::now() - since).count();
-}
 
 double ProcessCpuSeconds() {
   timespec t{};
@@ -81,9 +76,9 @@ StatusOr<double> ReadRows(const RowStore& store, RowStore::TableId table, size_t
     std::sort(ids.begin(), ids.end());
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
     found.Clear();
-    const Clock::time_point start = Clock::now();
+    const BenchClock::time_point start = BenchClock::now();
     PSTRAIN_RETURN_IF_ERROR(store.MultiGet(table, ids.data(), ids.size(), &found));
-    seconds += Seconds(start);
+    seconds += SecondsSince(start);
     read += ids.size();
     if (found.size() != ids.size())
       return Internal("bench store: " + std::to_string(ids.size() - found.size()) + " of " +
@@ -102,10 +97,10 @@ Status RunDim(int dim, int64_t rows, const std::string& dir) {
   if (!table.ok()) return table.status();
 
   const double cpu_before = ProcessCpuSeconds();
-  const Clock::time_point start = Clock::now();
+  const BenchClock::time_point start = BenchClock::now();
   PSTRAIN_RETURN_IF_ERROR(WriteRows(store->get(), *table, floats, 0, rows));
   PSTRAIN_RETURN_IF_ERROR((*store)->Flush());
-  const double write_seconds = Seconds(start);
+  const double write_seconds = SecondsSince(start);
   const double write_cpu = ProcessCpuSeconds() - cpu_before;
 
   Rng rng(7);

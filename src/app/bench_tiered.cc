@@ -14,7 +14,6 @@
 #include "src/app/bench_tiered.h"
 
 #include <algorithm>
-#include <chrono>
 #include <string>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include "embedding/row_store.h"
 #include "embedding/sparse_table.h"
 #include "embedding/tiered_table.h"
+#include "src/app/bench_clock.h"
 #include "src/app/bench_json.h"
 #include "src/app/bench_scratch.h"
 #include "src/app/bench_zipf.h"
@@ -29,7 +29,6 @@
 namespace pstrain {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr size_t kDrawsPerRound = 16384;
 
 struct Rounds {
@@ -51,10 +50,6 @@ Rounds Draw(int64_t ranks, double zipf, int rounds) {
   return out;
 }
 
-double Seconds(Clock::time_point since) {
-  return std::chrono::duration<double>(Clock::now() - since).count();
-}
-
 // Rounds [begin, end) on one table, each a pull then a push of the
 // round's ids; adds the time and ops of those in the second half.
 struct Timed {
@@ -71,11 +66,11 @@ Status RunRounds(Table& table, const Rounds& rounds, size_t begin, size_t end, i
     rows.resize(ids.size() * static_cast<size_t>(dim));
     grads.assign(rows.size(), 0.001f);
     const auto step = static_cast<int64_t>(r);
-    const Clock::time_point start = Clock::now();
+    const BenchClock::time_point start = BenchClock::now();
     PSTRAIN_RETURN_IF_ERROR(table.Lookup(ids.data(), ids.size(), rows.data(), step));
     PSTRAIN_RETURN_IF_ERROR(table.ApplyGradients(ids.data(), grads.data(), ids.size(), step));
     if (r < rounds.ids.size() / 2) continue;
-    timed->seconds += Seconds(start);
+    timed->seconds += SecondsSince(start);
     timed->ops += 2 * static_cast<int64_t>(ids.size());
   }
   return Status::OK();
