@@ -27,8 +27,9 @@ constexpr size_t kMaxRefusalBytes = 160;  // an Error within kHandshakeLimits
 // How often the loop checks connections' deadlines: often enough for the
 // shortest of them to be kept to within a quarter of itself.
 uint64_t SweepIntervalMs(const SecuritySettings& s) {
-  return std::clamp<uint64_t>(std::min(s.handshake_timeout_ms, s.frame_stall_timeout_ms) / 4, 10,
-                              500);
+  uint64_t shortest = std::min(s.handshake_timeout_ms, s.frame_stall_timeout_ms);
+  if (s.connect_timeout_ms > 0) shortest = std::min(shortest, s.connect_timeout_ms);
+  return std::clamp<uint64_t>(shortest / 4, 10, 500);
 }
 
 std::string PeerName(uv_tcp_t* tcp) {
@@ -76,6 +77,7 @@ void Connection::Connect(EventLoop* loop, Logger log, const std::string& host, u
     Ptr conn(new Connection(loop, log, std::move(tcp)));
     conn->self_ = conn;
     conn->peer_ = fmt::format("{}:{}", host, port);
+    conn->dialed_ = true;
     struct ConnectRequest {
       uv_connect_t req;
       Ptr conn;
@@ -86,9 +88,13 @@ void Connection::Connect(EventLoop* loop, Logger log, const std::string& host, u
         &req->req, conn->tcp_.get(), reinterpret_cast<const sockaddr*>(&*addr),
         [](uv_connect_t* r, int status) {
           std::unique_ptr<ConnectRequest> req(static_cast<ConnectRequest*>(r->data));
+          req->conn->connect_began_ms_ = 0;
           if (status < 0) {
-            Status error =
-                Unavailable(fmt::format("connect to {}: {}", req->conn->peer_, UvError(status)));
+            // Cancelled by a close: its reason (the connect deadline) says why.
+            Status error = status == UV_ECANCELED && req->conn->closing_
+                               ? req->conn->close_reason_
+                               : Unavailable(fmt::format("connect to {}: {}", req->conn->peer_,
+                                                         UvError(status)));
             req->conn->Close(error);
             return req->done(error);
           }
@@ -106,8 +112,12 @@ void Connection::Connect(EventLoop* loop, Logger log, const std::string& host, u
       Status error = Unavailable(fmt::format("connect to {}: {}", conn->peer_, UvError(rc)));
       delete req;
       conn->Close(error);
-      done(error);
+      return done(error);
     }
+    // The loop's sweep holds the connect to its deadline (CheckDeadlines).
+    conn->connect_began_ms_ = std::max<uint64_t>(loop->NowMs(), 1);
+    loop->EnsureSweep(SweepIntervalMs(loop->security()),
+                      [loop] { CheckConnectionDeadlines(loop); });
   });
 }
 
@@ -445,14 +455,20 @@ void Connection::OnHandleClosed(uv_handle_t*) {
     close_reason_ = Aborted("event loop stopped");
   }
   Ptr keep = std::move(self_);
+  // This node stopping closes with Aborted; anything else is the link's fault.
+  if (dialed_ && close_reason_.code() != StatusCode::kAborted) loop_->NotePeerFailure(peer_);
   if (counted_handshaking_) {
     counted_handshaking_ = false;
     --loop_->handshaking();
   }
   handshake_.reset();
   on_open_ = nullptr;
-  FinishConnect(Status(close_reason_.code() == StatusCode::kAborted ? StatusCode::kAborted
-                                                                    : StatusCode::kUnavailable,
+  // A refusal (a certificate the peer or this node rejects) keeps its code:
+  // the caller must not retry it.
+  const StatusCode code = close_reason_.code();
+  FinishConnect(Status(code == StatusCode::kAborted || code == StatusCode::kPermissionDenied
+                           ? code
+                           : StatusCode::kUnavailable,
                        fmt::format("connect to {}: closed during the handshake: {}", peer_,
                                    close_reason_.message())));
   early_.clear();
@@ -470,6 +486,13 @@ void Connection::OnHandleClosed(uv_handle_t*) {
 void Connection::CheckDeadlines(uint64_t now_ms) {
   if (closing_) return;
   const SecuritySettings& s = loop_->security();
+  if (connect_began_ms_ > 0 && s.connect_timeout_ms > 0 &&
+      now_ms >= connect_began_ms_ + s.connect_timeout_ms)
+    return Close(DeadlineExceeded(fmt::format(
+        "connect to {}: no answer within {:.1f} s (the peer's host or the network drops the "
+        "connection attempt; the deadline is the shorter of PSTRAIN_HEARTBEAT_TIMEOUT and "
+        "PSTRAIN_CONNECT_TIMEOUT)",
+        peer_, s.connect_timeout_ms / 1e3)));
   if (handshake_ && now_ms >= handshake_began_ms_ + s.handshake_timeout_ms)
     return FailHandshake(DeadlineExceeded(fmt::format(
         "no handshake within {:.1f} s (PSTRAIN_HANDSHAKE_TIMEOUT)", s.handshake_timeout_ms / 1e3)));

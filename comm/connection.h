@@ -56,8 +56,9 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   // Resolves `host`, connects and runs the handshake. `done` runs on the loop
   // thread, with the connection once the peer proved itself, or with why
   // not: PermissionDenied when a check of the handshake failed (another
-  // token, or a token on one side only), Unavailable or DeadlineExceeded
-  // when the peer could not be reached or did not answer.
+  // token, a token on one side only, a certificate refused by either end),
+  // Unavailable or DeadlineExceeded when the peer could not be reached or
+  // did not answer (the TCP connect has SecuritySettings::connect_timeout_ms).
   static void Connect(EventLoop* loop, Logger log, const std::string& host, uint16_t port,
                       ConnectCallback done);
   // Wraps a socket accepted by a listener (already uv_accept()ed into `tcp`).
@@ -93,8 +94,8 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   bool closed() const {
     return closing_ || uv_is_closing(reinterpret_cast<const uv_handle_t*>(tcp_.get()));
   }
-  // Closes the connection if its handshake or a frame begun is overdue
-  // (SecuritySettings). Driven by the loop's sweep.
+  // Closes the connection if its TCP connect, its handshake or a frame
+  // begun is overdue (SecuritySettings). Driven by the loop's sweep.
   void CheckDeadlines(uint64_t now_ms);
   // Closes the connection with a DeadlineExceeded reason if a call sent
   // more than `timeout_ms` before `now_ms` is still unanswered. Calls that
@@ -163,8 +164,10 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   bool open_ = false;
   bool counted_handshaking_ = false;  // in the loop's handshaking() count
   uint64_t handshake_began_ms_ = 0;
-  ConnectCallback on_connected_;  // Connect()'s caller, until the handshake ends
-  OpenCallback on_open_;          // Authenticate()'s caller
+  uint64_t connect_began_ms_ = 0;  // a TCP connect under way (Connect), else 0
+  bool dialed_ = false;            // made by Connect(): peer_ is the address dialed
+  ConnectCallback on_connected_;   // Connect()'s caller, until the handshake ends
+  OpenCallback on_open_;           // Authenticate()'s caller
   bool reading_ = false;
   bool started_ = false;
   std::vector<Incoming> early_;   // requests that came before Start()

@@ -126,6 +126,20 @@ void EventLoop::EnsureSweep(uint64_t interval_ms, std::function<void()> fn) {
       interval_ms, interval_ms);
 }
 
+void EventLoop::NotePeerFailure(const std::string& peer) {
+  constexpr size_t kMaxFailedPeers = 8;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (failed_peers_.size() >= kMaxFailedPeers) return;
+  for (const std::string& p : failed_peers_)
+    if (p == peer) return;
+  failed_peers_.push_back(peer);
+}
+
+std::vector<std::string> EventLoop::failed_peers() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failed_peers_;
+}
+
 bool EventLoop::IsStopping() {
   std::lock_guard<std::mutex> lock(mutex_);
   return stopping_;

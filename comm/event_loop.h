@@ -120,6 +120,13 @@ class EventLoop {
   static constexpr int kRefusalLinesPerSecond = 10;
   bool AllowRefusalLine(uint64_t* dropped);
 
+  // Peers this loop dialed ("host:port" as dialed) whose connection failed
+  // or broke for a reason other than this node's own stop, the first few in
+  // order: how a node names the peer it lost. Noted on the loop thread,
+  // read from any.
+  void NotePeerFailure(const std::string& peer);
+  std::vector<std::string> failed_peers();
+
   // Runs `fn` every `interval_ms` on the loop thread, from the first call
   // until the loop stops; later calls change nothing. How connections check
   // their deadlines (handshake, a stalled frame) with no timer each. Loop
@@ -145,6 +152,7 @@ class EventLoop {
   std::mutex mutex_;
   std::deque<std::function<void()>> queue_;  // GUARDED_BY(mutex_)
   bool stopping_ = false;                    // GUARDED_BY(mutex_)
+  std::vector<std::string> failed_peers_;    // GUARDED_BY(mutex_)
   bool started_ = false;
   bool joined_ = false;
   int close_result_ = 0;      // uv_loop_close() on the loop thread, read after join

@@ -1,14 +1,44 @@
 #include "comm/listener.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
 
 #include "comm/address.h"
 
 namespace pstrain {
 
-Listener::Listener(EventLoop* loop, Logger log) : loop_(loop), log_(std::move(log)) {}
+namespace {
+
+constexpr uint64_t kDescriptorCheckMs = 1000;
+
+// Whether this process has no file descriptor left (or the system none):
+// a copy of `fd` fails with EMFILE or ENFILE. One system call.
+int DescriptorShortage(int fd) {
+  const int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (copy >= 0) {
+    close(copy);
+    return 0;
+  }
+  return errno == EMFILE || errno == ENFILE ? errno : 0;
+}
+
+std::string DescriptorLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return "?";
+  return std::to_string(limit.rlim_cur);
+}
+
+}  // namespace
+
+Listener::Listener(EventLoop* loop, Logger log)
+    : loop_(loop), log_(std::move(log)), descriptor_check_(loop) {}
 
 // The owner stops the loop (closing the handle) before destroying us.
 Listener::~Listener() = default;
@@ -39,15 +69,41 @@ StatusOr<uint16_t> Listener::Listen(const std::string& host, uint16_t port,
   if (!bound.ok()) return bound.status();
   open_ = true;
   on_accept_ = std::move(on_accept);
+  descriptor_check_.RunEvery(kDescriptorCheckMs, [this] { WatchDescriptors(0); });
   return bound;
 }
 
 void Listener::Close() {
+  descriptor_check_.Close();
   if (open_) CloseHandle(reinterpret_cast<uv_handle_t*>(&tcp_));
+}
+
+void Listener::WatchDescriptors(int accept_error) {
+  if (!open_) return;
+  uv_os_fd_t fd = -1;
+  if (uv_fileno(reinterpret_cast<uv_handle_t*>(&tcp_), &fd) != 0) return;
+  const int shortage = accept_error != 0 ? accept_error : DescriptorShortage(fd);
+  if ((shortage != 0) == out_of_descriptors_) return;
+  out_of_descriptors_ = shortage != 0;
+  if (shortage == ENFILE) {
+    log_->error(
+        "the system is out of file descriptors (ENFILE, {}): connections to this node are "
+        "dropped and files cannot be opened until some are freed",
+        std::strerror(ENFILE));
+  } else if (shortage != 0) {
+    log_->error(
+        "this process is out of file descriptors (EMFILE, its limit is {}: ulimit -n): "
+        "connections to this node are dropped and files cannot be opened; raise the limit",
+        DescriptorLimit());
+  } else {
+    log_->warn("file descriptors are available again (limit {})", DescriptorLimit());
+  }
 }
 
 void Listener::OnConnection(uv_stream_t* server, int status) {
   auto* self = static_cast<Listener*>(static_cast<HandleOwner*>(server->data));
+  if (status == UV_EMFILE || status == UV_ENFILE)
+    return self->WatchDescriptors(status == UV_EMFILE ? EMFILE : ENFILE);
   if (status < 0) {
     self->log_->warn("accept failed: {}", UvError(status));
     return;

@@ -2,6 +2,12 @@
 // its handshake succeeded (Connection::Authenticate). At most the loop's
 // SecuritySettings::max_handshaking accepted connections are in their
 // handshake at once; one more is closed on arrival.
+//
+// A process out of file descriptors cannot accept: libuv then drops the
+// waiting connections without a word (its EMFILE trick), and the peers see
+// only a reset. While it listens, a Listener checks every second whether a
+// descriptor is left, and logs one line when the process runs out (and one
+// when it has some again), naming the limit.
 // Loop-thread only, except where noted.
 #pragma once
 
@@ -13,6 +19,7 @@
 
 #include "comm/connection.h"
 #include "comm/event_loop.h"
+#include "comm/timer.h"
 
 namespace pstrain {
 
@@ -41,6 +48,9 @@ class Listener : public HandleOwner {
  private:
   static void OnConnection(uv_stream_t* server, int status);
   void RefuseOverCap(const Connection::Ptr& conn);
+  // Logs when the process runs out of file descriptors, or has some again;
+  // `accept_error` is an accept's EMFILE/ENFILE (0: a periodic check).
+  void WatchDescriptors(int accept_error);
 
   EventLoop* loop_;
   Logger log_;
@@ -49,6 +59,8 @@ class Listener : public HandleOwner {
   AcceptHandler on_accept_;
   uint64_t refused_ = 0;  // over the handshake cap, since the last log line
   uint64_t last_refusal_log_ms_ = 0;
+  Timer descriptor_check_;
+  bool out_of_descriptors_ = false;  // as last logged
 };
 
 }  // namespace pstrain

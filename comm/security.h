@@ -3,6 +3,7 @@
 // Start()), read by every Connection and Listener of that loop.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -27,6 +28,10 @@ struct SecuritySettings {
   // Bytes queued to one peer and not yet taken by the kernel; past it the
   // connection is closed instead of growing.
   uint64_t max_queued_bytes = 0;
+  // A TCP connect not established within this long fails, instead of
+  // waiting out the kernel's SYN retries (about 2 min) when the peer's host
+  // drops them (a firewall, a cut network). 0: no deadline of its own.
+  uint64_t connect_timeout_ms = 0;
 };
 
 // Logged once per process started without a token (src/app/main.cc).
@@ -42,6 +47,10 @@ inline SecuritySettings SecurityFrom(const ClusterOptions& c) {
   s.max_handshaking = c.max_handshaking;
   s.frame_stall_timeout_ms = static_cast<uint64_t>(c.frame_stall_timeout_s * 1000.0 + 0.5);
   s.max_queued_bytes = c.max_queued_bytes;
+  // A peer that cannot be reached within the heartbeat timeout would count
+  // as lost anyway; the scheduler is retried until the connect timeout.
+  s.connect_timeout_ms =
+      static_cast<uint64_t>(std::min(c.heartbeat_timeout_s, c.connect_timeout_s) * 1000.0 + 0.5);
   return s;
 }
 

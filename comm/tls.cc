@@ -12,6 +12,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 
 namespace pstrain {
 namespace {
@@ -31,11 +32,35 @@ constexpr size_t kSpareBuffers = 32;  // of 256 KiB (comm/connection_tls.cc)
 // CA is about 200 KiB.
 constexpr off_t kMaxPemBytes = off_t{1} << 20;
 
+// Whether OpenSSL error `e` is a refusal of a certificate: the peer's by
+// this end, or this end's by the peer (the alert it sent). Trying again
+// would meet the same certificates.
+bool IsCertificateRefusal(unsigned long e) {
+  if (ERR_GET_LIB(e) != ERR_LIB_SSL) return false;
+  switch (ERR_GET_REASON(e)) {
+    case SSL_R_CERTIFICATE_VERIFY_FAILED:
+    case SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE:
+    case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+    case SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE:
+    case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+    case SSL_R_TLSV1_ALERT_ACCESS_DENIED:
+    case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // OpenSSL's reasons for the last failure on this thread, oldest first
-// ("certificate verify failed; ..."), and the queue emptied.
-std::string OpenSslErrors() {
+// ("certificate verify failed; ..."), and the queue emptied. `refused`, if
+// given, is set when one of them refuses a certificate.
+std::string OpenSslErrors(bool* refused = nullptr) {
   std::string text;
   while (unsigned long e = ERR_get_error()) {
+    if (refused != nullptr && IsCertificateRefusal(e)) *refused = true;
     const char* reason = ERR_reason_error_string(e);
     std::string one = reason != nullptr ? reason : fmt::format("error {:#x}", e);
     if (text.find(one) == std::string::npos) text += (text.empty() ? "" : "; ") + one;
@@ -71,6 +96,39 @@ long BioCtrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0;
 int BioCreate(BIO* bio) {
   BIO_set_init(bio, 1);
   return 1;
+}
+
+// "2026-11-25 19:05:26 UTC", or "?" when OpenSSL cannot read the time.
+std::string FormatTime(const ASN1_TIME* time) {
+  std::tm tm{};
+  if (time == nullptr || ASN1_TIME_to_tm(time, &tm) != 1) return "?";
+  return fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+// This node's own certificate, loaded in `ctx`, within its validity dates
+// now: found at start, an expired one is one line naming the file instead
+// of a refusal by every peer later. (Whether the CA signed it is left to
+// the peers: a node may trust another CA than the one that signed it.)
+Status CheckOwnCertificate(SSL_CTX* ctx, const TlsFiles& files) {
+  X509* cert = SSL_CTX_get0_certificate(ctx);
+  if (cert == nullptr)
+    return InvalidArgument(
+        fmt::format("PSTRAIN_TLS_CERT file '{}' holds no certificate", files.cert));
+  const ASN1_TIME* not_before = X509_get0_notBefore(cert);
+  const ASN1_TIME* not_after = X509_get0_notAfter(cert);
+  const std::string valid =
+      fmt::format("valid from {} to {}", FormatTime(not_before), FormatTime(not_after));
+  if (X509_cmp_current_time(not_after) <= 0)
+    return InvalidArgument(fmt::format(
+        "PSTRAIN_TLS_CERT file '{}': the certificate has expired ({}): every peer would refuse it",
+        files.cert, valid));
+  if (X509_cmp_current_time(not_before) >= 0)
+    return InvalidArgument(fmt::format(
+        "PSTRAIN_TLS_CERT file '{}': the certificate is not valid yet ({}): every peer would "
+        "refuse it",
+        files.cert, valid));
+  return Status::OK();
 }
 
 }  // namespace
@@ -132,6 +190,7 @@ StatusOr<std::shared_ptr<TlsContext>> TlsContext::Load(const TlsFiles& files) {
     return InvalidArgument(fmt::format("PSTRAIN_TLS_CA file '{}' holds no PEM CA certificate: {}",
                                        files.ca, OpenSslErrors()));
   ERR_clear_error();
+  PSTRAIN_RETURN_IF_ERROR(CheckOwnCertificate(ctx, files));
   return context;
 }
 
@@ -193,11 +252,18 @@ Status TlsSession::Failure(const char* what, int rc) {
     closed_by_peer_ = true;
     return Unavailable("peer closed the connection");
   }
-  std::string reason = OpenSslErrors();
+  bool refused = false;
+  std::string reason = OpenSslErrors(&refused);
   const long verify = SSL_get_verify_result(ssl_);
-  if (verify != X509_V_OK) reason += fmt::format(" ({})", X509_verify_cert_error_string(verify));
+  if (verify != X509_V_OK) {
+    reason += fmt::format(" ({})", X509_verify_cert_error_string(verify));
+    refused = true;
+  }
   if (error == SSL_ERROR_SYSCALL && reason == "no reason given") reason = "unexpected end of data";
-  return Unavailable(fmt::format("TLS {} with {} failed: {}", what, peer_, reason));
+  // A refused certificate is final, as a wrong token is: the caller must not
+  // retry (the certificates will not change), so it ends the node at once.
+  return Status(refused ? StatusCode::kPermissionDenied : StatusCode::kUnavailable,
+                fmt::format("TLS {} with {} failed: {}", what, peer_, reason));
 }
 
 Status TlsSession::Handshake() {

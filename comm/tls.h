@@ -33,7 +33,8 @@ namespace pstrain {
 class TlsContext {
  public:
   // Loads and checks the three files: each readable and valid PEM, the key
-  // matching the certificate. An error names the file and its variable.
+  // matching the certificate, the certificate within its validity dates. An
+  // error names the file and its variable.
   static StatusOr<std::shared_ptr<TlsContext>> Load(const TlsFiles& files);
   // Load(), or null (plaintext) when no files are set.
   static StatusOr<std::shared_ptr<TlsContext>> LoadIfSet(const TlsFiles& files);

@@ -1,8 +1,9 @@
 // Connections under attack, with real sockets on 127.0.0.1: the handshake
 // refuses another token and names the source and the check; the limits of
 // SecuritySettings drop a slowloris, a flood of half-open handshakes, a
-// frame left unfinished and a peer that does not read. Each test fails
-// without the limit it is about (the peer would be held for ever).
+// frame left unfinished and a peer that does not read; a connect nobody
+// answers ends at its deadline. Each test fails without the limit it is
+// about (the peer would be held for ever).
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <poll.h>
@@ -345,6 +346,44 @@ TEST_CASE("what a token costs: connection set-up and round trips, with and witho
                        << " ms (200), round trip median " << median(call_us) << " us (2000)");
     }
   }
+}
+
+// A peer whose host drops the SYN (a firewall, a cut link) would hold a
+// connect in the kernel's SYN retries for about 2 minutes; the connect
+// deadline ends it with a reason instead. A listening socket whose accept
+// queue is full drops SYNs the same way, on 127.0.0.1.
+TEST_CASE("a connect that gets no answer fails at the connect deadline, naming the peer") {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(listener >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  REQUIRE(listen(listener, 0) == 0);  // the queue holds one, never accepted
+  socklen_t len = sizeof(addr);
+  REQUIRE(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  const uint16_t port = ntohs(addr.sin_port);
+  RawSocket fills_the_queue(port);
+
+  SecuritySettings s = Settings("");
+  s.connect_timeout_ms = 700;
+  Client client(s);
+  Completion<Status> failed;
+  const auto start = Clock::now();
+  client.loop.Post([&client, port, failed] {
+    Connection::Connect(&client.loop, MakeLogger("client"), "127.0.0.1", port,
+                        [failed](StatusOr<Connection::Ptr> c) { failed.Set(c.status()); });
+  });
+  auto result = failed.WaitFor(std::chrono::seconds(20));
+  const double waited = SecondsSince(start);
+  close(listener);
+  REQUIRE_MESSAGE(result.has_value(), "the connect was still waiting after 20 s");
+  CHECK(result->code() == StatusCode::kDeadlineExceeded);
+  CHECK(result->message().find("connect to 127.0.0.1:" + std::to_string(port)) !=
+        std::string::npos);
+  CHECK(result->message().find("no answer within 0.7 s") != std::string::npos);
+  CHECK(waited >= 0.6);
+  MESSAGE("the connect failed after " << waited << " s: " << result->message());
 }
 
 }  // namespace
