@@ -1,7 +1,8 @@
 # Sourced by Scheduler.sh, Server.sh and Worker.sh (POSIX sh: dash and bash).
 #
-# Defaults for the job's variables (the caller's environment wins), where to
-# write logs, and how to find the pstrain binary without the user naming it.
+# Defaults for the job's variables and its config (the caller's environment
+# wins), where to write logs, and how to find the pstrain binary without the
+# user naming it.
 
 LAUNCH_DIR=$(cd "$(dirname "$0")" && pwd)
 REPO_DIR=$(dirname "$LAUNCH_DIR")
@@ -11,6 +12,8 @@ export MS_SERVER_NUM="${MS_SERVER_NUM:-$PSTRAIN_DEFAULT_SERVERS}"
 export MS_WORKER_NUM="${MS_WORKER_NUM:-$PSTRAIN_DEFAULT_WORKERS}"
 export MS_SCHED_HOST="${MS_SCHED_HOST:-127.0.0.1}"
 export MS_SCHED_PORT="${MS_SCHED_PORT:-$PSTRAIN_DEFAULT_SCHED_PORT}"
+# Every node of the job reads the same config.
+export PSTRAIN_CONFIG="${PSTRAIN_CONFIG:-$REPO_DIR/$PSTRAIN_DEFAULT_CONFIG}"
 
 # Logs go to the current directory, as with MindSpore's scripts.
 PSTRAIN_LOG_DIR="${PSTRAIN_LOG_DIR:-.}"
@@ -39,7 +42,7 @@ start_node() {
     wait "$pid"
     echo $? > "$PSTRAIN_LOG_DIR/$name.exit"
   ) &
-  echo "started $name (log: $PSTRAIN_LOG_DIR/$name.log)"
+  echo "started $name (log: $PSTRAIN_LOG_DIR/$name.log, config: $PSTRAIN_CONFIG)"
 }
 
 # start_nodes ROLE_WORD COUNT: COUNT processes named ROLE_WORD_<i>, i from

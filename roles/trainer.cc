@@ -88,6 +88,7 @@ StatusOr<std::unique_ptr<TrainJob>> TrainJob::Create(const Config& config) {
   if (!model.ok()) return model.status().WithContext(config.source);
   job->model_ = std::move(*model);
   job->model_config_ = model_config;
+  job->reads_ = ModelReadsOf(config.model, job->model_->output_shape());
   PSTRAIN_RETURN_IF_ERROR(job->embeddings_->Bind(job->model_->params()));
   std::vector<Param*> allreduced;
   for (Param* p : job->model_->params()) {
@@ -105,6 +106,11 @@ StatusOr<std::unique_ptr<TrainJob>> TrainJob::Create(const Config& config) {
     job->ps_averaging_ = std::move(*averaging);
   }
   return job;
+}
+
+Status TrainJob::CheckData() const {
+  return CheckFirstBatches(config_.data, reads_, config_.train.batch_size)
+      .WithContext(config_.source);
 }
 
 std::vector<TensorSpec> TrainJob::PsTensors() {
@@ -392,6 +398,10 @@ Status TrainJob::Run(WorkerContext& ctx) {
     return FailedPrecondition("all-reduced (ps: false) weights need the workers' ring");
   auto data = LoadTrainShard(config_.data, ctx.rank, ctx.workers);
   if (!data.ok()) return data.status();
+  // The first batches were checked at start; this is every sample.
+  const DataFiles files = DataFilesOf(config_.data.format, config_.data.train, "train");
+  PSTRAIN_RETURN_IF_ERROR(
+      CheckFit(reads_, *data, files.features, files.labels).WithContext(config_.source));
   const int batch_size = config_.train.batch_size;
   Batcher plain = Batcher::ForTraining(&*data, batch_size, ctx.rank, ctx.workers,
                                        config_.train.seed, config_.data.shuffle);
@@ -493,6 +503,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
       std::swap(batch, next);
       have_next = false;
     } else if (!batcher.Next(&batch)) {
+      PSTRAIN_RETURN_IF_ERROR(batcher.status().WithContext(fmt::format("step {}", step + 1)));
       return Internal(fmt::format("worker {} ran out of batches at step {}", ctx.rank, step + 1));
     }
     // The next batch's embedding rows are pulled while this one computes.

@@ -25,6 +25,7 @@
 
 #include "roles/allreduced_weights.h"
 #include "roles/checkpointing.h"
+#include "roles/data_fit.h"
 #include "roles/ps_averaging.h"
 #include "roles/ps_compression.h"
 #include "roles/remote_embeddings.h"
@@ -66,6 +67,13 @@ class TrainJob : public WorkerJob {
   // Builds the model and checks that the config can be trained (placement
   // of every parameter, data format against the model's input).
   static StatusOr<std::unique_ptr<TrainJob>> Create(const Config& config);
+
+  // Reads the first batch of every data file and checks it against the
+  // model (roles/data_fit.h): before the job starts, so that data that does
+  // not fit is one line naming the config key and the file, exit 2.
+  Status CheckData() const;
+  const ModelReads& reads() const { return reads_; }
+  const Model& model() const { return *model_; }
 
   std::vector<TensorSpec> PsTensors() override;
   bool NeedsCollective() override { return !allreduced_->empty(); }
@@ -126,7 +134,8 @@ class TrainJob : public WorkerJob {
   // batch's rows (RemoteEmbeddings::Create).
   ModelConfig model_config_;
   std::unique_ptr<Model> model_;
-  std::vector<Param*> ps_params_;                  // on the servers, in PsTensors() order
+  ModelReads reads_;               // what the model reads of a sample, checked on each one loaded
+  std::vector<Param*> ps_params_;  // on the servers, in PsTensors() order
   std::unique_ptr<AllReducedWeights> allreduced_;  // the ps: false ones
   std::unique_ptr<PsCompression> ps_compression_;  // made in Run (needs the partition map)
   std::unique_ptr<PsAveraging> ps_averaging_;      // mode average only

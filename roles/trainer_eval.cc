@@ -21,6 +21,9 @@ Status TrainJob::Evaluate(WorkerContext& ctx, int epoch) {
   if (!test_) {
     auto test = LoadTest(config_.data);
     if (!test.ok()) return test.status();
+    const DataFiles files = DataFilesOf(config_.data.format, config_.data.test, "test");
+    PSTRAIN_RETURN_IF_ERROR(
+        CheckFit(reads_, *test, files.features, files.labels).WithContext(config_.source));
     test_ = std::make_unique<Dataset>(std::move(*test));
   }
   Batcher batcher = Batcher::ForEval(test_.get(), kEvalBatch);

@@ -3,7 +3,9 @@
 # message naming the variable; --help on every command; bare pstrain prints
 # the usage; bench and gen JSON survives hostile paths; --version; the log
 # level; a node with no scheduler gives up in time;
-# `pstrain local` labels lines by role and rank;
+# `pstrain local` labels lines by role and rank, and refuses to run without
+# a model (exit 0 means a model was trained); a worker that cannot hold its
+# data says so in one line, exit 1, not std::bad_alloc's abort;
 # the cache-sizing bench reads a config's data; the tiered-table bench.
 # Usage: sh tests/cli_test.sh PSTRAIN_BIN [REPO_DIR]
 set -u
@@ -12,6 +14,8 @@ REPO="${2:-$(dirname "$0")/..}"
 OUT=$(mktemp)
 DATA=$(mktemp -d)
 trap 'rm -rf "$OUT" "$DATA"' EXIT
+. "$(dirname "$0")/tiny_job.sh"
+TINY=$(tiny_job "$BIN" "$DATA/tiny") || { echo "FAILED: gen criteo"; exit 1; }
 passed=0
 failed=0
 check() {
@@ -107,11 +111,12 @@ check "--version shows $version and the build options" \
   grep -Eq "^pstrain $version \(CUDA: (yes|no), NCCL: (yes|no), native: (yes|no), [A-Za-z]+\)$" "$OUT"
 
 # The log level: warn hides the info lines; a bad level is refused.
-env -i PSTRAIN_LOG_LEVEL=warn "$BIN" local --servers 1 --workers 1 > "$OUT" 2>&1; status=$?
+env -i PSTRAIN_LOG_LEVEL=warn "$BIN" local --config "$TINY" --servers 1 --workers 1 > "$OUT" 2>&1; status=$?
 check "PSTRAIN_LOG_LEVEL=warn: the job runs (got $status)" [ "$status" = 0 ]
 check "PSTRAIN_LOG_LEVEL=warn hides info lines" [ "$(grep -c '\[info\]' "$OUT")" = 0 ]
 check "PSTRAIN_LOG_LEVEL=warn keeps warnings" has "\[warning\]"
-env -i PSTRAIN_LOG_LEVEL=warn "$BIN" local --servers 1 --workers 1 --log-level info > "$OUT" 2>&1
+env -i PSTRAIN_LOG_LEVEL=warn "$BIN" local --config "$TINY" --servers 1 --workers 1 --log-level info \
+  > "$OUT" 2>&1
 check "--log-level info overrides PSTRAIN_LOG_LEVEL" has "\[info\] the job finished"
 for case in "PSTRAIN_LOG_LEVEL=loud|local|PSTRAIN_LOG_LEVEL is 'loud': expected trace, debug, info, warn, error or off" \
             "|local --log-level loud|--log-level is 'loud': expected trace" \
@@ -149,15 +154,25 @@ check "unknown flag is named" has "unknown flag --bogus"
 
 # Nothing listens on port 1: the worker retries for 1 s, then gives up.
 start=$(date +%s)
-run_env "$GOOD PSTRAIN_CONNECT_TIMEOUT=1"; status=$?
+run_env "$GOOD PSTRAIN_CONNECT_TIMEOUT=1 PSTRAIN_CONFIG=$TINY"; status=$?
 took=$(( $(date +%s) - start ))
 check "a worker with no scheduler exits 1 (got $status)" [ "$status" = 1 ]
 check "its message names the address" has "cannot reach the scheduler at 127.0.0.1:1"
 check "it gives up within the configured time (took $took s)" [ "$took" -le 10 ]
 
+# No model, no success: a worker or `pstrain local` without a config has
+# nothing to train; it says so in one line, exit 2, before it starts.
+for command in local ""; do
+  run_env "$GOOD" $command; status=$?
+  check "pstrain ${command:-worker} with no config exits 2 (got $status)" [ "$status" = 2 ]
+  check "pstrain ${command:-worker} with no config is one line" [ "$(lines)" = 1 ]
+  check "pstrain ${command:-worker} with no config says what to pass" \
+    has "^pstrain: no model is configured: pass --config or PSTRAIN_CONFIG$"
+done
+
 # `pstrain local` labels each node's lines with the role and rank it joined as.
-"$BIN" local --servers 1 --workers 2 > "$OUT" 2>&1; status=$?
-check "pstrain local with no config exits 0 (got $status)" [ "$status" = 0 ]
+"$BIN" local --config "$TINY" --servers 1 --workers 2 > "$OUT" 2>&1; status=$?
+check "pstrain local exits 0 (got $status)" [ "$status" = 0 ]
 for node in "server 0" "worker 0" "worker 1"; do
   check "[$node] logs that $node joined" has "\] \[$node\] \[info\] ${node% *} rank ${node#* } joined a job"
   check "[$node] logs that $node stops" has "\] \[$node\] \[info\] ${node% *} rank ${node#* } stops"
@@ -243,6 +258,35 @@ for case in "out|$MLP|s/out: 256}/out: 2000000000}/|model.layers\[1\].out: makes
   check "config with a huge $name: one line" [ "$(lines)" = 1 ]
   check "config with a huge $name names file, line and key" has "^pstrain: $DATA/$name.yaml:.* .*$message"
 done
+
+# A worker whose training images do not fit its memory: 342000 blank 28x28
+# images (1 MiB gzip-compressed, 1 GiB as floats) under an address-space
+# limit that the same job on tiny data runs under, plus 256 MB. Loading them
+# takes at least 1.5 GiB more than the job had (the last growth of the
+# samples' array), so it fails whatever the process needs beside them: one
+# line naming the file, exit 1. It aborted with std::bad_alloc (134).
+n=342000
+be32() { printf "\\$(printf %03o $(($1 >> 24 & 255)))\\$(printf %03o $(($1 >> 16 & 255)))\\$(printf %03o $(($1 >> 8 & 255)))\\$(printf %03o $(($1 & 255)))"; }
+{ printf '\0\0\10\3'; be32 $n; be32 28; be32 28; head -c $((n * 784)) /dev/zero; } | gzip -1 > "$DATA/big-images.gz"
+{ printf '\0\0\10\1'; be32 $n; head -c $n /dev/zero; } | gzip -1 > "$DATA/big-labels.gz"
+printf '%s\n' 'model:' '  input: [1, 28, 28]' '  layers: [flatten, {name: fc, type: linear, out: 10}]' \
+  'data: {format: idx, train: [big-images.gz, big-labels.gz]}' 'train: {steps: 2}' > "$DATA/big.yaml"
+limit=""
+for kb in 1000000 1500000 2000000 2500000 3000000 4000000; do
+  if (ulimit -v $kb; "$BIN" local --config "$TINY" --servers 1 --workers 1) > /dev/null 2>&1; then
+    limit=$((kb + 256000))
+    break
+  fi
+done 2> /dev/null  # the shell's "Aborted" for a limit too tight to start threads
+check "the tiny job runs under some address-space limit" [ -n "$limit" ]
+(ulimit -v "${limit:-4256000}"; "$BIN" local --config "$DATA/big.yaml" --servers 1 --workers 1) \
+  > "$OUT" 2>&1
+status=$?
+check "a worker out of memory for its data exits 1 under ulimit -v $limit (got $status)" [ "$status" = 1 ]
+check "its last line names the file and what did not fit" \
+  grep -q "\[local\] \[error\] .*$DATA/big-images.gz: not enough memory for its 342000 images of 28x28" "$OUT"
+check "it did not abort" [ "$(grep -c 'terminate called\|std::bad_alloc$' "$OUT")" = 0 ]
+echo "out of memory under ulimit -v $limit: $(grep '\[local\] \[error\]' "$OUT")"
 
 # Training throughput of a config with all-reduced (ps: false) weights: the
 # job's workers need their ring (small tables keep the local case quick).

@@ -158,11 +158,15 @@ if [ "$status" -eq 2 ] && grep -q "MS_SCHED_HOST" "$tmp/err.log"; then
 else fail "multi-host mpirun without a host: exit $status: $(cat "$tmp/err.log")"
 fi
 
-# (c) A real job: rank 0 scheduler, rank 1 server, ranks 2-3 workers.
+# (c) A real job: rank 0 scheduler, rank 1 server, ranks 2-3 workers, on a
+# tiny config (the wrapper's default trains LeNet for minutes).
+. "$repo/tests/tiny_job.sh"
+tiny=$(tiny_job "$bin" "$tmp/data") || fail "gen criteo"
 port=$((20000 + $$ % 30000))
 pids=""
 for rank in 0 1 2 3; do
   SLURM_PROCID=$rank SLURM_NTASKS=4 MS_SERVER_NUM=1 MS_SCHED_HOST=127.0.0.1 MS_SCHED_PORT=$port \
+    PSTRAIN_CONFIG="$tiny" \
     PSTRAIN_CONNECT_TIMEOUT=20 $guard sh "$wrapper" > "$tmp/rank$rank.log" 2>&1 &
   pids="$pids $!"
 done

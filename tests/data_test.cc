@@ -383,6 +383,53 @@ TEST_CASE("shard files go to worker suffix % workers; a single file goes to ever
         "missing data files: " + dir.File("gone") + ", " + dir.File("gone2"));
 }
 
+// What a job checks against its model before it starts: the first n samples
+// of every file, each named (an idx pair as its two files; every criteo
+// shard, whichever worker reads it; then the test files).
+TEST_CASE("the first samples of every data file, each with its file's name") {
+  TempDir dir;
+  std::string pixels;
+  for (int i = 0; i < 5 * 2 * 2; ++i) pixels.push_back(static_cast<char>(i));
+  WriteFile(dir.File("i"), IdxImages(5, 2, 2, pixels));
+  WriteFile(dir.File("l"), IdxLabels({3, 1, 4, 1, 5}));
+  auto three = LoadIdx(dir.File("i"), dir.File("l"), 3);
+  REQUIRE(three.ok());
+  CHECK(three->labels == std::vector<float>{3, 1, 4});
+  CHECK(three->dense.size() == 3u * 2 * 2);
+  DataConfig idx;
+  idx.train = {dir.File("i"), dir.File("l")};
+  idx.test = idx.train;
+  auto firsts = ReadFirstSamples(idx, 2);
+  REQUIRE(firsts.ok());
+  REQUIRE(firsts->size() == 2);
+  CHECK((*firsts)[0].features == dir.File("i"));
+  CHECK((*firsts)[0].labels == dir.File("l"));
+  CHECK((*firsts)[1].samples.labels == std::vector<float>{3, 1});
+  CHECK((*firsts)[1].samples.sample_shape == Shape{1, 2, 2});
+
+  const std::string prefix = dir.File("train.txt");
+  for (int s = 0; s < 3; ++s) {
+    std::string text;
+    for (int i = 0; i < 4; ++i) text += Line(GoodFields("1")) + "\n";
+    WriteFile(prefix + "-0000" + std::to_string(s), text);
+  }
+  DataConfig criteo;
+  criteo.format = DataFormat::kCriteo;
+  criteo.train = {prefix};
+  auto shards = ReadFirstSamples(criteo, 3);
+  REQUIRE(shards.ok());
+  REQUIRE(shards->size() == 3);
+  for (int s = 0; s < 3; ++s) {
+    CHECK((*shards)[s].features == prefix + "-0000" + std::to_string(s));
+    CHECK((*shards)[s].samples.size() == 3);
+    CHECK((*shards)[s].samples.fields == kCriteoCategorical);
+  }
+  criteo.test = {dir.File("gone")};
+  auto missing = ReadFirstSamples(criteo, 3);
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().message() == "missing data files: " + dir.File("gone"));
+}
+
 // ---------------------------------------------------------------- Batcher
 
 // n samples whose label and only dense feature are their index.

@@ -22,6 +22,10 @@ ulimit -n $((SOCKETS + 512)) 2> /dev/null ||
   { echo "skipped: cannot open $SOCKETS sockets (ulimit -n)"; exit 77; }
 
 export MS_SCHED_HOST=127.0.0.1 MS_SERVER_NUM=0 MS_WORKER_NUM=1
+# The job after the flood: a worker needs a model (tiny, on the worker alone).
+. "$(dirname "$0")/tiny_job.sh"
+PSTRAIN_CONFIG=$(tiny_job "$BIN" "$WORK/data" allreduce) || fail "gen criteo"
+export PSTRAIN_CONFIG
 export PSTRAIN_REGISTER_TIMEOUT=60
 start_scheduler
 pid=$(node_pid scheduler)
@@ -64,7 +68,7 @@ echo "frame_memory: $opened sockets announcing 1 MiB headers: scheduler RSS ${be
 [ "$opened" -ge $((SOCKETS / 2)) ] || fail "only $opened of $SOCKETS sockets opened"
 [ "$grew" -le $((BOUND_MB * 1024)) ] || fail "scheduler RSS grew by ${grew} kB, over ${BOUND_MB} MB"
 
-# It still serves: a worker registers and the job (no servers, no model) ends.
+# It still serves: a worker registers and the job (no servers, a tiny model) ends.
 start worker_0
 wait_exit worker_0 300
 [ "$status" = 0 ] || fail "the worker after the flood ended with $status"

@@ -168,7 +168,7 @@ void CompareWithCpu(const ModelConfig& config, int classes, int64_t n) {
     CAPTURE(step);
     const Batch batch = RandomBatch(config, n, classes, &rng);
     const Tensor cpu_logits = (*cpu)->Forward(batch, true);
-    const float cpu_loss = (*cpu)->Backward(batch);
+    const float cpu_loss = (*cpu)->Backward(batch).value();
     std::vector<std::vector<float>> cpu_grads;
     for (Param* p : params) cpu_grads.push_back(Values(p->grad.data));
 
@@ -399,7 +399,7 @@ TEST_CASE("GPU: on_device_grads sees every gradient, and can all-reduce it on th
   std::mt19937 rng(9);
   const Batch batch = RandomBatch(LeNet(), 16, 10, &rng);
   (*cpu)->Forward(batch, true);
-  (*cpu)->Backward(batch);
+  REQUIRE((*cpu)->Backward(batch).ok());
   std::vector<std::vector<float>> cpu_grads;
   for (Param* p : params) cpu_grads.push_back(Values(p->grad.data));
   REQUIRE((*gpu)->Forward(batch, true).ok());

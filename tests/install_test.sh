@@ -36,6 +36,11 @@ fi
 unset PSTRAIN_BIN MS_ROLE MS_NODE_ID MS_NODE_RANK MS_NODE_HOST MS_CLUSTER_TOKEN PSTRAIN_CONFIG
 export PATH=/usr/bin:/bin PSTRAIN_LOG_DIR="$tmp/logs" MS_SCHED_HOST=127.0.0.1
 export MS_SCHED_PORT=$((20000 + $$ % 30000)) PSTRAIN_CONNECT_TIMEOUT=20
+# A tiny job (the default config, share/pstrain/configs/lenet_fashion_mnist.yaml,
+# trains for minutes).
+. "$(dirname "$0")/tiny_job.sh"
+PSTRAIN_CONFIG=$(tiny_job "$prefix/bin/pstrain" "$tmp/data") || fail "gen criteo"
+export PSTRAIN_CONFIG
 launch="$prefix/share/pstrain/launch"
 (cd "$tmp" && sh "$launch/Scheduler.sh" && sh "$launch/Server.sh" && sh "$launch/Worker.sh") \
   > "$tmp/launch.out" 2>&1

@@ -1,8 +1,10 @@
 #!/bin/sh
 # End-to-end: launch/Scheduler.sh, Server.sh and Worker.sh start a job of 2
-# servers and 2 workers on 127.0.0.1; every process must exit 0 and the logs
-# must carry the lines users grep for. First, with a stand-in binary, what
-# each process is given: its rank to ask for and its node id.
+# servers and 2 workers on 127.0.0.1; every process must exit 0, the
+# workers must have trained, and the logs must carry the lines users grep
+# for. First, with a stand-in binary, what each process is given: its rank
+# to ask for, its node id and the job's config (the repository's LeNet
+# config when the caller sets none: a worker without a model exits 2).
 # Usage: sh tests/launch_test.sh PSTRAIN_BIN
 set -u
 BIN="$1"
@@ -17,6 +19,8 @@ check() {  # description, then a command that must succeed
 }
 
 export PSTRAIN_BIN="$BIN" PSTRAIN_LOG_DIR="$WORK" MS_SERVER_NUM=2 MS_WORKER_NUM=2
+unset PSTRAIN_CONFIG MS_NODE_ID MS_NODE_RANK
+. "$(dirname "$0")/tiny_job.sh"
 export MS_SCHED_HOST=127.0.0.1 PSTRAIN_CONNECT_TIMEOUT=30
 
 # wait_exit NAME: waits (at most 60 s) for NAME.exit and prints it.
@@ -38,7 +42,7 @@ wait_exit_in() {
 # scheduler refused the worker), and MS_NODE_RANK must follow the log name.
 FAKE="$WORK/fake"
 mkdir "$FAKE"
-printf '#!/bin/sh\necho "role=$MS_ROLE rank=${MS_NODE_RANK-unset} id=${MS_NODE_ID-unset}"\n' \
+printf '#!/bin/sh\necho "role=$MS_ROLE rank=${MS_NODE_RANK-unset} id=${MS_NODE_ID-unset} config=${PSTRAIN_CONFIG-unset}"\n' \
   > "$FAKE/pstrain"
 chmod +x "$FAKE/pstrain"
 (
@@ -47,20 +51,27 @@ chmod +x "$FAKE/pstrain"
   sh "$REPO/launch/Server.sh"
   sh "$REPO/launch/Worker.sh"
   PSTRAIN_FIRST_INDEX=2 PSTRAIN_LOCAL_WORKERS=1 sh "$REPO/launch/Worker.sh"
+  PSTRAIN_FIRST_INDEX=3 PSTRAIN_LOCAL_WORKERS=1 PSTRAIN_CONFIG=/my/job.yaml sh "$REPO/launch/Worker.sh"
 ) > /dev/null
-for name in scheduler server_0 server_1 worker_0 worker_1 worker_2; do wait_exit_in "$FAKE" "$name" > /dev/null; done
+for name in scheduler server_0 server_1 worker_0 worker_1 worker_2 worker_3; do wait_exit_in "$FAKE" "$name" > /dev/null; done
 expect_given() {  # NAME LINE: NAME.log is exactly LINE
   check "$1 is given '$2' (got '$(cat "$FAKE/$1.log" 2>/dev/null)')" [ "$(cat "$FAKE/$1.log" 2>/dev/null)" = "$2" ]
 }
-expect_given scheduler "role=MS_SCHED rank=unset id=job"
-expect_given server_0 "role=MS_PSERVER rank=0 id=job-server-0"
-expect_given server_1 "role=MS_PSERVER rank=1 id=job-server-1"
-expect_given worker_0 "role=MS_WORKER rank=0 id=job-worker-0"
-expect_given worker_1 "role=MS_WORKER rank=1 id=job-worker-1"
-expect_given worker_2 "role=MS_WORKER rank=2 id=job-worker-2"
+DEFAULT_CONFIG="$REPO/configs/lenet_fashion_mnist.yaml"
+expect_given scheduler "role=MS_SCHED rank=unset id=job config=$DEFAULT_CONFIG"
+expect_given server_0 "role=MS_PSERVER rank=0 id=job-server-0 config=$DEFAULT_CONFIG"
+expect_given server_1 "role=MS_PSERVER rank=1 id=job-server-1 config=$DEFAULT_CONFIG"
+expect_given worker_0 "role=MS_WORKER rank=0 id=job-worker-0 config=$DEFAULT_CONFIG"
+expect_given worker_1 "role=MS_WORKER rank=1 id=job-worker-1 config=$DEFAULT_CONFIG"
+expect_given worker_2 "role=MS_WORKER rank=2 id=job-worker-2 config=$DEFAULT_CONFIG"
+expect_given worker_3 "role=MS_WORKER rank=3 id=job-worker-3 config=/my/job.yaml"
+check "the default config is there" [ -f "$DEFAULT_CONFIG" ]
 
-# The real job, with a shared MS_NODE_ID as a user may export.
+# The real job, with a shared MS_NODE_ID as a user may export, on a tiny
+# config (the default trains LeNet for minutes).
 export MS_NODE_ID=launch-test
+PSTRAIN_CONFIG=$(tiny_job "$BIN" "$WORK/data") || { echo "FAILED: gen criteo"; exit 1; }
+export PSTRAIN_CONFIG
 
 # A port that another test may hold: retry the scheduler on another one.
 attempt=0
@@ -110,6 +121,11 @@ for name in server_0 server_1 worker_0 worker_1; do
     awk -v label="] [$role $rank] [" '/ joined a job / { on = 1 } on && index($0, label) == 0 { bad = 1 }
       END { exit !(on && !bad) }' "$WORK/$name.log"
   check "$name is labelled [$role] before it joins" grep -q "] \[$role\] \[" "$WORK/$name.log"
+done
+# Exit 0 means the model was trained: each worker ran the config's 4 steps.
+for rank in 0 1; do
+  check "worker_$rank trained" grep -q "epoch: 1 step: 1, loss is" "$WORK/worker_$rank.log"
+  check "worker_$rank finished its 4 steps" grep -q "worker $rank finished 4 steps" "$WORK/worker_$rank.log"
 done
 
 if [ "$failed" -gt 0 ]; then

@@ -15,6 +15,10 @@ unset MS_ROLE MS_NODE_ID MS_NODE_RANK MS_NODE_HOST MS_CLUSTER_TOKEN MS_SERVER_NU
   MS_SCHED_HOST PSTRAIN_NODE_PORT PSTRAIN_CONFIG SLURM_JOB_NODELIST SLURM_NODELIST SLURM_PROCID \
   PSTRAIN_SCHED_HOST_FILE
 export PSTRAIN_BIN="$bin" PSTRAIN_CONNECT_TIMEOUT=30
+# A tiny job (the wrapper's default config trains LeNet for minutes).
+. "$repo/tests/tiny_job.sh"
+PSTRAIN_CONFIG=$(tiny_job "$bin" "$tmp/data") || { echo "FAILED: gen criteo"; exit 1; }
+export PSTRAIN_CONFIG
 # Open MPI refuses root without these; --oversubscribe: 5 ranks on fewer cores.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 port=$((20000 + $$ % 30000))

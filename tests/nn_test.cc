@@ -306,21 +306,23 @@ TEST_CASE("losses: gradients match finite differences, and large logits stay fin
                                           ? std::vector<float>{0, 4, 2, 2}
                                           : std::vector<float>{0, 1, 1, 0};
     Tensor grad;
-    MeanLoss(type, logits, labels, &grad);
+    REQUIRE(MeanLoss(type, logits, labels, &grad).ok());
     REQUIRE(grad.shape == logits.shape);
     CheckAgainstDifferences(
-        &logits.data, grad.data, [&] { return MeanLoss(type, logits, labels, nullptr); }, 1e-2f,
-        "loss");
+        &logits.data, grad.data, [&] { return MeanLoss(type, logits, labels, nullptr).value(); },
+        1e-2f, "loss");
   }
   Tensor big({2, 2});
   big.data = {1000.0f, 0.0f, 0.0f, 1000.0f};
-  CHECK(MeanLoss(LossType::kSoftmaxCrossEntropy, big, {0, 0}, nullptr) == doctest::Approx(500.0f));
+  CHECK(MeanLoss(LossType::kSoftmaxCrossEntropy, big, {0, 0}, nullptr).value() ==
+        doctest::Approx(500.0f));
   Tensor one({2, 1});
   one.data = {-1000.0f, 1000.0f};
-  CHECK(MeanLoss(LossType::kBceWithLogits, one, {1, 1}, nullptr) == doctest::Approx(500.0f));
+  CHECK(MeanLoss(LossType::kBceWithLogits, one, {1, 1}, nullptr).value() ==
+        doctest::Approx(500.0f));
   one.data = {std::log(3.0f), 0.0f};  // sigmoid = 0.75 and 0.5
   Tensor grad;
-  CHECK(MeanLoss(LossType::kBceWithLogits, one, {1, 0}, &grad) ==
+  CHECK(MeanLoss(LossType::kBceWithLogits, one, {1, 0}, &grad).value() ==
         doctest::Approx((-std::log(0.75) + std::log(2.0)) / 2));
   CHECK(grad.data[0] == doctest::Approx(-0.125f));
   CHECK(grad.data[1] == doctest::Approx(0.25f));
@@ -381,14 +383,14 @@ void SgdUpdate(Model* model, float lr) {
 
 // Full-batch SGD; returns the loss before and after.
 std::pair<float, float> Train(Model* model, const Batch& batch, int steps, float lr) {
-  const float before = model->Loss(model->Forward(batch, false), batch);
+  const float before = model->Loss(model->Forward(batch, false), batch).value();
   for (int step = 0; step < steps; ++step) {
     model->Forward(batch, true);
-    const float loss = model->Backward(batch);
+    const float loss = model->Backward(batch).value();
     if (step == 0) CHECK(loss == doctest::Approx(before));
     SgdUpdate(model, lr);
   }
-  return {before, model->Loss(model->Forward(batch, false), batch)};
+  return {before, model->Loss(model->Forward(batch, false), batch).value()};
 }
 
 // 64 samples of 3 classes around fixed centers (MLP) or with a bright 2x2
@@ -567,7 +569,7 @@ TEST_CASE("LeNet training throughput, batch 64" * doctest::skip()) {
   for (int i = 0; i < 64; ++i) batch.labels.push_back(static_cast<float>(i % 10));
   auto step = [&] {
     model->Forward(batch, true);
-    model->Backward(batch);
+    REQUIRE(model->Backward(batch).ok());
     SgdUpdate(model.get(), 0.01f);
   };
   for (int i = 0; i < 20; ++i) step();
@@ -583,6 +585,45 @@ TEST_CASE("LeNet training throughput, batch 64" * doctest::skip()) {
   std::sort(rates.begin(), rates.end());
   MESSAGE("LeNet forward+backward+SGD, one thread: median " << rates[rates.size() / 2]
                                                             << " samples/s, best " << rates.back());
+}
+
+// A label the head has no output for (10-class data on a 5-class head) is
+// an error naming it, in every build: Release drops asserts, and the loss
+// read past the row's logits.
+TEST_CASE("loss: a label outside the head's outputs is an error, not a read out of bounds") {
+  Tensor logits({3, 5});
+  logits.data.assign(15, 0.5f);
+  Tensor grad;
+  for (float bad : {5.0f, 9.0f, -1.0f, 2.5f}) {
+    CAPTURE(bad);
+    const StatusOr<float> loss =
+        MeanLoss(LossType::kSoftmaxCrossEntropy, logits, {0, bad, 4}, &grad);
+    REQUIRE_FALSE(loss.ok());
+    CHECK(loss.status().message().find("of sample 1") != std::string::npos);
+    CHECK(loss.status().message().find("needs labels 0..4") != std::string::npos);
+  }
+  CHECK(MeanLoss(LossType::kSoftmaxCrossEntropy, logits, {0, 4, 4}, &grad).ok());
+  Tensor one({2, 1});
+  one.data = {0.0f, 0.0f};
+  CHECK_FALSE(MeanLoss(LossType::kBceWithLogits, one, {1, 2}, nullptr).ok());
+  CHECK_FALSE(MeanLoss(LossType::kBceWithLogits, one, {1}, nullptr).ok());  // rows != labels
+  CHECK_FALSE(MeanLoss(LossType::kBceWithLogits, logits, {1, 0, 1}, nullptr).ok());  // 5 logits
+
+  // Through a built model: Backward fails and leaves the weights as they were.
+  ModelConfig config;
+  config.input = {4};
+  config.layers = {Linear(5, "head")};
+  auto model = Model::Build(config, 1);
+  REQUIRE(model.ok());
+  CHECK((*model)->output_shape() == Shape{5});
+  Batch batch;
+  batch.dense = Tensor({2, 4});
+  batch.dense.data.assign(8, 1.0f);
+  batch.labels = {1, 7};
+  (*model)->Forward(batch, true);
+  const StatusOr<float> loss = (*model)->Backward(batch);
+  REQUIRE_FALSE(loss.ok());
+  CHECK(loss.status().message().find("label 7 of sample 1") != std::string::npos);
 }
 
 }  // namespace

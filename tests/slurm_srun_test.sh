@@ -78,6 +78,10 @@ done
 unset MS_ROLE MS_NODE_ID MS_NODE_RANK MS_NODE_HOST MS_CLUSTER_TOKEN MS_SERVER_NUM MS_WORKER_NUM \
   MS_SCHED_HOST PSTRAIN_NODE_PORT PSTRAIN_CONFIG
 export PSTRAIN_BIN="$bin" MS_SCHED_PORT=$((base + 2)) PSTRAIN_CONNECT_TIMEOUT=30
+# A tiny job (the wrapper's default config trains LeNet for minutes).
+. "$repo/tests/tiny_job.sh"
+PSTRAIN_CONFIG=$(tiny_job "$bin" "$tmp/data") || { echo "FAILED: gen criteo"; exit 1; }
+export PSTRAIN_CONFIG
 # MS_SCHED_HOST comes from the allocation: its first node, whose Slurm name
 # (pstrainnode) does not resolve, so the wrapper must dial its NodeAddr.
 timeout 120 srun --overcommit -n 5 -t 2 -l sh "$repo/launch/slurm/pstrain-srun.sh" > "$tmp/srun.log" 2>&1

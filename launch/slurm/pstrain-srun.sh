@@ -14,6 +14,7 @@
 # every rank runs on this host, else the host rank 0 writes into
 # PSTRAIN_SCHED_HOST_FILE (a path on storage every host sees). MS_SCHED_PORT
 # defaults to 8081 (give each job its own port when jobs share hosts).
+# PSTRAIN_CONFIG defaults to launch/defaults.sh's, as for the launch scripts.
 # POSIX sh: runs under dash and bash.
 
 me=$(basename "$0")
@@ -114,9 +115,11 @@ if [ "$role" = MS_SCHED ]; then unset MS_NODE_RANK; else export MS_NODE_RANK="$i
 # process, so it becomes a prefix (as in launch/common.sh).
 export MS_NODE_ID="${MS_NODE_ID:+$MS_NODE_ID-}$word-$index"
 
-# The binary, found as launch/common.sh finds it.
+# The binary, found as launch/common.sh finds it, and the same default config
+# (a --config among the flags below wins over it).
 REPO_DIR=$(cd "$(dirname "$0")/../.." && pwd)
 . "$REPO_DIR/launch/find_binary.sh"
+export PSTRAIN_CONFIG="${PSTRAIN_CONFIG:-$REPO_DIR/$PSTRAIN_DEFAULT_CONFIG}"
 
 echo "$me: $rank_var $rank of $size is $word${MS_NODE_RANK:+ $MS_NODE_RANK} (node id $MS_NODE_ID), scheduler $MS_SCHED_HOST:$MS_SCHED_PORT" >&2
 # exec, so that srun/mpirun see pstrain's own exit status and signals.

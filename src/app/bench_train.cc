@@ -64,7 +64,7 @@ Status BenchLocal(const Config& config, int64_t steps) {
       PSTRAIN_RETURN_IF_ERROR(gpu->Backward(batch).status());
     } else {
       (*model)->Forward(batch, true);
-      (*model)->Backward(batch);
+      PSTRAIN_RETURN_IF_ERROR((*model)->Backward(batch).status());
     }
     const auto& params = (*model)->params();
     for (size_t i = 0; i < params.size(); ++i)

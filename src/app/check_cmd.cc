@@ -1,43 +1,179 @@
-// pstrain check --config F: the config parses, and every data file it names
-// (train and test, every shard) opens and reads as its format, before a job
-// is started on a cluster. Reading the files whole is what catches a file of
-// the wrong format or a truncated one; it costs what the job's start does.
+// pstrain check --config F: everything about a job that can be found out
+// before it is started on a cluster:
+//   - the config parses;
+//   - its model builds, by the code path training takes (TrainJob::Create),
+//     so a layer that does not fit its input is found here;
+//   - every data file it names (train and test, every shard) reads whole as
+//     its format, and fits the model (roles/data_fit.h): the first batch of
+//     each file, then every sample;
+//   - train.checkpoint.dir and PSTRAIN_LOG_DIR can be written (a directory
+//     that does not exist yet counts when it can be created);
+// then prints a summary: each layer's output shape, each parameter's shape
+// and where it lives (roles/model_layout.h decides, as training does).
+// Any failure is one line on stderr and exit 2.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
 
+#include "roles/data_fit.h"
+#include "roles/model_layout.h"
+#include "roles/trainer.h"
 #include "src/app/commands.h"
 #include "src/common/config.h"
+#include "src/common/options.h"
 #include "src/data/dataset.h"
+#include "src/nn/layers.h"
 
 namespace pstrain {
+namespace {
+
+// Creates and removes a probe file in `dir`, or, when `dir` does not exist
+// yet, in the nearest folder above it that does (where it would be made).
+Status CheckWritable(const std::string& dir, const std::string& key) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path at = fs::absolute(dir, ec);
+  if (ec) return InvalidArgument(fmt::format("{} {}: {}", key, dir, ec.message()));
+  while (!fs::exists(at, ec) && at.has_parent_path() && at != at.parent_path())
+    at = at.parent_path();
+  if (!fs::is_directory(at, ec))
+    return InvalidArgument(
+        fmt::format("{} {}: cannot be made: {} is not a directory", key, dir, at.string()));
+  const std::string probe = (at / fmt::format(".pstrain-check-{}", ::getpid())).string();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0)
+    return InvalidArgument(
+        fmt::format("{} {}: cannot write in {}: {}", key, dir, at.string(), std::strerror(errno)));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return Status::OK();
+}
+
+const char* PlaceName(WeightPlace place) {
+  return place == WeightPlace::kServers ? "PS servers" : "all-reduced";
+}
+
+// One line per layer (its output) and per parameter (shape, size, place),
+// the parameters in the model's order.
+std::string Summary(const Config& config, const Model& model, const ModelLayout& layout) {
+  struct Where {
+    Shape shape;
+    const char* place;
+  };
+  std::map<std::string, Where> where;
+  for (const LayoutTensor& t : layout.tensors) where[t.name] = {t.shape, PlaceName(t.place)};
+  // A server-held table's rows are its vocab (the worker's model holds one
+  // batch's).
+  for (const LayerConfig& c : NamedLayers(config.model))
+    for (const LayoutTable& t : layout.tables)
+      if (t.name == c.name + ".weight") where[t.name] = {{c.vocab, t.dim}, "table on servers"};
+  int64_t total = 0;
+  std::map<std::string, int64_t> by_place;
+  std::string text =
+      fmt::format("model: input {}, loss {}, device {}\n", ShapeString(config.model.input),
+                  LossTypeName(config.model.loss), DeviceName(config.model.device));
+  const auto row = [](const std::string& layer, const std::string& type, const std::string& out,
+                      const std::string& param, const std::string& shape, const std::string& size,
+                      const std::string& lives) {
+    std::string line = fmt::format("  {:<16} {:<13} {:<13} {:<16} {:<15} {:>9}  {}", layer, type,
+                                   out, param, shape, size, lives);
+    return line.erase(line.find_last_not_of(' ') + 1) + "\n";
+  };
+  text += row("layer", "type", "output", "parameter", "shape", "size", "lives");
+  for (const LayerOutput& l : model.layers()) {
+    std::string layer = l.name;
+    std::string type = LayerTypeName(l.type), out = ShapeString(l.shape);
+    int shown = 0;
+    for (const Param* p : model.params()) {
+      auto it = where.find(p->name);
+      if (p->name.rfind(l.name + ".", 0) != 0 || it == where.end()) continue;
+      const int64_t size = NumElements(it->second.shape);
+      total += size;
+      by_place[it->second.place] += size;
+      text += row(layer, type, out, p->name, ShapeString(it->second.shape), std::to_string(size),
+                  it->second.place);
+      layer = type = out = "";
+      ++shown;
+    }
+    if (shown == 0) text += row(layer, type, out, "", "", "", "");
+  }
+  text += fmt::format("parameters: {} floats", total);
+  for (const auto& [place, size] : by_place) text += fmt::format("; {} {}", size, place);
+  return text + "\n";
+}
+
+// Every sample `data` loaded from `paths` (data.`which`) against the model.
+Status FitsJob(const TrainJob* job, const DataConfig& config, const Dataset& data,
+               const std::vector<std::string>& paths, const char* which) {
+  if (job == nullptr) return Status::OK();
+  const DataFiles files = DataFilesOf(config.format, paths, which);
+  return CheckFit(job->reads(), data, files.features, files.labels);
+}
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "pstrain check: %s\n", message.c_str());
+  return 2;
+}
+
+}  // namespace
 
 int RunCheck(const CheckOptions& options) {
-  auto fail = [](const std::string& message) {
-    std::fprintf(stderr, "pstrain check: %s\n", message.c_str());
-    return 2;
-  };
   auto config = LoadConfig(options.config_path);  // its errors start with the path
-  if (!config.ok()) return fail(config.status().message());
-  // Data errors name the data file; the config that named it goes first.
-  auto data_fail = [&](const Status& st) {
-    return fail(fmt::format("{}: {}", options.config_path, st.message()));
+  if (!config.ok()) return Fail(config.status().message());
+  // Errors of the data and the directories name the config first.
+  auto fail = [&](const Status& st) {
+    const std::string& m = st.message();
+    return Fail(m.rfind(config->source, 0) == 0 ? m : fmt::format("{}: {}", config->source, m));
   };
+  std::unique_ptr<TrainJob> job;
+  if (config->has_model && config->has_data) {
+    auto made = TrainJob::Create(*config);
+    if (!made.ok()) return fail(made.status());
+    job = std::move(*made);
+    if (Status st = job->CheckData(); !st.ok()) return fail(st);
+  }
   int64_t train = 0, test = 0;
   if (config->has_data) {
     // Rank 0 of 1: every training file, shards included.
     auto data = LoadTrainShard(config->data, 0, 1);
-    if (!data.ok()) return data_fail(data.status());
+    if (!data.ok()) return fail(data.status());
     train = data->size();
+    if (Status st = FitsJob(job.get(), config->data, *data, config->data.train, "train"); !st.ok())
+      return fail(st);
     if (!config->data.test.empty()) {
       auto held_out = LoadTest(config->data);
-      if (!held_out.ok()) return data_fail(held_out.status());
+      if (!held_out.ok()) return fail(held_out.status());
       test = held_out->size();
+      if (Status st = FitsJob(job.get(), config->data, *held_out, config->data.test, "test");
+          !st.ok())
+        return fail(st);
     }
   }
-  std::printf("%s\n", fmt::format("{}: OK: {} training and {} test samples{}", options.config_path,
-                                  train, test, config->has_data ? "" : " (no data: section)")
-                          .c_str());
+  if (config->train.checkpoint) {
+    Status st = CheckWritable(config->train.checkpoint->dir, "train.checkpoint.dir");
+    if (!st.ok()) return fail(st);
+  }
+  auto env = ParseLocalOptions({}, ProcessEnv());
+  if (!env.ok()) return fail(env.status());
+  if (Status st = CheckWritable(env->cluster.log_dir, "PSTRAIN_LOG_DIR"); !st.ok()) return fail(st);
+  std::string summary;
+  if (job) {
+    auto layout = LayoutOf(*config);
+    if (!layout.ok()) return fail(layout.status());
+    summary = Summary(*config, job->model(), *layout);
+  }
+  std::printf("%s: OK: %lld training and %lld test samples%s\n%s", options.config_path.c_str(),
+              static_cast<long long>(train), static_cast<long long>(test),
+              !config->has_data    ? " (no data: section)"
+              : !config->has_model ? " (no model: section)"
+                                   : "",
+              summary.c_str());
   return 0;
 }
 

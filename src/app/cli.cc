@@ -46,7 +46,10 @@ int RunEvalCli(const std::vector<std::string>& args) {
 int RunCheckCli(const std::vector<std::string>& args) {
   CheckOptions options;
   CLI::App app(
-      "Parses a config and opens every data file it names: exit 0, or one error line and exit 2.",
+      "Builds a config's model as training does, reads every data file it names and checks "
+      "their first batches against the model, checks that train.checkpoint.dir and "
+      "PSTRAIN_LOG_DIR are writable, and prints a summary (layer shapes, parameters, where each "
+      "lives): exit 0, or one error line and exit 2.",
       "pstrain check");
   AddPath(&app, "--config", &options.config_path, "the job's YAML config");
   if (int status = ParseCommandLine(&app, args); status >= 0) return status;

@@ -13,7 +13,9 @@
 // signal N ended it at once.
 #include <fmt/format.h>
 
+
 #include <cstdio>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,7 @@
 #include "src/app/cli.h"
 #include "src/app/usage.h"
 #include "src/common/config.h"
+
 #include "src/common/logging.h"
 #include "src/common/options.h"
 #include "src/data/dataset.h"
@@ -77,16 +80,32 @@ StatusOr<Config> ConfigOf(const std::string& path) {
   return LoadConfig(path);
 }
 
-// The worker's job: training when the config has a model, else none (the
-// workers only take part in the handshake). Config errors surface here,
-// before any node starts.
-StatusOr<std::unique_ptr<WorkerJob>> JobOf(const Config& config) {
-  if (!config.has_model) return std::unique_ptr<WorkerJob>();
+// The worker's job: training the config's model. Config errors surface
+// here, before any node starts; with `check_data`, so does data that does
+// not fit the model (the first batch of every file is read). Exit 0 means
+// a model was trained, so a worker without one is refused.
+StatusOr<std::unique_ptr<WorkerJob>> JobOf(const Config& config, bool check_data) {
+  if (config.source.empty())
+    return InvalidArgument("no model is configured: pass --config or PSTRAIN_CONFIG");
   if (config.has_data)
     PSTRAIN_RETURN_IF_ERROR(CheckDataFiles(config.data).WithContext(config.source));
   auto job = TrainJob::Create(config);
   if (!job.ok()) return job.status();
+  if (check_data) PSTRAIN_RETURN_IF_ERROR((*job)->CheckData());
   return std::unique_ptr<WorkerJob>(std::move(*job));
+}
+
+// The last resort for an allocation that fails where nothing reports what
+// it was for (the readers, the batches and the model's build do): one line
+// naming the role, exit 1, instead of an abort.
+template <typename Fn>
+int ReportingOutOfMemory(const char* who, Fn run) {
+  try {
+    return run();
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "pstrain: %s: out of memory (std::bad_alloc)\n", who);
+    return kExitFailed;
+  }
 }
 
 // How a run of `role` ended; its state goes here, logged when the job was
@@ -112,6 +131,46 @@ bool WantsHelp(const std::vector<std::string>& args) {
   return false;
 }
 
+// One node of the job, as `options` and `config` say.
+int RunNode(const NodeOptions& options, const Config& config) {
+  switch (options.role) {
+    case Role::kScheduler: {
+      Logger log = MakeLogger("scheduler");
+      WarnIfUnauthenticated(log, options.cluster);
+      Scheduler scheduler(options.cluster, log);
+      auto port = scheduler.Start();
+      if (!port.ok()) return Finished(log, port.status());
+      return Finished(log, scheduler.Wait());
+    }
+    case Role::kServer: {
+      Logger log = MakeLogger("server");
+      WarnIfUnauthenticated(log, options.cluster);
+      return Finished(
+          log, RunRecovering(options, config, log, [&log](const NodeOptions& o, const Config& c) {
+            Server server(o, log, c);
+            Status st = server.Run();
+            return Incarnation{st, server.paused(), server.rank()};
+          }));
+    }
+    case Role::kWorker: {
+      // Config errors and data that does not fit surface here, before the
+      // node joins.
+      if (auto job = JobOf(config, /*check_data=*/true); !job.ok()) return UsageError(job.status());
+      Logger log = MakeLogger("worker");
+      WarnIfUnauthenticated(log, options.cluster);
+      return Finished(
+          log, RunRecovering(options, config, log, [&log](const NodeOptions& o, const Config& c) {
+            auto job = JobOf(c, /*check_data=*/false);
+            if (!job.ok()) return Incarnation{job.status()};
+            Worker worker(o, log, c, std::move(*job));
+            Status st = worker.Run();
+            return Incarnation{st, worker.paused(), worker.rank()};
+          }));
+    }
+  }
+  return kExitFailed;
+}
+
 int RunRole(const std::vector<std::string>& args) {
   auto options = ParseNodeOptions(args, ProcessEnv());
   if (!options.ok()) return UsageError(options.status());
@@ -121,41 +180,8 @@ int RunRole(const std::vector<std::string>& args) {
   auto config = ConfigOf(options->config_path);
   if (!config.ok()) return UsageError(config.status());
   options->cluster.recovery_wait_s = config->train.RecoveryWaitSeconds();
-  switch (options->role) {
-    case Role::kScheduler: {
-      Logger log = MakeLogger("scheduler");
-      WarnIfUnauthenticated(log, options->cluster);
-      Scheduler scheduler(options->cluster, log);
-      auto port = scheduler.Start();
-      if (!port.ok()) return Finished(log, port.status());
-      return Finished(log, scheduler.Wait());
-    }
-    case Role::kServer: {
-      Logger log = MakeLogger("server");
-      WarnIfUnauthenticated(log, options->cluster);
-      return Finished(
-          log, RunRecovering(*options, *config, log, [&log](const NodeOptions& o, const Config& c) {
-            Server server(o, log, c);
-            Status st = server.Run();
-            return Incarnation{st, server.paused(), server.rank()};
-          }));
-    }
-    case Role::kWorker: {
-      // Config errors surface here, before the node joins.
-      if (auto job = JobOf(*config); !job.ok()) return UsageError(job.status());
-      Logger log = MakeLogger("worker");
-      WarnIfUnauthenticated(log, options->cluster);
-      return Finished(
-          log, RunRecovering(*options, *config, log, [&log](const NodeOptions& o, const Config& c) {
-            auto job = JobOf(c);
-            if (!job.ok()) return Incarnation{job.status()};
-            Worker worker(o, log, c, std::move(*job));
-            Status st = worker.Run();
-            return Incarnation{st, worker.paused(), worker.rank()};
-          }));
-    }
-  }
-  return kExitFailed;
+
+  return ReportingOutOfMemory(RoleName(options->role), [&] { return RunNode(*options, *config); });
 }
 
 int RunLocal(const std::vector<std::string>& args) {
@@ -170,18 +196,24 @@ int RunLocal(const std::vector<std::string>& args) {
   if (Status tls = CheckTlsFiles(options->cluster.tls); !tls.ok()) return UsageError(tls);
   auto config = ConfigOf(options->config_path);
   if (!config.ok()) return UsageError(config.status());
-  if (auto check = JobOf(*config); !check.ok()) return UsageError(check.status());
+  if (auto check = JobOf(*config, /*check_data=*/true); !check.ok())
+    return UsageError(check.status());
   LocalJobOptions job;
   job.cluster = options->cluster;
+
   job.config = *config;
-  job.make_job = [config = *config](int) { return std::move(JobOf(config).value()); };
+  job.make_job = [config = *config](int) {
+    return std::move(JobOf(config, /*check_data=*/false).value());
+  };
   Logger log = MakeLogger("local");
   WarnIfUnauthenticated(log, job.cluster);
   log->info("running a job of {} servers and {} workers on this machine", job.cluster.server_num,
             job.cluster.worker_num);
-  Status status = RunLocalJob(job);
-  if (status.ok()) log->info("the job finished");
-  return Finished(log, status);
+  return ReportingOutOfMemory("local", [&] {
+    Status status = RunLocalJob(job);
+    if (status.ok()) log->info("the job finished");
+    return Finished(log, status);
+  });
 }
 
 const std::vector<Subcommand>& Subcommands() {
@@ -196,7 +228,9 @@ const std::vector<Subcommand>& Subcommands() {
        "a checkpoint's weights and tables in a file numpy reads", RunExportCli},
       {"eval", "--config F --checkpoint DIR", "the test metric of a checkpoint, without training",
        RunEvalCli},
-      {"check", "--config F", "parse a config and open every data file it names", RunCheckCli},
+      {"check", "--config F",
+       "build a config's model, check its data against it, show where each parameter lives",
+       RunCheckCli},
       {"plot", "METRICS... --out FILE.svg", "loss, test metric and throughput of a run as SVG",
        RunPlotCli},
   };

@@ -24,7 +24,8 @@ Roles (MS_ROLE / --role):
                            runs barriers, watches heartbeats and ends the job
   MS_PSERVER (MS_SERVER)   a parameter server: holds a shard of the PS-managed weights
   MS_WORKER                a worker: computes gradients, pushes and pulls weights,
-                           all-reduces the ps: false ones with the other workers
+                           all-reduces the ps: false ones with the other workers;
+                           it needs the job's config (--config or PSTRAIN_CONFIG)
 
 Each flag below overrides its variable (Env:...). With no argument and no
 MS_ROLE, pstrain prints this text and exits 2.
@@ -33,8 +34,8 @@ PSTRAIN_LOG_LEVEL applies to every subcommand.
 )";
   text += NodeOptionsHelp();
   text += R"(
-Exit status: 0 finished; 1 failed while running; 2 bad command line or environment;
-3 stopped on request (SIGTERM or SIGINT).
+Exit status: 0 finished; 1 failed while running; 2 bad command line, environment,
+config, or data that does not fit the model; 3 stopped on request (SIGTERM or SIGINT).
 
 Scheduler log lines (stable, for grep):
   The server node id:<id>,node ip: <ip>,node port:<port> assign rank id:<r>

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "src/common/random.h"
@@ -96,12 +97,9 @@ Status ParseCriteoLine(std::string_view line, int64_t vocab, float* label, float
   return Status::OK();
 }
 
-Status AppendCriteo(const std::string& path, int64_t vocab, int64_t max_samples, Dataset* out) {
-  if (out->sample_shape.empty()) {
-    out->sample_shape = {kCriteoDense};
-    out->fields = kCriteoCategorical;
-  }
-  assert(out->sample_shape == Shape{kCriteoDense} && out->fields == kCriteoCategorical);
+namespace {
+
+Status AppendLines(const std::string& path, int64_t vocab, int64_t max_samples, Dataset* out) {
   std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
   if (!file) {
     return errno == ENOENT ? NotFound(path + ": no such file")
@@ -161,6 +159,27 @@ Status AppendCriteo(const std::string& path, int64_t vocab, int64_t max_samples,
     end += static_cast<size_t>(r);
   }
   return Status::OK();
+}
+
+}  // namespace
+
+Status AppendCriteo(const std::string& path, int64_t vocab, int64_t max_samples, Dataset* out) {
+  if (out->sample_shape.empty()) {
+    out->sample_shape = {kCriteoDense};
+    out->fields = kCriteoCategorical;
+  }
+  assert(out->sample_shape == Shape{kCriteoDense} && out->fields == kCriteoCategorical);
+  const int64_t before = out->size();
+  try {
+    return AppendLines(path, vocab, max_samples, out);
+  } catch (const std::bad_alloc&) {
+    // Memory grows with the file's lines: an error naming it, never an abort.
+    return Unavailable(fmt::format(
+        "{}: not enough memory for its samples (std::bad_alloc after {} of its lines, {} "
+        "samples loaded in all, {} MiB)",
+        path, out->size() - before, out->size(),
+        (out->dense.capacity() * sizeof(float) + out->sparse.capacity() * sizeof(int64_t)) >> 20));
+  }
 }
 
 }  // namespace pstrain

@@ -200,6 +200,39 @@ Status CheckDataFiles(const DataConfig& config) {
   return check(config.test, "test");
 }
 
+StatusOr<std::vector<FileSamples>> ReadFirstSamples(const DataConfig& config, int64_t n) {
+  std::vector<FileSamples> out;
+  const std::pair<const std::vector<std::string>*, const char*> lists[] = {{&config.train, "train"},
+                                                                           {&config.test, "test"}};
+  for (const auto& [paths, which] : lists) {
+    if (paths->empty() && paths == &config.test) continue;  // no test set
+    switch (config.format) {
+      case DataFormat::kIdx: {
+        PSTRAIN_RETURN_IF_ERROR(CheckIdxPair(*paths, which));
+        auto data = LoadIdx((*paths)[0], (*paths)[1], n);
+        if (!data.ok()) return data.status();
+        out.push_back({(*paths)[0], (*paths)[1], std::move(*data)});
+        break;
+      }
+      case DataFormat::kCriteo: {
+        if (config.vocab <= 0)
+          return InvalidArgument(fmt::format("data.vocab {}: expected > 0", config.vocab));
+        auto plan = PlanCriteo(*paths, which, /*shard=*/false, 0, 1);
+        if (!plan.ok()) return plan.status();
+        for (const std::string& file : plan->files) {
+          FileSamples f{file, file, {}};
+          PSTRAIN_RETURN_IF_ERROR(AppendCriteo(file, config.vocab, n, &f.samples));
+          out.push_back(std::move(f));
+        }
+        break;
+      }
+      default:
+        return UnknownFormat(config);
+    }
+  }
+  return out;
+}
+
 StatusOr<Dataset> LoadTest(const DataConfig& config) {
   switch (config.format) {
     case DataFormat::kIdx:

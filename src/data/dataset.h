@@ -55,6 +55,18 @@ StatusOr<Dataset> LoadTrainShard(const DataConfig& config, int rank, int workers
 // All test samples (never sharded: evaluation reads them whole).
 StatusOr<Dataset> LoadTest(const DataConfig& config);
 
+// The first samples of one data file (an idx pair counts as one), to check
+// against the model before training.
+struct FileSamples {
+  std::string features;  // the file the samples' features come from
+  std::string labels;    // the file of their labels (criteo: the same one)
+  Dataset samples;
+};
+
+// The first `n` samples of every file `config` names: the training files
+// (every shard, whichever worker reads it), then the test files.
+StatusOr<std::vector<FileSamples>> ReadFirstSamples(const DataConfig& config, int64_t n);
+
 // Every file `config` names is there (training shards and test files), as
 // far as can be told without reading them: a job checks this before it
 // starts, so that a missing test file is not found at the first evaluation,

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <vector>
 
 namespace pstrain {
@@ -109,9 +110,32 @@ class IdxStream {
   uint64_t offset_ = 0;
 };
 
+// The first `samples` images and labels into `data`; memory grows as they
+// are read.
+Status ReadSamples(IdxStream& img, IdxStream& lab, uint64_t samples, uint64_t pixels,
+                   Dataset* data) {
+  data->dense.reserve(std::min<uint64_t>(pixels, 1 << 26));
+  PSTRAIN_RETURN_IF_ERROR(img.ReadBody(pixels, "pixels", [&](const uint8_t* p, size_t n, uint64_t) {
+    for (size_t i = 0; i < n; ++i) data->dense.push_back(p[i] * (1.0f / 255.0f));
+    return Status::OK();
+  }));
+  data->labels.reserve(std::min<uint64_t>(samples, 1 << 26));
+  return lab.ReadBody(samples, "labels", [&](const uint8_t* p, size_t n, uint64_t at) {
+    for (size_t i = 0; i < n; ++i) {
+      if (p[i] >= kClasses) {
+        return InvalidArgument(fmt::format("{}: label {} at offset {}: expected 0..{}", lab.path(),
+                                           p[i], at + i, kClasses - 1));
+      }
+      data->labels.push_back(p[i]);
+    }
+    return Status::OK();
+  });
+}
+
 }  // namespace
 
-StatusOr<Dataset> LoadIdx(const std::string& images, const std::string& labels) {
+StatusOr<Dataset> LoadIdx(const std::string& images, const std::string& labels,
+                          int64_t max_samples) {
   IdxStream img(images), lab(labels);
   PSTRAIN_RETURN_IF_ERROR(img.Open());
   PSTRAIN_RETURN_IF_ERROR(lab.Open());
@@ -122,26 +146,21 @@ StatusOr<Dataset> LoadIdx(const std::string& images, const std::string& labels) 
     return InvalidArgument(
         fmt::format("{}: {} labels, but {} has {} images", labels, ldims[0], images, idims[0]));
   }
+  uint64_t samples = idims[0];
+  if (max_samples > 0) samples = std::min<uint64_t>(samples, static_cast<uint64_t>(max_samples));
   Dataset data;
   data.sample_shape = {1, idims[1], idims[2]};
-  const uint64_t pixels = uint64_t{idims[0]} * idims[1] * idims[2];
-  data.dense.reserve(std::min<uint64_t>(pixels, 1 << 26));
-  PSTRAIN_RETURN_IF_ERROR(img.ReadBody(pixels, "pixels", [&](const uint8_t* p, size_t n, uint64_t) {
-    for (size_t i = 0; i < n; ++i) data.dense.push_back(p[i] * (1.0f / 255.0f));
-    return Status::OK();
-  }));
-  data.labels.reserve(std::min<uint64_t>(ldims[0], 1 << 26));
-  PSTRAIN_RETURN_IF_ERROR(
-      lab.ReadBody(ldims[0], "labels", [&](const uint8_t* p, size_t n, uint64_t at) {
-        for (size_t i = 0; i < n; ++i) {
-          if (p[i] >= kClasses) {
-            return InvalidArgument(fmt::format("{}: label {} at offset {}: expected 0..{}", labels,
-                                               p[i], at + i, kClasses - 1));
-          }
-          data.labels.push_back(p[i]);
-        }
-        return Status::OK();
-      }));
+  const uint64_t pixels = samples * idims[1] * idims[2];
+  try {
+    PSTRAIN_RETURN_IF_ERROR(ReadSamples(img, lab, samples, pixels, &data));
+  } catch (const std::bad_alloc&) {
+    // The sizes come from the files: an error naming them, never an abort.
+    return Unavailable(fmt::format(
+        "{}: not enough memory for its {} images of {}x{} as floats ({} MiB; std::bad_alloc "
+        "after {} MiB)",
+        images, samples, idims[1], idims[2], pixels * sizeof(float) >> 20,
+        data.dense.capacity() * sizeof(float) >> 20));
+  }
   return data;
 }
 

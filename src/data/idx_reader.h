@@ -16,6 +16,9 @@ inline constexpr uint32_t kIdxImagesMagic = 0x00000803;
 inline constexpr uint32_t kIdxLabelsMagic = 0x00000801;
 
 // Samples of shape [1, rows, cols], pixels scaled to [0, 1]; labels 0..9.
-StatusOr<Dataset> LoadIdx(const std::string& images, const std::string& labels);
+// `max_samples` > 0: only the first that many (the headers are still
+// checked against each other).
+StatusOr<Dataset> LoadIdx(const std::string& images, const std::string& labels,
+                          int64_t max_samples = 0);
 
 }  // namespace pstrain

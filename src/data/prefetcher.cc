@@ -1,6 +1,9 @@
 #include "src/data/prefetcher.h"
 
+#include <fmt/format.h>
+
 #include <cassert>
+#include <new>
 #include <utility>
 
 namespace pstrain {
@@ -38,13 +41,18 @@ void PrefetchingBatcher::StartEpoch(int epoch, int64_t position, int64_t skip_sa
 
 bool PrefetchingBatcher::Next(Batch* out) {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [this] { return !queue_.empty() || epoch_done_; });
-  if (queue_.empty()) return false;
+  changed_.wait(lock, [this] { return !queue_.empty() || epoch_done_ || !failure_.ok(); });
+  if (queue_.empty() || !failure_.ok()) return false;
   *out = std::move(queue_.front());
   queue_.pop_front();
   lock.unlock();
   changed_.notify_all();  // room for the reader
   return true;
+}
+
+Status PrefetchingBatcher::status() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_;
 }
 
 void PrefetchingBatcher::Run() {
@@ -61,7 +69,19 @@ void PrefetchingBatcher::Run() {
     batcher_.StartEpoch(epoch, position, skip);
     for (;;) {
       Batch batch;
-      const bool more = batcher_.Next(&batch);  // the slow part, unlocked
+      bool more = false;
+      try {
+        more = batcher_.Next(&batch);  // the slow part, unlocked
+      } catch (const std::bad_alloc&) {
+        // The batch's size comes from the config and the data: an error for
+        // the trainer to report, not an exception that ends the process.
+        lock.lock();
+        failure_ = Unavailable(fmt::format(
+            "not enough memory for a batch of {} samples (std::bad_alloc)", batcher_.batch_size()));
+        changed_.notify_all();
+        changed_.wait(lock, [&] { return stopping_; });
+        return;
+      }
       lock.lock();
       if (more) {
         changed_.wait(lock, [&] {

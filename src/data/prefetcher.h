@@ -33,8 +33,12 @@ class PrefetchingBatcher {
   // beyond (epoch, position): that pair is all a checkpoint needs.
   // `skip_samples`: see Batcher::StartEpoch (a re-sharded resume).
   void StartEpoch(int epoch, int64_t position = 0, int64_t skip_samples = 0);
-  // Blocks until the next batch is ready; false at the epoch's end.
+  // Blocks until the next batch is ready; false at the epoch's end, or
+  // when the reader failed (status() then says why).
   bool Next(Batch* out);
+  // Not OK once the reader could not build a batch (its memory could not
+  // be allocated); every Next() after that returns false.
+  Status status();
   int64_t StepsPerEpoch() const { return steps_per_epoch_; }
   int64_t Samples() const { return samples_; }
 
@@ -56,6 +60,7 @@ class PrefetchingBatcher {
   std::deque<Batch> queue_;  // GUARDED_BY(mutex_): this generation's batches
   bool epoch_done_ = true;   // GUARDED_BY(mutex_): no more batches will come
   bool stopping_ = false;    // GUARDED_BY(mutex_)
+  Status failure_;           // GUARDED_BY(mutex_): the reader stopped on it
   std::thread reader_;
 };
 

@@ -1,7 +1,8 @@
 #include "src/nn/loss.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 
 namespace pstrain {
@@ -35,11 +36,33 @@ double BceRow(float x, float y, float scale, float* grad) {
 
 }  // namespace
 
-float MeanLoss(LossType type, const Tensor& logits, const std::vector<float>& labels,
-               Tensor* grad) {
-  const int64_t n = logits.dim(0);
-  assert(n == static_cast<int64_t>(labels.size()) && n > 0);
+Status CheckLabels(LossType type, int64_t classes, const std::vector<float>& labels) {
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const float y = labels[i];
+    if (type == LossType::kBceWithLogits) {
+      if (y >= 0.0f && y <= 1.0f) continue;
+      return InvalidArgument(
+          fmt::format("label {} of sample {}: bce_with_logits needs labels in [0, 1]", y, i));
+    }
+    if (y >= 0.0f && y < static_cast<float>(classes) && y == std::floor(y)) continue;
+    return InvalidArgument(fmt::format(
+        "label {} of sample {}: the model has {} outputs, so softmax_cross_entropy needs labels "
+        "0..{}",
+        y, i, classes, classes - 1));
+  }
+  return Status::OK();
+}
+
+StatusOr<float> MeanLoss(LossType type, const Tensor& logits, const std::vector<float>& labels,
+                         Tensor* grad) {
+  const int64_t n = logits.shape.empty() ? 0 : logits.dim(0);
+  if (n <= 0 || n != static_cast<int64_t>(labels.size()))
+    return InvalidArgument(
+        fmt::format("{} rows of logits for {} labels", n, static_cast<int64_t>(labels.size())));
   const int64_t classes = logits.size() / n;
+  if (type == LossType::kBceWithLogits && classes != 1)
+    return InvalidArgument(fmt::format("bce_with_logits needs one logit a row, got {}", classes));
+  PSTRAIN_RETURN_IF_ERROR(CheckLabels(type, classes, labels));
   if (grad != nullptr) grad->Resize(logits.shape);
   const float scale = 1.0f / static_cast<float>(n);
   double total = 0.0;
@@ -47,10 +70,8 @@ float MeanLoss(LossType type, const Tensor& logits, const std::vector<float>& la
     float* g = grad != nullptr ? grad->ptr() + i * classes : nullptr;
     if (type == LossType::kSoftmaxCrossEntropy) {
       const auto label = static_cast<int64_t>(labels[i]);
-      assert(label >= 0 && label < classes);
       total += SoftmaxRow(logits.ptr() + i * classes, classes, label, scale, g);
     } else {
-      assert(classes == 1);
       total += BceRow(logits.data[i], labels[i], scale, g);
     }
   }

@@ -13,9 +13,16 @@
 
 namespace pstrain {
 
+// Whether every label fits a head of `classes` outputs: softmax_cross_entropy
+// takes whole numbers 0..classes-1, bce_with_logits numbers in [0, 1]. The
+// error names the first label that does not and its sample (row).
+Status CheckLabels(LossType type, int64_t classes, const std::vector<float>& labels);
+
 // The mean loss of `logits` against `labels` (one per row). When `grad` is
 // not null it receives d(mean loss)/d(logits), shaped like logits. Labels
-// were validated by the reader; one out of range is a bug.
-float MeanLoss(LossType type, const Tensor& logits, const std::vector<float>& labels, Tensor* grad);
+// are checked first (CheckLabels): data that does not fit the model is an
+// error, never a read out of bounds, whatever the build.
+StatusOr<float> MeanLoss(LossType type, const Tensor& logits, const std::vector<float>& labels,
+                         Tensor* grad);
 
 }  // namespace pstrain

@@ -58,7 +58,7 @@ StatusOr<Shape> InputShape(const ModelConfig& config, const Tower& tower, size_t
 
 Status BuildTower(const ModelConfig& config, const std::vector<LayerConfig>& configs, uint64_t seed,
                   Tower* tower, std::vector<Param*>* params, std::set<std::string>* names,
-                  Shape* shape) {
+                  std::vector<LayerOutput>* outputs, Shape* shape) {
   const LayerContext context{config.input};
   *shape = config.input;
   for (size_t i = 0; i < configs.size(); ++i) {
@@ -77,6 +77,7 @@ Status BuildTower(const ModelConfig& config, const std::vector<LayerConfig>& con
     }
     if (!output.ok()) return output.status().WithContext(Where(*tower, i));
     *shape = *output;
+    outputs->push_back({tower->label, c.name, c.type, *shape});
     for (Param* p : (*layer)->Params()) {
       if (!names->insert(p->name).second) {
         return InvalidArgument(Where(*tower, i) + ": duplicate parameter name " + p->name);
@@ -112,6 +113,8 @@ struct Model::Impl {
   LossType loss = LossType::kSoftmaxCrossEntropy;
   std::vector<Tower> towers;  // one, or wide then deep
   std::vector<Param*> params;
+  std::vector<LayerOutput> outputs;
+  Shape output_shape;
   Tensor sum;                      // two towers: their outputs added
   Tensor dlogits;                  // d(mean loss)/d(logits)
   const Tensor* logits = nullptr;  // what the last Forward returned
@@ -142,9 +145,10 @@ StatusOr<std::unique_ptr<Model>> Model::Build(const ModelConfig& config, uint64_
       Tower& tower = impl->towers.emplace_back();
       tower.label = label;
       Shape shape;
-      PSTRAIN_RETURN_IF_ERROR(
-          BuildTower(config, *configs, seed, &tower, &impl->params, &names, &shape));
+      PSTRAIN_RETURN_IF_ERROR(BuildTower(config, *configs, seed, &tower, &impl->params, &names,
+                                         &impl->outputs, &shape));
       PSTRAIN_RETURN_IF_ERROR(CheckOutput(impl->loss, tower, shape));
+      impl->output_shape = shape;  // the towers' agree: [1] each
     }
   } catch (const std::bad_alloc& e) {
     return InvalidArgument(
@@ -157,6 +161,8 @@ StatusOr<std::unique_ptr<Model>> Model::Build(const ModelConfig& config, uint64_
 }
 
 const std::vector<Param*>& Model::params() const { return impl_->params; }
+const std::vector<LayerOutput>& Model::layers() const { return impl_->outputs; }
+const Shape& Model::output_shape() const { return impl_->output_shape; }
 
 void Model::SetTrainingForwards(uint64_t done) {
   for (Tower& t : impl_->towers)
@@ -182,9 +188,10 @@ const Tensor& Model::Forward(const Batch& batch, bool training) {
   return impl_->sum;
 }
 
-float Model::Backward(const Batch& batch) {
+StatusOr<float> Model::Backward(const Batch& batch) {
   assert(impl_->logits != nullptr && "Backward needs a Forward first");
-  const float loss = MeanLoss(impl_->loss, *impl_->logits, batch.labels, &impl_->dlogits);
+  const StatusOr<float> loss = MeanLoss(impl_->loss, *impl_->logits, batch.labels, &impl_->dlogits);
+  if (!loss.ok()) return loss;
   // A sum passes its gradient unchanged to both towers.
   for (Tower& t : impl_->towers) {
     for (size_t i = t.layers.size(); i-- > 0;) {
@@ -196,7 +203,7 @@ float Model::Backward(const Batch& batch) {
   return loss;
 }
 
-float Model::Loss(const Tensor& logits, const Batch& batch) const {
+StatusOr<float> Model::Loss(const Tensor& logits, const Batch& batch) const {
   return MeanLoss(impl_->loss, logits, batch.labels, nullptr);
 }
 
