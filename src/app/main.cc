@@ -13,7 +13,6 @@
 // signal N ended it at once.
 #include <fmt/format.h>
 
-
 #include <cstdio>
 #include <new>
 #include <string>
@@ -31,7 +30,6 @@
 #include "src/app/cli.h"
 #include "src/app/usage.h"
 #include "src/common/config.h"
-
 #include "src/common/logging.h"
 #include "src/common/options.h"
 #include "src/data/dataset.h"
