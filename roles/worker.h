@@ -1,7 +1,9 @@
 // Worker: joins the job, connects to every server, builds the partition map
 // and the KV client from its job's PS tensors, passes the start barrier with
 // the rest of the job, runs the job (roles/worker_job.h) and reports Done.
-// Without a job it only does the handshake.
+// Without a job it only does the handshake: in-process tests of the
+// cluster's wiring; the pstrain binary never starts a worker without a model
+// (src/app/main.cc refuses it, exit 2).
 #pragma once
 
 #include <memory>
