@@ -174,22 +174,6 @@ StatusOr<std::vector<std::vector<LayerPlan>>> Plan(const ModelConfig& config,
   return towers;
 }
 
-Status CheckLabels(LossType loss, const Tensor& logits, const std::vector<float>& labels) {
-  const int64_t classes = logits.shape[1];
-  for (size_t i = 0; i < labels.size(); ++i) {
-    const float y = labels[i];
-    const bool ok = loss == LossType::kBceWithLogits
-                        ? y >= 0.0f && y <= 1.0f
-                        : y >= 0.0f && y < static_cast<float>(classes) &&
-                              y == static_cast<float>(static_cast<int64_t>(y));
-    if (!ok) {
-      return InvalidArgument("label " + std::to_string(y) + " of sample " + std::to_string(i) +
-                             " does not fit the loss (" + std::to_string(classes) + " outputs)");
-    }
-  }
-  return Status::OK();
-}
-
 }  // namespace
 
 GpuModel::GpuModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -399,7 +383,8 @@ StatusOr<float> GpuModel::Backward(const Batch& batch) {
   if (m.trained_rows < 0 || n != m.trained_rows) {
     return FailedPrecondition("GPU backward needs a Forward(batch, training) of the same batch");
   }
-  PSTRAIN_RETURN_IF_ERROR(CheckLabels(m.loss, m.logits, batch.labels));
+  // The CPU loss's rule (src/nn/loss.h), before any label reaches a kernel.
+  PSTRAIN_RETURN_IF_ERROR(CheckLabels(m.loss, m.logits.shape[1], batch.labels));
   m.copies.Begin();
   const int64_t classes = m.logits.shape[1];
   PSTRAIN_RETURN_IF_ERROR(m.labels.Reserve(n));
