@@ -83,8 +83,9 @@ struct BodyEncoder {
     return {w::Body_Pause, w::CreatePause(b, b.CreateString(m.reason), m.generation).Union()};
   }
   Out operator()(const NodeFailed& m) {
-    return {w::Body_NodeFailed,
-            w::CreateNodeFailed(b, b.CreateString(m.reason), m.recoverable).Union()};
+    return {w::Body_NodeFailed, w::CreateNodeFailed(b, b.CreateString(m.reason), m.recoverable,
+                                                    ToWire(m.peer_role), m.peer_rank)
+                                    .Union()};
   }
   Out operator()(const StopRequest& m) {
     return {w::Body_StopRequest, w::CreateStopRequest(b, b.CreateString(m.reason)).Union()};
@@ -298,7 +299,12 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
     case w::Body_NodeFailed: {
       auto reason = Text(h->body_as_NodeFailed()->reason(), "reason", false);
       if (!reason.ok()) return reason.status();
-      return MessageBody(NodeFailed{*reason, h->body_as_NodeFailed()->recoverable()});
+      const w::NodeFailed* m = h->body_as_NodeFailed();
+      auto peer_role = FromWire(m->peer_role());
+      if (!peer_role.ok()) return peer_role.status().WithContext("NodeFailed.peer_role");
+      if (m->peer_rank() < -1)
+        return InvalidArgument(fmt::format("NodeFailed names peer rank {}", m->peer_rank()));
+      return MessageBody(NodeFailed{*reason, m->recoverable(), *peer_role, m->peer_rank()});
     }
     case w::Body_StopRequest: {
       auto reason = Text(h->body_as_StopRequest()->reason(), "reason", false);

@@ -77,6 +77,9 @@ struct Pause {
 struct NodeFailed {
   std::string reason;
   bool recoverable = false;  // it lost a peer: with recovery, roll back
+  // The peer it lost (server or worker), when it knows; rank -1: none named.
+  Role peer_role = Role::kWorker;
+  int peer_rank = -1;
 };
 // A node got SIGTERM or SIGINT: stop the job cleanly.
 struct StopRequest {

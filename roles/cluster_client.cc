@@ -217,6 +217,8 @@ void ClusterClient::ReportProgress(int64_t step, double samples_per_s) {
 // Heartbeats go out, and a scheduler silent past the timeout counts as lost.
 void ClusterClient::CheckSchedulerHeard() {
   const uint64_t now = loop_->NowMs();
+  const uint64_t timeout = Millis(options_.cluster.heartbeat_timeout_s);
+  const bool stalled = NoticeStall(now, timeout);
   if (rejoining_) {
     // A stopped scheduler's port still accepts connections (the kernel's
     // backlog) but never answers: the rejoin as a whole has the deadline.
@@ -230,11 +232,27 @@ void ClusterClient::CheckSchedulerHeard() {
   }
   if (!scheduler_) return;
   scheduler_->Notify(Heartbeat{progress_step_.load(), progress_rate_.load()});
-  const uint64_t timeout = Millis(options_.cluster.heartbeat_timeout_s);
+  if (stalled) return;  // what came meanwhile is read after this
   if (now - last_heard_ms_ > timeout)
     scheduler_->Close(DeadlineExceeded(fmt::format("the scheduler has been silent for {:.1f} s",
                                                    (now - last_heard_ms_) / 1000.0)));
   ExpireOverdueCalls(loop_, 2 * timeout);
+}
+
+// A node stopped or starved past half the heartbeat timeout has not read
+// the scheduler's heartbeats of that time: its silence is no evidence (the
+// reasoning is the scheduler's, roles/scheduler_failure.cc NoticeStall).
+bool ClusterClient::NoticeStall(uint64_t now, uint64_t timeout) {
+  const uint64_t due = last_check_ms_ + Millis(options_.cluster.heartbeat_interval_s);
+  const bool first = last_check_ms_ == 0;
+  last_check_ms_ = now;
+  if (first || now <= due || now - due <= timeout / 2) return false;
+  log_->warn(
+      "this node was stalled for {:.1f} s (a stopped process, a paused machine or a starved "
+      "CPU): the scheduler gets a fresh heartbeat timeout instead of being judged on it",
+      (now - due) / 1000.0);
+  last_heard_ms_ = now;
+  return true;
 }
 
 void ClusterClient::OnSchedulerLost(const Status& reason) {
@@ -312,15 +330,25 @@ StatusOr<std::string> ClusterClient::ShareFromOne(BarrierGroup group, std::strin
 
 Status ClusterClient::ReportDone() {
   loop_->Post([this] { done_reported_ = true; });
-  return CallScheduler(Done{}, "report Done").status();
+  Status sent = CallScheduler(Done{}, "report Done").status();
+  // The connection to the scheduler broke under the call: a rejoin (9)
+  // sends Done again, and the verdict (WaitForShutdown) tells how the job
+  // ended either way.
+  if (sent.code() == StatusCode::kUnavailable) return Status::OK();
+  return sent;
 }
 
-void ClusterClient::ReportFailure(const Status& why, bool recoverable) {
+void ClusterClient::ReportFailure(const Status& why, bool recoverable,
+                                  const std::optional<NodeInfo>& peer) {
+  NodeFailed failed{why.message(), recoverable};
+  if (peer) {
+    failed.peer_role = peer->role;
+    failed.peer_rank = peer->rank;
+  }
   Completion<Status> sent;
-  bool posted = loop_->Post([this, why, recoverable, sent] {
+  bool posted = loop_->Post([this, failed, sent] {
     if (!scheduler_ || rejoining_ || verdict_.IsSet()) return sent.Set(Status::OK());
-    scheduler_->Call(NodeFailed{why.message(), recoverable},
-                     [sent](StatusOr<Incoming> reply) { sent.Set(reply.status()); });
+    scheduler_->Call(failed, [sent](StatusOr<Incoming> reply) { sent.Set(reply.status()); });
   });
   if (posted) sent.WaitFor(std::chrono::milliseconds(Millis(options_.cluster.heartbeat_timeout_s)));
 }

@@ -57,8 +57,11 @@ class ClusterClient {
   Status ReportDone();
   // Tells the scheduler this node failed for `why`: it ends the job, or,
   // when `recoverable` (a lost peer) and the job has recovery, rolls it
-  // back. Best effort, bounded by the heartbeat timeout.
-  void ReportFailure(const Status& why, bool recoverable);
+  // back. `peer` is the node it lost, when known: the scheduler gives up on
+  // a link that keeps failing (roles/scheduler.h, step 5). Best effort,
+  // bounded by the heartbeat timeout.
+  void ReportFailure(const Status& why, bool recoverable,
+                     const std::optional<NodeInfo>& peer = std::nullopt);
   // Blocks until the verdict.
   Status WaitForShutdown();
   // The verdict if it came within `timeout_s`; nullopt otherwise.
@@ -92,6 +95,10 @@ class ClusterClient {
   void OnRequest(const Connection::Ptr& conn, Incoming&& in);
   void OnSchedulerLost(const Status& reason);
   void CheckSchedulerHeard();
+  // Whether this check came so late that this node's loop must have stalled
+  // (the scheduler's rule, roles/scheduler.h step 4); if so, the scheduler
+  // gets a fresh timeout.
+  bool NoticeStall(uint64_t now, uint64_t timeout);
   // The end of this node's part: set once, then interrupt the node.
   void SetVerdict(const Status& verdict);
   // Calls made while reconnecting wait here; sent (or failed) once that ends.
@@ -118,6 +125,7 @@ class ClusterClient {
   Timer heartbeat_timer_{loop_};
   uint64_t connect_deadline_ms_ = 0;
   uint64_t last_heard_ms_ = 0;
+  uint64_t last_check_ms_ = 0;  // the last CheckSchedulerHeard
   Status last_connect_error_;
   bool joined_once_ = false;  // registered at least once: a loss means rejoin
   bool rejoining_ = false;

@@ -88,13 +88,29 @@ Status Node::Outcome(const Status& run) {
   // No verdict: the scheduler knows nothing of it (a connection between two
   // live nodes broke) or this node failed on its own. Tell it, and take its
   // answer: a rollback, or the end of the job.
-  cluster_.ReportFailure(run, lost_peer);
+  cluster_.ReportFailure(run, lost_peer, lost_peer ? LostPeer() : std::nullopt);
   if (lost_peer && options_.cluster.recovery_wait_s > 0) {
     if (auto verdict = cluster_.WaitForVerdict(options_.cluster.heartbeat_timeout_s)) {
       if (!verdict->ok()) return *verdict;
     }
   }
   return run;
+}
+
+std::optional<NodeInfo> Node::LostPeer() {
+  const std::vector<std::string> failed = loop_.failed_peers();
+  if (failed.empty()) return std::nullopt;
+  return loop_.Call<std::optional<NodeInfo>>(
+      [&]() -> std::optional<NodeInfo> {
+        const Topology* topology = cluster_.topology();
+        if (topology == nullptr) return std::nullopt;
+        for (const std::string& peer : failed)
+          for (const NodeInfo& n : topology->nodes)
+            if (n.role != Role::kScheduler && fmt::format("{}:{}", n.host, n.port) == peer)
+              return n;
+        return std::nullopt;
+      },
+      std::nullopt);
 }
 
 Status Node::Finish() {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "comm/event_loop.h"
 #include "comm/listener.h"
@@ -34,6 +35,9 @@ class Node {
   // too: its verdict is awaited a while before the node blames itself and
   // reports the failure (which ends the job for every node).
   Status Outcome(const Status& run);
+  // The peer whose connection from this node failed first in this run (the
+  // loop's failed_peers() found in the topology), if any.
+  std::optional<NodeInfo> LostPeer();
   // The job was paused: this node must be rebuilt and rolled back.
   bool paused() const { return cluster_.paused(); }
 

@@ -116,6 +116,7 @@ void Scheduler::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
     if (heartbeat->step >= 0 && node->info.role == Role::kWorker) {
       node->step = heartbeat->step;
       node->samples_per_s = heartbeat->samples_per_s;
+      best_step_ = std::max(best_step_, heartbeat->step);
     }
     return;
   }
@@ -135,6 +136,7 @@ void Scheduler::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
     if (failed->recoverable && recovery_wait_s_ > 0 && stop_reason_.empty() && topology_sent_ &&
         !shutting_down_) {
       log_->warn("{}", what);
+      if (GiveUpOnLink(*node, *failed, what)) return;
       return BeginPause(what);
     }
     AbortOnLoop(Aborted(what));
@@ -168,6 +170,7 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
       refusals_.push_back(fmt::format("{} node id:{} ({})", role, info.node_id, why.message()));
     conn->Reply(id, ErrorReply{why.message()});
   };
+  if (req.rejoin && shutting_down_ && ending_) return RejoinAtShutdown(conn, id, req);
   if (Status st = CheckRegistration(req); !st.ok()) return refuse(st);
   // One connection is one node: a second identity on it would hold a slot
   // that no heartbeat, barrier or Done could ever fill.
@@ -375,13 +378,14 @@ void Scheduler::BeginShutdown() {
     for (NodeEntry& n : *nodes) {
       auto conn = n.conn.lock();
       if (!conn || conn->closed()) {
-        n.shut_down = true;
+        n.shut_down = !n.awaiting_rejoin;  // 4. one that rejoins hears the end then
         continue;
       }
       std::string node_id = n.info.node_id;
       Shutdown shutdown{"all workers finished"};
       if (!stop_reason_.empty())
         shutdown = Shutdown{"stopped on request: " + stop_reason_, false, true};
+      ending_ = shutdown;
       conn->Call(shutdown, [this, node_id](StatusOr<Incoming>) {
         auto it = rank_of_.find(node_id);
         if (it != rank_of_.end()) NodesOf(it->second.first)[it->second.second].shut_down = true;

@@ -27,7 +27,18 @@
 //      new node. When every rank is held again, the Topology (new
 //      generation) goes out and every node resumes from the newest complete
 //      checkpoint. No replacement within the wait: the job ends.
-//      Without recovery the job ends at once.
+//      Without recovery the job ends at once. A node that lost a peer it
+//      still should reach reports NodeFailed naming it: the job rolls back
+//      the same way (no replacement needed), but when the same link fails
+//      again with no progress in between (no worker past the furthest step
+//      any reached) more than train.recovery.max_failed_link_rollbacks times
+//      in a row, the job ends naming the pair that cannot reach each other.
+//      A scheduler whose own loop stalled (its heartbeat check came late by
+//      more than half the timeout: SIGSTOP, a paused machine, a starved
+//      CPU) has not read what came meanwhile: it gives every node a fresh
+//      timeout instead of judging it, and a node that closed its connection
+//      to it meanwhile (it thought the scheduler lost) may rejoin (9)
+//      within the timeout.
 //   6. Ending a job (a lost node without recovery, a node's NodeFailed, a
 //      deadline): every node gets Shutdown(reason, failed), logs the reason
 //      and exits 1.
@@ -107,6 +118,7 @@ class Scheduler {
     bool shut_down = false;   // acknowledged Shutdown or gone
     int64_t step = -1;        // 12. a worker's last reported step and rate
     double samples_per_s = 0;
+    bool awaiting_rejoin = false;  // 4. its connection closed during a stall of ours
   };
   // 11. A registration naming a live node's id, waiting on a probe of it.
   struct HeldRegistration {
@@ -145,6 +157,13 @@ class Scheduler {
   void Admit(const Connection::Ptr& conn, uint64_t id, NodeInfo info, const char* how);
   void SendTopology();
   void CheckHeartbeats();
+  // 4. Whether this heartbeat check came so late that the loop must have
+  // stalled; if so, every node gets a fresh timeout.
+  bool NoticeStall(uint64_t now, uint64_t timeout);
+  // 5. A recoverable failure of the link between `reporter` and the peer
+  // `failed` names: true when that link has failed too often in a row with
+  // no progress, and the job was ended.
+  bool GiveUpOnLink(const NodeEntry& reporter, const NodeFailed& failed, const std::string& what);
   // 4-5: a node is gone; pause (recovery) or end the job.
   void LoseNode(NodeEntry& node, const std::string& why);
   void BeginPause(const std::string& why);
@@ -153,6 +172,9 @@ class Scheduler {
   void MaybeResume();
   std::string MissingRanks() const;
   void BeginShutdown();
+  // 8-9. A node that gave this scheduler up while it stalled rejoins as the
+  // job ends well: it is told so (ending_) instead of refused.
+  void RejoinAtShutdown(const Connection::Ptr& conn, uint64_t id, const RegisterRequest& req);
   void MaybeFinish();
   void Finish(Status status);
   std::vector<NodeEntry*> AllNodes();
@@ -186,6 +208,16 @@ class Scheduler {
   uint64_t next_probe_ = 1;
   std::vector<std::string> refusals_;  // the first few, for the deadline's message
   int64_t generation_ = 0;             // rollbacks so far (5)
+  // 5. The link ("worker 1 and server 0") whose failure caused the last
+  // rollback, and how many rollbacks in a row it caused with no progress;
+  // progress: a worker past best_step_at_rollback_.
+  std::string failed_link_;
+  int failed_link_rollbacks_ = 0;
+  int64_t best_step_ = -1;  // the furthest step any worker reported
+  int64_t best_step_at_rollback_ = -1;
+  uint64_t last_check_ms_ = 0;          // 4. the last heartbeat check
+  uint64_t rejoin_grace_until_ms_ = 0;  // 4. closes before this follow a stall
+  std::optional<Shutdown> ending_;      // 8. the Shutdown of a job that ends well
   double recovery_wait_s_ = 0;         // from the nodes' registrations
   bool topology_sent_ = false;
   bool paused_ = false;

@@ -23,23 +23,66 @@ void Scheduler::OnClose(const Connection::Ptr& conn, const Status& reason) {
     log_->debug("{} left to roll back", Describe(node));
     return;
   }
+  if (loop_.NowMs() < rejoin_grace_until_ms_ && topology_sent_) {
+    // 4. It gave up on this scheduler while it was stalled: it rejoins (9).
+    const double timeout_s = options_.heartbeat_timeout_s;
+    log_->warn(
+        "{} closed its connection while the scheduler was stalled ({}): it has {:.1f} s to "
+        "rejoin",
+        Describe(node), reason.message(), timeout_s);
+    node.awaiting_rejoin = true;
+    node.last_heard_ms = loop_.NowMs();
+    return;
+  }
   LoseNode(node, fmt::format("its connection closed ({})", reason.message()));
+}
+
+// 4. Heartbeats come every interval and a node counts as silent after the
+// timeout, which is at least two intervals. A check that comes late by d
+// finds every node's last heartbeat at least d old, whatever the node did:
+// the loop stalled and has not read what came meanwhile. A healthy node,
+// heard at most one interval before the stall, looks silent once d passes
+// the timeout less one interval, which is at least half the timeout; from
+// half the timeout on, then, silence is no evidence and every node gets a
+// fresh timeout. Shorter stalls are judged as usual, so a scheduler that is
+// merely slow still finds nodes that are really gone.
+bool Scheduler::NoticeStall(uint64_t now, uint64_t timeout) {
+  const uint64_t due = last_check_ms_ + Millis(options_.heartbeat_interval_s);
+  const bool first = last_check_ms_ == 0;
+  last_check_ms_ = now;
+  if (first || now <= due || now - due <= timeout / 2) return false;
+  log_->warn(
+      "the scheduler was stalled for {:.1f} s (a stopped process, a paused machine or a starved "
+      "CPU): every node gets a fresh heartbeat timeout instead of being judged on it",
+      (now - due) / 1000.0);
+  for (NodeEntry* n : AllNodes()) n->last_heard_ms = now;
+  rejoin_grace_until_ms_ = now + timeout;
+  return true;
 }
 
 // 4. Silent nodes are lost; every node hears from the scheduler.
 void Scheduler::CheckHeartbeats() {
   const uint64_t now = loop_.NowMs();
   const uint64_t timeout = Millis(options_.heartbeat_timeout_s);
+  const bool stalled = NoticeStall(now, timeout);
   for (NodeEntry* n : AllNodes()) {
     auto conn = n->conn.lock();
-    if (!conn || conn->closed()) continue;
+    if (!conn || conn->closed()) {
+      if (n->awaiting_rejoin && !shutting_down_ && now - n->last_heard_ms > timeout)
+        return LoseNode(*n, fmt::format("it closed its connection while the scheduler was "
+                                        "stalled and has not rejoined within {:.1f} s",
+                                        timeout / 1000.0));
+      continue;
+    }
     conn->Notify(Heartbeat{});
-    if (shutting_down_ || n->generation != generation_ || now - n->last_heard_ms <= timeout)
+    if (stalled || shutting_down_ || n->generation != generation_ ||
+        now - n->last_heard_ms <= timeout)
       continue;
     std::string what =
         fmt::format("it has sent no heartbeat for {:.1f} s", (now - n->last_heard_ms) / 1000.0);
     return LoseNode(*n, what);
   }
+  if (stalled) return;  // the answers that came meanwhile are read after this
   ExpireProbes(now, timeout);
   ExpireOverdueCalls(&loop_, 2 * timeout);
 }
@@ -48,6 +91,8 @@ void Scheduler::LoseNode(NodeEntry& node, const std::string& why) {
   if (shutting_down_) return;
   log_->warn("lost {}: {}", Describe(node), why);
   node.lost = true;
+  node.awaiting_rejoin = false;
+  failed_link_.clear();  // a rollback for a lost node breaks a row of link failures
   node.generation = -1;
   if (auto conn = node.conn.lock()) {
     node_of_.erase(conn.get());
@@ -69,6 +114,7 @@ void Scheduler::LoseNode(NodeEntry& node, const std::string& why) {
 void Scheduler::BeginPause(const std::string& why) {
   ++generation_;
   paused_ = true;
+  best_step_at_rollback_ = best_step_;
   for (auto& waiters : barriers_) {
     for (const BarrierWaiter& w : waiters)
       if (auto c = w.conn.lock()) c->Reply(w.request_id, ErrorReply{"the job is paused: " + why});
@@ -90,6 +136,60 @@ void Scheduler::BeginPause(const std::string& why) {
         DeadlineExceeded(fmt::format("{}; no replacement registered within {} s "
                                      "(train.recovery.wait_s): missing {}",
                                      why, recovery_wait_s_, MissingRanks())));
+  });
+}
+
+// 5. Each rollback for a link is counted; one where some worker got past
+// the furthest step of all before it (progress) starts the count again.
+// Trying again helps with a link that broke once; a link that fails again
+// and again with no progress (a firewall rule, a cut cable, a route gone)
+// would roll the job back for as long as it lasts.
+bool Scheduler::GiveUpOnLink(const NodeEntry& reporter, const NodeFailed& failed,
+                             const std::string& what) {
+  const auto& peers = failed.peer_role == Role::kServer ? servers_ : workers_;
+  if (failed.peer_rank < 0 || failed.peer_rank >= static_cast<int>(peers.size()) ||
+      failed.peer_role == Role::kScheduler) {
+    failed_link_.clear();
+    return false;
+  }
+  // "worker 1 and server 0" whichever end reports: workers first, then ranks.
+  std::pair<Role, int> a{reporter.info.role, reporter.info.rank};
+  std::pair<Role, int> b{failed.peer_role, failed.peer_rank};
+  auto order = [](const std::pair<Role, int>& n) {
+    return std::make_pair(n.first == Role::kWorker ? 0 : 1, n.second);
+  };
+  if (order(b) < order(a)) std::swap(a, b);
+  const std::string link =
+      fmt::format("{} {} and {} {}", RoleName(a.first), a.second, RoleName(b.first), b.second);
+  const bool progressed = best_step_ > best_step_at_rollback_;
+  failed_link_rollbacks_ = link == failed_link_ && !progressed ? failed_link_rollbacks_ + 1 : 0;
+  failed_link_ = link;
+  const int limit = options_.max_failed_link_rollbacks;
+  if (failed_link_rollbacks_ < limit) return false;
+  AbortOnLoop(Aborted(fmt::format(
+      "{} could not reach each other in {} rollbacks in a row with no progress "
+      "(train.recovery.max_failed_link_rollbacks: {}); check the network between them: {}",
+      link, failed_link_rollbacks_, limit, what)));
+  return true;
+}
+
+void Scheduler::RejoinAtShutdown(const Connection::Ptr& conn, uint64_t id,
+                                 const RegisterRequest& req) {
+  auto known = rank_of_.find(req.node.node_id);
+  if (known == rank_of_.end() || known->second.first != req.node.role || finished_.IsSet())
+    return conn->Reply(id, ErrorReply{"the job is shutting down"});
+  NodeEntry& node = NodesOf(known->second.first)[known->second.second];
+  node.conn = conn;
+  node.awaiting_rejoin = false;
+  node.last_heard_ms = loop_.NowMs();
+  node_of_[conn.get()] = req.node.node_id;
+  log_->info("{} rejoined as the job ends: telling it so", Describe(node));
+  conn->Reply(id, RegisterReply{node.info.rank, generation_});
+  const std::string node_id = req.node.node_id;
+  conn->Call(*ending_, [this, node_id](StatusOr<Incoming>) {
+    auto it = rank_of_.find(node_id);
+    if (it != rank_of_.end()) NodesOf(it->second.first)[it->second.second].shut_down = true;
+    MaybeFinish();
   });
 }
 

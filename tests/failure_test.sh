@@ -17,6 +17,11 @@
 #   worker_stop        the same for a worker.
 #   scheduler_stop     SIGSTOP of the scheduler: every node notices, tries to
 #                      rejoin for PSTRAIN_CONNECT_TIMEOUT, and exits 1.
+#   scheduler_stall    checkpoints on: the scheduler stopped for twice the
+#                      heartbeat timeout mid-job, then woken (a paused VM, a
+#                      starved CPU): it blames no node (its own stall gives
+#                      every node a fresh timeout), the nodes rejoin it, and
+#                      the job completes, exit 0, with no rollback.
 #   launch_ids         launch/*.sh with MS_NODE_ID exported: ids
 #                      <id>-server-<i> / <id>-worker-<i>, the job completes.
 #   register_deadline  half the nodes never start: at PSTRAIN_REGISTER_TIMEOUT
@@ -157,6 +162,25 @@ case "$CASE" in
       expect_line "$n" "the scheduler has been silent"
       expect_line "$n" "trying to rejoin it for up to $CONNECT_S s"
     done
+    ;;
+  scheduler_stall)
+    # The nodes give the stopped scheduler up after the heartbeat timeout
+    # and try to rejoin it for the connect timeout (longer than the stall).
+    export PSTRAIN_CONNECT_TIMEOUT=30
+    STALL_S=$((2 * HB_TIMEOUT_S))
+    config job 3 "$WORK/ckpt" "recovery: {wait_s: 60}"
+    start_job
+    wait_for_count "checkpoint of step" "$(node_log worker_0)" 1 || fail "no checkpoint was written"
+    kill -STOP "$(node_pid scheduler)"
+    sleep "$STALL_S"
+    kill -CONT "$(node_pid scheduler)"
+    mark "SIGCONT of the scheduler after $STALL_S s"
+    expect_exit_by $((T0 + 120000)) 0 scheduler $NODES
+    for n in $NODES; do
+      ! grep -q "rolling back" "$(node_log "$n")" ||
+        fail "$n rolled back: $(grep -m 1 -B 1 "rolling back" "$(node_log "$n")" | head -n 1 | cut -c 1-300)"
+    done
+    expect_line scheduler "the scheduler was stalled for"
     ;;
   launch_ids)
     config job 1 "$WORK/ckpt" "steps: 48"

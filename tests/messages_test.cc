@@ -69,6 +69,11 @@ TEST_CASE("every message type round-trips") {
   CHECK(pause.generation == 4);
   auto failed = std::get<NodeFailed>(RoundTrip({7, false, NodeFailed{"peer gone", true}}).body);
   CHECK(failed.recoverable);
+  CHECK(failed.peer_rank == -1);  // no peer named
+  auto cut = std::get<NodeFailed>(
+      RoundTrip({7, false, NodeFailed{"cut from server 1", true, Role::kServer, 1}}).body);
+  CHECK(cut.peer_role == Role::kServer);
+  CHECK(cut.peer_rank == 1);
   CHECK(std::get<StopRequest>(RoundTrip({7, false, StopRequest{"SIGTERM"}}).body).reason ==
         "SIGTERM");
   CHECK(std::get<Stop>(RoundTrip({7, false, Stop{"x", -1}}).body).at_step == -1);

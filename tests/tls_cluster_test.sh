@@ -7,7 +7,10 @@
 # plaintext client are each refused with a logged line that names the
 # source address and OpenSSL's reason; then the job trains to its end.
 # Bad TLS settings end a node at once with exit 2 and one line naming the
-# file and the variable.
+# file and the variable, its own expired certificate included. A worker
+# whose certificate another CA signed is refused by the scheduler and exits
+# at once (1), as one with the wrong token does, instead of retrying for
+# PSTRAIN_CONNECT_TIMEOUT.
 # Usage: sh tests/tls_cluster_test.sh PSTRAIN_BIN
 set -u
 BIN="$1"
@@ -43,6 +46,9 @@ expect_usage_error "PSTRAIN_TLS_KEY file '$WORK/nope.key' cannot be read" \
 expect_usage_error "PSTRAIN_TLS_KEY file '$WORK/other/stranger.key' does not match" \
   PSTRAIN_TLS_KEY="$WORK/other/stranger.key"
 expect_usage_error "PSTRAIN_TLS_CA file '$WORK/pki/node.key'" PSTRAIN_TLS_CA="$WORK/pki/node.key"
+sh "$REPO/tests/tools/make_expired_cert.sh" "$WORK/pki" expired || fail "make_expired_cert.sh"
+expect_usage_error "PSTRAIN_TLS_CERT file '$WORK/pki/expired.pem': the certificate has expired" \
+  PSTRAIN_TLS_CERT="$WORK/pki/expired.pem" PSTRAIN_TLS_KEY="$WORK/pki/expired.key"
 
 # The workers' ring over TCP, so that it too runs over TLS.
 export MS_SERVER_NUM=2 MS_WORKER_NUM=2 MS_SCHED_HOST=127.0.0.1 ID_PREFIX=tls
@@ -99,6 +105,21 @@ expect_refusal server_0 "unsupported protocol"
 expect_refusal server_0 "wrong version number\|packet length too long\|record layer failure"
 expect_refusal scheduler "wrong version number\|packet length too long\|record layer failure"
 alive server_0 || fail "server_0 died of the strangers"
+
+# A worker with another CA's certificate (it trusts ours): refused, it stops
+# at once, well before its connect timeout of 60 s.
+(
+  export MS_ROLE=MS_WORKER MS_NODE_ID=tls-foreign PSTRAIN_CONNECT_TIMEOUT=60
+  export PSTRAIN_TLS_CERT="$WORK/other/stranger.pem" PSTRAIN_TLS_KEY="$WORK/other/stranger.key"
+  exec "$BIN" >> "$(node_log foreign)" 2>&1
+) &
+echo $! > "$WORK/foreign.pid"
+wait_exit foreign 100
+[ "$status" = 1 ] || fail "a worker with a foreign certificate: $status after 10 s, expected exit 1"
+grep -q "refused this node: .*TLS .* failed: .*alert unknown ca" "$(node_log foreign)" ||
+  fail "the foreign worker does not say it was refused: $(tail -n 2 "$(node_log foreign)")"
+echo "  foreign: $(grep -m 1 "refused this node" "$(node_log foreign)" | cut -c 1-220)"
+[ "$(grep -c "TLS .* failed" "$(node_log foreign)")" -le 2 ] || fail "the foreign worker retried"
 
 start worker_0
 start worker_1

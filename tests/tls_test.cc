@@ -152,6 +152,8 @@ TEST_SUITE("tls") {
     CHECK(hs.message().find("server") == 0);
     CHECK(hs.message().find("10.1.2.3:4444") != std::string::npos);
     CHECK(hs.message().find("certificate verify failed") != std::string::npos);
+    // Final, like a wrong token: the node that sees it does not retry.
+    CHECK(hs.code() == StatusCode::kPermissionDenied);
     CHECK_FALSE(server->established());
   }
 
@@ -165,6 +167,7 @@ TEST_SUITE("tls") {
     REQUIRE_FALSE(hs.ok());
     CHECK(hs.message().find("client") == 0);
     CHECK(hs.message().find("certificate verify failed") != std::string::npos);
+    CHECK(hs.code() == StatusCode::kPermissionDenied);
   }
 
   TEST_CASE("tls: a client without a certificate is refused") {
@@ -285,6 +288,19 @@ TEST_SUITE("tls") {
       CHECK(e.find("PSTRAIN_TLS_CERT") != std::string::npos);
       CHECK(e.find(f.cert) != std::string::npos);
     }
+    SUBCASE("an expired certificate") {
+      // Signed by the cluster's CA, valid in January 2020 only.
+      const std::string script =
+          (fs::path(PSTRAIN_CERT_SCRIPT).parent_path() / "make_expired_cert.sh").string();
+      const std::string dir = (certs.dir / "cluster").string();
+      REQUIRE(std::system(("sh " + script + " " + dir + " old").c_str()) == 0);
+      TlsFiles f = certs.Files("cluster", "old");
+      std::string e = error(f);
+      CHECK(e.find("PSTRAIN_TLS_CERT file '" + f.cert + "': the certificate has expired") !=
+            std::string::npos);
+      CHECK(e.find("valid from 2020-01-01 00:00:00 UTC to 2020-02-01 00:00:00 UTC") !=
+            std::string::npos);
+    }
     SUBCASE("a key where the CA belongs") {
       TlsFiles f = good;
       f.ca = good.key;
@@ -373,7 +389,10 @@ TEST_SUITE("tls") {
     CHECK(server.sink->WaitFor("TLS handshake with 127.0.0.1:"));
     TlsFiles stranger = certs.Files("other", "stranger");
     stranger.ca = certs.Files("cluster", "a").ca;
-    CHECK_FALSE(EchoThrough(Context(stranger), server.port, 1000).ok());
+    // The stranger hears the refusal as final (the alert), not as a
+    // connection to try again.
+    Status refused = EchoThrough(Context(stranger), server.port, 1000);
+    CHECK_MESSAGE(refused.code() == StatusCode::kPermissionDenied, refused.message());
     CHECK(server.sink->WaitFor("certificate verify failed"));
     Status member = EchoThrough(Context(certs.Files("cluster", "a")), server.port, 1000);
     CHECK_MESSAGE(member.ok(), member.message());

@@ -13,6 +13,7 @@
 // signal N ended it at once.
 #include <fmt/format.h>
 
+#include <csignal>
 #include <cstdio>
 #include <new>
 #include <string>
@@ -178,6 +179,7 @@ int RunRole(const std::vector<std::string>& args) {
   auto config = ConfigOf(options->config_path);
   if (!config.ok()) return UsageError(config.status());
   options->cluster.recovery_wait_s = config->train.RecoveryWaitSeconds();
+  options->cluster.max_failed_link_rollbacks = config->train.MaxFailedLinkRollbacks();
 
   return ReportingOutOfMemory(RoleName(options->role), [&] { return RunNode(*options, *config); });
 }
@@ -271,5 +273,8 @@ int Main(const std::vector<std::string>& args) {
 }  // namespace pstrain
 
 int main(int argc, char** argv) {
+  // A write to a socket the peer has reset must fail that write (EPIPE), not
+  // kill the process: a stranger could otherwise end any node.
+  std::signal(SIGPIPE, SIG_IGN);
   return pstrain::Main(std::vector<std::string>(argv + 1, argv + argc));
 }

@@ -252,7 +252,8 @@ Status ReadCheckpoint(const Value& v, std::optional<CheckpointConfig>* out) {
 
 Status ReadRecovery(const Value& v, std::optional<RecoveryConfig>* out) {
   RecoveryConfig& r = out->emplace();
-  return ReadMap(v, {Int("wait_s", &r.wait_s, 0, 7 * 24 * 3600)});
+  return ReadMap(v, {Int("wait_s", &r.wait_s, 0, 7 * 24 * 3600),
+                     Int("max_failed_link_rollbacks", &r.max_failed_link_rollbacks, 0, 1000)});
 }
 
 Status ReadTrain(const Value& v, TrainConfig* t) {

@@ -58,6 +58,11 @@ struct CheckpointConfig {
 // node back to the newest complete checkpoint. 0: end the job at once.
 struct RecoveryConfig {
   int64_t wait_s = 120;  // 0..604800
+  // Rollbacks in a row that one link between two live nodes (a worker and
+  // a server, or two workers) may cause with no progress between them (no
+  // worker past its furthest step); its next failure ends the job, naming
+  // the pair. 0..1000.
+  int64_t max_failed_link_rollbacks = 3;
 };
 
 struct TrainConfig {
@@ -86,6 +91,10 @@ struct TrainConfig {
   double RecoveryWaitSeconds() const {
     if (!checkpoint) return 0;
     return static_cast<double>(recovery ? recovery->wait_s : RecoveryConfig().wait_s);
+  }
+  int MaxFailedLinkRollbacks() const {
+    return static_cast<int>(recovery ? recovery->max_failed_link_rollbacks
+                                     : RecoveryConfig().max_failed_link_rollbacks);
   }
 };
 

@@ -63,6 +63,9 @@ struct ClusterOptions {
   // Set from the config (train.recovery), not the environment: how long the
   // job waits for a lost node's replacement; 0 ends the job at once.
   double recovery_wait_s = 0;
+  // train.recovery.max_failed_link_rollbacks, read by the scheduler from
+  // its own config (the default without one).
+  int max_failed_link_rollbacks = 3;
   // Workers' ring: "auto" uses shared memory when every worker shares one
   // host, TCP otherwise; "tcp" always TCP (PSTRAIN_RING_TRANSPORT).
   std::string ring_transport = "auto";

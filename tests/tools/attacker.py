@@ -11,6 +11,16 @@
       connections lived, counts) as JSON. FILE is a CLIENT_PREFIX of
       tests/tools/record_proxy.py: FILE.0, FILE.1, ... are replayed.
 
+  attacker.py reset --ports P1,P2,... [--http PORT] --seconds S --out RESULT.json
+      While S seconds pass, from several threads per port: connections reset
+      (SO_LINGER 0, so the close sends RST) right after the node's first
+      write, right after a frame that makes it answer (its own AuthHello
+      sent back, which it refuses with an Error), and, on the HTTP port,
+      right after a GET of /metrics or /status with a receive window too
+      small for the reply, so the node is mid-reply when the RST comes. A
+      node that writes to a reset socket without ignoring SIGPIPE dies.
+      Writes the counts as JSON.
+
 Every loop is bounded in count and time; only 127.0.0.1 is contacted.
 """
 import json
@@ -204,6 +214,107 @@ class Attack:
         }
 
 
+def reset_now(s):
+    """Closes with RST instead of FIN: SO_LINGER on, with a zero timeout."""
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+    except OSError:
+        pass
+
+
+def read_some(s, n, timeout):
+    """Up to n bytes, whatever came within timeout seconds (b"" if none)."""
+    try:
+        r, _, _ = select.select([s], [], [], timeout)
+        return s.recv(n) if r else b""
+    except OSError:
+        return b""
+
+
+class Resetter:
+    """Resets connections in the middle of what a node writes."""
+
+    def __init__(self, ports, http_port, seconds):
+        self.ports = ports
+        self.http_port = http_port
+        self.deadline = time.monotonic() + seconds
+        self.counts = {}
+        self.lock = threading.Lock()
+
+    def count(self, what):
+        with self.lock:
+            self.counts[what] = self.counts.get(what, 0) + 1
+
+    def running(self):
+        return time.monotonic() < self.deadline
+
+    def open(self, port, rcvbuf=None):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf:  # set before connecting: it bounds the window offered
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        s.settimeout(2.0)
+        s.connect((HOST, port))
+        return s
+
+    def node_port(self, port, seed):
+        rng = random.Random(seed)
+        for i in range(200000):
+            if not self.running():
+                return
+            try:
+                s = self.open(port, rcvbuf=1024)
+            except OSError:
+                self.count("connect failed")
+                time.sleep(0.01)
+                continue
+            kind = i % 3
+            if kind == 0:  # reset as the node sends its AuthHello
+                reset_now(s)
+                self.count("reset at accept")
+                continue
+            hello = read_some(s, 4096, 1.0)
+            if kind == 1 and hello:  # its own Hello back: refused with an Error
+                send_quietly(s, hello)
+            else:  # a fixed header the node refuses, with junk after it
+                send_quietly(s, fixed_header(16, 0, version=99) + bytes(rng.getrandbits(8)
+                                                                        for _ in range(64)))
+            reset_now(s)
+            self.count("reset after a request")
+
+    def http(self, seed):
+        rng = random.Random(seed)
+        for i in range(200000):
+            if not self.running():
+                return
+            try:
+                s = self.open(self.http_port, rcvbuf=1024)
+            except OSError:
+                self.count("http connect failed")
+                time.sleep(0.01)
+                continue
+            path = "/metrics" if i % 2 == 0 else "/status"
+            send_quietly(s, f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            if rng.random() < 0.5:
+                read_some(s, 100, 0.5)  # the reply has begun
+            reset_now(s)
+            self.count("http reset mid-reply")
+
+    def run(self):
+        threads = []
+        for port in self.ports:
+            for k in range(3):
+                threads.append(threading.Thread(target=self.node_port, args=(port, port * 10 + k)))
+        if self.http_port:
+            for k in range(3):
+                threads.append(threading.Thread(target=self.http, args=(k,)))
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=max(1.0, self.deadline - time.monotonic() + 30))
+        return {"counts": self.counts}
+
+
 def read_records(prefix):
     """The recordings of every proxied connection: PREFIX.0, PREFIX.1, ..."""
     blobs = []
@@ -227,6 +338,14 @@ def main(argv):
         pids = [int(p) for p in args.get("--pids", "").split(",") if p]
         result = Attack(ports, replays, float(args.get("--seconds", "20")), pids).run()
         result["replayed_blobs"] = len(replays)
+        with open(args["--out"], "w") as f:
+            json.dump(result, f, indent=1)
+        return 0
+    if len(argv) >= 2 and argv[1] == "reset":
+        args = dict(zip(argv[2::2], argv[3::2]))
+        ports = [int(p) for p in args["--ports"].split(",") if p]
+        http_port = int(args.get("--http", "0"))
+        result = Resetter(ports, http_port, float(args.get("--seconds", "10"))).run()
         with open(args["--out"], "w") as f:
             json.dump(result, f, indent=1)
         return 0
