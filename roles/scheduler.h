@@ -218,7 +218,7 @@ class Scheduler {
   uint64_t last_check_ms_ = 0;          // 4. the last heartbeat check
   uint64_t rejoin_grace_until_ms_ = 0;  // 4. closes before this follow a stall
   std::optional<Shutdown> ending_;      // 8. the Shutdown of a job that ends well
-  double recovery_wait_s_ = 0;         // from the nodes' registrations
+  double recovery_wait_s_ = 0;          // from the nodes' registrations
   bool topology_sent_ = false;
   bool paused_ = false;
   bool shutting_down_ = false;
