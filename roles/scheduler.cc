@@ -374,21 +374,29 @@ void Scheduler::BeginShutdown() {
   shutting_down_ = true;
   log_->info("all {} workers finished; stopping {} servers and {} workers", workers_.size(),
              servers_.size(), workers_.size());
+  ending_ = stop_reason_.empty() ? Shutdown{"all workers finished"}
+                                 : Shutdown{"stopped on request: " + stop_reason_, false, true};
   for (auto* nodes : {&servers_, &workers_}) {
     for (NodeEntry& n : *nodes) {
       auto conn = n.conn.lock();
       if (!conn || conn->closed()) {
-        n.shut_down = !n.awaiting_rejoin;  // 4. one that rejoins hears the end then
+        // 4. One whose connection broke during a stall of ours rejoins to
+        // hear the end (RejoinAtShutdown).
+        if (loop_.NowMs() < rejoin_grace_until_ms_) n.awaiting_rejoin = true;
+        n.shut_down = !n.awaiting_rejoin;
         continue;
       }
       std::string node_id = n.info.node_id;
-      Shutdown shutdown{"all workers finished"};
-      if (!stop_reason_.empty())
-        shutdown = Shutdown{"stopped on request: " + stop_reason_, false, true};
-      ending_ = shutdown;
-      conn->Call(shutdown, [this, node_id](StatusOr<Incoming>) {
+      conn->Call(*ending_, [this, node_id](StatusOr<Incoming> answer) {
         auto it = rank_of_.find(node_id);
-        if (it != rank_of_.end()) NodesOf(it->second.first)[it->second.second].shut_down = true;
+        if (it == rank_of_.end()) return MaybeFinish();
+        NodeEntry& node = NodesOf(it->second.first)[it->second.second];
+        // 4. Its connection broke during a stall of ours: it rejoins.
+        if (!answer.ok() && loop_.NowMs() < rejoin_grace_until_ms_) {
+          node.awaiting_rejoin = true;
+          return;
+        }
+        node.shut_down = true;
         MaybeFinish();
       });
     }

@@ -14,6 +14,12 @@ void Scheduler::OnClose(const Connection::Ptr& conn, const Status& reason) {
   node_of_.erase(it);
   NodeEntry& node = NodesOf(role)[rank];
   if (shutting_down_) {
+    // 4. One that gave this scheduler up while it stalled rejoins to hear
+    // the end (RejoinAtShutdown), within the shutdown's wait.
+    if (ending_ && !node.shut_down && loop_.NowMs() < rejoin_grace_until_ms_) {
+      node.awaiting_rejoin = true;
+      return;
+    }
     node.shut_down = true;
     MaybeFinish();
     return;
