@@ -247,6 +247,12 @@ TEST_CASE("recovery is on with checkpoints, off without, and needs them when ask
   CHECK(Parse("train: {recovery: {wait_s: 0}}\n").train.RecoveryWaitSeconds() == 0);
   CHECK(ErrorOf("train:\n  checkpoint: {dir: c}\n  recovery: {wait_s: -1}\n")
             .find("train.recovery.wait_s") != std::string::npos);
+  // How often one link may roll the job back with no progress (scheduler step 5).
+  CHECK(Parse("train: {checkpoint: {dir: c}}\n").train.MaxFailedLinkRollbacks() == 3);
+  CHECK(Parse("train: {checkpoint: {dir: c}, recovery: {max_failed_link_rollbacks: 0}}\n")
+            .train.MaxFailedLinkRollbacks() == 0);
+  CHECK(ErrorOf("train:\n  checkpoint: {dir: c}\n  recovery: {max_failed_link_rollbacks: -1}\n")
+            .find("train.recovery.max_failed_link_rollbacks") != std::string::npos);
 }
 
 TEST_CASE("a stray comma is a one-line error, not a parser that never returns") {
