@@ -56,7 +56,7 @@ struct BodyEncoder {
     auto node = ToWire(b, m.node);
     return {w::Body_RegisterRequest,
             w::CreateRegisterRequest(b, node, m.server_num, m.worker_num, m.recovery_wait_s,
-                                     m.rejoin, m.generation)
+                                     m.rejoin, m.generation, b.CreateString(m.config))
                 .Union()};
   }
   Out operator()(const RegisterReply& m) {
@@ -246,7 +246,8 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
         return InvalidArgument(fmt::format("recovery_wait_s {} is not in 0..{}",
                                            m->recovery_wait_s(), kMaxWaitSeconds));
       return MessageBody(RegisterRequest{*node, m->server_num(), m->worker_num(),
-                                         m->recovery_wait_s(), m->rejoin(), m->generation()});
+                                         m->recovery_wait_s(), m->rejoin(), m->generation(),
+                                         m->config() ? m->config()->str() : ""});
     }
     case w::Body_RegisterReply:
       return MessageBody(RegisterReply{h->body_as_RegisterReply()->rank(),

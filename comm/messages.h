@@ -33,6 +33,7 @@ struct RegisterRequest {
   double recovery_wait_s = 0;  // 0: the job ends when a node is lost
   bool rejoin = false;         // a running node that lost the scheduler
   int64_t generation = 0;      // rejoin: the generation it runs in
+  std::string config;          // JobConfigText of the node's config
 };
 struct RegisterReply {
   int rank = -1;

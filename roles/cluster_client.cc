@@ -103,6 +103,7 @@ void ClusterClient::OnConnected(Connection::Ptr conn) {
   req.recovery_wait_s = options_.cluster.recovery_wait_s;
   req.rejoin = rejoining_;
   req.generation = generation_.load();
+  req.config = options_.cluster.job_config;
   if (!heartbeat_timer_.IsRunning())
     heartbeat_timer_.RunEvery(Millis(options_.cluster.heartbeat_interval_s),
                               [this] { CheckSchedulerHeard(); });

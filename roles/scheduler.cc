@@ -1,10 +1,12 @@
 #include "roles/scheduler.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
 #include "comm/tls.h"
+#include "src/common/config_identity.h"
 
 namespace pstrain {
 Scheduler::Scheduler(ClusterOptions options, Logger log)
@@ -14,6 +16,10 @@ Scheduler::Scheduler(ClusterOptions options, Logger log)
       servers_(static_cast<size_t>(std::max(options_.server_num, 0))),
       workers_(static_cast<size_t>(std::max(options_.worker_num, 0))) {
   loop_.SetSecurity(SecurityFrom(options_));
+  if (!options_.job_config_source.empty()) {
+    reference_config_ = options_.job_config;
+    reference_name_ = fmt::format("the scheduler's ({})", options_.job_config_source);
+  }
 }
 
 Scheduler::~Scheduler() {
@@ -158,6 +164,22 @@ Status Scheduler::CheckRegistration(const RegisterRequest& req) const {
   return Status::OK();
 }
 
+Status Scheduler::CheckSameConfig(const RegisterRequest& req) {
+  if (!reference_config_) {
+    reference_config_ = req.config;
+    reference_name_ =
+        fmt::format("the first node's ({} node id:{})", RoleName(req.node.role), req.node.node_id);
+    return Status::OK();
+  }
+  if (req.config == *reference_config_) return Status::OK();
+  return FailedPrecondition(fmt::format(
+      "its config differs from {}: {} (every node of a job must run the same config; only {} "
+      "may differ)",
+      reference_name_,
+      DescribeConfigDifference(req.config, "on this node", *reference_config_, "there"),
+      fmt::join(kNodeLocalKeys, ", ")));
+}
+
 void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
                                const RegisterRequest& req) {
   NodeInfo info = req.node;
@@ -172,6 +194,7 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
   };
   if (req.rejoin && shutting_down_ && ending_) return RejoinAtShutdown(conn, id, req);
   if (Status st = CheckRegistration(req); !st.ok()) return refuse(st);
+  if (Status st = CheckSameConfig(req); !st.ok()) return refuse(st);
   // One connection is one node: a second identity on it would hold a slot
   // that no heartbeat, barrier or Done could ever fill.
   if (auto it = node_of_.find(conn.get()); it != node_of_.end() && it->second != info.node_id)

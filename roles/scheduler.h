@@ -74,6 +74,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -149,6 +150,9 @@ class Scheduler {
                      const BarrierRequest& request);
   void HandleDone(const Connection::Ptr& conn, uint64_t id, NodeEntry& node);
   Status CheckRegistration(const RegisterRequest& req) const;
+  // The node's config against the job's (the scheduler's, else the first
+  // node's): one line naming the first keys that differ.
+  Status CheckSameConfig(const RegisterRequest& req);
   void HoldForProbe(const Connection::Ptr& conn, uint64_t id, const RegisterRequest& req,
                     NodeEntry& holder, const Connection::Ptr& holder_conn);
   void ExpireProbes(uint64_t now, uint64_t timeout);
@@ -206,8 +210,10 @@ class Scheduler {
   std::array<std::vector<BarrierWaiter>, 3> barriers_;             // by BarrierGroup
   std::vector<HeldRegistration> held_;                             // 11
   uint64_t next_probe_ = 1;
-  std::vector<std::string> refusals_;  // the first few, for the deadline's message
-  int64_t generation_ = 0;             // rollbacks so far (5)
+  std::vector<std::string> refusals_;            // the first few, for the deadline's message
+  std::optional<std::string> reference_config_;  // the job's JobConfigText
+  std::string reference_name_;                   // whose it is, for messages
+  int64_t generation_ = 0;                       // rollbacks so far (5)
   // 5. The link ("worker 1 and server 0") whose failure caused the last
   // rollback, and how many rollbacks in a row it caused with no progress;
   // progress: a worker past best_step_at_rollback_.

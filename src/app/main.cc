@@ -31,6 +31,7 @@
 #include "src/app/cli.h"
 #include "src/app/usage.h"
 #include "src/common/config.h"
+#include "src/common/config_identity.h"
 #include "src/common/logging.h"
 #include "src/common/options.h"
 #include "src/data/dataset.h"
@@ -180,7 +181,8 @@ int RunRole(const std::vector<std::string>& args) {
   if (!config.ok()) return UsageError(config.status());
   options->cluster.recovery_wait_s = config->train.RecoveryWaitSeconds();
   options->cluster.max_failed_link_rollbacks = config->train.MaxFailedLinkRollbacks();
-
+  options->cluster.job_config = JobConfigText(*config);
+  options->cluster.job_config_source = config->source;
   return ReportingOutOfMemory(RoleName(options->role), [&] { return RunNode(*options, *config); });
 }
 
@@ -200,7 +202,8 @@ int RunLocal(const std::vector<std::string>& args) {
     return UsageError(check.status());
   LocalJobOptions job;
   job.cluster = options->cluster;
-
+  job.cluster.job_config = JobConfigText(*config);
+  job.cluster.job_config_source = config->source;
   job.config = *config;
   job.make_job = [config = *config](int) {
     return std::move(JobOf(config, /*check_data=*/false).value());

@@ -467,7 +467,9 @@ Status ReadConfig(const Documents& documents, const std::string& yaml_text,
                      }},
                     Section("train", &config->train, &ReadTrain),
                     Section("parameters", &config->parameters, &ReadParameters)}));
-  return CheckRulesAgainstTrain(doc, *config);
+  PSTRAIN_RETURN_IF_ERROR(CheckRulesAgainstTrain(doc, *config));
+  FlattenSettings(root, "", &config->settings);
+  return Status::OK();
 }
 
 // ParseConfig, resolving relative data paths against `base_dir` (if not empty).

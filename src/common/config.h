@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -133,6 +134,9 @@ struct Config {
   DataConfig data;
   TrainConfig train;
   std::vector<ParameterRule> parameters;
+  // Every scalar of the file by key path, as written ("train.optimizer.lr"
+  // -> "0.05"): what nodes and checkpoints compare (config_identity.h).
+  std::map<std::string, std::string> settings;
 };
 
 // Parses `yaml_text`; `source_name` is the file name used in messages.

@@ -72,6 +72,11 @@ Status ReadMap(const Value& map, const std::vector<Field>& fields,
 Status ReadList(const Value& list, std::string_view expected,
                 const std::function<Status(const Value& item)>& read);
 
+// Every scalar under `node` by key path into `out` (Config::settings), the
+// path of `node` itself being `path` ("" for the document).
+void FlattenSettings(const YAML::Node& node, const std::string& path,
+                     std::map<std::string, std::string>* out);
+
 // Parses all of `text` as a number; false on anything else.
 template <typename T>
 bool ParseNumber(const std::string& text, T* out) {

@@ -66,6 +66,12 @@ struct ClusterOptions {
   // train.recovery.max_failed_link_rollbacks, read by the scheduler from
   // its own config (the default without one).
   int max_failed_link_rollbacks = 3;
+  // Set from the config too: its JobConfigText (src/common/config_identity.h)
+  // and its file, so that every node of a job runs the same config. The
+  // scheduler, when started with a config, is the reference; else the
+  // first node to register.
+  std::string job_config;
+  std::string job_config_source;
   // Workers' ring: "auto" uses shared memory when every worker shares one
   // host, TCP otherwise; "tcp" always TCP (PSTRAIN_RING_TRANSPORT).
   std::string ring_transport = "auto";

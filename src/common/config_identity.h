@@ -1,0 +1,50 @@
+// What makes two configs the same job: the texts nodes compare at
+// registration and checkpoints carry, and the line that names how two differ.
+//
+// A config's settings (Config::settings) are every scalar of its file by key
+// path, as written ("train.optimizer.lr" -> "0.05", "model.layers[3].type" ->
+// "relu"). Two texts are built from them, "key: value" lines in key order:
+//
+// - JobConfigText: what every node of one job must share. All settings but
+//   the node-local ones (kNodeLocalKeys): where a node finds its data files
+//   and writes its checkpoints and table store may differ from host to host.
+//   The scheduler refuses a node whose text differs from its own (or, when
+//   it was started without a config, from the first node's).
+// - JobIdentityText: what a checkpoint belongs to. The settings that decide
+//   the model a checkpoint holds: the model, optimizers and compression,
+//   update mode, seed, batch size, parameter placement and the data (format
+//   and file names, not their directories). Left out, so that a job can be
+//   resumed with them changed: how long it runs (epochs, steps), logging,
+//   checkpoint and recovery settings, partition size, and the memory given
+//   to caches (cache_rows, server_cache_rows, server_cache_bytes).
+//
+// A config built in code, not read from a file, has no settings: its texts
+// are empty, and equal to each other's.
+#pragma once
+
+#include <string>
+
+#include "src/common/config.h"
+
+namespace pstrain {
+
+// Key paths left out of JobConfigText, and what each is for.
+inline constexpr const char* kNodeLocalKeys[] = {
+    "data.train",            // a worker's data files (its shard)
+    "data.test",             // the files it evaluates on
+    "train.checkpoint.dir",  // where it mounts the shared checkpoint directory
+    "train.store_dir",       // a server's local disk for table rows
+};
+
+std::string JobConfigText(const Config& config);
+std::string JobIdentityText(const Config& config);
+
+// The first `max_keys` keys whose values differ between two such texts, as
+// "train.optimizer.lr is 0.5 <a_name>, 0.05 <b_name>; ..." (a key one text
+// lacks shows as "not set"), plus "and N more" when there are. Empty when
+// the texts hold the same settings.
+std::string DescribeConfigDifference(const std::string& a, const std::string& a_name,
+                                     const std::string& b, const std::string& b_name,
+                                     int max_keys = 3);
+
+}  // namespace pstrain
