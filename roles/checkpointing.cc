@@ -9,6 +9,7 @@
 
 #include "roles/model_layout.h"
 #include "src/common/checkpoint_file.h"
+#include "src/common/config_identity.h"
 
 namespace pstrain {
 namespace {
@@ -83,8 +84,9 @@ Status CheckpointInFlight::Finish() {
   const CheckpointConfig& c = *ctx_->config->train.checkpoint;
   const std::string step_dir = CheckpointStepDir(c.dir, step_);
   files_.insert(files_.end(), local_files_.begin(), local_files_.end());
-  PSTRAIN_RETURN_IF_ERROR(WriteManifest(c.dir, step_, files_));
-  PSTRAIN_RETURN_IF_ERROR(PruneCheckpoints(c.dir, c.keep));
+  const std::string job = JobIdentityText(*ctx_->config);
+  PSTRAIN_RETURN_IF_ERROR(WriteManifest(c.dir, step_, files_, job));
+  PSTRAIN_RETURN_IF_ERROR(PruneCheckpoints(c.dir, c.keep, &job));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   ctx_->log->info("checkpoint of step {} written to {} in {:.3f} s ({} files, {} bytes)", step_,
@@ -101,15 +103,52 @@ Status SaveCheckpoint(WorkerContext& ctx, int64_t step, const WorkerPlace* place
 
 StatusOr<CheckpointRef> ResumeCheckpoint(const Config& config, const Logger& log,
                                          bool rolled_back) {
-  const CheckpointRef none{0, "", {}};
-  if (!config.train.checkpoint || !(config.train.checkpoint->resume || rolled_back)) return none;
-  auto newest = FindNewestCheckpoint(config.train.checkpoint->dir);
-  if (!newest.ok()) {
-    if (newest.status().code() == StatusCode::kNotFound) return none;
-    return newest.status();
+  const CheckpointRef none{0, "", {}, ""};
+  if (!config.train.checkpoint) return none;
+  const CheckpointConfig& c = *config.train.checkpoint;
+  const std::string job = JobIdentityText(config);
+  if (!rolled_back) {
+    PSTRAIN_RETURN_IF_ERROR(CheckWritableDirectory(c.dir).WithContext("train.checkpoint.dir"));
+    if (!c.resume) {
+      auto step = NewestStepDirectory(c.dir);
+      if (!step.ok()) return step.status();
+      if (*step < 0) return none;
+      return FailedPrecondition(fmt::format(
+          "train.checkpoint.dir {} already holds {} and train.checkpoint.resume is false: use a "
+          "fresh directory, or set train.checkpoint.resume: true to continue from it",
+          c.dir, CheckpointStepDir(c.dir, *step)));
+    }
   }
-  log->info("resuming at step {} from {}", newest->step, newest->step_dir);
+  std::vector<std::string> skipped;
+  // At the start the newest step must be this job's; after a rollback only
+  // this job's are looked at (the start made sure there were no others).
+  auto newest = FindNewestCheckpoint(c.dir, &skipped, rolled_back ? &job : nullptr);
+  for (const std::string& why : skipped) log->warn("checkpoint skipped: {}", why);
+  if (!newest.ok()) {
+    if (newest.status().code() != StatusCode::kNotFound) return newest.status();
+    log->info("no complete checkpoint of this job in {}: starting from step 0", c.dir);
+    return none;
+  }
+  if (!newest->job.empty() && newest->job != job)
+    return FailedPrecondition(fmt::format(
+        "train.checkpoint.dir {} holds step {} of another job ({}): use a fresh directory for "
+        "this job",
+        c.dir, newest->step,
+        DescribeConfigDifference(newest->job, "there", job, "in " + config.source)));
   return newest;
+}
+
+Status AgreeOnResume(ClusterClient& cluster, const CheckpointRef& found, const std::string& who) {
+  auto lowest = cluster.AgreeMin(BarrierGroup::kAll, found.step);
+  if (!lowest.ok()) return lowest.status();
+  auto highest = cluster.AgreeMin(BarrierGroup::kAll, -found.step);
+  if (!highest.ok()) return highest.status();
+  if (*lowest == -*highest) return Status::OK();
+  return FailedPrecondition(fmt::format(
+      "{} resumes from step {} ({}), but the nodes' newest checkpoints of this job range from "
+      "step {} to {}: every node must see the same checkpoint directory",
+      who, found.step, found.step > 0 ? found.step_dir : "no checkpoint of this job", *lowest,
+      -*highest));
 }
 
 StatusOr<int64_t> ResumeStep(const Config& config, const Logger& log) {

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "comm/completion.h"
+#include "roles/checkpointing.h"
 #include "src/common/checkpoint_file.h"
 
 namespace pstrain {
@@ -65,9 +66,12 @@ Status Server::RunOnce() {
       },
       Aborted("the server is stopping")));
   // Restored partitions are in place before any worker can push or pull:
-  // workers start only after this barrier.
-  PSTRAIN_RETURN_IF_ERROR(RestoreNewestCheckpoint());
-  PSTRAIN_RETURN_IF_ERROR(node_.cluster().Barrier(BarrierGroup::kAll));
+  // workers start only after this barrier, where every node agrees on the
+  // step it resumes from.
+  auto found = ResumeCheckpoint(config_, node_.log(), node_.cluster().generation() > 0);
+  if (!found.ok()) return found.status();
+  PSTRAIN_RETURN_IF_ERROR(RestoreCheckpoint(*found));
+  PSTRAIN_RETURN_IF_ERROR(AgreeOnResume(node_.cluster(), *found, fmt::format("server {}", rank())));
   // Stopped before the tables go (Sample asks them for their rows).
   ServerMetrics metrics(node_.options().cluster.log_dir, rank(), node_.log(),
                         [this] { return Sample(); });
@@ -320,21 +324,9 @@ void Server::Save(int64_t step, PsShard::Reply reply) {
   });
 }
 
-Status Server::RestoreNewestCheckpoint() {
-  // After a rollback every node resumes (see ResumeCheckpoint).
-  const bool rolled_back = node_.cluster().generation() > 0;
-  if (!config_.train.checkpoint || !(config_.train.checkpoint->resume || rolled_back))
-    return Status::OK();
-  const std::string& dir = config_.train.checkpoint->dir;
-  std::vector<std::string> skipped;
-  auto newest = FindNewestCheckpoint(dir, &skipped);
-  for (const std::string& why : skipped) node_.log()->warn("checkpoint skipped: {}", why);
-  if (!newest.ok()) {
-    if (newest.status().code() != StatusCode::kNotFound) return newest.status();
-    node_.log()->info("no complete checkpoint in {}: starting from the chief's values", dir);
-    return Status::OK();
-  }
-  std::string path = newest->step_dir + "/" + ShardFileName(node_.cluster().rank());
+Status Server::RestoreCheckpoint(const CheckpointRef& checkpoint) {
+  if (checkpoint.step == 0) return Status::OK();  // the chief's values come with its Init pushes
+  std::string path = checkpoint.step_dir + "/" + ShardFileName(node_.cluster().rank());
   auto contents = ReadShardFile(path, Meta());
   if (!contents.ok()) return contents.status().WithContext("resume");
   const size_t tables = contents->tables.size();
@@ -350,7 +342,7 @@ Status Server::RestoreNewestCheckpoint() {
   if (contents->workers != workers)
     node_.log()->info("resuming a checkpoint of {} workers with {}", contents->workers, workers);
   const std::string store =
-      contents->has_store ? newest->step_dir + "/" + StoreCheckpointDirName(rank()) : "";
+      contents->has_store ? checkpoint.step_dir + "/" + StoreCheckpointDirName(rank()) : "";
   PSTRAIN_RETURN_IF_ERROR(
       tables_->Restore(std::move(contents->tables), store, contents->store_files)
           .WithContext(path));
@@ -376,9 +368,9 @@ Status Server::RestoreNewestCheckpoint() {
     shard->Restore(std::move(list), [done](Status st) { done.Set(st); });
     PSTRAIN_RETURN_IF_ERROR(done.Wait().WithContext(path));
   }
-  reached_step_ = newest->step;
+  reached_step_ = checkpoint.step;
   node_.log()->info("resumed {} partitions and {} embedding tables from {} (step {})", count,
-                    tables, path, newest->step);
+                    tables, path, checkpoint.step);
   return Status::OK();
 }
 

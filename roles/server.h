@@ -40,6 +40,7 @@
 #include "roles/shard_file.h"
 #include "roles/store_checkpoint.h"
 #include "roles/table_host.h"
+#include "src/common/checkpoint_file.h"
 #include "src/common/config.h"
 
 namespace pstrain {
@@ -70,9 +71,10 @@ class Server {
                           uint32_t part);
   PsShard::Reply ReplyTo(const Connection::Ptr& conn, uint64_t request_id);
   // Checkpoints (roles/shard_file.h): write this server's shard of `step`;
-  // at start, restore the newest complete checkpoint when the config says so.
+  // at start, restore this server's shard of `checkpoint` (found by
+  // ResumeCheckpoint; step 0: nothing to restore).
   void Save(int64_t step, PsShard::Reply reply);
-  Status RestoreNewestCheckpoint();
+  Status RestoreCheckpoint(const CheckpointRef& checkpoint);
   std::vector<PsShard*> AllShards();
   // For the metrics file (roles/server_metrics.h); any thread.
   ServerSample Sample();

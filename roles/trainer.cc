@@ -31,24 +31,6 @@ double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Every worker resumes from the same checkpoint, `found` on its own look in
-// the directory. No worker trains (and so no checkpoint is written) before
-// all have looked: without this barrier an async worker that started late
-// found the checkpoint its peers had just written at the end of the job,
-// and trained nothing. A worker that saw another step has another directory
-// (storage not shared): the job stops rather than mix two models.
-Status AgreeOnResumeStep(WorkerContext& ctx, const CheckpointRef& found) {
-  auto lowest = ctx.cluster->AgreeMin(BarrierGroup::kWorkers, found.step);
-  if (!lowest.ok()) return lowest.status();
-  auto highest = ctx.cluster->AgreeMin(BarrierGroup::kWorkers, -found.step);
-  if (!highest.ok()) return highest.status();
-  if (*lowest == -*highest) return Status::OK();
-  return FailedPrecondition(fmt::format(
-      "worker {} found its newest checkpoint at step {} ({}), but the workers' newest range "
-      "from step {} to {}: every node must see the same checkpoint directory",
-      ctx.rank, found.step, found.step > 0 ? found.step_dir : "none", *lowest, -*highest));
-}
-
 // Mode average's limits, refused at start with the line to change.
 Status CheckAveraging(const Config& config, const RemoteEmbeddings& embeddings) {
   const int64_t every = config.train.average_every;
@@ -423,9 +405,8 @@ Status TrainJob::Run(WorkerContext& ctx) {
   if (ctx.rank == 0 && config_.train.checkpoint && ctx.cluster->generation() == 0)
     ctx.log->info("checkpoints: {} (resolved from the config's directory when relative)",
                   AbsolutePath(config_.train.checkpoint->dir));
-  auto resume = ResumeCheckpoint(config_, ctx.log, ctx.cluster->generation() > 0);
-  if (!resume.ok()) return resume.status();
-  PSTRAIN_RETURN_IF_ERROR(AgreeOnResumeStep(ctx, *resume));
+  // Found and agreed on by every node before any trained (roles/worker.cc).
+  const CheckpointRef* resume = &ctx.resume;
   const int64_t start_step = resume->step;
   // Where this worker's data and random draws continue: its place as the
   // checkpoint saved it, once checked against this run's config and data,

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "comm/completion.h"
+#include "roles/checkpointing.h"
 #include "src/common/random.h"
 
 namespace pstrain {
@@ -55,7 +56,16 @@ Status Worker::RunOnce() {
     kv_ = std::make_unique<KvClient>(&node_.loop(), servers_, context.rank, std::move(*map));
     context.kv = kv_.get();
   }
-  PSTRAIN_RETURN_IF_ERROR(node_.cluster().Barrier(BarrierGroup::kAll));
+  // The start barrier: every node, servers too, resumes from one step.
+  if (job_) {
+    auto found = ResumeCheckpoint(config_, node_.log(), node_.cluster().generation() > 0);
+    if (!found.ok()) return found.status();
+    if (found->step > 0)
+      node_.log()->info("resuming at step {} from {}", found->step, found->step_dir);
+    context.resume = *found;
+  }
+  PSTRAIN_RETURN_IF_ERROR(
+      AgreeOnResume(node_.cluster(), context.resume, fmt::format("worker {}", context.rank)));
   if (job_) {
     PSTRAIN_RETURN_IF_ERROR(job_->Run(context));
   } else {

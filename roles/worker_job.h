@@ -10,6 +10,7 @@
 #include "comm/kv_client.h"
 #include "comm/partition_map.h"
 #include "roles/cluster_client.h"
+#include "src/common/checkpoint_file.h"
 #include "src/common/config.h"
 #include "src/common/logging.h"
 
@@ -26,6 +27,9 @@ struct WorkerContext {
   std::vector<Connection::Ptr> servers;  // by server rank; use on `loop` only
   Collective* collective = nullptr;      // when the job NeedsCollective()
   std::string log_dir = ".";             // metrics files go here (PSTRAIN_LOG_DIR)
+  // Where training starts: the checkpoint every node agreed on at the start
+  // barrier (roles/checkpointing.h, AgreeOnResume); step 0: none.
+  CheckpointRef resume{0, "", {}, ""};
 };
 
 class WorkerJob {

@@ -3,6 +3,7 @@
 #include "src/common/checkpoint_file.h"
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <iterator>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/test_util.h"
@@ -52,11 +54,19 @@ std::vector<uint8_t> WriteShard(const std::string& path, uint32_t seed = 1) {
 }
 
 // Writes every file of `step` and, when `manifest`, its MANIFEST.
-void WriteStep(const std::string& dir, int64_t step, bool manifest = true) {
+void WriteStep(const std::string& dir, int64_t step, bool manifest = true,
+               const std::string& job = "") {
   const std::string step_dir = CheckpointStepDir(dir, step);
   WriteShard(step_dir + "/server-0.ckpt", static_cast<uint32_t>(step));
   WriteShard(step_dir + "/server-1.ckpt", static_cast<uint32_t>(step) + 7);
-  if (manifest) REQUIRE(WriteManifest(dir, step, {"server-0.ckpt", "server-1.ckpt"}).ok());
+  if (manifest) REQUIRE(WriteManifest(dir, step, {"server-0.ckpt", "server-1.ckpt"}, job).ok());
+}
+
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 void FlipByte(const std::string& path, size_t offset) {
@@ -357,6 +367,74 @@ TEST_CASE("PruneCheckpoints keeps the newest N complete steps and in-progress on
   REQUIRE(found.ok());
   CHECK(found->step == 40);
   CHECK(PruneCheckpoints(tmp.path() + "/nope", 1).ok());
+}
+
+TEST_CASE("a job finds, keeps and prunes only its own steps") {
+  TempDir tmp;
+  const std::string ours = "train.optimizer.lr: 0.002\n", theirs = "train.optimizer.lr: 0.001\n";
+  WriteStep(tmp.path(), 10, true, ours);
+  WriteStep(tmp.path(), 20, true, ours);
+  WriteStep(tmp.path(), 25, true, "");  // an older pstrain's: no job recorded
+  WriteStep(tmp.path(), 200, true, theirs);
+  WriteStep(tmp.path(), 5, true, theirs);
+
+  // Without a job the newest step is taken, and says whose it is.
+  auto newest = FindNewestCheckpoint(tmp.path());
+  REQUIRE(newest.ok());
+  CHECK(newest->step == 200);
+  CHECK(newest->job == theirs);
+  // With one, another job's steps are passed over, naming how they differ.
+  std::vector<std::string> skipped;
+  auto found = FindNewestCheckpoint(tmp.path(), &skipped, &ours);
+  REQUIRE(found.ok());
+  CHECK(found->step == 25);
+  REQUIRE(skipped.size() == 1);
+  CHECK(Contains(skipped[0],
+                 "step-000000000200: another job's checkpoint (train.optimizer.lr is "
+                 "0.001 there, 0.002 in this job)"));
+
+  REQUIRE(PruneCheckpoints(tmp.path(), 1, &ours).ok());
+  CHECK(Entries(tmp.path()) ==
+        std::vector<std::string>{"step-000000000005", "step-000000000025", "step-000000000200"});
+  CHECK(NewestStepDirectory(tmp.path()).value() == 200);
+  CHECK(NewestStepDirectory(tmp.path() + "/nope").value() == -1);
+}
+
+TEST_CASE("pruning goes on when another process removes steps under it") {
+  TempDir tmp;
+  const std::string dir = tmp.path() + "/ckpt";
+  WriteStep(dir, 1000);
+  // Rounds of 40 old steps of many files each, which one thread prunes
+  // while another removes them: a step vanishing mid-prune is no error.
+  for (int round = 0; round < 20; ++round) {
+    for (int64_t step = 1; step <= 40; ++step) {
+      fs::create_directories(CheckpointStepDir(dir, step));
+      for (int f = 0; f < 20; ++f)
+        WriteBytes(CheckpointStepDir(dir, step) + "/f" + std::to_string(f), Pattern(10, f));
+    }
+    std::thread remover([&] {
+      for (int64_t step = 1; step <= 40; ++step) {
+        std::error_code ec;
+        fs::remove_all(CheckpointStepDir(dir, step), ec);
+      }
+    });
+    Status pruned = PruneCheckpoints(dir, 1);
+    remover.join();
+    REQUIRE_MESSAGE(pruned.ok(), pruned.message());
+  }
+  CHECK(Entries(dir) == std::vector<std::string>{"step-000000001000"});
+}
+
+TEST_CASE("CheckWritableDirectory makes the directory and refuses a read-only one") {
+  TempDir tmp;
+  CHECK(CheckWritableDirectory(tmp.path() + "/a/b").ok());
+  CHECK(fs::is_directory(tmp.path() + "/a/b"));
+  CHECK(Entries(tmp.path() + "/a/b").empty());  // the probe file is gone
+  if (::geteuid() == 0) return;                 // root writes anywhere
+  fs::permissions(tmp.path() + "/a/b", fs::perms::owner_read | fs::perms::owner_exec);
+  Status st = CheckWritableDirectory(tmp.path() + "/a/b");
+  CHECK(!st.ok());
+  CHECK(Contains(st.message(), "a/b: not writable: Permission denied"));
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "comm/frame.h"
+#include "roles/checkpointing.h"
 #include "roles/cluster_client.h"
 #include "roles/local_job.h"
 #include "roles/server.h"
@@ -61,7 +62,8 @@ struct TestNode {
 // `node`, one worker of a 2-worker job, takes part to the end: the barrier,
 // Done, the shutdown. Then the other worker's thread and the scheduler end.
 void FinishJob(TestNode& node, std::thread& other, Scheduler& scheduler) {
-  CHECK(node.client.Barrier(BarrierGroup::kAll).ok());
+  // The start barrier of every node: agreeing on the step to resume from.
+  CHECK(AgreeOnResume(node.client, CheckpointRef{0, "", {}, ""}, "test node").ok());
   CHECK(node.client.ReportDone().ok());
   CHECK(node.client.WaitForShutdown().ok());
   other.join();

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <system_error>
 
+#include "src/common/config_identity.h"
+
 namespace pstrain {
 namespace {
 
@@ -235,16 +237,20 @@ struct ManifestEntry {
   uint32_t crc;
 };
 
-Status ReadManifest(const std::string& path, int64_t step, std::vector<ManifestEntry>* entries) {
+Status ReadManifest(const std::string& path, int64_t step, std::vector<ManifestEntry>* entries,
+                    std::string* job) {
   auto sections = ReadCheckpointFile(path);
   if (sections.status().code() == StatusCode::kNotFound) {
     return NotFound(path + ": missing, the checkpoint is incomplete");
   }
   if (!sections.ok()) return sections.status();
   auto bad = [&](const std::string& m) { return InvalidArgument(path + ": " + m); };
-  if (sections->size() != 1 || (*sections)[0].name != "manifest") {
-    return bad("expected one section named 'manifest'");
+  const size_t count = sections->size();
+  if (count < 1 || count > 2 || (*sections)[0].name != "manifest" ||
+      (count == 2 && (*sections)[1].name != "job")) {
+    return bad("expected a section named 'manifest', then at most one named 'job'");
   }
+  if (count == 2) job->assign((*sections)[1].bytes.begin(), (*sections)[1].bytes.end());
   const std::vector<uint8_t>& text = (*sections)[0].bytes;
   std::vector<std::string_view> lines =
       Split(std::string_view(reinterpret_cast<const char*>(text.data()), text.size()), '\n');
@@ -267,12 +273,20 @@ Status ReadManifest(const std::string& path, int64_t step, std::vector<ManifestE
   return entries->empty() ? bad("lists no files") : Status::OK();
 }
 
-// OK when the step's MANIFEST and every file it lists verify.
-Status VerifyStep(const std::string& dir, int64_t step, CheckpointRef* ref) {
+// OK when the step's MANIFEST and every file it lists verify; with `job`,
+// FailedPrecondition when the MANIFEST names another job.
+Status VerifyStep(const std::string& dir, int64_t step, CheckpointRef* ref,
+                  const std::string* job = nullptr) {
   const std::string step_dir = CheckpointStepDir(dir, step);
   std::vector<ManifestEntry> entries;
-  PSTRAIN_RETURN_IF_ERROR(ReadManifest(step_dir + "/" + kManifestName, step, &entries));
-  *ref = CheckpointRef{step, step_dir, {}};
+  std::string written_by;
+  PSTRAIN_RETURN_IF_ERROR(
+      ReadManifest(step_dir + "/" + kManifestName, step, &entries, &written_by));
+  if (job != nullptr && !written_by.empty() && written_by != *job)
+    return FailedPrecondition(
+        fmt::format("{}: another job's checkpoint ({})", step_dir,
+                    DescribeConfigDifference(written_by, "there", *job, "in this job")));
+  *ref = CheckpointRef{step, step_dir, {}, written_by};
   for (const ManifestEntry& e : entries) {
     const std::string path = step_dir + "/" + e.name;
     FileInfo info;
@@ -285,6 +299,16 @@ Status VerifyStep(const std::string& dir, int64_t step, CheckpointRef* ref) {
     ref->files.push_back(e.name);
   }
   return Status::OK();
+}
+
+// Whether step `step`'s MANIFEST names a job other than `job` (reads only
+// the MANIFEST: a partial or damaged step is nobody else's).
+bool IsAnotherJobs(const std::string& dir, int64_t step, const std::string& job) {
+  std::vector<ManifestEntry> entries;
+  std::string written_by;
+  const std::string path = CheckpointStepDir(dir, step) + "/" + kManifestName;
+  return ReadManifest(path, step, &entries, &written_by).ok() && !written_by.empty() &&
+         written_by != job;
 }
 
 // The steps under `dir` (names "step-" + canonical digits), newest first.
@@ -369,7 +393,8 @@ std::string CheckpointStepDir(const std::string& dir, int64_t step) {
   return dir + "/" + StepDirName(step);
 }
 
-Status WriteManifest(const std::string& dir, int64_t step, const std::vector<std::string>& files) {
+Status WriteManifest(const std::string& dir, int64_t step, const std::vector<std::string>& files,
+                     const std::string& job) {
   const std::string context = fmt::format("write manifest of step {}", step);
   if (step < 0) return InvalidArgument(context + ": negative step");
   if (files.empty()) return InvalidArgument(context + ": no files to list");
@@ -384,17 +409,19 @@ Status WriteManifest(const std::string& dir, int64_t step, const std::vector<std
     if (!s.ok()) return s.WithContext(context);
     text += fmt::format("file {} {} {:08x}\n", name, info.size, info.crc);
   }
-  return WriteCheckpointFile(step_dir + "/" + kManifestName,
-                             {SectionView{"manifest", text.data(), text.size()}});
+  std::vector<SectionView> sections = {SectionView{"manifest", text.data(), text.size()}};
+  if (!job.empty()) sections.push_back(SectionView{"job", job.data(), job.size()});
+  return WriteCheckpointFile(step_dir + "/" + kManifestName, sections);
 }
 
 StatusOr<CheckpointRef> FindNewestCheckpoint(const std::string& dir,
-                                             std::vector<std::string>* skipped) {
+                                             std::vector<std::string>* skipped,
+                                             const std::string* job) {
   std::vector<int64_t> steps;
   PSTRAIN_RETURN_IF_ERROR(ListSteps(dir, &steps));
   for (int64_t step : steps) {
     CheckpointRef ref;
-    Status s = VerifyStep(dir, step, &ref);
+    Status s = VerifyStep(dir, step, &ref, job);
     if (s.ok()) return ref;
     if (skipped != nullptr) skipped->push_back(s.message());
   }
@@ -402,7 +429,26 @@ StatusOr<CheckpointRef> FindNewestCheckpoint(const std::string& dir,
                               steps.size()));
 }
 
-Status PruneCheckpoints(const std::string& dir, int keep) {
+Status CheckWritableDirectory(const std::string& dir) {
+  PSTRAIN_RETURN_IF_ERROR(MakeDirs(dir));
+  std::string probe = dir + "/.pstrain-write-test-XXXXXX";
+  int fd = ::mkstemp(probe.data());
+  if (fd < 0)
+    return FailedPrecondition(fmt::format("{}: not writable: {}", dir, std::strerror(errno)));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return Status::OK();
+}
+
+StatusOr<int64_t> NewestStepDirectory(const std::string& dir) {
+  std::vector<int64_t> steps;
+  Status listed = ListSteps(dir, &steps);
+  if (listed.code() == StatusCode::kNotFound) return int64_t{-1};
+  PSTRAIN_RETURN_IF_ERROR(listed);
+  return steps.empty() ? -1 : steps.front();
+}
+
+Status PruneCheckpoints(const std::string& dir, int keep, const std::string* job) {
   if (keep < 1) return InvalidArgument(fmt::format("prune checkpoints: keep {} < 1", keep));
   std::vector<int64_t> steps;
   Status listed = ListSteps(dir, &steps);
@@ -410,6 +456,7 @@ Status PruneCheckpoints(const std::string& dir, int keep) {
   PSTRAIN_RETURN_IF_ERROR(listed);
   int complete = 0;
   for (int64_t step : steps) {
+    if (job != nullptr && IsAnotherJobs(dir, step, *job)) continue;  // never ours to delete
     if (complete < keep) {
       CheckpointRef ref;
       if (VerifyStep(dir, step, &ref).ok()) {
@@ -420,7 +467,8 @@ Status PruneCheckpoints(const std::string& dir, int keep) {
     }
     std::error_code ec;
     std::filesystem::remove_all(CheckpointStepDir(dir, step), ec);
-    if (ec) return Internal(CheckpointStepDir(dir, step) + ": remove: " + ec.message());
+    if (ec && ec != std::errc::no_such_file_or_directory)
+      return Internal(CheckpointStepDir(dir, step) + ": remove: " + ec.message());
   }
   return Status::OK();
 }

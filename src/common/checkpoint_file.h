@@ -84,34 +84,53 @@ bool ValidCheckpointFileName(std::string_view name);
 // "<dir>/step-000000000100" for step 100. `step` must be >= 0.
 std::string CheckpointStepDir(const std::string& dir, int64_t step);
 
-// Writes <step dir>/MANIFEST (one section "manifest" of text lines
-// "step <n>" then "file <name> <size> <crc32, 8 hex digits>") listing `files`,
-// names inside the step dir. Reads and verifies each file first and fails,
-// naming it, if one is missing or damaged: a manifest never vouches for a bad
-// file. Call it only after every participant's file is written.
-Status WriteManifest(const std::string& dir, int64_t step, const std::vector<std::string>& files);
+// Writes <step dir>/MANIFEST listing `files`, names inside the step dir: a
+// section "manifest" of text lines "step <n>" then "file <name> <size>
+// <crc32, 8 hex digits>", and, when `job` is not empty, a section "job"
+// holding it: the identity of the job that wrote the step
+// (src/common/config_identity.h), so that no other job takes it for its
+// own. Reads and verifies each file first and fails, naming it, if one is
+// missing or damaged: a manifest never vouches for a bad file. Call it only
+// after every participant's file is written.
+Status WriteManifest(const std::string& dir, int64_t step, const std::vector<std::string>& files,
+                     const std::string& job = "");
 
 // A complete checkpoint: its step, its directory, the files its MANIFEST
-// lists (names inside step_dir, in manifest order).
+// lists (names inside step_dir, in manifest order), and the identity of the
+// job that wrote it (empty: not recorded, written by an older pstrain).
 struct CheckpointRef {
   int64_t step;
   std::string step_dir;
   std::vector<std::string> files;
+  std::string job;
 };
 
 // The newest step whose MANIFEST verifies and whose listed files all exist
-// with the listed size and CRC and read back clean. Each newer step passed
-// over (partial, damaged, or not a checkpoint at all) adds one line to
-// *skipped (may be null) naming the file and the reason. NotFound when no step
-// is complete, including when `dir` does not exist; other errors when `dir`
-// cannot be listed. Reads every byte of the steps it checks.
+// with the listed size and CRC and read back clean; with `job`, only a step
+// of that job (or one that records none). Each newer step passed over
+// (partial, damaged, another job's, or not a checkpoint at all) adds one line
+// to *skipped (may be null) naming the file and the reason. NotFound when no
+// step is complete, including when `dir` does not exist; other errors when
+// `dir` cannot be listed. Reads every byte of the steps it checks.
 StatusOr<CheckpointRef> FindNewestCheckpoint(const std::string& dir,
-                                             std::vector<std::string>* skipped = nullptr);
+                                             std::vector<std::string>* skipped = nullptr,
+                                             const std::string* job = nullptr);
+
+// The newest step directory under `dir`, complete or not; -1 when there is
+// none or `dir` does not exist.
+StatusOr<int64_t> NewestStepDirectory(const std::string& dir);
+
+// OK when a file can be created in `dir` (made when missing): checked by
+// creating one and removing it. The error names the directory and the
+// reason ("Permission denied", "Read-only file system").
+Status CheckWritableDirectory(const std::string& dir);
 
 // Keeps the newest `keep` (>= 1) complete steps. Deletes every step older than
 // the oldest kept one, and partial or damaged steps older than the newest
 // complete one; newer partial steps stay (they may still be being written).
-// Deletes nothing when no step is complete; OK when `dir` does not exist.
-Status PruneCheckpoints(const std::string& dir, int keep);
+// With `job`, steps of another job are neither counted nor deleted. Deletes
+// nothing when no step is complete; OK when `dir` does not exist, and when a
+// step vanishes while being deleted (someone else removed it).
+Status PruneCheckpoints(const std::string& dir, int keep, const std::string* job = nullptr);
 
 }  // namespace pstrain
