@@ -271,13 +271,23 @@ be32() { printf "\\$(printf %03o $(($1 >> 24 & 255)))\\$(printf %03o $(($1 >> 16
 { printf '\0\0\10\1'; be32 $n; head -c $n /dev/zero; } | gzip -1 > "$DATA/big-labels.gz"
 printf '%s\n' 'model:' '  input: [1, 28, 28]' '  layers: [flatten, {name: fc, type: linear, out: 10}]' \
   'data: {format: idx, train: [big-images.gz, big-labels.gz]}' 'train: {steps: 2}' > "$DATA/big.yaml"
+# Under limits too tight for the tiny job, memory or threads run out on
+# threads other than main: one line and exit 1, never an abort (134). (Much
+# tighter limits fail in the dynamic loader, before pstrain runs: 127.)
 limit=""
 for kb in 1000000 1500000 2000000 2500000 3000000 4000000; do
-  if (ulimit -v $kb; "$BIN" local --config "$TINY" --servers 1 --workers 1) > /dev/null 2>&1; then
+  (ulimit -v $kb; "$BIN" local --config "$TINY" --servers 1 --workers 1) > "$OUT" 2>&1
+  status=$?
+  if [ "$status" = 0 ]; then
     limit=$((kb + 256000))
     break
   fi
-done 2> /dev/null  # the shell's "Aborted" for a limit too tight to start threads
+  [ "$status" = 127 ] && continue
+  check "the tiny job under ulimit -v $kb exits 1, not an abort (got $status)" [ "$status" = 1 ]
+  check "the tiny job under ulimit -v $kb says why" \
+    grep -q "^pstrain: .*\(out of memory\|could not start\)" "$OUT"
+  echo "the tiny job under ulimit -v $kb: $(grep '^pstrain: ' "$OUT" | head -n 1)"
+done 2> /dev/null
 check "the tiny job runs under some address-space limit" [ -n "$limit" ]
 (ulimit -v "${limit:-4256000}"; "$BIN" local --config "$DATA/big.yaml" --servers 1 --workers 1) \
   > "$OUT" 2>&1

@@ -15,8 +15,11 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <new>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "comm/security.h"
@@ -106,6 +109,30 @@ int ReportingOutOfMemory(const char* who, Fn run) {
     std::fprintf(stderr, "pstrain: %s: out of memory (std::bad_alloc)\n", who);
     return kExitFailed;
   }
+}
+
+// Memory or threads running out on a thread other than main (the event
+// loop, a server's update threads, `pstrain local`'s nodes), where no caller
+// is left to turn it into a Status: one line and exit 1, not an abort.
+// Anything else that reaches here is a bug, and aborts as it would have.
+[[noreturn]] void StopOnExhaustion() {
+  std::string why;
+  if (std::exception_ptr error = std::current_exception()) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::bad_alloc&) {
+      why = "out of memory (std::bad_alloc)";
+    } catch (const std::system_error& e) {
+      if (e.code() == std::errc::resource_unavailable_try_again)
+        why = fmt::format("a thread could not start ({}): out of memory or over a process limit",
+                          e.what());
+    } catch (...) {
+    }
+  }
+  if (why.empty()) std::abort();
+  std::fprintf(stderr, "pstrain: %s: the process stops\n", why.c_str());
+  std::fflush(nullptr);
+  std::_Exit(kExitFailed);
 }
 
 // How a run of `role` ended; its state goes here, logged when the job was
@@ -279,5 +306,6 @@ int main(int argc, char** argv) {
   // A write to a socket the peer has reset must fail that write (EPIPE), not
   // kill the process: a stranger could otherwise end any node.
   std::signal(SIGPIPE, SIG_IGN);
+  std::set_terminate(pstrain::StopOnExhaustion);
   return pstrain::Main(std::vector<std::string>(argv + 1, argv + argc));
 }
