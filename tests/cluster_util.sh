@@ -78,6 +78,35 @@ log_ms() {
   [ -n "$stamp" ] && date -d "$stamp" +%s%3N
 }
 
+# expect_exit_by DEADLINE_MS STATUS NAME...: every NAME (a child of this
+# shell) has ended by the deadline, with STATUS ("nonzero": any but 0).
+expect_exit_by() {
+  deadline=$1 want=$2
+  shift 2
+  for n; do
+    left=$(((deadline - $(now_ms)) / 100))
+    [ "$left" -ge 0 ] || left=0
+    wait_exit "$n" "$left"
+    case "$want:$status" in
+      *:running) fail "$n still runs $(((deadline - T0) / 1000)) s after $EVENT" ;;
+      nonzero:0) fail "$n exited 0; expected a failure" ;;
+      nonzero:*) ;;
+      "$status:$status") ;;
+      *) fail "$n exited $status; expected $want" ;;
+    esac
+  done
+}
+# expect_line NAME PATTERN: NAME's log has a line matching PATTERN.
+expect_line() {
+  grep -q "$2" "$(node_log "$1")" || fail "$1's log has no line matching '$2'"
+  echo "  $1: $(grep -m 1 "$2" "$(node_log "$1")" | cut -c 1-300)"
+}
+# mark EVENT: the moment of EVENT, for the deadlines that follow.
+mark() {
+  T0=$(now_ms)
+  EVENT="$1"
+}
+
 # pick_port SALT: a port for the scheduler, different per test process and
 # salt, below Linux's ephemeral range (32768 and up), where another
 # process's outgoing connection could hold it.

@@ -55,6 +55,15 @@ TEST_CASE("the job's config leaves out where a node keeps its files, and only th
   CHECK(JobConfigText(Parse(With("seed: 7", "seed: 8"))) != text);
 }
 
+TEST_CASE("a config too long to send whole is sent as a digest") {
+  std::string many = kJob;
+  for (int i = 0; i < 8000; ++i) many += "  - {match: \"rule_number_" + std::to_string(i) + "\"}\n";
+  const std::string text = JobConfigText(Parse(many));
+  CHECK(text.rfind("config.digest: ", 0) == 0);
+  CHECK(text.size() == 32);
+  CHECK(JobConfigText(Parse(many + "  - {match: \"one_more\"}\n")) != text);
+}
+
 TEST_CASE("a checkpoint's job: what decides the model, not how long or with what memory") {
   const std::string identity = JobIdentityText(Parse(kJob));
   // Resumed with more epochs, other checkpoint settings or cache sizes, or

@@ -76,33 +76,6 @@ expect_a_untouched() {
 }
 newest_step() { ls "$1" | grep '^step-' | sort | tail -n 1; }
 
-# expect_exit_by DEADLINE_MS STATUS NAME...: every NAME has ended by the
-# deadline with STATUS ("nonzero": any but 0).
-expect_exit_by() {
-  deadline=$1 want=$2
-  shift 2
-  for n; do
-    left=$(((deadline - $(now_ms)) / 100))
-    [ "$left" -ge 0 ] || left=0
-    wait_exit "$n" "$left"
-    case "$want:$status" in
-      *:running) fail "$n still runs $(((deadline - T0) / 1000)) s after $EVENT" ;;
-      nonzero:0) fail "$n exited 0; expected a failure" ;;
-      nonzero:*) ;;
-      "$status:$status") ;;
-      *) fail "$n exited $status; expected $want" ;;
-    esac
-  done
-}
-expect_line() {
-  grep -q "$2" "$(node_log "$1")" || fail "$1's log has no line matching '$2'"
-  echo "  $1: $(grep -m 1 "$2" "$(node_log "$1")" | cut -c 1-300)"
-}
-mark() {
-  T0=$(now_ms)
-  EVENT="$1"
-}
-
 # start_b: job B's scheduler and nodes; returns once it wrote a checkpoint.
 start_b() {
   start_scheduler

@@ -37,6 +37,15 @@ wait_for_count "worker 0 trains" "$(node_log worker_0)" 1 || fail "training neve
 ports=$(sed -n 's/.*node port:\([0-9]*\) assign rank id.*/\1/p' "$(node_log scheduler)" | tr '\n' ',')
 ports="$MS_SCHED_PORT,$ports"
 echo "resetting connections to ports $ports and HTTP $HTTP"
+# What a write to a socket its peer has reset raises: SIGPIPE, whose default
+# action ends the process (exit 141). Every process ignores it.
+for n in scheduler $NODES; do kill -PIPE "$(node_pid "$n")"; done
+sleep 0.5
+for n in scheduler $NODES; do
+  alive "$n" && continue
+  wait_exit "$n" 0
+  fail "$n exited $status on a SIGPIPE (141: killed by it)"
+done
 
 began=$(now_ms)
 python3 "$TOOLS/attacker.py" reset --ports "$ports" --http "$HTTP" --seconds "$ATTACK_S" \

@@ -198,18 +198,26 @@ int RunNode(const NodeOptions& options, const Config& config) {
   return kExitFailed;
 }
 
+// What a role and `local` do first: the log level, the TLS files and the
+// config (defaults when none is given); `cluster` takes the config's text,
+// which every node of the job must share (src/common/config_identity.h).
+StatusOr<Config> PrepareNodes(ClusterOptions* cluster, const std::string& config_path) {
+  PSTRAIN_RETURN_IF_ERROR(ApplyLogLevel(cluster->log_level, "--log-level"));
+  PSTRAIN_RETURN_IF_ERROR(CheckTlsFiles(cluster->tls));
+  auto config = ConfigOf(config_path);
+  if (!config.ok()) return config.status();
+  cluster->job_config = JobConfigText(*config);
+  cluster->job_config_source = config->source;
+  return config;
+}
+
 int RunRole(const std::vector<std::string>& args) {
   auto options = ParseNodeOptions(args, ProcessEnv());
   if (!options.ok()) return UsageError(options.status());
-  if (Status st = ApplyLogLevel(options->cluster.log_level, "--log-level"); !st.ok())
-    return UsageError(st);
-  if (Status tls = CheckTlsFiles(options->cluster.tls); !tls.ok()) return UsageError(tls);
-  auto config = ConfigOf(options->config_path);
+  auto config = PrepareNodes(&options->cluster, options->config_path);
   if (!config.ok()) return UsageError(config.status());
   options->cluster.recovery_wait_s = config->train.RecoveryWaitSeconds();
   options->cluster.max_failed_link_rollbacks = config->train.MaxFailedLinkRollbacks();
-  options->cluster.job_config = JobConfigText(*config);
-  options->cluster.job_config_source = config->source;
   return ReportingOutOfMemory(RoleName(options->role), [&] { return RunNode(*options, *config); });
 }
 
@@ -220,17 +228,12 @@ int RunLocal(const std::vector<std::string>& args) {
   }
   auto options = ParseLocalOptions(args, ProcessEnv());
   if (!options.ok()) return UsageError(options.status());
-  if (Status st = ApplyLogLevel(options->cluster.log_level, "--log-level"); !st.ok())
-    return UsageError(st);
-  if (Status tls = CheckTlsFiles(options->cluster.tls); !tls.ok()) return UsageError(tls);
-  auto config = ConfigOf(options->config_path);
+  auto config = PrepareNodes(&options->cluster, options->config_path);
   if (!config.ok()) return UsageError(config.status());
   if (auto check = JobOf(*config, /*check_data=*/true); !check.ok())
     return UsageError(check.status());
   LocalJobOptions job;
   job.cluster = options->cluster;
-  job.cluster.job_config = JobConfigText(*config);
-  job.cluster.job_config_source = config->source;
   job.config = *config;
   job.make_job = [config = *config](int) {
     return std::move(JobOf(config, /*check_data=*/false).value());

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "src/common/config_reader.h"
+#include "src/common/random.h"
 
 namespace pstrain {
 namespace config_internal {
@@ -70,11 +71,12 @@ std::map<std::string, std::string> ParseLines(std::string_view text) {
 std::string JobConfigText(const Config& config) {
   std::string text;
   for (const auto& [key, value] : config.settings) {
-    bool local = std::any_of(std::begin(kNodeLocalKeys), std::end(kNodeLocalKeys),
-                             [&key = key](const char* k) { return Under(key, k); });
+    const bool local = std::any_of(std::begin(kNodeLocalKeys), std::end(kNodeLocalKeys),
+                                   [&key = key](const char* k) { return Under(key, k); });
     if (!local) text += Line(key, value);
   }
-  return text;
+  if (text.size() <= kMaxJobConfigText) return text;
+  return Line("config.digest", fmt::format("{:016x}", HashString(text)));
 }
 
 std::string JobIdentityText(const Config& config) {

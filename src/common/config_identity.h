@@ -36,6 +36,11 @@ inline constexpr const char* kNodeLocalKeys[] = {
     "train.store_dir",       // a server's local disk for table rows
 };
 
+// Past kMaxJobConfigText bytes (a config of very many parameters: rules),
+// a single line "config.digest: <64-bit hash of the text>" stands for it, so
+// that registering stays well inside a frame header: a difference is then
+// found but not named.
+inline constexpr size_t kMaxJobConfigText = size_t{256} << 10;
 std::string JobConfigText(const Config& config);
 std::string JobIdentityText(const Config& config);
 
