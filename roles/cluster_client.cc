@@ -241,17 +241,16 @@ void ClusterClient::CheckSchedulerHeard() {
 }
 
 // A node stopped or starved past half the heartbeat timeout has not read
-// the scheduler's heartbeats of that time: its silence is no evidence (the
-// reasoning is the scheduler's, roles/scheduler_failure.cc NoticeStall).
+// the scheduler's heartbeats of that time: its silence is no evidence
+// (roles/stall_watch.h).
 bool ClusterClient::NoticeStall(uint64_t now, uint64_t timeout) {
-  const uint64_t due = last_check_ms_ + Millis(options_.cluster.heartbeat_interval_s);
-  const bool first = last_check_ms_ == 0;
-  last_check_ms_ = now;
-  if (first || now <= due || now - due <= timeout / 2) return false;
+  const uint64_t late =
+      stall_watch_.Check(now, Millis(options_.cluster.heartbeat_interval_s), timeout);
+  if (late == 0) return false;
   log_->warn(
       "this node was stalled for {:.1f} s (a stopped process, a paused machine or a starved "
       "CPU): the scheduler gets a fresh heartbeat timeout instead of being judged on it",
-      (now - due) / 1000.0);
+      late / 1000.0);
   last_heard_ms_ = now;
   return true;
 }

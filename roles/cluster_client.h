@@ -29,6 +29,7 @@
 #include "comm/connection.h"
 #include "comm/event_loop.h"
 #include "comm/timer.h"
+#include "roles/stall_watch.h"
 #include "src/common/logging.h"
 #include "src/common/options.h"
 
@@ -125,7 +126,7 @@ class ClusterClient {
   Timer heartbeat_timer_{loop_};
   uint64_t connect_deadline_ms_ = 0;
   uint64_t last_heard_ms_ = 0;
-  uint64_t last_check_ms_ = 0;  // the last CheckSchedulerHeard
+  StallWatch stall_watch_;  // of CheckSchedulerHeard
   Status last_connect_error_;
   bool joined_once_ = false;  // registered at least once: a loss means rejoin
   bool rejoining_ = false;

@@ -87,6 +87,7 @@
 #include "comm/signal_watcher.h"
 #include "comm/timer.h"
 #include "roles/scheduler_view.h"
+#include "roles/stall_watch.h"
 #include "src/common/logging.h"
 #include "src/common/options.h"
 
@@ -221,7 +222,7 @@ class Scheduler {
   int failed_link_rollbacks_ = 0;
   int64_t best_step_ = -1;  // the furthest step any worker reported
   int64_t best_step_at_rollback_ = -1;
-  uint64_t last_check_ms_ = 0;          // 4. the last heartbeat check
+  StallWatch stall_watch_;              // 4. of the heartbeat checks
   uint64_t rejoin_grace_until_ms_ = 0;  // 4. closes before this follow a stall
   std::optional<Shutdown> ending_;      // 8. the Shutdown of a job that ends well
   double recovery_wait_s_ = 0;          // from the nodes' registrations

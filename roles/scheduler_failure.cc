@@ -43,24 +43,14 @@ void Scheduler::OnClose(const Connection::Ptr& conn, const Status& reason) {
   LoseNode(node, fmt::format("its connection closed ({})", reason.message()));
 }
 
-// 4. Heartbeats come every interval and a node counts as silent after the
-// timeout, which is at least two intervals. A check that comes late by d
-// finds every node's last heartbeat at least d old, whatever the node did:
-// the loop stalled and has not read what came meanwhile. A healthy node,
-// heard at most one interval before the stall, looks silent once d passes
-// the timeout less one interval, which is at least half the timeout; from
-// half the timeout on, then, silence is no evidence and every node gets a
-// fresh timeout. Shorter stalls are judged as usual, so a scheduler that is
-// merely slow still finds nodes that are really gone.
+// 4. A stalled scheduler does not judge the nodes (roles/stall_watch.h).
 bool Scheduler::NoticeStall(uint64_t now, uint64_t timeout) {
-  const uint64_t due = last_check_ms_ + Millis(options_.heartbeat_interval_s);
-  const bool first = last_check_ms_ == 0;
-  last_check_ms_ = now;
-  if (first || now <= due || now - due <= timeout / 2) return false;
+  const uint64_t late = stall_watch_.Check(now, Millis(options_.heartbeat_interval_s), timeout);
+  if (late == 0) return false;
   log_->warn(
       "the scheduler was stalled for {:.1f} s (a stopped process, a paused machine or a starved "
       "CPU): every node gets a fresh heartbeat timeout instead of being judged on it",
-      (now - due) / 1000.0);
+      late / 1000.0);
   for (NodeEntry* n : AllNodes()) n->last_heard_ms = now;
   rejoin_grace_until_ms_ = now + timeout;
   return true;
