@@ -164,14 +164,8 @@ Status Scheduler::CheckRegistration(const RegisterRequest& req) const {
   return Status::OK();
 }
 
-Status Scheduler::CheckSameConfig(const RegisterRequest& req) {
-  if (!reference_config_) {
-    reference_config_ = req.config;
-    reference_name_ =
-        fmt::format("the first node's ({} node id:{})", RoleName(req.node.role), req.node.node_id);
-    return Status::OK();
-  }
-  if (req.config == *reference_config_) return Status::OK();
+Status Scheduler::CheckSameConfig(const RegisterRequest& req) const {
+  if (!reference_config_ || req.config == *reference_config_) return Status::OK();
   return FailedPrecondition(fmt::format(
       "its config differs from {}: {} (every node of a job must run the same config; only {} "
       "may differ)",
@@ -195,6 +189,15 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
   if (req.rejoin && shutting_down_ && ending_) return RejoinAtShutdown(conn, id, req);
   if (Status st = CheckRegistration(req); !st.ok()) return refuse(st);
   if (Status st = CheckSameConfig(req); !st.ok()) return refuse(st);
+  // Without a config of its own, the scheduler takes the first admitted
+  // node's as the job's.
+  auto admit = [&](const NodeInfo& admitted, const char* how) {
+    if (!reference_config_) {
+      reference_config_ = req.config;
+      reference_name_ = fmt::format("the first node's ({} node id:{})", role, info.node_id);
+    }
+    Admit(conn, id, admitted, how);
+  };
   // One connection is one node: a second identity on it would hold a slot
   // that no heartbeat, barrier or Done could ever fill.
   if (auto it = node_of_.find(conn.get()); it != node_of_.end() && it->second != info.node_id)
@@ -247,7 +250,7 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
       info.rank = known->second.second;
     }
     generation_ = std::max(generation_, req.generation);
-    return Admit(conn, id, info, "rejoined, keeps");
+    return admit(info, "rejoined, keeps");
   }
 
   if (known != rank_of_.end()) {
@@ -262,12 +265,12 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
                                          " restarted and the job cannot recover"));
     }
     info.rank = known->second.second;
-    return Admit(conn, id, info, "registered again, keeps");
+    return admit(info, "registered again, keeps");
   }
   auto rank = PickRank(info.role, info.rank);
   if (!rank.ok()) return refuse(rank.status());
   info.rank = *rank;
-  Admit(conn, id, info, "assign");
+  admit(info, "assign");
 }
 
 StatusOr<int> Scheduler::PickRank(Role role, int requested) const {

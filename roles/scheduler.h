@@ -152,8 +152,8 @@ class Scheduler {
   void HandleDone(const Connection::Ptr& conn, uint64_t id, NodeEntry& node);
   Status CheckRegistration(const RegisterRequest& req) const;
   // The node's config against the job's (the scheduler's, else the first
-  // node's): one line naming the first keys that differ.
-  Status CheckSameConfig(const RegisterRequest& req);
+  // admitted node's): one line naming the first keys that differ.
+  Status CheckSameConfig(const RegisterRequest& req) const;
   void HoldForProbe(const Connection::Ptr& conn, uint64_t id, const RegisterRequest& req,
                     NodeEntry& holder, const Connection::Ptr& holder_conn);
   void ExpireProbes(uint64_t now, uint64_t timeout);

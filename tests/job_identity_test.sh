@@ -24,6 +24,10 @@
 #                     with another batch size are each refused at once,
 #                     naming the key and both values. The right nodes then
 #                     join and the job completes.
+#   first_node        a scheduler started without a config takes the first
+#                     admitted node's: a server with another lr is refused,
+#                     naming that node, and the job of the right nodes
+#                     completes.
 #   readonly_dir      train.checkpoint.dir on a read-only file system: every
 #                     process exits non-zero at the start, naming the
 #                     directory, before any step (not at the first
@@ -180,6 +184,27 @@ EOF
     start worker_1
     mark "the right server_1 and worker_1"
     expect_exit_by $((T0 + 120000)) 0 scheduler $NODES
+    ;;
+  first_node)
+    write_config b 0.002 1 - false
+    write_config lr 0.5 1 - false
+    unset PSTRAIN_CONFIG
+    start_scheduler
+    use b
+    start server_0
+    wait_for_count "node id:ji-server_0.*assign rank id:0" "$(node_log scheduler)" 1 ||
+      fail "server_0 was not admitted"
+    RUN=lr
+    use lr
+    start server_1
+    mark "server_1 with lr 0.5"
+    expect_exit_by $((T0 + MARGIN_S * 1000)) nonzero server_1
+    expect_line server_1 "its config differs from the first node's (server node id:ji-server_0): train.optimizer.lr is 0.5 on this node, 0.002 there"
+    RUN=
+    use b
+    for n in server_1 worker_0 worker_1; do start "$n"; done
+    mark "the right nodes"
+    expect_exit_by $((T0 + 120000)) 0 scheduler server_0 server_1 worker_0 worker_1
     ;;
   readonly_dir)
     mkdir -p "$WORK/ro"
