@@ -21,13 +21,20 @@ PSTRAIN_CONFIG=$(tiny_job "$bin" "$tmp/data") || { echo "FAILED: gen criteo"; ex
 export PSTRAIN_CONFIG
 # Open MPI refuses root without these; --oversubscribe: 5 ranks on fewer cores.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-port=$((20000 + $$ % 30000))
+# Below Linux's ephemeral range (32768 and up), where another process's
+# outgoing connection could hold it; another test may still hold one: run()
+# tries the next port then.
+port=$((10000 + ($$ * 7 + 3) % 22000))
 failed=0
 run() {  # NAME [VAR=value...]: mpirun -np 5 the wrapper; its output in $tmp/NAME.log
   name="$1"; shift
-  env MS_SCHED_PORT="$port" "$@" timeout 120 mpirun --oversubscribe --tag-output -np 5 \
-    sh "$repo/launch/slurm/pstrain-srun.sh" > "$tmp/$name.log" 2>&1
-  status=$?
+  for attempt in 1 2 3 4 5; do
+    env MS_SCHED_PORT="$port" "$@" timeout 120 mpirun --oversubscribe --tag-output -np 5 \
+      sh "$repo/launch/slurm/pstrain-srun.sh" > "$tmp/$name.log" 2>&1
+    status=$?
+    grep -q "listen on .*: address already in use" "$tmp/$name.log" || break
+    port=$((port + 131))
+  done
   grep -E "pstrain-srun.sh:" "$tmp/$name.log" | sort
   if [ "$status" -ne 0 ]; then failed=1; echo "FAILED: $name: mpirun exited $status"; tail -n 20 "$tmp/$name.log"; return; fi
   n=$(grep -c "node id:.*assign rank id:" "$tmp/$name.log")

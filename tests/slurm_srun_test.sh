@@ -30,7 +30,7 @@ trap 'stop_daemons; rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM
 
 host=$(hostname -s)
-base=$((20000 + $$ % 20000))
+base=$((10000 + ($$ * 7 + 5) % 20000))  # ports base..base+2, below the ephemeral range (32768 and up)
 mkdir -p "$tmp/state" "$tmp/spool"
 cat > "$tmp/slurm.conf" << CONF
 ClusterName=pstraintest
