@@ -11,13 +11,9 @@
 // then prints a summary: each layer's output shape, each parameter's shape
 // and where it lives (roles/model_layout.h decides, as training does).
 // Any failure is one line on stderr and exit 2.
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <map>
 
@@ -25,6 +21,7 @@
 #include "roles/model_layout.h"
 #include "roles/trainer.h"
 #include "src/app/commands.h"
+#include "src/common/checkpoint_file.h"
 #include "src/common/config.h"
 #include "src/common/options.h"
 #include "src/data/dataset.h"
@@ -33,8 +30,9 @@
 namespace pstrain {
 namespace {
 
-// Creates and removes a probe file in `dir`, or, when `dir` does not exist
-// yet, in the nearest folder above it that does (where it would be made).
+// Whether `dir` can be written, without making it: a directory that does
+// not exist yet is probed in the nearest folder above it that does (where
+// it would be made), by the probe checkpoints use (CheckWritableDirectory).
 Status CheckWritable(const std::string& dir, const std::string& key) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -45,14 +43,7 @@ Status CheckWritable(const std::string& dir, const std::string& key) {
   if (!fs::is_directory(at, ec))
     return InvalidArgument(
         fmt::format("{} {}: cannot be made: {} is not a directory", key, dir, at.string()));
-  const std::string probe = (at / fmt::format(".pstrain-check-{}", ::getpid())).string();
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-  if (fd < 0)
-    return InvalidArgument(
-        fmt::format("{} {}: cannot write in {}: {}", key, dir, at.string(), std::strerror(errno)));
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return Status::OK();
+  return CheckWritableDirectory(at.string()).WithContext(fmt::format("{} {}", key, dir));
 }
 
 const char* PlaceName(WeightPlace place) {
