@@ -33,8 +33,8 @@
 // Policies (TierPolicy): kLru sends the least recently touched rows out;
 // kTinyLfu (the worker's RowCache rule) lets a row that came in stay only if
 // its id was asked for more often, recently, than the least recently touched
-// row's (FrequencySketch), else the row goes back out. README, "Tiered
-// tables: a memory budget over local disk", has the figures that chose the
+// row's (FrequencySketch), else the row goes back out. docs/embeddings.md,
+// "Tiered tables: a memory budget over local disk", has the figures that chose the
 // default (`pstrain bench embedding --cases tiered` measures both).
 //
 // Memory: budget_rows, plus at most the rows that came in with the last two

@@ -1,6 +1,6 @@
 // MetricsLog: a node's metrics file, <log dir>/metrics-<role>-<rank>.jsonl,
 // one JSON object a line (the schema is a contract: DESIGN.md section 6, the
-// README's "Metrics"; `pstrain plot` and the scheduler's HTTP view read it).
+// docs/operations.md, "Metrics"; `pstrain plot` and the scheduler's HTTP view read it).
 //
 // Lines are appended, so a restarted node continues its own file. A
 // directory that cannot be made or a file that cannot be opened costs one

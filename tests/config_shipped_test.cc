@@ -1,4 +1,4 @@
-// The configs shipped in configs/ load, and hold what the README says.
+// The configs shipped in configs/ load, and hold what docs/ says.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -23,7 +23,7 @@ TEST_CASE("configs/ps_example.yaml is valid") {
   CHECK_FALSE(FindParameterRule(*c, "fc1")->ps);
 }
 
-TEST_CASE("the compressed LeNet configs compress what the README says") {
+TEST_CASE("the compressed LeNet configs compress what docs/ says") {
   const std::string repo = kRepo;
   // Every PS weight threshold-encoded but the biases.
   auto ps = LoadConfig(repo + "configs/lenet_compressed.yaml");

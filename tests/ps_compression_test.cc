@@ -367,7 +367,7 @@ Config Averaging(const ClickData& data, int64_t steps, int every) {
   config.train.mode = UpdateMode::kAverage;
   config.train.average_every = every;
   // Plain SGD: the workers' local optimizers hold no state that a
-  // checkpoint would have to carry (see README).
+  // checkpoint would have to carry (see docs/parameter-servers.md).
   config.train.optimizer.type = OptimizerType::kSgd;
   config.train.optimizer.lr = 0.5f;
   return config;

@@ -195,8 +195,9 @@ int Usage(const std::string& which, const std::string& why) {
 
 int RunBench(const std::vector<std::string>& args) {
   BenchArgs a;
-  CLI::App app("Benchmarks: one JSON object per line on stdout (README \"Benchmarks\").",
-               "pstrain bench");
+  CLI::App app(
+      "Benchmarks: one JSON object per line on stdout (docs/parameter-servers.md, \"Benchmark\").",
+      "pstrain bench");
   DeclareBenchCommands(&app, &a);
   if (int status = ParseCommandLine(&app, args); status >= 0) return status;
   const std::string which = app.get_subcommands().front()->get_name();

@@ -254,7 +254,7 @@ const std::vector<Subcommand>& Subcommands() {
       {"local", "[flags]", "run a whole job (scheduler, servers, workers) on this machine",
        RunLocal},
       {"bench", "kv|allreduce|embedding|train|compress [flags]",
-       "benchmarks, one JSON line per case (see README)", RunBench},
+       "benchmarks, one JSON line per case (see docs/parameter-servers.md)", RunBench},
       {"gen", "criteo --rows N --out DIR [flags]",
        "synthetic Criteo-format click data with a planted model", RunGen},
       {"export", "--checkpoint DIR --out FILE",

@@ -3,7 +3,7 @@
 // machine could hold (`out: 2000000000`), and that must be a one-line error
 // naming the file, line and key, not an allocation failure later on.
 //
-// Caps (README.md, "Size limits of a config"):
+// Caps (docs/security.md, "Limits"):
 //   - one tensor (a parameter, a batch's input, a layer's output for a batch,
 //     a worker's cache or staging rows of a table): at most 2^31-1 elements;
 //   - all dense parameters together (those a worker holds; tables held by

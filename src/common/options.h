@@ -77,7 +77,7 @@ struct ClusterOptions {
   std::string ring_transport = "auto";
   TestFault test_fault;  // PSTRAIN_TEST_FAULT: tests only
   TlsFiles tls;          // every connection is TLS 1.3 when set
-  // Limits before resources (comm/security.h; README "Security: limits").
+  // Limits before resources (comm/security.h; docs/security.md, "Limits").
   double handshake_timeout_s = 10;    // PSTRAIN_HANDSHAKE_TIMEOUT
   int max_handshaking = 64;           // PSTRAIN_MAX_HANDSHAKING, per node
   double frame_stall_timeout_s = 60;  // PSTRAIN_FRAME_STALL_TIMEOUT

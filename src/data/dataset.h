@@ -1,12 +1,11 @@
 // Dataset: samples held in memory, and loading the ones a worker trains on as
 // DataConfig describes (format, file lists, shards, limit).
 //
-// Sharding (README, "Training", the paragraph on data): a criteo path P that has files P-00000,
-// P-00001, ... names those shards, and worker r loads the shards whose suffix
-// % workers == r (PaddlePaddle's rule); the result is `sharded_by_file` and
-// the Batcher must not split it again. Anything else (idx files, a single
-// criteo file) is loaded whole by every worker and split by sample index in
-// the Batcher, so the workers together see each sample once per epoch.
+// Sharding (docs/configuration.md, "Training", the paragraph on data): a criteo path P that has
+// files P-00000, P-00001, ... names those shards, and worker r loads the shards whose suffix %
+// workers == r (PaddlePaddle's rule); the result is `sharded_by_file` and the Batcher must not
+// split it again. Anything else (idx files, a single criteo file) is loaded whole by every worker
+// and split by sample index in the Batcher, so the workers together see each sample once per epoch.
 #pragma once
 
 #include <cstdint>
