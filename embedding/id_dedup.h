@@ -1,7 +1,7 @@
 // Worker-side preparation of a batch's embedding traffic: the ids of a batch
 // deduplicated (each unique id is pulled and pushed once) and the
 // per-occurrence gradients summed per unique id. (Grouping the unique ids by
-// the server that holds them is placement: comm/row_placement.h.)
+// the server that holds them is placement: comm/ps/row_placement.h.)
 //
 // IdDedup keeps its buffers between batches, so a steady-state step allocates
 // nothing. Not thread-safe: one per worker thread that prepares batches.

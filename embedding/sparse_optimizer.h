@@ -20,7 +20,7 @@
 #include <cstdint>
 
 #include "optim/optimizer_kernel.h"
-#include "src/common/optimizer_config.h"
+#include "src/common/config/optimizer_config.h"
 
 namespace pstrain {
 

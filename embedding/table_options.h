@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "src/common/optimizer_config.h"
+#include "src/common/config/optimizer_config.h"
 #include "src/common/status.h"
 
 namespace pstrain {

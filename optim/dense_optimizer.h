@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "optim/optimizer_kernel.h"
-#include "src/common/optimizer_config.h"
+#include "src/common/config/optimizer_config.h"
 #include "src/common/status.h"
 
 namespace pstrain {

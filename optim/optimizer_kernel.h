@@ -34,7 +34,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "src/common/optimizer_config.h"
+#include "src/common/config/optimizer_config.h"
 
 namespace pstrain {
 

@@ -47,7 +47,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "src/common/compression_config.h"
+#include "src/common/config/compression_config.h"
 #include "src/common/status.h"
 
 namespace pstrain {

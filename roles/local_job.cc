@@ -6,9 +6,9 @@
 #include <thread>
 #include <vector>
 
-#include "roles/scheduler.h"
-#include "roles/server.h"
-#include "roles/worker.h"
+#include "roles/scheduler/scheduler.h"
+#include "roles/server/server.h"
+#include "roles/worker/worker.h"
 
 namespace pstrain {
 

@@ -6,10 +6,10 @@
 #include <functional>
 #include <string>
 
-#include "roles/worker_job.h"
-#include "src/common/config.h"
+#include "roles/worker/job.h"
+#include "src/common/config/config.h"
 #include "src/common/logging.h"
-#include "src/common/options.h"
+#include "src/common/config/options.h"
 
 namespace pstrain {
 

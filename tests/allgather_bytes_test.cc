@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/local_ring.h"
-#include "comm/shm_ring.h"
+#include "comm/collective/local_ring.h"
+#include "comm/collective/shm_ring.h"
 #include "tests/rank_threads.h"
 
 namespace pstrain {

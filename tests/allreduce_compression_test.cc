@@ -1,4 +1,4 @@
-// The all-reduce path of issue 15 (roles/allreduced_weights.h), workers as
+// The all-reduce path of issue 15 (roles/worker/allreduced_weights.h), workers as
 // threads on a TCP ring of this process: threshold-compressed gradients are
 // all-gathered and their average applied, and the copies stay identical bit
 // for bit over many steps with 2 and 3 workers; a bad (or random) message
@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/local_ring.h"
-#include "roles/allreduced_weights.h"
+#include "comm/collective/local_ring.h"
+#include "roles/worker/allreduced_weights.h"
 #include "src/common/checkpoint_file.h"
 #include "tests/rank_threads.h"
 

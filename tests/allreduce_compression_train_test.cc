@@ -73,7 +73,7 @@ TEST_CASE("parameter averaging: checkpoints come right after a round, so a resum
           doctest::test_suite(kSuite)) {
   // Every weight on the workers; averaging every 5 steps, checkpoints every
   // 10 (a multiple: a checkpoint is taken only where every copy was just
-  // averaged, roles/trainer.h AverageDue).
+  // averaged, roles/worker/trainer.h AverageDue).
   Config config = Hybrid();
   config.parameters = {ParameterRule{}};
   config.parameters[0].match = "*";

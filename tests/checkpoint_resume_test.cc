@@ -17,8 +17,8 @@
 #include <sstream>
 
 #include "embedding/sparse_table.h"
-#include "roles/server_tables.h"
-#include "roles/shard_file.h"
+#include "roles/placement/server_tables.h"
+#include "roles/checkpoint/shard_file.h"
 #include "src/common/checkpoint_file.h"
 #include "tests/test_util.h"
 #include "tests/train_util.h"

@@ -1,11 +1,11 @@
-// CheckpointTable (roles/checkpoint_table.h) on checkpoints of tables with
+// CheckpointTable (roles/checkpoint/table.h) on checkpoints of tables with
 // rows on disk, written with the server's own pieces: every server's rows,
 // in memory and on disk, come back once each in id order with their values
 // (export) and by id in batches (eval); a shard file whose count of rows on
 // disk disagrees with its store, and a damaged store file, are errors naming
 // the file; the scratch copy of the stores goes with the reader, also when
 // opening fails, and the checkpoint is never changed.
-#include "roles/checkpoint_table.h"
+#include "roles/checkpoint/table.h"
 
 #include <doctest/doctest.h>
 #include <stdlib.h>
@@ -15,7 +15,7 @@
 #include <map>
 #include <vector>
 
-#include "roles/checkpoint_weights.h"
+#include "roles/checkpoint/weights.h"
 #include "tests/tiered_checkpoint_util.h"
 
 namespace pstrain {

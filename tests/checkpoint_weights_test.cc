@@ -1,17 +1,16 @@
-// CheckpointWeights (roles/checkpoint_weights.h) on checkpoints written here
+// CheckpointWeights (roles/checkpoint/weights.h) on checkpoints written here
 // with known values: partitions put back in order from several servers with
 // the layout's shapes, all-reduced weights, and the errors a user gets for
 // an old checkpoint without a layout, a missing partition, a bad layout.
-#include "roles/checkpoint_weights.h"
-
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <string>
 #include <vector>
 
-#include "roles/allreduced_weights.h"
-#include "roles/shard_file.h"
+#include "roles/checkpoint/shard_file.h"
+#include "roles/checkpoint/weights.h"
+#include "roles/worker/allreduced_weights.h"
 #include "src/common/checkpoint_file.h"
 #include "tests/test_util.h"
 
@@ -32,8 +31,7 @@ PartitionSnapshot Part(const std::string& tensor, uint32_t part, std::vector<flo
 // "fc.bias" [2] all-reduced; with the layout unless `layout` is false.
 void WriteCheckpoint(const std::string& dir, bool layout, bool both_parts = true) {
   const std::string step_dir = CheckpointStepDir(dir, 10);
-  std::vector<std::string> files = {ShardFileName(0), ShardFileName(1),
-                                    AllReducedWeights::kFileName};
+  std::vector<std::string> files = {ShardFileName(0), ShardFileName(1), kAllReducedWeightsFileName};
   std::vector<PartitionSnapshot> server0;
   if (both_parts) server0.push_back(Part("w", 1, {4, 5, 6}));
   REQUIRE(WriteShardFile(step_dir + "/" + files[0], {0, 2, 1}, server0).ok());

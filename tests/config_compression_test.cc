@@ -3,7 +3,7 @@
 // each mistake.
 #include <doctest/doctest.h>
 
-#include "src/common/config.h"
+#include "src/common/config/config.h"
 #include "tests/config_test_util.h"
 
 namespace pstrain {

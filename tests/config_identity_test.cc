@@ -1,6 +1,6 @@
 // What two nodes or a node and a checkpoint compare: which keys count, and
 // the line that names how two configs differ.
-#include "src/common/config_identity.h"
+#include "src/common/config/identity.h"
 
 #include <doctest/doctest.h>
 

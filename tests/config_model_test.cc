@@ -2,7 +2,7 @@
 // valid file, and the exact file:line: key message for each kind of mistake.
 #include <doctest/doctest.h>
 
-#include "src/common/config.h"
+#include "src/common/config/config.h"
 #include "tests/config_test_util.h"
 
 namespace pstrain {

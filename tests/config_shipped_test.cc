@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "src/common/config.h"
+#include "src/common/config/config.h"
 
 namespace pstrain {
 namespace {

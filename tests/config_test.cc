@@ -1,6 +1,6 @@
 // The YAML config: what a user gets for a valid file, and the exact
 // file:line: key message for each kind of mistake.
-#include "src/common/config.h"
+#include "src/common/config/config.h"
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "src/common/config_text.h"
+#include "src/common/config/text.h"
 #include "tests/config_test_util.h"
 
 namespace pstrain {

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "src/common/config.h"
+#include "src/common/config/config.h"
 
 namespace pstrain::testing {
 

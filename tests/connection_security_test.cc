@@ -14,10 +14,10 @@
 #include <chrono>
 #include <thread>
 
-#include "comm/completion.h"
-#include "comm/connection.h"
-#include "comm/frame.h"
-#include "comm/listener.h"
+#include "comm/transport/completion.h"
+#include "comm/transport/connection.h"
+#include "comm/transport/frame.h"
+#include "comm/transport/listener.h"
 #include "tests/test_util.h"
 
 namespace pstrain {

@@ -1,5 +1,5 @@
-// Server-held embedding tables in training (roles/table_host.h,
-// roles/remote_embeddings.h): on synthetic Criteo-format data, a table on
+// Server-held embedding tables in training (roles/server/table_host.h,
+// roles/worker/remote_embeddings.h): on synthetic Criteo-format data, a table on
 // the servers trains exactly as the same table as a dense PS tensor does
 // (sync mode, adagrad: rows a batch does not touch do not move either way);
 // the servers count the rows they created; bad ids are refused.
@@ -14,12 +14,12 @@
 #include <filesystem>
 #include <thread>
 
-#include "comm/row_placement.h"
-#include "comm/sparse_client.h"
+#include "comm/ps/row_placement.h"
+#include "comm/ps/sparse_client.h"
 #include "embedding/row_init.h"
 #include "roles/local_job.h"
-#include "roles/server_tables.h"
-#include "roles/trainer.h"
+#include "roles/placement/server_tables.h"
+#include "roles/worker/trainer.h"
 #include "tests/train_util.h"
 
 namespace pstrain {

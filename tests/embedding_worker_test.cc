@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "comm/row_placement.h"
+#include "comm/ps/row_placement.h"
 #include "embedding/id_dedup.h"
 #include "embedding/id_map.h"
 #include "embedding/row_cache.h"

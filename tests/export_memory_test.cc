@@ -17,8 +17,8 @@
 #include <functional>
 #include <thread>
 
-#include "roles/checkpoint_export.h"
-#include "roles/store_checkpoint.h"
+#include "roles/offline/export.h"
+#include "roles/checkpoint/store_checkpoint.h"
 #include "src/common/checkpoint_file.h"
 #include "tests/tiered_checkpoint_util.h"
 

@@ -1,6 +1,6 @@
 // Framing: round trips through the FrameReader at every split of the stream,
 // and rejection (not a crash) of frames that are wrong in any way.
-#include "comm/frame.h"
+#include "comm/transport/frame.h"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -10,7 +10,7 @@
 #include <new>
 #include <random>
 
-#include "comm/messages.h"
+#include "comm/transport/messages.h"
 
 namespace pstrain {
 namespace {

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "src/common/config.h"
+#include "src/common/config/config.h"
 #include "src/nn/model.h"
 #include "tests/lenet_config.h"
 #include "tests/test_util.h"

@@ -1,8 +1,8 @@
-// The handshake state machine (comm/handshake.h) on its own: messages pass
+// The handshake state machine (comm/transport/handshake.h) on its own: messages pass
 // between two Handshake objects as frame header bytes, as they would on a
 // connection. A test per check: right token, wrong token, token on one side,
 // replay, reflection, and junk.
-#include "comm/handshake.h"
+#include "comm/transport/handshake.h"
 
 #include <doctest/doctest.h>
 
@@ -93,7 +93,7 @@ TEST_CASE("another token: both sides fail on the proof") {
   Outcome out = Run(c, a);
   CHECK(Contains(out.acceptor, "proof does not match MS_CLUSTER_TOKEN"));
   // The acceptor sent no proof back; the connection's refusal (an Error,
-  // comm/connection.cc) tells the connector.
+  // comm/transport/connection.cc) tells the connector.
   CHECK(out.from_acceptor.size() == 1);
   auto refused = c.Receive(Message{0, false, ErrorReply{out.acceptor.message()}});
   CHECK(Contains(refused.status(), "proof does not match MS_CLUSTER_TOKEN"));

@@ -1,6 +1,6 @@
-// The live view's request parser (comm/http_request.h): what it accepts,
+// The live view's request parser (comm/http/http_request.h): what it accepts,
 // what it refuses, and when it waits for more bytes.
-#include "comm/http_request.h"
+#include "comm/http/http_request.h"
 
 #include <doctest/doctest.h>
 

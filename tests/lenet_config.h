@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "src/common/model_config.h"
+#include "src/common/config/model_config.h"
 
 namespace pstrain {
 namespace testing {

@@ -1,6 +1,6 @@
 // Wire messages: every type survives encode/decode, and damaged or hostile
 // headers are refused by the verifier and field checks with a reason.
-#include "comm/messages.h"
+#include "comm/transport/messages.h"
 
 #include <doctest/doctest.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/wire_generated.h"
+#include "comm/transport/wire_generated.h"
 
 namespace pstrain {
 namespace {
@@ -59,7 +59,7 @@ TEST_CASE("every message type round-trips") {
   CHECK(std::get<BarrierReply>(RoundTrip({5, true, BarrierReply{3, "blob"}}).body).blob == "blob");
   RoundTrip({6, false, Done{}});
   CHECK(std::get<Shutdown>(RoundTrip({7, false, Shutdown{"bye"}}).body).reason == "bye");
-  // Recovery and stopping (roles/scheduler.h steps 5, 6, 9, 10).
+  // Recovery and stopping (roles/scheduler/scheduler.h steps 5, 6, 9, 10).
   auto ended = std::get<Shutdown>(RoundTrip({7, false, Shutdown{"lost", true, false}}).body);
   CHECK(ended.failed);
   CHECK_FALSE(ended.stopped);

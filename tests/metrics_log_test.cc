@@ -1,7 +1,7 @@
 // The metrics file and the ETA text: lines are valid JSON even for a
 // diverged loss, a reopened file is appended to, an unwritable directory
 // costs one warning and no crash; durations read as a person expects.
-#include "roles/metrics_log.h"
+#include "roles/node/metrics_log.h"
 
 #include <doctest/doctest.h>
 #include <spdlog/sinks/ostream_sink.h>
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "roles/progress_bar.h"
+#include "roles/worker/progress_bar.h"
 
 namespace pstrain {
 namespace {

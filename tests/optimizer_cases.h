@@ -7,7 +7,7 @@
 #include <array>
 #include <vector>
 
-#include "src/common/optimizer_config.h"
+#include "src/common/config/optimizer_config.h"
 
 namespace pstrain {
 namespace testing {

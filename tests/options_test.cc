@@ -1,6 +1,6 @@
 // Environment and flag parsing: what a user sees when a variable is missing
 // or malformed, and that flags override the environment.
-#include "src/common/options.h"
+#include "src/common/config/options.h"
 
 #include <doctest/doctest.h>
 

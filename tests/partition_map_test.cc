@@ -1,6 +1,6 @@
 // The partition map: even spread of bytes over servers, the same map on every
 // node, and every element covered exactly once.
-#include "comm/partition_map.h"
+#include "comm/ps/partition_map.h"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// The PS path of issue 15 (roles/ps_compression.h, roles/ps_averaging.h):
+// The PS path of issue 15 (roles/worker/ps_compression.h, roles/worker/ps_averaging.h):
 // threshold-encoded pushes train as well as dense ones with far fewer bytes;
 // a server refuses a bad message naming it, applies nothing, and goes on
 // serving; mode average pushes nothing between rounds, leaves every worker
@@ -6,7 +6,7 @@
 // momentum tensors are momentum-corrected (momentum on the workers, sgd on
 // the servers); a worker's own state file restores its encoders exactly and
 // a bad one is refused, changing nothing.
-#include "roles/ps_compression.h"
+#include "roles/worker/ps_compression.h"
 
 #include <doctest/doctest.h>
 #include <stdlib.h>
@@ -16,11 +16,11 @@
 #include <filesystem>
 #include <mutex>
 
-#include "comm/messages.h"
+#include "comm/transport/messages.h"
 #include "optim/threshold_codec.h"
 #include "roles/local_job.h"
-#include "roles/ps_worker_state.h"
-#include "roles/trainer.h"
+#include "roles/worker/ps_state.h"
+#include "roles/worker/trainer.h"
 #include "tests/train_util.h"
 
 namespace pstrain {
@@ -243,7 +243,7 @@ TEST_CASE("sync: the servers apply the mean of the workers' +-tau messages, resi
   CHECK(held_back > 0.005);
 }
 
-// Momentum correction (roles/ps_compression.h): for a momentum tensor the
+// Momentum correction (roles/worker/ps_compression.h): for a momentum tensor the
 // worker encodes u = m * u + g (nesterov: g + m * u), zeroes u where the
 // message sent, and the server runs sgd (lr, schedule, weight decay) on the
 // mean of the messages. Checked against that rule written out, for plain

@@ -16,7 +16,7 @@
 #include <mutex>
 #include <thread>
 
-#include "roles/checkpointing.h"
+#include "roles/worker/checkpointing.h"
 #include "roles/local_job.h"
 #include "src/common/checkpoint_file.h"
 #include "tests/test_util.h"

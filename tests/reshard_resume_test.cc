@@ -12,7 +12,7 @@
 #include <set>
 #include <thread>
 
-#include "roles/worker_place.h"
+#include "roles/checkpoint/worker_place.h"
 #include "src/common/checkpoint_file.h"
 #include "src/data/batcher.h"
 #include "tests/test_util.h"

@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "comm/local_ring.h"
-#include "comm/tensor_buckets.h"
+#include "comm/collective/local_ring.h"
+#include "comm/collective/tensor_buckets.h"
 #include "tests/rank_threads.h"
 
 namespace pstrain {

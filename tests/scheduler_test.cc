@@ -1,7 +1,7 @@
 // The scheduler protocol with real sockets on 127.0.0.1: ranks, topology,
 // barriers, refusals, re-registration, heartbeats and shutdown. Nodes run as
 // threads of this process.
-#include "roles/scheduler.h"
+#include "roles/scheduler/scheduler.h"
 
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
@@ -14,12 +14,12 @@
 #include <set>
 #include <thread>
 
-#include "comm/frame.h"
-#include "roles/checkpointing.h"
-#include "roles/cluster_client.h"
+#include "comm/transport/frame.h"
+#include "roles/worker/checkpointing.h"
+#include "roles/node/cluster_client.h"
 #include "roles/local_job.h"
-#include "roles/server.h"
-#include "roles/worker.h"
+#include "roles/server/server.h"
+#include "roles/worker/worker.h"
 #include "tests/test_util.h"
 
 namespace pstrain {

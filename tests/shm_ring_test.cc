@@ -4,7 +4,7 @@
 // back, ranks as separate processes; a lost neighbour fails every waiting
 // call with the reason; a wrong nonce, a bogus name or a hostile segment is
 // refused; no shared-memory name outlives its ring.
-#include "comm/shm_ring.h"
+#include "comm/collective/shm_ring.h"
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "comm/local_ring.h"
+#include "comm/collective/local_ring.h"
 #include "tests/rank_threads.h"
 
 namespace pstrain {

@@ -1,6 +1,6 @@
 // The SVG charts of `pstrain plot`: ticks a reader can read, text that cannot
 // break the document, and long curves cut down without losing their spikes.
-#include "src/app/svg_chart.h"
+#include "src/app/plot/svg_chart.h"
 
 #include <doctest/doctest.h>
 

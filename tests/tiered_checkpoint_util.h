@@ -16,9 +16,9 @@
 
 #include "embedding/row_store.h"
 #include "embedding/tiered_table.h"
-#include "roles/model_layout.h"
-#include "roles/shard_file.h"
-#include "roles/store_checkpoint.h"
+#include "roles/checkpoint/model_layout.h"
+#include "roles/checkpoint/shard_file.h"
+#include "roles/checkpoint/store_checkpoint.h"
 #include "src/common/checkpoint_file.h"
 #include "tests/tiered_test_util.h"
 

@@ -25,10 +25,10 @@
 #include <fstream>
 #include <string>
 
-#include "comm/sparse_client.h"
+#include "comm/ps/sparse_client.h"
 #include "embedding/sparse_table.h"
 #include "roles/local_job.h"
-#include "roles/server_tables.h"
+#include "roles/placement/server_tables.h"
 #include "tests/test_util.h"
 #include "tests/tiered_test_util.h"
 

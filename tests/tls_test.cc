@@ -1,6 +1,6 @@
 // comm/tls: two sessions talking over memory, certificates made by the
 // openssl command line (tests/tools/make_test_certs.sh) in a temp dir.
-#include "comm/tls.h"
+#include "comm/transport/tls.h"
 
 #include <doctest/doctest.h>
 #include <openssl/bio.h>
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/connection.h"
-#include "comm/listener.h"
+#include "comm/transport/connection.h"
+#include "comm/transport/listener.h"
 #include "tests/test_util.h"
 
 namespace pstrain {

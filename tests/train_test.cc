@@ -10,7 +10,7 @@
 #include <limits>
 
 #include "roles/local_job.h"
-#include "roles/trainer.h"
+#include "roles/worker/trainer.h"
 #include "tests/train_util.h"
 
 namespace pstrain {

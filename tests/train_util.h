@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "roles/trainer.h"
+#include "roles/worker/trainer.h"
 #include "tests/test_util.h"
 
 namespace pstrain::testing {

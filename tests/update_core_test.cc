@@ -1,6 +1,6 @@
 // UpdateCore, the one update rule of dense partitions and tables: which call
 // takes a push in each mode, what is refused, the clocks, and waiting pulls.
-#include "roles/update_core.h"
+#include "roles/server/update_core.h"
 
 #include <doctest/doctest.h>
 

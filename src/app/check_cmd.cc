@@ -4,12 +4,12 @@
 //   - its model builds, by the code path training takes (TrainJob::Create),
 //     so a layer that does not fit its input is found here;
 //   - every data file it names (train and test, every shard) reads whole as
-//     its format, and fits the model (roles/data_fit.h): the first batch of
+//     its format, and fits the model (roles/worker/data_fit.h): the first batch of
 //     each file, then every sample;
 //   - train.checkpoint.dir and PSTRAIN_LOG_DIR can be written (a directory
 //     that does not exist yet counts when it can be created);
 // then prints a summary: each layer's output shape, each parameter's shape
-// and where it lives (roles/model_layout.h decides, as training does).
+// and where it lives (roles/checkpoint/model_layout.h decides, as training does).
 // Any failure is one line on stderr and exit 2.
 #include <fmt/format.h>
 
@@ -17,13 +17,13 @@
 #include <filesystem>
 #include <map>
 
-#include "roles/data_fit.h"
-#include "roles/model_layout.h"
-#include "roles/trainer.h"
+#include "roles/worker/data_fit.h"
+#include "roles/checkpoint/model_layout.h"
+#include "roles/worker/trainer.h"
 #include "src/app/commands.h"
 #include "src/common/checkpoint_file.h"
-#include "src/common/config.h"
-#include "src/common/options.h"
+#include "src/common/config/config.h"
+#include "src/common/config/options.h"
 #include "src/data/dataset.h"
 #include "src/nn/layers.h"
 

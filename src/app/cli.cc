@@ -5,7 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "src/app/commands.h"
-#include "src/common/options.h"
+#include "src/common/config/options.h"
 
 namespace pstrain {
 namespace {

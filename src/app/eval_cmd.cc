@@ -1,10 +1,10 @@
 // pstrain eval: the test metric of a checkpoint's model, without training
-// (roles/checkpoint_eval.h).
+// (roles/offline/eval.h).
 #include <cstdio>
 
-#include "roles/checkpoint_eval.h"
+#include "roles/offline/eval.h"
 #include "src/app/commands.h"
-#include "src/common/config.h"
+#include "src/common/config/config.h"
 
 namespace pstrain {
 

@@ -1,8 +1,8 @@
 // pstrain export: a checkpoint's weights as an .npz numpy reads alone
-// (roles/checkpoint_export.h).
+// (roles/offline/export.h).
 #include <cstdio>
 
-#include "roles/checkpoint_export.h"
+#include "roles/offline/export.h"
 #include "src/app/commands.h"
 
 namespace pstrain {

@@ -22,21 +22,21 @@
 #include <system_error>
 #include <vector>
 
-#include "comm/security.h"
-#include "comm/tls.h"
+#include "comm/transport/security.h"
+#include "comm/transport/tls.h"
 #include "roles/local_job.h"
-#include "roles/recovery.h"
-#include "roles/scheduler.h"
-#include "roles/server.h"
-#include "roles/trainer.h"
-#include "roles/worker.h"
-#include "src/app/bench.h"
+#include "roles/node/recovery.h"
+#include "roles/scheduler/scheduler.h"
+#include "roles/server/server.h"
+#include "roles/worker/trainer.h"
+#include "roles/worker/worker.h"
+#include "src/app/bench/bench.h"
 #include "src/app/cli.h"
 #include "src/app/usage.h"
-#include "src/common/config.h"
-#include "src/common/config_identity.h"
+#include "src/common/config/config.h"
+#include "src/common/config/identity.h"
 #include "src/common/logging.h"
-#include "src/common/options.h"
+#include "src/common/config/options.h"
 #include "src/data/dataset.h"
 #include "src/data/gen_cli.h"
 
@@ -200,7 +200,7 @@ int RunNode(const NodeOptions& options, const Config& config) {
 
 // What a role and `local` do first: the log level, the TLS files and the
 // config (defaults when none is given); `cluster` takes the config's text,
-// which every node of the job must share (src/common/config_identity.h).
+// which every node of the job must share (src/common/config/identity.h).
 StatusOr<Config> PrepareNodes(ClusterOptions* cluster, const std::string& config_path) {
   PSTRAIN_RETURN_IF_ERROR(ApplyLogLevel(cluster->log_level, "--log-level"));
   PSTRAIN_RETURN_IF_ERROR(CheckTlsFiles(cluster->tls));

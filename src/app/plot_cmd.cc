@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "src/app/commands.h"
-#include "src/app/png_convert.h"
-#include "src/app/svg_chart.h"
+#include "src/app/plot/png_convert.h"
+#include "src/app/plot/svg_chart.h"
 #include "src/common/status.h"
 
 namespace pstrain {

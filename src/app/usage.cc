@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "src/common/options.h"
+#include "src/common/config/options.h"
 
 namespace pstrain {
 

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "src/common/config_identity.h"
+#include "src/common/settings_text.h"
 
 namespace pstrain {
 namespace {

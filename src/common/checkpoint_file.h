@@ -88,7 +88,7 @@ std::string CheckpointStepDir(const std::string& dir, int64_t step);
 // section "manifest" of text lines "step <n>" then "file <name> <size>
 // <crc32, 8 hex digits>", and, when `job` is not empty, a section "job"
 // holding it: the identity of the job that wrote the step
-// (src/common/config_identity.h), so that no other job takes it for its
+// (src/common/config/identity.h), so that no other job takes it for its
 // own. Reads and verifies each file first and fails, naming it, if one is
 // missing or damaged: a manifest never vouches for a bad file. Call it only
 // after every participant's file is written.

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "src/common/model_config.h"
+#include "src/common/config/model_config.h"
 #include "src/common/status.h"
 #include "src/common/tensor.h"
 

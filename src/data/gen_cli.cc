@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "src/common/options.h"
+#include "src/common/config/options.h"
 #include "src/data/criteo_gen.h"
 
 namespace pstrain {

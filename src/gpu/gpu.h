@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "src/common/batch.h"
-#include "src/common/model_config.h"
+#include "src/common/config/model_config.h"
 #include "src/common/status.h"
 #include "src/common/tensor.h"
 #include "src/nn/layer.h"
@@ -46,7 +46,7 @@ Status CheckGpuModelSupported(const ModelConfig& config);
 
 // Forward and backward of a model (sequential, or wide + deep towers) on
 // device 0, in float32. embedding_bag tables are Params like any other:
-// with server-held tables (roles/remote_embeddings.h) the host Param holds
+// with server-held tables (roles/worker/remote_embeddings.h) the host Param holds
 // the batch's rows, pulled from the servers, and goes up with the others;
 // the batch's ids go up with each Forward.
 //

@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "src/common/model_config.h"
+#include "src/common/config/model_config.h"
 #include "src/common/tensor.h"
 #include "src/gpu/cuda_util.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "src/common/batch.h"
-#include "src/common/model_config.h"
+#include "src/common/config/model_config.h"
 #include "src/common/status.h"
 #include "src/common/tensor.h"
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "src/common/model_config.h"
+#include "src/common/config/model_config.h"
 #include "src/common/status.h"
 #include "src/nn/layer.h"
 

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "src/common/model_config.h"
+#include "src/common/config/model_config.h"
 #include "src/common/status.h"
 #include "src/common/tensor.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "src/common/model_config.h"
+#include "src/common/config/model_config.h"
 #include "src/nn/layer.h"
 
 namespace pstrain {

@@ -19,7 +19,7 @@
 
 #include "embedding/sparse_table.h"
 #include "embedding/tiered_table.h"
-#include "roles/shard_file.h"
+#include "roles/checkpoint/shard_file.h"
 #include "src/common/checkpoint_file.h"
 #include "tests/fuzz/fuzz_util.h"
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "src/common/config.h"
+#include "src/common/config/config.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

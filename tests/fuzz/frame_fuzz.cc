@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/frame.h"
-#include "comm/messages.h"
+#include "comm/transport/frame.h"
+#include "comm/transport/messages.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace pstrain {

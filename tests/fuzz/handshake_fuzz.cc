@@ -1,4 +1,4 @@
-// The token handshake (comm/handshake.h) fed what a stranger can send before
+// The token handshake (comm/transport/handshake.h) fed what a stranger can send before
 // it is authenticated: a sequence of FlatBuffers headers, each as one frame.
 // Input: byte 0 picks the side (bit 0: acceptor) and whether this side holds
 // a token (bit 1); then frames as [2-byte little-endian length][bytes].
@@ -14,7 +14,7 @@
 #include <variant>
 #include <vector>
 
-#include "comm/handshake.h"
+#include "comm/transport/handshake.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,5 +1,5 @@
 // The scheduler's live view parses what anyone who reaches its port sends
-// (comm/http_request.h). Input: byte 0 picks the head limit (the default, or
+// (comm/http/http_request.h). Input: byte 0 picks the head limit (the default, or
 // a small one so that the limits are reached); the rest is the bytes read.
 // Beyond the sanitizers: a complete request holds only what the parser
 // promises (upper-case method, origin-form target of visible ASCII, HTTP/1.0
@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "comm/http_request.h"
+#include "comm/http/http_request.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

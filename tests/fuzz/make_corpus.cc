@@ -13,13 +13,13 @@
 #include <utility>
 #include <vector>
 
-#include "comm/frame.h"
-#include "comm/handshake.h"
-#include "comm/messages.h"
+#include "comm/transport/frame.h"
+#include "comm/transport/handshake.h"
+#include "comm/transport/messages.h"
 #include "embedding/sparse_table.h"
 #include "optim/threshold_codec.h"
-#include "roles/shard_file.h"
-#include "roles/store_checkpoint.h"
+#include "roles/checkpoint/shard_file.h"
+#include "roles/checkpoint/store_checkpoint.h"
 #include "src/common/checkpoint_file.h"
 
 namespace pstrain {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "comm/messages.h"
+#include "comm/transport/messages.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

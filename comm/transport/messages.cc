@@ -1,0 +1,514 @@
+#include "comm/transport/messages.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "comm/transport/wire_generated.h"
+
+namespace pstrain {
+namespace fb = ::flatbuffers;
+namespace w = ::pstrain::wire;
+
+namespace {
+
+constexpr size_t kMaxText = 4096;  // node ids, hosts, error messages
+constexpr double kMaxWaitSeconds = 7 * 24 * 3600.0;
+// Every server and every worker (MS_SERVER_NUM, MS_WORKER_NUM: 4096 each).
+constexpr size_t kMaxTopologyNodes = 8192;
+
+w::Role ToWire(Role r) {
+  switch (r) {
+    case Role::kScheduler:
+      return w::Role_Scheduler;
+    case Role::kServer:
+      return w::Role_Server;
+    case Role::kWorker:
+      return w::Role_Worker;
+  }
+  return w::Role_Worker;
+}
+
+w::BarrierGroup ToWire(BarrierGroup g) {
+  switch (g) {
+    case BarrierGroup::kAll:
+      return w::BarrierGroup_All;
+    case BarrierGroup::kServers:
+      return w::BarrierGroup_Servers;
+    case BarrierGroup::kWorkers:
+      return w::BarrierGroup_Workers;
+  }
+  return w::BarrierGroup_All;
+}
+
+fb::Offset<w::NodeInfo> ToWire(fb::FlatBufferBuilder& b, const NodeInfo& n) {
+  return w::CreateNodeInfo(b, b.CreateString(n.node_id), ToWire(n.role), b.CreateString(n.host),
+                           n.port, n.rank);
+}
+
+// Builds the union member for one body type.
+struct BodyEncoder {
+  fb::FlatBufferBuilder& b;
+  using Out = std::pair<w::Body, fb::Offset<void>>;
+
+  Out operator()(const RegisterRequest& m) {
+    auto node = ToWire(b, m.node);
+    return {w::Body_RegisterRequest,
+            w::CreateRegisterRequest(b, node, m.server_num, m.worker_num, m.recovery_wait_s,
+                                     m.rejoin, m.generation, b.CreateString(m.config))
+                .Union()};
+  }
+  Out operator()(const RegisterReply& m) {
+    return {w::Body_RegisterReply, w::CreateRegisterReply(b, m.rank, m.generation).Union()};
+  }
+  Out operator()(const Topology& m) {
+    std::vector<fb::Offset<w::NodeInfo>> nodes;
+    for (const NodeInfo& n : m.nodes) nodes.push_back(ToWire(b, n));
+    return {w::Body_Topology, w::CreateTopology(b, b.CreateVector(nodes), m.generation).Union()};
+  }
+  Out operator()(const Heartbeat& m) {
+    return {w::Body_Heartbeat, w::CreateHeartbeat(b, m.step, m.samples_per_s).Union()};
+  }
+  Out operator()(const BarrierRequest& m) {
+    return {w::Body_BarrierRequest,
+            w::CreateBarrierRequest(b, ToWire(m.group), m.value, b.CreateString(m.blob)).Union()};
+  }
+  Out operator()(const Done&) { return {w::Body_Done, w::CreateDone(b).Union()}; }
+  Out operator()(const Shutdown& m) {
+    return {w::Body_Shutdown,
+            w::CreateShutdown(b, b.CreateString(m.reason), m.failed, m.stopped).Union()};
+  }
+  Out operator()(const Pause& m) {
+    return {w::Body_Pause, w::CreatePause(b, b.CreateString(m.reason), m.generation).Union()};
+  }
+  Out operator()(const NodeFailed& m) {
+    return {w::Body_NodeFailed, w::CreateNodeFailed(b, b.CreateString(m.reason), m.recoverable,
+                                                    ToWire(m.peer_role), m.peer_rank)
+                                    .Union()};
+  }
+  Out operator()(const StopRequest& m) {
+    return {w::Body_StopRequest, w::CreateStopRequest(b, b.CreateString(m.reason)).Union()};
+  }
+  Out operator()(const Stop& m) {
+    return {w::Body_Stop, w::CreateStop(b, b.CreateString(m.reason), m.at_step).Union()};
+  }
+  Out operator()(const StopReply& m) {
+    return {w::Body_StopReply, w::CreateStopReply(b, m.step).Union()};
+  }
+  Out operator()(const Hello& m) {
+    auto node = ToWire(b, m.node);
+    return {w::Body_Hello,
+            w::CreateHello(b, node, b.CreateString(m.shm_name), m.shm_nonce).Union()};
+  }
+  Out operator()(const Ack&) { return {w::Body_Ack, w::CreateAck(b).Union()}; }
+  Out operator()(const ErrorReply& m) {
+    return {w::Body_Error, w::CreateError(b, b.CreateString(m.message)).Union()};
+  }
+  Out operator()(const PushRequest& m) {
+    auto kind = m.kind == PushKind::kInit    ? w::PushKind_Init
+                : m.kind == PushKind::kDelta ? w::PushKind_Delta
+                                             : w::PushKind_Gradient;
+    auto encoding =
+        m.encoding == PushEncoding::kThreshold ? w::PushEncoding_Threshold : w::PushEncoding_Dense;
+    return {w::Body_PushRequest, w::CreatePushRequest(b, b.CreateString(m.tensor), m.part, m.worker,
+                                                      m.clock, kind, encoding)
+                                     .Union()};
+  }
+  Out operator()(const PullRequest& m) {
+    return {w::Body_PullRequest, w::CreatePullRequest(b, b.CreateString(m.tensor), m.part, m.worker,
+                                                      m.min_clock, m.elements)
+                                     .Union()};
+  }
+  Out operator()(const PullReply& m) {
+    return {w::Body_PullReply, w::CreatePullReply(b, m.clock).Union()};
+  }
+  Out operator()(const SaveRequest& m) {
+    return {w::Body_SaveRequest, w::CreateSaveRequest(b, m.step).Union()};
+  }
+  Out operator()(const BarrierReply& m) {
+    return {w::Body_BarrierReply,
+            w::CreateBarrierReply(b, m.min_value, b.CreateString(m.blob)).Union()};
+  }
+  Out operator()(const RingChunk& m) {
+    return {w::Body_RingChunk, w::CreateRingChunk(b, m.op, m.step, m.segment).Union()};
+  }
+  Out operator()(const SparsePullRequest& m) {
+    return {w::Body_SparsePullRequest,
+            w::CreateSparsePullRequest(b, b.CreateString(m.table), m.worker, m.min_clock).Union()};
+  }
+  Out operator()(const SparsePullReply& m) {
+    return {w::Body_SparsePullReply, w::CreateSparsePullReply(b, m.clock).Union()};
+  }
+  Out operator()(const SparsePushRequest& m) {
+    return {
+        w::Body_SparsePushRequest,
+        w::CreateSparsePushRequest(b, b.CreateString(m.table), m.worker, m.clock, m.rows).Union()};
+  }
+  Out operator()(const AuthHello& m) {
+    auto nonce = b.CreateVector(m.nonce.data(), m.nonce.size());
+    return {w::Body_AuthHello, w::CreateAuthHello(b, m.version, nonce, m.proves).Union()};
+  }
+  Out operator()(const AuthProof& m) {
+    auto mac = b.CreateVector(m.mac.data(), m.mac.size());
+    return {w::Body_AuthProof, w::CreateAuthProof(b, mac).Union()};
+  }
+  Out operator()(const SaveReply& m) {
+    return {w::Body_SaveReply, w::CreateSaveReply(b, b.CreateString(m.file)).Union()};
+  }
+};
+
+// Field checks beyond what the Verifier knows: required fields present, text
+// of sane length, enums in range.
+StatusOr<std::string> Text(const fb::String* s, const char* field, bool required) {
+  if (s == nullptr) {
+    if (required) return InvalidArgument(fmt::format("missing field {}", field));
+    return std::string();
+  }
+  if (s->size() > kMaxText)
+    return InvalidArgument(
+        fmt::format("field {} is {} bytes long (limit {})", field, s->size(), kMaxText));
+  return s->str();
+}
+
+// A byte field of exactly out->size() bytes (nonces, MACs).
+template <size_t N>
+Status CopyExact(const fb::Vector<uint8_t>* v, const char* field, std::array<uint8_t, N>* out) {
+  if (v == nullptr) return InvalidArgument(fmt::format("missing field {}", field));
+  if (v->size() != N)
+    return InvalidArgument(
+        fmt::format("field {} is {} bytes long, expected {}", field, v->size(), N));
+  std::copy(v->begin(), v->end(), out->begin());
+  return Status::OK();
+}
+
+StatusOr<Role> FromWire(w::Role r) {
+  switch (r) {
+    case w::Role_Scheduler:
+      return Role::kScheduler;
+    case w::Role_Server:
+      return Role::kServer;
+    case w::Role_Worker:
+      return Role::kWorker;
+  }
+  return InvalidArgument(fmt::format("unknown role {}", static_cast<int>(r)));
+}
+
+StatusOr<NodeInfo> FromWire(const w::NodeInfo* n, const char* field) {
+  if (n == nullptr) return InvalidArgument(fmt::format("missing field {}", field));
+  NodeInfo out;
+  auto id = Text(n->node_id(), "node_id", true);
+  if (!id.ok()) return id.status();
+  if (id->empty()) return InvalidArgument("empty node_id");
+  auto host = Text(n->host(), "host", true);
+  if (!host.ok()) return host.status();
+  auto role = FromWire(n->role());
+  if (!role.ok()) return role.status();
+  out.node_id = *id;
+  out.host = *host;
+  out.role = *role;
+  out.port = n->port();
+  out.rank = n->rank();
+  return out;
+}
+
+// A FlatBuffer may point many vector entries at one table or string, so a
+// small header can stand for far more text than it holds. Honest senders
+// never share (CreateString), so what a node list decodes to is at most the
+// header's own size.
+Status CheckNodeList(const fb::Vector<fb::Offset<w::NodeInfo>>& nodes, size_t header_size) {
+  if (nodes.size() > kMaxTopologyNodes)
+    return InvalidArgument(
+        fmt::format("topology of {} nodes (at most {})", nodes.size(), kMaxTopologyNodes));
+  size_t text = 0;
+  for (const w::NodeInfo* n : nodes) {
+    if (n == nullptr) continue;
+    text += (n->node_id() ? n->node_id()->size() : 0) + (n->host() ? n->host()->size() : 0);
+  }
+  if (text > header_size)
+    return InvalidArgument(fmt::format(
+        "topology of {} nodes names {} bytes of text in a {}-byte header (shared strings)",
+        nodes.size(), text, header_size));
+  return Status::OK();
+}
+
+StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
+  // The Verifier accepts a union whose type is set but whose table is absent.
+  if (h->body_type() != w::Body_NONE && h->body() == nullptr)
+    return InvalidArgument(
+        fmt::format("message type {} has no body", static_cast<int>(h->body_type())));
+  switch (h->body_type()) {
+    case w::Body_RegisterRequest: {
+      auto m = h->body_as_RegisterRequest();
+      auto node = FromWire(m->node(), "node");
+      if (!node.ok()) return node.status();
+      if (!(m->recovery_wait_s() >= 0 && m->recovery_wait_s() <= kMaxWaitSeconds))
+        return InvalidArgument(fmt::format("recovery_wait_s {} is not in 0..{}",
+                                           m->recovery_wait_s(), kMaxWaitSeconds));
+      return MessageBody(RegisterRequest{*node, m->server_num(), m->worker_num(),
+                                         m->recovery_wait_s(), m->rejoin(), m->generation(),
+                                         m->config() ? m->config()->str() : ""});
+    }
+    case w::Body_RegisterReply:
+      return MessageBody(RegisterReply{h->body_as_RegisterReply()->rank(),
+                                       h->body_as_RegisterReply()->generation()});
+    case w::Body_Topology: {
+      Topology t;
+      if (auto nodes = h->body_as_Topology()->nodes()) {
+        PSTRAIN_RETURN_IF_ERROR(CheckNodeList(*nodes, header_size));
+        t.nodes.reserve(nodes->size());
+        for (const w::NodeInfo* n : *nodes) {
+          auto node = FromWire(n, "nodes[]");
+          if (!node.ok()) return node.status();
+          t.nodes.push_back(std::move(*node));
+        }
+      }
+      t.generation = h->body_as_Topology()->generation();
+      return MessageBody(std::move(t));
+    }
+    case w::Body_Heartbeat: {
+      const w::Heartbeat* hb = h->body_as_Heartbeat();
+      Heartbeat out{hb->step(), hb->samples_per_s()};
+      if (out.step < -1 || !std::isfinite(out.samples_per_s) || out.samples_per_s < 0)
+        return InvalidArgument(fmt::format(
+            "Heartbeat with step {} and samples/s {} (want >= -1 and a finite rate >= 0)", out.step,
+            out.samples_per_s));
+      return MessageBody(out);
+    }
+    case w::Body_BarrierRequest: {
+      auto g = h->body_as_BarrierRequest()->group();
+      if (g < w::BarrierGroup_MIN || g > w::BarrierGroup_MAX)
+        return InvalidArgument(fmt::format("unknown barrier group {}", static_cast<int>(g)));
+      auto blob = Text(h->body_as_BarrierRequest()->blob(), "blob", false);
+      if (!blob.ok()) return blob.status();
+      return MessageBody(BarrierRequest{static_cast<BarrierGroup>(g),
+                                        h->body_as_BarrierRequest()->value(), *blob});
+    }
+    case w::Body_Done:
+      return MessageBody(Done{});
+    case w::Body_Shutdown: {
+      auto reason = Text(h->body_as_Shutdown()->reason(), "reason", false);
+      if (!reason.ok()) return reason.status();
+      return MessageBody(
+          Shutdown{*reason, h->body_as_Shutdown()->failed(), h->body_as_Shutdown()->stopped()});
+    }
+    case w::Body_Pause: {
+      auto reason = Text(h->body_as_Pause()->reason(), "reason", false);
+      if (!reason.ok()) return reason.status();
+      return MessageBody(Pause{*reason, h->body_as_Pause()->generation()});
+    }
+    case w::Body_NodeFailed: {
+      auto reason = Text(h->body_as_NodeFailed()->reason(), "reason", false);
+      if (!reason.ok()) return reason.status();
+      const w::NodeFailed* m = h->body_as_NodeFailed();
+      auto peer_role = FromWire(m->peer_role());
+      if (!peer_role.ok()) return peer_role.status().WithContext("NodeFailed.peer_role");
+      if (m->peer_rank() < -1)
+        return InvalidArgument(fmt::format("NodeFailed names peer rank {}", m->peer_rank()));
+      return MessageBody(NodeFailed{*reason, m->recoverable(), *peer_role, m->peer_rank()});
+    }
+    case w::Body_StopRequest: {
+      auto reason = Text(h->body_as_StopRequest()->reason(), "reason", false);
+      if (!reason.ok()) return reason.status();
+      return MessageBody(StopRequest{*reason});
+    }
+    case w::Body_Stop: {
+      auto reason = Text(h->body_as_Stop()->reason(), "reason", false);
+      if (!reason.ok()) return reason.status();
+      return MessageBody(Stop{*reason, h->body_as_Stop()->at_step()});
+    }
+    case w::Body_StopReply:
+      return MessageBody(StopReply{h->body_as_StopReply()->step()});
+    case w::Body_Hello: {
+      auto node = FromWire(h->body_as_Hello()->node(), "node");
+      if (!node.ok()) return node.status();
+      auto shm_name = Text(h->body_as_Hello()->shm_name(), "shm_name", false);
+      if (!shm_name.ok()) return shm_name.status();
+      return MessageBody(Hello{*node, *shm_name, h->body_as_Hello()->shm_nonce()});
+    }
+    case w::Body_Ack:
+      return MessageBody(Ack{});
+    case w::Body_Error: {
+      auto text = Text(h->body_as_Error()->message(), "message", false);
+      if (!text.ok()) return text.status();
+      return MessageBody(ErrorReply{*text});
+    }
+    case w::Body_PushRequest: {
+      auto m = h->body_as_PushRequest();
+      auto tensor = Text(m->tensor(), "tensor", true);
+      if (!tensor.ok()) return tensor.status();
+      PushKind kind;
+      switch (m->kind()) {
+        case w::PushKind_Gradient:
+          kind = PushKind::kGradient;
+          break;
+        case w::PushKind_Init:
+          kind = PushKind::kInit;
+          break;
+        case w::PushKind_Delta:
+          kind = PushKind::kDelta;
+          break;
+        default:
+          return InvalidArgument(fmt::format("unknown push kind {}", static_cast<int>(m->kind())));
+      }
+      PushEncoding encoding;
+      switch (m->encoding()) {
+        case w::PushEncoding_Dense:
+          encoding = PushEncoding::kDense;
+          break;
+        case w::PushEncoding_Threshold:
+          encoding = PushEncoding::kThreshold;
+          break;
+        default:
+          return InvalidArgument(
+              fmt::format("unknown push encoding {}", static_cast<int>(m->encoding())));
+      }
+      if (encoding != PushEncoding::kDense && kind != PushKind::kGradient)
+        return InvalidArgument("only gradient pushes may be threshold-encoded");
+      return MessageBody(PushRequest{*tensor, m->part(), m->worker(), m->clock(), kind, encoding});
+    }
+    case w::Body_PullRequest: {
+      auto m = h->body_as_PullRequest();
+      auto tensor = Text(m->tensor(), "tensor", true);
+      if (!tensor.ok()) return tensor.status();
+      return MessageBody(
+          PullRequest{*tensor, m->part(), m->worker(), m->min_clock(), m->elements()});
+    }
+    case w::Body_PullReply:
+      return MessageBody(PullReply{h->body_as_PullReply()->clock()});
+    case w::Body_SaveRequest:
+      return MessageBody(SaveRequest{h->body_as_SaveRequest()->step()});
+    case w::Body_SaveReply: {
+      auto file = Text(h->body_as_SaveReply()->file(), "file", true);
+      if (!file.ok()) return file.status();
+      return MessageBody(SaveReply{*file});
+    }
+    case w::Body_SparsePullRequest: {
+      auto* m = h->body_as_SparsePullRequest();
+      auto table = Text(m->table(), "table", true);
+      if (!table.ok()) return table.status();
+      return MessageBody(SparsePullRequest{*table, m->worker(), m->min_clock()});
+    }
+    case w::Body_SparsePullReply:
+      return MessageBody(SparsePullReply{h->body_as_SparsePullReply()->clock()});
+    case w::Body_SparsePushRequest: {
+      auto* m = h->body_as_SparsePushRequest();
+      auto table = Text(m->table(), "table", true);
+      if (!table.ok()) return table.status();
+      if (m->rows() < 0) return InvalidArgument(fmt::format("{} rows", m->rows()));
+      return MessageBody(SparsePushRequest{*table, m->worker(), m->clock(), m->rows()});
+    }
+    case w::Body_RingChunk:
+      return MessageBody(RingChunk{h->body_as_RingChunk()->op(), h->body_as_RingChunk()->step(),
+                                   h->body_as_RingChunk()->segment()});
+    case w::Body_BarrierReply: {
+      auto blob = Text(h->body_as_BarrierReply()->blob(), "blob", false);
+      if (!blob.ok()) return blob.status();
+      return MessageBody(BarrierReply{h->body_as_BarrierReply()->min_value(), *blob});
+    }
+    case w::Body_AuthHello: {
+      auto* m = h->body_as_AuthHello();
+      AuthHello hello{m->version(), {}, m->proves()};
+      PSTRAIN_RETURN_IF_ERROR(CopyExact(m->nonce(), "nonce", &hello.nonce));
+      return MessageBody(hello);
+    }
+    case w::Body_AuthProof: {
+      AuthProof proof;
+      PSTRAIN_RETURN_IF_ERROR(CopyExact(h->body_as_AuthProof()->mac(), "mac", &proof.mac));
+      return MessageBody(proof);
+    }
+    case w::Body_NONE:
+      break;
+  }
+  return InvalidArgument(fmt::format("unknown message type {}", static_cast<int>(h->body_type())));
+}
+
+}  // namespace
+
+const char* BarrierGroupName(BarrierGroup group) {
+  switch (group) {
+    case BarrierGroup::kAll:
+      return "all nodes";
+    case BarrierGroup::kServers:
+      return "servers";
+    case BarrierGroup::kWorkers:
+      return "workers";
+  }
+  return "?";
+}
+
+const char* MessageName(const MessageBody& body) {
+  static const char* const kNames[] = {"RegisterRequest",
+                                       "RegisterReply",
+                                       "Topology",
+                                       "Heartbeat",
+                                       "BarrierRequest",
+                                       "Done",
+                                       "Shutdown",
+                                       "Hello",
+                                       "Ack",
+                                       "Error",
+                                       "PushRequest",
+                                       "PullRequest",
+                                       "PullReply",
+                                       "SaveRequest",
+                                       "SaveReply",
+                                       "BarrierReply",
+                                       "RingChunk",
+                                       "SparsePullRequest",
+                                       "SparsePullReply",
+                                       "SparsePushRequest",
+                                       "Pause",
+                                       "NodeFailed",
+                                       "StopRequest",
+                                       "Stop",
+                                       "StopReply",
+                                       "AuthHello",
+                                       "AuthProof"};
+  static_assert(std::size(kNames) == std::variant_size_v<MessageBody>);
+  return kNames[body.index()];
+}
+
+bool MayCarryPayload(const MessageBody& body) {
+  return std::holds_alternative<PushRequest>(body) || std::holds_alternative<PullReply>(body) ||
+         std::holds_alternative<RingChunk>(body) ||
+         std::holds_alternative<SparsePullRequest>(body) ||
+         std::holds_alternative<SparsePullReply>(body) ||
+         std::holds_alternative<SparsePushRequest>(body);
+}
+
+bool IsHandshake(const MessageBody& body) {
+  return std::holds_alternative<AuthHello>(body) || std::holds_alternative<AuthProof>(body);
+}
+
+bool MayWaitOnOthers(const MessageBody& body) {
+  return std::holds_alternative<BarrierRequest>(body);
+}
+
+bool IsPulledValues(const MessageBody& body) {
+  return std::holds_alternative<PullReply>(body) || std::holds_alternative<SparsePullReply>(body);
+}
+
+std::vector<uint8_t> EncodeHeader(const Message& message) {
+  fb::FlatBufferBuilder b(256);
+  auto [type, body] = std::visit(BodyEncoder{b}, message.body);
+  b.Finish(w::CreateHeader(b, message.request_id, message.is_reply, type, body));
+  return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+}
+
+StatusOr<Message> DecodeHeader(const uint8_t* data, size_t size) {
+  fb::Verifier verifier(data, size, /*max_depth=*/16, /*max_tables=*/100000);
+  if (!w::VerifyHeaderBuffer(verifier))
+    return InvalidArgument(
+        fmt::format("frame header of {} bytes fails FlatBuffers verification", size));
+  const w::Header* h = w::GetHeader(data);
+  auto body = DecodeBody(h, size);
+  if (!body.ok()) return body.status();
+  Message m;
+  m.request_id = h->request_id();
+  m.is_reply = h->is_reply();
+  m.body = std::move(*body);
+  return m;
+}
+
+}  // namespace pstrain

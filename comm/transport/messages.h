@@ -1,0 +1,210 @@
+// Plain C++ forms of the wire messages in wire.fbs. FlatBuffers types stay
+// inside messages.cc: everything else speaks these structs, and the two are
+// converted in exactly one place (EncodeHeader / DecodeHeader).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "src/common/config/options.h"
+#include "src/common/status.h"
+
+namespace pstrain {
+
+enum class BarrierGroup { kAll, kServers, kWorkers };
+const char* BarrierGroupName(BarrierGroup group);
+
+struct NodeInfo {
+  std::string node_id;
+  Role role = Role::kWorker;
+  std::string host;
+  uint16_t port = 0;
+  int rank = -1;
+};
+
+// node.rank: the rank the node asks for, -1 for any.
+struct RegisterRequest {
+  NodeInfo node;
+  int server_num = 0;
+  int worker_num = 0;
+  double recovery_wait_s = 0;  // 0: the job ends when a node is lost
+  bool rejoin = false;         // a running node that lost the scheduler
+  int64_t generation = 0;      // rejoin: the generation it runs in
+  std::string config;          // JobConfigText of the node's config
+};
+struct RegisterReply {
+  int rank = -1;
+  int64_t generation = 0;
+};
+struct Topology {
+  std::vector<NodeInfo> nodes;  // every server and worker, with ranks
+  int64_t generation = 0;       // how many times the job rolled back
+};
+struct Heartbeat {
+  int64_t step = -1;         // a worker's steps done; -1: nothing to report
+  double samples_per_s = 0;  // its training rate, finite and >= 0
+};
+struct BarrierRequest {
+  BarrierGroup group = BarrierGroup::kAll;
+  int64_t value = 0;  // the reply carries the smallest value of the group
+  std::string blob;   // and the lowest-ranked member's non-empty blob
+};
+struct BarrierReply {
+  int64_t min_value = 0;
+  std::string blob;
+};
+// One step of a ring collective; the chunk's floats are the payload.
+struct RingChunk {
+  uint64_t op = 0;
+  int step = 0;
+  int segment = 0;  // which piece of the step's chunk
+};
+struct Done {};
+struct Shutdown {
+  std::string reason;
+  bool failed = false;   // the job was ended: the node exits 1
+  bool stopped = false;  // stopped on request before its end (SIGTERM)
+};
+// The job lost a node: drop everything, register again, resume from the
+// newest complete checkpoint.
+struct Pause {
+  std::string reason;
+  int64_t generation = 0;  // the generation to register for
+};
+// A node hit an error it cannot recover from (not a lost peer).
+struct NodeFailed {
+  std::string reason;
+  bool recoverable = false;  // it lost a peer: with recovery, roll back
+  // The peer it lost (server or worker), when it knows; rank -1: none named.
+  Role peer_role = Role::kWorker;
+  int peer_rank = -1;
+};
+// A node got SIGTERM or SIGINT: stop the job cleanly.
+struct StopRequest {
+  std::string reason;
+};
+// To a worker: at_step -1 asks its step (reply StopReply); at_step N >= 0
+// tells it to stop once step N is done.
+struct Stop {
+  std::string reason;
+  int64_t at_step = -1;
+};
+struct StopReply {
+  int64_t step = 0;  // steps this worker has started
+};
+struct Hello {
+  NodeInfo node;
+  std::string shm_name;  // ring peers: the shared-memory channel offered
+  uint64_t shm_nonce = 0;
+};
+struct Ack {};
+struct ErrorReply {
+  std::string message;
+};
+
+// The handshake that opens every connection (comm/transport/handshake.h).
+inline constexpr size_t kAuthNonceBytes = 32;
+inline constexpr size_t kAuthMacBytes = 32;  // HMAC-SHA256
+struct AuthHello {
+  uint32_t version = 0;  // of the handshake (kHandshakeVersion)
+  std::array<uint8_t, kAuthNonceBytes> nonce{};
+  bool proves = false;  // the sender has a token and will send an AuthProof
+};
+struct AuthProof {
+  std::array<uint8_t, kAuthMacBytes> mac{};
+};
+
+// Parameter-server messages: one partition of a tensor each; the float32
+// values travel as the frame's payload.
+// kDelta: mode average, a worker's weight change since its last pull, for
+// averaging round `clock` (roles/server/partition.h).
+enum class PushKind { kGradient, kInit, kDelta };
+// kThreshold: the payload is one threshold message (optim/threshold_codec.h)
+// for the partition's elements instead of float32 values; gradients only.
+enum class PushEncoding { kDense, kThreshold };
+struct PushRequest {
+  std::string tensor;
+  uint32_t part = 0;
+  int worker = 0;
+  int64_t clock = 0;  // the worker's step (kDelta: the averaging round)
+  PushKind kind = PushKind::kGradient;
+  PushEncoding encoding = PushEncoding::kDense;
+};
+struct PullRequest {
+  std::string tensor;
+  uint32_t part = 0;
+  int worker = 0;
+  int64_t min_clock = 0;  // answer once the partition's clock reaches this
+  int64_t elements = 0;   // the partition's size as the worker knows it
+};
+struct PullReply {
+  int64_t clock = 0;
+};
+struct SaveRequest {
+  int64_t step = 0;  // written to the server's own checkpoint dir
+};
+struct SaveReply {
+  std::string file;  // written inside the step's directory
+};
+
+// Embedding rows (server-held tables): ids, then rows, as the payload.
+struct SparsePullRequest {
+  std::string table;
+  int worker = 0;
+  int64_t min_clock = 0;  // answer once the table has applied this many steps
+};
+struct SparsePullReply {
+  int64_t clock = 0;
+};
+struct SparsePushRequest {
+  std::string table;
+  int worker = 0;
+  int64_t clock = 0;  // the worker's step
+  int64_t rows = 0;   // ids in the payload, each followed later by a row
+};
+
+using MessageBody =
+    std::variant<RegisterRequest, RegisterReply, Topology, Heartbeat, BarrierRequest, Done,
+                 Shutdown, Hello, Ack, ErrorReply, PushRequest, PullRequest, PullReply, SaveRequest,
+                 SaveReply, BarrierReply, RingChunk, SparsePullRequest, SparsePullReply,
+                 SparsePushRequest, Pause, NodeFailed, StopRequest, Stop, StopReply, AuthHello,
+                 AuthProof>;
+
+struct Message {
+  uint64_t request_id = 0;  // 0: one-way, no reply expected
+  bool is_reply = false;
+  MessageBody body;
+};
+
+// Name of the body's type, for logs and errors ("RegisterRequest").
+const char* MessageName(const MessageBody& body);
+
+// What the transport (comm/transport/connection.h) may do with a frame's payload,
+// decided here so that it needs no list of message kinds. Only values (the
+// floats of a tensor, embedding ids and rows) travel as payload: a message
+// of any other kind with one is malformed.
+bool MayCarryPayload(const MessageBody& body);
+// Pulled values: a reply whose payload may be read straight into the memory
+// its request named (Connection::Call's reply_into).
+bool IsPulledValues(const MessageBody& body);
+
+// AuthHello or AuthProof: the only frames a connection reads before its
+// handshake is complete.
+bool IsHandshake(const MessageBody& body);
+
+// A request whose answer waits on other nodes by design (a barrier waits for
+// the whole group): exempt from the per-call deadline; the scheduler's own
+// deadlines bound it instead.
+bool MayWaitOnOthers(const MessageBody& body);
+
+// The FlatBuffers header bytes for `message`.
+std::vector<uint8_t> EncodeHeader(const Message& message);
+
+// Verifies (flatbuffers::Verifier plus field checks) and converts a received
+// header. Never trusts the bytes: any defect is an InvalidArgument naming it.
+StatusOr<Message> DecodeHeader(const uint8_t* data, size_t size);
+
+}  // namespace pstrain

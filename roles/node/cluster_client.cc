@@ -1,0 +1,405 @@
+#include "roles/node/cluster_client.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace pstrain {
+namespace {
+
+constexpr uint64_t kRetryMillis = 200;
+
+uint64_t Millis(double seconds) { return static_cast<uint64_t>(seconds * 1000.0 + 0.5); }
+
+// A topology must list each rank of each role exactly once, as many as the job
+// has; everything later indexes by rank and relies on it.
+Status CheckTopology(const Topology& t, const ClusterOptions& c) {
+  std::vector<int> seen_servers(c.server_num), seen_workers(c.worker_num);
+  for (const NodeInfo& n : t.nodes) {
+    std::vector<int>* seen = n.role == Role::kServer   ? &seen_servers
+                             : n.role == Role::kWorker ? &seen_workers
+                                                       : nullptr;
+    if (seen == nullptr || n.rank < 0 || n.rank >= static_cast<int>(seen->size()) ||
+        (*seen)[n.rank]++ > 0)
+      return InvalidArgument(
+          fmt::format("topology lists {} rank {} wrongly", RoleName(n.role), n.rank));
+  }
+  if (t.nodes.size() != static_cast<size_t>(c.server_num + c.worker_num))
+    return InvalidArgument(fmt::format("topology lists {} nodes, expected {}", t.nodes.size(),
+                                       c.server_num + c.worker_num));
+  return Status::OK();
+}
+
+}  // namespace
+
+ClusterClient::ClusterClient(EventLoop* loop, NodeOptions options, Logger log)
+    : loop_(loop), options_(std::move(options)), log_(std::move(log)) {}
+
+std::string ClusterClient::SchedulerAddress() const {
+  return fmt::format("{}:{}", options_.cluster.sched_host, options_.cluster.sched_port);
+}
+
+StatusOr<Topology> ClusterClient::Join(uint16_t listen_port) {
+  listen_port_ = listen_port;
+  bool posted = loop_->Post([this] {
+    connect_deadline_ms_ = loop_->NowMs() + Millis(options_.cluster.connect_timeout_s);
+    TryConnect();
+  });
+  if (!posted) return Aborted("the node is stopping");
+  return joined_.Wait();
+}
+
+// Retries every kRetryMillis until the deadline: the scheduler may start
+// after us, or be restarting.
+void ClusterClient::TryConnect() {
+  Connection::Connect(
+      loop_, log_, options_.cluster.sched_host, options_.cluster.sched_port,
+      [this](StatusOr<Connection::Ptr> conn) {
+        if (verdict_.IsSet()) {
+          if (conn.ok()) (*conn)->Close(Aborted("the node is stopping"));
+          return;
+        }
+        if (conn.ok()) return OnConnected(*conn);
+        last_connect_error_ = conn.status();
+        if (loop_->IsStopping()) return joined_.Set(conn.status());
+        // Another token (or a token on one side only) will not change by
+        // trying again.
+        if (conn.status().code() == StatusCode::kPermissionDenied) {
+          Status refused = conn.status().WithContext(
+              fmt::format("the scheduler at {} refused this node", SchedulerAddress()));
+          joined_.Set(refused);
+          return SetVerdict(refused);
+        }
+        if (loop_->NowMs() >= connect_deadline_ms_) {
+          Status gone = Unavailable(fmt::format(
+              "cannot reach the scheduler at {} (MS_SCHED_HOST:MS_SCHED_PORT) within {} s "
+              "(PSTRAIN_CONNECT_TIMEOUT): {}",
+              SchedulerAddress(), options_.cluster.connect_timeout_s,
+              last_connect_error_.message()));
+          joined_.Set(gone);
+          return SetVerdict(gone);
+        }
+        retry_timer_.RunOnce(kRetryMillis, [this] { TryConnect(); });
+      });
+}
+
+void ClusterClient::OnConnected(Connection::Ptr conn) {
+  scheduler_ = conn;
+  last_heard_ms_ = loop_->NowMs();
+  conn->Start([this](const Connection::Ptr& c, Incoming&& in) { OnRequest(c, std::move(in)); },
+              [this](const Connection::Ptr& c, const Status& why) {
+                if (c == scheduler_) OnSchedulerLost(why);
+              });
+  RegisterRequest req;
+  req.node.node_id = options_.node_id;
+  req.node.role = options_.role;
+  req.node.host = options_.node_host.empty() ? conn->LocalIp() : options_.node_host;
+  req.node.port = listen_port_;
+  req.node.rank = rejoining_ ? rank_ : options_.requested_rank;
+  req.server_num = options_.cluster.server_num;
+  req.worker_num = options_.cluster.worker_num;
+  req.recovery_wait_s = options_.cluster.recovery_wait_s;
+  req.rejoin = rejoining_;
+  req.generation = generation_.load();
+  req.config = options_.cluster.job_config;
+  if (!heartbeat_timer_.IsRunning())
+    heartbeat_timer_.RunEvery(Millis(options_.cluster.heartbeat_interval_s),
+                              [this] { CheckSchedulerHeard(); });
+  conn->Call(req, [this](StatusOr<Incoming> reply) { OnRegistered(std::move(reply)); });
+}
+
+void ClusterClient::OnRegistered(StatusOr<Incoming> reply) {
+  auto fail = [this](const Status& why) {
+    joined_.Set(why);
+    SetVerdict(why);
+  };
+  if (!reply.ok())
+    return fail(reply.status().WithContext(
+        fmt::format("the scheduler at {} refused this node", SchedulerAddress())));
+  auto* ok = std::get_if<RegisterReply>(&reply->message.body);
+  if (ok == nullptr)
+    return fail(InvalidArgument("the scheduler answered RegisterRequest with " +
+                                std::string(MessageName(reply->message.body))));
+  const int count =
+      options_.role == Role::kServer ? options_.cluster.server_num : options_.cluster.worker_num;
+  if (ok->rank < 0 || ok->rank >= count)
+    return fail(InvalidArgument(fmt::format("the scheduler assigned rank {} in a job of {} {}s",
+                                            ok->rank, count, RoleName(options_.role))));
+  if (rejoining_) {
+    if (ok->generation > generation_.load()) {
+      // The job was paused without us: our state is stale.
+      Status stale = Aborted(
+          fmt::format("the job went on without this node (the scheduler is at generation {}, "
+                      "this node at {}): rolling back",
+                      ok->generation, generation_.load()));
+      log_->warn("{}", stale.message());
+      paused_ = true;
+      return SetVerdict(stale);
+    }
+    rejoining_ = false;
+    log_->info("re-joined the restarted scheduler at {} as {} rank {}", SchedulerAddress(),
+               RoleName(options_.role), rank_);
+    if (done_reported_) scheduler_->Call(Done{}, [](StatusOr<Incoming>) {});
+    FlushWaitingCalls(Status::OK());
+    return;
+  }
+  rank_ = ok->rank;
+  generation_ = ok->generation;
+  joined_once_ = true;
+  log_->info("registered with the scheduler at {} as {} rank {} (node id {}, generation {})",
+             SchedulerAddress(), RoleName(options_.role), rank_, options_.node_id, ok->generation);
+}
+
+void ClusterClient::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
+  last_heard_ms_ = loop_->NowMs();
+  const uint64_t id = in.message.request_id;
+  if (std::holds_alternative<Heartbeat>(in.message.body)) {
+    conn->Reply(id, Ack{});  // a probe (scheduler step 11); a plain heartbeat has id 0
+    return;
+  }
+  if (auto* topology = std::get_if<Topology>(&in.message.body)) {
+    if (Status st = CheckTopology(*topology, options_.cluster); !st.ok()) {
+      conn->Reply(id, ErrorReply{st.message()});
+      joined_.Set(st.WithContext("bad topology from the scheduler"));
+      return;
+    }
+    conn->Reply(id, Ack{});
+    topology_ = *topology;
+    joined_.Set(*topology);  // later ones (a scheduler rejoined) are acknowledged only
+  } else if (auto* shutdown = std::get_if<Shutdown>(&in.message.body)) {
+    conn->Reply(id, Ack{});
+    if (shutdown->failed) {
+      log_->error("the scheduler ended the job: {}", shutdown->reason);
+      SetVerdict(Aborted(fmt::format("the scheduler ended the job: {}", shutdown->reason)));
+    } else if (shutdown->stopped) {
+      SetVerdict(Cancelled(shutdown->reason));
+    } else {
+      SetVerdict(Status::OK());
+    }
+  } else if (auto* stop = std::get_if<Stop>(&in.message.body)) {
+    OnStop(conn, id, *stop);
+  } else if (auto* pause = std::get_if<Pause>(&in.message.body)) {
+    conn->Reply(id, Ack{});
+    log_->warn(
+        "the scheduler paused the job: {}; this {} rolls back to the newest complete "
+        "checkpoint",
+        pause->reason, RoleName(options_.role));
+    paused_ = true;
+    SetVerdict(Aborted("the job is paused: " + pause->reason));
+  } else {
+    conn->Reply(id, ErrorReply{fmt::format("a {} does not handle {} from the scheduler",
+                                           RoleName(options_.role), MessageName(in.message.body))});
+  }
+}
+
+void ClusterClient::SetVerdict(const Status& verdict) {
+  if (verdict_.IsSet()) return;
+  verdict_.Set(verdict);
+  // A verdict before the topology (the job ended while this node waited to
+  // join) ends the wait in Join() too.
+  joined_.Set(verdict.ok() ? Aborted("the job ended before this node joined it") : verdict);
+  ReleaseHold();
+  heartbeat_timer_.Stop();
+  retry_timer_.Stop();
+  FlushWaitingCalls(verdict.ok() ? Aborted("the job is over") : verdict);
+  // A verdict that is not the job's normal end leaves peers mid-request:
+  // closing every connection makes their waits return.
+  if (!verdict.ok() && interrupt_) interrupt_(verdict);
+}
+
+void ClusterClient::ReportProgress(int64_t step, double samples_per_s) {
+  progress_step_.store(std::max<int64_t>(step, -1));
+  // The scheduler refuses a rate that is not a finite number >= 0.
+  progress_rate_.store(std::isfinite(samples_per_s) ? std::max(samples_per_s, 0.0) : 0.0);
+}
+
+// Heartbeats go out, and a scheduler silent past the timeout counts as lost.
+void ClusterClient::CheckSchedulerHeard() {
+  const uint64_t now = loop_->NowMs();
+  const uint64_t timeout = Millis(options_.cluster.heartbeat_timeout_s);
+  const bool stalled = NoticeStall(now, timeout);
+  if (rejoining_) {
+    // A stopped scheduler's port still accepts connections (the kernel's
+    // backlog) but never answers: the rejoin as a whole has the deadline.
+    if (now >= connect_deadline_ms_) {
+      if (scheduler_) scheduler_->Close(DeadlineExceeded("the scheduler does not answer"));
+      SetVerdict(Unavailable(fmt::format(
+          "lost the scheduler at {} and could not rejoin it within {} s (PSTRAIN_CONNECT_TIMEOUT)",
+          SchedulerAddress(), options_.cluster.connect_timeout_s)));
+    }
+    return;
+  }
+  if (!scheduler_) return;
+  scheduler_->Notify(Heartbeat{progress_step_.load(), progress_rate_.load()});
+  if (stalled) return;  // what came meanwhile is read after this
+  if (now - last_heard_ms_ > timeout)
+    scheduler_->Close(DeadlineExceeded(fmt::format("the scheduler has been silent for {:.1f} s",
+                                                   (now - last_heard_ms_) / 1000.0)));
+  ExpireOverdueCalls(loop_, 2 * timeout);
+}
+
+// A node stopped or starved past half the heartbeat timeout has not read
+// the scheduler's heartbeats of that time: its silence is no evidence
+// (roles/node/stall_watch.h).
+bool ClusterClient::NoticeStall(uint64_t now, uint64_t timeout) {
+  const uint64_t late =
+      stall_watch_.Check(now, Millis(options_.cluster.heartbeat_interval_s), timeout);
+  if (late == 0) return false;
+  log_->warn(
+      "this node was stalled for {:.1f} s (a stopped process, a paused machine or a starved "
+      "CPU): the scheduler gets a fresh heartbeat timeout instead of being judged on it",
+      late / 1000.0);
+  last_heard_ms_ = now;
+  return true;
+}
+
+void ClusterClient::OnSchedulerLost(const Status& reason) {
+  scheduler_.reset();
+  if (verdict_.IsSet()) return;
+  if (!joined_once_ || loop_->IsStopping()) {
+    Status lost = Unavailable(fmt::format("lost the connection to the scheduler at {}: {}",
+                                          SchedulerAddress(), reason.message()));
+    joined_.Set(lost);
+    return SetVerdict(lost);
+  }
+  // 9. Training needs no scheduler: reconnect in the background.
+  log_->warn("lost the scheduler at {}: {}; trying to rejoin it for up to {} s", SchedulerAddress(),
+             reason.message(), options_.cluster.connect_timeout_s);
+  rejoining_ = true;
+  connect_deadline_ms_ = loop_->NowMs() + Millis(options_.cluster.connect_timeout_s);
+  retry_timer_.RunOnce(kRetryMillis, [this] { TryConnect(); });
+}
+
+void ClusterClient::CallWhenConnected(MessageBody body, Connection::ReplyCallback done) {
+  if (verdict_.IsSet()) return done(Aborted("the node's part in the job is over"));
+  if (scheduler_ && !rejoining_) return scheduler_->Call(std::move(body), std::move(done));
+  waiting_calls_.emplace_back(std::move(body), std::move(done));
+}
+
+void ClusterClient::FlushWaitingCalls(const Status& failed) {
+  auto calls = std::move(waiting_calls_);
+  waiting_calls_.clear();
+  for (auto& [body, done] : calls) {
+    if (!failed.ok() || !scheduler_) {
+      done(failed.ok() ? Unavailable("not connected to the scheduler") : failed);
+    } else {
+      scheduler_->Call(std::move(body), std::move(done));
+    }
+  }
+}
+
+StatusOr<Incoming> ClusterClient::CallScheduler(MessageBody body, const std::string& what) {
+  Completion<StatusOr<Incoming>> done;
+  bool posted = loop_->Post([this, body = std::move(body), done]() mutable {
+    // A lost connection or a verdict fails the call, so this always completes.
+    CallWhenConnected(std::move(body),
+                      [done](StatusOr<Incoming> reply) { done.Set(std::move(reply)); });
+  });
+  if (!posted) return Aborted(fmt::format("{}: the node is stopping", what));
+  StatusOr<Incoming> reply = done.Wait();
+  if (!reply.ok()) return reply.status().WithContext(what);
+  return reply;
+}
+
+Status ClusterClient::Barrier(BarrierGroup group) { return AgreeMin(group, 0).status(); }
+
+StatusOr<BarrierReply> ClusterClient::EnterBarrier(BarrierRequest request) {
+  std::string what = fmt::format("barrier of {}", BarrierGroupName(request.group));
+  auto reply = CallScheduler(std::move(request), what);
+  if (!reply.ok()) return reply.status();
+  auto* agreed = std::get_if<BarrierReply>(&reply->message.body);
+  if (agreed == nullptr)
+    return InvalidArgument(
+        fmt::format("{}: the scheduler answered with {}", what, MessageName(reply->message.body)));
+  return std::move(*agreed);
+}
+
+StatusOr<int64_t> ClusterClient::AgreeMin(BarrierGroup group, int64_t value) {
+  auto reply = EnterBarrier(BarrierRequest{group, value, ""});
+  if (!reply.ok()) return reply.status();
+  return reply->min_value;
+}
+
+StatusOr<std::string> ClusterClient::ShareFromOne(BarrierGroup group, std::string blob) {
+  auto reply = EnterBarrier(BarrierRequest{group, 0, std::move(blob)});
+  if (!reply.ok()) return reply.status();
+  return std::move(reply->blob);
+}
+
+Status ClusterClient::ReportDone() {
+  loop_->Post([this] { done_reported_ = true; });
+  Status sent = CallScheduler(Done{}, "report Done").status();
+  // The connection to the scheduler broke under the call: a rejoin (9)
+  // sends Done again, and the verdict (WaitForShutdown) tells how the job
+  // ended either way.
+  if (sent.code() == StatusCode::kUnavailable) return Status::OK();
+  return sent;
+}
+
+void ClusterClient::ReportFailure(const Status& why, bool recoverable,
+                                  const std::optional<NodeInfo>& peer) {
+  NodeFailed failed{why.message(), recoverable};
+  if (peer) {
+    failed.peer_role = peer->role;
+    failed.peer_rank = peer->rank;
+  }
+  Completion<Status> sent;
+  bool posted = loop_->Post([this, failed, sent] {
+    if (!scheduler_ || rejoining_ || verdict_.IsSet()) return sent.Set(Status::OK());
+    scheduler_->Call(failed, [sent](StatusOr<Incoming> reply) { sent.Set(reply.status()); });
+  });
+  if (posted) sent.WaitFor(std::chrono::milliseconds(Millis(options_.cluster.heartbeat_timeout_s)));
+}
+
+void ClusterClient::RequestStop(const std::string& why) {
+  CallWhenConnected(StopRequest{why}, [this](StatusOr<Incoming> reply) {
+    if (!reply.ok()) log_->warn("asking the scheduler to stop: {}", reply.status().message());
+  });
+}
+
+// 10. The scheduler asks each worker how far it is (at_step -1) and holds it
+// at its next step boundary, then tells every worker the step to stop at.
+void ClusterClient::OnStop(const Connection::Ptr& conn, uint64_t id, const Stop& stop) {
+  std::lock_guard<std::mutex> lock(stop_mutex_);
+  if (stop.at_step < 0) {
+    hold_ = true;
+    conn->Reply(id, StopReply{steps_started_});
+    return;
+  }
+  stop_at_ = stop.at_step;
+  hold_ = false;
+  stop_changed_.notify_all();
+  log_->info("the job stops after step {}: {}", stop.at_step, stop.reason);
+  conn->Reply(id, Ack{});
+}
+
+void ClusterClient::ReleaseHold() {
+  std::lock_guard<std::mutex> lock(stop_mutex_);
+  hold_ = false;
+  stop_changed_.notify_all();
+}
+
+bool ClusterClient::BeginStep(int64_t step) {
+  std::unique_lock<std::mutex> lock(stop_mutex_);
+  const auto limit = std::chrono::milliseconds(2 * Millis(options_.cluster.heartbeat_timeout_s));
+  if (!stop_changed_.wait_for(lock, limit, [this] { return !hold_; })) {
+    log_->warn(
+        "the scheduler asked where this worker is but named no step to stop at within {} "
+        "ms; going on",
+        limit.count());
+    hold_ = false;
+  }
+  if (stop_at_ >= 0 && step >= stop_at_) return false;
+  steps_started_ = std::max(steps_started_, step + 1);
+  return true;
+}
+
+Status ClusterClient::WaitForShutdown() { return verdict_.Wait(); }
+
+std::optional<Status> ClusterClient::WaitForVerdict(double timeout_s) {
+  return verdict_.WaitFor(std::chrono::milliseconds(Millis(timeout_s)));
+}
+
+}  // namespace pstrain

@@ -1,0 +1,149 @@
+// ClusterClient: a server's or worker's side of the scheduler protocol
+// (see roles/scheduler/scheduler.h): join the job, heartbeats both ways, barriers,
+// Done, and the scheduler's verdicts (Shutdown, Pause).
+//
+// The verdict ends the node's part in this generation of the job: OK when
+// the job is over, Aborted with the scheduler's reason when it ended the job
+// or paused it (paused() tells which). When one comes, the client calls the
+// interrupt hook, which closes the node's connections so that every thread
+// waiting on a peer returns.
+//
+// A lost scheduler is not a verdict: the node keeps training and reconnects
+// in the background (up to the connect timeout), then re-registers with its
+// rank (rejoin). Calls to the scheduler wait for that. Only when it cannot
+// be reached again does the node's verdict become Unavailable.
+//
+// The public methods block and must be called from the node's own thread,
+// never from the loop thread; the protocol itself runs on the loop.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm/transport/completion.h"
+#include "comm/transport/connection.h"
+#include "comm/transport/event_loop.h"
+#include "comm/transport/timer.h"
+#include "roles/node/stall_watch.h"
+#include "src/common/logging.h"
+#include "src/common/config/options.h"
+
+namespace pstrain {
+
+class ClusterClient {
+ public:
+  ClusterClient(EventLoop* loop, NodeOptions options, Logger log);
+
+  // Called on the loop thread when a verdict comes (see above).
+  void SetInterruptHook(std::function<void(const Status&)> hook) { interrupt_ = std::move(hook); }
+
+  // Connects to the scheduler (retrying until options.cluster.connect_timeout_s
+  // has passed), registers this node as listening on `listen_port`, and waits
+  // for the topology. The error names the scheduler address tried.
+  StatusOr<Topology> Join(uint16_t listen_port);
+  // Waits until every node of `group` has entered the barrier.
+  Status Barrier(BarrierGroup group);
+  // A barrier that also returns the smallest `value` any member gave.
+  StatusOr<int64_t> AgreeMin(BarrierGroup group, int64_t value);
+  // A barrier that hands every member the bytes one member gives (the
+  // others pass ""; with several, the lowest rank's win). How worker 0
+  // hands NCCL's unique id to the other workers. At most 4 KiB.
+  StatusOr<std::string> ShareFromOne(BarrierGroup group, std::string blob);
+  // Tells the scheduler this worker's work is over.
+  Status ReportDone();
+  // Tells the scheduler this node failed for `why`: it ends the job, or,
+  // when `recoverable` (a lost peer) and the job has recovery, rolls it
+  // back. `peer` is the node it lost, when known: the scheduler gives up on
+  // a link that keeps failing (roles/scheduler/scheduler.h, step 5). Best effort,
+  // bounded by the heartbeat timeout.
+  void ReportFailure(const Status& why, bool recoverable,
+                     const std::optional<NodeInfo>& peer = std::nullopt);
+  // Blocks until the verdict.
+  Status WaitForShutdown();
+  // The verdict if it came within `timeout_s`; nullopt otherwise.
+  std::optional<Status> WaitForVerdict(double timeout_s);
+  // The scheduler paused the job: this node must roll back.
+  bool paused() const { return paused_.load(); }
+
+  // Stopping on request (SIGTERM, SIGINT; roles/scheduler/scheduler.h step 10).
+  // Asks the scheduler to stop the job cleanly. Loop thread.
+  void RequestStop(const std::string& why);
+  // Workers, before step `step` (0-based): false when the job stops before
+  // it. While the scheduler settles on the step every worker stops at, this
+  // holds the caller at the step boundary (bounded by twice the heartbeat
+  // timeout), so that no worker runs past it.
+  bool BeginStep(int64_t step);
+
+  // Workers: the steps done and the training rate, sent with the next
+  // heartbeats for the scheduler's live view. Any thread; never blocks.
+  void ReportProgress(int64_t step, double samples_per_s);
+
+  int rank() const { return rank_; }  // valid after Join
+  // The topology as last received; null before. Loop thread only.
+  const Topology* topology() const { return topology_ ? &*topology_ : nullptr; }
+  int64_t generation() const { return generation_.load(); }
+
+ private:
+  StatusOr<BarrierReply> EnterBarrier(BarrierRequest request);
+  void TryConnect();
+  void OnConnected(Connection::Ptr conn);
+  void OnRegistered(StatusOr<Incoming> reply);
+  void OnRequest(const Connection::Ptr& conn, Incoming&& in);
+  void OnSchedulerLost(const Status& reason);
+  void CheckSchedulerHeard();
+  // Whether this check came so late that this node's loop must have stalled
+  // (the scheduler's rule, roles/scheduler/scheduler.h step 4); if so, the scheduler
+  // gets a fresh timeout.
+  bool NoticeStall(uint64_t now, uint64_t timeout);
+  // The end of this node's part: set once, then interrupt the node.
+  void SetVerdict(const Status& verdict);
+  // Calls made while reconnecting wait here; sent (or failed) once that ends.
+  void CallWhenConnected(MessageBody body, Connection::ReplyCallback done);
+  void FlushWaitingCalls(const Status& failed);
+  StatusOr<Incoming> CallScheduler(MessageBody body, const std::string& what);
+  std::string SchedulerAddress() const;
+
+  EventLoop* loop_;
+  NodeOptions options_;
+  Logger log_;
+  std::function<void(const Status&)> interrupt_;
+  uint16_t listen_port_ = 0;
+  int rank_ = -1;
+  std::atomic<int64_t> generation_{0};
+  std::atomic<bool> paused_{false};
+  std::atomic<int64_t> progress_step_{-1};  // ReportProgress, read by the loop
+  std::atomic<double> progress_rate_{0};
+
+  // Loop-thread state.
+  Connection::Ptr scheduler_;
+  std::optional<Topology> topology_;
+  Timer retry_timer_{loop_};
+  Timer heartbeat_timer_{loop_};
+  uint64_t connect_deadline_ms_ = 0;
+  uint64_t last_heard_ms_ = 0;
+  StallWatch stall_watch_;  // of CheckSchedulerHeard
+  Status last_connect_error_;
+  bool joined_once_ = false;  // registered at least once: a loss means rejoin
+  bool rejoining_ = false;
+  bool done_reported_ = false;  // re-sent after a rejoin
+  std::vector<std::pair<MessageBody, Connection::ReplyCallback>> waiting_calls_;
+
+  // The stop gate (BeginStep), shared by the loop and the training thread.
+  std::mutex stop_mutex_;
+  std::condition_variable stop_changed_;
+  int64_t steps_started_ = 0;  // GUARDED_BY(stop_mutex_)
+  int64_t stop_at_ = -1;       // GUARDED_BY(stop_mutex_): stop before this step
+  bool hold_ = false;          // GUARDED_BY(stop_mutex_): asked, answer pending
+  void OnStop(const Connection::Ptr& conn, uint64_t id, const Stop& stop);
+  void ReleaseHold();
+
+  Completion<StatusOr<Topology>> joined_;
+  Completion<Status> verdict_;
+};
+
+}  // namespace pstrain

@@ -1,0 +1,146 @@
+#include "roles/offline/eval.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+#include "embedding/id_dedup.h"
+#include "embedding/row_init.h"
+#include "roles/checkpoint/weights.h"
+#include "roles/worker/remote_embeddings.h"
+#include "roles/placement/server_tables.h"
+#include "src/data/batcher.h"
+#include "src/data/dataset.h"
+#include "src/data/metrics.h"
+#include "src/nn/model.h"
+
+namespace pstrain {
+namespace {
+
+// Test samples per batch, as the trainer evaluates (roles/worker/trainer.cc).
+constexpr int kEvalBatch = 1024;
+
+struct EvalTable {
+  EmbeddingTableOptions options;
+  Param* param = nullptr;
+  std::optional<CheckpointTable> rows;
+};
+
+// Copies the checkpoint's dense weights into the model, shapes checked.
+Status LoadDense(const CheckpointWeights& w, Model& model, const std::string& source) {
+  for (Param* p : model.params()) {
+    const LayoutTensor* found = nullptr;
+    for (const LayoutTensor& t : w.layout().tensors)
+      if (t.name == p->name) found = &t;
+    if (found == nullptr) {
+      bool table = false;
+      for (const LayoutTable& t : w.layout().tables) table = table || t.name == p->name;
+      if (table) continue;  // its rows come batch by batch (GatherRows)
+      return FailedPrecondition(fmt::format("{}: '{}' is not in {} (was the model changed?)",
+                                            source, p->name, w.ref().step_dir));
+    }
+    if (found->shape != p->value.shape)
+      return FailedPrecondition(
+          fmt::format("{}: '{}' has another shape in {} (was the model changed?)", source, p->name,
+                      w.ref().step_dir));
+    auto values = w.Dense(*found);
+    if (!values.ok()) return values.status();
+    std::memcpy(p->value.ptr(), values->data(), values->size() * sizeof(float));
+  }
+  return Status::OK();
+}
+
+// The batch's ids renumbered 0..U-1 and each table's rows U put in its
+// Param, as RemoteEmbeddings::Gather does with rows from the servers (rows
+// on disk read batch by batch, so a table larger than memory evaluates).
+Status GatherRows(IdDedup& dedup, std::vector<EvalTable>& tables, Batch* batch) {
+  dedup.Reset(batch->sparse.data(), batch->sparse.size());
+  for (size_t i = 0; i < batch->sparse.size(); ++i) batch->sparse[i] = dedup.inverse()[i];
+  std::vector<char> found;
+  for (EvalTable& t : tables) {
+    const std::vector<int64_t>& ids = dedup.unique();
+    PSTRAIN_RETURN_IF_ERROR(t.rows->Gather(ids.data(), ids.size(), t.param->value.ptr(), &found));
+    for (size_t u = 0; u < ids.size(); ++u)
+      if (found[u] == 0) InitRow(t.options, ids[u], t.param->value.ptr() + u * t.options.dim);
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+StatusOr<CheckpointMetric> EvaluateCheckpoint(const Config& config, const std::string& dir) {
+  if (!config.has_model) return InvalidArgument(config.source + ": no model: section");
+  if (!config.has_data) return InvalidArgument(config.source + ": no data: section");
+  auto weights = CheckpointWeights::Open(dir);
+  if (!weights.ok()) return weights.status();
+  // Sync: no row caches are made (rows come from the checkpoint).
+  Config sync = config;
+  sync.train.mode = UpdateMode::kSync;
+  ModelConfig model_config = config.model;
+  auto remote = RemoteEmbeddings::Create(sync, &model_config, kEvalBatch);
+  if (!remote.ok()) return remote.status();
+  auto model = Model::Build(model_config, config.train.seed);
+  if (!model.ok()) return model.status().WithContext(config.source);
+  PSTRAIN_RETURN_IF_ERROR(LoadDense(**weights, **model, config.source));
+  auto server_tables = ServerTables(config);
+  if (!server_tables.ok()) return server_tables.status();
+  std::vector<EvalTable> tables;
+  for (const ServerTable& st : *server_tables) {
+    EvalTable& t = tables.emplace_back();
+    t.options = st.options;
+    for (Param* p : (*model)->params())
+      if (p->name == st.options.name) t.param = p;
+    const LayoutTable* saved = nullptr;
+    for (const LayoutTable& lt : (*weights)->layout().tables)
+      if (lt.name == st.options.name) saved = &lt;
+    if (t.param == nullptr || saved == nullptr || saved->dim != st.options.dim)
+      return FailedPrecondition(fmt::format("{}: table '{}' is not in {} with dim {}",
+                                            config.source, st.options.name,
+                                            (*weights)->ref().step_dir, st.options.dim));
+    auto rows = (*weights)->Table(*saved);
+    if (!rows.ok()) return rows.status();
+    t.rows.emplace(std::move(*rows));
+  }
+  auto test = LoadTest(config.data);
+  if (!test.ok()) return test.status();
+  Batcher batcher = Batcher::ForEval(&*test, kEvalBatch);
+  batcher.StartEpoch(0);
+  CheckpointMetric m;
+  m.step = (*weights)->ref().step;
+  m.click = config.model.loss == LossType::kBceWithLogits;
+  IdDedup dedup;
+  Batch batch;
+  double correct = 0;
+  std::vector<float> scores, labels;
+  while (batcher.Next(&batch)) {
+    if (!tables.empty()) PSTRAIN_RETURN_IF_ERROR(GatherRows(dedup, tables, &batch));
+    const Tensor& logits = (*model)->Forward(batch, /*training=*/false);
+    if (m.click) {
+      for (int64_t i = 0; i < batch.size(); ++i) {
+        scores.push_back(1.0f / (1.0f + std::exp(-logits.data[i])));
+        labels.push_back(batch.labels[i]);
+      }
+    } else {
+      correct += Accuracy(logits, batch.labels) * static_cast<double>(batch.size());
+    }
+    m.samples += batch.size();
+  }
+  if (m.click) {
+    m.metric = Auc(scores, labels);
+    m.logloss = LogLoss(scores, labels);
+  } else {
+    m.metric = m.samples > 0 ? correct / static_cast<double>(m.samples) : 0.0;
+  }
+  return m;
+}
+
+std::string DescribeMetric(const CheckpointMetric& m) {
+  if (m.click)
+    return fmt::format("test AUC: {:.4f}, log-loss: {:.4f} ({} samples)", m.metric, m.logloss,
+                       m.samples);
+  return fmt::format("test accuracy: {:.4f} ({} samples)", m.metric, m.samples);
+}
+
+}  // namespace pstrain

@@ -1,0 +1,541 @@
+#include "roles/scheduler/scheduler.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "comm/transport/tls.h"
+#include "src/common/config/identity.h"
+
+namespace pstrain {
+Scheduler::Scheduler(ClusterOptions options, Logger log)
+    : options_(std::move(options)),
+      log_(std::move(log)),
+      listener_(&loop_, log_),
+      servers_(static_cast<size_t>(std::max(options_.server_num, 0))),
+      workers_(static_cast<size_t>(std::max(options_.worker_num, 0))) {
+  loop_.SetSecurity(SecurityFrom(options_));
+  if (!options_.job_config_source.empty()) {
+    reference_config_ = options_.job_config;
+    reference_name_ = fmt::format("the scheduler's ({})", options_.job_config_source);
+  }
+}
+
+Scheduler::~Scheduler() {
+  const Status stopped = loop_.Stop();
+  if (!stopped.ok()) log_->error("stopping the scheduler: {}", stopped.message());
+}
+
+StatusOr<uint16_t> Scheduler::Start() {
+  auto tls = TlsContext::LoadIfSet(options_.tls);
+  if (!tls.ok()) return tls.status();
+  loop_.set_tls(std::move(*tls));
+  PSTRAIN_RETURN_IF_ERROR(loop_.Start());
+  return loop_.Call<StatusOr<uint16_t>>(
+      [this]() -> StatusOr<uint16_t> {
+        auto port = listener_.Listen(options_.sched_host, options_.sched_port,
+                                     [this](Connection::Ptr c) { OnAccept(std::move(c)); });
+        if (!port.ok()) return port.status();
+        started_ms_ = loop_.NowMs();
+        PSTRAIN_RETURN_IF_ERROR(ServeHttp());
+        signals_.Watch([this](const char* name) {
+          log_->warn("{} received: stopping the job cleanly (send it again to exit at once)", name);
+          BeginStop(fmt::format("{} to the scheduler", name));
+        });
+        heartbeat_timer_.RunEvery(Millis(options_.heartbeat_interval_s),
+                                  [this] { CheckHeartbeats(); });
+        register_timer_.RunOnce(Millis(options_.register_timeout_s), [this] {
+          if (topology_sent_) return;
+          std::string refused;
+          for (const std::string& r : refusals_) refused += "; refused " + r;
+          AbortOnLoop(DeadlineExceeded(
+              fmt::format("not every node registered within {} s (PSTRAIN_REGISTER_TIMEOUT): "
+                          "missing {}{}",
+                          options_.register_timeout_s, MissingRanks(), refused)));
+        });
+        log_->info("The scheduler listens on {}:{} for {} servers and {} workers",
+                   options_.sched_host, *port, options_.server_num, options_.worker_num);
+        return *port;
+      },
+      Aborted("scheduler stopped while starting"));
+}
+
+Status Scheduler::Wait() {
+  Status status = finished_.Wait();
+  Status stopped = loop_.Stop();
+  return status.ok() ? stopped : status;
+}
+
+void Scheduler::Abort(const std::string& reason) {
+  loop_.Post([this, reason] { AbortOnLoop(Aborted(reason)); });
+}
+
+// 6. Every node hears why, then the job is over.
+void Scheduler::AbortOnLoop(const Status& why) {
+  if (finished_.IsSet() || shutting_down_) return;
+  log_->error("ending the job: {}", why.message());
+  EndNow(Shutdown{why.message(), /*failed=*/true}, why);
+}
+
+// Every connected node gets `shutdown`; the job is over (`result`) once all
+// have answered, or after a short wait: a node that cannot answer is likely
+// why the job ends.
+void Scheduler::EndNow(const Shutdown& shutdown, const Status& result) {
+  shutting_down_ = true;
+  paused_ = false;
+  register_timer_.Stop();
+  auto waiting = std::make_shared<CountDown>(AllNodes().size() + 1,
+                                             [this, result](const Status&) { Finish(result); });
+  for (NodeEntry* n : AllNodes()) {
+    auto conn = n->conn.lock();
+    if (!conn || conn->closed()) {
+      waiting->Report(Status::OK());
+      continue;
+    }
+    conn->Call(shutdown, [waiting](StatusOr<Incoming>) { waiting->Report(Status::OK()); });
+  }
+  waiting->Report(Status::OK());
+  shutdown_timer_.RunOnce(std::min<uint64_t>(2000, Millis(options_.heartbeat_timeout_s)),
+                          [this, result] { Finish(result); });
+}
+
+void Scheduler::OnAccept(Connection::Ptr conn) {
+  conn->Start([this](const Connection::Ptr& c, Incoming&& in) { OnRequest(c, std::move(in)); },
+              [this](const Connection::Ptr& c, const Status& why) { OnClose(c, why); });
+}
+
+void Scheduler::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
+  const uint64_t id = in.message.request_id;
+  if (auto* reg = std::get_if<RegisterRequest>(&in.message.body)) {
+    HandleRegister(conn, id, *reg);
+    return;
+  }
+  NodeEntry* node = FindByConnection(conn.get());
+  if (node == nullptr) {
+    conn->Reply(id, ErrorReply{fmt::format("{} from an unregistered connection: register first",
+                                           MessageName(in.message.body))});
+    return;
+  }
+  node->last_heard_ms = loop_.NowMs();
+  if (auto* heartbeat = std::get_if<Heartbeat>(&in.message.body)) {
+    if (heartbeat->step >= 0 && node->info.role == Role::kWorker) {
+      node->step = heartbeat->step;
+      node->samples_per_s = heartbeat->samples_per_s;
+      best_step_ = std::max(best_step_, heartbeat->step);
+    }
+    return;
+  }
+  if (auto* barrier = std::get_if<BarrierRequest>(&in.message.body)) {
+    HandleBarrier(conn, id, *node, *barrier);
+  } else if (std::holds_alternative<Done>(in.message.body)) {
+    HandleDone(conn, id, *node);
+  } else if (auto* stop = std::get_if<StopRequest>(&in.message.body)) {
+    conn->Reply(id, Ack{});
+    BeginStop(stop->reason);
+  } else if (auto* failed = std::get_if<NodeFailed>(&in.message.body)) {
+    conn->Reply(id, Ack{});
+    const std::string what = fmt::format("{} failed: {}", Describe(*node), failed->reason);
+    if (paused_) return;  // the rollback under way takes care of it
+    // A lost peer between two live nodes: every node is still here, so a
+    // rollback (with recovery) needs no replacement.
+    if (failed->recoverable && recovery_wait_s_ > 0 && stop_reason_.empty() && topology_sent_ &&
+        !shutting_down_) {
+      log_->warn("{}", what);
+      if (GiveUpOnLink(*node, *failed, what)) return;
+      return BeginPause(what);
+    }
+    AbortOnLoop(Aborted(what));
+  } else {
+    conn->Reply(id, ErrorReply{fmt::format("the scheduler does not handle {}",
+                                           MessageName(in.message.body))});
+  }
+}
+
+Status Scheduler::CheckRegistration(const RegisterRequest& req) const {
+  if (req.node.role == Role::kScheduler)
+    return InvalidArgument("a scheduler cannot register with another scheduler");
+  if (req.server_num != options_.server_num || req.worker_num != options_.worker_num)
+    return InvalidArgument(fmt::format(
+        "node was started with MS_SERVER_NUM={} MS_WORKER_NUM={} but the scheduler with "
+        "MS_SERVER_NUM={} MS_WORKER_NUM={}",
+        req.server_num, req.worker_num, options_.server_num, options_.worker_num));
+  if (shutting_down_) return FailedPrecondition("the job is shutting down");
+  return Status::OK();
+}
+
+Status Scheduler::CheckSameConfig(const RegisterRequest& req) const {
+  if (!reference_config_ || req.config == *reference_config_) return Status::OK();
+  return FailedPrecondition(fmt::format(
+      "its config differs from {}: {} (every node of a job must run the same config; only {} "
+      "may differ)",
+      reference_name_,
+      DescribeConfigDifference(req.config, "on this node", *reference_config_, "there"),
+      fmt::join(kNodeLocalKeys, ", ")));
+}
+
+void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
+                               const RegisterRequest& req) {
+  NodeInfo info = req.node;
+  if (info.host.empty()) info.host = conn->peer().substr(0, conn->peer().rfind(':'));
+  const char* role = RoleName(info.role);
+  auto refuse = [&](const Status& why) {
+    log_->warn("refused {} node id:{} from {}: {}", role, info.node_id, conn->peer(),
+               why.message());
+    if (refusals_.size() < 8)
+      refusals_.push_back(fmt::format("{} node id:{} ({})", role, info.node_id, why.message()));
+    conn->Reply(id, ErrorReply{why.message()});
+  };
+  if (req.rejoin && shutting_down_ && ending_) return RejoinAtShutdown(conn, id, req);
+  if (Status st = CheckRegistration(req); !st.ok()) return refuse(st);
+  if (Status st = CheckSameConfig(req); !st.ok()) return refuse(st);
+  // Without a config of its own, the scheduler takes the first admitted
+  // node's as the job's.
+  auto admit = [&](const NodeInfo& admitted, const char* how) {
+    if (!reference_config_) {
+      reference_config_ = req.config;
+      reference_name_ = fmt::format("the first node's ({} node id:{})", role, info.node_id);
+    }
+    Admit(conn, id, admitted, how);
+  };
+  // One connection is one node: a second identity on it would hold a slot
+  // that no heartbeat, barrier or Done could ever fill.
+  if (auto it = node_of_.find(conn.get()); it != node_of_.end() && it->second != info.node_id)
+    return refuse(InvalidArgument(
+        fmt::format("this connection is already registered as node id {}", it->second)));
+  if (req.recovery_wait_s != recovery_wait_s_) {
+    if (rank_of_.empty()) {
+      recovery_wait_s_ = req.recovery_wait_s;
+    } else {
+      log_->warn("{} node id:{} has train.recovery wait {} s, the job {} s: keeping the job's",
+                 role, info.node_id, req.recovery_wait_s, recovery_wait_s_);
+    }
+  }
+
+  auto known = rank_of_.find(info.node_id);
+  // 11. A node id belongs to the process that registered it while that one
+  // lives: a second registration waits for the first to answer a probe.
+  if (known != rank_of_.end()) {
+    NodeEntry& holder = NodesOf(known->second.first)[known->second.second];
+    if (auto old = holder.conn.lock(); old && old != conn && !old->closed() && !holder.lost)
+      return HoldForProbe(conn, id, req, holder, old);
+  }
+  if (known != rank_of_.end() && known->second.first != info.role)
+    return refuse(InvalidArgument(fmt::format("node id {} is already registered as a {}",
+                                              info.node_id, RoleName(known->second.first))));
+  if (known != rank_of_.end() && info.rank >= 0 && info.rank != known->second.second)
+    return refuse(
+        InvalidArgument(fmt::format("node id {} holds {} rank {}, not rank {}", info.node_id, role,
+                                    known->second.second, info.rank)));
+
+  // 9. A running node that lost the scheduler.
+  if (req.rejoin) {
+    if (req.generation < generation_ ||
+        (known != rank_of_.end() && NodesOf(info.role)[known->second.second].lost)) {
+      // The job went on without it (it was lost and rolled back): the reply's
+      // newer generation tells it to drop its state and register anew.
+      int rank = known != rank_of_.end() ? known->second.second : info.rank;
+      log_->info("{} node id:{} rejoins from generation {}; the job is at {}: it must roll back",
+                 role, info.node_id, req.generation, generation_);
+      conn->Reply(id, RegisterReply{rank, generation_ + 1});
+      return;
+    }
+    if (known == rank_of_.end()) {
+      // A restarted scheduler learns the ranks from the nodes themselves.
+      if (info.rank < 0) return refuse(InvalidArgument("a rejoining node must name its rank"));
+      auto rank = PickRank(info.role, info.rank);
+      if (!rank.ok()) return refuse(rank.status());
+      info.rank = *rank;
+    } else {
+      info.rank = known->second.second;
+    }
+    generation_ = std::max(generation_, req.generation);
+    return admit(info, "rejoined, keeps");
+  }
+
+  if (known != rank_of_.end()) {
+    NodeEntry& node = NodesOf(info.role)[known->second.second];
+    // 4. Registered again while the job runs: the node restarted and its
+    // state is gone. (Before the job starts, or while it is paused, a
+    // restart loses nothing.)
+    if (topology_sent_ && !paused_ && !node.lost) {
+      LoseNode(node, "it restarted (registered again with its node id)");
+      if (!paused_)
+        return refuse(FailedPrecondition("the job has ended: " + info.node_id +
+                                         " restarted and the job cannot recover"));
+    }
+    info.rank = known->second.second;
+    return admit(info, "registered again, keeps");
+  }
+  auto rank = PickRank(info.role, info.rank);
+  if (!rank.ok()) return refuse(rank.status());
+  info.rank = *rank;
+  admit(info, "assign");
+}
+
+StatusOr<int> Scheduler::PickRank(Role role, int requested) const {
+  const std::vector<NodeEntry>& nodes = role == Role::kServer ? servers_ : workers_;
+  const char* count_var = role == Role::kServer ? "MS_SERVER_NUM" : "MS_WORKER_NUM";
+  auto free = [&](const NodeEntry& n) {
+    // A lost rank is free while the job waits for its replacement.
+    return n.info.node_id.empty() || (n.lost && (paused_ || !topology_sent_));
+  };
+  if (requested >= 0) {
+    if (requested >= static_cast<int>(nodes.size()))
+      return InvalidArgument(fmt::format("asks for {} rank {} but the job has {}={}",
+                                         RoleName(role), requested, count_var, nodes.size()));
+    if (!free(nodes[requested]))
+      return FailedPrecondition(fmt::format(
+          "asks for {} rank {}, which node id:{} already holds (two nodes with one MS_NODE_RANK?)",
+          RoleName(role), requested, nodes[requested].info.node_id));
+    return requested;
+  }
+  // A rank never held first: a lost one may yet come back with its node id.
+  for (size_t r = 0; r < nodes.size(); ++r)
+    if (nodes[r].info.node_id.empty()) return static_cast<int>(r);
+  for (size_t r = 0; r < nodes.size(); ++r)
+    if (free(nodes[r])) return static_cast<int>(r);
+  return FailedPrecondition(fmt::format("the job has {}={} and all {} {}s are registered",
+                                        count_var, nodes.size(), nodes.size(), RoleName(role)));
+}
+
+// Gives `info.rank` to the node on `conn` for the current generation.
+void Scheduler::Admit(const Connection::Ptr& conn, uint64_t id, NodeInfo info, const char* how) {
+  NodeEntry& node = NodesOf(info.role)[info.rank];
+  if (node.info.node_id != info.node_id) rank_of_.erase(node.info.node_id);
+  if (auto old = node.conn.lock(); old && old != conn) {
+    node_of_.erase(old.get());
+    old->Close(Aborted("replaced by a new registration of the same rank"));
+  }
+  const bool replacement = node.lost;
+  node = NodeEntry{info, conn, loop_.NowMs(), generation_};
+  rank_of_[info.node_id] = {info.role, info.rank};
+  node_of_[conn.get()] = info.node_id;
+  log_->info("The {} node id:{},node ip: {},node port:{} {} rank id:{}{}", RoleName(info.role),
+             info.node_id, info.host, info.port, how, info.rank,
+             replacement ? " (replaces the lost node)" : "");
+  conn->Reply(id, RegisterReply{info.rank, generation_});
+  if (paused_) return MaybeResume();
+  if (!AllRegistered()) return;
+  // 3. Everyone is in: wire the topology (again, for nodes that rejoined).
+  SendTopology();
+  if (!topology_sent_) {
+    topology_sent_ = true;
+    register_timer_.Stop();
+    log_->info("Start the scheduler node is successful!");
+  }
+}
+
+void Scheduler::SendTopology() {
+  Topology topology;
+  topology.generation = generation_;
+  for (NodeEntry* n : AllNodes()) topology.nodes.push_back(n->info);
+  for (NodeEntry* n : AllNodes()) {
+    auto conn = n->conn.lock();
+    if (!conn) continue;
+    std::string who = Describe(*n);
+    conn->Call(topology, [this, who](StatusOr<Incoming> reply) {
+      if (!reply.ok())
+        log_->warn("sending the topology to {} failed: {}", who, reply.status().message());
+    });
+  }
+}
+
+void Scheduler::HandleBarrier(const Connection::Ptr& conn, uint64_t id, NodeEntry& node,
+                              const BarrierRequest& request) {
+  const BarrierGroup group = request.group;
+  bool member = group == BarrierGroup::kAll ||
+                (group == BarrierGroup::kServers && node.info.role == Role::kServer) ||
+                (group == BarrierGroup::kWorkers && node.info.role == Role::kWorker);
+  if (paused_ || node.generation != generation_) {
+    conn->Reply(id, ErrorReply{fmt::format("{} cannot enter the barrier of {}: the job is paused",
+                                           Describe(node), BarrierGroupName(group))});
+    return;
+  }
+  if (!member || !topology_sent_) {
+    conn->Reply(
+        id, ErrorReply{fmt::format("{} cannot enter the barrier of {}: {}", Describe(node),
+                                   BarrierGroupName(group),
+                                   member ? "not every node has registered yet" : "not a member")});
+    return;
+  }
+  auto& waiters = barriers_[static_cast<size_t>(group)];
+  // A node that asks again (it reconnected) replaces its earlier request.
+  for (auto it = waiters.begin(); it != waiters.end();)
+    it = it->node_id == node.info.node_id ? waiters.erase(it) : it + 1;
+  waiters.push_back({conn, id, node.info.node_id, node.info.rank, request.value, request.blob});
+  log_->debug("{} entered the barrier of {} ({} of {})", Describe(node), BarrierGroupName(group),
+              waiters.size(), GroupSize(group));
+  if (waiters.size() < GroupSize(group)) return;
+  BarrierReply reply{waiters[0].value, ""};
+  const BarrierWaiter* shared = nullptr;  // the lowest-ranked non-empty blob
+  for (const BarrierWaiter& w : waiters) {
+    reply.min_value = std::min(reply.min_value, w.value);
+    if (!w.blob.empty() && (shared == nullptr || w.rank < shared->rank)) shared = &w;
+  }
+  if (shared != nullptr) reply.blob = shared->blob;
+  for (const BarrierWaiter& w : waiters)
+    if (auto c = w.conn.lock()) c->Reply(w.request_id, reply);
+  waiters.clear();
+}
+
+void Scheduler::HandleDone(const Connection::Ptr& conn, uint64_t id, NodeEntry& node) {
+  if (node.info.role != Role::kWorker) {
+    conn->Reply(id, ErrorReply{"only workers report Done"});
+    return;
+  }
+  conn->Reply(id, Ack{});
+  if (node.done) return;
+  node.done = true;
+  log_->info("{} finished its work", Describe(node));
+  if (paused_) return;
+  for (const NodeEntry& w : workers_)
+    if (!w.done) return;
+  BeginShutdown();
+}
+
+// 6. Every worker is done: tell every node to stop.
+void Scheduler::BeginShutdown() {
+  if (shutting_down_) return;
+  shutting_down_ = true;
+  log_->info("all {} workers finished; stopping {} servers and {} workers", workers_.size(),
+             servers_.size(), workers_.size());
+  ending_ = stop_reason_.empty() ? Shutdown{"all workers finished"}
+                                 : Shutdown{"stopped on request: " + stop_reason_, false, true};
+  for (auto* nodes : {&servers_, &workers_}) {
+    for (NodeEntry& n : *nodes) {
+      auto conn = n.conn.lock();
+      if (!conn || conn->closed()) {
+        // 4. One whose connection broke during a stall of ours rejoins to
+        // hear the end (RejoinAtShutdown).
+        if (loop_.NowMs() < rejoin_grace_until_ms_) n.awaiting_rejoin = true;
+        n.shut_down = !n.awaiting_rejoin;
+        continue;
+      }
+      std::string node_id = n.info.node_id;
+      conn->Call(*ending_, [this, node_id](StatusOr<Incoming> answer) {
+        auto it = rank_of_.find(node_id);
+        if (it == rank_of_.end()) return MaybeFinish();
+        NodeEntry& node = NodesOf(it->second.first)[it->second.second];
+        // 4. Its connection broke during a stall of ours: it rejoins.
+        if (!answer.ok() && loop_.NowMs() < rejoin_grace_until_ms_) {
+          node.awaiting_rejoin = true;
+          return;
+        }
+        node.shut_down = true;
+        MaybeFinish();
+      });
+    }
+  }
+  // Nodes that never answer do not hold the job open past the heartbeat timeout.
+  shutdown_timer_.RunOnce(Millis(options_.heartbeat_timeout_s), [this] {
+    for (auto* nodes : {&servers_, &workers_})
+      for (const NodeEntry& n : *nodes)
+        if (!n.shut_down) log_->warn("{} did not acknowledge the shutdown", Describe(n));
+    Finish(Status::OK());
+  });
+  MaybeFinish();
+}
+
+void Scheduler::MaybeFinish() {
+  for (auto* nodes : {&servers_, &workers_})
+    for (const NodeEntry& n : *nodes)
+      if (!n.shut_down) return;
+  Finish(stop_reason_.empty() ? Status::OK() : Cancelled("stopped on request: " + stop_reason_));
+}
+
+// 10. Ask every worker where it is, then stop all after the furthest.
+void Scheduler::BeginStop(const std::string& why) {
+  if (shutting_down_ || !stop_reason_.empty()) return;
+  stop_reason_ = why;
+  if (!topology_sent_ || paused_) {
+    log_->warn("stopping on request ({}) before the job runs: ending it now", why);
+    const std::string stopped = "stopped on request: " + why;
+    EndNow(Shutdown{stopped, false, /*stopped=*/true}, Cancelled(stopped));
+    return;
+  }
+  log_->warn("stopping on request ({}): asking the workers how far they are", why);
+  auto furthest = std::make_shared<int64_t>(0);
+  auto asked = std::make_shared<CountDown>(workers_.size(), [this, furthest](const Status& st) {
+    if (!st.ok()) return AbortOnLoop(st.WithContext("stopping on request"));
+    StopAt(*furthest);
+  });
+  for (NodeEntry& w : workers_) {
+    auto conn = w.conn.lock();
+    if (!conn) {
+      asked->Report(Unavailable(Describe(w) + " is not connected"));
+      continue;
+    }
+    conn->Call(Stop{why, -1}, [asked, furthest](StatusOr<Incoming> reply) {
+      if (!reply.ok()) return asked->Report(reply.status());
+      if (auto* at = std::get_if<StopReply>(&reply->message.body))
+        *furthest = std::max(*furthest, at->step);
+      asked->Report(Status::OK());
+    });
+  }
+}
+
+void Scheduler::StopAt(int64_t step) {
+  log_->info("every worker stops after step {}", step);
+  for (NodeEntry& w : workers_)
+    if (auto conn = w.conn.lock()) conn->Call(Stop{stop_reason_, step}, [](StatusOr<Incoming>) {});
+}
+
+void Scheduler::Finish(Status status) {
+  if (finished_.IsSet()) return;
+  log_->info("the job is over: {}", status.ok() ? "every worker finished" : status.message());
+  listener_.Close();
+  http_.Close();
+  finished_.Set(status);
+}
+
+std::string Scheduler::MissingRanks() const {
+  std::string out;
+  for (const auto* nodes : {&servers_, &workers_})
+    for (size_t r = 0; r < nodes->size(); ++r)
+      if ((*nodes)[r].generation != generation_)
+        out += fmt::format("{}{} rank {}", out.empty() ? "" : ", ",
+                           nodes == &servers_ ? "server" : "worker", r);
+  return out.empty() ? "none" : out;
+}
+
+std::vector<Scheduler::NodeEntry*> Scheduler::AllNodes() {
+  std::vector<NodeEntry*> all;
+  for (auto* nodes : {&servers_, &workers_})
+    for (NodeEntry& n : *nodes)
+      if (!n.info.node_id.empty()) all.push_back(&n);
+  return all;
+}
+
+Scheduler::NodeEntry* Scheduler::FindByConnection(const Connection* conn) {
+  auto it = node_of_.find(conn);
+  if (it == node_of_.end()) return nullptr;
+  auto [role, rank] = rank_of_.at(it->second);
+  return &NodesOf(role)[rank];
+}
+
+std::string Scheduler::Describe(const NodeEntry& node) const {
+  return fmt::format("the {} node id:{} (rank {}, {}:{})", RoleName(node.info.role),
+                     node.info.node_id, node.info.rank, node.info.host, node.info.port);
+}
+
+size_t Scheduler::GroupSize(BarrierGroup g) const {
+  switch (g) {
+    case BarrierGroup::kAll:
+      return servers_.size() + workers_.size();
+    case BarrierGroup::kServers:
+      return servers_.size();
+    case BarrierGroup::kWorkers:
+      return workers_.size();
+  }
+  return 0;
+}
+
+bool Scheduler::AllRegistered() const {
+  for (const auto* nodes : {&servers_, &workers_})
+    for (const NodeEntry& n : *nodes)
+      if (n.info.node_id.empty() || n.generation != generation_) return false;
+  return true;
+}
+
+}  // namespace pstrain

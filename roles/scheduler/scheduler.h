@@ -1,0 +1,235 @@
+// Scheduler: the rendezvous point of a job, and the judge of lost nodes.
+//
+// Protocol (messages in comm/transport/wire.fbs), all on the scheduler's loop thread:
+//   1. A node connects (the connection's handshake proved MS_CLUSTER_TOKEN,
+//      comm/transport/handshake.h) and sends RegisterRequest (node id, role, advertised
+//      host and port, the rank it asks for or -1, the cluster shape it was
+//      started with, its config's recovery wait).
+//   2. The scheduler checks the shape and gives the node a
+//      rank: the one it asked for (refused if another node holds it), its
+//      old one if its node id is known, else the lowest free rank of its
+//      role. It logs
+//        The <role> node id:<id>,node ip: <ip>,node port:<port> assign rank id:<r>
+//      and replies RegisterReply(rank, generation).
+//   3. When every rank of both roles is held, every node gets the Topology
+//      and the scheduler logs
+//        Start the scheduler node is successful!
+//      Not all in within PSTRAIN_REGISTER_TIMEOUT: the job ends, naming the
+//      missing ranks and the refused nodes.
+//   4. Heartbeats go both ways every interval. A node silent past the
+//      timeout, a node whose connection closes, or a known node id that
+//      registers again while the job runs (it restarted, its state is gone)
+//      is a lost node, logged with role and rank.
+//   5. A lost node with recovery (train.recovery, on with checkpoints):
+//      the generation goes up and every other node gets Pause; each drops
+//      all its state and registers again (same node id, same rank). The
+//      lost rank goes to a node registering with the lost node id, or to any
+//      new node. When every rank is held again, the Topology (new
+//      generation) goes out and every node resumes from the newest complete
+//      checkpoint. No replacement within the wait: the job ends.
+//      Without recovery the job ends at once. A node that lost a peer it
+//      still should reach reports NodeFailed naming it: the job rolls back
+//      the same way (no replacement needed), but when the same link fails
+//      again with no progress in between (no worker past the furthest step
+//      any reached) more than train.recovery.max_failed_link_rollbacks times
+//      in a row, the job ends naming the pair that cannot reach each other.
+//      A scheduler whose own loop stalled (its heartbeat check came late by
+//      more than half the timeout: SIGSTOP, a paused machine, a starved
+//      CPU) has not read what came meanwhile: it gives every node a fresh
+//      timeout instead of judging it, and a node that closed its connection
+//      to it meanwhile (it thought the scheduler lost) may rejoin (9)
+//      within the timeout.
+//   6. Ending a job (a lost node without recovery, a node's NodeFailed, a
+//      deadline): every node gets Shutdown(reason, failed), logs the reason
+//      and exits 1.
+//   7. BarrierRequest(group, value): the reply goes to every member of the
+//      group once all of them have asked; it carries the smallest value any
+//      member sent (workers agree on a step count this way). A pause fails
+//      every waiting barrier.
+//   8. Each worker sends Done when its work is over. When all have, every
+//      node gets Shutdown; once each has acknowledged (or gone away, or the
+//      heartbeat timeout passed), the job is over.
+//  10. Stopping on request: SIGTERM or SIGINT to any node (StopRequest) or
+//      to the scheduler. Each worker is asked its step (Stop -1; it holds at
+//      its next step boundary), then told to stop after the largest
+//      (Stop N): every worker reaches it, the chief writes a checkpoint
+//      when configured, all report Done and get Shutdown(stopped). Every
+//      process exits 3. Before the job starts, or while it is paused, the
+//      job ends at once the same way.
+//   9. A restarted scheduler (same host and port) is re-joined by the
+//      running nodes: RegisterRequest with rejoin, their rank and generation.
+//      Once every rank is back the Topology goes out again and the job goes
+//      on; a worker that had reported Done reports it again.
+//  12. With PSTRAIN_HTTP_PORT, the live view: GET /status (JSON) and GET
+//      /metrics (Prometheus text) on the scheduler's host, served on this
+//      loop from the state below (roles/scheduler/view.h). Workers' steps
+//      and rates come with their heartbeats.
+//  11. A node id is held by the process that registered it while that one
+//      is connected: a second registration with the id (a mistake, a
+//      stranger, or a restart whose old connection lingers) waits while the
+//      scheduler probes the holder (Heartbeat as a call). The holder
+//      answers: the newcomer is refused. No answer within the heartbeat
+//      timeout: the holder is lost (4) and the newcomer registers.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "comm/transport/completion.h"
+#include "comm/transport/connection.h"
+#include "comm/transport/event_loop.h"
+#include "comm/http/http_server.h"
+#include "comm/transport/listener.h"
+#include "comm/transport/signal_watcher.h"
+#include "comm/transport/timer.h"
+#include "roles/scheduler/view.h"
+#include "roles/node/stall_watch.h"
+#include "src/common/logging.h"
+#include "src/common/config/options.h"
+
+namespace pstrain {
+
+class Scheduler {
+ public:
+  Scheduler(ClusterOptions options, Logger log);
+  ~Scheduler();
+
+  // Listens on options.sched_host:sched_port (port 0: any free port) and
+  // starts serving. Returns the bound port.
+  StatusOr<uint16_t> Start();
+  // Blocks until the job is over; OK when every worker finished.
+  Status Wait();
+  // Ends the job now with `reason`: every node loses its connection and stops
+  // with an error. Any thread.
+  void Abort(const std::string& reason);
+
+ private:
+  static uint64_t Millis(double seconds) { return static_cast<uint64_t>(seconds * 1000.0 + 0.5); }
+  // One rank of one role. Empty node id: never held.
+  struct NodeEntry {
+    NodeInfo info;
+    std::weak_ptr<Connection> conn;
+    uint64_t last_heard_ms = 0;
+    int64_t generation = -1;  // the generation it registered for
+    bool lost = false;        // its node is gone: any new node may take the rank
+    bool done = false;        // worker reported Done
+    bool shut_down = false;   // acknowledged Shutdown or gone
+    int64_t step = -1;        // 12. a worker's last reported step and rate
+    double samples_per_s = 0;
+    bool awaiting_rejoin = false;  // 4. its connection closed during a stall of ours
+  };
+  // 11. A registration naming a live node's id, waiting on a probe of it.
+  struct HeldRegistration {
+    std::weak_ptr<Connection> conn;
+    uint64_t request_id;
+    RegisterRequest req;
+    uint64_t since_ms;
+    uint64_t probe;
+  };
+  struct BarrierWaiter {
+    std::weak_ptr<Connection> conn;
+    uint64_t request_id;
+    std::string node_id;
+    int rank;
+    int64_t value;
+    std::string blob;
+  };
+
+  void OnAccept(Connection::Ptr conn);
+  // 12. The live view (roles/scheduler/http.cc).
+  Status ServeHttp();
+  HttpResponse OnHttp(const HttpRequest& request);
+  JobView View();
+  void OnRequest(const Connection::Ptr& conn, Incoming&& in);
+  void OnClose(const Connection::Ptr& conn, const Status& reason);
+  void HandleRegister(const Connection::Ptr& conn, uint64_t id, const RegisterRequest& req);
+  void HandleBarrier(const Connection::Ptr& conn, uint64_t id, NodeEntry& node,
+                     const BarrierRequest& request);
+  void HandleDone(const Connection::Ptr& conn, uint64_t id, NodeEntry& node);
+  Status CheckRegistration(const RegisterRequest& req) const;
+  // The node's config against the job's (the scheduler's, else the first
+  // admitted node's): one line naming the first keys that differ.
+  Status CheckSameConfig(const RegisterRequest& req) const;
+  void HoldForProbe(const Connection::Ptr& conn, uint64_t id, const RegisterRequest& req,
+                    NodeEntry& holder, const Connection::Ptr& holder_conn);
+  void ExpireProbes(uint64_t now, uint64_t timeout);
+  // The rank a new node id of `role` gets, or why it gets none.
+  StatusOr<int> PickRank(Role role, int requested) const;
+  void Admit(const Connection::Ptr& conn, uint64_t id, NodeInfo info, const char* how);
+  void SendTopology();
+  void CheckHeartbeats();
+  // 4. Whether this heartbeat check came so late that the loop must have
+  // stalled; if so, every node gets a fresh timeout.
+  bool NoticeStall(uint64_t now, uint64_t timeout);
+  // 5. A recoverable failure of the link between `reporter` and the peer
+  // `failed` names: true when that link has failed too often in a row with
+  // no progress, and the job was ended.
+  bool GiveUpOnLink(const NodeEntry& reporter, const NodeFailed& failed, const std::string& what);
+  // 4-5: a node is gone; pause (recovery) or end the job.
+  void LoseNode(NodeEntry& node, const std::string& why);
+  void BeginPause(const std::string& why);
+  void BeginStop(const std::string& why);
+  void StopAt(int64_t step);
+  void MaybeResume();
+  std::string MissingRanks() const;
+  void BeginShutdown();
+  // 8-9. A node that gave this scheduler up while it stalled rejoins as the
+  // job ends well: it is told so (ending_) instead of refused.
+  void RejoinAtShutdown(const Connection::Ptr& conn, uint64_t id, const RegisterRequest& req);
+  void MaybeFinish();
+  void Finish(Status status);
+  std::vector<NodeEntry*> AllNodes();
+  void AbortOnLoop(const Status& why);
+  void EndNow(const Shutdown& shutdown, const Status& result);
+
+  std::vector<NodeEntry>& NodesOf(Role role) { return role == Role::kServer ? servers_ : workers_; }
+  NodeEntry* FindByConnection(const Connection* conn);
+  std::string Describe(const NodeEntry& node) const;
+  size_t GroupSize(BarrierGroup g) const;
+  bool AllRegistered() const;
+
+  ClusterOptions options_;
+  Logger log_;
+  EventLoop loop_;
+  Listener listener_;
+  Timer heartbeat_timer_{&loop_};
+  Timer shutdown_timer_{&loop_};
+  Timer register_timer_{&loop_};  // registration deadline, then the pause's
+  SignalWatcher signals_{&loop_};
+  HttpServer http_{&loop_, log_};
+  uint64_t started_ms_ = 0;
+  Completion<Status> finished_;
+
+  // Loop-thread state.
+  std::vector<NodeEntry> servers_, workers_;                       // index = rank, fixed size
+  std::unordered_map<std::string, std::pair<Role, int>> rank_of_;  // node id -> role, rank
+  std::unordered_map<const Connection*, std::string> node_of_;     // registered connections
+  std::array<std::vector<BarrierWaiter>, 3> barriers_;             // by BarrierGroup
+  std::vector<HeldRegistration> held_;                             // 11
+  uint64_t next_probe_ = 1;
+  std::vector<std::string> refusals_;            // the first few, for the deadline's message
+  std::optional<std::string> reference_config_;  // the job's JobConfigText
+  std::string reference_name_;                   // whose it is, for messages
+  int64_t generation_ = 0;                       // rollbacks so far (5)
+  // 5. The link ("worker 1 and server 0") whose failure caused the last
+  // rollback, and how many rollbacks in a row it caused with no progress;
+  // progress: a worker past best_step_at_rollback_.
+  std::string failed_link_;
+  int failed_link_rollbacks_ = 0;
+  int64_t best_step_ = -1;  // the furthest step any worker reported
+  int64_t best_step_at_rollback_ = -1;
+  StallWatch stall_watch_;              // 4. of the heartbeat checks
+  uint64_t rejoin_grace_until_ms_ = 0;  // 4. closes before this follow a stall
+  std::optional<Shutdown> ending_;      // 8. the Shutdown of a job that ends well
+  double recovery_wait_s_ = 0;          // from the nodes' registrations
+  bool topology_sent_ = false;
+  bool paused_ = false;
+  bool shutting_down_ = false;
+  std::string stop_reason_;  // non-empty: stopping on request (10)
+};
+
+}  // namespace pstrain

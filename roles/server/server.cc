@@ -1,0 +1,377 @@
+#include "roles/server/server.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <tuple>
+
+#include "comm/transport/completion.h"
+#include "roles/node/resume.h"
+#include "src/common/checkpoint_file.h"
+
+namespace pstrain {
+namespace {
+
+// Partitions up to this size are updated on the loop thread (Server::loop_shard_).
+constexpr int64_t kLoopShardBytes = 16 * 1024;
+
+// Partitions one server routes at most: 4M partitions of 4 MiB is 16 TiB,
+// far beyond any one server, while the map stays under a few hundred MiB.
+constexpr size_t kMaxRoutes = size_t{1} << 22;
+
+int ShardThreads() {
+  unsigned hw = std::thread::hardware_concurrency();
+  return static_cast<int>(std::clamp(hw / 2, 1u, 4u));
+}
+
+}  // namespace
+
+Server::Server(NodeOptions options, Logger log, Config config)
+    : config_(std::move(config)), node_(std::move(options), std::move(log)) {
+  for (int i = 0; i < ShardThreads(); ++i)
+    shards_.push_back(
+        std::make_unique<PsShard>(&config_, node_.options().cluster.worker_num, node_.log()));
+  EventLoop* loop = &node_.loop();
+  loop_shard_ = std::make_unique<PsShard>(&config_, node_.options().cluster.worker_num, node_.log(),
+                                          [loop](std::function<void()> fn) {
+                                            if (loop->InLoopThread()) {
+                                              fn();
+                                            } else {
+                                              loop->Post(std::move(fn));
+                                            }
+                                          });
+}
+
+// A handle left open is logged by ~Node, whose Stop() gets the same error.
+Server::~Server() { node_.loop().Stop().IgnoreError(); }
+
+Status Server::Run() { return node_.Outcome(RunOnce()); }
+
+Status Server::RunOnce() {
+  auto topology = node_.Start(
+      [this](const Connection::Ptr& c, Incoming&& in) { OnPeerRequest(c, std::move(in)); },
+      [this](const Connection::Ptr& c, const Status&) { worker_of_.erase(c.get()); });
+  if (!topology.ok()) return topology.status();
+  auto tables = TableHost::Create(config_, node_.options().cluster.worker_num, rank(), node_.log());
+  if (!tables.ok()) return tables.status();
+  if (auto list = ServerTables(config_); list.ok())
+    for (const ServerTable& t : *list) table_names_.push_back(t.options.name);
+  PSTRAIN_RETURN_IF_ERROR(node_.loop().Call<Status>(
+      [&] {
+        tables_ = std::move(*tables);
+        return Status::OK();
+      },
+      Aborted("the server is stopping")));
+  // Restored partitions are in place before any worker can push or pull:
+  // workers start only after this barrier, where every node agrees on the
+  // step it resumes from.
+  auto found = ResumeCheckpoint(config_, node_.log(), node_.cluster().generation() > 0);
+  if (!found.ok()) return found.status();
+  PSTRAIN_RETURN_IF_ERROR(RestoreCheckpoint(*found));
+  PSTRAIN_RETURN_IF_ERROR(AgreeOnResume(node_.cluster(), *found, fmt::format("server {}", rank())));
+  // Stopped before the tables go (Sample asks them for their rows).
+  ServerMetrics metrics(node_.options().cluster.log_dir, rank(), node_.log(),
+                        [this] { return Sample(); });
+  Status finished = node_.Finish();
+  metrics.Stop();
+  return finished;
+}
+
+ServerSample Server::Sample() {
+  ServerSample s;
+  s.updates = updates_.load(std::memory_order_relaxed);
+  s.bytes_sent = node_.loop().bytes_sent();
+  s.bytes_received = node_.loop().bytes_received();
+  if (tables_) {
+    for (const std::string& name : table_names_) {
+      auto counters = tables_->Counters(name);
+      if (counters.ok()) s.rows += counters->rows;
+    }
+  }
+  return s;
+}
+
+// A partition's shard is fixed the first time it is named (by its size then),
+// so a later request of the wrong size still reaches the partition and is
+// refused by it with the reason.
+PsShard* Server::ShardFor(const std::string& tensor, uint32_t part, int64_t bytes) {
+  // Looked up without copying the name: this runs for every push and pull.
+  auto by_tensor = routes_.find(tensor);
+  if (by_tensor != routes_.end()) {
+    auto it = by_tensor->second.find(part);
+    if (it != by_tensor->second.end()) return it->second;
+  }
+  if (route_count_ >= kMaxRoutes) return nullptr;
+  if (by_tensor == routes_.end()) by_tensor = routes_.emplace(tensor, RoutesOfTensor()).first;
+  size_t h = std::hash<std::string>()(tensor) * 31 + part;
+  PsShard* shard = bytes <= kLoopShardBytes ? loop_shard_.get() : shards_[h % shards_.size()].get();
+  by_tensor->second.emplace(part, shard);
+  ++route_count_;
+  return shard;
+}
+
+void Server::RefuseNewPartition(const Connection::Ptr& conn, uint64_t id, const std::string& tensor,
+                                uint32_t part) {
+  conn->Reply(id, ErrorReply{fmt::format("'{}' partition {}: this server already holds {} "
+                                         "partitions, the most it takes",
+                                         tensor, part, kMaxRoutes)});
+}
+
+// Replies are made on shard threads and sent from the loop thread.
+PsShard::Reply Server::ReplyTo(const Connection::Ptr& conn, uint64_t request_id) {
+  EventLoop* loop = &node_.loop();
+  return [loop, conn, request_id](MessageBody body, Payload payload) {
+    if (loop->InLoopThread()) return conn->Reply(request_id, std::move(body), std::move(payload));
+    loop->Post([conn, request_id, body = std::move(body), payload = std::move(payload)]() mutable {
+      conn->Reply(request_id, std::move(body), std::move(payload));
+    });
+  };
+}
+
+void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
+  const uint64_t id = in.message.request_id;
+  if (auto* hello = std::get_if<Hello>(&in.message.body)) return OnHello(conn, id, *hello);
+  if (std::string why = Refusal(conn, in.message.body); !why.empty()) {
+    node_.log()->warn("refused {} from {}: {}", MessageName(in.message.body), conn->peer(), why);
+    return conn->Reply(id, ErrorReply{why});
+  }
+  const int64_t largest = config_.train.partition_bytes;  // as the partition map cuts tensors
+  if (auto* push = std::get_if<PushRequest>(&in.message.body)) {
+    if (static_cast<int64_t>(in.payload.size) > largest)
+      return conn->Reply(
+          id, ErrorReply{fmt::format("push of {} bytes to '{}' partition {}: "
+                                     "partitions hold at most {} bytes "
+                                     "(train.partition_bytes)",
+                                     in.payload.size, push->tensor, push->part, largest)});
+    PsShard* shard = ShardFor(push->tensor, push->part, static_cast<int64_t>(in.payload.size));
+    if (shard == nullptr) return RefuseNewPartition(conn, id, push->tensor, push->part);
+    if (push->kind != PushKind::kInit) updates_.fetch_add(1, std::memory_order_relaxed);
+    shard->Push(std::move(*push), std::move(in.payload), ReplyTo(conn, id));
+  } else if (auto* pull = std::get_if<PullRequest>(&in.message.body)) {
+    if (pull->elements <= 0 || pull->elements > largest / 4)
+      return conn->Reply(
+          id, ErrorReply{fmt::format("pull of {} floats from '{}' partition {}: "
+                                     "expected 1 to {} (train.partition_bytes)",
+                                     pull->elements, pull->tensor, pull->part, largest / 4)});
+    PsShard* shard = ShardFor(pull->tensor, pull->part, pull->elements * 4);
+    if (shard == nullptr) return RefuseNewPartition(conn, id, pull->tensor, pull->part);
+    shard->Pull(std::move(*pull), ReplyTo(conn, id));
+  } else if (auto* pull = std::get_if<SparsePullRequest>(&in.message.body)) {
+    if (!tables_) return conn->Reply(id, ErrorReply{"this server holds no embedding tables yet"});
+    tables_->Pull(std::move(*pull), std::move(in.payload), ReplyTo(conn, id));
+  } else if (auto* push = std::get_if<SparsePushRequest>(&in.message.body)) {
+    if (!tables_) return conn->Reply(id, ErrorReply{"this server holds no embedding tables yet"});
+    updates_.fetch_add(1, std::memory_order_relaxed);
+    tables_->Push(std::move(*push), std::move(in.payload), ReplyTo(conn, id));
+  } else if (auto* save = std::get_if<SaveRequest>(&in.message.body)) {
+    OnSave(conn, id, *save);
+  } else {
+    conn->Reply(
+        id, ErrorReply{fmt::format("a server does not handle {}", MessageName(in.message.body))});
+  }
+}
+
+// A worker introduces itself before anything else; its rank is then bound to
+// the connection, so a peer cannot act for another worker.
+void Server::OnHello(const Connection::Ptr& conn, uint64_t id, const Hello& hello) {
+  const int workers = node_.options().cluster.worker_num;
+  const NodeInfo& who = hello.node;
+  std::string why;
+  if (who.role != Role::kWorker) {
+    why = fmt::format("only workers connect to a server, not a {}", RoleName(who.role));
+  } else if (who.rank < 0 || who.rank >= workers) {
+    why = fmt::format("worker rank {} is outside the job's 0..{}", who.rank, workers - 1);
+  } else if (const Topology* topology = node_.cluster().topology()) {
+    // The scheduler's topology names who holds each rank (it may still be
+    // on its way when the first worker connects; then Save checks it).
+    for (const NodeInfo& n : topology->nodes)
+      if (n.role == Role::kWorker && n.rank == who.rank && n.node_id != who.node_id)
+        why = fmt::format("worker rank {} is node id {}, not {}", who.rank, n.node_id, who.node_id);
+  }
+  if (!why.empty()) {
+    node_.log()->warn("refused Hello from {}: {}", conn->peer(), why);
+    return conn->Reply(id, ErrorReply{why});
+  }
+  worker_of_[conn.get()] = who.rank;
+  node_.log()->info("worker rank {} connected from {}", who.rank, conn->peer());
+  conn->Reply(id, Ack{});
+}
+
+std::string Server::Refusal(const Connection::Ptr& conn, const MessageBody& body) {
+  auto it = worker_of_.find(conn.get());
+  if (it == worker_of_.end())
+    return fmt::format("{} before Hello: a worker introduces itself first", MessageName(body));
+  const int rank = it->second;
+  int named = rank;
+  int64_t reached = -1;  // the step this request shows the job has reached
+  // Mode average: clocks count rounds of average_every steps.
+  const int64_t steps_per_clock =
+      config_.train.mode == UpdateMode::kAverage ? std::max(config_.train.average_every, 1) : 1;
+  if (auto* push = std::get_if<PushRequest>(&body)) {
+    named = push->worker;
+    if (push->kind != PushKind::kInit) reached = (push->clock + 1) * steps_per_clock;
+  } else if (auto* pull = std::get_if<PullRequest>(&body)) {
+    named = pull->worker;
+    reached = pull->min_clock * steps_per_clock;
+  } else if (auto* push = std::get_if<SparsePushRequest>(&body)) {
+    named = push->worker;
+    reached = push->clock + 1;
+  } else if (auto* pull = std::get_if<SparsePullRequest>(&body)) {
+    named = pull->worker;
+    reached = pull->min_clock;
+  }
+  if (named != rank)
+    return fmt::format("the request names worker {}, but this connection is worker {}", named,
+                       rank);
+  if (reached > reached_step_.load()) reached_step_ = reached;
+  if (reached >= 0) heard_steps_ = true;
+  return "";
+}
+
+// Only the chief asks for checkpoints (roles/worker/checkpointing.h), and only of a
+// step the job has reached: a peer must not overwrite a complete checkpoint
+// or leave a step directory that nothing would ever prune.
+void Server::OnSave(const Connection::Ptr& conn, uint64_t id, const SaveRequest& save) {
+  const int rank = worker_of_.at(conn.get());
+  std::string why;
+  if (rank != 0) {
+    why = fmt::format("worker {} asked for a checkpoint; only the chief (worker 0) may", rank);
+  } else if (save.step < 0) {
+    why = fmt::format("checkpoint of step {}: steps are >= 0", save.step);
+  } else if (heard_steps_ && save.step > reached_step_.load()) {
+    why = fmt::format("checkpoint of step {}: the job has reached step {}", save.step,
+                      reached_step_.load());
+  }
+  if (!why.empty()) {
+    node_.log()->warn("refused SaveRequest from {}: {}", conn->peer(), why);
+    return conn->Reply(id, ErrorReply{why});
+  }
+  Save(save.step, ReplyTo(conn, id));
+}
+
+std::vector<PsShard*> Server::AllShards() {
+  std::vector<PsShard*> all{loop_shard_.get()};
+  for (auto& s : shards_) all.push_back(s.get());
+  return all;
+}
+
+ShardMeta Server::Meta() {
+  return ShardMeta{node_.cluster().rank(), node_.options().cluster.server_num,
+                   node_.options().cluster.worker_num};
+}
+
+// Every shard copies out its partitions; the last one to finish hands the
+// lot to the I/O thread, which writes the file and answers.
+void Server::Save(int64_t step, PsShard::Reply reply) {
+  if (!config_.train.checkpoint)
+    return reply(ErrorReply{"this server's config has no train.checkpoint.dir"}, {});
+  struct Gather {
+    std::mutex mutex;
+    std::vector<PartitionSnapshot> partitions;                       // GUARDED_BY(mutex)
+    StatusOr<TableHost::Snapshots> tables = TableHost::Snapshots{};  // GUARDED_BY(mutex)
+  };
+  std::vector<PsShard*> shards = AllShards();
+  auto gather = std::make_shared<Gather>();
+  std::string dir = CheckpointStepDir(config_.train.checkpoint->dir, step);
+  std::string file = ShardFileName(node_.cluster().rank());
+  ShardMeta meta = Meta();
+  // The last part in hands the lot to the I/O thread.
+  auto parts = std::make_shared<CountDown>(
+      shards.size() + 1,  // and the tables
+      [this, gather, dir, file, meta, reply](const Status&) {
+        io_thread_.Post([this, gather, dir, file, meta, reply] {
+          if (!gather->tables.ok()) return reply(ErrorReply{gather->tables.status().message()}, {});
+          // Shards hand in their partitions in any order; sorted, the same
+          // state gives the same bytes.
+          std::sort(gather->partitions.begin(), gather->partitions.end(),
+                    [](const PartitionSnapshot& a, const PartitionSnapshot& b) {
+                      return std::tie(a.tensor, a.part) < std::tie(b.tensor, b.part);
+                    });
+          // The store's checkpoint, listed in the shard file (checked on
+          // resume): written after it, the shard file vouches for it.
+          std::vector<StoreFile> store_files;
+          const std::string& store = gather->tables->store_checkpoint;
+          if (!store.empty()) {
+            auto listed = store_digests_.List(store);
+            if (!listed.ok()) return reply(ErrorReply{listed.status().message()}, {});
+            store_files = std::move(*listed);
+          }
+          Status st =
+              WriteShardFile(dir + "/" + file, meta, gather->partitions, gather->tables->tables,
+                             store.empty() ? nullptr : &store_files);
+          if (!st.ok()) return reply(ErrorReply{st.message()}, {});
+          reply(SaveReply{file}, {});
+        });
+      });
+  for (PsShard* shard : shards) {
+    shard->Snapshot([gather, parts](std::vector<PartitionSnapshot> part) {
+      {
+        std::lock_guard<std::mutex> lock(gather->mutex);
+        for (auto& p : part) gather->partitions.push_back(std::move(p));
+      }
+      parts->Report(Status::OK());
+    });
+  }
+  tables_->Snapshot(step, [gather, parts](StatusOr<TableHost::Snapshots> tables) {
+    {
+      std::lock_guard<std::mutex> lock(gather->mutex);
+      gather->tables = std::move(tables);
+    }
+    parts->Report(Status::OK());
+  });
+}
+
+Status Server::RestoreCheckpoint(const CheckpointRef& checkpoint) {
+  if (checkpoint.step == 0) return Status::OK();  // the chief's values come with its Init pushes
+  std::string path = checkpoint.step_dir + "/" + ShardFileName(node_.cluster().rank());
+  auto contents = ReadShardFile(path, Meta());
+  if (!contents.ok()) return contents.status().WithContext("resume");
+  const size_t tables = contents->tables.size();
+  const int workers = node_.options().cluster.worker_num;
+  if (contents->workers != workers && config_.train.mode == UpdateMode::kAsync) {
+    // An async partition counts pushes (step = pushes / workers): rebased
+    // so that the step it stands at is the same with the new worker count.
+    for (PartitionSnapshot& p : contents->partitions) {
+      p.applied = p.applied / std::max(contents->workers, 1) * workers;
+      p.clock = p.applied;
+    }
+  }
+  if (contents->workers != workers)
+    node_.log()->info("resuming a checkpoint of {} workers with {}", contents->workers, workers);
+  const std::string store =
+      contents->has_store ? checkpoint.step_dir + "/" + StoreCheckpointDirName(rank()) : "";
+  PSTRAIN_RETURN_IF_ERROR(
+      tables_->Restore(std::move(contents->tables), store, contents->store_files)
+          .WithContext(path));
+  std::vector<PartitionSnapshot>* partitions = &contents->partitions;
+  // Route each partition as a request for it would be routed (on the loop,
+  // which owns the routes), then let each shard install its own.
+  std::map<PsShard*, std::vector<PartitionSnapshot>> per_shard;
+  size_t count = partitions->size();
+  Status routed = node_.loop().Call<Status>(
+      [&]() -> Status {
+        for (PartitionSnapshot& p : *partitions) {
+          int64_t bytes = static_cast<int64_t>(p.values.size() * sizeof(float));
+          PsShard* shard = ShardFor(p.tensor, p.part, bytes);
+          if (shard == nullptr) return InvalidArgument("too many partitions in the checkpoint");
+          per_shard[shard].push_back(std::move(p));
+        }
+        return Status::OK();
+      },
+      Aborted("the server is stopping"));
+  PSTRAIN_RETURN_IF_ERROR(routed);
+  for (auto& [shard, list] : per_shard) {
+    Completion<Status> done;
+    shard->Restore(std::move(list), [done](Status st) { done.Set(st); });
+    PSTRAIN_RETURN_IF_ERROR(done.Wait().WithContext(path));
+  }
+  reached_step_ = checkpoint.step;
+  node_.log()->info("resumed {} partitions and {} embedding tables from {} (step {})", count,
+                    tables, path, checkpoint.step);
+  return Status::OK();
+}
+
+}  // namespace pstrain

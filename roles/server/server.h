@@ -1,0 +1,116 @@
+// Server: holds its share of the PS-managed partitions (see
+// comm/ps/partition_map.h for which) and answers the workers.
+//
+// Peer protocol (messages in comm/transport/wire.fbs), worker -> server:
+//   1. Hello: a worker introduces itself.                      reply: Ack
+//   2. PushRequest(kind Init) + values: the chief's initial values of a
+//      partition; the first Init creates it, later ones are acknowledged
+//      and ignored (values restored from a checkpoint win).  reply: Ack
+//   3. PushRequest(kind Gradient, clock) + gradient: applied as the mode
+//      says (roles/server/partition.h).            reply: Ack, or Error naming why
+//      encoding Threshold: the payload is one threshold message for the
+//      partition (optim/threshold_codec.h), checked whole and decoded to a
+//      dense gradient first; a bad one is an Error and changes nothing.
+//      A momentum tensor's messages carry the workers' momentum, so its
+//      partitions run sgd (CorrectedOptimizerFor, optim/momentum_correction.h).
+//      kind Delta (mode average only): a worker's weight change for round
+//      `clock`, gathered like a sync step and added as the workers' mean.
+//   4. PullRequest(min_clock): answered once the partition exists and its
+//      clock has reached min_clock.     reply: PullReply(clock) + values
+//   5. SaveRequest(step, dir): write this server's shard of a checkpoint.
+//                                                        reply: SaveReply
+//   6. SparsePullRequest / SparsePushRequest: rows of the embedding tables
+//      this server holds a share of (roles/server/table_host.h).
+// The loop thread only routes: each partition belongs to one shard thread
+// (PsShard), which does the math and sends the reply.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "roles/node/node.h"
+#include "roles/server/shard.h"
+#include "roles/server/metrics.h"
+#include "roles/placement/server_tables.h"
+#include "roles/checkpoint/shard_file.h"
+#include "roles/checkpoint/store_checkpoint.h"
+#include "roles/server/table_host.h"
+#include "src/common/checkpoint_file.h"
+#include "src/common/config/config.h"
+
+namespace pstrain {
+
+class Server {
+ public:
+  Server(NodeOptions options, Logger log, Config config = {});
+  ~Server();
+  // Runs the server's part of the job; blocks until it is over.
+  Status Run();
+  // After Run(): the job was paused, and this node must be rebuilt and
+  // rolled back (roles/node/recovery.h).
+  bool paused() const { return node_.paused(); }
+  int rank() { return node_.cluster().rank(); }
+
+ private:
+  Status RunOnce();
+  void OnPeerRequest(const Connection::Ptr& conn, Incoming&& in);
+  // Why `conn` may not make this request (empty: it may).
+  std::string Refusal(const Connection::Ptr& conn, const MessageBody& body);
+  void OnHello(const Connection::Ptr& conn, uint64_t id, const Hello& hello);
+  void OnSave(const Connection::Ptr& conn, uint64_t id, const SaveRequest& save);
+  // The shard of (tensor, part); null when the server already routes
+  // kMaxRoutes partitions (a peer naming ever new ones must not exhaust
+  // its memory).
+  PsShard* ShardFor(const std::string& tensor, uint32_t part, int64_t bytes);
+  void RefuseNewPartition(const Connection::Ptr& conn, uint64_t id, const std::string& tensor,
+                          uint32_t part);
+  PsShard::Reply ReplyTo(const Connection::Ptr& conn, uint64_t request_id);
+  // Checkpoints (roles/checkpoint/shard_file.h): write this server's shard of `step`;
+  // at start, restore this server's shard of `checkpoint` (found by
+  // ResumeCheckpoint; step 0: nothing to restore).
+  void Save(int64_t step, PsShard::Reply reply);
+  Status RestoreCheckpoint(const CheckpointRef& checkpoint);
+  std::vector<PsShard*> AllShards();
+  // For the metrics file (roles/server/metrics.h); any thread.
+  ServerSample Sample();
+  ShardMeta Meta();
+
+  Config config_;
+  Node node_;
+  // Declared before the shards: a snapshot still queued on a shard when the
+  // shards join may hand its file to this thread.
+  // The store checkpoints' checksums, known per file (io_thread_ only).
+  StoreDigests store_digests_;
+  WorkThread io_thread_;  // writes checkpoint files off the loop and the shards
+  // Declared after node_: the destructor stops the loop first (no more
+  // requests reach the shards), then the shards join (their last replies
+  // are dropped by the stopped loop), then the node goes.
+  std::vector<std::unique_ptr<PsShard>> shards_;
+  // Owns the small partitions, on the loop thread: for them a hand-off to a
+  // shard thread (two thread switches) costs far more than the update.
+  std::unique_ptr<PsShard> loop_shard_;
+  // The server-held embedding tables (none unless the config has some);
+  // made in Run(), before any worker may send to them.
+  std::unique_ptr<TableHost> tables_;
+  // Which shard owns each (tensor, part); loop thread only.
+  using RoutesOfTensor = std::map<uint32_t, PsShard*>;
+  std::map<std::string, RoutesOfTensor, std::less<>> routes_;
+  size_t route_count_ = 0;
+  // The worker rank each peer connection introduced itself as (Hello);
+  // loop thread only. Requests name their worker, which must match.
+  std::unordered_map<const Connection*, int> worker_of_;
+  // Steps the job has reached as this server saw them (clocks of pushes and
+  // pulls, the restored checkpoint): a checkpoint of a later step is refused.
+  std::atomic<int64_t> reached_step_{0};
+  bool heard_steps_ = false;  // loop thread only
+  // Gradient pushes received (dense and table rows), for the metrics file.
+  std::atomic<int64_t> updates_{0};
+  std::vector<std::string> table_names_;  // set before the start barrier
+};
+
+}  // namespace pstrain

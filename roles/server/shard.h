@@ -1,0 +1,70 @@
+// PsShard: the partitions one server thread owns, and the pulls waiting on
+// them. Every method posts to the shard's own thread and returns at once; the
+// answer goes to the `Reply` given, from that thread. So the partitions need
+// no locks: one thread touches them.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "comm/transport/buffer.h"
+#include "comm/transport/messages.h"
+#include "roles/checkpoint/shard_file.h"
+#include "roles/server/partition.h"
+#include "src/common/config/config.h"
+#include "src/common/logging.h"
+#include "src/common/work_thread.h"
+
+namespace pstrain {
+
+class PsShard {
+ public:
+  // Sends a reply; must be callable from any thread.
+  using Reply = std::function<void(MessageBody body, Payload payload)>;
+
+  // Runs a closure on the thread that owns the shard's partitions.
+  using Executor = std::function<void(std::function<void()>)>;
+
+  // `run` null: the shard gets a thread of its own.
+  PsShard(const Config* config, int workers, Logger log, Executor run = nullptr);
+
+  // Init (the chief's first values; later Inits are acknowledged and
+  // ignored, so a restored checkpoint wins), a gradient (dense, or a
+  // threshold message decoded here: a bad one is an error reply and changes
+  // nothing) or, in mode average, a weight delta.
+  void Push(PushRequest request, Buffer payload, Reply reply);
+  // Answers once the partition exists and its clock reaches min_clock
+  // (roles/server/update_core.h).
+  void Pull(PullRequest request, Reply reply);
+  // Copies out every partition, for a checkpoint.
+  void Snapshot(std::function<void(std::vector<PartitionSnapshot>)> done);
+  // Installs partitions read from a checkpoint (before any worker connects).
+  void Restore(std::vector<PartitionSnapshot> partitions, std::function<void(Status)> done);
+
+ private:
+  using Key = std::pair<std::string, uint32_t>;
+  Status Create(const Key& key, std::vector<float> values, PsPartition** out);
+  // Answers now, or once the partition's clock reaches the pull's min_clock.
+  static void PullFrom(PsPartition& partition, const PullRequest& request, Reply reply);
+  static void Answer(const PsPartition& partition, const Reply& reply);
+  // Why a push of this kind does not fit the job's mode (empty: it does).
+  std::string KindRefusal(const PushRequest& request) const;
+
+  const Config* config_;
+  const int workers_;
+  Logger log_;
+  std::map<Key, std::unique_ptr<PsPartition>> partitions_;
+  // Pulls of partitions not initialized yet, until the chief's Init.
+  std::map<Key, std::vector<std::pair<PullRequest, Reply>>> before_init_;
+  // A threshold-encoded push decoded to dense floats (the shard's thread
+  // only; kept to reuse its memory).
+  std::vector<float> scratch_;
+  Executor run_;
+  std::unique_ptr<WorkThread> thread_;  // last: joined before the state above goes
+};
+
+}  // namespace pstrain

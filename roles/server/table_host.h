@@ -1,0 +1,149 @@
+// TableHost: a server's share of every server-held embedding table
+// (roles/placement/server_tables.h, embedding/sparse_table.h), answering the workers'
+// SparsePullRequest and SparsePushRequest (comm/transport/wire.fbs).
+//
+// A row of table T with id i lives on server ServerOfId(i, servers); a
+// worker sends each server only its ids, deduplicated.
+// When a push is applied and which pulls may be answered is the rule every
+// dense partition follows too (roles/server/update_core.h):
+//   pull: rows for the ids, in request order (created on first touch, or
+//     zeros for ids not yet admitted), once the table's clock reaches the
+//     request's min_clock.
+//   push (mode sync): the W workers' pushes of step c are summed per id (in
+//     worker order), divided by W, and applied once; then the clock becomes
+//     c + 1 and waiting pulls are answered. A worker pushes every step, with
+//     no ids if it has none for this server, so the step completes.
+//   push (async, ssp): applied on arrival; ssp's clock is the slowest
+//     worker's pushes, as a dense partition's.
+// Rows' ages (evict_after_steps) count the job's steps (UpdateCore::step).
+// Counts of rows, admissions and evictions are logged every 1000 steps, and
+// idle rows are dropped then.
+// A table whose rule sets a memory budget keeps the rows beyond it on this
+// server's disk (roles/server/table_rows.h), in one RowStore for all such tables,
+// at ServerStoreDir(); a checkpoint holds the store's own checkpoint beside
+// the shard file (roles/checkpoint/store_checkpoint.h).
+//
+// Threads: the tables belong to one WorkThread; Pull and Push may be called
+// from any thread (the loop's) and post there. Replies are made there.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "comm/transport/buffer.h"
+#include "comm/transport/messages.h"
+#include "embedding/row_store.h"
+#include "roles/server/table_rows.h"
+#include "roles/placement/server_tables.h"
+#include "roles/checkpoint/shard_file.h"
+#include "roles/checkpoint/store_checkpoint.h"
+#include "roles/server/update_core.h"
+#include "src/common/config/config.h"
+#include "src/common/logging.h"
+#include "src/common/tensor_memory.h"
+#include "src/common/work_thread.h"
+
+namespace pstrain {
+
+class TableHost {
+ public:
+  using Reply = std::function<void(MessageBody body, Payload payload)>;
+
+  // `rank`: this server's, naming its store directory.
+  static StatusOr<std::unique_ptr<TableHost>> Create(const Config& config, int workers, int rank,
+                                                     Logger log);
+  ~TableHost();
+
+  bool empty() const { return tables_.empty(); }
+  void Pull(SparsePullRequest request, Buffer ids, Reply reply);
+  void Push(SparsePushRequest request, Buffer payload, Reply reply);
+
+  // Checkpoints: every table's rows, optimizer state and clock, copied on
+  // the table thread and handed to `done` there. In sync mode the copy waits
+  // until every table has applied `step` steps (the chief asks once its own
+  // push of the step is acknowledged, the others' may still be on the way).
+  // With rows on disk, the store's checkpoint is made at the same moment in
+  // <step dir>/server-<rank>-store, and its path handed over too.
+  struct Snapshots {
+    std::vector<TableSnapshot> tables;
+    std::string store_checkpoint;  // empty: no rows on disk
+  };
+  using SnapshotDone = std::function<void(StatusOr<Snapshots>)>;
+  void Snapshot(int64_t step, SnapshotDone done);
+  // Before any worker sends: replaces each named table with its snapshot;
+  // `store_checkpoint`, when not empty, is the store's checkpoint of the same
+  // step, whose files are checked against `store_files` before it replaces
+  // this server's store. A snapshot of a table this config does not have is
+  // an error.
+  Status Restore(std::vector<TableSnapshot> tables, const std::string& store_checkpoint = "",
+                 const std::vector<StoreFile>& store_files = {});
+
+  // Table statistics, on the table thread (tests).
+  StatusOr<EmbeddingTableCounters> Counters(const std::string& table);
+
+ private:
+  struct HostedTable {
+    HostedTable(ServerRows t, int workers, UpdateMode mode)
+        : table(std::move(t)),
+          name(fmt::format("table '{}'", table.options().name)),
+          core(workers, mode),
+          pending_ids(workers),
+          pending_grads(workers) {}
+    ServerRows table;
+    const std::string name;  // for errors
+    UpdateCore core;
+    // sync: the pushes of this step so far, by worker.
+    std::vector<std::vector<int64_t>> pending_ids;
+    std::vector<std::vector<float>> pending_grads;
+    int64_t logged_step = 0;  // the last step counts were logged at
+  };
+  TableHost(const Config& config, int workers, int rank, Logger log)
+      : config_(config), workers_(workers), rank_(rank), mode_(config.train.mode), log_(log) {}
+
+  std::unique_ptr<HostedTable> MakeHosted(ServerRows table) const;
+  // Opens this server's store (a fresh one) when some table has a budget.
+  Status OpenStore();
+  // Closes the store, and every table over it first (each leaves a null).
+  void CloseStore();
+  // Replaces the store with `checkpoint`'s copy and every table with rows on
+  // disk: those in `tables` from their snapshot, the others empty.
+  Status RestoreStore(const std::string& checkpoint, const std::vector<StoreFile>& files);
+  HostedTable* Find(const std::string& name);
+  void DoPull(HostedTable& t, const Buffer& ids, const Reply& reply);
+  Status DoPush(HostedTable& t, const SparsePushRequest& request, const Buffer& payload);
+  Status ApplyGathered(HostedTable& t, float scale);
+  void AfterPush(HostedTable& t);
+
+  bool ReadyFor(int64_t step) const;
+  void TakeSnapshot(int64_t step, const SnapshotDone& done);
+
+  // Pull replies' row buffers, reused: a fresh multi-MiB allocation per
+  // pull costs a page fault every 4 KiB, which halved pull throughput.
+  // Returned by the payload's keepalive, on the loop thread.
+  struct RowBuffers {
+    std::mutex mutex;
+    std::vector<std::unique_ptr<FloatBuffer>> free;  // GUARDED_BY(mutex)
+  };
+  static std::shared_ptr<FloatBuffer> GetRows(const std::shared_ptr<RowBuffers>& pool,
+                                              size_t floats);
+
+  const Config config_;
+  std::vector<ServerTable> specs_;  // by the config, set in Create
+  const int workers_;
+  const int rank_;
+  const UpdateMode mode_;
+  std::shared_ptr<RowBuffers> row_buffers_ = std::make_shared<RowBuffers>();
+  std::vector<std::pair<int64_t, SnapshotDone>> waiting_snapshots_;  // table thread
+  Logger log_;
+  std::unique_ptr<RowStore> store_;  // before the tables, which use it
+  std::map<std::string, std::unique_ptr<HostedTable>, std::less<>> tables_;
+  WorkThread thread_;  // last: joins before the tables go
+};
+
+}  // namespace pstrain

@@ -1,0 +1,126 @@
+// UpdateCore: the one rule for when a server applies workers' gradients and
+// which pulls it may answer. Dense partitions (roles/server/partition.h) and
+// embedding tables (roles/server/table_host.h) both use it; they differ only in how
+// values are found and stored, which they say through the three calls of
+// ApplyFns.
+//
+// Clocks. A worker's clock is the step it is on; a pull carries min_clock,
+// and is answered once clock() >= min_clock:
+//   sync  - steps applied. A step's update runs once every worker's gradient
+//           for that step is in, as their average; a push for any other step,
+//           or a worker's second push of a step, is refused.
+//   async - pushes applied, each on arrival; pulls never wait (min_clock 0).
+//   ssp   - pushes applied on arrival; the clock is the smallest number of
+//           pushes received from any one worker (the slowest worker's step).
+//           A worker pulling for step c asks for min_clock c - staleness, so
+//           it waits while the slowest worker is more than `staleness` behind.
+//   average - as sync, with a round of weight deltas (every average_every
+//           steps) in place of a step's gradients: the clock counts rounds.
+// step() is the job's step as this update sees it (row ages, logs,
+// checkpoints): the clock in sync and ssp, pushes / workers in async.
+//
+// Threads: owned by one thread (the partition's or the table's); nothing
+// here locks. Waiting pulls run on that thread, from Push.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "src/common/config/config.h"
+#include "src/common/status.h"
+
+namespace pstrain {
+
+class UpdateCore {
+ public:
+  UpdateCore(int workers, UpdateMode mode);
+
+  // Worker `worker`'s gradient for step `step`. `what` names the target in
+  // errors ("'fc.weight' partition 2", "table 'emb'"). The core picks how the
+  // gradient is taken, through the caller's calls:
+  //   alone()                - async, ssp, and sync with one worker: apply
+  //                            this gradient now. Status.
+  //   gather(worker, first)  - sync: keep this gradient for the step's
+  //                            average; `first`: nothing is kept yet.
+  //   apply_gathered(scale)  - sync, once every worker's gradient is kept:
+  //                            apply their sum times `scale` (1 / workers)
+  //                            and forget it. Status.
+  // A refused push (bad worker or step, or alone() failing) changes nothing.
+  // The caller then answers the pulls the new clock allows (AnswerReady),
+  // after its reply to the push.
+  template <typename Alone, typename Gather, typename ApplyGathered>
+  Status Push(int worker, int64_t step, const std::string& what, Alone&& alone, Gather&& gather,
+              ApplyGathered&& apply_gathered);
+
+  // Runs `answer` now if clock() >= min_clock, else from the AnswerReady
+  // that follows the Push that gets the clock there. Pulls never answered are
+  // dropped with the core.
+  // Answering at once builds nothing: most pulls never wait.
+  template <typename Answer>
+  void AnswerAt(int64_t min_clock, Answer&& answer) {
+    if (clock() >= min_clock) return answer();
+    waiting_.push_back({min_clock, std::forward<Answer>(answer)});
+  }
+  // Answers the waiting pulls the clock allows; call after each Push.
+  void AnswerReady();
+
+  int64_t clock() const;
+  int64_t step() const;
+  // Updates applied: steps in sync, pushes in async and ssp.
+  int64_t applied() const { return applied_; }
+
+  // Checkpoints. Restore(applied, clock): `applied` updates, and `clock`
+  // pushes from every worker. RestoreStep(step) is the same from step()
+  // alone (tables keep only that): `step` pushes from every worker.
+  void Restore(int64_t applied, int64_t clock);
+  void RestoreStep(int64_t step);
+
+ private:
+  enum class Take { kAlone, kGather, kGatherAndApply };
+  // Checks the push and counts its arrival; says how to take it.
+  StatusOr<Take> Arrive(int worker, int64_t step, const std::string& what);
+  // After worker's gradient (alone, or the step's average) was applied.
+  void Applied(Take take, int worker);
+
+  struct WaitingPull {
+    int64_t min_clock;
+    std::function<void()> answer;
+  };
+
+  const int workers_;
+  const UpdateMode mode_;
+  int64_t applied_ = 0;
+  std::vector<int64_t> pushes_;  // per worker: gradients applied alone (ssp's clock)
+  std::vector<bool> arrived_;    // sync: who has sent this step's gradient
+  int arrived_count_ = 0;
+  std::vector<WaitingPull> waiting_;
+  std::vector<WaitingPull> walking_;  // AnswerReady's: kept to reuse its memory
+};
+
+template <typename Alone, typename Gather, typename ApplyGathered>
+Status UpdateCore::Push(int worker, int64_t step, const std::string& what, Alone&& alone,
+                        Gather&& gather, ApplyGathered&& apply_gathered) {
+  StatusOr<Take> take = Arrive(worker, step, what);
+  if (!take.ok()) return take.status();
+  Status st;
+  switch (*take) {
+    case Take::kAlone:
+      st = alone();
+      if (!st.ok()) return st;
+      break;
+    case Take::kGather:
+      gather(worker, arrived_count_ == 1);
+      return Status::OK();
+    case Take::kGatherAndApply:
+      gather(worker, arrived_count_ == 1);
+      st = apply_gathered(1.0f / static_cast<float>(workers_));
+      break;
+  }
+  Applied(*take, worker);
+  return st;
+}
+
+}  // namespace pstrain

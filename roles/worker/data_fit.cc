@@ -1,0 +1,77 @@
+#include "roles/worker/data_fit.h"
+
+#include <fmt/format.h>
+
+#include "src/nn/layers.h"
+#include "src/nn/loss.h"
+
+namespace pstrain {
+
+ModelReads ModelReadsOf(const ModelConfig& config, const Shape& output) {
+  ModelReads reads;
+  reads.loss = config.loss;
+  reads.input = config.input;
+  reads.sparse_fields = config.sparse_fields;
+  reads.classes = output.empty() ? 1 : NumElements(output);
+  reads.head_key = "model.loss";
+  const std::pair<const char*, const std::vector<LayerConfig>*> lists[] = {
+      {"layers", &config.layers}, {"wide", &config.wide}, {"deep", &config.deep}};
+  for (const auto& [list, layers] : lists) {
+    for (size_t i = 0; i < layers->size(); ++i) {
+      const LayerConfig& layer = (*layers)[i];
+      const std::string key = fmt::format("model.{}[{}]", list, i);
+      if (layer.type == LayerType::kEmbeddingBag &&
+          (reads.vocab == 0 || layer.vocab < reads.vocab)) {
+        reads.vocab = layer.vocab;
+        reads.vocab_key = key + ".vocab";
+      }
+      // The classes of a sequential softmax model: its last linear layer's.
+      if (config.loss == LossType::kSoftmaxCrossEntropy && layer.type == LayerType::kLinear)
+        reads.head_key = key + ".out";
+    }
+  }
+  return reads;
+}
+
+Status CheckFit(const ModelReads& reads, const Dataset& data, const std::string& features,
+                const std::string& labels) {
+  if (!reads.input.empty() && data.sample_shape != reads.input)
+    return InvalidArgument(fmt::format("model.input is {}, but {} holds samples of {}",
+                                       ShapeString(reads.input), features,
+                                       ShapeString(data.sample_shape)));
+  if (reads.sparse_fields > 0 && data.fields != reads.sparse_fields)
+    return InvalidArgument(
+        fmt::format("model.sparse_fields is {}, but {} has {} categorical fields a sample",
+                    reads.sparse_fields, features, data.fields));
+  if (reads.sparse_fields > 0 && reads.vocab > 0) {
+    for (size_t i = 0; i < data.sparse.size(); ++i) {
+      const int64_t id = data.sparse[i];
+      if (id >= 0 && id < reads.vocab) continue;
+      return InvalidArgument(fmt::format(
+          "{} is {} rows, but {} has id {} (sample {}, field {}): ids go up to data.vocab - 1, "
+          "so data.vocab must be at most {}",
+          reads.vocab_key, reads.vocab, features, id, i / data.fields, i % data.fields,
+          reads.vocab));
+    }
+  }
+  Status fits = CheckLabels(reads.loss, reads.classes, data.labels);
+  if (!fits.ok()) return fits.WithContext(fmt::format("{}: {}", reads.head_key, labels));
+  return Status::OK();
+}
+
+Status CheckFirstBatches(const DataConfig& config, const ModelReads& reads, int64_t batch) {
+  auto files = ReadFirstSamples(config, batch);
+  if (!files.ok()) return files.status();
+  for (const FileSamples& f : *files)
+    PSTRAIN_RETURN_IF_ERROR(CheckFit(reads, f.samples, f.features, f.labels));
+  return Status::OK();
+}
+
+DataFiles DataFilesOf(DataFormat format, const std::vector<std::string>& paths, const char* key) {
+  if (format == DataFormat::kIdx && paths.size() == 2) return {paths[0], paths[1]};
+  if (paths.size() == 1) return {paths[0], paths[0]};
+  const std::string all = fmt::format("the files of data.{}", key);
+  return {all, all};
+}
+
+}  // namespace pstrain

@@ -1,0 +1,49 @@
+// WorkerJob: what a worker does once it is part of a job: the training loop,
+// a benchmark, or a test's scripted steps. The Worker role wires everything
+// (scheduler, servers, the KV client) and then hands over.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "comm/collective/collective.h"
+#include "comm/ps/kv_client.h"
+#include "comm/ps/partition_map.h"
+#include "roles/node/cluster_client.h"
+#include "src/common/checkpoint_file.h"
+#include "src/common/config/config.h"
+#include "src/common/logging.h"
+
+namespace pstrain {
+
+struct WorkerContext {
+  int rank = 0;
+  int workers = 1;
+  const Config* config = nullptr;
+  ClusterClient* cluster = nullptr;  // barriers
+  KvClient* kv = nullptr;            // null when the job has no servers
+  Logger log;
+  EventLoop* loop = nullptr;             // the worker's loop
+  std::vector<Connection::Ptr> servers;  // by server rank; use on `loop` only
+  Collective* collective = nullptr;      // when the job NeedsCollective()
+  std::string log_dir = ".";             // metrics files go here (PSTRAIN_LOG_DIR)
+  // Where training starts: the checkpoint every node agreed on at the start
+  // barrier (roles/worker/checkpointing.h, AgreeOnResume); step 0: none.
+  CheckpointRef resume{0, "", {}, ""};
+};
+
+class WorkerJob {
+ public:
+  virtual ~WorkerJob() = default;
+  // The PS-managed tensors, the same list on every worker (the partition map
+  // is computed from it).
+  virtual std::vector<TensorSpec> PsTensors() = 0;
+  // Whether the job all-reduces among workers: the Worker then wires the
+  // ring (context.collective) before the start barrier.
+  virtual bool NeedsCollective() { return false; }
+  // Runs after every node has passed the start barrier. Called on the
+  // worker's own thread; may block.
+  virtual Status Run(WorkerContext& context) = 0;
+};
+
+}  // namespace pstrain

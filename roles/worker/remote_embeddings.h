@@ -1,0 +1,127 @@
+// RemoteEmbeddings: a worker's side of the embedding tables held by the
+// servers (roles/placement/server_tables.h) while it trains.
+//
+// The worker's model keeps, for each such table, only room for one batch's
+// rows: the layer's `vocab` becomes the most distinct ids a batch can have
+// (batch x fields). Each step:
+//   Gather: the batch's ids are deduplicated (U unique ids) and renumbered
+//     0..U-1 in place, and each table's U rows are pulled into rows 0..U-1
+//     of its Param: one request per server and table.
+//   forward and backward run unchanged on that small table; the gradient of
+//     row u is the sum over the batch's occurrences of unique id u.
+//   Scatter: each table's U gradient rows are pushed to their servers.
+// Rows beyond U are never read, so they need no clearing.
+//
+// Row cache (cache_rows > 0, modes async and ssp): a row pulled at step s is
+// used again without asking its server until step s + cache_staleness (the
+// rule's cache_staleness), so hot ids are not pulled every step. In sync
+// mode every row may have changed at every step, so the cache is not used:
+// results are exactly those without it.
+//
+// Prefetch (with the cache): while a batch computes, a thread pulls the
+// rows of the next batch's ids that the cache will not have, so the next
+// Gather finds them at hand. They are one step old when used, so
+// cache_staleness must be at least 1.
+//
+// Threads: the training thread's. Ownership: Params belong to the model.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/transport/completion.h"
+#include "comm/ps/sparse_client.h"
+#include "embedding/id_dedup.h"
+#include "embedding/id_map.h"
+#include "embedding/row_cache.h"
+#include "roles/placement/server_tables.h"
+#include "src/common/batch.h"
+#include "src/common/work_thread.h"
+#include "src/nn/layer.h"
+
+namespace pstrain {
+
+class RemoteEmbeddings {
+ public:
+  // Finds the server-held tables of `config` and rewrites their layers in
+  // `model` (a copy of config.model) to hold `max_batch` samples' rows.
+  static StatusOr<std::unique_ptr<RemoteEmbeddings>> Create(const Config& config,
+                                                            ModelConfig* model, int max_batch);
+  ~RemoteEmbeddings();
+  // The one line worker 0 logs at start when a rule asks for a row cache
+  // that sync mode leaves off (above), else "".
+  static std::string UnusedCacheWarning(const Config& config);
+
+  bool empty() const { return tables_.empty(); }
+  // Binds each table to its Param in the built model's params().
+  Status Bind(const std::vector<Param*>& params);
+  bool Holds(const Param* param) const;
+
+  // `step`: the worker's step, which dates cached rows. Evaluation passes
+  // use_cache false: it pulls every row fresh and caches none.
+  Status Gather(SparseClient& client, Batch* batch, int64_t min_clock, int64_t step,
+                bool use_cache = true);
+  Status Scatter(SparseClient& client, int64_t clock);
+
+  // Whether some table has a worker-side row cache (async and ssp only).
+  bool HasCache() const;
+  // Whether prefetching helps: a table with a cache and staleness >= 1.
+  bool CanPrefetch() const;
+  // Gives the prefetch thread its own client (the training thread's may be
+  // busy pushing at the same time).
+  void EnablePrefetch(std::unique_ptr<SparseClient> client);
+  // Begins pulling, on the prefetch thread, the rows of `next_ids` that the
+  // caches will not have at `step` + 1. The next Gather waits for it. Call
+  // after Gather, before the batch computes; nothing happens unless
+  // EnablePrefetch was called.
+  void StartPrefetch(std::vector<int64_t> next_ids, int64_t step);
+  // Waits for a prefetch in flight (the next Gather does it too).
+  Status FinishPrefetch();
+
+  // Counts since the start (ids: per table, unique per batch).
+  struct Counts {
+    int64_t ids = 0, hits = 0, pulled_rows = 0, pulled_bytes = 0, gathers = 0;
+    int64_t prefetched_rows = 0;  // of pulled_rows, pulled ahead of time
+  };
+  const Counts& counts() const { return counts_; }
+  // "hit rate 0.71, 1200 rows (75.0 KiB) pulled per step, 800 of them
+  // ahead" since `before`.
+  static std::string Describe(const Counts& now, const Counts& before);
+
+ private:
+  struct Table {
+    ServerTable config;
+    Param* param = nullptr;
+    std::unique_ptr<RowCache> cache;  // null: none
+    // Scratch of Gather: the ids to pull, their positions among the unique ids, and
+    // their rows.
+    std::vector<int64_t> missing;
+    std::vector<uint32_t> missing_at;
+    std::vector<float> pulled;
+    // Rows pulled ahead for the next Gather (prefetch thread until then).
+    std::vector<int64_t> ahead_ids;
+    std::vector<float> ahead_rows;
+    FlatIdMap<uint32_t> ahead_index;
+  };
+  // On the prefetch thread.
+  Status Prefetch(SparseClient& client, const std::vector<int64_t>& next_ids, int64_t step);
+
+  // Rows the cache has, or the prefetch brought, go to the Param; the
+  // others to t.missing. Returns the cache's hits.
+  size_t ServeFromCache(Table& t, RowCache* cache, int64_t step);
+
+  std::vector<Table> tables_;
+  IdDedup dedup_;  // the last Gather's batch: its unique ids are the rows
+  Counts counts_;
+  // Prefetch: its client, its thread (declared after: joins first), its
+  // completion and counts.
+  std::unique_ptr<SparseClient> prefetch_client_;
+  std::unique_ptr<WorkThread> prefetch_thread_;
+  bool prefetching_ = false;
+  Completion<Status> prefetched_;
+  IdDedup prefetch_dedup_;  // prefetch thread
+  Counts prefetch_counts_;  // prefetch thread until FinishPrefetch
+};
+
+}  // namespace pstrain

@@ -1,0 +1,181 @@
+#include "roles/worker/ring.h"
+
+#include <fmt/format.h>
+
+namespace pstrain {
+
+WorkerRing::WorkerRing(Node* node) : node_(node) {}
+
+WorkerRing::~WorkerRing() = default;
+
+Collective* WorkerRing::collective() {
+  if (shm_ring_) return shm_ring_.get();
+  return ring_.get();
+}
+
+Status WorkerRing::Connect(const Topology& topology) {
+  const int rank = node_->cluster().rank(), world = node_->options().cluster.worker_num;
+  if (world == 1) {
+    ring_ = std::make_unique<RingCollective>(&node_->loop(), 0, 1, nullptr);
+    return Status::OK();
+  }
+  PSTRAIN_RETURN_IF_ERROR(OfferSharedMemory(rank, world));
+  const int next = (rank + 1) % world;
+  const NodeInfo* peer = nullptr;
+  for (const NodeInfo& n : topology.nodes)
+    if (n.role == Role::kWorker && n.rank == next) peer = &n;
+  if (peer == nullptr)
+    return Internal(fmt::format("the topology has no worker of rank {} for the ring", next));
+  const std::string who =
+      fmt::format("ring: worker rank {} at {}:{}", next, peer->host, peer->port);
+  Hello hello;
+  hello.node.node_id = node_->options().node_id;
+  hello.node.role = Role::kWorker;
+  hello.node.rank = rank;
+  Completion<StatusOr<Hello>> connected;
+  EventLoop* loop = &node_->loop();
+  bool posted = loop->Post([this, loop, host = peer->host, port = peer->port, who, hello, rank,
+                            world, next, connected] {
+    Connection::Connect(
+        loop, node_->log(), host, port,
+        [this, loop, who, hello, rank, world, next, connected](StatusOr<Connection::Ptr> conn) {
+          if (!conn.ok()) return connected.Set(conn.status().WithContext(who));
+          ring_ = std::make_unique<RingCollective>(loop, rank, world, *conn);
+          if (!lost_early_.ok()) Lose(lost_early_);
+          (*conn)->Start(nullptr, [this, next](const Connection::Ptr&, const Status& why) {
+            Lose(
+                Unavailable(fmt::format("ring rank {} (worker) is gone: {}", next, why.message())));
+          });
+          (*conn)->Call(hello, [who, connected](StatusOr<Incoming> reply) {
+            if (!reply.ok()) return connected.Set(reply.status().WithContext(who));
+            if (auto* error = std::get_if<ErrorReply>(&reply->message.body))
+              return connected.Set(FailedPrecondition(fmt::format("{}: {}", who, error->message)));
+            auto* answer = std::get_if<Hello>(&reply->message.body);
+            connected.Set(answer != nullptr ? *answer : Hello{});
+          });
+        });
+  });
+  if (!posted) return Aborted("the worker is stopping");
+  auto answer = connected.Wait();
+  if (!answer.ok()) return answer.status();
+  return ChooseTransport(*answer);
+}
+
+// Before dialing: makes this worker's inbound shared-memory channel, and
+// answers a previous worker's Hello that came before it existed.
+Status WorkerRing::OfferSharedMemory(int rank, int world) {
+  std::unique_ptr<ShmRingCollective> offer;
+  if (node_->options().cluster.ring_transport == "auto") {
+    auto shm = ShmRingCollective::Create(rank, world);
+    if (shm.ok()) {
+      offer = std::move(*shm);
+    } else {
+      node_->log()->warn("ring: no shared memory ({}); the workers use TCP",
+                         shm.status().message());
+    }
+  }
+  return node_->loop().Call<Status>(
+      [&] {
+        shm_ring_ = std::move(offer);
+        offer_ready_ = true;
+        if (held_hello_conn_) AnswerHello(held_hello_conn_, held_hello_id_);
+        held_hello_conn_ = nullptr;
+        return Status::OK();
+      },
+      Aborted("the worker is stopping"));
+}
+
+// Shared memory only if every worker reached its neighbour's channel (all
+// on one host, none with PSTRAIN_RING_TRANSPORT=tcp); else TCP for all.
+Status WorkerRing::ChooseTransport(const Hello& next) {
+  bool opened = false;
+  if (shm_ring_ && !next.shm_name.empty()) {
+    Status st = shm_ring_->ConnectNext(next.shm_name, next.shm_nonce);
+    opened = st.ok();
+    if (!opened)
+      node_->log()->info("ring: no shared memory with the next worker: {}", st.message());
+  }
+  auto all = node_->cluster().AgreeMin(BarrierGroup::kWorkers, opened ? 1 : 0);
+  if (!all.ok()) return all.status().WithContext("choosing the ring's transport");
+  EventLoop& loop = node_->loop();
+  return loop.Call<Status>(
+      [&] {
+        if (shm_ring_) shm_ring_->InboundOpened();  // every neighbour is past opening it
+        if (*all == 1) {
+          node_->log()->info("ring: the {} workers share this host: shared memory",
+                             node_->options().cluster.worker_num);
+        } else {
+          node_->log()->info("ring: TCP among the workers");
+          shm_ring_.reset();
+        }
+        return Status::OK();
+      },
+      Aborted("the worker is stopping"));
+}
+
+void WorkerRing::Lose(const Status& why) {
+  if (ring_) ring_->OnPeerLost(why);
+  if (shm_ring_) shm_ring_->SetLost(why);
+}
+
+void WorkerRing::AnswerHello(const Connection::Ptr& conn, uint64_t request_id) {
+  Hello mine;
+  mine.node.node_id = node_->options().node_id;
+  mine.node.role = Role::kWorker;
+  mine.node.rank = node_->cluster().rank();
+  if (shm_ring_) {
+    mine.shm_name = shm_ring_->inbound_name();
+    mine.shm_nonce = shm_ring_->inbound_nonce();
+  }
+  conn->Reply(request_id, mine);
+}
+
+bool WorkerRing::OnPeerMessage(const Connection::Ptr& conn, Incoming& in) {
+  const int world = node_->options().cluster.worker_num;
+  const int prev = (node_->cluster().rank() + world - 1) % world;
+  if (auto* chunk = std::get_if<RingChunk>(&in.message.body)) {
+    if (conn != inbound_ || !ring_) {
+      conn->Close(InvalidArgument("a ring chunk from a peer that is not the ring's"));
+    } else {
+      ring_->OnChunk(*chunk, std::move(in.payload));
+    }
+    return true;
+  }
+  if (auto* hello = std::get_if<Hello>(&in.message.body)) {
+    std::string refusal;
+    if (hello->node.role != Role::kWorker || hello->node.rank != prev)
+      refusal = fmt::format("worker rank {} takes ring chunks from worker rank {} only",
+                            node_->cluster().rank(), prev);
+    else if (inbound_ && !inbound_->closed())
+      refusal = fmt::format("worker rank {} is already connected to this ring", prev);
+    if (!refusal.empty()) {
+      conn->Reply(in.message.request_id, ErrorReply{refusal});
+      return true;
+    }
+    inbound_ = conn;
+    // With shared memory to offer, the answer names it; it may not exist
+    // yet (this worker is still connecting to servers): answered then.
+    if (!offer_ready_) {
+      held_hello_conn_ = conn;
+      held_hello_id_ = in.message.request_id;
+    } else {
+      AnswerHello(conn, in.message.request_id);
+    }
+    return true;
+  }
+  return false;
+}
+
+void WorkerRing::OnPeerClosed(const Connection::Ptr& conn, const Status& why) {
+  if (conn != inbound_) return;
+  const int world = node_->options().cluster.worker_num;
+  const int prev = (node_->cluster().rank() + world - 1) % world;
+  Status lost = Unavailable(fmt::format("ring rank {} (worker) is gone: {}", prev, why.message()));
+  if (ring_) {
+    Lose(lost);
+  } else {
+    lost_early_ = lost;
+  }
+}
+
+}  // namespace pstrain

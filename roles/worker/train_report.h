@@ -1,0 +1,79 @@
+// TrainReport: what a worker's training loop tells the people watching it:
+// the samples/s and ETA appended to its step log lines, the lines of its
+// metrics file (roles/node/metrics_log.h) and, on worker 0 with a terminal on
+// stdout, the progress bar (roles/worker/progress_bar.h). The loop hands it its
+// cumulative counters; the report keeps the previous snapshot and writes
+// the differences, so every "step" line covers the interval since the one
+// before. Owned and called by the training thread only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "optim/threshold_codec.h"
+#include "roles/node/metrics_log.h"
+#include "roles/worker/progress_bar.h"
+#include "src/common/logging.h"
+
+namespace pstrain {
+
+// Cumulative counts since this worker started training.
+struct TrainCounters {
+  int64_t samples = 0;
+  double compute_s = 0, push_s = 0, pull_s = 0, allreduce_s = 0;
+  uint64_t bytes_sent = 0, bytes_received = 0;
+  int64_t cache_ids = 0, cache_hits = 0;  // embedding ids looked up, found in a cache
+  // Updates this worker sent (PS pushes, and the all-reduced weights'
+  // threshold messages): bytes as sent, and as the same updates would have
+  // gone dense (issue 15). Equal when nothing is compressed.
+  int64_t push_bytes = 0, push_dense_bytes = 0;
+  // The threshold encoders' totals; min_tau..max_tau: their current range.
+  CompressionCounters compression;
+};
+
+class TrainReport {
+ public:
+  // `has_cache`: the worker has an embedding row cache (else the hit rate
+  // is null). `start_step`: the steps done before this run (resume).
+  TrainReport(const std::string& log_dir, int rank, const Logger& log, bool has_cache,
+              int64_t start_step, int64_t total_steps);
+  ~TrainReport() { Finish(); }
+  TrainReport(const TrainReport&) = delete;
+  TrainReport& operator=(const TrainReport&) = delete;
+
+  // After every step: `step` global steps done (1-based). Moves the bar.
+  void AfterStep(int64_t step, const TrainCounters& now);
+  // Every train.log_every global steps and at the last: the metrics "step"
+  // line, over the interval since the previous one.
+  void WriteStep(int64_t step, int epoch, double loss, double lr, const TrainCounters& now);
+  // What a step log line gets after the loss, over the interval since the
+  // previous log line: ", 812 samples/s, ETA 1m23s", then, when updates are
+  // threshold-encoded, ", pushed 1.2 KiB/step (dense 241.9 KiB, 201x), tau
+  // 0.0012..0.0031, density 0.21%".
+  std::string LogSuffix(int64_t step, const TrainCounters& now);
+  // At an epoch end. `test_metric_name` null when this worker did not
+  // evaluate (then the metric is null too).
+  void EpochLine(int64_t step, int epoch, double samples_per_s, const char* test_metric_name,
+                 double test_metric);
+  // Ends the bar's line.
+  void Finish();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  MetricsLog metrics_;
+  ProgressBar bar_;
+  const bool has_cache_;
+  const int64_t start_step_, total_;
+  const Clock::time_point begin_;
+  // At the last metrics line, and at the last log line.
+  Clock::time_point last_time_, last_log_time_;
+  int64_t last_log_step_;
+  TrainCounters last_;
+  int64_t last_step_;  // at the last metrics line
+  int64_t last_log_samples_ = 0;
+  TrainCounters last_logged_;  // at the last log line
+};
+
+}  // namespace pstrain

@@ -1,0 +1,569 @@
+#include "roles/worker/trainer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <optional>
+
+#include "optim/optimizer_kernel.h"
+#include "roles/worker/checkpointing.h"
+#include "src/data/batcher.h"
+#include "src/data/dataset.h"
+#include "src/data/metrics.h"
+#include "src/data/prefetcher.h"
+
+namespace pstrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// `path` made absolute for the log (as written if that fails).
+std::string AbsolutePath(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, error);
+  return error ? path : absolute.lexically_normal().string();
+}
+
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Mode average's limits, refused at start with the line to change.
+Status CheckAveraging(const Config& config, const RemoteEmbeddings& embeddings) {
+  const int64_t every = config.train.average_every;
+  // A table's rows are touched by a few workers each step: no clean rule
+  // averages a row some workers never saw, so tables keep sync.
+  if (!embeddings.empty())
+    return InvalidArgument(fmt::format(
+        "{}: train.mode: average does not take server-held embedding tables (init_in_server); "
+        "use mode sync, async or ssp",
+        config.source));
+  if (config.train.checkpoint && config.train.checkpoint->every_steps % every != 0)
+    return InvalidArgument(fmt::format(
+        "{}: train.checkpoint.every_steps {} is not a multiple of train.average_every {}: "
+        "with mode average a checkpoint is taken only when the weights were just averaged",
+        config.source, config.train.checkpoint->every_steps, every));
+  return Status::OK();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TrainJob>> TrainJob::Create(const Config& config) {
+  if (!config.has_model)
+    return InvalidArgument(fmt::format("{}: no model: section", config.source));
+  if (!config.has_data) return InvalidArgument(fmt::format("{}: no data: section", config.source));
+  if (config.model.device == Device::kGpu) {
+    // Refused at start-up, before any data is read or any node joins.
+    PSTRAIN_RETURN_IF_ERROR(CheckGpuModelSupported(config.model).WithContext(config.source));
+    PSTRAIN_RETURN_IF_ERROR(CheckGpuVisible().WithContext(config.source));
+  }
+  std::unique_ptr<TrainJob> job(new TrainJob(config));
+  ModelConfig model_config = config.model;
+  auto embeddings = RemoteEmbeddings::Create(config, &model_config,
+                                             std::max(config.train.batch_size, kEvalBatch));
+  if (!embeddings.ok()) return embeddings.status();
+  job->embeddings_ = std::move(*embeddings);
+  auto model = Model::Build(model_config, config.train.seed);
+  if (!model.ok()) return model.status().WithContext(config.source);
+  job->model_ = std::move(*model);
+  job->model_config_ = model_config;
+  job->reads_ = ModelReadsOf(config.model, job->model_->output_shape());
+  PSTRAIN_RETURN_IF_ERROR(job->embeddings_->Bind(job->model_->params()));
+  std::vector<Param*> allreduced;
+  for (Param* p : job->model_->params()) {
+    if (job->embeddings_->Holds(p)) continue;
+    const ParameterRule* rule = FindParameterRule(config, p->name);
+    (rule != nullptr && !rule->ps ? allreduced : job->ps_params_).push_back(p);
+  }
+  auto weights = AllReducedWeights::Create(config, std::move(allreduced));
+  if (!weights.ok()) return weights.status().WithContext(config.source);
+  job->allreduced_ = std::move(*weights);
+  if (config.train.mode == UpdateMode::kAverage) {
+    PSTRAIN_RETURN_IF_ERROR(CheckAveraging(config, *job->embeddings_));
+    auto averaging = PsAveraging::Create(config, job->ps_params_);
+    if (!averaging.ok()) return averaging.status().WithContext(config.source);
+    job->ps_averaging_ = std::move(*averaging);
+  }
+  return job;
+}
+
+Status TrainJob::CheckData() const {
+  return CheckFirstBatches(config_.data, reads_, config_.train.batch_size)
+      .WithContext(config_.source);
+}
+
+std::vector<TensorSpec> TrainJob::PsTensors() {
+  std::vector<TensorSpec> specs;
+  for (const Param* p : ps_params_) specs.push_back({p->name, p->value.size()});
+  return specs;
+}
+
+std::vector<std::vector<float>> TrainJob::Weights() const {
+  std::vector<std::vector<float>> out;
+  for (const Param* p : model_->params())
+    out.emplace_back(p->value.data.begin(), p->value.data.end());
+  return out;
+}
+
+WorkerPlace TrainJob::PlaceAt(const WorkerContext& ctx, int64_t step, const EpochPlan& plan) const {
+  WorkerPlace p;
+  p.step = step;
+  p.rank = ctx.rank;
+  p.workers = ctx.workers;
+  p.batch_size = config_.train.batch_size;
+  p.seed = config_.train.seed;
+  p.shuffle = config_.data.shuffle;
+  p.steps_per_epoch = plan.steps_per_epoch;
+  p.epoch = plan.Epoch(step);
+  p.position = plan.InEpoch(step);
+  p.epoch_start = step - p.position;
+  p.skip_samples = plan.SkipAt(step);
+  p.training_forwards = training_forwards_;
+  std::vector<std::string> names;
+  for (const Param* param : model_->params()) names.push_back(param->name);
+  p.lr_schedule = LrScheduleText(config_, names);
+  return p;
+}
+
+int64_t TrainJob::MinClock(int64_t step) const {
+  switch (config_.train.mode) {
+    case UpdateMode::kSync:
+      return step + 1;
+    case UpdateMode::kAsync:
+      return 0;
+    case UpdateMode::kSsp:
+      return std::max<int64_t>(0, step + 1 - config_.train.staleness);
+    case UpdateMode::kAverage:  // the servers' clock counts rounds (roles/worker/ps_averaging.h)
+      return step / config_.train.average_every + 1;
+  }
+  return 0;
+}
+
+// The chief's initial weights go to the servers once (a restored checkpoint
+// keeps its own); everyone then pulls, waiting for the chief if need be. The
+// all-reduced weights come from the chief (its checkpoint file on resume).
+Status TrainJob::InitWeights(WorkerContext& ctx, const CheckpointRef& resume) {
+  if (!allreduced_->empty()) {
+    if (ctx.rank == 0 && resume.step > 0)
+      PSTRAIN_RETURN_IF_ERROR(allreduced_->Load(resume.step_dir, resume.step));
+    PSTRAIN_RETURN_IF_ERROR(allreduced_->BroadcastFromChief(*ctx.collective, resume.step));
+  }
+  const std::vector<Param*>& params = ps_params_;
+  if (params.empty()) return Status::OK();
+  std::vector<KvOp> ops;
+  if (ctx.rank == 0) {
+    for (size_t t = 0; t < params.size(); ++t)
+      ops.push_back({KvOp::Kind::kInit, static_cast<int>(t), params[t]->value.ptr(), 0});
+    PSTRAIN_RETURN_IF_ERROR(ctx.kv->Run(ops).Wait().WithContext("initial weights"));
+    ops.clear();
+  }
+  for (size_t t = 0; t < params.size(); ++t)
+    ops.push_back({KvOp::Kind::kPull, static_cast<int>(t), params[t]->value.ptr(), 0});
+  return ctx.kv->Run(ops).Wait().WithContext("initial pull");
+}
+
+Status TrainJob::StartGpu(WorkerContext& ctx) {
+  auto gpu = GpuModel::Build(model_config_, model_->params(), config_.train.seed);
+  if (!gpu.ok()) return gpu.status().WithContext("model.device: gpu");
+  gpu_ = std::move(*gpu);
+  ctx.log->info("worker {} trains on the GPU: {}", ctx.rank, GpuDescription());
+  // NCCL averages the dense ps: false gradients during backward; compressed
+  // ones and mode average's weights go through the host ring
+  // (ctx.collective) after the gradients came back, like the CPU path.
+  const std::vector<Param*>& params = model_->params();
+  const bool any_dense = std::any_of(params.begin(), params.end(), [this](const Param* p) {
+    return allreduced_->ReducesDense(p);
+  });
+  if (!any_dense || ctx.workers == 1) return Status::OK();
+  std::string id;
+  Status made = Status::OK();
+  if (ctx.rank == 0) {
+    auto made_id = NcclUniqueIdBytes();
+    made = made_id.status();
+    if (made_id.ok()) id = *made_id;
+  }
+  // Every worker enters the barrier, so a failure on worker 0 fails all.
+  auto shared = ctx.cluster->ShareFromOne(BarrierGroup::kWorkers, id);
+  PSTRAIN_RETURN_IF_ERROR(made.WithContext("NCCL unique id"));
+  if (!shared.ok()) return shared.status();
+  if (shared->empty()) return Unavailable("worker 0 could not make an NCCL unique id");
+  auto nccl = NcclCommunicator::Create(ctx.rank, ctx.workers, *shared, gpu_->stream());
+  if (!nccl.ok()) return nccl.status().WithContext("NCCL");
+  nccl_ = std::move(*nccl);
+  gpu_->on_device_grads = [this, &params](size_t i, float* grad, int64_t n) -> Status {
+    if (!allreduced_->ReducesDense(params[i])) return Status::OK();
+    return nccl_->AllReduce(grad, n, /*average=*/true);
+  };
+  ctx.log->info("worker {}: ps: false gradients are averaged with NCCL among {} GPU workers",
+                ctx.rank, ctx.workers);
+  return Status::OK();
+}
+
+StatusOr<float> TrainJob::ComputeGradients(const Batch& batch) {
+  ++training_forwards_;
+  if (!gpu_) {
+    model_->Forward(batch, /*training=*/true);
+    return model_->Backward(batch);
+  }
+  const double copied = gpu_->CopySeconds();
+  PSTRAIN_RETURN_IF_ERROR(gpu_->UploadWeights());
+  auto logits = gpu_->Forward(batch, /*training=*/true);
+  if (!logits.ok()) return logits.status();
+  auto loss = gpu_->Backward(batch);
+  stats_.copy_s += gpu_->CopySeconds() - copied;
+  return loss;
+}
+
+// What goes on while the dense push and pull are in flight: the embedding
+// rows' gradients go to their servers, and the all-reduced weights are
+// averaged (dense ones by NCCL during backward on the GPU; compressed ones
+// all-gathered; mode average: the weights, when due) and updated.
+Status TrainJob::ExchangeLocalState(WorkerContext& ctx, int64_t step) {
+  Clock::time_point start = Clock::now();
+  if (sparse_) PSTRAIN_RETURN_IF_ERROR(embeddings_->Scatter(*sparse_, step));
+  stats_.push_s += Since(start);
+  if (allreduced_->empty()) return Status::OK();
+  start = Clock::now();
+  Status st = allreduced_->ReduceAndApply(*ctx.collective, /*dense_reduced=*/nccl_ != nullptr,
+                                          AverageDue(step + 1));
+  // A checkpoint after this step saves every worker's residuals too.
+  if (st.ok() && CheckpointDue(config_, step + 1, step + 1 == total_steps_))
+    st = allreduced_->GatherEncoderStates(*ctx.collective, step + 1);
+  stats_.allreduce_s += Since(start);
+  const bool saves = allreduced_->averaging() || allreduced_->compression_counters().messages > 0;
+  if (st.ok() && saves && (step + 1) % config_.train.log_every == 0) {
+    const AllReducedWeights::Traffic now = allreduced_->traffic();
+    ctx.log->info("{}", allreduced_->DescribeTraffic(logged_traffic_, now));
+    logged_traffic_ = now;
+  }
+  return st;
+}
+
+// Mode average: a round of averaging (the ps: false copies all-reduced, the
+// PS weights' deltas pushed and averaged on the servers) every
+// average_every steps and after the last step. One rule for both paths and
+// for checkpoints, which are written only right after a round, where every
+// worker holds the same weights. Between rounds the chief evaluates its own
+// copy. Every worker reaches the same answer (same config, same total).
+bool TrainJob::AverageDue(int64_t steps_done) const {
+  if (config_.train.mode != UpdateMode::kAverage) return false;
+  return steps_done % config_.train.average_every == 0 || steps_done == total_steps_;
+}
+
+TrainCounters TrainJob::Counters(const WorkerContext& ctx) const {
+  TrainCounters c;
+  c.samples = stats_.samples;
+  c.compute_s = stats_.compute_s;
+  c.push_s = stats_.push_s;
+  c.pull_s = stats_.pull_s;
+  c.allreduce_s = stats_.allreduce_s;
+  c.bytes_sent = ctx.loop != nullptr ? ctx.loop->bytes_sent() : 0;
+  c.bytes_received = ctx.loop != nullptr ? ctx.loop->bytes_received() : 0;
+  const auto counts = embeddings_->counts();
+  c.cache_ids = counts.ids;
+  c.cache_hits = counts.hits;
+  if (ps_compression_) {
+    c.push_bytes = ps_compression_->pushed_bytes();
+    c.push_dense_bytes = ps_compression_->dense_bytes();
+    c.compression = ps_compression_->counters();
+  }
+  // The all-reduced weights' threshold messages count in the threshold and
+  // density; their bytes have a progress line of their own (not pushes).
+  c.compression.Add(allreduced_->compression_counters());
+  return c;
+}
+
+// Servers count updates, not steps: in sync mode one per step, otherwise
+// one per worker's push.
+double TrainJob::LrAt(int64_t step, int workers) const {
+  // Mode average: each worker's own optimizer steps once per step.
+  const bool per_step =
+      config_.train.mode == UpdateMode::kSync || config_.train.mode == UpdateMode::kAverage;
+  const uint64_t updates = per_step ? static_cast<uint64_t>(step)
+                                    : static_cast<uint64_t>(step) * static_cast<uint64_t>(workers);
+  return OptimizerKernel(config_.train.optimizer).ScheduledLr(updates);
+}
+
+Status TrainJob::Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batch* next) {
+  Clock::time_point start = Clock::now();
+  if (sparse_) {
+    // The rows must include the updates a dense pull would see at this step.
+    const int64_t min_clock = config_.train.mode == UpdateMode::kSync    ? step
+                              : config_.train.mode == UpdateMode::kAsync ? 0
+                                                                         : MinClock(step - 1);
+    PSTRAIN_RETURN_IF_ERROR(embeddings_->Gather(*sparse_, &batch, min_clock, step)
+                                .WithContext(fmt::format("step {}", step + 1)));
+    if (next != nullptr) embeddings_->StartPrefetch(next->sparse, step);
+    stats_.pull_s += Since(start);
+    stats_.comm_s += Since(start);
+    start = Clock::now();
+  }
+  auto loss = ComputeGradients(batch);
+  if (!loss.ok()) return loss.status().WithContext(fmt::format("step {}", step + 1));
+  stats_.last_loss = *loss;
+  if (!std::isfinite(stats_.last_loss))
+    return FailedPrecondition(
+        fmt::format("the loss is {} at step {}: training diverged (lower train.optimizer.lr?)",
+                    stats_.last_loss, step + 1));
+  stats_.compute_s += Since(start);
+  start = Clock::now();
+  // The PS traffic goes out first and flies while the ring all-reduces.
+  std::vector<KvOp> ops = PsRequests(step);
+  std::optional<KvHandle> pushed_and_pulled;
+  if (!ops.empty()) pushed_and_pulled = ctx.kv->Run(std::move(ops));
+  stats_.push_s += Since(start);
+  Status st = ExchangeLocalState(ctx, step);
+  if (pushed_and_pulled) {
+    const Clock::time_point waited = Clock::now();
+    Status kv = pushed_and_pulled->Wait();
+    stats_.pull_s += Since(waited);
+    if (st.ok()) st = kv;
+    if (kv.ok()) AfterPsRequests(step);
+  }
+  stats_.comm_s += Since(start);
+  ++stats_.steps;
+  stats_.samples += batch.size();
+  return st.WithContext(fmt::format("step {}", step + 1));
+}
+
+std::vector<KvOp> TrainJob::PsRequests(int64_t step) {
+  const std::vector<Param*>& params = ps_params_;
+  std::vector<KvOp> ops;
+  ops.reserve(2 * params.size());
+  if (ps_averaging_) {
+    ps_averaging_->LocalStep();
+    if (!AverageDue(step + 1)) return ops;  // nothing goes out
+    const int64_t round = ps_averaging_->Round(step);
+    for (size_t t = 0; t < params.size(); ++t) {
+      const int tensor = static_cast<int>(t);
+      ops.push_back({KvOp::Kind::kDelta, tensor, ps_averaging_->Delta(t), round});
+      ops.push_back({KvOp::Kind::kPull, tensor, params[t]->value.ptr(), round + 1});
+      ps_compression_->CountPush(tensor);
+    }
+    return ops;
+  }
+  const int64_t min_clock = MinClock(step);
+  for (size_t t = 0; t < params.size(); ++t) {
+    const int tensor = static_cast<int>(t);
+    KvOp push{KvOp::Kind::kPush, tensor, params[t]->grad.ptr(), step};
+    if (ps_compression_->Compresses(tensor))
+      push.encoded = ps_compression_->Encode(tensor, params[t]->grad.ptr());
+    ps_compression_->CountPush(tensor);
+    ops.push_back(push);
+    ops.push_back({KvOp::Kind::kPull, tensor, params[t]->value.ptr(), min_clock});
+  }
+  return ops;
+}
+
+void TrainJob::AfterPsRequests(int64_t step) {
+  if (ps_averaging_ && AverageDue(step + 1)) ps_averaging_->Anchor(step + 1);
+}
+
+Status TrainJob::Run(WorkerContext& ctx) {
+  if (ctx.kv == nullptr && !ps_params_.empty())
+    return FailedPrecondition("training needs at least one server");
+  if (!embeddings_->empty()) {
+    if (ctx.servers.empty())
+      return FailedPrecondition("server-held embedding tables need at least one server");
+    sparse_ = std::make_unique<SparseClient>(ctx.loop, ctx.servers, ctx.rank);
+    if (embeddings_->CanPrefetch())
+      embeddings_->EnablePrefetch(std::make_unique<SparseClient>(ctx.loop, ctx.servers, ctx.rank));
+  }
+  if (ctx.rank == 0 && ctx.cluster->generation() == 0) {
+    const std::string unused = RemoteEmbeddings::UnusedCacheWarning(config_);
+    if (!unused.empty()) ctx.log->warn("{}", unused);
+  }
+  if (ctx.collective == nullptr && !allreduced_->empty())
+    return FailedPrecondition("all-reduced (ps: false) weights need the workers' ring");
+  auto data = LoadTrainShard(config_.data, ctx.rank, ctx.workers);
+  if (!data.ok()) return data.status();
+  // The first batches were checked at start; this is every sample.
+  const DataFiles files = DataFilesOf(config_.data.format, config_.data.train, "train");
+  PSTRAIN_RETURN_IF_ERROR(
+      CheckFit(reads_, *data, files.features, files.labels).WithContext(config_.source));
+  const int batch_size = config_.train.batch_size;
+  Batcher plain = Batcher::ForTraining(&*data, batch_size, ctx.rank, ctx.workers,
+                                       config_.train.seed, config_.data.shuffle);
+  int64_t steps_per_epoch = plain.StepsPerEpoch();
+  if (data->sharded_by_file) {
+    // Each worker reads its own files: agree on the shortest epoch, or sync
+    // mode would wait forever for a worker that has run out of data.
+    auto agreed = ctx.cluster->AgreeMin(BarrierGroup::kWorkers, steps_per_epoch);
+    if (!agreed.ok()) return agreed.status();
+    steps_per_epoch = *agreed;
+    plain.CapStepsPerEpoch(steps_per_epoch);
+  }
+  // A reader thread gathers the next batches while this one trains.
+  PrefetchingBatcher batcher(std::move(plain));
+  if (steps_per_epoch <= 0)
+    return FailedPrecondition(
+        fmt::format("{} training samples on worker {} make no batch of {} (times {} workers)",
+                    data->size(), ctx.rank, batch_size, ctx.workers));
+  if (ctx.rank == 0 && config_.train.checkpoint && ctx.cluster->generation() == 0)
+    ctx.log->info("checkpoints: {} (resolved from the config's directory when relative)",
+                  AbsolutePath(config_.train.checkpoint->dir));
+  // Found and agreed on by every node before any trained (roles/worker/worker.cc).
+  const CheckpointRef* resume = &ctx.resume;
+  const int64_t start_step = resume->step;
+  // Where this worker's data and random draws continue: its place as the
+  // checkpoint saved it, once checked against this run's config and data,
+  // and the epochs from there (re-sharded when the worker count changed).
+  EpochPlan plan;
+  plan.first_left = plan.steps_per_epoch = steps_per_epoch;
+  WorkerPlace start = PlaceAt(ctx, start_step, plan);
+  if (start_step > 0) {
+    const int64_t samples = data->sharded_by_file ? -1 : data->size();
+    auto place = ResumePlace(*resume, start, ctx.log, samples);
+    if (!place.ok()) return place.status();
+    plan = PlanEpochs(*place, start, data->size(), data->sharded_by_file);
+    if (place->workers != ctx.workers)
+      ctx.log->info("worker {}: {}", ctx.rank, DescribeReshard(*place, start, plan));
+    start = *place;
+  }
+  const int64_t total =
+      config_.train.steps > 0 ? config_.train.steps : plan.TotalSteps(config_.train.epochs);
+  training_forwards_ = start.training_forwards;
+  model_->SetTrainingForwards(training_forwards_);
+  total_steps_ = total;
+  PSTRAIN_RETURN_IF_ERROR(InitWeights(ctx, *resume));
+  if (!ps_params_.empty()) {
+    // Mode average pushes weight deltas, dense: only gradients are encoded.
+    ps_compression_ = std::make_unique<PsCompression>(config_, ctx.kv->map(),
+                                                      /*encode=*/!ps_averaging_);
+  }
+  if (ps_averaging_) ps_averaging_->Anchor(start_step);
+  PSTRAIN_RETURN_IF_ERROR(RestorePsWorkerState(ctx, *resume, start.workers));
+  if (config_.model.device == Device::kGpu) {
+    PSTRAIN_RETURN_IF_ERROR(StartGpu(ctx));
+    gpu_->SetTrainingForwards(training_forwards_);
+  }
+  if (start_step > 0 && start_step >= total) {
+    // Resuming a finished job: nothing to train, but the user came for the
+    // model, so the chief shows its test metric (as `pstrain eval` would).
+    ctx.log->info(
+        "worker {}: the checkpoint {} is at step {}, the job's last ({} steps): nothing left to "
+        "train{}",
+        ctx.rank, resume->step_dir, start_step, total,
+        ctx.rank == 0 && !config_.data.test.empty() ? "; evaluating it on the test set" : "");
+    if (ctx.rank == 0 && !config_.data.test.empty())
+      PSTRAIN_RETURN_IF_ERROR(Evaluate(ctx, static_cast<int>(plan.Epoch(start_step - 1) + 1)));
+    return Status::OK();
+  }
+  ctx.log->info("worker {} trains {} steps ({} per epoch, batch {}) on {} samples", ctx.rank,
+                total - start_step, steps_per_epoch, batch_size, data->size());
+
+  TrainReport report(ctx.log_dir, ctx.rank, ctx.log, embeddings_->HasCache(), start_step, total);
+  Clock::time_point begin = Clock::now(), epoch_begin = begin;
+  int64_t epoch_samples = 0;
+  Batch batch, next;
+  bool have_next = false;  // `next` holds the batch after `batch`
+  const bool look_ahead = sparse_ && embeddings_->CanPrefetch();
+  int64_t stopped_at = -1;  // stopped on request before this step
+  for (int64_t step = start_step; step < total; ++step) {
+    if (!ctx.cluster->BeginStep(step)) {
+      stopped_at = step;
+      break;
+    }
+    const int epoch = static_cast<int>(plan.Epoch(step));
+    const int64_t in_epoch = plan.InEpoch(step);
+    const int64_t epoch_steps = plan.EpochSteps(epoch);
+    if (in_epoch == 0 || step == start_step) {
+      if (step == start_step) {
+        batcher.StartEpoch(epoch, plan.first_done, plan.skip_samples);
+      } else {
+        batcher.StartEpoch(epoch);
+      }
+      epoch_begin = Clock::now();
+      epoch_samples = 0;
+      have_next = false;
+    }
+    if (have_next) {
+      std::swap(batch, next);
+      have_next = false;
+    } else if (!batcher.Next(&batch)) {
+      PSTRAIN_RETURN_IF_ERROR(batcher.status().WithContext(fmt::format("step {}", step + 1)));
+      return Internal(fmt::format("worker {} ran out of batches at step {}", ctx.rank, step + 1));
+    }
+    // The next batch's embedding rows are pulled while this one computes.
+    if (look_ahead && in_epoch + 1 < epoch_steps && step + 1 < total)
+      have_next = batcher.Next(&next);
+    PSTRAIN_RETURN_IF_ERROR(Step(ctx, batch, step, have_next ? &next : nullptr));
+    epoch_samples += batch.size();
+    const bool last = step + 1 == total;
+    const TrainCounters counters = Counters(ctx);
+    report.AfterStep(step + 1, counters);
+    if ((step + 1) % config_.train.log_every == 0 || last)
+      report.WriteStep(step + 1, epoch + 1, stats_.last_loss, LrAt(step, ctx.workers), counters);
+    // The scheduler's live view (roles/scheduler/view.h) shows where each worker is.
+    ctx.cluster->ReportProgress(step + 1, static_cast<double>(epoch_samples) / Since(epoch_begin));
+    if ((in_epoch + 1) % config_.train.log_every == 0 || in_epoch == 0) {
+      ctx.log->info("epoch: {} step: {}, loss is {:.6f}{}", epoch + 1, in_epoch + 1,
+                    stats_.last_loss, report.LogSuffix(step + 1, counters));
+      if (sparse_) {
+        ctx.log->info("embedding rows: {}",
+                      RemoteEmbeddings::Describe(embeddings_->counts(), logged_counts_));
+        logged_counts_ = embeddings_->counts();
+      }
+    }
+    if (checkpoint_ && checkpoint_->ServersDone()) PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());
+    if (CheckpointDue(config_, step + 1, last) && CheckpointableAt(step + 1))
+      PSTRAIN_RETURN_IF_ERROR(Checkpoint(ctx, step + 1, plan, /*wait=*/false));
+    if (in_epoch + 1 == epoch_steps || last) {
+      double seconds = Since(epoch_begin);
+      const double rate = static_cast<double>(epoch_samples) / seconds;
+      ctx.log->info("epoch: {} done: {:.0f} samples/s on this worker ({} workers)", epoch + 1, rate,
+                    ctx.workers);
+      const bool evaluates = ctx.rank == 0 && !config_.data.test.empty();
+      if (evaluates) PSTRAIN_RETURN_IF_ERROR(Evaluate(ctx, epoch + 1));
+      const bool click = config_.model.loss == LossType::kBceWithLogits;
+      report.EpochLine(step + 1, epoch + 1, rate,
+                       evaluates ? (click ? "auc" : "accuracy") : nullptr, stats_.test_metric);
+    }
+  }
+  report.Finish();
+  PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());
+  if (stopped_at >= 0) {
+    // Every worker stopped here: what the job did so far is kept, unless the
+    // last periodic checkpoint already holds it.
+    if (config_.train.checkpoint && stopped_at > start_step &&
+        !CheckpointDue(config_, stopped_at, false) && CheckpointableAt(stopped_at))
+      PSTRAIN_RETURN_IF_ERROR(Checkpoint(ctx, stopped_at, plan, /*wait=*/true));
+    ctx.log->info("worker {} stopped on request after step {} of {}", ctx.rank, stopped_at, total);
+    if (ctx.rank == 0 && config_.train.checkpoint && !CheckpointableAt(stopped_at))
+      ctx.log->info(
+          "no checkpoint of step {}: mode average checkpoints only where a round of averaging "
+          "ended (every {} steps); the newest stays the job's resume point",
+          stopped_at, config_.train.average_every);
+  }
+  stats_.seconds = Since(begin);
+  if (ps_compression_) {
+    stats_.push_bytes = ps_compression_->pushed_bytes();
+    stats_.push_dense_bytes = ps_compression_->dense_bytes();
+    stats_.compression = ps_compression_->counters();
+    if (stats_.compression.messages > 0 && stats_.steps > 0)
+      ctx.log->info(
+          "worker {} pushed {:.0f} bytes/step to the servers ({:.0f} dense, {:.0f}x fewer); "
+          "threshold now {:.3g}..{:.3g}, density {:.3g}",
+          ctx.rank, static_cast<double>(stats_.push_bytes) / stats_.steps,
+          static_cast<double>(stats_.push_dense_bytes) / stats_.steps,
+          static_cast<double>(stats_.push_dense_bytes) / std::max<int64_t>(stats_.push_bytes, 1),
+          stats_.compression.min_tau, stats_.compression.max_tau, stats_.compression.density());
+  }
+  const double step_s = std::max(stats_.compute_s + stats_.comm_s, 1e-9);
+  ctx.log->info(
+      "worker {} finished {} steps in {:.1f} s: {:.0f} samples/s, {:.0f}% of step time "
+      "communicating, last loss {:.6f}",
+      ctx.rank, stats_.steps, stats_.seconds,
+      static_cast<double>(stats_.samples) / std::max(stats_.seconds, 1e-9),
+      100.0 * stats_.comm_s / step_s, stats_.last_loss);
+  if (gpu_) {
+    ctx.log->info("worker {} on the GPU: {:.1f}% of step time in host-device copies", ctx.rank,
+                  100.0 * stats_.copy_s / step_s);
+  }
+  return Status::OK();
+}
+
+}  // namespace pstrain

@@ -1,0 +1,157 @@
+// TrainJob: a worker's training loop, as a WorkerJob.
+//
+// Every worker builds the same model from the config (same seed, same
+// initial weights). The chief pushes those weights to the servers once; every
+// worker pulls them. Then, each step:
+//   1. the next batch of this worker's shard (src/data: the same shuffled
+//      order on every worker, worker r taking its slice),
+//   2. forward and backward,
+//   3. push every PS gradient and pull every PS weight in one batch of
+//      requests; the pull asks for the step's update (sync), any values
+//      (async) or values at most `staleness` steps old (ssp). While those are
+//      in flight, the gradients of the ps: false weights are averaged among
+//      the workers (densely, or threshold-encoded and all-gathered) and
+//      applied here; in mode average each worker applies its own, and the
+//      weights are averaged when AverageDue() (roles/worker/allreduced_weights.h),
+//   Server-held embedding tables (init_in_server) work on the batch's rows
+//   only: pulled before step 2, pushed after it (roles/worker/remote_embeddings.h).
+//   4. every log_every steps: "epoch: E step: S, loss is L".
+// At each epoch end the chief evaluates on the test set (accuracy, or AUC and
+// log-loss for click data) and logs throughput; checkpoints as configured.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "roles/worker/allreduced_weights.h"
+#include "roles/worker/checkpointing.h"
+#include "roles/worker/data_fit.h"
+#include "roles/worker/ps_averaging.h"
+#include "roles/worker/ps_compression.h"
+#include "roles/worker/remote_embeddings.h"
+#include "roles/worker/train_report.h"
+#include "roles/worker/job.h"
+#include "roles/checkpoint/worker_place.h"
+#include "src/common/checkpoint_file.h"
+#include "src/common/config/config.h"
+#include "src/data/dataset.h"
+#include "src/gpu/gpu.h"
+#include "src/nn/model.h"
+
+namespace pstrain {
+
+struct TrainStats {
+  int64_t steps = 0;       // steps this worker ran
+  int64_t samples = 0;     // samples this worker trained on
+  double seconds = 0;      // wall time of the training loop
+  double compute_s = 0;    // forward + backward
+  double comm_s = 0;       // waiting on push/pull: push_s + pull_s + allreduce_s
+  double push_s = 0;       // sending the dense requests, embedding rows' scatter
+  double pull_s = 0;       // embedding rows' gather, the dense push+pull round trip
+  double allreduce_s = 0;  // averaging the ps: false weights among workers
+  double copy_s = 0;       // device: gpu: host <-> device copies (part of compute_s)
+  double last_loss = 0;
+  double test_metric = -1;   // accuracy or AUC after the last epoch (chief; -1: not run)
+  double test_logloss = -1;  // click data only
+  // PS pushes (issue 15): bytes sent, the same pushes dense, and the
+  // threshold encoders' totals (min_tau..max_tau: their final thresholds).
+  int64_t push_bytes = 0, push_dense_bytes = 0;
+  CompressionCounters compression;
+};
+
+class TrainJob : public WorkerJob {
+ public:
+  // Test samples per evaluation batch (roles/worker/trainer_eval.cc).
+  static constexpr int kEvalBatch = 1024;
+
+  // Builds the model and checks that the config can be trained (placement
+  // of every parameter, data format against the model's input).
+  static StatusOr<std::unique_ptr<TrainJob>> Create(const Config& config);
+
+  // Reads the first batch of every data file and checks it against the
+  // model (roles/worker/data_fit.h): before the job starts, so that data that does
+  // not fit is one line naming the config key and the file, exit 2.
+  Status CheckData() const;
+  const ModelReads& reads() const { return reads_; }
+  const Model& model() const { return *model_; }
+
+  std::vector<TensorSpec> PsTensors() override;
+  bool NeedsCollective() override { return !allreduced_->empty(); }
+  Status Run(WorkerContext& context) override;
+
+  const TrainStats& stats() const { return stats_; }
+  // The weights as this worker last pulled them, in params() order.
+  std::vector<std::vector<float>> Weights() const;
+
+ private:
+  explicit TrainJob(const Config& config) : config_(config) {}
+  Status InitWeights(WorkerContext& ctx, const CheckpointRef& resume);
+  // `next`: the batch after this one, when its rows may be prefetched.
+  Status Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batch* next);
+  Status ExchangeLocalState(WorkerContext& ctx, int64_t step);
+  Status Evaluate(WorkerContext& ctx, int epoch);
+  // device: gpu: the model on the GPU and, with ps: false weights and
+  // several workers, NCCL among them (worker 0's id shared via the
+  // scheduler).
+  Status StartGpu(WorkerContext& ctx);
+  // Forward and backward of one training batch, on the GPU or here.
+  StatusOr<float> ComputeGradients(const Batch& batch);
+  StatusOr<const Tensor*> Logits(const Batch& batch);
+  int64_t MinClock(int64_t step) const;
+  // Step 3's requests for the PS weights (roles/worker/ps_compression.h: threshold-
+  // encoded gradients; roles/worker/ps_averaging.h: mode average's local step, and
+  // its weight deltas when a round ends).
+  std::vector<KvOp> PsRequests(int64_t step);
+  // After step 3 completed: mode average anchors on the weights it pulled.
+  void AfterPsRequests(int64_t step);
+  // Whether a checkpoint of `steps_done` holds the job's state: in mode
+  // average only at the end of a round (between rounds the servers hold
+  // the last round's weights, the workers their own).
+  bool CheckpointableAt(int64_t steps_done) const;
+  // Mode average: whether the ps: false copies are averaged once
+  // `steps_done` steps are done.
+  bool AverageDue(int64_t steps_done) const;
+  // This worker's counters so far, for its metrics (roles/worker/train_report.h).
+  TrainCounters Counters(const WorkerContext& ctx) const;
+  // The lr of train.optimizer at global step `step` (0-based).
+  double LrAt(int64_t step, int workers) const;
+  // Every worker, once `steps_done` steps are done and a checkpoint is due:
+  // its own PS state (roles/worker/ps_state.h), then the chief begins the
+  // checkpoint and, when `wait`, completes it.
+  Status Checkpoint(WorkerContext& ctx, int64_t steps_done, const EpochPlan& plan, bool wait);
+  // On resume, this worker's PS state from its file in `resume`, written by
+  // `checkpoint_workers` workers.
+  Status RestorePsWorkerState(WorkerContext& ctx, const CheckpointRef& resume,
+                              int checkpoint_workers);
+  // Completes the checkpoint in flight, if any (waits for its servers).
+  Status FinishCheckpoint();
+  // This worker's place once `step` steps are done (roles/checkpoint/worker_place.h),
+  // its epochs as `plan` lays them out.
+  WorkerPlace PlaceAt(const WorkerContext& ctx, int64_t step, const EpochPlan& plan) const;
+
+  Config config_;
+  // config_.model as the model was built: server-held tables hold one
+  // batch's rows (RemoteEmbeddings::Create).
+  ModelConfig model_config_;
+  std::unique_ptr<Model> model_;
+  ModelReads reads_;               // what the model reads of a sample, checked on each one loaded
+  std::vector<Param*> ps_params_;  // on the servers, in PsTensors() order
+  std::unique_ptr<AllReducedWeights> allreduced_;  // the ps: false ones
+  std::unique_ptr<PsCompression> ps_compression_;  // made in Run (needs the partition map)
+  std::unique_ptr<PsAveraging> ps_averaging_;      // mode average only
+  int64_t total_steps_ = 0;                        // of the job, set in Run
+  std::unique_ptr<RemoteEmbeddings> embeddings_;   // server-held tables
+  std::unique_ptr<SparseClient> sparse_;           // their rows, when there are some
+  RemoteEmbeddings::Counts logged_counts_;         // at the last progress line
+  std::unique_ptr<GpuModel> gpu_;                  // device: gpu only
+  std::unique_ptr<NcclCommunicator> nccl_;         // averages ps: false grads on the GPU
+  std::unique_ptr<Dataset> test_;                  // loaded at the first evaluation
+  // The chief's checkpoint whose servers may still be writing (training
+  // goes on meanwhile: roles/worker/checkpointing.h).
+  std::unique_ptr<CheckpointInFlight> checkpoint_;
+  uint64_t training_forwards_ = 0;             // keys dropout; restored on resume
+  AllReducedWeights::Traffic logged_traffic_;  // at the last traffic line
+  TrainStats stats_;
+};
+
+}  // namespace pstrain

@@ -1,0 +1,66 @@
+// TrainJob's evaluation on the test set (roles/worker/trainer.h): the chief runs it
+// at epoch ends and on a resumed finished job.
+#include <cmath>
+
+#include "roles/worker/trainer.h"
+#include "src/data/batcher.h"
+#include "src/data/dataset.h"
+#include "src/data/metrics.h"
+
+namespace pstrain {
+
+StatusOr<const Tensor*> TrainJob::Logits(const Batch& batch) {
+  if (!gpu_) return &model_->Forward(batch, /*training=*/false);
+  // Each evaluation batch gathers its own embedding rows into the host
+  // Params: they must reach the device before its forward.
+  if (!embeddings_->empty()) PSTRAIN_RETURN_IF_ERROR(gpu_->UploadWeights());
+  return gpu_->Forward(batch, /*training=*/false);
+}
+
+Status TrainJob::Evaluate(WorkerContext& ctx, int epoch) {
+  if (!test_) {
+    auto test = LoadTest(config_.data);
+    if (!test.ok()) return test.status();
+    const DataFiles files = DataFilesOf(config_.data.format, config_.data.test, "test");
+    PSTRAIN_RETURN_IF_ERROR(
+        CheckFit(reads_, *test, files.features, files.labels).WithContext(config_.source));
+    test_ = std::make_unique<Dataset>(std::move(*test));
+  }
+  Batcher batcher = Batcher::ForEval(test_.get(), kEvalBatch);
+  batcher.StartEpoch(0);
+  Batch batch;
+  const bool click = config_.model.loss == LossType::kBceWithLogits;
+  int64_t correct_n = 0, seen = 0;
+  double correct = 0;
+  std::vector<float> scores, labels;
+  if (gpu_) PSTRAIN_RETURN_IF_ERROR(gpu_->UploadWeights());
+  while (batcher.Next(&batch)) {
+    if (sparse_)
+      PSTRAIN_RETURN_IF_ERROR(embeddings_->Gather(*sparse_, &batch, 0, 0, /*use_cache=*/false));
+    auto computed = Logits(batch);
+    if (!computed.ok()) return computed.status().WithContext("evaluation");
+    const Tensor& logits = **computed;
+    if (click) {
+      for (int64_t i = 0; i < batch.size(); ++i) {
+        scores.push_back(1.0f / (1.0f + std::exp(-logits.data[i])));
+        labels.push_back(batch.labels[i]);
+      }
+    } else {
+      correct += Accuracy(logits, batch.labels) * static_cast<double>(batch.size());
+      correct_n += batch.size();
+    }
+    seen += batch.size();
+  }
+  if (click) {
+    stats_.test_metric = Auc(scores, labels);
+    stats_.test_logloss = LogLoss(scores, labels);
+    ctx.log->info("epoch: {} test AUC: {:.4f}, log-loss: {:.4f} ({} samples)", epoch,
+                  stats_.test_metric, stats_.test_logloss, seen);
+  } else {
+    stats_.test_metric = correct_n > 0 ? correct / static_cast<double>(correct_n) : 0.0;
+    ctx.log->info("epoch: {} test accuracy: {:.4f} ({} samples)", epoch, stats_.test_metric, seen);
+  }
+  return Status::OK();
+}
+
+}  // namespace pstrain

@@ -1,0 +1,142 @@
+#include "roles/worker/worker.h"
+
+#include <fmt/format.h>
+
+#include "comm/transport/completion.h"
+#include "roles/worker/checkpointing.h"
+#include "src/common/random.h"
+
+namespace pstrain {
+
+Worker::Worker(NodeOptions options, Logger log, Config config, std::unique_ptr<WorkerJob> job)
+    : config_(std::move(config)), job_(std::move(job)), node_(std::move(options), std::move(log)) {}
+
+// The loop stops first: callbacks still pending on it may refer to the KV
+// client, which goes before the node. A handle left open is logged by ~Node,
+// whose Stop() gets the same error.
+Worker::~Worker() { node_.loop().Stop().IgnoreError(); }
+
+Status Worker::Run() { return node_.Outcome(RunOnce()); }
+
+Status Worker::RunOnce() {
+  auto topology = node_.Start(
+      [this](const Connection::Ptr& c, Incoming&& in) {
+        if (ring_.OnPeerMessage(c, in)) return;
+        c->Reply(in.message.request_id, ErrorReply{fmt::format("a worker does not handle {}",
+                                                               MessageName(in.message.body))});
+      },
+      [this](const Connection::Ptr& c, const Status& why) { ring_.OnPeerClosed(c, why); });
+  if (!topology.ok()) return topology.status();
+  PSTRAIN_RETURN_IF_ERROR(ConnectServers(*topology));
+  // Checked first: workers with different models may not agree on needing
+  // a ring either, and would wait for each other in different barriers.
+  std::vector<TensorSpec> tensors;
+  if (job_) {
+    tensors = job_->PsTensors();
+    PSTRAIN_RETURN_IF_ERROR(CheckSameTensors(tensors));
+  }
+  if (job_ && job_->NeedsCollective()) PSTRAIN_RETURN_IF_ERROR(ring_.Connect(*topology));
+  WorkerContext context;
+  context.rank = node_.cluster().rank();
+  context.workers = node_.options().cluster.worker_num;
+  context.config = &config_;
+  context.cluster = &node_.cluster();
+  context.log = node_.log();
+  context.loop = &node_.loop();
+  context.servers = servers_;
+  context.collective = ring_.collective();
+  context.log_dir = node_.options().cluster.log_dir;
+  // With servers there is a KV client even without PS tensors: it also asks
+  // the servers for their checkpoint shards (embedding tables). PS tensors
+  // without servers fail here, naming why.
+  if (job_ && (!servers_.empty() || !tensors.empty())) {
+    auto map = PartitionMap::Build(std::move(tensors), static_cast<int>(servers_.size()),
+                                   config_.train.partition_bytes);
+    if (!map.ok()) return map.status().WithContext("partition map");
+    kv_ = std::make_unique<KvClient>(&node_.loop(), servers_, context.rank, std::move(*map));
+    context.kv = kv_.get();
+  }
+  // The start barrier: every node, servers too, resumes from one step.
+  if (job_) {
+    auto found = ResumeCheckpoint(config_, node_.log(), node_.cluster().generation() > 0);
+    if (!found.ok()) return found.status();
+    if (found->step > 0)
+      node_.log()->info("resuming at step {} from {}", found->step, found->step_dir);
+    context.resume = *found;
+  }
+  PSTRAIN_RETURN_IF_ERROR(
+      AgreeOnResume(node_.cluster(), context.resume, fmt::format("worker {}", context.rank)));
+  if (job_) {
+    PSTRAIN_RETURN_IF_ERROR(job_->Run(context));
+  } else {
+    node_.log()->info(
+        "worker rank {} is connected to {} servers; no model is configured, so "
+        "there is nothing to train",
+        context.rank, servers_.size());
+  }
+  return node_.Finish();
+}
+
+Status Worker::ConnectServers(const Topology& topology) {
+  std::vector<NodeInfo> servers;
+  for (const NodeInfo& n : topology.nodes)
+    if (n.role == Role::kServer) servers.push_back(n);
+  servers_.assign(servers.size(), nullptr);
+  if (servers.empty()) return Status::OK();
+  Completion<Status> all_connected;
+  auto connected = CountDown::Into(all_connected, servers.size());
+  Hello hello;
+  hello.node.node_id = node_.options().node_id;
+  hello.node.role = Role::kWorker;
+  hello.node.rank = node_.cluster().rank();
+  bool posted = node_.loop().Post([this, servers, hello, connected] {
+    for (const NodeInfo& s : servers) {
+      std::string who = fmt::format("server rank {} at {}:{}", s.rank, s.host, s.port);
+      Connection::Connect(&node_.loop(), node_.log(), s.host, s.port,
+                          [this, s, who, hello, connected](StatusOr<Connection::Ptr> conn) {
+                            if (!conn.ok())
+                              return connected->Report(conn.status().WithContext(who));
+                            servers_[s.rank] = *conn;
+                            (*conn)->Start(nullptr, nullptr);
+                            (*conn)->Call(hello, [who, connected](StatusOr<Incoming> reply) {
+                              connected->Report(reply.status().WithContext(who));
+                            });
+                          });
+    }
+  });
+  if (!posted) return Aborted("the worker is stopping");
+  return all_connected.Wait();
+}
+
+namespace {
+
+// "3 tensors, 1200 floats, fingerprint 0123456789abcdef": equal for equal
+// lists (names, sizes and order).
+std::string DescribeTensors(const std::vector<TensorSpec>& tensors) {
+  uint64_t fingerprint = 0;
+  int64_t floats = 0;
+  for (const TensorSpec& t : tensors) {
+    fingerprint = Mix64(fingerprint ^ HashString(t.name)) ^ static_cast<uint64_t>(t.elements);
+    floats += t.elements;
+  }
+  return fmt::format("{} tensors, {} floats, fingerprint {:016x}", tensors.size(), floats,
+                     fingerprint);
+}
+
+}  // namespace
+
+Status Worker::CheckSameTensors(const std::vector<TensorSpec>& tensors) {
+  if (node_.options().cluster.worker_num == 1) return Status::OK();
+  const int rank = node_.cluster().rank();
+  const std::string mine = DescribeTensors(tensors);
+  auto chiefs = node_.cluster().ShareFromOne(BarrierGroup::kWorkers, rank == 0 ? mine : "");
+  if (!chiefs.ok()) return chiefs.status().WithContext("comparing models with worker 0");
+  if (*chiefs != mine)
+    return FailedPrecondition(fmt::format(
+        "worker {} has other PS tensors ({}) than worker 0 ({}): every worker must run the same "
+        "model and parameters: rules",
+        rank, mine, *chiefs));
+  return Status::OK();
+}
+
+}  // namespace pstrain

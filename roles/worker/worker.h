@@ -1,0 +1,49 @@
+// Worker: joins the job, connects to every server, builds the partition map
+// and the KV client from its job's PS tensors, passes the start barrier with
+// the rest of the job, runs the job (roles/worker/job.h) and reports Done.
+// Without a job it only does the handshake: in-process tests of the
+// cluster's wiring; the pstrain binary never starts a worker without a model
+// (src/app/main.cc refuses it, exit 2).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "comm/ps/kv_client.h"
+#include "roles/node/node.h"
+#include "roles/worker/job.h"
+#include "roles/worker/ring.h"
+#include "src/common/config/config.h"
+
+namespace pstrain {
+
+class Worker {
+ public:
+  Worker(NodeOptions options, Logger log, Config config = {},
+         std::unique_ptr<WorkerJob> job = nullptr);
+  ~Worker();
+  // Runs the worker's part of the job; blocks until it is over.
+  Status Run();
+  // After Run(): the job was paused, and this node must be rebuilt and
+  // rolled back (roles/node/recovery.h).
+  bool paused() const { return node_.paused(); }
+  int rank() { return node_.cluster().rank(); }
+
+ private:
+  Status RunOnce();
+  // Connects to every server of `topology` and greets it. Blocking.
+  Status ConnectServers(const Topology& topology);
+  // Every worker compares its PS tensors with worker 0's (through the
+  // scheduler): with different models, a pull could wait for a partition
+  // nobody creates. Blocking; a barrier of the workers.
+  Status CheckSameTensors(const std::vector<TensorSpec>& tensors);
+
+  Config config_;
+  std::unique_ptr<WorkerJob> job_;
+  Node node_;
+  std::vector<Connection::Ptr> servers_;  // by server rank
+  std::unique_ptr<KvClient> kv_;
+  WorkerRing ring_{&node_};  // after node_: goes before it
+};
+
+}  // namespace pstrain

@@ -1,0 +1,280 @@
+// bench allreduce: the CPU ring all-reduce of one float tensor among
+// `world` ranks, each a separate process (as Gloo's reference is), over
+// shared memory (ShmRingCollective, the default: what workers of one host
+// use) or TCP on 127.0.0.1 (RingCollective). Rank 0 reports the median time
+// per all-reduce, the algorithm bandwidth (bytes / time) and the bus
+// bandwidth (2(n-1)/n x bytes / time).
+//
+// Setup, per case, through a pair of pipes between the parent and each rank:
+//   1. rank r sets up its receiving end and writes its address (shm: channel
+//      name and nonce; tcp: port) to the parent;
+//   2. the parent hands rank r the address of rank r+1; r connects and
+//      writes "ready";
+//   3. once all are ready the parent writes "go" to each; they run, and
+//      each writes its median seconds;
+//   4. once all have, the parent writes "bye" and they exit (a rank that
+//      closed its end earlier would fail a neighbour still finishing).
+// A rank that fails exits non-zero, which fails its neighbours' calls in
+// turn; the parent then ends the rest (nothing hangs).
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/transport/listener.h"
+#include "comm/collective/ring_collective.h"
+#include "comm/collective/shm_ring.h"
+#include "src/app/bench/json.h"
+#include "src/common/logging.h"
+#include "src/common/tensor.h"
+
+namespace pstrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// About 2 GiB through rank 0 per case, within [20, 2000] all-reduces.
+int AllReduceIters(int64_t bytes) {
+  return static_cast<int>(std::clamp<int64_t>((int64_t{1} << 31) / (2 * bytes), 20, 2000));
+}
+
+Status WriteLine(int fd, const std::string& line) {
+  const std::string text = line + "\n";
+  for (size_t at = 0; at < text.size();) {
+    const ssize_t n = write(fd, text.data() + at, text.size() - at);
+    if (n <= 0) return Unavailable("bench: a pipe to a rank closed");
+    at += static_cast<size_t>(n);
+  }
+  return Status::OK();
+}
+
+StatusOr<std::string> ReadLine(int fd) {
+  std::string line;
+  char c = 0;
+  while (line.size() < 4096) {
+    if (read(fd, &c, 1) != 1) return Unavailable("bench: a rank exited early");
+    if (c == '\n') return line;
+    line += c;
+  }
+  return InvalidArgument("bench: a line too long from a rank");
+}
+
+// One rank's end of the ring, set up inside its own process.
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+  // Step 1: the address rank r-1 connects to.
+  virtual StatusOr<std::string> Listen() = 0;
+  // Step 2.
+  virtual Status Connect(const std::string& next) = 0;
+  // Step 3, before the first operation.
+  virtual void Start() {}
+  virtual Collective& collective() = 0;
+};
+
+class ShmEndpoint : public Endpoint {
+ public:
+  ShmEndpoint(int rank, int world) : rank_(rank), world_(world) {}
+  StatusOr<std::string> Listen() override {
+    auto ring = ShmRingCollective::Create(rank_, world_);
+    if (!ring.ok()) return ring.status();
+    ring_ = std::move(*ring);
+    return fmt::format("{} {}", ring_->inbound_name(), ring_->inbound_nonce());
+  }
+  Status Connect(const std::string& next) override {
+    const size_t space = next.find(' ');
+    if (space == std::string::npos) return InvalidArgument("bench: bad shm address " + next);
+    return ring_->ConnectNext(next.substr(0, space),
+                              std::strtoull(next.c_str() + space + 1, nullptr, 10));
+  }
+  void Start() override { ring_->InboundOpened(); }  // rank r-1 is connected by now
+  Collective& collective() override { return *ring_; }
+
+ private:
+  const int rank_, world_;
+  std::unique_ptr<ShmRingCollective> ring_;
+};
+
+// LocalRing's wiring for one rank of its own process.
+class TcpEndpoint : public Endpoint {
+ public:
+  TcpEndpoint(int rank, int world) : rank_(rank), world_(world), log_(MakeLogger("ring")) {
+    log_->set_level(spdlog::level::warn);
+  }
+  ~TcpEndpoint() override {
+    const Status stopped = loop_.Stop();
+    if (!stopped.ok()) log_->error("stopping rank {}: {}", rank_, stopped.message());
+  }
+
+  StatusOr<std::string> Listen() override {
+    PSTRAIN_RETURN_IF_ERROR(loop_.Start());
+    listener_ = std::make_unique<Listener>(&loop_, log_);
+    auto port = loop_.Call<StatusOr<uint16_t>>(
+        [this] {
+          return listener_->Listen("127.0.0.1", 0, [this](Connection::Ptr c) {
+            c->Start(
+                [this](const Connection::Ptr&, Incoming&& in) {
+                  if (auto* chunk = std::get_if<RingChunk>(&in.message.body))
+                    ring_->OnChunk(*chunk, std::move(in.payload));
+                },
+                [this](const Connection::Ptr&, const Status& why) { Lost(why); });
+          });
+        },
+        Aborted("the ring is stopping"));
+    if (!port.ok()) return port.status();
+    return std::to_string(*port);
+  }
+  Status Connect(const std::string& next) override {
+    Completion<StatusOr<Connection::Ptr>> connected;
+    loop_.Post([this, port = std::atoi(next.c_str()), connected] {
+      Connection::Connect(&loop_, log_, "127.0.0.1", static_cast<uint16_t>(port),
+                          [connected](StatusOr<Connection::Ptr> c) { connected.Set(c); });
+    });
+    auto conn = connected.Wait();
+    if (!conn.ok()) return conn.status();
+    ring_ = std::make_unique<RingCollective>(&loop_, rank_, world_, *conn);
+    loop_.Post([this, c = *conn] {
+      c->Start(nullptr, [this](const Connection::Ptr&, const Status& why) { Lost(why); });
+    });
+    return Status::OK();
+  }
+  Collective& collective() override { return *ring_; }
+
+ private:
+  void Lost(const Status& why) {
+    if (ring_) ring_->OnPeerLost(Unavailable("a neighbour is gone: " + why.message()));
+  }
+  const int rank_, world_;
+  Logger log_;
+  EventLoop loop_;
+  std::unique_ptr<Listener> listener_;
+  std::unique_ptr<RingCollective> ring_;
+};
+
+// The body of rank r's process: steps 1-3, then the timed all-reduces.
+Status RunRank(const std::string& transport, int rank, int world, int64_t bytes, int in, int out) {
+  std::unique_ptr<Endpoint> end;
+  if (transport == "shm")
+    end = std::make_unique<ShmEndpoint>(rank, world);
+  else
+    end = std::make_unique<TcpEndpoint>(rank, world);
+  auto address = end->Listen();
+  if (!address.ok()) return address.status();
+  PSTRAIN_RETURN_IF_ERROR(WriteLine(out, *address));
+  auto next = ReadLine(in);
+  if (!next.ok()) return next.status();
+  PSTRAIN_RETURN_IF_ERROR(end->Connect(*next));
+  PSTRAIN_RETURN_IF_ERROR(WriteLine(out, "ready"));
+  PSTRAIN_RETURN_IF_ERROR(ReadLine(in).status());
+  end->Start();
+  const int64_t n = bytes / 4;
+  const int iters = AllReduceIters(bytes), warmup = 3;
+  FloatBuffer data(static_cast<size_t>(n), 1.0f);  // tensor memory, as a model's
+  std::vector<double> times;                       // seconds per timed all-reduce
+  for (int i = 0; i < warmup + iters; ++i) {
+    Clock::time_point start = Clock::now();
+    PSTRAIN_RETURN_IF_ERROR(end->collective().AllReduce(data.data(), n, ReduceOp::kSum));
+    if (i >= warmup) times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+  PSTRAIN_RETURN_IF_ERROR(WriteLine(out, fmt::format("{:.9e}", times[times.size() / 2])));
+  return ReadLine(in).status();  // step 4: "bye" once every rank is done
+}
+
+// Starts the ranks and runs the setup steps between them; the median
+// seconds rank 0 measured.
+StatusOr<double> RunRanks(const std::string& transport, int world, int64_t bytes) {
+  std::vector<int> to(world, -1), from(world, -1);  // the parent's ends
+  std::vector<pid_t> pids;
+  // SIGPIPE is ignored from main() on: a rank that died fails a write instead.
+  std::fflush(stdout);
+  Status st;
+  for (int r = 0; r < world && st.ok(); ++r) {
+    int down[2], up[2];
+    if (pipe(down) != 0 || pipe(up) != 0) {
+      st = Internal("bench: pipe failed");
+      break;
+    }
+    const pid_t pid = fork();
+    if (pid == 0) {
+      for (int q = 0; q < r; ++q) close(to[q]), close(from[q]);
+      close(down[1]);
+      close(up[0]);
+      Status done = RunRank(transport, r, world, bytes, down[0], up[1]);
+      if (!done.ok())
+        std::fprintf(stderr, "bench allreduce rank %d: %s\n", r, done.message().c_str());
+      std::fflush(stderr);
+      _exit(done.ok() ? 0 : 1);
+    }
+    close(down[0]);
+    close(up[1]);
+    to[r] = down[1];
+    from[r] = up[0];
+    if (pid < 0) st = Internal("bench: fork failed");
+    if (pid > 0) pids.push_back(pid);
+  }
+  std::vector<std::string> addresses(world);
+  for (int r = 0; r < world && st.ok(); ++r) {
+    auto line = ReadLine(from[r]);
+    st = line.status();
+    if (line.ok()) addresses[r] = *line;
+  }
+  for (int r = 0; r < world && st.ok(); ++r) st = WriteLine(to[r], addresses[(r + 1) % world]);
+  for (int r = 0; r < world && st.ok(); ++r) st = ReadLine(from[r]).status();
+  for (int r = 0; r < world && st.ok(); ++r) st = WriteLine(to[r], "go");
+  StatusOr<std::string> median = Unavailable("bench: no result");
+  for (int r = 0; r < world && st.ok(); ++r) {
+    auto line = ReadLine(from[r]);
+    st = line.status();
+    if (r == 0) median = line;
+  }
+  for (int r = 0; r < world && st.ok(); ++r) st = WriteLine(to[r], "bye");
+  if (!st.ok())
+    for (pid_t pid : pids) kill(pid, SIGKILL);  // a rank failed: the others may wait forever
+  for (int r = 0; r < world; ++r) close(to[r]), close(from[r]);
+  int failed = 0;
+  for (pid_t pid : pids) {
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+  }
+  PSTRAIN_RETURN_IF_ERROR(st);
+  if (!median.ok() || failed > 0)
+    return Unavailable(fmt::format("bench allreduce: {} of {} ranks failed", failed, world));
+  return std::strtod(median->c_str(), nullptr);
+}
+
+Status RunCase(const std::string& transport, int world, int64_t bytes) {
+  auto median = RunRanks(transport, world, bytes);
+  if (!median.ok()) return median.status();
+  const double algbw = static_cast<double>(bytes) / *median / 1e9;
+  const double busbw = algbw * 2.0 * (world - 1) / world;
+  PrintJsonLine({{"bench", "allreduce"},
+                 {"backend", "cpu_ring_" + transport},
+                 {"bytes", bytes},
+                 {"world", world},
+                 {"iters", AllReduceIters(bytes)},
+                 {"ms", Rounded(*median * 1e3, 4)},
+                 {"algbw_GBps", Rounded(algbw, 3)},
+                 {"busbw_GBps", Rounded(busbw, 3)}});
+  return Status::OK();
+}
+
+}  // namespace
+
+Status RunAllReduceBench(const std::vector<int64_t>& sizes, const std::vector<int>& worlds,
+                         const std::string& transport) {
+  if (transport != "shm" && transport != "tcp")
+    return InvalidArgument("bench allreduce: --transport is tcp or shm, not " + transport);
+  for (int64_t bytes : sizes)
+    for (int world : worlds) PSTRAIN_RETURN_IF_ERROR(RunCase(transport, world, bytes));
+  return Status::OK();
+}
+
+}  // namespace pstrain

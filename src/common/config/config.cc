@@ -1,0 +1,569 @@
+#include "src/common/config/config.h"
+
+#include <yaml-cpp/eventhandler.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "src/common/config/reader.h"
+#include "src/common/config/sizes.h"
+#include "src/common/config/text.h"
+
+namespace pstrain {
+namespace config_internal {
+
+std::string OneLine(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// A value as an error shows it: at most kShownChars bytes of it (Error puts
+// it on one line).
+std::string Shown(const std::string& value) {
+  constexpr size_t kShownChars = 200;
+  return value.size() > kShownChars ? value.substr(0, kShownChars) + "..." : value;
+}
+
+}  // namespace
+
+Status Value::Expected(std::string_view expected) const {
+  std::string got = "nothing";
+  if (node.IsScalar()) got = "'" + Shown(node.Scalar()) + "'";
+  if (node.IsSequence()) got = "a list";
+  if (node.IsMap()) got = "a mapping";
+  return Error(fmt::format("expected {}, got {}", expected, got));
+}
+
+Field Required(Field f) {
+  f.required = true;
+  return f;
+}
+
+Status ReadMap(const Value& map, const std::vector<Field>& fields,
+               std::map<std::string, int>* lines) {
+  if (!map.node.IsNull() && !map.node.IsMap()) return map.Expected("a mapping");
+  std::map<std::string, int> seen;
+  for (const auto& entry : map.node) {
+    const YAML::Node& key = entry.first;
+    int line = key.Mark().line + 1;
+    if (!key.IsScalar()) return Value{map.source, key, map.path, line}.Expected("a key name");
+    Value value{map.source, entry.second,
+                map.path.empty() ? key.Scalar() : map.path + "." + key.Scalar(), line};
+    auto [first, inserted] = seen.emplace(key.Scalar(), line);
+    if (!inserted)
+      return value.Error(fmt::format("duplicate key (first at line {})", first->second));
+    const Field* field = nullptr;
+    for (const Field& f : fields) {
+      if (key.Scalar() == f.key) field = &f;
+    }
+    if (field == nullptr) {
+      std::string allowed;
+      for (const Field& f : fields) allowed += (allowed.empty() ? "" : ", ") + std::string(f.key);
+      return value.Error(fmt::format("unknown key (allowed: {})", allowed));
+    }
+    PSTRAIN_RETURN_IF_ERROR(field->read(value));
+  }
+  for (const Field& f : fields) {
+    if (f.required && seen.count(f.key) == 0) {
+      return map.Key(f.key, map.line).Error("required key is missing");
+    }
+  }
+  if (lines != nullptr) *lines = std::move(seen);
+  return Status::OK();
+}
+
+Status ReadList(const Value& list, std::string_view expected,
+                const std::function<Status(const Value& item)>& read) {
+  if (list.node.IsNull()) return Status::OK();
+  if (!list.node.IsSequence()) return list.Expected(expected);
+  size_t index = 0;
+  for (const YAML::Node& item : list.node) {
+    // A null item has no position of its own; the list's line is close.
+    int line = item.IsNull() ? list.line : item.Mark().line + 1;
+    PSTRAIN_RETURN_IF_ERROR(
+        read(Value{list.source, item, fmt::format("{}[{}]", list.path, index++), line}));
+  }
+  return Status::OK();
+}
+
+Field Uint64(const char* key, uint64_t* out) {
+  return {key, [=](const Value& v) {
+            if (!v.node.IsScalar() || !ParseNumber(v.node.Scalar(), out)) {
+              return v.Expected("an integer >= 0");
+            }
+            return Status::OK();
+          }};
+}
+
+Field Float(const char* key, float* out, Bound bound) {
+  static const char* const kExpected[] = {"a number > 0", "a number >= 0", "a number in [0, 1)",
+                                          "a number <= 0"};
+  return {key, [=](const Value& v) {
+            double d = 0;
+            bool ok = v.node.IsScalar() && ParseNumber(v.node.Scalar(), &d) &&
+                      std::isfinite(static_cast<float>(d));
+            if (ok && bound == Bound::kPositive) ok = d > 0;
+            if (ok && bound == Bound::kNonNegative) ok = d >= 0;
+            if (ok && bound == Bound::kUnitInterval) ok = d >= 0 && d < 1;
+            if (ok && bound == Bound::kNonPositive) ok = d <= 0;
+            if (!ok) return v.Expected(kExpected[static_cast<int>(bound)]);
+            *out = static_cast<float>(d);
+            return Status::OK();
+          }};
+}
+
+Field Bool(const char* key, bool* out) {
+  return {key, [=](const Value& v) {
+            // yaml-cpp's as<bool> takes true/false, yes/no, on/off and leaves
+            // the fallback in place for anything else, without throwing.
+            if (v.node.IsScalar()) {
+              bool parsed_true = v.node.as<bool>(true), parsed_false = v.node.as<bool>(false);
+              if (parsed_true == parsed_false) {
+                *out = parsed_true;
+                return Status::OK();
+              }
+            }
+            return v.Expected("true or false");
+          }};
+}
+
+Field NonEmptyString(const char* key, std::string* out) {
+  return {key, [=](const Value& v) {
+            if (!v.node.IsScalar() || v.node.Scalar().empty())
+              return v.Expected("a non-empty string");
+            *out = v.node.Scalar();
+            return Status::OK();
+          }};
+}
+
+Field Choice(const char* key, std::string* out, const std::vector<const char*>& names) {
+  std::vector<std::pair<const char*, std::string>> pairs;
+  for (const char* name : names) pairs.emplace_back(name, name);
+  return Enum<std::string>(key, out, std::move(pairs));
+}
+
+namespace {
+
+Status ReadOptimizer(const Value& v, OptimizerConfig* out) {
+  *out = OptimizerConfig{};
+  using T = OptimizerType;
+  return ReadMap(
+      v, {Required(Enum<T>("type", &out->type,
+                           {{"sgd", T::kSgd},
+                            {"momentum", T::kMomentum},
+                            {"adam", T::kAdam},
+                            {"adagrad", T::kAdagrad},
+                            {"ftrl", T::kFtrl}})),
+          Float("lr", &out->lr, Bound::kPositive),
+          Float("weight_decay", &out->weight_decay, Bound::kNonNegative),
+          Int("lr_decay_steps", &out->lr_decay_steps, 0),
+          Float("lr_decay", &out->lr_decay, Bound::kPositive),
+          Float("momentum", &out->momentum, Bound::kUnitInterval), Bool("nesterov", &out->nesterov),
+          Float("beta1", &out->beta1, Bound::kUnitInterval),
+          Float("beta2", &out->beta2, Bound::kUnitInterval),
+          Float("epsilon", &out->epsilon, Bound::kPositive),
+          Float("initial_accumulator", &out->initial_accumulator, Bound::kNonNegative),
+          Float("lr_power", &out->lr_power, Bound::kNonPositive),
+          Float("l1", &out->l1, Bound::kNonNegative), Float("l2", &out->l2, Bound::kNonNegative)});
+}
+
+Status ReadOptionalOptimizer(const Value& v, std::optional<OptimizerConfig>* out) {
+  return ReadOptimizer(v, &out->emplace());
+}
+
+// target_density: [min, max], 0 < min <= max <= 1.
+Field DensityRange(const char* key, double* min, double* max) {
+  return {key, [=](const Value& v) {
+            const char* expected = "[min, max] with 0 < min <= max <= 1";
+            if (!v.node.IsSequence() || v.node.size() != 2) return v.Expected(expected);
+            double d[2];
+            for (size_t i = 0; i < 2; ++i) {
+              const YAML::Node item = v.node[i];
+              if (!item.IsScalar() || !ParseNumber(item.Scalar(), &d[i]) || !(d[i] > 0) || d[i] > 1)
+                return v.Expected(expected);
+            }
+            if (d[0] > d[1]) return v.Expected(expected);
+            *min = d[0];
+            *max = d[1];
+            return Status::OK();
+          }};
+}
+
+// step: in (0, 1), one message for every way to miss it (Float's [0, 1)
+// would call 0 valid in the message and then refuse it).
+Field Step(float* out) {
+  Field unit = Float("step", out, Bound::kUnitInterval);
+  return {"step", [=](const Value& v) {
+            if (!unit.read(v).ok() || *out == 0) return v.Expected("a number in (0, 1)");
+            return Status::OK();
+          }};
+}
+
+Status ReadCompression(const Value& v, CompressionConfig* out) {
+  *out = CompressionConfig{};
+  using T = CompressionType;
+  std::map<std::string, int> lines;
+  PSTRAIN_RETURN_IF_ERROR(ReadMap(
+      v,
+      {Required(Enum<T>("type", &out->type, {{"none", T::kNone}, {"threshold", T::kThreshold}})),
+       Float("threshold", &out->threshold, Bound::kPositive), Bool("adaptive", &out->adaptive),
+       DensityRange("target_density", &out->min_density, &out->max_density), Step(&out->step),
+       Int("shake_up_every", &out->shake_up_every, 0)},
+      &lines));
+  // Settings of a threshold encoding under type: none are a mistake.
+  if (out->type == T::kNone)
+    for (const auto& [key, line] : lines)
+      if (key != "type") return v.Key(key, line).Error("is only used with type: threshold");
+  return Status::OK();
+}
+
+Status ReadOptionalCompression(const Value& v, std::optional<CompressionConfig>* out) {
+  return ReadCompression(v, &out->emplace());
+}
+
+Status ReadCheckpoint(const Value& v, std::optional<CheckpointConfig>* out) {
+  CheckpointConfig& c = out->emplace();
+  return ReadMap(v, {Required(NonEmptyString("dir", &c.dir)), Int("every_steps", &c.every_steps, 0),
+                     Bool("resume", &c.resume), Int("keep", &c.keep, 1)});
+}
+
+Status ReadRecovery(const Value& v, std::optional<RecoveryConfig>* out) {
+  RecoveryConfig& r = out->emplace();
+  return ReadMap(v, {Int("wait_s", &r.wait_s, 0, 7 * 24 * 3600),
+                     Int("max_failed_link_rollbacks", &r.max_failed_link_rollbacks, 0, 1000)});
+}
+
+Status ReadTrain(const Value& v, TrainConfig* t) {
+  using M = UpdateMode;
+  std::map<std::string, int> lines;
+  PSTRAIN_RETURN_IF_ERROR(ReadMap(
+      v,
+      {Int("epochs", &t->epochs, 1), Int("batch_size", &t->batch_size, 1, 1 << 20),
+       Int("steps", &t->steps, 0),
+       Enum<M>(
+           "mode", &t->mode,
+           {{"sync", M::kSync}, {"async", M::kAsync}, {"ssp", M::kSsp}, {"average", M::kAverage}}),
+       Int("staleness", &t->staleness, 0), Int("average_every", &t->average_every, 1),
+       Section("optimizer", &t->optimizer, &ReadOptimizer),
+       Section("compression", &t->compression, &ReadCompression), Uint64("seed", &t->seed),
+       Int("log_every", &t->log_every, 1),
+       Int("partition_bytes", &t->partition_bytes, 4096, int64_t{1} << 30, 4),
+       Section("checkpoint", &t->checkpoint, &ReadCheckpoint),
+       Section("recovery", &t->recovery, &ReadRecovery),
+       NonEmptyString("store_dir", &t->store_dir)},
+      &lines));
+  // Recovery rolls back to a checkpoint: without them there is nothing to
+  // roll back to, and the user would believe the job protected.
+  if (t->recovery && t->recovery->wait_s > 0 && !t->checkpoint) {
+    return v.Key("recovery", lines["recovery"])
+        .Error("needs train.checkpoint: a job recovers by going back to its newest checkpoint");
+  }
+  // A bound the chosen mode ignores is a mistake the user would not notice.
+  if (t->staleness != 0 && t->mode != M::kSsp) {
+    return v.Key("staleness", lines["staleness"])
+        .Error(fmt::format("{} is only used with mode: ssp", t->staleness));
+  }
+  if (lines.count("average_every") && t->mode != M::kAverage) {
+    return v.Key("average_every", lines["average_every"])
+        .Error(fmt::format("{} is only used with mode: average", t->average_every));
+  }
+  if (t->mode == M::kAverage && !lines.count("average_every"))
+    return v.Key("mode", lines["mode"]).Error("average needs train.average_every (steps, >= 1)");
+  // Averaging sends weights every N steps, not gradients: nothing to encode.
+  if (t->mode == M::kAverage && t->compression.enabled())
+    return v.Key("compression", lines["compression"]).Error("is not used with mode: average");
+  return Status::OK();
+}
+
+Status ReadRule(const Value& v, ParameterRule* rule) {
+  std::map<std::string, int> lines;
+  PSTRAIN_RETURN_IF_ERROR(ReadMap(
+      v,
+      {Required(NonEmptyString("match", &rule->match)), Bool("ps", &rule->ps),
+       Bool("init_in_server", &rule->init_in_server), Int("cache_rows", &rule->cache_rows, 0),
+       Int("cache_staleness", &rule->cache_staleness, 0), Int("admit_after", &rule->admit_after, 0),
+       Int("evict_after_steps", &rule->evict_after_steps, 0),
+       Int("max_rows", &rule->max_rows, 0, kMaxTableRows),
+       Int("server_cache_rows", &rule->server_cache_rows, 0, kMaxTableRows),
+       Int("server_cache_bytes", &rule->server_cache_bytes, 0, kMaxServerCacheBytes),
+       Section("optimizer", &rule->optimizer, &ReadOptionalOptimizer),
+       Section("compression", &rule->compression, &ReadOptionalCompression)},
+      &lines));
+  // Server-held tables send rows, already sparse: threshold encoding is for
+  // dense weights.
+  if (rule->init_in_server && rule->compression && rule->compression->enabled())
+    return v.Key("compression", lines["compression"])
+        .Error("is for dense weights; init_in_server tables send only the rows a batch touched");
+  // Both settings describe server-held rows; with ps: false there are none.
+  const char* server_only = rule->init_in_server          ? "init_in_server"
+                            : rule->cache_rows > 0        ? "cache_rows"
+                            : rule->admit_after > 0       ? "admit_after"
+                            : rule->evict_after_steps > 0 ? "evict_after_steps"
+                            : rule->max_rows > 0          ? "max_rows"
+                                                          : nullptr;
+  if (!rule->ps && server_only != nullptr) {
+    return v.Key(server_only, lines[server_only])
+        .Error("needs ps: true (with ps: false the parameter is all-reduced among workers)");
+  }
+  // A memory budget over disk is for the rows of a server-held table.
+  for (const char* key : {"server_cache_rows", "server_cache_bytes"}) {
+    if (lines.count(key) && !rule->init_in_server)
+      return v.Key(key, lines[key])
+          .Error("needs init_in_server: true (only server-held tables keep rows on disk)");
+  }
+  if (rule->server_cache_rows > 0 && rule->server_cache_bytes > 0)
+    return v.Key("server_cache_bytes", lines["server_cache_bytes"])
+        .Error("give server_cache_rows or server_cache_bytes, not both");
+  return Status::OK();
+}
+
+Status ReadParameters(const Value& v, std::vector<ParameterRule>* rules) {
+  return ReadList(v, "a list of rules", [&](const Value& entry) {
+    if (entry.node.IsNull()) return entry.Expected("a mapping");
+    ParameterRule& rule = rules->emplace_back();
+    rule.line = entry.line;
+    PSTRAIN_RETURN_IF_ERROR(ReadRule(entry, &rule));
+    for (size_t i = 0; i + 1 < rules->size(); ++i) {
+      if ((*rules)[i].match == rule.match) {
+        return entry.Key("match", entry.line)
+            .Error(fmt::format(
+                "'{}' is already matched by {}[{}] (line {}), so this rule never applies",
+                rule.match, v.path, i, (*rules)[i].line));
+      }
+    }
+    return Status::OK();
+  });
+}
+
+// The line of `key` in the mapping `map` (which ReadMap read, so it holds it).
+int KeyLine(const YAML::Node& map, const char* key) {
+  for (const auto& entry : map)
+    if (entry.first.IsScalar() && entry.first.Scalar() == key) return entry.first.Mark().line + 1;
+  return 0;
+}
+
+// Rules that contradict train: (either section may come first in the file).
+// mode: average sends weights every N steps, not gradients: a rule's
+// compression would be ignored, like train.compression.
+Status CheckRulesAgainstTrain(const Value& doc, const Config& config) {
+  if (config.train.mode != UpdateMode::kAverage) return Status::OK();
+  for (size_t i = 0; i < config.parameters.size(); ++i) {
+    const ParameterRule& rule = config.parameters[i];
+    if (!rule.compression || !rule.compression->enabled()) continue;
+    const YAML::Node rules = doc.node["parameters"];
+    const Value at{doc.source, rules[i], fmt::format("parameters[{}]", i), rule.line};
+    return at.Key("compression", KeyLine(rules[i], "compression"))
+        .Error("is not used with mode: average");
+  }
+  return Status::OK();
+}
+
+// The file's first YAML document and where a second one starts, if any.
+struct Documents {
+  YAML::Node first;
+  std::optional<YAML::Mark> second;  // of its root node
+  bool stuck = false;                // the parser stopped reading at `second`
+};
+
+// Notes where each document's root node starts.
+class RootMarks : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> roots;  // one per document
+
+  void OnDocumentStart(const YAML::Mark&) override { in_root_ = true; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { Node(m); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { Node(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Node(m);
+  }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Node(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Node(m);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Node(const YAML::Mark& m) {
+    if (in_root_) roots.push_back(m);
+    in_root_ = false;
+  }
+  bool in_root_ = false;
+};
+
+// Not YAML::LoadAll: in yaml-cpp 0.7 (Debian 12's) it loops forever, adding
+// an empty document each turn, once its parser stops consuming tokens: ",\n"
+// is enough (jbeder/yaml-cpp#1040, fixed upstream by #1319). Telling one
+// document from more takes at most two documents read.
+Documents LoadDocuments(const std::string& yaml_text) {
+  Documents out;
+  out.first = YAML::Load(yaml_text);
+  std::istringstream in(yaml_text);
+  YAML::Parser parser(in);
+  RootMarks marks;
+  for (int i = 0; i < 2 && parser.HandleNextDocument(marks); ++i) {
+  }
+  if (marks.roots.size() > 1) {
+    out.second = marks.roots[1];
+    out.stuck = marks.roots[1].pos == marks.roots[0].pos;
+  }
+  return out;
+}
+
+// Reads the whole document into `config`; `base_dir` as for ReadData.
+Status ReadConfig(const Documents& documents, const std::string& yaml_text,
+                  const std::string& base_dir, Config* config) {
+  const YAML::Node& root = documents.first;
+  Value doc{&config->source, root, "", 1};
+  if (documents.second) {
+    const YAML::Mark& at = *documents.second;
+    doc.line = at.line + 1;
+    if (documents.stuck && at.pos >= 0 && static_cast<size_t>(at.pos) < yaml_text.size())
+      return doc.Error(fmt::format("column {}: invalid YAML: unexpected '{}'", at.column + 1,
+                                   yaml_text[at.pos]));
+    return doc.Error("expected one YAML document, found a second one");
+  }
+  if (root.IsNull()) return doc.Error("the config is empty; expected a mapping of sections");
+  if (!root.IsMap()) return doc.Expected("a mapping of sections at the top level");
+  PSTRAIN_RETURN_IF_ERROR(
+      ReadMap(doc, {{"model",
+                     [&](const Value& v) {
+                       config->has_model = true;
+                       return ReadModel(v, &config->model);
+                     }},
+                    {"data",
+                     [&](const Value& v) {
+                       config->has_data = true;
+                       return ReadData(v, base_dir, &config->data);
+                     }},
+                    Section("train", &config->train, &ReadTrain),
+                    Section("parameters", &config->parameters, &ReadParameters)}));
+  PSTRAIN_RETURN_IF_ERROR(CheckRulesAgainstTrain(doc, *config));
+  FlattenSettings(root, "", &config->settings);
+  return Status::OK();
+}
+
+// ParseConfig, resolving relative data paths against `base_dir` (if not empty).
+StatusOr<Config> Parse(const std::string& yaml_text, const std::string& source_name,
+                       const std::string& base_dir) {
+  Config config;
+  config.source = source_name;
+  PSTRAIN_RETURN_IF_ERROR(CheckConfigText(yaml_text, source_name));
+  // The readers never call a throwing conversion, so an exception here comes
+  // from the parser.
+  try {
+    PSTRAIN_RETURN_IF_ERROR(ReadConfig(LoadDocuments(yaml_text), yaml_text, base_dir, &config));
+    // Checkpoints, like data, are where the config says from its own
+    // directory, whichever directory the job was started in.
+    if (config.train.checkpoint && !base_dir.empty() &&
+        std::filesystem::path(config.train.checkpoint->dir).is_relative())
+      config.train.checkpoint->dir =
+          (std::filesystem::path(base_dir) / config.train.checkpoint->dir).string();
+    if (!config.train.store_dir.empty() && !base_dir.empty() &&
+        std::filesystem::path(config.train.store_dir).is_relative())
+      config.train.store_dir = (std::filesystem::path(base_dir) / config.train.store_dir).string();
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(
+        fmt::format("{}:{}: invalid YAML: {}", source_name, std::max(e.mark.line, 0) + 1, e.msg));
+  }
+  // Before anything the config describes is allocated.
+  PSTRAIN_RETURN_IF_ERROR(CheckConfigSizes(config));
+  return config;
+}
+
+}  // namespace
+}  // namespace config_internal
+
+StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& source_name) {
+  return config_internal::Parse(yaml_text, source_name, "");
+}
+
+StatusOr<Config> LoadConfig(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    int err = errno;
+    std::string message = fmt::format("config {}: {}", path, std::strerror(err));
+    return err == ENOENT ? NotFound(message) : InvalidArgument(message);
+  }
+  std::string text;
+  char buffer[1 << 16];
+  size_t n;
+  // One byte past the cap is enough to refuse the file (CheckConfigText).
+  while (text.size() <= kMaxConfigBytes && (n = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
+    text.append(buffer, n);
+  int err = std::ferror(file) ? errno : 0;
+  std::fclose(file);
+  if (err != 0) return InvalidArgument(fmt::format("config {}: {}", path, std::strerror(err)));
+  return config_internal::Parse(text, path, std::filesystem::path(path).parent_path().string());
+}
+
+bool GlobMatch(const std::string& pattern, const std::string& name) {
+  // Backtracks only to the last `*` seen, so the cost is at most
+  // pattern size times name size, never exponential.
+  size_t p = 0, n = 0;
+  size_t star = std::string::npos, star_n = 0;
+  while (n < name.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      star_n = n;
+    } else if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == name[n])) {
+      ++p;
+      ++n;
+    } else if (star != std::string::npos) {
+      p = star + 1;
+      n = ++star_n;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+const ParameterRule* FindParameterRule(const Config& config, const std::string& name) {
+  for (const ParameterRule& rule : config.parameters) {
+    if (GlobMatch(rule.match, name)) return &rule;
+  }
+  return nullptr;
+}
+
+OptimizerConfig OptimizerFor(const Config& config, const std::string& name) {
+  const ParameterRule* rule = FindParameterRule(config, name);
+  return rule != nullptr && rule->optimizer ? *rule->optimizer : config.train.optimizer;
+}
+
+CompressionConfig CompressionFor(const Config& config, const std::string& name) {
+  const ParameterRule* rule = FindParameterRule(config, name);
+  return rule != nullptr && rule->compression ? *rule->compression : config.train.compression;
+}
+
+}  // namespace pstrain
