@@ -1,6 +1,6 @@
 // Threshold encoding of updates (Strom 2015, "Scalable Distributed DNN
 // Training Using Commodity GPU Cloud Computing"; Deeplearning4j's gradient
-// sharing), used by both paths of issue 15: workers' pushes to the servers
+// sharing), used by both ways a worker sends less: workers' pushes to the servers
 // and the all-gather of all-reduced (ps: false) weights.
 //
 // An encoder belongs to one worker and one tensor (or one partition of it).
@@ -108,8 +108,8 @@ class ThresholdEncoder {
   void Restore(std::vector<float> residual, float tau, int64_t messages);
   int64_t messages() const { return messages_; }
 
-  // The same state as bytes, for checkpoint files and peers (both paths of
-  // issue 15 keep it): f32 tau, i64 message count, then the residual's n
+  // The same state as bytes, for checkpoint files and peers (both
+  // compressed paths keep it): f32 tau, i64 message count, then the residual's n
   // floats, StateBytes(n) in all, host byte order.
   static uint64_t StateBytes(int64_t n);
   void PackState(uint8_t* out) const;

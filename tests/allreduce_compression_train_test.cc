@@ -1,4 +1,4 @@
-// The all-reduce path of issue 15 in whole jobs (configs/lenet_hybrid.yaml on
+// Compression and averaging on the all-reduce path in whole jobs (configs/lenet_hybrid.yaml on
 // Fashion-MNIST, nodes as threads): with threshold compression on the fc*
 // weights, and with parameter averaging, a job resumed from a checkpoint
 // ends with the uninterrupted run's weights, bit for bit; the workers log

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Live attack (issue 13): a 2-server, 2-worker sync job with a cluster token
+# Live attack: a 2-server, 2-worker sync job with a cluster token
 # (Wide&Deep on generated click data: dense and embedding traffic) trains
 # while tests/tools/attacker.py hits the scheduler's and every node's port:
 # floods of connections with random bytes, fixed headers announcing huge

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Authenticated connections, live (issue 13, items 1 and 3): a 1-server,
+# Authenticated connections, live: a 1-server,
 # 2-worker Wide&Deep job with MS_CLUSTER_TOKEN, separate processes on
 # 127.0.0.1, worker 0 reaching the scheduler through a recording proxy
 # (tests/tools/record_proxy.py). The probes run while server 0 and worker 0

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Chaos (issue 12): a 2-server, 2-worker sync job, started as separate
+# Chaos: a 2-server, 2-worker sync job, started as separate
 # processes as the launch scripts do, checkpointing every few steps. While it
 # trains, a node chosen at random is killed with SIGKILL KILLS times, at
 # random moments (checkpoint writes included), and started again with its

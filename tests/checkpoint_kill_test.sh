@@ -1,5 +1,5 @@
 #!/bin/sh
-# Torn checkpoints (issue 12): `pstrain local` checkpointing after every step
+# Torn checkpoints: `pstrain local` checkpointing after every step
 # is killed with SIGKILL at a random moment (0.05 to 1 s after it starts,
 # longer on a busy machine: see `window`),
 # KILLS times, each run resuming from what the last one left. Checked:

@@ -1,6 +1,6 @@
-// A checkpoint holds everything a job needs to continue (issue 12): for every
+// A checkpoint holds everything a job needs to continue: for every
 // config in configs/ (threshold-compressed ones included: each worker's
-// residuals are kept, issue 15), in sync mode with 1 and 2 workers on 2 servers, a job
+// residuals are kept), in sync mode with 1 and 2 workers on 2 servers, a job
 // stopped at step N/2 and resumed ends exactly where a job that ran N steps
 // straight does. "Exactly" is checked on the final checkpoint itself: every
 // file of step N (server shards with partitions, tables, optimizer state and
@@ -17,8 +17,8 @@
 #include <sstream>
 
 #include "embedding/sparse_table.h"
-#include "roles/placement/server_tables.h"
 #include "roles/checkpoint/shard_file.h"
+#include "roles/placement/server_tables.h"
 #include "src/common/checkpoint_file.h"
 #include "tests/test_util.h"
 #include "tests/train_util.h"

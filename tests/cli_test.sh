@@ -236,7 +236,7 @@ check "the store case removes its store" [ -z "$(ls -A "$STORE")" ]
 check "a missing --store-dir exits 1 (got $status)" [ "$status" = 1 ]
 check "it names the directory" has "store-dir $DATA/missing/dir: cannot create"
 
-# Sizes a config implies are capped before anything is allocated (issue 13):
+# Sizes a config implies are capped before anything is allocated:
 # each is one line naming file, line and key, exit 2 (not std::bad_alloc,
 # exit 134). Under a 4 GB address-space limit, so that a build that would
 # try to allocate fails at once instead of eating the machine.

@@ -1,5 +1,5 @@
 // The YAML config's gradient compression and parameter averaging keys
-// (issue 15): what each parameter gets, and the file:line: key message for
+//: what each parameter gets, and the file:line: key message for
 // each mistake.
 #include <doctest/doctest.h>
 

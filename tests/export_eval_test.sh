@@ -1,5 +1,5 @@
 #!/bin/sh
-# pstrain export and eval (issue 14), on data made here so it always runs:
+# pstrain export and eval, on data made here so it always runs:
 #   1. an MLP (one weight in 2 partitions on 2 servers, one all-reduced) on
 #      a tiny IDX set:
 #      eval prints exactly the accuracy the training log ended with; the

@@ -1,5 +1,5 @@
 // ExportCheckpoint (pstrain export) of a table with rows on disk runs in
-// bounded memory (issue 16): a checkpoint whose table has 2^21 rows of dim
+// bounded memory: a checkpoint whose table has 2^21 rows of dim
 // 16 with Adagrad (about 330 MB in the store checkpoint, 4096 rows in
 // memory) is written here with the server's own pieces (TieredTable,
 // RowStore, shard file), then exported in a child process, whose peak
@@ -17,8 +17,8 @@
 #include <functional>
 #include <thread>
 
-#include "roles/offline/export.h"
 #include "roles/checkpoint/store_checkpoint.h"
+#include "roles/offline/export.h"
 #include "src/common/checkpoint_file.h"
 #include "tests/tiered_checkpoint_util.h"
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # pstrain export and eval of checkpoints whose tables are partly on the
-# servers' disks (issue 16), on `pstrain gen criteo` data made here:
+# servers' disks, on `pstrain gen criteo` data made here:
 #   1. Wide&Deep (2 servers, 2 workers) trained with every row in memory and
 #      again with server_cache_rows: 100 (most rows on disk): the two
 #      exports are the same arrays, byte for byte, read back with numpy;

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Failures a user meets (issue 12, "Kill anything, any time"): a 2-server,
+# Failures a user meets: a 2-server,
 # 2-worker sync Wide&Deep job on generated click data, separate processes on
 # 127.0.0.1, with short heartbeats (interval 0.2 s, timeout 2 s; the
 # scheduler rejoin and the registration deadline 2 s) so that each case takes

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Memory for a frame is taken only as its bytes arrive (issue 13): many
+# Memory for a frame is taken only as its bytes arrive: many
 # sockets to the scheduler, each sending a fixed header that announces a
 # 1 MiB FlatBuffers header and then a little of it, may grow the
 # scheduler's resident memory by at most a bound (it zero-filled 1 MiB per

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Live view (issue 14): a 1-server, 2-worker sync Wide&Deep job, separate
+# Live view: a 1-server, 2-worker sync Wide&Deep job, separate
 # processes on 127.0.0.1, with PSTRAIN_HTTP_PORT set on the scheduler. While
 # it trains: /status is JSON listing the 3 nodes with roles, ranks and worker
 # steps > 0; /metrics has the pstrain_ series (and passes `promtool check

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Metrics files, the ETA on step lines and the progress bar (issue 14).
+# Metrics files, the ETA on step lines and the progress bar.
 # `pstrain local` trains Wide&Deep on generated click data (2 servers, 2
 # workers, 2 epochs, a test set) with PSTRAIN_LOG_DIR set. Checked:
 #   - every line of every metrics-<role>-<rank>.jsonl parses as JSON and

@@ -18,7 +18,7 @@ check() {
   if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $desc"; cat "$DIR/err"; fi
 }
 
-# gen KIND: metrics files in the schema of DESIGN.md section 6, in $DIR/KIND/.
+# gen KIND: metrics files in the schema of docs/formats.md, "Metrics files", in $DIR/KIND/.
 gen() {
   mkdir -p "$DIR/$1"
   python3 - "$DIR/$1" "$1" <<'EOF'

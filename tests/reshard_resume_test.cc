@@ -1,4 +1,4 @@
-// Resuming with another worker count (issue 14, item 7): the data is
+// Resuming with another worker count: the data is
 // re-sharded, the step count goes on from the checkpoint, no sample of the
 // interrupted epoch is trained twice or skipped (data split by index), and
 // the job ends with a sane test metric. Also: resuming a finished job

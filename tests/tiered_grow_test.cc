@@ -1,5 +1,5 @@
 // A server-held table that grows far past its server's memory budget, over
-// loopback (issue 16): a worker pulls and pushes rounds of ids, half of them
+// loopback: a worker pulls and pushes rounds of ids, half of them
 // Zipf-drawn among hot rows, half never seen before, so the table grows by
 // that many rows a round. The server keeps `budget` bytes of rows in memory
 // and the rest on disk. Checked: the job completes; the process's resident

@@ -1,4 +1,4 @@
-// Server-held tables with a memory budget in whole jobs (issue 16,
+// Server-held tables with a memory budget in whole jobs (
 // roles/server/table_rows.h, roles/checkpoint/store_checkpoint.h): rows beyond the budget
 // wait on the server's disk and the job trains exactly as with every row in
 // memory; checkpoints carry the store and resume exactly; a store
@@ -12,9 +12,9 @@
 #include <fstream>
 
 #include "embedding/tiered_table.h"
-#include "roles/placement/server_tables.h"
 #include "roles/checkpoint/shard_file.h"
 #include "roles/checkpoint/store_checkpoint.h"
+#include "roles/placement/server_tables.h"
 #include "src/common/checkpoint_file.h"
 #include "tests/tiered_test_util.h"
 #include "tests/train_util.h"

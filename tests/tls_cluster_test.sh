@@ -1,5 +1,5 @@
 #!/bin/sh
-# TLS end to end (issue 13, item 2): a 2-server, 2-worker Wide&Deep job with
+# TLS end to end: a 2-server, 2-worker Wide&Deep job with
 # PSTRAIN_TLS_* set (the workers' ring over TCP, so every connection is
 # TLS), separate processes on 127.0.0.1. Before the workers
 # start, strangers knock at a server's node port and at the scheduler's: a

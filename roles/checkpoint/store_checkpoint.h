@@ -1,4 +1,4 @@
-// The disk tier of a server's embedding tables in a checkpoint (issue 16).
+// The disk tier of a server's embedding tables in a checkpoint.
 //
 // The rows on disk are not copied into the shard file: RocksDB's own
 // checkpoint (embedding/row_store.h: hard links, cheap whatever the size)

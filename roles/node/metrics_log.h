@@ -1,5 +1,5 @@
 // MetricsLog: a node's metrics file, <log dir>/metrics-<role>-<rank>.jsonl,
-// one JSON object a line (the schema is a contract: DESIGN.md section 6, the
+// one JSON object a line (the schema is a contract: docs/formats.md, "Metrics files", the
 // docs/operations.md, "Metrics"; `pstrain plot` and the scheduler's HTTP view read it).
 //
 // Lines are appended, so a restarted node continues its own file. A

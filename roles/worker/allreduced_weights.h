@@ -7,7 +7,7 @@
 // training, worker 0's values and optimizer state are broadcast, so every
 // copy starts equal (from the seed, or from worker 0's checkpoint file).
 //
-// Issue 15 adds two ways to send less:
+// Two ways to send less (docs/compression.md):
 //   - compression: a tensor whose CompressionFor() is threshold has its
 //     gradient threshold-encoded and all-gathered instead of all-reduced
 //     (roles/worker/compressed_allreduce.h); every worker decodes the same bytes in

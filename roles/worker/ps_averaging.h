@@ -1,5 +1,5 @@
-// PsAveraging: parameter averaging of the PS weights (train.mode: average,
-// issue 15), the worker's side.
+// PsAveraging: parameter averaging of the PS weights (train.mode: average),
+// the worker's side.
 //
 // Each worker keeps its own copy of the PS weights (the model's Params) and
 // its own optimizer per tensor (OptimizerFor), and trains locally; nothing

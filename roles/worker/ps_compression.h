@@ -1,5 +1,5 @@
 // PsCompression: a worker's threshold encoders for its pushes of PS dense
-// tensors (issue 15; optim/threshold_codec.h does the encoding).
+// tensors (optim/threshold_codec.h does the encoding).
 //
 // Every tensor whose CompressionFor(config, name) is threshold gets one
 // ThresholdEncoder per partition of the PartitionMap, so that each server
@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "comm/ps/partition_map.h"
-#include "optim/threshold_codec.h"
 #include "optim/momentum_correction.h"
+#include "optim/threshold_codec.h"
 #include "src/common/checkpoint_file.h"
 #include "src/common/config/config.h"
 

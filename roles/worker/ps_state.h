@@ -1,4 +1,4 @@
-// A worker's own part of a checkpoint on the PS path (issue 15): the
+// A worker's own part of a checkpoint on the PS path: the
 // threshold encoders and momentum buffers of its compressed pushes
 // (PsCompression) and, in mode average, its local optimizers' slots
 // (PsAveraging).

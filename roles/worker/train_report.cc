@@ -92,7 +92,7 @@ void TrainReport::WriteStep(int64_t step, int epoch, double loss, double lr,
   line["allreduce_s"] = now.allreduce_s - last_.allreduce_s;
   line["bytes_sent"] = now.bytes_sent - last_.bytes_sent;
   line["bytes_received"] = now.bytes_received - last_.bytes_received;
-  // Per step of the interval (issue 15): what the updates sent, what they
+  // Per step of the interval: what the updates sent, what they
   // would have sent dense, and the threshold encoders' state (null: none).
   const int64_t steps = std::max<int64_t>(step - last_step_, 1);
   line["push_bytes_per_step"] = static_cast<double>(now.push_bytes - last_.push_bytes) / steps;

@@ -27,7 +27,7 @@ struct TrainCounters {
   int64_t cache_ids = 0, cache_hits = 0;  // embedding ids looked up, found in a cache
   // Updates this worker sent (PS pushes, and the all-reduced weights'
   // threshold messages): bytes as sent, and as the same updates would have
-  // gone dense (issue 15). Equal when nothing is compressed.
+  // gone dense. Equal when nothing is compressed.
   int64_t push_bytes = 0, push_dense_bytes = 0;
   // The threshold encoders' totals; min_tau..max_tau: their current range.
   CompressionCounters compression;

@@ -1,4 +1,4 @@
-// pstrain plot: reads the metrics files the nodes append (DESIGN.md section 6)
+// pstrain plot: reads the metrics files the nodes append (docs/formats.md, "Metrics files")
 // and draws one SVG (or a PNG of it, png_convert.h). The files are untrusted:
 // every line is parsed and checked before it is used, and what one file may
 // cost is capped. Drawing is svg_chart's job; this file reads, validates and

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Checkpoint figures (issue 12): for LeNet on Fashion-MNIST and Wide&Deep on
+# Checkpoint figures: for LeNet on Fashion-MNIST and Wide&Deep on
 # 1M generated click rows, `pstrain local` (2 servers, 2 workers) runs STEPS
 # steps with a checkpoint every 100 and without, alternating (the machine is
 # shared and noisy: side by side, the same noise hits both), ROUNDS times

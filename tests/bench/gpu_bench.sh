@@ -1,5 +1,5 @@
 #!/bin/bash
-# GPU figures (issue 17), for a machine with an NVIDIA GPU: builds pstrain,
+# GPU figures, for a machine with an NVIDIA GPU: builds pstrain,
 # runs the GPU tests (which compare GPU steps with the CPU layers), trains
 # configs/lenet_gpu.yaml (1 server, 1 GPU worker) and the CPU LeNet config
 # (2 servers, 2 workers), runs `bench train` on lenet_gpu.yaml, and trains

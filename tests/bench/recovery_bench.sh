@@ -1,5 +1,5 @@
 #!/bin/sh
-# Recovery figures (issue 12): a 2-server, 2-worker sync Wide&Deep job on
+# Recovery figures: a 2-server, 2-worker sync Wide&Deep job on
 # generated click data, separate processes on 127.0.0.1, a checkpoint every
 # 16 steps, recovery on. Per round and heartbeat setting (interval/timeout:
 # 0.2/2 s and the defaults 1/30 s):

@@ -1,4 +1,4 @@
-"""Checks a `pstrain export` .npz with numpy alone (issue 14).
+"""Checks a `pstrain export` .npz with numpy alone.
 
 usage: export_check.py NPZ SPEC... [--mlp IMAGES LABELS ACCURACY]
   SPEC "name=f4:d0,d1"  a dense weight: float32 of that shape

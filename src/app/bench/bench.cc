@@ -118,7 +118,7 @@ CLI::Option* AddWord(CLI::App* app, const std::string& flag, std::string* out,
   return app->add_option(flag, *out, what)->check(CLI::IsMember(words));
 }
 
-// What each benchmark was asked for (defaults as in DESIGN.md section 5).
+// What each benchmark was asked for (defaults as in docs/formats.md, "Benchmark output").
 struct BenchArgs {
   std::vector<int64_t> sizes = {4096, 262144, 4194304, 67108864};
   std::vector<int64_t> steps = {300};

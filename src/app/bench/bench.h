@@ -1,5 +1,5 @@
 // `pstrain bench <case>`: benchmarks that print one JSON object per line on
-// stdout (the contract in DESIGN.md section 5). Benchmarks measure; the tests
+// stdout (the contract in docs/formats.md, "Benchmark output"). Benchmarks measure; the tests
 // assert.
 #pragma once
 

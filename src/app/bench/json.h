@@ -1,5 +1,5 @@
-// The benches' output: one JSON object per line on stdout (DESIGN.md
-// section 5), built with nlohmann-json so every string is escaped (a config
+// The benches' output: one JSON object per line on stdout (docs/formats.md,
+// "Benchmark output"), built with nlohmann-json so every string is escaped (a config
 // path may hold quotes, backslashes or newlines).
 #pragma once
 
