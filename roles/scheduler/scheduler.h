@@ -49,6 +49,10 @@
 //   8. Each worker sends Done when its work is over. When all have, every
 //      node gets Shutdown; once each has acknowledged (or gone away, or the
 //      heartbeat timeout passed), the job is over.
+//   9. A restarted scheduler (same host and port) is re-joined by the
+//      running nodes: RegisterRequest with rejoin, their rank and generation.
+//      Once every rank is back the Topology goes out again and the job goes
+//      on; a worker that had reported Done reports it again.
 //  10. Stopping on request: SIGTERM or SIGINT to any node (StopRequest) or
 //      to the scheduler. Each worker is asked its step (Stop -1; it holds at
 //      its next step boundary), then told to stop after the largest
@@ -56,20 +60,16 @@
 //      when configured, all report Done and get Shutdown(stopped). Every
 //      process exits 3. Before the job starts, or while it is paused, the
 //      job ends at once the same way.
-//   9. A restarted scheduler (same host and port) is re-joined by the
-//      running nodes: RegisterRequest with rejoin, their rank and generation.
-//      Once every rank is back the Topology goes out again and the job goes
-//      on; a worker that had reported Done reports it again.
-//  12. With PSTRAIN_HTTP_PORT, the live view: GET /status (JSON) and GET
-//      /metrics (Prometheus text) on the scheduler's host, served on this
-//      loop from the state below (roles/scheduler/view.h). Workers' steps
-//      and rates come with their heartbeats.
 //  11. A node id is held by the process that registered it while that one
 //      is connected: a second registration with the id (a mistake, a
 //      stranger, or a restart whose old connection lingers) waits while the
 //      scheduler probes the holder (Heartbeat as a call). The holder
 //      answers: the newcomer is refused. No answer within the heartbeat
 //      timeout: the holder is lost (4) and the newcomer registers.
+//  12. With PSTRAIN_HTTP_PORT, the live view: GET /status (JSON) and GET
+//      /metrics (Prometheus text) on the scheduler's host, served on this
+//      loop from the state below (roles/scheduler/view.h). Workers' steps
+//      and rates come with their heartbeats.
 #pragma once
 
 #include <array>
@@ -79,17 +79,17 @@
 #include <unordered_map>
 #include <vector>
 
+#include "comm/http/http_server.h"
 #include "comm/transport/completion.h"
 #include "comm/transport/connection.h"
 #include "comm/transport/event_loop.h"
-#include "comm/http/http_server.h"
 #include "comm/transport/listener.h"
 #include "comm/transport/signal_watcher.h"
 #include "comm/transport/timer.h"
-#include "roles/scheduler/view.h"
 #include "roles/node/stall_watch.h"
-#include "src/common/logging.h"
+#include "roles/scheduler/view.h"
 #include "src/common/config/options.h"
+#include "src/common/logging.h"
 
 namespace pstrain {
 
@@ -204,7 +204,8 @@ class Scheduler {
   uint64_t started_ms_ = 0;
   Completion<Status> finished_;
 
-  // Loop-thread state.
+  // Loop-thread state: the handlers that touch it begin with
+  // PSTRAIN_DCHECK_ON_LOOP(&loop_) (comm/transport/event_loop.h).
   std::vector<NodeEntry> servers_, workers_;                       // index = rank, fixed size
   std::unordered_map<std::string, std::pair<Role, int>> rank_of_;  // node id -> role, rank
   std::unordered_map<const Connection*, std::string> node_of_;     // registered connections
