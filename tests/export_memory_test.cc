@@ -17,7 +17,7 @@
 #include <functional>
 #include <thread>
 
-#include "roles/checkpoint/store_checkpoint.h"
+#include "roles/checkpoint/store.h"
 #include "roles/offline/export.h"
 #include "src/common/checkpoint_file.h"
 #include "tests/tiered_checkpoint_util.h"

@@ -1,7 +1,7 @@
-// The store's file list in a checkpoint (roles/checkpoint/store_checkpoint.h): what a
+// The store's file list in a checkpoint (roles/checkpoint/store.h): what a
 // resume restores is exactly what the checkpoint listed, or an error naming
 // the file; checksums are read once per file.
-#include "roles/checkpoint/store_checkpoint.h"
+#include "roles/checkpoint/store.h"
 
 #include <doctest/doctest.h>
 #include <stdlib.h>

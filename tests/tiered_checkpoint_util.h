@@ -18,7 +18,7 @@
 #include "embedding/tiered_table.h"
 #include "roles/checkpoint/model_layout.h"
 #include "roles/checkpoint/shard_file.h"
-#include "roles/checkpoint/store_checkpoint.h"
+#include "roles/checkpoint/store.h"
 #include "src/common/checkpoint_file.h"
 #include "tests/tiered_test_util.h"
 

@@ -1,5 +1,5 @@
 // Server-held tables with a memory budget in whole jobs (
-// roles/server/table_rows.h, roles/checkpoint/store_checkpoint.h): rows beyond the budget
+// roles/server/table_rows.h, roles/checkpoint/store.h): rows beyond the budget
 // wait on the server's disk and the job trains exactly as with every row in
 // memory; checkpoints carry the store and resume exactly; a store
 // directory that is missing or fills up, or a store checkpoint that was
@@ -13,7 +13,7 @@
 
 #include "embedding/tiered_table.h"
 #include "roles/checkpoint/shard_file.h"
-#include "roles/checkpoint/store_checkpoint.h"
+#include "roles/checkpoint/store.h"
 #include "roles/placement/server_tables.h"
 #include "src/common/checkpoint_file.h"
 #include "tests/tiered_test_util.h"

@@ -11,7 +11,7 @@
 //                              then TieredTable::Serialize's bytes
 //   "store"                    with such tables: the files of the store's
 //                              checkpoint, server-<rank>-store/ beside this
-//                              file (roles/checkpoint/store_checkpoint.h)
+//                              file (roles/checkpoint/store.h)
 #pragma once
 
 #include <string>
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "roles/checkpoint/step_files.h"
-#include "roles/checkpoint/store_checkpoint.h"
+#include "roles/checkpoint/store.h"
 #include "src/common/status.h"
 
 namespace pstrain {

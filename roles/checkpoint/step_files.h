@@ -8,7 +8,7 @@
 //   server-<r>.ckpt          server r: its partitions and table rows
 //                            (roles/checkpoint/shard_file.h)
 //   server-<r>-store/        server r: the rows it kept on disk
-//                            (roles/checkpoint/store_checkpoint.h)
+//                            (roles/checkpoint/store.h)
 //   worker-<r>.ckpt          the chief: worker r's place in its data
 //                            (roles/checkpoint/worker_place.h)
 //   ps-worker-<r>.ckpt       worker r: its compression residuals and local

@@ -12,7 +12,7 @@
 
 #include "roles/checkpoint/shard_file.h"
 #include "roles/checkpoint/step_files.h"
-#include "roles/checkpoint/store_checkpoint.h"
+#include "roles/checkpoint/store.h"
 
 namespace pstrain {
 namespace {

@@ -38,7 +38,7 @@
 #include "roles/server/metrics.h"
 #include "roles/placement/server_tables.h"
 #include "roles/checkpoint/shard_file.h"
-#include "roles/checkpoint/store_checkpoint.h"
+#include "roles/checkpoint/store.h"
 #include "roles/server/table_host.h"
 #include "src/common/checkpoint_file.h"
 #include "src/common/config/config.h"

@@ -21,7 +21,7 @@
 // A table whose rule sets a memory budget keeps the rows beyond it on this
 // server's disk (roles/server/table_rows.h), in one RowStore for all such tables,
 // at ServerStoreDir(); a checkpoint holds the store's own checkpoint beside
-// the shard file (roles/checkpoint/store_checkpoint.h).
+// the shard file (roles/checkpoint/store.h).
 //
 // Threads: the tables belong to one WorkThread; Pull and Push may be called
 // from any thread (the loop's) and post there. Replies are made there.
@@ -42,7 +42,7 @@
 #include "roles/server/table_rows.h"
 #include "roles/placement/server_tables.h"
 #include "roles/checkpoint/shard_file.h"
-#include "roles/checkpoint/store_checkpoint.h"
+#include "roles/checkpoint/store.h"
 #include "roles/server/update_core.h"
 #include "src/common/config/config.h"
 #include "src/common/logging.h"

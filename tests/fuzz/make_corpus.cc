@@ -19,7 +19,7 @@
 #include "embedding/sparse_table.h"
 #include "optim/threshold_codec.h"
 #include "roles/checkpoint/shard_file.h"
-#include "roles/checkpoint/store_checkpoint.h"
+#include "roles/checkpoint/store.h"
 #include "src/common/checkpoint_file.h"
 
 namespace pstrain {

@@ -1,4 +1,4 @@
-#include "roles/checkpoint/store_checkpoint.h"
+#include "roles/checkpoint/store.h"
 
 #include <dirent.h>
 #include <fcntl.h>
