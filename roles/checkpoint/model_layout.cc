@@ -5,9 +5,8 @@
 #include <charconv>
 #include <sstream>
 
-#include "roles/worker/remote_embeddings.h"
+#include "roles/placement/placed_model.h"
 #include "src/common/checkpoint_file.h"
-#include "src/nn/model.h"
 
 namespace pstrain {
 namespace {
@@ -36,26 +35,18 @@ bool ParseShape(const std::string& text, Shape* shape) {
 }  // namespace
 
 StatusOr<ModelLayout> LayoutOf(const Config& config) {
-  // Sync mode: Create then allocates no row caches (we only want the names).
-  Config sync = config;
-  sync.train.mode = UpdateMode::kSync;
-  ModelConfig model_config = config.model;
-  auto tables = RemoteEmbeddings::Create(sync, &model_config, 1);
-  if (!tables.ok()) return tables.status();
-  auto model = Model::Build(model_config, config.train.seed);
-  if (!model.ok()) return model.status().WithContext(config.source);
-  PSTRAIN_RETURN_IF_ERROR((*tables)->Bind((*model)->params()));
-  auto server_tables = ServerTables(config);
-  if (!server_tables.ok()) return server_tables.status();
+  // One sample's rows are room enough: a table's rows are not in the layout.
+  auto placed = PlaceModel(config, /*max_batch=*/1);
+  if (!placed.ok()) return placed.status();
   ModelLayout layout;
-  for (const ServerTable& t : *server_tables)
+  for (const ServerTable& t : placed->tables)
     layout.tables.push_back({t.options.name, t.options.dim});
-  for (const Param* p : (*model)->params()) {
-    if ((*tables)->Holds(p)) continue;
-    const ParameterRule* rule = FindParameterRule(config, p->name);  // as TrainJob places them
-    const bool allreduced = rule != nullptr && !rule->ps;
+  for (const PlacedParam& p : placed->params) {
+    if (p.place == ParamPlace::kServerTable) continue;
     layout.tensors.push_back(
-        {p->name, allreduced ? WeightPlace::kAllReduced : WeightPlace::kServers, p->value.shape});
+        {p.param->name,
+         p.place == ParamPlace::kAllReduced ? WeightPlace::kAllReduced : WeightPlace::kServers,
+         p.param->value.shape});
   }
   return layout;
 }

@@ -39,8 +39,8 @@ struct ModelLayout {
   std::vector<LayoutTable> tables;
 };
 
-// The layout of the model `config` describes (builds it, with server-held
-// tables one row tall: their rows live on the servers).
+// The layout of the model `config` describes, its weights placed as
+// training places them (roles/placement/placed_model.h).
 StatusOr<ModelLayout> LayoutOf(const Config& config);
 
 // Writes the layout into `step_dir`; returns the file's name there.

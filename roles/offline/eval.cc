@@ -9,8 +9,7 @@
 #include "embedding/id_dedup.h"
 #include "embedding/row_init.h"
 #include "roles/checkpoint/weights.h"
-#include "roles/worker/remote_embeddings.h"
-#include "roles/placement/server_tables.h"
+#include "roles/placement/placed_model.h"
 #include "src/data/batcher.h"
 #include "src/data/dataset.h"
 #include "src/data/metrics.h"
@@ -53,8 +52,9 @@ Status LoadDense(const CheckpointWeights& w, Model& model, const std::string& so
 }
 
 // The batch's ids renumbered 0..U-1 and each table's rows U put in its
-// Param, as RemoteEmbeddings::Gather does with rows from the servers (rows
-// on disk read batch by batch, so a table larger than memory evaluates).
+// Param, as a training worker does with rows from the servers
+// (roles/worker/remote_embeddings.h; rows on disk read batch by batch, so a
+// table larger than memory evaluates).
 Status GatherRows(IdDedup& dedup, std::vector<EvalTable>& tables, Batch* batch) {
   dedup.Reset(batch->sparse.data(), batch->sparse.size());
   for (size_t i = 0; i < batch->sparse.size(); ++i) batch->sparse[i] = dedup.inverse()[i];
@@ -75,27 +75,20 @@ StatusOr<CheckpointMetric> EvaluateCheckpoint(const Config& config, const std::s
   if (!config.has_data) return InvalidArgument(config.source + ": no data: section");
   auto weights = CheckpointWeights::Open(dir);
   if (!weights.ok()) return weights.status();
-  // Sync: no row caches are made (rows come from the checkpoint).
-  Config sync = config;
-  sync.train.mode = UpdateMode::kSync;
-  ModelConfig model_config = config.model;
-  auto remote = RemoteEmbeddings::Create(sync, &model_config, kEvalBatch);
-  if (!remote.ok()) return remote.status();
-  auto model = Model::Build(model_config, config.train.seed);
-  if (!model.ok()) return model.status().WithContext(config.source);
-  PSTRAIN_RETURN_IF_ERROR(LoadDense(**weights, **model, config.source));
-  auto server_tables = ServerTables(config);
-  if (!server_tables.ok()) return server_tables.status();
+  auto placed = PlaceModel(config, kEvalBatch);
+  if (!placed.ok()) return placed.status();
+  Model& model = *placed->model;
+  PSTRAIN_RETURN_IF_ERROR(LoadDense(**weights, model, config.source));
   std::vector<EvalTable> tables;
-  for (const ServerTable& st : *server_tables) {
+  for (size_t k = 0; k < placed->tables.size(); ++k) {
+    const ServerTable& st = placed->tables[k];
     EvalTable& t = tables.emplace_back();
     t.options = st.options;
-    for (Param* p : (*model)->params())
-      if (p->name == st.options.name) t.param = p;
+    t.param = placed->TableParam(k);
     const LayoutTable* saved = nullptr;
     for (const LayoutTable& lt : (*weights)->layout().tables)
       if (lt.name == st.options.name) saved = &lt;
-    if (t.param == nullptr || saved == nullptr || saved->dim != st.options.dim)
+    if (saved == nullptr || saved->dim != st.options.dim)
       return FailedPrecondition(fmt::format("{}: table '{}' is not in {} with dim {}",
                                             config.source, st.options.name,
                                             (*weights)->ref().step_dir, st.options.dim));
@@ -116,7 +109,7 @@ StatusOr<CheckpointMetric> EvaluateCheckpoint(const Config& config, const std::s
   std::vector<float> scores, labels;
   while (batcher.Next(&batch)) {
     if (!tables.empty()) PSTRAIN_RETURN_IF_ERROR(GatherRows(dedup, tables, &batch));
-    const Tensor& logits = (*model)->Forward(batch, /*training=*/false);
+    const Tensor& logits = model.Forward(batch, /*training=*/false);
     if (m.click) {
       for (int64_t i = 0; i < batch.size(); ++i) {
         scores.push_back(1.0f / (1.0f + std::exp(-logits.data[i])));

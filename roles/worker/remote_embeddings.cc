@@ -10,32 +10,17 @@
 
 namespace pstrain {
 
-StatusOr<std::unique_ptr<RemoteEmbeddings>> RemoteEmbeddings::Create(const Config& config,
-                                                                     ModelConfig* model,
-                                                                     int max_batch) {
-  auto tables = ServerTables(config);
-  if (!tables.ok()) return tables.status();
+std::unique_ptr<RemoteEmbeddings> RemoteEmbeddings::Create(const PlacedModel& placed,
+                                                           UpdateMode mode) {
   auto remote = std::make_unique<RemoteEmbeddings>();
-  if (tables->empty()) return remote;
-  const int64_t rows = static_cast<int64_t>(max_batch) * std::max(1, model->sparse_fields);
-  // NamedLayers gives the names Model::Build will use, in list order.
-  std::vector<LayerConfig> named = NamedLayers(*model);
-  size_t k = 0;
-  for (std::vector<LayerConfig>* list : {&model->layers, &model->wide, &model->deep}) {
-    for (LayerConfig& layer : *list) {
-      const std::string param = named[k++].name + ".weight";
-      for (const ServerTable& t : *tables)
-        if (t.options.name == param) layer.vocab = rows;
-    }
-  }
-  const bool cached = config.train.mode != UpdateMode::kSync;
-  for (ServerTable& t : *tables) {
-    std::unique_ptr<RowCache> cache;
-    if (cached && t.cache_rows > 0)
-      cache = std::make_unique<RowCache>(static_cast<size_t>(t.cache_rows), t.options.dim);
+  const bool cached = mode != UpdateMode::kSync;
+  for (size_t k = 0; k < placed.tables.size(); ++k) {
+    const ServerTable& t = placed.tables[k];
     Table& table = remote->tables_.emplace_back();
-    table.config = std::move(t);
-    table.cache = std::move(cache);
+    table.config = t;
+    table.param = placed.TableParam(k);
+    if (cached && t.cache_rows > 0)
+      table.cache = std::make_unique<RowCache>(static_cast<size_t>(t.cache_rows), t.options.dim);
   }
   return remote;
 }
@@ -56,22 +41,6 @@ std::string RemoteEmbeddings::UnusedCacheWarning(const Config& config) {
       "serves modes async and ssp",
       names.size() == 1 ? "table" : "tables", fmt::join(names, ", "),
       names.size() == 1 ? "is" : "are");
-}
-
-Status RemoteEmbeddings::Bind(const std::vector<Param*>& params) {
-  for (Table& t : tables_) {
-    for (Param* p : params)
-      if (p->name == t.config.options.name) t.param = p;
-    if (t.param == nullptr)
-      return Internal(fmt::format("the model has no parameter '{}'", t.config.options.name));
-  }
-  return Status::OK();
-}
-
-bool RemoteEmbeddings::Holds(const Param* param) const {
-  for (const Table& t : tables_)
-    if (t.param == param) return true;
-  return false;
 }
 
 bool RemoteEmbeddings::CanPrefetch() const {
@@ -216,6 +185,12 @@ std::string RemoteEmbeddings::Describe(const Counts& now, const Counts& before) 
       static_cast<double>(now.pulled_rows - before.pulled_rows) / steps,
       static_cast<double>(now.pulled_bytes - before.pulled_bytes) / steps / 1024,
       static_cast<double>(now.prefetched_rows - before.prefetched_rows) / steps);
+}
+
+std::string RemoteEmbeddings::DescribeSinceLast() {
+  std::string line = Describe(counts_, described_);
+  described_ = counts_;
+  return line;
 }
 
 Status RemoteEmbeddings::Scatter(SparseClient& client, int64_t clock) {

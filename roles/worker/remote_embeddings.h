@@ -3,7 +3,7 @@
 //
 // The worker's model keeps, for each such table, only room for one batch's
 // rows: the layer's `vocab` becomes the most distinct ids a batch can have
-// (batch x fields). Each step:
+// (batch x fields; roles/placement/placed_model.h). Each step:
 //   Gather: the batch's ids are deduplicated (U unique ids) and renumbered
 //     0..U-1 in place, and each table's U rows are pulled into rows 0..U-1
 //     of its Param: one request per server and table.
@@ -30,11 +30,12 @@
 #include <string>
 #include <vector>
 
-#include "comm/transport/completion.h"
 #include "comm/ps/sparse_client.h"
+#include "comm/transport/completion.h"
 #include "embedding/id_dedup.h"
 #include "embedding/id_map.h"
 #include "embedding/row_cache.h"
+#include "roles/placement/placed_model.h"
 #include "roles/placement/server_tables.h"
 #include "src/common/batch.h"
 #include "src/common/work_thread.h"
@@ -44,19 +45,16 @@ namespace pstrain {
 
 class RemoteEmbeddings {
  public:
-  // Finds the server-held tables of `config` and rewrites their layers in
-  // `model` (a copy of config.model) to hold `max_batch` samples' rows.
-  static StatusOr<std::unique_ptr<RemoteEmbeddings>> Create(const Config& config,
-                                                            ModelConfig* model, int max_batch);
+  // The worker's side of `placed`'s server-held tables, bound to their
+  // Params in placed.model (which must outlive it). Row caches only in
+  // modes async and ssp (above).
+  static std::unique_ptr<RemoteEmbeddings> Create(const PlacedModel& placed, UpdateMode mode);
   ~RemoteEmbeddings();
   // The one line worker 0 logs at start when a rule asks for a row cache
   // that sync mode leaves off (above), else "".
   static std::string UnusedCacheWarning(const Config& config);
 
   bool empty() const { return tables_.empty(); }
-  // Binds each table to its Param in the built model's params().
-  Status Bind(const std::vector<Param*>& params);
-  bool Holds(const Param* param) const;
 
   // `step`: the worker's step, which dates cached rows. Evaluation passes
   // use_cache false: it pulls every row fresh and caches none.
@@ -88,6 +86,9 @@ class RemoteEmbeddings {
   // "hit rate 0.71, 1200 rows (75.0 KiB) pulled per step, 800 of them
   // ahead" since `before`.
   static std::string Describe(const Counts& now, const Counts& before);
+  // Describe(counts(), the counts at the previous call, or at the start):
+  // the progress log's line.
+  std::string DescribeSinceLast();
 
  private:
   struct Table {
@@ -114,6 +115,7 @@ class RemoteEmbeddings {
   std::vector<Table> tables_;
   IdDedup dedup_;  // the last Gather's batch: its unique ids are the rows
   Counts counts_;
+  Counts described_;  // at the last DescribeSinceLast
   // Prefetch: its client, its thread (declared after: joins first), its
   // completion and counts.
   std::unique_ptr<SparseClient> prefetch_client_;

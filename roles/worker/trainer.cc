@@ -8,12 +8,21 @@
 #include <filesystem>
 #include <optional>
 
+#include "comm/ps/sparse_client.h"
 #include "optim/optimizer_kernel.h"
+#include "roles/checkpoint/worker_place.h"
+#include "roles/placement/placed_model.h"
 #include "roles/worker/checkpointing.h"
+#include "roles/worker/ps_averaging.h"
+#include "roles/worker/ps_compression.h"
+#include "roles/worker/remote_embeddings.h"
+#include "roles/worker/train_report.h"
 #include "src/data/batcher.h"
 #include "src/data/dataset.h"
 #include "src/data/metrics.h"
 #include "src/data/prefetcher.h"
+#include "src/gpu/gpu.h"
+#include "src/nn/model.h"
 
 namespace pstrain {
 namespace {
@@ -61,23 +70,14 @@ StatusOr<std::unique_ptr<TrainJob>> TrainJob::Create(const Config& config) {
     PSTRAIN_RETURN_IF_ERROR(CheckGpuVisible().WithContext(config.source));
   }
   std::unique_ptr<TrainJob> job(new TrainJob(config));
-  ModelConfig model_config = config.model;
-  auto embeddings = RemoteEmbeddings::Create(config, &model_config,
-                                             std::max(config.train.batch_size, kEvalBatch));
-  if (!embeddings.ok()) return embeddings.status();
-  job->embeddings_ = std::move(*embeddings);
-  auto model = Model::Build(model_config, config.train.seed);
-  if (!model.ok()) return model.status().WithContext(config.source);
-  job->model_ = std::move(*model);
-  job->model_config_ = model_config;
+  auto placed = PlaceModel(config, std::max(config.train.batch_size, kEvalBatch));
+  if (!placed.ok()) return placed.status();
+  job->embeddings_ = RemoteEmbeddings::Create(*placed, config.train.mode);
+  job->model_ = std::move(placed->model);
+  job->model_config_ = std::move(placed->model_config);
   job->reads_ = ModelReadsOf(config.model, job->model_->output_shape());
-  PSTRAIN_RETURN_IF_ERROR(job->embeddings_->Bind(job->model_->params()));
-  std::vector<Param*> allreduced;
-  for (Param* p : job->model_->params()) {
-    if (job->embeddings_->Holds(p)) continue;
-    const ParameterRule* rule = FindParameterRule(config, p->name);
-    (rule != nullptr && !rule->ps ? allreduced : job->ps_params_).push_back(p);
-  }
+  job->ps_params_ = placed->ParamsAt(ParamPlace::kServers);
+  std::vector<Param*> allreduced = placed->ParamsAt(ParamPlace::kAllReduced);
   auto weights = AllReducedWeights::Create(config, std::move(allreduced));
   if (!weights.ok()) return weights.status().WithContext(config.source);
   job->allreduced_ = std::move(*weights);
@@ -89,6 +89,11 @@ StatusOr<std::unique_ptr<TrainJob>> TrainJob::Create(const Config& config) {
   }
   return job;
 }
+
+TrainJob::TrainJob(const Config& config) : config_(config) {}
+TrainJob::~TrainJob() = default;
+
+bool TrainJob::NeedsCollective() { return !allreduced_->empty(); }
 
 Status TrainJob::CheckData() const {
   return CheckFirstBatches(config_.data, reads_, config_.train.batch_size)
@@ -503,9 +508,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
       ctx.log->info("epoch: {} step: {}, loss is {:.6f}{}", epoch + 1, in_epoch + 1,
                     stats_.last_loss, report.LogSuffix(step + 1, counters));
       if (sparse_) {
-        ctx.log->info("embedding rows: {}",
-                      RemoteEmbeddings::Describe(embeddings_->counts(), logged_counts_));
-        logged_counts_ = embeddings_->counts();
+        ctx.log->info("embedding rows: {}", embeddings_->DescribeSinceLast());
       }
     }
     if (checkpoint_ && checkpoint_->ServersDone()) PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());

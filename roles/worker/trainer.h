@@ -20,25 +20,33 @@
 // log-loss for click data) and logs throughput; checkpoints as configured.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "optim/threshold_codec.h"
 #include "roles/worker/allreduced_weights.h"
-#include "roles/worker/checkpointing.h"
 #include "roles/worker/data_fit.h"
-#include "roles/worker/ps_averaging.h"
-#include "roles/worker/ps_compression.h"
-#include "roles/worker/remote_embeddings.h"
-#include "roles/worker/train_report.h"
 #include "roles/worker/job.h"
-#include "roles/checkpoint/worker_place.h"
-#include "src/common/checkpoint_file.h"
 #include "src/common/config/config.h"
-#include "src/data/dataset.h"
-#include "src/gpu/gpu.h"
-#include "src/nn/model.h"
 
 namespace pstrain {
+
+// Named here only; trainer*.cc include them.
+struct Batch;
+struct Dataset;
+struct EpochPlan;
+struct Param;
+struct TrainCounters;
+struct WorkerPlace;
+class CheckpointInFlight;
+class GpuModel;
+class Model;
+class NcclCommunicator;
+class PsAveraging;
+class PsCompression;
+class RemoteEmbeddings;
+class SparseClient;
 
 struct TrainStats {
   int64_t steps = 0;       // steps this worker ran
@@ -53,7 +61,7 @@ struct TrainStats {
   double last_loss = 0;
   double test_metric = -1;   // accuracy or AUC after the last epoch (chief; -1: not run)
   double test_logloss = -1;  // click data only
-  // PS pushes (issue 15): bytes sent, the same pushes dense, and the
+  // PS pushes: bytes sent, the same pushes dense, and the
   // threshold encoders' totals (min_tau..max_tau: their final thresholds).
   int64_t push_bytes = 0, push_dense_bytes = 0;
   CompressionCounters compression;
@@ -67,6 +75,7 @@ class TrainJob : public WorkerJob {
   // Builds the model and checks that the config can be trained (placement
   // of every parameter, data format against the model's input).
   static StatusOr<std::unique_ptr<TrainJob>> Create(const Config& config);
+  ~TrainJob() override;
 
   // Reads the first batch of every data file and checks it against the
   // model (roles/worker/data_fit.h): before the job starts, so that data that does
@@ -76,7 +85,7 @@ class TrainJob : public WorkerJob {
   const Model& model() const { return *model_; }
 
   std::vector<TensorSpec> PsTensors() override;
-  bool NeedsCollective() override { return !allreduced_->empty(); }
+  bool NeedsCollective() override;
   Status Run(WorkerContext& context) override;
 
   const TrainStats& stats() const { return stats_; }
@@ -84,7 +93,7 @@ class TrainJob : public WorkerJob {
   std::vector<std::vector<float>> Weights() const;
 
  private:
-  explicit TrainJob(const Config& config) : config_(config) {}
+  explicit TrainJob(const Config& config);
   Status InitWeights(WorkerContext& ctx, const CheckpointRef& resume);
   // `next`: the batch after this one, when its rows may be prefetched.
   Status Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batch* next);
@@ -131,7 +140,7 @@ class TrainJob : public WorkerJob {
 
   Config config_;
   // config_.model as the model was built: server-held tables hold one
-  // batch's rows (RemoteEmbeddings::Create).
+  // batch's rows (roles/placement/placed_model.h).
   ModelConfig model_config_;
   std::unique_ptr<Model> model_;
   ModelReads reads_;               // what the model reads of a sample, checked on each one loaded
@@ -142,7 +151,6 @@ class TrainJob : public WorkerJob {
   int64_t total_steps_ = 0;                        // of the job, set in Run
   std::unique_ptr<RemoteEmbeddings> embeddings_;   // server-held tables
   std::unique_ptr<SparseClient> sparse_;           // their rows, when there are some
-  RemoteEmbeddings::Counts logged_counts_;         // at the last progress line
   std::unique_ptr<GpuModel> gpu_;                  // device: gpu only
   std::unique_ptr<NcclCommunicator> nccl_;         // averages ps: false grads on the GPU
   std::unique_ptr<Dataset> test_;                  // loaded at the first evaluation

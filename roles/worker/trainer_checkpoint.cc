@@ -5,7 +5,10 @@
 
 #include <algorithm>
 
+#include "roles/checkpoint/worker_place.h"
 #include "roles/worker/checkpointing.h"
+#include "roles/worker/ps_averaging.h"
+#include "roles/worker/ps_compression.h"
 #include "roles/worker/ps_state.h"
 #include "roles/worker/trainer.h"
 

@@ -1,11 +1,14 @@
-// TrainJob's evaluation on the test set (roles/worker/trainer.h): the chief runs it
-// at epoch ends and on a resumed finished job.
+// TrainJob's evaluation on the test set (roles/worker/trainer.h): the chief
+// runs it at epoch ends and on a resumed finished job.
 #include <cmath>
 
+#include "roles/worker/remote_embeddings.h"
 #include "roles/worker/trainer.h"
 #include "src/data/batcher.h"
 #include "src/data/dataset.h"
 #include "src/data/metrics.h"
+#include "src/gpu/gpu.h"
+#include "src/nn/model.h"
 
 namespace pstrain {
 

@@ -26,6 +26,7 @@
 #include "src/common/config/options.h"
 #include "src/data/dataset.h"
 #include "src/nn/layers.h"
+#include "src/nn/model.h"
 
 namespace pstrain {
 namespace {
