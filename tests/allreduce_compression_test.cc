@@ -1,13 +1,14 @@
-// The all-reduce path of issue 15 (roles/worker/allreduced_weights.h), workers as
-// threads on a TCP ring of this process: threshold-compressed gradients are
-// all-gathered and their average applied, and the copies stay identical bit
-// for bit over many steps with 2 and 3 workers; a bad (or random) message
-// from a peer is an error naming it; a checkpoint keeps every worker's
-// residuals, so a resumed pair goes on bit for bit; parameter averaging
-// (train.mode: average) lets the copies drift apart between averagings and
-// makes them identical at each; a compressed momentum tensor is
-// momentum-corrected (masked momentum encoded, sgd applied) as a rule
-// written out says, and its checkpoint has no momentum slot.
+// The all-reduce path of threshold compression
+// (roles/worker/allreduced_weights.h), workers as threads on a TCP ring of
+// this process: threshold-compressed gradients are all-gathered and their
+// average applied, and the copies stay identical bit for bit over many steps
+// with 2 and 3 workers; a bad (or random) message from a peer is an error
+// naming it; a checkpoint keeps every worker's residuals, so a resumed pair
+// goes on bit for bit; parameter averaging (train.mode: average) lets the
+// copies drift apart between averagings and makes them identical at each; a
+// compressed momentum tensor is momentum-corrected (masked momentum encoded,
+// sgd applied) as the rule written out in tests/threshold_oracle.h says, and
+// its checkpoint has no momentum slot.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include "roles/worker/allreduced_weights.h"
 #include "src/common/checkpoint_file.h"
 #include "tests/rank_threads.h"
+#include "tests/threshold_oracle.h"
 
 namespace pstrain {
 namespace {
@@ -190,36 +192,20 @@ TEST_CASE("momentum correction: workers encode masked momentum, every copy runs 
       }
       return Status::OK();
     }));
-    // The rule, written out; and the same without masking, which must not
-    // match (masking matters on this stream).
-    std::vector<float> expected, unmasked;
-    int64_t masked = 0;
-    for (bool mask : {true, false}) {
-      std::vector<std::vector<float>> u(kWorkers, std::vector<float>(kElements, 0.0f));
-      std::vector<std::vector<float>> residual = u;
-      std::vector<float> w(kElements, 1.0f);
-      for (int64_t step = 0; step < kSteps; ++step) {
-        const float lr = step < 4 ? kLr : kLr * 0.5f;
-        for (int64_t i = 0; i < kElements; ++i) {
-          float sum = 0;
-          for (int r = 0; r < kWorkers; ++r) {
-            const float g = gradient(r, step, i);
-            u[r][i] = kM * u[r][i] + g;
-            residual[r][i] += nesterov ? g + kM * u[r][i] : u[r][i];
-            if (std::fabs(residual[r][i]) >= kTau) {
-              const float sent = residual[r][i] > 0 ? kTau : -kTau;
-              residual[r][i] -= sent;
-              sum += sent;
-              if (!mask) continue;
-              if (u[r][i] != 0.0f) ++masked;
-              u[r][i] = 0.0f;
-            }
-          }
-          w[i] -= lr * (sum / kWorkers + kDecay * w[i]);
-        }
-      }
-      (mask ? expected : unmasked) = w;
-    }
+    // The rule (tests/threshold_oracle.h); and the same without masking,
+    // which must not match (masking matters on this stream).
+    testing::ThresholdRun run;
+    run.workers = kWorkers;
+    run.steps = kSteps;
+    run.elements = kElements;
+    run.tau = kTau;
+    run.optimizer = config.train.optimizer;
+    run.gradient = gradient;
+    const testing::ThresholdOutcome rule = testing::ThresholdOracle(run);
+    run.mask = false;
+    const std::vector<float> unmasked = testing::ThresholdOracle(run).weights;
+    const std::vector<float>& expected = rule.weights;
+    const int64_t masked = rule.masked;
     CHECK(masked > 50);  // the stream does send, and masking changes u
     const std::vector<float> got = Values(*copies[0].params[0]);
     int64_t unlike_unmasked = 0;

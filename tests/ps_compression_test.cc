@@ -1,11 +1,11 @@
-// The PS path of issue 15 (roles/worker/ps_compression.h, roles/worker/ps_averaging.h):
-// threshold-encoded pushes train as well as dense ones with far fewer bytes;
-// a server refuses a bad message naming it, applies nothing, and goes on
-// serving; mode average pushes nothing between rounds, leaves every worker
-// with the same weights after one, and resumes from its checkpoints;
-// momentum tensors are momentum-corrected (momentum on the workers, sgd on
-// the servers); a worker's own state file restores its encoders exactly and
-// a bad one is refused, changing nothing.
+// The PS path of threshold compression (roles/worker/ps_compression.h,
+// roles/worker/ps_averaging.h): threshold-encoded pushes train as well as
+// dense ones with far fewer bytes; a server refuses a bad message naming it,
+// applies nothing, and goes on serving; mode average pushes nothing between
+// rounds, leaves every worker with the same weights after one, and resumes
+// from its checkpoints; momentum tensors are momentum-corrected (momentum on
+// the workers, sgd on the servers); a worker's own state file restores its
+// encoders exactly and a bad one is refused, changing nothing.
 #include "roles/worker/ps_compression.h"
 
 #include <doctest/doctest.h>
@@ -21,6 +21,7 @@
 #include "roles/local_job.h"
 #include "roles/worker/ps_state.h"
 #include "roles/worker/trainer.h"
+#include "tests/threshold_oracle.h"
 #include "tests/train_util.h"
 
 namespace pstrain {
@@ -213,24 +214,17 @@ TEST_CASE("sync: the servers apply the mean of the workers' +-tau messages, resi
   };
   Status st = RunLocalJob(job);
   REQUIRE_MESSAGE(st.ok(), st.message());
-  // The rule, written out: each worker adds its gradient to its residual and
-  // sends +-tau where the residual reached tau; the server takes the mean.
-  std::vector<std::vector<float>> residual(kWorkers, std::vector<float>(kElements, 0.0f));
-  std::vector<float> expected(kElements, 1.0f);
-  for (int64_t step = 0; step < kSteps; ++step) {
-    for (int64_t i = 0; i < kElements; ++i) {
-      float sum = 0;
-      for (int r = 0; r < kWorkers; ++r) {
-        residual[r][i] += gradient(r, i);
-        if (std::fabs(residual[r][i]) >= kTau) {
-          const float sent = residual[r][i] > 0 ? kTau : -kTau;
-          residual[r][i] -= sent;
-          sum += sent;
-        }
-      }
-      expected[i] -= sum / kWorkers;
-    }
-  }
+  // The rule (tests/threshold_oracle.h) without momentum: each worker adds
+  // its gradient to its residual and sends +-tau where the residual reached
+  // tau; the server takes the mean.
+  testing::ThresholdRun run;
+  run.workers = kWorkers;
+  run.steps = kSteps;
+  run.elements = kElements;
+  run.tau = kTau;
+  run.optimizer = config.train.optimizer;
+  run.gradient = [&](int rank, int64_t, int64_t i) { return gradient(rank, i); };
+  const std::vector<float> expected = testing::ThresholdOracle(run).weights;
   for (int r = 0; r < kWorkers; ++r)
     for (int64_t i = 0; i < kElements; ++i)
       REQUIRE(finals[r][i] == doctest::Approx(expected[i]).epsilon(1e-6));
@@ -246,8 +240,8 @@ TEST_CASE("sync: the servers apply the mean of the workers' +-tau messages, resi
 // Momentum correction (roles/worker/ps_compression.h): for a momentum tensor the
 // worker encodes u = m * u + g (nesterov: g + m * u), zeroes u where the
 // message sent, and the server runs sgd (lr, schedule, weight decay) on the
-// mean of the messages. Checked against that rule written out, for plain
-// and nesterov momentum.
+// mean of the messages. Checked against that rule written out
+// (tests/threshold_oracle.h), for plain and nesterov momentum.
 TEST_CASE("momentum correction: workers encode masked momentum, the server runs sgd") {
   constexpr int kWorkers = 2, kSteps = 8;
   constexpr int64_t kElements = 100;  // 7 partitions of up to 16 floats over 2 servers
@@ -305,30 +299,18 @@ TEST_CASE("momentum correction: workers encode masked momentum, the server runs 
     };
     Status st = RunLocalJob(job);
     REQUIRE_MESSAGE(st.ok(), st.message());
-    // The rule, written out.
-    std::vector<std::vector<float>> u(kWorkers, std::vector<float>(kElements, 0.0f));
-    std::vector<std::vector<float>> residual = u;
-    std::vector<float> expected(kElements, 1.0f);
-    int64_t masked = 0;
-    for (int64_t step = 0; step < kSteps; ++step) {
-      const float lr = step < 4 ? kLr : kLr * 0.5f;
-      for (int64_t i = 0; i < kElements; ++i) {
-        float sum = 0;
-        for (int r = 0; r < kWorkers; ++r) {
-          const float g = gradient(r, step, i);
-          u[r][i] = kM * u[r][i] + g;
-          residual[r][i] += nesterov ? g + kM * u[r][i] : u[r][i];
-          if (std::fabs(residual[r][i]) >= kTau) {
-            const float sent = residual[r][i] > 0 ? kTau : -kTau;
-            residual[r][i] -= sent;
-            sum += sent;
-            if (u[r][i] != 0.0f) ++masked;
-            u[r][i] = 0.0f;
-          }
-        }
-        expected[i] -= lr * (sum / kWorkers + kDecay * expected[i]);
-      }
-    }
+    // The rule (tests/threshold_oracle.h).
+    testing::ThresholdRun run;
+    run.workers = kWorkers;
+    run.steps = kSteps;
+    run.elements = kElements;
+    run.tau = kTau;
+    run.optimizer = config.train.optimizer;
+    run.gradient = gradient;
+    const testing::ThresholdOutcome rule = testing::ThresholdOracle(run);
+    const std::vector<float>& expected = rule.weights;
+    const std::vector<std::vector<float>>& u = rule.u;
+    const int64_t masked = rule.masked;
     CHECK(masked > 50);  // the stream does send, and masking changes u
     for (int r = 0; r < kWorkers; ++r) {
       for (int64_t i = 0; i < kElements; ++i) {
