@@ -33,9 +33,9 @@
 // Policies (TierPolicy): kLru sends the least recently touched rows out;
 // kTinyLfu (the worker's RowCache rule) lets a row that came in stay only if
 // its id was asked for more often, recently, than the least recently touched
-// row's (FrequencySketch), else the row goes back out. docs/embeddings.md,
-// "Tiered tables: a memory budget over local disk", has the figures that chose the
-// default (`pstrain bench embedding --cases tiered` measures both).
+// row's (FrequencySketch), else the row goes back out. docs/benchmarks.md,
+// "Embedding tables", has the figures that chose the default
+// (`pstrain bench embedding --cases tiered` measures both).
 //
 // Memory: budget_rows, plus at most the rows that came in with the last two
 // batches (those chosen to leave, until the next batch has written them).
