@@ -9,11 +9,10 @@
 // until Wait returns.
 #pragma once
 
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <thread>
 
+#include "src/common/mutex.h"
 #include "src/common/status.h"
 
 namespace pstrain {
@@ -40,12 +39,12 @@ class BackgroundCall {
 
   std::thread thread_;
   bool busy_ = false;  // owner's view: started, not waited for
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::function<Status()> call_;  // GUARDED_BY(mutex_): to run
-  bool done_ = false;             // GUARDED_BY(mutex_): call_ returned
-  bool stop_ = false;             // GUARDED_BY(mutex_)
-  Status result_;                 // GUARDED_BY(mutex_)
+  Mutex mutex_;
+  CondVar wake_;
+  std::function<Status()> call_ GUARDED_BY(mutex_);  // to run
+  bool done_ GUARDED_BY(mutex_) = false;             // call_ returned
+  bool stop_ GUARDED_BY(mutex_) = false;
+  Status result_ GUARDED_BY(mutex_);
 };
 
 }  // namespace pstrain

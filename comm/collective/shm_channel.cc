@@ -275,7 +275,7 @@ Status ShmChannel::Wait(bool producer) {
 
 void ShmChannel::SetLost(const Status& why) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     if (!lost_.ok()) return;
     lost_ = why.ok() ? Unavailable("shm channel: lost") : why;
   }
@@ -286,7 +286,7 @@ void ShmChannel::SetLost(const Status& why) {
 
 Status ShmChannel::lost() const {
   if (!lost_flag_.load()) return Status::OK();
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return lost_;
 }
 

@@ -32,9 +32,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "src/common/mutex.h"
 #include "src/common/status.h"
 
 namespace pstrain {
@@ -118,8 +118,8 @@ class ShmChannel {
   uint64_t position_ = 0;  // head (producer) or tail (consumer) as this side keeps it
   std::atomic<bool> unlinked_{false};
   std::atomic<bool> lost_flag_{false};
-  mutable std::mutex mutex_;
-  Status lost_;  // GUARDED_BY(mutex_)
+  mutable Mutex mutex_;
+  Status lost_ GUARDED_BY(mutex_);
 };
 
 }  // namespace pstrain

@@ -28,7 +28,7 @@ Buffer BufferPool::GetCached(uint64_t size) {
   uint8_t* data = nullptr;
   uint64_t capacity = 0;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     size_t best = free_.size();
     for (size_t i = 0; i < free_.size(); ++i) {
       if (free_[i].size < size || free_[i].size / 2 > size) continue;
@@ -57,7 +57,7 @@ Buffer BufferPool::Adopt(uint8_t* data, uint64_t size) {
 
 void BufferPool::Release(uint8_t* data, uint64_t size) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     if (free_.size() < kMaxFreeBuffers && cached_bytes_ + size <= max_cached_bytes_) {
       free_.push_back({data, size});
       cached_bytes_ += size;

@@ -9,8 +9,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
+
+#include "src/common/mutex.h"
 
 namespace pstrain {
 
@@ -51,13 +52,13 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   void Release(uint8_t* data, uint64_t size);
 
   const size_t max_cached_bytes_;
-  std::mutex mutex_;
+  Mutex mutex_;
   struct Free {
     uint8_t* data;
     uint64_t size;
   };
-  std::vector<Free> free_;   // GUARDED_BY(mutex_)
-  size_t cached_bytes_ = 0;  // GUARDED_BY(mutex_)
+  std::vector<Free> free_ GUARDED_BY(mutex_);
+  size_t cached_bytes_ GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace pstrain

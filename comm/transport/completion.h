@@ -13,10 +13,10 @@
 #include <functional>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <utility>
 
+#include "src/common/mutex.h"
 #include "src/common/status.h"
 
 namespace pstrain {
@@ -38,14 +38,14 @@ class Completion {
 
   // Any thread. Later calls are ignored.
   void Set(T value) const {
-    std::lock_guard<std::mutex> lock(state_->mutex);
+    MutexLock lock(&state_->mutex);
     if (state_->set) return;
     state_->set = true;
     state_->promise.set_value(std::move(value));
     state_->ready.store(true, std::memory_order_release);
   }
   bool IsSet() const {
-    std::lock_guard<std::mutex> lock(state_->mutex);
+    MutexLock lock(&state_->mutex);
     return state_->set;
   }
   // Blocks until set. Any number of times, from any copy.
@@ -72,8 +72,8 @@ class Completion {
 
  private:
   struct State {
-    std::mutex mutex;
-    bool set = false;  // GUARDED_BY(mutex)
+    Mutex mutex;
+    bool set GUARDED_BY(mutex) = false;
     std::atomic<bool> ready{false};
     std::promise<T> promise;
     std::shared_future<T> future;  // the waiting side
@@ -97,18 +97,18 @@ class CountDown {
   }
 
   void Report(const Status& status) {
-    std::unique_lock<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     if (!status.ok() && first_error_.ok()) first_error_ = status;
     if (remaining_ == 0 || --remaining_ > 0) return;
     Status result = std::move(first_error_);
-    lock.unlock();
+    lock.Unlock();
     done_(std::move(result));
   }
 
  private:
-  std::mutex mutex_;
-  size_t remaining_;    // GUARDED_BY(mutex_)
-  Status first_error_;  // GUARDED_BY(mutex_)
+  Mutex mutex_;
+  size_t remaining_ GUARDED_BY(mutex_);
+  Status first_error_ GUARDED_BY(mutex_);
   const std::function<void(Status)> done_;
 };
 

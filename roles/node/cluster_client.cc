@@ -362,7 +362,7 @@ void ClusterClient::RequestStop(const std::string& why) {
 // 10. The scheduler asks each worker how far it is (at_step -1) and holds it
 // at its next step boundary, then tells every worker the step to stop at.
 void ClusterClient::OnStop(const Connection::Ptr& conn, uint64_t id, const Stop& stop) {
-  std::lock_guard<std::mutex> lock(stop_mutex_);
+  MutexLock lock(&stop_mutex_);
   if (stop.at_step < 0) {
     hold_ = true;
     conn->Reply(id, StopReply{steps_started_});
@@ -370,21 +370,21 @@ void ClusterClient::OnStop(const Connection::Ptr& conn, uint64_t id, const Stop&
   }
   stop_at_ = stop.at_step;
   hold_ = false;
-  stop_changed_.notify_all();
+  stop_changed_.NotifyAll();
   log_->info("the job stops after step {}: {}", stop.at_step, stop.reason);
   conn->Reply(id, Ack{});
 }
 
 void ClusterClient::ReleaseHold() {
-  std::lock_guard<std::mutex> lock(stop_mutex_);
+  MutexLock lock(&stop_mutex_);
   hold_ = false;
-  stop_changed_.notify_all();
+  stop_changed_.NotifyAll();
 }
 
 bool ClusterClient::BeginStep(int64_t step) {
-  std::unique_lock<std::mutex> lock(stop_mutex_);
+  MutexLock lock(&stop_mutex_);
   const auto limit = std::chrono::milliseconds(2 * Millis(options_.cluster.heartbeat_timeout_s));
-  if (!stop_changed_.wait_for(lock, limit, [this] { return !hold_; })) {
+  if (!stop_changed_.WaitFor(&lock, limit, [this]() REQUIRES(stop_mutex_) { return !hold_; })) {
     log_->warn(
         "the scheduler asked where this worker is but named no step to stop at within {} "
         "ms; going on",

@@ -18,9 +18,7 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,8 +28,9 @@
 #include "comm/transport/event_loop.h"
 #include "comm/transport/timer.h"
 #include "roles/node/stall_watch.h"
-#include "src/common/logging.h"
 #include "src/common/config/options.h"
+#include "src/common/logging.h"
+#include "src/common/mutex.h"
 
 namespace pstrain {
 
@@ -134,11 +133,11 @@ class ClusterClient {
   std::vector<std::pair<MessageBody, Connection::ReplyCallback>> waiting_calls_;
 
   // The stop gate (BeginStep), shared by the loop and the training thread.
-  std::mutex stop_mutex_;
-  std::condition_variable stop_changed_;
-  int64_t steps_started_ = 0;  // GUARDED_BY(stop_mutex_)
-  int64_t stop_at_ = -1;       // GUARDED_BY(stop_mutex_): stop before this step
-  bool hold_ = false;          // GUARDED_BY(stop_mutex_): asked, answer pending
+  Mutex stop_mutex_;
+  CondVar stop_changed_;
+  int64_t steps_started_ GUARDED_BY(stop_mutex_) = 0;
+  int64_t stop_at_ GUARDED_BY(stop_mutex_) = -1;  // stop before this step
+  bool hold_ GUARDED_BY(stop_mutex_) = false;     // asked, answer pending
   void OnStop(const Connection::Ptr& conn, uint64_t id, const Stop& stop);
   void ReleaseHold();
 

@@ -43,7 +43,7 @@ MetricsLog::~MetricsLog() {
 }
 
 bool MetricsLog::enabled() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return file_ != nullptr;
 }
 
@@ -60,7 +60,7 @@ void MetricsLog::Write(const std::string& event, const nlohmann::ordered_json& f
   // UTF-8 is replaced, so every line stays valid JSON.
   std::string text = line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   text += '\n';
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (file_ == nullptr) return;
   if (std::fwrite(text.data(), 1, text.size(), file_) != text.size() || std::fflush(file_) != 0) {
     // One warning, then no more attempts: a full disk must not flood the log.

@@ -12,11 +12,11 @@
 
 #include <cstdio>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "src/common/logging.h"
+#include "src/common/mutex.h"
 
 namespace pstrain {
 
@@ -45,8 +45,8 @@ class MetricsLog {
   int rank_;
   double opened_;  // unix seconds
   Logger log_;
-  std::mutex mutex_;
-  std::FILE* file_ = nullptr;  // GUARDED_BY(mutex_) once open; null: disabled
+  Mutex mutex_;
+  std::FILE* file_ GUARDED_BY(mutex_) = nullptr;  // once open; null: disabled
 };
 
 }  // namespace pstrain

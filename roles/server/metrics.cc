@@ -12,24 +12,25 @@ ServerMetrics::ServerMetrics(const std::string& log_dir, int rank, const Logger&
       thread_([this] { Run(); }) {}
 
 void ServerMetrics::Run() {
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   while (!stopping_) {
-    if (wake_.wait_for(lock, std::chrono::milliseconds(interval_ms_), [this] { return stopping_; }))
+    if (wake_.WaitFor(&lock, std::chrono::milliseconds(interval_ms_),
+                      [this]() REQUIRES(mutex_) { return stopping_; }))
       break;
-    lock.unlock();
+    lock.Unlock();
     const ServerSample s = sample_();
     if (s.updates != written_updates_) Write(s);
-    lock.lock();
+    lock.Lock();
   }
 }
 
 void ServerMetrics::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     if (stopping_) return;
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
   thread_.join();
   Write(sample_());
 }

@@ -7,14 +7,13 @@
 // table thread for its rows) without holding up the server's loop.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "roles/node/metrics_log.h"
+#include "src/common/mutex.h"
 
 namespace pstrain {
 
@@ -44,9 +43,9 @@ class ServerMetrics {
   MetricsLog metrics_;
   std::function<ServerSample()> sample_;
   const int interval_ms_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;         // GUARDED_BY(mutex_)
+  Mutex mutex_;
+  CondVar wake_;
+  bool stopping_ GUARDED_BY(mutex_) = false;
   int64_t written_updates_ = -1;  // sampler thread, then Stop()'s caller
   std::thread thread_;            // last: starts once the rest is set
 };

@@ -4,13 +4,13 @@
 
 #include <algorithm>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <tuple>
 
 #include "comm/transport/completion.h"
 #include "roles/node/resume.h"
 #include "src/common/checkpoint_file.h"
+#include "src/common/mutex.h"
 
 namespace pstrain {
 namespace {
@@ -269,9 +269,9 @@ void Server::Save(int64_t step, PsShard::Reply reply) {
   if (!config_.train.checkpoint)
     return reply(ErrorReply{"this server's config has no train.checkpoint.dir"}, {});
   struct Gather {
-    std::mutex mutex;
-    std::vector<PartitionSnapshot> partitions;                       // GUARDED_BY(mutex)
-    StatusOr<TableHost::Snapshots> tables = TableHost::Snapshots{};  // GUARDED_BY(mutex)
+    Mutex mutex;
+    std::vector<PartitionSnapshot> partitions GUARDED_BY(mutex);
+    StatusOr<TableHost::Snapshots> tables GUARDED_BY(mutex) = TableHost::Snapshots{};
   };
   std::vector<PsShard*> shards = AllShards();
   auto gather = std::make_shared<Gather>();
@@ -283,6 +283,8 @@ void Server::Save(int64_t step, PsShard::Reply reply) {
       shards.size() + 1,  // and the tables
       [this, gather, dir, file, meta, reply](const Status&) {
         io_thread_.Post([this, gather, dir, file, meta, reply] {
+          // Uncontended: every part has reported.
+          MutexLock lock(&gather->mutex);
           if (!gather->tables.ok()) return reply(ErrorReply{gather->tables.status().message()}, {});
           // Shards hand in their partitions in any order; sorted, the same
           // state gives the same bytes.
@@ -309,7 +311,7 @@ void Server::Save(int64_t step, PsShard::Reply reply) {
   for (PsShard* shard : shards) {
     shard->Snapshot([gather, parts](std::vector<PartitionSnapshot> part) {
       {
-        std::lock_guard<std::mutex> lock(gather->mutex);
+        MutexLock lock(&gather->mutex);
         for (auto& p : part) gather->partitions.push_back(std::move(p));
       }
       parts->Report(Status::OK());
@@ -317,7 +319,7 @@ void Server::Save(int64_t step, PsShard::Reply reply) {
   }
   tables_->Snapshot(step, [gather, parts](StatusOr<TableHost::Snapshots> tables) {
     {
-      std::lock_guard<std::mutex> lock(gather->mutex);
+      MutexLock lock(&gather->mutex);
       gather->tables = std::move(tables);
     }
     parts->Report(Status::OK());

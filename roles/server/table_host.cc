@@ -112,7 +112,7 @@ std::shared_ptr<FloatBuffer> TableHost::GetRows(const std::shared_ptr<RowBuffers
   constexpr size_t kMaxFree = 8;
   std::unique_ptr<FloatBuffer> rows;
   {
-    std::lock_guard<std::mutex> lock(pool->mutex);
+    MutexLock lock(&pool->mutex);
     for (auto& buffer : pool->free) {
       if (buffer->capacity() < floats) continue;
       rows = std::move(buffer);
@@ -125,7 +125,7 @@ std::shared_ptr<FloatBuffer> TableHost::GetRows(const std::shared_ptr<RowBuffers
   rows->resize(floats);
   return std::shared_ptr<FloatBuffer>(rows.release(), [pool](FloatBuffer* p) {
     std::unique_ptr<FloatBuffer> owned(p);
-    std::lock_guard<std::mutex> lock(pool->mutex);
+    MutexLock lock(&pool->mutex);
     if (pool->free.size() < kMaxFree) pool->free.push_back(std::move(owned));
   });
 }

@@ -31,7 +31,6 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,13 +38,14 @@
 #include "comm/transport/buffer.h"
 #include "comm/transport/messages.h"
 #include "embedding/row_store.h"
-#include "roles/server/table_rows.h"
-#include "roles/placement/server_tables.h"
 #include "roles/checkpoint/shard_file.h"
 #include "roles/checkpoint/store.h"
+#include "roles/placement/server_tables.h"
+#include "roles/server/table_rows.h"
 #include "roles/server/update_core.h"
 #include "src/common/config/config.h"
 #include "src/common/logging.h"
+#include "src/common/mutex.h"
 #include "src/common/tensor_memory.h"
 #include "src/common/work_thread.h"
 
@@ -127,8 +127,8 @@ class TableHost {
   // pull costs a page fault every 4 KiB, which halved pull throughput.
   // Returned by the payload's keepalive, on the loop thread.
   struct RowBuffers {
-    std::mutex mutex;
-    std::vector<std::unique_ptr<FloatBuffer>> free;  // GUARDED_BY(mutex)
+    Mutex mutex;
+    std::vector<std::unique_ptr<FloatBuffer>> free GUARDED_BY(mutex);
   };
   static std::shared_ptr<FloatBuffer> GetRows(const std::shared_ptr<RowBuffers>& pool,
                                               size_t floats);

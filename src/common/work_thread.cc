@@ -6,27 +6,27 @@ WorkThread::WorkThread() : thread_([this] { Run(); }) {}
 
 WorkThread::~WorkThread() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     stopping_ = true;
   }
-  wake_.notify_one();
+  wake_.NotifyOne();
   thread_.join();
 }
 
 void WorkThread::Post(std::function<void()> fn) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     queue_.push_back(std::move(fn));
   }
-  wake_.notify_one();
+  wake_.NotifyOne();
 }
 
 void WorkThread::Run() {
   for (;;) {
     std::function<void()> fn;
     {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(&mutex_);
+      wake_.Wait(&lock, [this]() REQUIRES(mutex_) { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, and nothing left
       fn = std::move(queue_.front());
       queue_.pop_front();

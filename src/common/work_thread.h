@@ -3,12 +3,12 @@
 // posted there, so the state needs no lock.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
+
+#include "src/common/mutex.h"
 
 namespace pstrain {
 
@@ -26,10 +26,10 @@ class WorkThread {
  private:
   void Run();
 
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::function<void()>> queue_;  // GUARDED_BY(mutex_)
-  bool stopping_ = false;                    // GUARDED_BY(mutex_)
+  Mutex mutex_;
+  CondVar wake_;
+  std::deque<std::function<void()>> queue_ GUARDED_BY(mutex_);
+  bool stopping_ GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };
 

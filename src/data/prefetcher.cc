@@ -19,16 +19,16 @@ PrefetchingBatcher::PrefetchingBatcher(Batcher batcher, int depth)
 
 PrefetchingBatcher::~PrefetchingBatcher() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     stopping_ = true;
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
   reader_.join();
 }
 
 void PrefetchingBatcher::StartEpoch(int epoch, int64_t position, int64_t skip_samples) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     ++generation_;
     epoch_ = epoch;
     position_ = position;
@@ -36,36 +36,38 @@ void PrefetchingBatcher::StartEpoch(int epoch, int64_t position, int64_t skip_sa
     queue_.clear();
     epoch_done_ = false;
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
 }
 
 bool PrefetchingBatcher::Next(Batch* out) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [this] { return !queue_.empty() || epoch_done_ || !failure_.ok(); });
+  MutexLock lock(&mutex_);
+  changed_.Wait(&lock, [this]() REQUIRES(mutex_) {
+    return !queue_.empty() || epoch_done_ || !failure_.ok();
+  });
   if (queue_.empty() || !failure_.ok()) return false;
   *out = std::move(queue_.front());
   queue_.pop_front();
-  lock.unlock();
-  changed_.notify_all();  // room for the reader
+  lock.Unlock();
+  changed_.NotifyAll();  // room for the reader
   return true;
 }
 
 Status PrefetchingBatcher::status() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return failure_;
 }
 
 void PrefetchingBatcher::Run() {
   uint64_t served = 0;  // the generation the reader last started
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   for (;;) {
-    changed_.wait(lock, [&] { return stopping_ || generation_ != served; });
+    changed_.Wait(&lock, [&]() REQUIRES(mutex_) { return stopping_ || generation_ != served; });
     if (stopping_) return;
     served = generation_;
     const int epoch = epoch_;
     const int64_t position = position_;
     const int64_t skip = skip_;
-    lock.unlock();
+    lock.Unlock();
     batcher_.StartEpoch(epoch, position, skip);
     for (;;) {
       Batch batch;
@@ -75,28 +77,28 @@ void PrefetchingBatcher::Run() {
       } catch (const std::bad_alloc&) {
         // The batch's size comes from the config and the data: an error for
         // the trainer to report, not an exception that ends the process.
-        lock.lock();
+        lock.Lock();
         failure_ = Unavailable(fmt::format(
             "not enough memory for a batch of {} samples (std::bad_alloc)", batcher_.batch_size()));
-        changed_.notify_all();
-        changed_.wait(lock, [&] { return stopping_; });
+        changed_.NotifyAll();
+        changed_.Wait(&lock, [&]() REQUIRES(mutex_) { return stopping_; });
         return;
       }
-      lock.lock();
+      lock.Lock();
       if (more) {
-        changed_.wait(lock, [&] {
+        changed_.Wait(&lock, [&]() REQUIRES(mutex_) {
           return stopping_ || generation_ != served || static_cast<int>(queue_.size()) < depth_;
         });
       }
       if (stopping_ || generation_ != served) break;  // relock held: outer loop waits
       if (!more) {
         epoch_done_ = true;
-        changed_.notify_all();
+        changed_.NotifyAll();
         break;
       }
       queue_.push_back(std::move(batch));
-      changed_.notify_all();
-      lock.unlock();
+      changed_.NotifyAll();
+      lock.Unlock();
     }
   }
 }

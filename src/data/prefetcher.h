@@ -8,13 +8,12 @@
 // the reader after the batch it is building (no hang, nothing left behind).
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <thread>
 
+#include "src/common/mutex.h"
 #include "src/data/batcher.h"
 
 namespace pstrain {
@@ -50,17 +49,17 @@ class PrefetchingBatcher {
   const int64_t steps_per_epoch_;
   const int64_t samples_;
 
-  std::mutex mutex_;
-  std::condition_variable changed_;  // any field below changed
+  Mutex mutex_;
+  CondVar changed_;  // any field below changed
   // Bumped by each StartEpoch; the reader drops batches of older ones.
-  uint64_t generation_ = 0;  // GUARDED_BY(mutex_)
-  int epoch_ = 0;            // GUARDED_BY(mutex_)
-  int64_t position_ = 0;     // GUARDED_BY(mutex_)
-  int64_t skip_ = 0;         // GUARDED_BY(mutex_)
-  std::deque<Batch> queue_;  // GUARDED_BY(mutex_): this generation's batches
-  bool epoch_done_ = true;   // GUARDED_BY(mutex_): no more batches will come
-  bool stopping_ = false;    // GUARDED_BY(mutex_)
-  Status failure_;           // GUARDED_BY(mutex_): the reader stopped on it
+  uint64_t generation_ GUARDED_BY(mutex_) = 0;
+  int epoch_ GUARDED_BY(mutex_) = 0;
+  int64_t position_ GUARDED_BY(mutex_) = 0;
+  int64_t skip_ GUARDED_BY(mutex_) = 0;
+  std::deque<Batch> queue_ GUARDED_BY(mutex_);  // this generation's batches
+  bool epoch_done_ GUARDED_BY(mutex_) = true;   // no more batches will come
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  Status failure_ GUARDED_BY(mutex_);  // the reader stopped on it
   std::thread reader_;
 };
 
