@@ -70,6 +70,7 @@ KvHandle KvClient::Run(std::vector<KvOp> ops) {
 
 // Loop thread: one request per partition of `op`.
 void KvClient::Issue(const KvOp& op, const std::shared_ptr<CountDown>& batch) {
+  PSTRAIN_DCHECK_ON_LOOP(loop_);
   const std::string& name = map_.tensors()[op.tensor].name;
   for (const Partition& p : map_.partitions(op.tensor)) {
     const size_t bytes = static_cast<size_t>(p.elements) * sizeof(float);
@@ -134,6 +135,7 @@ KvHandle KvClient::Save(int64_t step, std::vector<std::string>* files) {
   }
   auto batch = CountDown::Into(handle.done_, servers_.size());
   bool posted = loop_->Post([this, step, files, batch] {
+    PSTRAIN_DCHECK_ON_LOOP(loop_);
     for (size_t r = 0; r < servers_.size(); ++r) {
       // `files` stays valid: the handle completes only after the last reply.
       servers_[r]->Call(SaveRequest{step}, [files, r, batch](StatusOr<Incoming> reply) {

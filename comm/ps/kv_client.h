@@ -7,7 +7,8 @@
 // in it (no per-element copy): the memory must stay valid, and a pushed
 // tensor unchanged, until the handle completes.
 //
-// Thread-safety: any thread may call; the requests are issued on the loop.
+// Thread-safety: any thread may call; the requests are issued on the loop
+// (Issue, checked there where asserts are on: PSTRAIN_DCHECK_ON_LOOP).
 #pragma once
 
 #include <atomic>
@@ -15,10 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "comm/ps/partition_map.h"
 #include "comm/transport/completion.h"
 #include "comm/transport/connection.h"
 #include "comm/transport/event_loop.h"
-#include "comm/ps/partition_map.h"
 
 namespace pstrain {
 

@@ -46,6 +46,7 @@ Status SparseClient::Pull(const std::vector<RowTransfer>& transfers, int64_t min
   // which the loop still reads) before the loop is done.
   auto answers = CountDown::Into(done, requests + 1);
   bool posted = loop_->Post([&, answers] {
+    PSTRAIN_DCHECK_ON_LOOP(loop_);
     for (size_t t = 0; t < transfers.size(); ++t) {
       const RowTransfer& x = transfers[t];
       for (size_t s = 0; s < servers; ++s) {
@@ -122,6 +123,7 @@ Status SparseClient::Push(const std::vector<RowTransfer>& transfers, int64_t clo
   // One part more than the pushes: the posted loop itself (as in Pull).
   auto answers = CountDown::Into(done, payloads.size() + 1);
   bool posted = loop_->Post([&, answers] {
+    PSTRAIN_DCHECK_ON_LOOP(loop_);
     for (size_t t = 0; t < transfers.size(); ++t) {
       for (size_t s = 0; s < servers; ++s) {
         const std::vector<uint8_t>& p = payloads[t * servers + s];

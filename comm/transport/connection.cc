@@ -56,6 +56,7 @@ Connection::Connection(EventLoop* loop, Logger log, std::unique_ptr<uv_tcp_t> tc
 Connection::~Connection() = default;
 
 Connection::Ptr Connection::Adopt(EventLoop* loop, Logger log, std::unique_ptr<uv_tcp_t> tcp) {
+  PSTRAIN_DCHECK_ON_LOOP(loop);
   Ptr conn(new Connection(loop, std::move(log), std::move(tcp)));
   conn->self_ = conn;
   conn->peer_ = PeerName(conn->tcp_.get());
@@ -69,6 +70,7 @@ Connection::Ptr Connection::Adopt(EventLoop* loop, Logger log, std::unique_ptr<u
 
 void Connection::Connect(EventLoop* loop, Logger log, const std::string& host, uint16_t port,
                          ConnectCallback done) {
+  PSTRAIN_DCHECK_ON_LOOP(loop);
   ResolveAddress(loop, host, port, [loop, log, host, port, done](StatusOr<sockaddr_storage> addr) {
     if (!addr.ok()) return done(addr.status());
     if (loop->IsStopping()) return done(Aborted("event loop is stopping"));
@@ -122,6 +124,7 @@ void Connection::Connect(EventLoop* loop, Logger log, const std::string& host, u
 }
 
 void Connection::Authenticate(OpenCallback on_open) {
+  PSTRAIN_DCHECK_ON_LOOP(loop_);
   on_open_ = std::move(on_open);
   counted_handshaking_ = true;
   ++loop_->handshaking();
@@ -200,6 +203,7 @@ void Connection::StartReading() {
 }
 
 void Connection::Start(RequestHandler on_request, CloseHandler on_close) {
+  PSTRAIN_DCHECK_ON_LOOP(loop_);
   on_request_ = std::move(on_request);
   on_close_ = std::move(on_close);
   started_ = true;
@@ -321,6 +325,7 @@ void Connection::OnFrame(Frame&& frame) {
 }
 
 void Connection::Call(MessageBody body, ReplyCallback done, Payload payload, Buffer reply_into) {
+  PSTRAIN_DCHECK_ON_LOOP(loop_);
   // The loop may have begun closing the handle (EventLoop::Stop) before this
   // connection heard of it.
   if (!closing_ && uv_is_closing(reinterpret_cast<uv_handle_t*>(tcp_.get()))) {
@@ -344,11 +349,13 @@ void Connection::Call(MessageBody body, ReplyCallback done, Payload payload, Buf
 }
 
 void Connection::Notify(MessageBody body, Payload payload) {
+  PSTRAIN_DCHECK_ON_LOOP(loop_);
   if (!open_) return;  // a bug: callers get connections only once they are open
   Send(Message{0, false, std::move(body)}, std::move(payload));
 }
 
 void Connection::Reply(uint64_t request_id, MessageBody body, Payload payload) {
+  PSTRAIN_DCHECK_ON_LOOP(loop_);
   if (request_id == 0 || !open_) return;  // one-way messages get no reply
   Send(Message{request_id, true, std::move(body)}, std::move(payload));
 }
@@ -443,6 +450,7 @@ void Connection::Flush() {
 }
 
 void Connection::Close(const Status& reason) {
+  PSTRAIN_DCHECK_ON_LOOP(loop_);
   if (closing_) return;
   closing_ = true;
   close_reason_ = reason;
@@ -450,6 +458,7 @@ void Connection::Close(const Status& reason) {
 }
 
 void Connection::OnHandleClosed(uv_handle_t*) {
+  PSTRAIN_DCHECK_ON_LOOP(loop_);
   if (!closing_) {  // closed by the loop shutting down
     closing_ = true;
     close_reason_ = Aborted("event loop stopped");
@@ -484,6 +493,7 @@ void Connection::OnHandleClosed(uv_handle_t*) {
 }
 
 void Connection::CheckDeadlines(uint64_t now_ms) {
+  PSTRAIN_DCHECK_ON_LOOP(loop_);
   if (closing_) return;
   const SecuritySettings& s = loop_->security();
   if (connect_began_ms_ > 0 && s.connect_timeout_ms > 0 &&
@@ -508,6 +518,7 @@ void Connection::CheckDeadlines(uint64_t now_ms) {
 }
 
 void Connection::ExpireOverdueCalls(uint64_t now_ms, uint64_t timeout_ms) {
+  PSTRAIN_DCHECK_ON_LOOP(loop_);
   if (closing_) return;
   for (const auto& [id, p] : pending_) {
     if (p.sent_ms == 0 || now_ms < p.sent_ms + timeout_ms) continue;
@@ -542,11 +553,13 @@ std::vector<Connection::Ptr> AllConnections(EventLoop* loop) {
 }  // namespace
 
 void CheckConnectionDeadlines(EventLoop* loop) {
+  PSTRAIN_DCHECK_ON_LOOP(loop);
   const uint64_t now = loop->NowMs();
   for (const Connection::Ptr& c : AllConnections(loop)) c->CheckDeadlines(now);
 }
 
 void ExpireOverdueCalls(EventLoop* loop, uint64_t timeout_ms) {
+  PSTRAIN_DCHECK_ON_LOOP(loop);
   struct Args {
     uint64_t now, timeout;
   } args{loop->NowMs(), timeout_ms};
@@ -560,10 +573,12 @@ void ExpireOverdueCalls(EventLoop* loop, uint64_t timeout_ms) {
 }
 
 void CloseAllConnections(EventLoop* loop, const Status& why) {
+  PSTRAIN_DCHECK_ON_LOOP(loop);
   for (const Connection::Ptr& c : AllConnections(loop)) c->Close(why);
 }
 
 std::string Connection::LocalIp() const {
+  PSTRAIN_DCHECK_ON_LOOP(loop_);
   sockaddr_storage addr{};
   int len = sizeof(addr);
   if (uv_tcp_getsockname(tcp_.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "";

@@ -2,11 +2,12 @@
 //
 // Owned by the loop: a Connection keeps itself alive until its handle is
 // closed, so callers hold it by shared_ptr (to use) or weak_ptr (to observe).
-// Every method is loop-thread only. Requests sent with Call() get a fresh id;
-// the peer's reply (same id, is_reply) completes the callback. When the
-// connection closes, every pending callback fails with the reason, so nothing
-// waits forever on a dead peer. A frame that fails any check closes the
-// connection with a logged reason; the process goes on.
+// Every method is loop-thread only (checked where asserts are on:
+// PSTRAIN_DCHECK_ON_LOOP, comm/transport/event_loop.h). Requests sent with
+// Call() get a fresh id; the peer's reply (same id, is_reply) completes the
+// callback. When the connection closes, every pending callback fails with
+// the reason, so nothing waits forever on a dead peer. A frame that fails
+// any check closes the connection with a logged reason; the process goes on.
 //
 // Every connection opens with the handshake of comm/transport/handshake.h, run here on
 // its first frames (tiny frame limits until it is done; nothing else is read

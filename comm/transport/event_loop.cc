@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <sstream>
 
 #include "src/common/logging.h"
 
@@ -69,15 +71,37 @@ Status EventLoop::Start() {
   thread_ = std::thread([this] {
     thread_id_ = std::this_thread::get_id();
     uv_run(&loop_, UV_RUN_DEFAULT);  // returns once CloseAll() closed every handle
+    thread_id_ = std::thread::id();  // no callback runs after uv_run
     close_result_ = uv_loop_close(&loop_);
     if (close_result_ != 0) open_handles_ = OpenHandleTypes(&loop_);
   });
   return Status::OK();
 }
 
+namespace {
+std::atomic<EventLoop::LoopCheckHandler> loop_check_handler{nullptr};
+}  // namespace
+
+void EventLoop::LoopCheckFailed(const EventLoop* loop, const char* function, const char* file,
+                                int line) {
+  std::ostringstream caller, owner;
+  caller << std::this_thread::get_id();
+  owner << loop->thread_id_.load();
+  const std::string message =
+      fmt::format("{} ({}:{}) is loop-thread only, but ran on thread {} while the loop runs on {}",
+                  function, file, line, caller.str(), owner.str());
+  if (LoopCheckHandler handler = loop_check_handler.load()) return handler(message);
+  MakeLogger("event_loop")->critical("{}", message);
+  std::abort();
+}
+
+EventLoop::LoopCheckHandler EventLoop::SetLoopCheckHandlerForTest(LoopCheckHandler handler) {
+  return loop_check_handler.exchange(handler);
+}
+
 bool EventLoop::Post(std::function<void()> fn) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     if (stopping_) return false;
     queue_.push_back(std::move(fn));
   }
@@ -87,7 +111,7 @@ bool EventLoop::Post(std::function<void()> fn) {
 
 void EventLoop::RequestStop() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     if (stopping_) return;
     stopping_ = true;
   }
@@ -95,6 +119,7 @@ void EventLoop::RequestStop() {
 }
 
 void EventLoop::AtEndOfIteration(std::function<void()> fn) {
+  PSTRAIN_DCHECK_ON_LOOP(this);
   // Once CloseAll() ran, nothing queued could go out, and starting a closed
   // handle again would keep the loop alive for ever (a close callback that
   // sends, say a scheduler ending the job as its last connections close).
@@ -119,6 +144,7 @@ void EventLoop::RunAtEnd() {
 }
 
 void EventLoop::EnsureSweep(uint64_t interval_ms, std::function<void()> fn) {
+  PSTRAIN_DCHECK_ON_LOOP(this);
   if (sweep_ || uv_is_closing(reinterpret_cast<uv_handle_t*>(&sweep_timer_))) return;
   sweep_ = std::move(fn);
   uv_timer_start(
@@ -128,7 +154,7 @@ void EventLoop::EnsureSweep(uint64_t interval_ms, std::function<void()> fn) {
 
 void EventLoop::NotePeerFailure(const std::string& peer) {
   constexpr size_t kMaxFailedPeers = 8;
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   if (failed_peers_.size() >= kMaxFailedPeers) return;
   for (const std::string& p : failed_peers_)
     if (p == peer) return;
@@ -136,12 +162,12 @@ void EventLoop::NotePeerFailure(const std::string& peer) {
 }
 
 std::vector<std::string> EventLoop::failed_peers() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return failed_peers_;
 }
 
 bool EventLoop::IsStopping() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   return stopping_;
 }
 
@@ -167,7 +193,7 @@ void EventLoop::RunPosted() {
     std::function<void()> fn;
     bool stop = false;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      MutexLock lock(&mutex_);
       if (queue_.empty()) {
         stop = stopping_;
       } else {
@@ -200,6 +226,7 @@ void EventLoop::CloseAll() {
 }
 
 bool EventLoop::AllowRefusalLine(uint64_t* dropped) {
+  PSTRAIN_DCHECK_ON_LOOP(this);
   const uint64_t now = NowMs();
   if (refusal_window_ms_ == 0 || now >= refusal_window_ms_ + 1000) {
     refusal_window_ms_ = std::max<uint64_t>(now, 1);

@@ -10,6 +10,13 @@
 // Stop() closes every handle still open (each owner learns of it through
 // HandleOwner::OnHandleClosed) and joins the thread, so a stopped loop is
 // always closed clean.
+//
+// Loop-only methods (here, Connection's, KvClient's loop half, the
+// Scheduler's handlers) begin with PSTRAIN_DCHECK_ON_LOOP(loop): in a build
+// with asserts on (NDEBUG not defined: Debug, the clang build of tests/fuzz)
+// a call from another thread while the loop runs logs the function and both
+// threads and aborts. A programming error, never reachable by input; in
+// Release it compiles to nothing.
 #pragma once
 
 #include <uv.h>
@@ -19,13 +26,13 @@
 #include <functional>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "comm/transport/security.h"
 #include "src/common/config/options.h"
+#include "src/common/mutex.h"
 #include "src/common/status.h"
 
 namespace pstrain {
@@ -82,6 +89,22 @@ class EventLoop {
   bool IsStopping();
 
   bool InLoopThread() const { return std::this_thread::get_id() == thread_id_; }
+  // Whether the caller may touch loop-only state: it is the loop thread, or
+  // no loop thread runs (before Start(), after Stop()), when the loop's
+  // owner has that state to itself. What PSTRAIN_DCHECK_ON_LOOP checks.
+  bool MayTouchLoopState() const {
+    const std::thread::id loop = thread_id_.load();
+    return loop == std::thread::id() || loop == std::this_thread::get_id();
+  }
+  // A failed PSTRAIN_DCHECK_ON_LOOP: `function` (at file:line) ran on this
+  // thread while `loop`'s thread runs. Logs that and calls the failure
+  // handler, which aborts unless a test swapped it (below).
+  static void LoopCheckFailed(const EventLoop* loop, const char* function, const char* file,
+                              int line);
+  // Tests only: what a failed check calls instead of std::abort (it gets
+  // the logged line); null restores the abort. Returns the previous one.
+  using LoopCheckHandler = void (*)(const std::string& line);
+  static LoopCheckHandler SetLoopCheckHandlerForTest(LoopCheckHandler handler);
   uv_loop_t* uv() { return &loop_; }
   // The loop's clock in milliseconds, as of the start of this iteration.
   // Loop thread only.
@@ -148,11 +171,12 @@ class EventLoop {
   uv_idle_t end_idle_;
   std::vector<std::function<void()>> at_end_;  // loop thread only
   std::thread thread_;
-  std::atomic<std::thread::id> thread_id_;
-  std::mutex mutex_;
-  std::deque<std::function<void()>> queue_;  // GUARDED_BY(mutex_)
-  bool stopping_ = false;                    // GUARDED_BY(mutex_)
-  std::vector<std::string> failed_peers_;    // GUARDED_BY(mutex_)
+  // The loop thread's id while it runs uv_run; none before and after.
+  std::atomic<std::thread::id> thread_id_{std::thread::id()};
+  Mutex mutex_;
+  std::deque<std::function<void()>> queue_ GUARDED_BY(mutex_);
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  std::vector<std::string> failed_peers_ GUARDED_BY(mutex_);
   bool started_ = false;
   bool joined_ = false;
   int close_result_ = 0;      // uv_loop_close() on the loop thread, read after join
@@ -169,6 +193,20 @@ class EventLoop {
   uv_timer_t sweep_timer_;
   std::function<void()> sweep_;  // loop thread only
 };
+
+#ifndef NDEBUG
+#define PSTRAIN_DCHECK_ON_LOOP(loop)                                                             \
+  do {                                                                                           \
+    const ::pstrain::EventLoop* pstrain_checked_loop = (loop);                                   \
+    if (!pstrain_checked_loop->MayTouchLoopState())                                              \
+      ::pstrain::EventLoop::LoopCheckFailed(pstrain_checked_loop, __PRETTY_FUNCTION__, __FILE__, \
+                                            __LINE__);                                           \
+  } while (false)
+#else
+#define PSTRAIN_DCHECK_ON_LOOP(loop) \
+  do {                               \
+  } while (false)
+#endif
 
 template <typename T>
 T EventLoop::Call(std::function<T()> fn, T if_stopped) {

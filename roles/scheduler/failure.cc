@@ -8,6 +8,7 @@
 namespace pstrain {
 
 void Scheduler::OnClose(const Connection::Ptr& conn, const Status& reason) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   auto it = node_of_.find(conn.get());
   if (it == node_of_.end()) return;
   auto [role, rank] = rank_of_.at(it->second);
@@ -45,6 +46,7 @@ void Scheduler::OnClose(const Connection::Ptr& conn, const Status& reason) {
 
 // 4. A stalled scheduler does not judge the nodes (roles/node/stall_watch.h).
 bool Scheduler::NoticeStall(uint64_t now, uint64_t timeout) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   const uint64_t late = stall_watch_.Check(now, Millis(options_.heartbeat_interval_s), timeout);
   if (late == 0) return false;
   log_->warn(
@@ -58,6 +60,7 @@ bool Scheduler::NoticeStall(uint64_t now, uint64_t timeout) {
 
 // 4. Silent nodes are lost; every node hears from the scheduler.
 void Scheduler::CheckHeartbeats() {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   const uint64_t now = loop_.NowMs();
   const uint64_t timeout = Millis(options_.heartbeat_timeout_s);
   const bool stalled = NoticeStall(now, timeout);
@@ -84,6 +87,7 @@ void Scheduler::CheckHeartbeats() {
 }
 
 void Scheduler::LoseNode(NodeEntry& node, const std::string& why) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   if (shutting_down_) return;
   log_->warn("lost {}: {}", Describe(node), why);
   node.lost = true;
@@ -108,6 +112,7 @@ void Scheduler::LoseNode(NodeEntry& node, const std::string& why) {
 
 // 5. Every other node drops its state and registers for the next generation.
 void Scheduler::BeginPause(const std::string& why) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   ++generation_;
   paused_ = true;
   best_step_at_rollback_ = best_step_;
@@ -142,6 +147,7 @@ void Scheduler::BeginPause(const std::string& why) {
 // would roll the job back for as long as it lasts.
 bool Scheduler::GiveUpOnLink(const NodeEntry& reporter, const NodeFailed& failed,
                              const std::string& what) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   const auto& peers = failed.peer_role == Role::kServer ? servers_ : workers_;
   if (failed.peer_rank < 0 || failed.peer_rank >= static_cast<int>(peers.size()) ||
       failed.peer_role == Role::kScheduler) {
@@ -171,6 +177,7 @@ bool Scheduler::GiveUpOnLink(const NodeEntry& reporter, const NodeFailed& failed
 
 void Scheduler::RejoinAtShutdown(const Connection::Ptr& conn, uint64_t id,
                                  const RegisterRequest& req) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   auto known = rank_of_.find(req.node.node_id);
   if (known == rank_of_.end() || known->second.first != req.node.role || finished_.IsSet())
     return conn->Reply(id, ErrorReply{"the job is shutting down"});
@@ -190,6 +197,7 @@ void Scheduler::RejoinAtShutdown(const Connection::Ptr& conn, uint64_t id,
 }
 
 void Scheduler::MaybeResume() {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   if (!paused_ || !AllRegistered()) return;
   paused_ = false;
   register_timer_.Stop();

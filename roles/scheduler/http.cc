@@ -18,6 +18,7 @@ Status Scheduler::ServeHttp() {
 }
 
 HttpResponse Scheduler::OnHttp(const HttpRequest& request) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   const std::string_view path = request.path();
   if (path != "/status" && path != "/metrics")
     return HttpError(404, fmt::format("no such page: {} (try /status or /metrics)", path));
@@ -38,6 +39,7 @@ HttpResponse Scheduler::OnHttp(const HttpRequest& request) {
 }
 
 JobView Scheduler::View() {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   const uint64_t now = loop_.NowMs();
   JobView view;
   view.servers = options_.server_num;

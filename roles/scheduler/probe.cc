@@ -15,6 +15,7 @@ namespace pstrain {
 // whose old connection lingers still gets its rank back.
 void Scheduler::HoldForProbe(const Connection::Ptr& conn, uint64_t id, const RegisterRequest& req,
                              NodeEntry& holder, const Connection::Ptr& holder_conn) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   log_->info(
       "{} node id:{} registers from {} while the node holding that id ({}) is connected: "
       "asking the holder whether it is alive",
@@ -48,6 +49,7 @@ void Scheduler::HoldForProbe(const Connection::Ptr& conn, uint64_t id, const Reg
 // Registrations whose holder has not answered within the heartbeat timeout:
 // the holder is lost, and each registration goes on.
 void Scheduler::ExpireProbes(uint64_t now, uint64_t timeout) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   std::vector<HeldRegistration> due;
   for (auto it = held_.begin(); it != held_.end();) {
     if (now - it->since_ms < timeout) {

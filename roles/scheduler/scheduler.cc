@@ -73,6 +73,7 @@ void Scheduler::Abort(const std::string& reason) {
 
 // 6. Every node hears why, then the job is over.
 void Scheduler::AbortOnLoop(const Status& why) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   if (finished_.IsSet() || shutting_down_) return;
   log_->error("ending the job: {}", why.message());
   EndNow(Shutdown{why.message(), /*failed=*/true}, why);
@@ -82,6 +83,7 @@ void Scheduler::AbortOnLoop(const Status& why) {
 // have answered, or after a short wait: a node that cannot answer is likely
 // why the job ends.
 void Scheduler::EndNow(const Shutdown& shutdown, const Status& result) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   shutting_down_ = true;
   paused_ = false;
   register_timer_.Stop();
@@ -101,11 +103,13 @@ void Scheduler::EndNow(const Shutdown& shutdown, const Status& result) {
 }
 
 void Scheduler::OnAccept(Connection::Ptr conn) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   conn->Start([this](const Connection::Ptr& c, Incoming&& in) { OnRequest(c, std::move(in)); },
               [this](const Connection::Ptr& c, const Status& why) { OnClose(c, why); });
 }
 
 void Scheduler::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   const uint64_t id = in.message.request_id;
   if (auto* reg = std::get_if<RegisterRequest>(&in.message.body)) {
     HandleRegister(conn, id, *reg);
@@ -176,6 +180,7 @@ Status Scheduler::CheckSameConfig(const RegisterRequest& req) const {
 
 void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
                                const RegisterRequest& req) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   NodeInfo info = req.node;
   if (info.host.empty()) info.host = conn->peer().substr(0, conn->peer().rfind(':'));
   const char* role = RoleName(info.role);
@@ -301,6 +306,7 @@ StatusOr<int> Scheduler::PickRank(Role role, int requested) const {
 
 // Gives `info.rank` to the node on `conn` for the current generation.
 void Scheduler::Admit(const Connection::Ptr& conn, uint64_t id, NodeInfo info, const char* how) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   NodeEntry& node = NodesOf(info.role)[info.rank];
   if (node.info.node_id != info.node_id) rank_of_.erase(node.info.node_id);
   if (auto old = node.conn.lock(); old && old != conn) {
@@ -327,6 +333,7 @@ void Scheduler::Admit(const Connection::Ptr& conn, uint64_t id, NodeInfo info, c
 }
 
 void Scheduler::SendTopology() {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   Topology topology;
   topology.generation = generation_;
   for (NodeEntry* n : AllNodes()) topology.nodes.push_back(n->info);
@@ -343,6 +350,7 @@ void Scheduler::SendTopology() {
 
 void Scheduler::HandleBarrier(const Connection::Ptr& conn, uint64_t id, NodeEntry& node,
                               const BarrierRequest& request) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   const BarrierGroup group = request.group;
   bool member = group == BarrierGroup::kAll ||
                 (group == BarrierGroup::kServers && node.info.role == Role::kServer) ||
@@ -380,6 +388,7 @@ void Scheduler::HandleBarrier(const Connection::Ptr& conn, uint64_t id, NodeEntr
 }
 
 void Scheduler::HandleDone(const Connection::Ptr& conn, uint64_t id, NodeEntry& node) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   if (node.info.role != Role::kWorker) {
     conn->Reply(id, ErrorReply{"only workers report Done"});
     return;
@@ -396,6 +405,7 @@ void Scheduler::HandleDone(const Connection::Ptr& conn, uint64_t id, NodeEntry& 
 
 // 6. Every worker is done: tell every node to stop.
 void Scheduler::BeginShutdown() {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   if (shutting_down_) return;
   shutting_down_ = true;
   log_->info("all {} workers finished; stopping {} servers and {} workers", workers_.size(),
@@ -438,6 +448,7 @@ void Scheduler::BeginShutdown() {
 }
 
 void Scheduler::MaybeFinish() {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   for (auto* nodes : {&servers_, &workers_})
     for (const NodeEntry& n : *nodes)
       if (!n.shut_down) return;
@@ -446,6 +457,7 @@ void Scheduler::MaybeFinish() {
 
 // 10. Ask every worker where it is, then stop all after the furthest.
 void Scheduler::BeginStop(const std::string& why) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   if (shutting_down_ || !stop_reason_.empty()) return;
   stop_reason_ = why;
   if (!topology_sent_ || paused_) {
@@ -476,12 +488,14 @@ void Scheduler::BeginStop(const std::string& why) {
 }
 
 void Scheduler::StopAt(int64_t step) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   log_->info("every worker stops after step {}", step);
   for (NodeEntry& w : workers_)
     if (auto conn = w.conn.lock()) conn->Call(Stop{stop_reason_, step}, [](StatusOr<Incoming>) {});
 }
 
 void Scheduler::Finish(Status status) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   if (finished_.IsSet()) return;
   log_->info("the job is over: {}", status.ok() ? "every worker finished" : status.message());
   listener_.Close();
