@@ -2,7 +2,7 @@
 #   docker build -t pstrain:0.2.0 .        (or: podman build / buildah bud)
 #   docker run --rm pstrain:0.2.0 pstrain local \
 #     --config /usr/local/share/pstrain/configs/lenet_fashion_mnist.yaml --servers 2 --workers 2
-# BASE: where no registry is reachable, make a base image locally (README,
+# BASE: where no registry is reachable, make a base image locally (docs/deployment.md,
 # "In a container") and pass --build-arg BASE=localhost/debian:bookworm.
 ARG BASE=debian:bookworm
 

@@ -130,7 +130,7 @@ TEST_CASE("2 workers checkpoint mid-epoch; 1 and 3 workers go on from there (syn
       TempDir dir;
       // Async applies each push alone, on weights other pushes may have
       // moved since its pull: 3 workers take 3 optimizer steps where sync
-      // takes one, so the lr tuned for sync is divided by 3 (docs/configuration.md's
+      // takes one, so the lr tuned for sync is divided by 3 (docs/parameter-servers.md's
       // advice). With the sync lr, runs under load (4 at once on 2 cores)
       // ended anywhere from 0.12 to 0.47; with lr / 3, from 0.45 to 0.68.
       Config tuned = config;

@@ -1,4 +1,4 @@
-// comm/tls: two sessions talking over memory, certificates made by the
+// comm/transport/tls.h: two sessions talking over memory, certificates made by the
 // openssl command line (tests/tools/make_test_certs.sh) in a temp dir.
 #include "comm/transport/tls.h"
 

@@ -35,8 +35,8 @@
 #include "src/app/usage.h"
 #include "src/common/config/config.h"
 #include "src/common/config/identity.h"
-#include "src/common/logging.h"
 #include "src/common/config/options.h"
+#include "src/common/logging.h"
 #include "src/data/dataset.h"
 #include "src/data/gen_cli.h"
 
@@ -254,7 +254,7 @@ const std::vector<Subcommand>& Subcommands() {
       {"local", "[flags]", "run a whole job (scheduler, servers, workers) on this machine",
        RunLocal},
       {"bench", "kv|allreduce|embedding|train|compress [flags]",
-       "benchmarks, one JSON line per case (see docs/parameter-servers.md)", RunBench},
+       "benchmarks, one JSON line per case (see docs/benchmarks.md)", RunBench},
       {"gen", "criteo --rows N --out DIR [flags]",
        "synthetic Criteo-format click data with a planted model", RunGen},
       {"export", "--checkpoint DIR --out FILE",

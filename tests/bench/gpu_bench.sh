@@ -4,12 +4,12 @@
 # configs/lenet_gpu.yaml (1 server, 1 GPU worker) and the CPU LeNet config
 # (2 servers, 2 workers), runs `bench train` on lenet_gpu.yaml, and trains
 # Wide&Deep on generated click data on the GPU and on the CPU (1 server, 1
-# worker, 2 epochs). Logs go to OUT; the lines docs/hybrid.md quotes are printed.
+# worker, 2 epochs). Logs go to OUT; the lines docs/benchmarks.md quotes are printed.
 # Usage: bash tests/bench/gpu_bench.sh OUT [STAGES]
 #   STAGES: comma-separated from build,test,train,bench,cpu,wd (default all).
 # Environment: NCCL_ROOT where NCCL is not under /usr/local/cuda (e.g. PyTorch's
 # site-packages/nvidia/nccl); BUILD (default /tmp/pstrain-gpu-build).
-# The figures in docs/hybrid.md came from this on one H100 (an earlier form of it).
+# The GPU figures in docs/hybrid.md and docs/benchmarks.md came from this on one H100 (an earlier form of it).
 set -u
 OUT=$1
 STAGES=${2:-build,test,train,bench,cpu,wd}

@@ -196,7 +196,7 @@ int Usage(const std::string& which, const std::string& why) {
 int RunBench(const std::vector<std::string>& args) {
   BenchArgs a;
   CLI::App app(
-      "Benchmarks: one JSON object per line on stdout (docs/parameter-servers.md, \"Benchmark\").",
+      "Benchmarks: one JSON object per line on stdout (docs/formats.md, \"Benchmark output\").",
       "pstrain bench");
   DeclareBenchCommands(&app, &a);
   if (int status = ParseCommandLine(&app, args); status >= 0) return status;
