@@ -11,6 +11,8 @@
 
 #include "roles/local_job.h"
 #include "roles/worker/trainer.h"
+#include "src/gpu/gpu.h"
+#include "src/nn/model.h"
 #include "tests/train_util.h"
 
 namespace pstrain {
