@@ -1,5 +1,5 @@
 // How one parameter's updates are compressed on their way to the servers or
-// to the other workers (issue 15; optim/threshold_codec.h does the work): a
+// to the other workers (optim/threshold_codec.h does the work): a
 // plain struct filled from YAML by config.cc, as `compression:` under
 // `train:` (the default) or under a `parameters:` rule.
 //

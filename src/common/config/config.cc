@@ -22,156 +22,11 @@
 namespace pstrain {
 namespace config_internal {
 
-std::string OneLine(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 namespace {
 
-// A value as an error shows it: at most kShownChars bytes of it (Error puts
-// it on one line).
-std::string Shown(const std::string& value) {
-  constexpr size_t kShownChars = 200;
-  return value.size() > kShownChars ? value.substr(0, kShownChars) + "..." : value;
-}
-
-}  // namespace
-
-Status Value::Expected(std::string_view expected) const {
-  std::string got = "nothing";
-  if (node.IsScalar()) got = "'" + Shown(node.Scalar()) + "'";
-  if (node.IsSequence()) got = "a list";
-  if (node.IsMap()) got = "a mapping";
-  return Error(fmt::format("expected {}, got {}", expected, got));
-}
-
-Field Required(Field f) {
-  f.required = true;
-  return f;
-}
-
-Status ReadMap(const Value& map, const std::vector<Field>& fields,
-               std::map<std::string, int>* lines) {
-  if (!map.node.IsNull() && !map.node.IsMap()) return map.Expected("a mapping");
-  std::map<std::string, int> seen;
-  for (const auto& entry : map.node) {
-    const YAML::Node& key = entry.first;
-    int line = key.Mark().line + 1;
-    if (!key.IsScalar()) return Value{map.source, key, map.path, line}.Expected("a key name");
-    Value value{map.source, entry.second,
-                map.path.empty() ? key.Scalar() : map.path + "." + key.Scalar(), line};
-    auto [first, inserted] = seen.emplace(key.Scalar(), line);
-    if (!inserted)
-      return value.Error(fmt::format("duplicate key (first at line {})", first->second));
-    const Field* field = nullptr;
-    for (const Field& f : fields) {
-      if (key.Scalar() == f.key) field = &f;
-    }
-    if (field == nullptr) {
-      std::string allowed;
-      for (const Field& f : fields) allowed += (allowed.empty() ? "" : ", ") + std::string(f.key);
-      return value.Error(fmt::format("unknown key (allowed: {})", allowed));
-    }
-    PSTRAIN_RETURN_IF_ERROR(field->read(value));
-  }
-  for (const Field& f : fields) {
-    if (f.required && seen.count(f.key) == 0) {
-      return map.Key(f.key, map.line).Error("required key is missing");
-    }
-  }
-  if (lines != nullptr) *lines = std::move(seen);
-  return Status::OK();
-}
-
-Status ReadList(const Value& list, std::string_view expected,
-                const std::function<Status(const Value& item)>& read) {
-  if (list.node.IsNull()) return Status::OK();
-  if (!list.node.IsSequence()) return list.Expected(expected);
-  size_t index = 0;
-  for (const YAML::Node& item : list.node) {
-    // A null item has no position of its own; the list's line is close.
-    int line = item.IsNull() ? list.line : item.Mark().line + 1;
-    PSTRAIN_RETURN_IF_ERROR(
-        read(Value{list.source, item, fmt::format("{}[{}]", list.path, index++), line}));
-  }
-  return Status::OK();
-}
-
-Field Uint64(const char* key, uint64_t* out) {
-  return {key, [=](const Value& v) {
-            if (!v.node.IsScalar() || !ParseNumber(v.node.Scalar(), out)) {
-              return v.Expected("an integer >= 0");
-            }
-            return Status::OK();
-          }};
-}
-
-Field Float(const char* key, float* out, Bound bound) {
-  static const char* const kExpected[] = {"a number > 0", "a number >= 0", "a number in [0, 1)",
-                                          "a number <= 0"};
-  return {key, [=](const Value& v) {
-            double d = 0;
-            bool ok = v.node.IsScalar() && ParseNumber(v.node.Scalar(), &d) &&
-                      std::isfinite(static_cast<float>(d));
-            if (ok && bound == Bound::kPositive) ok = d > 0;
-            if (ok && bound == Bound::kNonNegative) ok = d >= 0;
-            if (ok && bound == Bound::kUnitInterval) ok = d >= 0 && d < 1;
-            if (ok && bound == Bound::kNonPositive) ok = d <= 0;
-            if (!ok) return v.Expected(kExpected[static_cast<int>(bound)]);
-            *out = static_cast<float>(d);
-            return Status::OK();
-          }};
-}
-
-Field Bool(const char* key, bool* out) {
-  return {key, [=](const Value& v) {
-            // yaml-cpp's as<bool> takes true/false, yes/no, on/off and leaves
-            // the fallback in place for anything else, without throwing.
-            if (v.node.IsScalar()) {
-              bool parsed_true = v.node.as<bool>(true), parsed_false = v.node.as<bool>(false);
-              if (parsed_true == parsed_false) {
-                *out = parsed_true;
-                return Status::OK();
-              }
-            }
-            return v.Expected("true or false");
-          }};
-}
-
-Field NonEmptyString(const char* key, std::string* out) {
-  return {key, [=](const Value& v) {
-            if (!v.node.IsScalar() || v.node.Scalar().empty())
-              return v.Expected("a non-empty string");
-            *out = v.node.Scalar();
-            return Status::OK();
-          }};
-}
-
-Field Choice(const char* key, std::string* out, const std::vector<const char*>& names) {
-  std::vector<std::pair<const char*, std::string>> pairs;
-  for (const char* name : names) pairs.emplace_back(name, name);
-  return Enum<std::string>(key, out, std::move(pairs));
-}
-
-namespace {
-
-Status ReadOptimizer(const Value& v, OptimizerConfig* out) {
-  *out = OptimizerConfig{};
+std::vector<Field> OptimizerFields(OptimizerConfig* out) {
   using T = OptimizerType;
-  return ReadMap(
-      v, {Required(Enum<T>("type", &out->type,
+  return {Required(Enum<T>("type", &out->type,
                            {{"sgd", T::kSgd},
                             {"momentum", T::kMomentum},
                             {"adam", T::kAdam},
@@ -181,13 +36,20 @@ Status ReadOptimizer(const Value& v, OptimizerConfig* out) {
           Float("weight_decay", &out->weight_decay, Bound::kNonNegative),
           Int("lr_decay_steps", &out->lr_decay_steps, 0),
           Float("lr_decay", &out->lr_decay, Bound::kPositive),
-          Float("momentum", &out->momentum, Bound::kUnitInterval), Bool("nesterov", &out->nesterov),
+          Float("momentum", &out->momentum, Bound::kUnitInterval),
+          Bool("nesterov", &out->nesterov),
           Float("beta1", &out->beta1, Bound::kUnitInterval),
           Float("beta2", &out->beta2, Bound::kUnitInterval),
           Float("epsilon", &out->epsilon, Bound::kPositive),
           Float("initial_accumulator", &out->initial_accumulator, Bound::kNonNegative),
           Float("lr_power", &out->lr_power, Bound::kNonPositive),
-          Float("l1", &out->l1, Bound::kNonNegative), Float("l2", &out->l2, Bound::kNonNegative)});
+          Float("l1", &out->l1, Bound::kNonNegative),
+          Float("l2", &out->l2, Bound::kNonNegative)};
+}
+
+Status ReadOptimizer(const Value& v, OptimizerConfig* out) {
+  *out = OptimizerConfig{};
+  return ReadMap(v, OptimizerFields(out));
 }
 
 Status ReadOptionalOptimizer(const Value& v, std::optional<OptimizerConfig>* out) {
@@ -222,19 +84,22 @@ Field Step(float* out) {
           }};
 }
 
+std::vector<Field> CompressionFields(CompressionConfig* out) {
+  using T = CompressionType;
+  return {Required(Enum<T>("type", &out->type, {{"none", T::kNone}, {"threshold", T::kThreshold}})),
+          Float("threshold", &out->threshold, Bound::kPositive),
+          Bool("adaptive", &out->adaptive),
+          DensityRange("target_density", &out->min_density, &out->max_density),
+          Step(&out->step),
+          Int("shake_up_every", &out->shake_up_every, 0)};
+}
+
 Status ReadCompression(const Value& v, CompressionConfig* out) {
   *out = CompressionConfig{};
-  using T = CompressionType;
   std::map<std::string, int> lines;
-  PSTRAIN_RETURN_IF_ERROR(ReadMap(
-      v,
-      {Required(Enum<T>("type", &out->type, {{"none", T::kNone}, {"threshold", T::kThreshold}})),
-       Float("threshold", &out->threshold, Bound::kPositive), Bool("adaptive", &out->adaptive),
-       DensityRange("target_density", &out->min_density, &out->max_density), Step(&out->step),
-       Int("shake_up_every", &out->shake_up_every, 0)},
-      &lines));
+  PSTRAIN_RETURN_IF_ERROR(ReadMap(v, CompressionFields(out), &lines));
   // Settings of a threshold encoding under type: none are a mistake.
-  if (out->type == T::kNone)
+  if (out->type == CompressionType::kNone)
     for (const auto& [key, line] : lines)
       if (key != "type") return v.Key(key, line).Error("is only used with type: threshold");
   return Status::OK();
@@ -244,37 +109,52 @@ Status ReadOptionalCompression(const Value& v, std::optional<CompressionConfig>*
   return ReadCompression(v, &out->emplace());
 }
 
+std::vector<Field> CheckpointFields(CheckpointConfig* c) {
+  return {Required(NonEmptyString("dir", &c->dir)), Int("every_steps", &c->every_steps, 0),
+          Bool("resume", &c->resume), Int("keep", &c->keep, 1)};
+}
+
 Status ReadCheckpoint(const Value& v, std::optional<CheckpointConfig>* out) {
-  CheckpointConfig& c = out->emplace();
-  return ReadMap(v, {Required(NonEmptyString("dir", &c.dir)), Int("every_steps", &c.every_steps, 0),
-                     Bool("resume", &c.resume), Int("keep", &c.keep, 1)});
+  return ReadMap(v, CheckpointFields(&out->emplace()));
+}
+
+std::vector<Field> RecoveryFields(RecoveryConfig* r) {
+  return {Int("wait_s", &r->wait_s, 0, 7 * 24 * 3600),
+          Int("max_failed_link_rollbacks", &r->max_failed_link_rollbacks, 0, 1000)};
 }
 
 Status ReadRecovery(const Value& v, std::optional<RecoveryConfig>* out) {
-  RecoveryConfig& r = out->emplace();
-  return ReadMap(v, {Int("wait_s", &r.wait_s, 0, 7 * 24 * 3600),
-                     Int("max_failed_link_rollbacks", &r.max_failed_link_rollbacks, 0, 1000)});
+  return ReadMap(v, RecoveryFields(&out->emplace()));
+}
+
+std::vector<Field> TrainFields(TrainConfig* t) {
+  using M = UpdateMode;
+  return {
+      Int("epochs", &t->epochs, 1),
+      Int("batch_size", &t->batch_size, 1, 1 << 20),
+      Int("steps", &t->steps, 0),
+      Enum<M>(
+          "mode", &t->mode,
+          {{"sync", M::kSync}, {"async", M::kAsync}, {"ssp", M::kSsp}, {"average", M::kAverage}}),
+      Int("staleness", &t->staleness, 0),
+      Int("average_every", &t->average_every, 1),
+      Section("optimizer", &t->optimizer, &ReadOptimizer,
+              &KeysOf<OptimizerConfig, &OptimizerFields>),
+      Section("compression", &t->compression, &ReadCompression,
+              &KeysOf<CompressionConfig, &CompressionFields>),
+      Uint64("seed", &t->seed),
+      Int("log_every", &t->log_every, 1),
+      Int("partition_bytes", &t->partition_bytes, 4096, int64_t{1} << 30, 4),
+      Section("checkpoint", &t->checkpoint, &ReadCheckpoint,
+              &KeysOf<CheckpointConfig, &CheckpointFields>),
+      Section("recovery", &t->recovery, &ReadRecovery, &KeysOf<RecoveryConfig, &RecoveryFields>),
+      NonEmptyString("store_dir", &t->store_dir)};
 }
 
 Status ReadTrain(const Value& v, TrainConfig* t) {
   using M = UpdateMode;
   std::map<std::string, int> lines;
-  PSTRAIN_RETURN_IF_ERROR(ReadMap(
-      v,
-      {Int("epochs", &t->epochs, 1), Int("batch_size", &t->batch_size, 1, 1 << 20),
-       Int("steps", &t->steps, 0),
-       Enum<M>(
-           "mode", &t->mode,
-           {{"sync", M::kSync}, {"async", M::kAsync}, {"ssp", M::kSsp}, {"average", M::kAverage}}),
-       Int("staleness", &t->staleness, 0), Int("average_every", &t->average_every, 1),
-       Section("optimizer", &t->optimizer, &ReadOptimizer),
-       Section("compression", &t->compression, &ReadCompression), Uint64("seed", &t->seed),
-       Int("log_every", &t->log_every, 1),
-       Int("partition_bytes", &t->partition_bytes, 4096, int64_t{1} << 30, 4),
-       Section("checkpoint", &t->checkpoint, &ReadCheckpoint),
-       Section("recovery", &t->recovery, &ReadRecovery),
-       NonEmptyString("store_dir", &t->store_dir)},
-      &lines));
+  PSTRAIN_RETURN_IF_ERROR(ReadMap(v, TrainFields(t), &lines));
   // Recovery rolls back to a checkpoint: without them there is nothing to
   // roll back to, and the user would believe the job protected.
   if (t->recovery && t->recovery->wait_s > 0 && !t->checkpoint) {
@@ -298,20 +178,26 @@ Status ReadTrain(const Value& v, TrainConfig* t) {
   return Status::OK();
 }
 
+std::vector<Field> RuleFields(ParameterRule* rule) {
+  return {Required(NonEmptyString("match", &rule->match)),
+          Bool("ps", &rule->ps),
+          Bool("init_in_server", &rule->init_in_server),
+          Int("cache_rows", &rule->cache_rows, 0),
+          Int("cache_staleness", &rule->cache_staleness, 0),
+          Int("admit_after", &rule->admit_after, 0),
+          Int("evict_after_steps", &rule->evict_after_steps, 0),
+          Int("max_rows", &rule->max_rows, 0, kMaxTableRows),
+          Int("server_cache_rows", &rule->server_cache_rows, 0, kMaxTableRows),
+          Int("server_cache_bytes", &rule->server_cache_bytes, 0, kMaxServerCacheBytes),
+          Section("optimizer", &rule->optimizer, &ReadOptionalOptimizer,
+                  &KeysOf<OptimizerConfig, &OptimizerFields>),
+          Section("compression", &rule->compression, &ReadOptionalCompression,
+                  &KeysOf<CompressionConfig, &CompressionFields>)};
+}
+
 Status ReadRule(const Value& v, ParameterRule* rule) {
   std::map<std::string, int> lines;
-  PSTRAIN_RETURN_IF_ERROR(ReadMap(
-      v,
-      {Required(NonEmptyString("match", &rule->match)), Bool("ps", &rule->ps),
-       Bool("init_in_server", &rule->init_in_server), Int("cache_rows", &rule->cache_rows, 0),
-       Int("cache_staleness", &rule->cache_staleness, 0), Int("admit_after", &rule->admit_after, 0),
-       Int("evict_after_steps", &rule->evict_after_steps, 0),
-       Int("max_rows", &rule->max_rows, 0, kMaxTableRows),
-       Int("server_cache_rows", &rule->server_cache_rows, 0, kMaxTableRows),
-       Int("server_cache_bytes", &rule->server_cache_bytes, 0, kMaxServerCacheBytes),
-       Section("optimizer", &rule->optimizer, &ReadOptionalOptimizer),
-       Section("compression", &rule->compression, &ReadOptionalCompression)},
-      &lines));
+  PSTRAIN_RETURN_IF_ERROR(ReadMap(v, RuleFields(rule), &lines));
   // Server-held tables send rows, already sparse: threshold encoding is for
   // dense weights.
   if (rule->init_in_server && rule->compression && rule->compression->enabled())
@@ -439,6 +325,28 @@ Documents LoadDocuments(const std::string& yaml_text) {
   return out;
 }
 
+// The sections of the document, read into `config`; `base_dir` as for
+// ReadData.
+std::vector<Field> DocumentFields(Config* config, const std::string& base_dir) {
+  return {{"model",
+           [config](const Value& v) {
+             config->has_model = true;
+             return ReadModel(v, &config->model);
+           },
+           false, &ModelFieldKeys},
+          {"data",
+           [config, base_dir](const Value& v) {
+             config->has_data = true;
+             return ReadData(v, base_dir, &config->data);
+           },
+           false, &DataFieldKeys},
+          Section("train", &config->train, &ReadTrain, &KeysOf<TrainConfig, &TrainFields>),
+          Section("parameters", &config->parameters, &ReadParameters,
+                  &KeysOf<ParameterRule, &RuleFields>, /*list=*/true)};
+}
+
+std::vector<Field> DocumentFieldsNoBase(Config* config) { return DocumentFields(config, ""); }
+
 // Reads the whole document into `config`; `base_dir` as for ReadData.
 Status ReadConfig(const Documents& documents, const std::string& yaml_text,
                   const std::string& base_dir, Config* config) {
@@ -454,19 +362,7 @@ Status ReadConfig(const Documents& documents, const std::string& yaml_text,
   }
   if (root.IsNull()) return doc.Error("the config is empty; expected a mapping of sections");
   if (!root.IsMap()) return doc.Expected("a mapping of sections at the top level");
-  PSTRAIN_RETURN_IF_ERROR(
-      ReadMap(doc, {{"model",
-                     [&](const Value& v) {
-                       config->has_model = true;
-                       return ReadModel(v, &config->model);
-                     }},
-                    {"data",
-                     [&](const Value& v) {
-                       config->has_data = true;
-                       return ReadData(v, base_dir, &config->data);
-                     }},
-                    Section("train", &config->train, &ReadTrain),
-                    Section("parameters", &config->parameters, &ReadParameters)}));
+  PSTRAIN_RETURN_IF_ERROR(ReadMap(doc, DocumentFields(config, base_dir)));
   PSTRAIN_RETURN_IF_ERROR(CheckRulesAgainstTrain(doc, *config));
   FlattenSettings(root, "", &config->settings);
   return Status::OK();
@@ -502,6 +398,13 @@ StatusOr<Config> Parse(const std::string& yaml_text, const std::string& source_n
 
 }  // namespace
 }  // namespace config_internal
+
+std::vector<std::string> KnownConfigKeys() {
+  using config_internal::DocumentFieldsNoBase;
+  std::vector<std::string> keys;
+  config_internal::ListKeys(config_internal::KeysOf<Config, &DocumentFieldsNoBase>(), "", &keys);
+  return keys;
+}
 
 StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& source_name) {
   return config_internal::Parse(yaml_text, source_name, "");

@@ -11,7 +11,8 @@
 // (`model.layers[2].out: not a key of a maxpool layer`). yaml-cpp stays inside
 // src/common's config*.cc; no exception leaves them.
 //
-// Layout (every section optional; the file holds one YAML document, a mapping):
+// Layout (every section optional; the file holds one YAML document, a mapping;
+// every key, its type, default and meaning: docs/configuration.md):
 //   model: {input, sparse_fields, device, loss, layers | wide + deep}
 //          (fields and defaults: src/common/config/model_config.h)
 //   data: {format, train, test, vocab, limit, shuffle}
@@ -42,7 +43,7 @@ namespace pstrain {
 // How workers' updates meet on the servers: `sync` waits for every worker
 // each step, `async` never waits, `ssp` lets the fastest worker run at most
 // `staleness` steps ahead of the slowest (0 = lockstep). `average`
-// (parameter averaging, issue 15): each worker trains its own copy and every
+// (parameter averaging): each worker trains its own copy and every
 // `average_every` steps the copies are averaged (all-reduced weights) or
 // their weight deltas pushed and averaged on the servers (PS weights).
 enum class UpdateMode { kSync, kAsync, kSsp, kAverage };
@@ -153,6 +154,22 @@ StatusOr<Config> LoadConfig(const std::string& path);
 // Whether `name` matches `pattern` as a whole: `*` matches any run of
 // characters (also none), `?` exactly one; every other character itself.
 bool GlobMatch(const std::string& pattern, const std::string& name);
+
+// Every key the parser accepts, as a dotted path, sections included: "train",
+// "train.optimizer", "train.optimizer.lr"; the items of a list as "[]":
+// "parameters[].init_in_server", "model.layers[].type". Listed from the same
+// field tables that refuse an unknown key, so docs/configuration.md can be
+// checked against it (tests/config_docs_test.cc).
+std::vector<std::string> KnownConfigKeys();
+
+// The keys each layer type takes besides `type` and `name`, as the parser
+// checks them (any other key of a layer is refused for that type).
+struct LayerKeys {
+  std::string type;  // "linear", "embedding_bag", ...
+  std::vector<std::string> required;
+  std::vector<std::string> optional;
+};
+std::vector<LayerKeys> KnownLayerKeys();
 
 // The rule that applies to `name` (the first match), or nullptr: then the
 // parameter lives on the servers and uses train.optimizer. The pointer is

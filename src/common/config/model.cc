@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "src/common/config/config.h"
 #include "src/common/config/reader.h"
 #include "src/common/config/sizes.h"
 
@@ -62,29 +63,39 @@ Status ReadNonEmptyList(const Value& v, std::string_view expected,
   return ReadList(v, expected, read);
 }
 
-Status ReadLayer(const Value& v, LayerConfig* layer) {
+Field LayerTypeField(LayerConfig* layer) {
   std::vector<std::pair<const char*, LayerType>> types;
   for (const LayerKind& kind : LayerKinds())
     types.emplace_back(LayerTypeName(kind.type), kind.type);
-  Field type = Required(Enum("type", &layer->type, std::move(types)));
+  return Required(Enum("type", &layer->type, std::move(types)));
+}
+
+// Every key a layer may hold; which of them a type takes is LayerKinds'.
+std::vector<Field> LayerFields(LayerConfig* layer) {
+  return {LayerTypeField(layer),
+          NonEmptyString("name", &layer->name),
+          Int("out", &layer->out, 1),
+          Int("out_channels", &layer->out_channels, 1),
+          Int("kernel", &layer->kernel, 1),
+          Int("stride", &layer->stride, 0),
+          Int("padding", &layer->padding, 0),
+          Bool("bias", &layer->bias),
+          Float("rate", &layer->rate, Bound::kUnitInterval),
+          Int("vocab", &layer->vocab, 1, kMaxEmbeddingVocab),
+          Int("dim", &layer->dim, 1, kMaxEmbeddingDim),
+          Choice("mode", &layer->mode, {"sum", "mean", "concat"}),
+          Choice("init", &layer->init, {"xavier", "he", "normal", "uniform", "zeros"}),
+          Float("init_scale", &layer->init_scale, Bound::kPositive)};
+}
+
+Status ReadLayer(const Value& v, LayerConfig* layer) {
   std::map<std::string, int> lines;
   if (v.node.IsScalar()) {
     // `- relu` is short for `- {type: relu}`.
-    PSTRAIN_RETURN_IF_ERROR(type.read(v));
+    PSTRAIN_RETURN_IF_ERROR(LayerTypeField(layer).read(v));
   } else {
     if (!v.node.IsMap()) return v.Expected("a layer (a mapping, or a type name)");
-    PSTRAIN_RETURN_IF_ERROR(
-        ReadMap(v,
-                {type, NonEmptyString("name", &layer->name), Int("out", &layer->out, 1),
-                 Int("out_channels", &layer->out_channels, 1), Int("kernel", &layer->kernel, 1),
-                 Int("stride", &layer->stride, 0), Int("padding", &layer->padding, 0),
-                 Bool("bias", &layer->bias), Float("rate", &layer->rate, Bound::kUnitInterval),
-                 Int("vocab", &layer->vocab, 1, kMaxEmbeddingVocab),
-                 Int("dim", &layer->dim, 1, kMaxEmbeddingDim),
-                 Choice("mode", &layer->mode, {"sum", "mean", "concat"}),
-                 Choice("init", &layer->init, {"xavier", "he", "normal", "uniform", "zeros"}),
-                 Float("init_scale", &layer->init_scale, Bound::kPositive)},
-                &lines));
+    PSTRAIN_RETURN_IF_ERROR(ReadMap(v, LayerFields(layer), &lines));
   }
   const LayerKind* kind = nullptr;
   for (const LayerKind& k : LayerKinds()) {
@@ -186,23 +197,40 @@ Field Paths(const char* key, const std::string& base_dir, std::vector<std::strin
           }};
 }
 
+std::vector<Field> ModelFields(ModelConfig* model) {
+  const SectionFields layer_keys = &KeysOf<LayerConfig, &LayerFields>;
+  return {{"input", [model](const Value& x) { return ReadShape(x, &model->input); }},
+          Int("sparse_fields", &model->sparse_fields, 0),
+          Enum("device", &model->device, {Device::kCpu, Device::kGpu}, &DeviceName),
+          Enum("loss", &model->loss, {LossType::kSoftmaxCrossEntropy, LossType::kBceWithLogits},
+               &LossTypeName),
+          Section("layers", &model->layers, &ReadLayers, layer_keys, /*list=*/true),
+          Section("wide", &model->wide, &ReadLayers, layer_keys, /*list=*/true),
+          Section("deep", &model->deep, &ReadLayers, layer_keys, /*list=*/true)};
+}
+
+std::vector<Field> DataFields(const std::string& base_dir, DataConfig* data) {
+  return {Required(Enum("format", &data->format, {DataFormat::kIdx, DataFormat::kCriteo},
+                        &DataFormatName)),
+          Required(Paths("train", base_dir, &data->train)),
+          Paths("test", base_dir, &data->test),
+          Int("vocab", &data->vocab, 1, kMaxEmbeddingVocab),
+          Int("limit", &data->limit, 0),
+          Bool("shuffle", &data->shuffle)};
+}
+
+std::vector<Field> DataFieldsNoBase(DataConfig* data) { return DataFields("", data); }
+
 }  // namespace
+
+std::vector<Field> ModelFieldKeys() { return KeysOf<ModelConfig, &ModelFields>(); }
+std::vector<Field> DataFieldKeys() { return KeysOf<DataConfig, &DataFieldsNoBase>(); }
 
 Status ReadModel(const Value& v, ModelConfig* model) {
   *model = ModelConfig{};
   model->line = v.line;
   std::map<std::string, int> lines;
-  PSTRAIN_RETURN_IF_ERROR(
-      ReadMap(v,
-              {{"input", [&](const Value& x) { return ReadShape(x, &model->input); }},
-               Int("sparse_fields", &model->sparse_fields, 0),
-               Enum("device", &model->device, {Device::kCpu, Device::kGpu}, &DeviceName),
-               Enum("loss", &model->loss,
-                    {LossType::kSoftmaxCrossEntropy, LossType::kBceWithLogits}, &LossTypeName),
-               Section("layers", &model->layers, &ReadLayers),
-               Section("wide", &model->wide, &ReadLayers),
-               Section("deep", &model->deep, &ReadLayers)},
-              &lines));
+  PSTRAIN_RETURN_IF_ERROR(ReadMap(v, ModelFields(model), &lines));
   model->input_line = lines.count("input") > 0 ? lines["input"] : v.line;
   return CheckModel(v, lines, *model);
 }
@@ -211,14 +239,7 @@ Status ReadData(const Value& v, const std::string& base_dir, DataConfig* data) {
   *data = DataConfig{};
   data->line = v.line;
   std::map<std::string, int> lines;
-  PSTRAIN_RETURN_IF_ERROR(ReadMap(
-      v,
-      {Required(
-           Enum("format", &data->format, {DataFormat::kIdx, DataFormat::kCriteo}, &DataFormatName)),
-       Required(Paths("train", base_dir, &data->train)), Paths("test", base_dir, &data->test),
-       Int("vocab", &data->vocab, 1, kMaxEmbeddingVocab), Int("limit", &data->limit, 0),
-       Bool("shuffle", &data->shuffle)},
-      &lines));
+  PSTRAIN_RETURN_IF_ERROR(ReadMap(v, DataFields(base_dir, data), &lines));
   if (data->format != DataFormat::kIdx) return Status::OK();
   if (lines.count("vocab") > 0) {
     return v.Key("vocab", lines["vocab"]).Error("only used with format: criteo");
@@ -235,4 +256,16 @@ Status ReadData(const Value& v, const std::string& base_dir, DataConfig* data) {
 }
 
 }  // namespace config_internal
+
+std::vector<LayerKeys> KnownLayerKeys() {
+  std::vector<LayerKeys> out;
+  for (const config_internal::LayerKind& kind : config_internal::LayerKinds()) {
+    LayerKeys& keys = out.emplace_back();
+    keys.type = LayerTypeName(kind.type);
+    keys.required.assign(kind.required.begin(), kind.required.end());
+    keys.optional.assign(kind.optional.begin(), kind.optional.end());
+  }
+  return out;
+}
+
 }  // namespace pstrain

@@ -1,6 +1,12 @@
-// Internal to the config parser (config.cc, config_model.cc): the pieces that
-// read one YAML value and turn a mistake into a `<source>:<line>: <key>: <what>`
-// error. Nothing outside src/common includes this; yaml-cpp stays behind it.
+// Internal to the config parser (config.cc, model.cc; implemented in
+// reader.cc): the pieces that read one YAML value and turn a mistake into a
+// `<source>:<line>: <key>: <what>` error. Nothing outside src/common includes
+// this; yaml-cpp stays behind it.
+//
+// Each section's keys are one vector of Fields, built by a function over the
+// struct it fills (TrainFields, LayerFields, ...): ReadMap refuses any key
+// not in it, and KnownConfigKeys lists the same vectors, so the keys a user
+// may write are written down once.
 //
 // Readers only inspect nodes (IsScalar, Scalar, iteration, Mark) and never
 // call a throwing conversion, so the only exceptions come from the parser.
@@ -51,12 +57,30 @@ struct Value {
   }
 };
 
+struct Field;
+
+// The fields of a section, built on a throwaway struct (KeysOf) for their
+// keys alone: KnownConfigKeys lists them and never calls their readers.
+using SectionFields = std::vector<Field> (*)();
+
 // One key a mapping may hold, and how to read its value.
 struct Field {
   const char* key;
   std::function<Status(const Value&)> read;
   bool required = false;
+  // When the value is a section (a mapping, or with `list` a list of
+  // mappings): the fields it takes. The same vectors ReadMap refuses unknown
+  // keys by, so that KnownConfigKeys (config.h) cannot miss one.
+  SectionFields section = nullptr;
+  bool list = false;
 };
+
+// `build`'s fields over a T that is never read or written, for SectionFields.
+template <typename T, std::vector<Field> (*build)(T*)>
+std::vector<Field> KeysOf() {
+  static T* const unused = new T();
+  return build(unused);
+}
 
 Field Required(Field f);
 
@@ -71,6 +95,11 @@ Status ReadMap(const Value& map, const std::vector<Field>& fields,
 // for the error when `list` is something else.
 Status ReadList(const Value& list, std::string_view expected,
                 const std::function<Status(const Value& item)>& read);
+
+// Every key under `fields`, and under their sections, as a path below
+// `prefix` ("train.optimizer.lr", "parameters[].match"): KnownConfigKeys.
+void ListKeys(const std::vector<Field>& fields, const std::string& prefix,
+              std::vector<std::string>* out);
 
 // Every scalar under `node` by key path into `out` (Config::settings), the
 // path of `node` itself being `path` ("" for the document).
@@ -139,16 +168,21 @@ Field Enum(const char* key, E* out, std::initializer_list<E> values, const char*
 // A string that must be one of `names`, kept as written.
 Field Choice(const char* key, std::string* out, const std::vector<const char*>& names);
 
-// A field whose value is read by `read` (a nested section).
+// A field whose value is read by `read`: a nested section, a mapping whose
+// keys are `fields` (or with `list`, a list of such mappings).
 template <typename T>
-Field Section(const char* key, T* out, Status (*read)(const Value&, T*)) {
-  return {key, [=](const Value& v) { return read(v, out); }};
+Field Section(const char* key, T* out, Status (*read)(const Value&, T*), SectionFields fields,
+              bool list = false) {
+  return {key, [=](const Value& v) { return read(v, out); }, false, fields, list};
 }
 
-// The `model:` and `data:` sections (config_model.cc). `base_dir`, when not
-// empty, is the directory relative data paths are resolved against.
+// The `model:` and `data:` sections (model.cc). `base_dir`, when not empty,
+// is the directory relative data paths are resolved against.
 Status ReadModel(const Value& v, ModelConfig* model);
 Status ReadData(const Value& v, const std::string& base_dir, DataConfig* data);
+// Their keys, for SectionFields.
+std::vector<Field> ModelFieldKeys();
+std::vector<Field> DataFieldKeys();
 
 }  // namespace config_internal
 }  // namespace pstrain

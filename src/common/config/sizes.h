@@ -1,5 +1,5 @@
 // The sizes a parsed config implies, checked against stated caps before
-// anything is allocated (issue 13): a config can describe a model that no
+// anything is allocated: a config can describe a model that no
 // machine could hold (`out: 2000000000`), and that must be a one-line error
 // naming the file, line and key, not an allocation failure later on.
 //
