@@ -4,6 +4,9 @@
 
 #include <atomic>
 
+#include "comm/transport/connection.h"
+#include "comm/transport/event_loop.h"
+
 namespace pstrain {
 
 KvClient::KvClient(EventLoop* loop, std::vector<Connection::Ptr> servers, int worker_rank,

@@ -18,10 +18,11 @@
 
 #include "comm/ps/partition_map.h"
 #include "comm/transport/completion.h"
-#include "comm/transport/connection.h"
-#include "comm/transport/event_loop.h"
 
 namespace pstrain {
+
+class Connection;  // comm/transport/connection.h
+class EventLoop;   // comm/transport/event_loop.h
 
 // Completion of one push or pull. Copyable; Wait() may be called any number
 // of times.
@@ -55,7 +56,7 @@ struct KvOp {
 class KvClient {
  public:
   // `servers[r]` is the connection to server rank r, on `loop`.
-  KvClient(EventLoop* loop, std::vector<Connection::Ptr> servers, int worker_rank,
+  KvClient(EventLoop* loop, std::vector<std::shared_ptr<Connection>> servers, int worker_rank,
            PartitionMap map);
 
   const PartitionMap& map() const { return map_; }
@@ -89,7 +90,7 @@ class KvClient {
   KvHandle Failed(Status status);
 
   EventLoop* loop_;
-  std::vector<Connection::Ptr> servers_;
+  std::vector<std::shared_ptr<Connection>> servers_;
   const int worker_rank_;
   PartitionMap map_;
 };

@@ -7,6 +7,8 @@
 #include <memory>
 
 #include "comm/transport/completion.h"
+#include "comm/transport/connection.h"
+#include "comm/transport/event_loop.h"
 
 namespace pstrain {
 void SparseClient::Group(const std::vector<RowTransfer>& transfers) {

@@ -13,14 +13,17 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "comm/transport/connection.h"
-#include "comm/transport/event_loop.h"
 #include "comm/ps/row_placement.h"
+#include "src/common/status.h"
 
 namespace pstrain {
+
+class Connection;  // comm/transport/connection.h
+class EventLoop;   // comm/transport/event_loop.h
 
 // One table's part of a call: `ids` (distinct) and their rows, dim floats
 // each: where a pull puts them, or what a push sends.
@@ -33,7 +36,7 @@ struct RowTransfer {
 
 class SparseClient {
  public:
-  SparseClient(EventLoop* loop, std::vector<Connection::Ptr> servers, int worker)
+  SparseClient(EventLoop* loop, std::vector<std::shared_ptr<Connection>> servers, int worker)
       : loop_(loop), servers_(std::move(servers)), worker_(worker) {}
 
   // A server looks rows up before it can send them; a pull of more rows
@@ -64,7 +67,7 @@ class SparseClient {
   void Group(const std::vector<RowTransfer>& transfers);
 
   EventLoop* loop_;
-  std::vector<Connection::Ptr> servers_;
+  std::vector<std::shared_ptr<Connection>> servers_;
   const int worker_;
   std::vector<ServerGroups> groups_;
   std::vector<std::vector<float>> received_;  // Pull's, by table and server
