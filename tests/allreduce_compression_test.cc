@@ -194,13 +194,8 @@ TEST_CASE("momentum correction: workers encode masked momentum, every copy runs 
     }));
     // The rule (tests/threshold_oracle.h); and the same without masking,
     // which must not match (masking matters on this stream).
-    testing::ThresholdRun run;
-    run.workers = kWorkers;
-    run.steps = kSteps;
-    run.elements = kElements;
-    run.tau = kTau;
-    run.optimizer = config.train.optimizer;
-    run.gradient = gradient;
+    testing::ThresholdRun run = testing::MakeThresholdRun(kWorkers, kSteps, kElements, kTau,
+                                                          config.train.optimizer, gradient);
     const testing::ThresholdOutcome rule = testing::ThresholdOracle(run);
     run.mask = false;
     const std::vector<float> unmasked = testing::ThresholdOracle(run).weights;

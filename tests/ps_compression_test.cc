@@ -217,13 +217,9 @@ TEST_CASE("sync: the servers apply the mean of the workers' +-tau messages, resi
   // The rule (tests/threshold_oracle.h) without momentum: each worker adds
   // its gradient to its residual and sends +-tau where the residual reached
   // tau; the server takes the mean.
-  testing::ThresholdRun run;
-  run.workers = kWorkers;
-  run.steps = kSteps;
-  run.elements = kElements;
-  run.tau = kTau;
-  run.optimizer = config.train.optimizer;
-  run.gradient = [&](int rank, int64_t, int64_t i) { return gradient(rank, i); };
+  testing::ThresholdRun run =
+      testing::MakeThresholdRun(kWorkers, kSteps, kElements, kTau, config.train.optimizer,
+                                [&](int rank, int64_t, int64_t i) { return gradient(rank, i); });
   const std::vector<float> expected = testing::ThresholdOracle(run).weights;
   for (int r = 0; r < kWorkers; ++r)
     for (int64_t i = 0; i < kElements; ++i)
@@ -300,13 +296,8 @@ TEST_CASE("momentum correction: workers encode masked momentum, the server runs 
     Status st = RunLocalJob(job);
     REQUIRE_MESSAGE(st.ok(), st.message());
     // The rule (tests/threshold_oracle.h).
-    testing::ThresholdRun run;
-    run.workers = kWorkers;
-    run.steps = kSteps;
-    run.elements = kElements;
-    run.tau = kTau;
-    run.optimizer = config.train.optimizer;
-    run.gradient = gradient;
+    testing::ThresholdRun run = testing::MakeThresholdRun(kWorkers, kSteps, kElements, kTau,
+                                                          config.train.optimizer, gradient);
     const testing::ThresholdOutcome rule = testing::ThresholdOracle(run);
     const std::vector<float>& expected = rule.weights;
     const std::vector<std::vector<float>>& u = rule.u;

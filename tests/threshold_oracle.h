@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "src/common/config/optimizer_config.h"
@@ -34,6 +35,20 @@ struct ThresholdRun {
   bool mask = true;
   std::function<float(int rank, int64_t step, int64_t i)> gradient;
 };
+
+// A run of `workers` x `steps` over `elements` weights, masking on.
+inline ThresholdRun MakeThresholdRun(int workers, int64_t steps, int64_t elements, float tau,
+                                     const OptimizerConfig& optimizer,
+                                     std::function<float(int, int64_t, int64_t)> gradient) {
+  ThresholdRun run;
+  run.workers = workers;
+  run.steps = steps;
+  run.elements = elements;
+  run.tau = tau;
+  run.optimizer = optimizer;
+  run.gradient = std::move(gradient);
+  return run;
+}
 
 struct ThresholdOutcome {
   std::vector<float> weights;         // after the last step
