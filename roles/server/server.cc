@@ -9,6 +9,7 @@
 
 #include "comm/transport/completion.h"
 #include "roles/node/resume.h"
+#include "roles/server/table_host.h"
 #include "src/common/checkpoint_file.h"
 #include "src/common/mutex.h"
 

@@ -33,17 +33,18 @@
 #include <utility>
 #include <vector>
 
-#include "roles/node/node.h"
-#include "roles/server/shard.h"
-#include "roles/server/metrics.h"
-#include "roles/placement/server_tables.h"
 #include "roles/checkpoint/shard_file.h"
 #include "roles/checkpoint/store.h"
-#include "roles/server/table_host.h"
+#include "roles/node/node.h"
+#include "roles/placement/server_tables.h"
+#include "roles/server/metrics.h"
+#include "roles/server/shard.h"
 #include "src/common/checkpoint_file.h"
 #include "src/common/config/config.h"
 
 namespace pstrain {
+
+class TableHost;  // roles/server/table_host.h
 
 class Server {
  public:
