@@ -5,8 +5,6 @@
 // disk disagrees with its store, and a damaged store file, are errors naming
 // the file; the scratch copy of the stores goes with the reader, also when
 // opening fails, and the checkpoint is never changed.
-#include "roles/checkpoint/table.h"
-
 #include <doctest/doctest.h>
 #include <stdlib.h>
 
@@ -15,6 +13,7 @@
 #include <map>
 #include <vector>
 
+#include "roles/checkpoint/table.h"
 #include "roles/checkpoint/weights.h"
 #include "tests/tiered_checkpoint_util.h"
 

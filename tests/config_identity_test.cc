@@ -1,11 +1,10 @@
 // What two nodes or a node and a checkpoint compare: which keys count, and
 // the line that names how two configs differ.
-#include "src/common/config/identity.h"
-
 #include <doctest/doctest.h>
 
 #include <string>
 
+#include "src/common/config/identity.h"
 #include "tests/config_test_util.h"
 
 namespace pstrain {

@@ -1,14 +1,13 @@
 // Sizes a config implies are capped before anything is allocated: each
 // issue-13 example is a one-line file:line: key: error, and the shipped
 // configs (and models near the caps) still pass.
-#include "src/common/config/sizes.h"
-
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <string>
 
 #include "src/common/config/config.h"
+#include "src/common/config/sizes.h"
 #include "tests/config_test_util.h"
 
 namespace pstrain {

@@ -16,8 +16,8 @@
 #include <mutex>
 #include <thread>
 
-#include "roles/worker/checkpointing.h"
 #include "roles/local_job.h"
+#include "roles/worker/checkpointing.h"
 #include "src/common/checkpoint_file.h"
 #include "tests/test_util.h"
 

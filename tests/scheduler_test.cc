@@ -15,10 +15,10 @@
 #include <thread>
 
 #include "comm/transport/frame.h"
-#include "roles/worker/checkpointing.h"
-#include "roles/node/cluster_client.h"
 #include "roles/local_job.h"
+#include "roles/node/cluster_client.h"
 #include "roles/server/server.h"
+#include "roles/worker/checkpointing.h"
 #include "roles/worker/worker.h"
 #include "tests/test_util.h"
 

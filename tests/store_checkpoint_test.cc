@@ -1,14 +1,13 @@
 // The store's file list in a checkpoint (roles/checkpoint/store.h): what a
 // resume restores is exactly what the checkpoint listed, or an error naming
 // the file; checksums are read once per file.
-#include "roles/checkpoint/store.h"
-
 #include <doctest/doctest.h>
 #include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
 
+#include "roles/checkpoint/store.h"
 #include "tests/test_util.h"
 
 namespace pstrain {

@@ -6,9 +6,9 @@
 #include <memory>
 #include <vector>
 
+#include "comm/collective/ring_collective.h"
 #include "comm/transport/event_loop.h"
 #include "comm/transport/listener.h"
-#include "comm/collective/ring_collective.h"
 
 namespace pstrain {
 

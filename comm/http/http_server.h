@@ -24,8 +24,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "comm/transport/event_loop.h"
 #include "comm/http/http_request.h"
+#include "comm/transport/event_loop.h"
 #include "comm/transport/timer.h"
 #include "src/common/logging.h"
 #include "src/common/status.h"

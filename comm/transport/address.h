@@ -6,10 +6,11 @@
 #include <functional>
 #include <string>
 
-#include "comm/transport/event_loop.h"
 #include "src/common/status.h"
 
 namespace pstrain {
+
+class EventLoop;  // comm/transport/event_loop.h
 
 // Resolves `host` (an IP literal or a name) with `port`. IP literals resolve
 // at once; names go through libuv's resolver off the loop thread. `done` runs

@@ -10,8 +10,8 @@
 #include "comm/transport/listener.h"
 #include "comm/transport/signal_watcher.h"
 #include "roles/node/cluster_client.h"
-#include "src/common/logging.h"
 #include "src/common/config/options.h"
+#include "src/common/logging.h"
 
 namespace pstrain {
 

@@ -11,8 +11,8 @@
 #include <functional>
 
 #include "src/common/config/config.h"
-#include "src/common/logging.h"
 #include "src/common/config/options.h"
+#include "src/common/logging.h"
 
 namespace pstrain {
 

@@ -7,13 +7,14 @@
 
 #include <string>
 
-#include "roles/node/cluster_client.h"
 #include "src/common/checkpoint_file.h"
 #include "src/common/config/config.h"
 #include "src/common/logging.h"
 #include "src/common/status.h"
 
 namespace pstrain {
+
+class ClusterClient;  // roles/node/cluster_client.h
 
 // The checkpoint a node starts from: the newest complete one of this job
 // when train.checkpoint.resume is set (and one exists), else step 0 with no

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <new>
 
-#include "optim/threshold_codec.h"
 #include "optim/momentum_correction.h"
+#include "optim/threshold_codec.h"
 
 namespace pstrain {
 

@@ -33,8 +33,8 @@
 #include <vector>
 
 #include "comm/collective/collective.h"
-#include "optim/threshold_codec.h"
 #include "optim/momentum_correction.h"
+#include "optim/threshold_codec.h"
 #include "src/nn/layer.h"
 
 namespace pstrain {

@@ -21,11 +21,12 @@
 #include <vector>
 
 #include "roles/checkpoint/step_files.h"
-#include "roles/worker/ps_averaging.h"
-#include "roles/worker/ps_compression.h"
 #include "src/common/status.h"
 
 namespace pstrain {
+
+class PsAveraging;    // roles/worker/ps_averaging.h
+class PsCompression;  // roles/worker/ps_compression.h
 
 // Whether this worker has such state (either pointer may be null).
 bool HasPsWorkerState(const PsCompression* compression, const PsAveraging* averaging);

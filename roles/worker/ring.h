@@ -17,9 +17,10 @@
 
 #include "comm/collective/ring_collective.h"
 #include "comm/collective/shm_ring.h"
-#include "roles/node/node.h"
 
 namespace pstrain {
+
+class Node;  // roles/node/node.h
 
 class WorkerRing {
  public:

@@ -17,8 +17,8 @@
 #include <filesystem>
 #include <map>
 
-#include "roles/worker/data_fit.h"
 #include "roles/checkpoint/model_layout.h"
+#include "roles/worker/data_fit.h"
 #include "roles/worker/trainer.h"
 #include "src/app/commands.h"
 #include "src/common/checkpoint_file.h"

@@ -14,17 +14,18 @@
 #include <string>
 #include <vector>
 
-#include "src/common/batch.h"
-#include "src/common/config/model_config.h"
 #include "src/common/status.h"
-#include "src/common/tensor.h"
-#include "src/nn/layer.h"
 
 // CUDA's cudaStream_t is `CUstream_st*`: naming the struct keeps CUDA's
 // headers out of this one, and the type stays checked.
 struct CUstream_st;
 
 namespace pstrain {
+
+struct Batch;        // src/common/batch.h
+struct ModelConfig;  // src/common/config/model_config.h
+struct Param;        // src/nn/layer.h
+struct Tensor;       // src/common/tensor.h
 
 using GpuStream = CUstream_st*;  // nullptr: CUDA's default stream
 

@@ -28,9 +28,9 @@
 #include <string>
 #include <vector>
 
-#include "comm/transport/listener.h"
 #include "comm/collective/ring_collective.h"
 #include "comm/collective/shm_ring.h"
+#include "comm/transport/listener.h"
 #include "src/app/bench/json.h"
 #include "src/common/logging.h"
 #include "src/common/tensor.h"
