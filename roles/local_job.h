@@ -6,13 +6,12 @@
 #include <functional>
 #include <string>
 
+#include "roles/worker/job.h"
 #include "src/common/config/config.h"
 #include "src/common/config/options.h"
 #include "src/common/logging.h"
 
 namespace pstrain {
-
-class WorkerJob;  // roles/worker/job.h
 
 struct LocalJobOptions {
   ClusterOptions cluster;  // sched_host/sched_port are ignored: 127.0.0.1, any port

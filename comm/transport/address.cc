@@ -8,6 +8,8 @@
 #include <cstring>
 #include <memory>
 
+#include "comm/transport/event_loop.h"
+
 namespace pstrain {
 namespace {
 

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "roles/node/cluster_client.h"
 #include "src/common/config/identity.h"
 
 namespace pstrain {

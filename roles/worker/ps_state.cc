@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "roles/worker/ps_averaging.h"
+#include "roles/worker/ps_compression.h"
 #include "src/common/checkpoint_file.h"
 
 namespace pstrain {

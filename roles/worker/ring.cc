@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "roles/node/node.h"
+
 namespace pstrain {
 
 WorkerRing::WorkerRing(Node* node) : node_(node) {}

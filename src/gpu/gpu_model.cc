@@ -11,10 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "src/common/batch.h"
+#include "src/common/config/model_config.h"
+#include "src/common/tensor.h"
 #include "src/gpu/cuda_util.h"
 #include "src/gpu/gpu.h"
 #include "src/gpu/gpu_layers.h"
 #include "src/gpu/kernels.h"
+#include "src/nn/layer.h"
 #include "src/nn/layers.h"  // CreateLayer, ShapeString
 #include "src/nn/loss.h"
 #include "src/nn/model.h"  // NamedLayers

@@ -1,6 +1,7 @@
 // The GPU API where CUDA was not found at build time (or was turned off with
 // PSTRAIN_ENABLE_CUDA=OFF): every call that needs a device says why it
 // cannot have one, so `device: gpu` fails at start-up with that message.
+#include "src/common/config/model_config.h"
 #include "src/gpu/gpu.h"
 
 namespace pstrain {

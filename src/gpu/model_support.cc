@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/common/config/model_config.h"
 #include "src/gpu/gpu.h"
 
 namespace pstrain {
