@@ -9,11 +9,18 @@
 #include "roles/scheduler/scheduler.h"
 #include "roles/server/server.h"
 #include "roles/worker/worker.h"
+#include "src/common/open_files.h"
 
 namespace pstrain {
 
 Status RunLocalJob(const LocalJobOptions& options) {
   ClusterOptions cluster = options.cluster;
+  // Every node's connections, both ends of each, in this one process: each
+  // worker to each server, to the scheduler and to its ring neighbour.
+  const int64_t servers = cluster.server_num, workers = cluster.worker_num;
+  PSTRAIN_RETURN_IF_ERROR(CheckOpenFileLimit(
+      2 * servers * workers + 2 * (servers + workers) + 2 * workers + kSpareDescriptors,
+      fmt::format("a local job of {} servers and {} workers", servers, workers)));
   cluster.sched_host = "127.0.0.1";
   cluster.sched_port = 0;
   Scheduler scheduler(cluster, options.make_logger("scheduler"));

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "src/common/open_files.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -26,6 +27,9 @@ int main(int argc, char** argv) {
   // As in pstrain's own main(): nodes run in-process here, and a write to a
   // socket a peer reset must fail, not end the test binary.
   std::signal(SIGPIPE, SIG_IGN);
+  // As there too: a job of hundreds of in-process nodes holds thousands of
+  // descriptors.
+  pstrain::RaiseOpenFileLimit();
   std::string suite;
   std::vector<char*> doctest_args;
   for (int i = 0; i < argc; ++i) {

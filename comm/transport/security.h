@@ -20,7 +20,9 @@ struct SecuritySettings {
   // A connection not authenticated within this long is closed.
   uint64_t handshake_timeout_ms = 0;
   // Accepted connections still in their handshake at once; one more is
-  // closed on arrival.
+  // closed on arrival. The job's own nodes are counted on top of the
+  // configured cap (SecurityFrom), so that the cap bounds strangers only: a
+  // server of W workers may see all W dial it at the same moment.
   int max_handshaking = 0;
   // A frame begun that receives no byte for this long is dropped with its
   // connection.
@@ -44,7 +46,10 @@ inline SecuritySettings SecurityFrom(const ClusterOptions& c) {
   SecuritySettings s;
   s.token = c.token;
   s.handshake_timeout_ms = static_cast<uint64_t>(c.handshake_timeout_s * 1000.0 + 0.5);
-  s.max_handshaking = c.max_handshaking;
+  // Every node of the job (servers, workers and the scheduler) may be in
+  // its handshake with this one at once; the configured cap is what
+  // strangers get beyond them.
+  s.max_handshaking = c.max_handshaking + std::max(0, c.server_num) + std::max(0, c.worker_num) + 1;
   s.frame_stall_timeout_ms = static_cast<uint64_t>(c.frame_stall_timeout_s * 1000.0 + 0.5);
   s.max_queued_bytes = c.max_queued_bytes;
   // A peer that cannot be reached within the heartbeat timeout would count

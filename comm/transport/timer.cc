@@ -52,4 +52,38 @@ void Timer::OnTimer(uv_timer_t* handle) {
   fn();
 }
 
+namespace {
+
+// RunAfter's handle: deletes itself once closed, fired or not.
+class OneShotTimer : public HandleOwner {
+ public:
+  explicit OneShotTimer(std::function<void(bool)> fn) : fn_(std::move(fn)) {}
+  void OnHandleClosed(uv_handle_t*) override {
+    if (fn_) fn_(false);  // the loop stopped before it fired
+    delete this;
+  }
+  static void OnTimer(uv_timer_t* handle) {
+    auto* self = static_cast<OneShotTimer*>(static_cast<HandleOwner*>(handle->data));
+    std::function<void(bool)> fn = std::move(self->fn_);
+    self->fn_ = nullptr;
+    CloseHandle(reinterpret_cast<uv_handle_t*>(handle));
+    fn(true);
+  }
+  uv_timer_t handle;
+
+ private:
+  std::function<void(bool)> fn_;
+};
+
+}  // namespace
+
+void RunAfter(EventLoop* loop, uint64_t delay_ms, std::function<void(bool fired)> fn) {
+  PSTRAIN_DCHECK_ON_LOOP(loop);
+  if (loop->IsStopping()) return fn(false);
+  auto* timer = new OneShotTimer(std::move(fn));
+  uv_timer_init(loop->uv(), &timer->handle);
+  timer->handle.data = static_cast<HandleOwner*>(timer);
+  uv_timer_start(&timer->handle, &OneShotTimer::OnTimer, delay_ms, 0);
+}
+
 }  // namespace pstrain

@@ -50,4 +50,11 @@ class Timer : public HandleOwner {
   std::function<void()> fn_;
 };
 
+// Runs `fn(true)` once, `delay_ms` from now, on the loop's thread, with no
+// owner to keep alive: the handle frees itself once it has fired. When the
+// loop stops first, `fn(false)` runs instead (from the loop's last walk
+// over its handles), so that whoever waits on it is answered. Loop-thread
+// only; on a loop already stopping, `fn(false)` runs at once.
+void RunAfter(EventLoop* loop, uint64_t delay_ms, std::function<void(bool fired)> fn);
+
 }  // namespace pstrain

@@ -4,6 +4,7 @@
 
 #include "comm/transport/address.h"
 #include "comm/transport/tls.h"
+#include "src/common/open_files.h"
 
 namespace pstrain {
 
@@ -38,6 +39,16 @@ std::string Node::BindHost() const {
 }
 
 StatusOr<Topology> Node::Start(RequestHandler on_peer_request, CloseHandler on_peer_closed) {
+  // A server holds a connection per worker; a worker one per server and its
+  // ring neighbours. Said before the job starts, not as refused connections
+  // in the middle of it.
+  const ClusterOptions& c = options_.cluster;
+  PSTRAIN_RETURN_IF_ERROR(
+      options_.role == Role::kServer
+          ? CheckOpenFileLimit(c.worker_num + kSpareDescriptors,
+                               fmt::format("a server of {} workers", c.worker_num))
+          : CheckOpenFileLimit(c.server_num + 2 + kSpareDescriptors,
+                               fmt::format("a worker of {} servers", c.server_num)));
   auto tls = TlsContext::LoadIfSet(options_.cluster.tls);
   if (!tls.ok()) return tls.status();
   loop_.set_tls(std::move(*tls));

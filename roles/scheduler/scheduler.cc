@@ -7,6 +7,7 @@
 
 #include "comm/transport/tls.h"
 #include "src/common/config/identity.h"
+#include "src/common/open_files.h"
 
 namespace pstrain {
 Scheduler::Scheduler(ClusterOptions options, Logger log)
@@ -28,6 +29,10 @@ Scheduler::~Scheduler() {
 }
 
 StatusOr<uint16_t> Scheduler::Start() {
+  PSTRAIN_RETURN_IF_ERROR(
+      CheckOpenFileLimit(options_.server_num + options_.worker_num + kSpareDescriptors,
+                         fmt::format("the scheduler of {} servers and {} workers",
+                                     options_.server_num, options_.worker_num)));
   auto tls = TlsContext::LoadIfSet(options_.tls);
   if (!tls.ok()) return tls.status();
   loop_.set_tls(std::move(*tls));

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "comm/transport/patient_connect.h"
 #include "roles/node/node.h"
 
 namespace pstrain {
@@ -38,8 +39,8 @@ Status WorkerRing::Connect(const Topology& topology) {
   EventLoop* loop = &node_->loop();
   bool posted = loop->Post([this, loop, host = peer->host, port = peer->port, who, hello, rank,
                             world, next, connected] {
-    Connection::Connect(
-        loop, node_->log(), host, port,
+    ConnectPatiently(
+        loop, node_->log(), host, port, PeerConnectPatienceMs(*loop),
         [this, loop, who, hello, rank, world, next, connected](StatusOr<Connection::Ptr> conn) {
           if (!conn.ok()) return connected.Set(conn.status().WithContext(who));
           ring_ = std::make_unique<RingCollective>(loop, rank, world, *conn);

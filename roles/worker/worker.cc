@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "comm/transport/completion.h"
+#include "comm/transport/patient_connect.h"
 #include "roles/worker/checkpointing.h"
 #include "src/common/random.h"
 
@@ -92,16 +93,16 @@ Status Worker::ConnectServers(const Topology& topology) {
   bool posted = node_.loop().Post([this, servers, hello, connected] {
     for (const NodeInfo& s : servers) {
       std::string who = fmt::format("server rank {} at {}:{}", s.rank, s.host, s.port);
-      Connection::Connect(&node_.loop(), node_.log(), s.host, s.port,
-                          [this, s, who, hello, connected](StatusOr<Connection::Ptr> conn) {
-                            if (!conn.ok())
-                              return connected->Report(conn.status().WithContext(who));
-                            servers_[s.rank] = *conn;
-                            (*conn)->Start(nullptr, nullptr);
-                            (*conn)->Call(hello, [who, connected](StatusOr<Incoming> reply) {
-                              connected->Report(reply.status().WithContext(who));
-                            });
-                          });
+      ConnectPatiently(&node_.loop(), node_.log(), s.host, s.port,
+                       PeerConnectPatienceMs(node_.loop()),
+                       [this, s, who, hello, connected](StatusOr<Connection::Ptr> conn) {
+                         if (!conn.ok()) return connected->Report(conn.status().WithContext(who));
+                         servers_[s.rank] = *conn;
+                         (*conn)->Start(nullptr, nullptr);
+                         (*conn)->Call(hello, [who, connected](StatusOr<Incoming> reply) {
+                           connected->Report(reply.status().WithContext(who));
+                         });
+                       });
     }
   });
   if (!posted) return Aborted("the worker is stopping");

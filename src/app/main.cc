@@ -37,6 +37,7 @@
 #include "src/common/config/identity.h"
 #include "src/common/config/options.h"
 #include "src/common/logging.h"
+#include "src/common/open_files.h"
 #include "src/data/dataset.h"
 #include "src/data/gen_cli.h"
 
@@ -280,6 +281,8 @@ int Main(const std::vector<std::string>& args) {
   if (auto level = env("PSTRAIN_LOG_LEVEL")) {
     if (Status st = ApplyLogLevel(*level, "PSTRAIN_LOG_LEVEL"); !st.ok()) return UsageError(st);
   }
+  if (std::string raised = RaiseOpenFileLimit(); !raised.empty())
+    MakeLogger("pstrain")->debug("{}", raised);
   const std::string first = args.empty() ? "" : args[0];
   const std::vector<std::string> rest(args.begin() + (args.empty() ? 0 : 1), args.end());
   if (first == "--help" || first == "-h" || first == "help") {
