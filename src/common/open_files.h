@@ -14,7 +14,7 @@ namespace pstrain {
 
 // Descriptors a node keeps for what is not a peer: its listener, the event
 // loop's own, log and metrics files, checkpoint files being written.
-inline constexpr int64_t kSpareDescriptors = 64;
+inline constexpr int64_t kSpareDescriptors = 24;
 
 // Raises the soft RLIMIT_NOFILE to the hard limit. Returns a line saying
 // what changed ("open-file limit raised from 1024 to 524288"), or "" when

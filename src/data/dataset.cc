@@ -47,9 +47,12 @@ Status CheckIdxPair(const std::vector<std::string>& paths, const char* which) {
   return missing.empty() ? Status::OK() : MissingFiles(missing);
 }
 
-StatusOr<Dataset> LoadIdxPair(const std::vector<std::string>& paths, const char* which) {
+// `max_samples` > 0: only the first that many are read (data.limit), so that
+// a worker of a job on a slice holds the slice, not the whole file.
+StatusOr<Dataset> LoadIdxPair(const std::vector<std::string>& paths, const char* which,
+                              int64_t max_samples = 0) {
   PSTRAIN_RETURN_IF_ERROR(CheckIdxPair(paths, which));
-  return LoadIdx(paths[0], paths[1]);
+  return LoadIdx(paths[0], paths[1], max_samples);
 }
 
 // The criteo files one reader loads: this worker's shards (`shard`), or every
@@ -124,13 +127,6 @@ Status UnknownFormat(const DataConfig& config) {
 
 }  // namespace
 
-void Dataset::Truncate(int64_t n) {
-  if (n >= size()) return;
-  labels.resize(static_cast<size_t>(n));
-  dense.resize(static_cast<size_t>(n * dense_per_sample()));
-  sparse.resize(static_cast<size_t>(n * fields));
-}
-
 StatusOr<std::vector<ShardFile>> ListShards(const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path p(path);
@@ -175,9 +171,7 @@ StatusOr<Dataset> LoadTrainShard(const DataConfig& config, int rank, int workers
   assert(workers > 0 && rank >= 0 && rank < workers);
   switch (config.format) {
     case DataFormat::kIdx: {
-      auto data = LoadIdxPair(config.train, "train");
-      if (data.ok() && config.limit > 0) data->Truncate(config.limit);
-      return data;
+      return LoadIdxPair(config.train, "train", config.limit);
     }
     case DataFormat::kCriteo:
       return LoadCriteo(config, config.train, "train", /*shard=*/true, rank, workers, config.limit);

@@ -30,8 +30,6 @@ struct Dataset {
 
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
   int64_t dense_per_sample() const { return NumElements(sample_shape); }
-  // Keeps the first n samples (no-op when there are fewer).
-  void Truncate(int64_t n);
 };
 
 // A shard file of a criteo path: its name and numeric suffix.
