@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include <string>
 
 #include "comm/transport/address.h"
+#include "src/common/open_files.h"
 
 namespace pstrain {
 
@@ -30,9 +30,8 @@ int DescriptorShortage(int fd) {
 }
 
 std::string DescriptorLimit() {
-  rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return "?";
-  return std::to_string(limit.rlim_cur);
+  const int64_t limit = OpenFileLimit();
+  return limit < 0 ? "?" : std::to_string(limit);
 }
 
 }  // namespace
