@@ -33,7 +33,8 @@ roles/offline: roles/checkpoint src/data
 roles: roles/scheduler roles/server roles/worker
 src/app/plot: src/common
 src/app/bench: roles
-src/app: src/app/bench src/app/plot roles/offline
+src/app/launch: src/common/config
+src/app: src/app/bench src/app/plot src/app/launch roles/offline
 '
 UV_FOLDERS='comm/transport comm/http'
 

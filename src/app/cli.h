@@ -23,6 +23,9 @@ int RunExportCli(const std::vector<std::string>& args);
 int RunEvalCli(const std::vector<std::string>& args);
 int RunCheckCli(const std::vector<std::string>& args);
 int RunPlotCli(const std::vector<std::string>& args);
+// `pstrain launch --hostfile FILE | --hosts H1,H2 ...`: a job over ssh
+// (src/app/launch_cmd.cc).
+int RunLaunchCli(const std::vector<std::string>& args);
 
 // "pstrain 0.2.0 (CUDA: yes, NCCL: yes, native: yes, Release)", from the
 // generated build_info.h.

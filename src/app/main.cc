@@ -2,6 +2,7 @@
 //
 //   pstrain [flags]          run as the role in MS_ROLE (or --role)
 //   pstrain local [flags]    run a whole job on this machine
+//   pstrain launch [flags]   run a whole job on several hosts over ssh
 //   pstrain <subcommand> ... bench, gen, export, eval, check, plot (kSubcommands)
 //   pstrain --help           explain roles, variables and subcommands
 //   pstrain --version        the version and the build options
@@ -254,6 +255,8 @@ const std::vector<Subcommand>& Subcommands() {
   static const std::vector<Subcommand> kSubcommands = {
       {"local", "[flags]", "run a whole job (scheduler, servers, workers) on this machine",
        RunLocal},
+      {"launch", "--hostfile F | --hosts H1,H2 [flags]",
+       "start a job's nodes on several hosts over ssh and follow it to its end", RunLaunchCli},
       {"bench", "kv|allreduce|embedding|train|compress [flags]",
        "benchmarks, one JSON line per case (see docs/benchmarks.md)", RunBench},
       {"gen", "criteo --rows N --out DIR [flags]",
