@@ -12,7 +12,7 @@
 #   trap 'exit 1' HUP INT TERM          # so a signal runs the EXIT trap
 #   netns_setup sched s0 w0 w1=198.18.7.7
 #   netns_bg s0 "$BIN" > s0.log 2>&1    # NETNS_PID: its process id
-#   netns_exec w0 "$BIN" --version        # in the foreground
+#   netns_exec w0 "$BIN" --version      # in the foreground
 #   netns_teardown || exit 1            # asserts nothing of ours is left
 #
 # Functions:
