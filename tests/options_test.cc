@@ -233,6 +233,65 @@ TEST_CASE("the help names every flag with its variable") {
   CHECK(local.find("--role") == std::string::npos);  // local takes no role
 }
 
+TEST_CASE("a network mask comes from PSTRAIN_NETWORK_MASK or --network-mask") {
+  Env env = Valid();
+  env["PSTRAIN_NETWORK_MASK"] = "10.1.0.0/16";
+  auto o = ParseNodeOptions({}, Lookup(env));
+  REQUIRE(o.ok());
+  REQUIRE(o->network_mask.has_value());
+  CHECK(o->network_mask->text == "10.1.0.0/16");
+  o = ParseNodeOptions({"--network-mask", "198.18.0.0/15"}, Lookup(env));
+  REQUIRE(o.ok());
+  CHECK(o->network_mask->text == "198.18.0.0/15");
+  CHECK_FALSE(ParseNodeOptions({}, Lookup(Valid()))->network_mask.has_value());
+
+  const char* expected =
+      "expected a network in CIDR form, its bits past the prefix zero (10.1.0.0/16, fd00::/8)";
+  env["PSTRAIN_NETWORK_MASK"] = "10.1.2.3/16";
+  CHECK(ErrorOf(env) == std::string("PSTRAIN_NETWORK_MASK is '10.1.2.3/16': ") + expected);
+  CHECK(ErrorOf(Valid(), {"--network-mask=eth0"}) ==
+        std::string("--network-mask is 'eth0': ") + expected);
+}
+
+TEST_CASE("with a network mask a node advertises its address there; MS_NODE_HOST wins") {
+  const std::vector<InterfaceAddress> host = {{"lo", "127.0.0.1"}, {"eth1", "198.18.0.3"}};
+  Env env = Valid();
+  env["PSTRAIN_NETWORK_MASK"] = "198.18.0.0/15";
+  auto o = ParseNodeOptions({}, Lookup(env));
+  REQUIRE(o.ok());
+  auto said = ApplyNetworkMask(&*o, host);
+  REQUIRE(said.ok());
+  CHECK(o->node_host == "198.18.0.3");
+  CHECK(*said == "advertising 198.18.0.3 (eth1), in the network mask 198.18.0.0/15");
+
+  env["MS_NODE_HOST"] = "10.0.0.5";
+  o = ParseNodeOptions({}, Lookup(env));
+  said = ApplyNetworkMask(&*o, host);
+  REQUIRE(said.ok());
+  CHECK(o->node_host == "10.0.0.5");
+  CHECK(*said ==
+        "advertising MS_NODE_HOST 10.0.0.5, which wins over the network mask 198.18.0.0/15");
+
+  // No mask, or the scheduler: nothing changes, nothing to say.
+  o = ParseNodeOptions({}, Lookup(Valid()));
+  CHECK(ApplyNetworkMask(&*o, host)->empty());
+  CHECK(o->node_host.empty());
+  env.erase("MS_NODE_HOST");
+  env["MS_ROLE"] = "MS_SCHED";
+  o = ParseNodeOptions({}, Lookup(env));
+  CHECK(ApplyNetworkMask(&*o, {})->empty());
+  CHECK(o->node_host.empty());
+
+  env["MS_ROLE"] = "MS_WORKER";
+  env["PSTRAIN_NETWORK_MASK"] = "10.9.0.0/16";
+  o = ParseNodeOptions({}, Lookup(env));
+  said = ApplyNetworkMask(&*o, host);
+  REQUIRE_FALSE(said.ok());
+  CHECK(said.status().message() ==
+        "PSTRAIN_NETWORK_MASK (--network-mask): no interface has an address in 10.9.0.0/16; this "
+        "host has 127.0.0.1 (lo), 198.18.0.3 (eth1)");
+}
+
 TEST_CASE("the last of a repeated flag wins, as before") {
   auto o = ParseNodeOptions({"--workers", "1", "--workers", "4"}, Lookup(Valid()));
   REQUIRE(o.ok());

@@ -38,6 +38,7 @@
 #include "src/common/config/identity.h"
 #include "src/common/config/options.h"
 #include "src/common/logging.h"
+#include "src/common/network_mask.h"
 #include "src/common/open_files.h"
 #include "src/data/dataset.h"
 #include "src/data/gen_cli.h"
@@ -218,6 +219,9 @@ int RunRole(const std::vector<std::string>& args) {
   if (!options.ok()) return UsageError(options.status());
   auto config = PrepareNodes(&options->cluster, options->config_path);
   if (!config.ok()) return UsageError(config.status());
+  auto chosen_host = ApplyNetworkMask(&*options, LocalInterfaceAddresses());
+  if (!chosen_host.ok()) return UsageError(chosen_host.status());
+  if (!chosen_host->empty()) MakeLogger(RoleName(options->role))->info("{}", *chosen_host);
   options->cluster.recovery_wait_s = config->train.RecoveryWaitSeconds();
   options->cluster.max_failed_link_rollbacks = config->train.MaxFailedLinkRollbacks();
   return ReportingOutOfMemory(RoleName(options->role), [&] { return RunNode(*options, *config); });

@@ -206,6 +206,15 @@ std::vector<Setting> NodeSettings(NodeOptions* o) {
       TextSetting("node-host", "MS_NODE_HOST", false, "a host name or IP address", &o->node_host),
       "address this node advertises to its peers (default: the address "
       "it reaches the scheduler from)"));
+  settings.push_back(Described(
+      {"network-mask", "PSTRAIN_NETWORK_MASK", false,
+       "a network in CIDR form, its bits past the prefix zero (10.1.0.0/16, fd00::/8)",
+       [o](const std::string& s) {
+         o->network_mask = ParseNetworkMask(s);
+         return o->network_mask.has_value();
+       }},
+      "a server or worker without --node-host advertises and listens on its address in this "
+      "network"));
   settings.push_back(
       Described(PortSetting("node-port", "PSTRAIN_NODE_PORT", false, 0, &o->node_port),
                 "port this node listens on (default: any)"));
@@ -409,6 +418,20 @@ StatusOr<NodeOptions> ParseNodeOptions(const std::vector<std::string>& args, con
   PSTRAIN_RETURN_IF_ERROR(CheckRequestedRank(o));
   if (o.node_id.empty()) o.node_id = MakeNodeId();
   return o;
+}
+
+StatusOr<std::string> ApplyNetworkMask(NodeOptions* o,
+                                       const std::vector<InterfaceAddress>& addresses) {
+  if (!o->network_mask || o->role == Role::kScheduler) return std::string();
+  const std::string& mask = o->network_mask->text;
+  if (!o->node_host.empty())
+    return fmt::format("advertising MS_NODE_HOST {}, which wins over the network mask {}",
+                       o->node_host, mask);
+  auto chosen = AddressIn(*o->network_mask, addresses);
+  if (!chosen.ok()) return chosen.status().WithContext("PSTRAIN_NETWORK_MASK (--network-mask)");
+  o->node_host = chosen->ip;
+  return fmt::format("advertising {} ({}), in the network mask {}", chosen->ip, chosen->interface,
+                     mask);
 }
 
 StatusOr<LocalOptions> ParseLocalOptions(const std::vector<std::string>& args,

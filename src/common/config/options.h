@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "src/common/network_mask.h"
 #include "src/common/status.h"
 
 namespace CLI {
@@ -105,6 +106,9 @@ struct NodeOptions {
   // The address the node port listens on (PSTRAIN_BIND_HOST); empty: the
   // advertised one (MS_NODE_HOST, else the route's to the scheduler).
   std::string bind_host;
+  // The network whose address a server or worker advertises and listens on
+  // when MS_NODE_HOST is unset (PSTRAIN_NETWORK_MASK); see ApplyNetworkMask.
+  std::optional<NetworkMask> network_mask;
   // The rank this node asks the scheduler for (MS_NODE_RANK, --rank), below
   // the role's count; -1: the scheduler picks. Launchers set it from their
   // own index of the process, so log files and labels follow ranks.
@@ -119,6 +123,16 @@ EnvLookup ProcessEnv();
 // Parses a role process's options (`pstrain [flags]`): role and cluster shape
 // are required. `args` excludes the program name.
 StatusOr<NodeOptions> ParseNodeOptions(const std::vector<std::string>& args, const EnvLookup& env);
+
+// With a network mask, a server or worker that has no MS_NODE_HOST takes
+// the first of `addresses` (this host's: LocalInterfaceAddresses) in that
+// network as its node_host, so it advertises and listens there. MS_NODE_HOST
+// wins where both are set: an address names one interface, a mask narrows a
+// choice. The scheduler is left alone (it listens on MS_SCHED_HOST). Returns
+// the line to log about the choice ("" when there is no mask); no address
+// in the mask: FailedPrecondition naming the mask and every address.
+StatusOr<std::string> ApplyNetworkMask(NodeOptions* options,
+                                       const std::vector<InterfaceAddress>& addresses);
 
 // Options of `pstrain local`: the cluster shape from --servers/--workers (or
 // the MS_* variables), no role and no scheduler address.
