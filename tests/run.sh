@@ -14,9 +14,11 @@ REPO_DIR=$(cd "$(dirname "$0")/.." && pwd)
 # slurmd, slurmctld, slurm-client, openmpi-bin: pstrain-srun.sh under a
 # one-node Slurm and under mpirun (about 95 MB, 30 s to install).
 # prometheus: promtool checks the scheduler's /metrics page (live_view).
-# iproute2: network namespaces for the cut between two nodes (link_cut).
+# iproute2: network namespaces, hosts of their own for the multi-host tests.
+# openssh-server, openssh-client: pstrain launch over real ssh (launch_ssh).
 PSTRAIN_EXTRA_PACKAGES="python3 python3-yaml python3-numpy clang-format curl clang libclang-rt-14-dev \
-slurmd slurmctld slurm-client openmpi-bin prometheus iproute2" sh "$REPO_DIR/launch/build.sh"
+slurmd slurmctld slurm-client openmpi-bin prometheus iproute2 openssh-server openssh-client" \
+  sh "$REPO_DIR/launch/build.sh"
 # The k8s manifest test checks against kubernetes-models, from npm's registry:
 # fetched into build/node_modules where npm is there and the registry answers
 # (31 small packages, seconds); otherwise that test is skipped, not failed.
