@@ -5,7 +5,9 @@
 # turn (tc tbf, both directions). For each way of sharing updates, one JSON
 # line: seconds from the job's start until worker 0's test accuracy first
 # reached TARGET (null: not within EPOCHS), the accuracy at the end, and
-# the bytes per global step all workers sent and received together.
+# the bytes per global step that crossed the links (every host's transmitted
+# bytes, as its interface counts them: headers and all traffic included, the
+# all-reduce ring's too).
 #   {"bench":"bandwidth_train","link_mbit":100,"case":"dense_ps","time_to_target_s":412.3,...}
 # Cases (configs/): dense_ps (lenet_fashion_mnist), allreduce (every weight
 # all-reduced among the workers over TCP, no servers used),
@@ -53,6 +55,15 @@ config() {
     esac
 }
 
+# tx_bytes: what every host's interface has sent so far.
+tx_bytes() {
+  total=0
+  for h in $HOSTS; do
+    total=$((total + $(netns_exec "$h" cat /sys/class/net/eth0/statistics/tx_bytes)))
+  done
+  echo $total
+}
+
 # run_case RATE CASE: one job; prints its JSON line.
 run_case() {
   rate=$1 name=$2 dir="$WORK/$1-$2"
@@ -61,6 +72,10 @@ run_case() {
   export PSTRAIN_CONFIG="$dir/job.yaml" PSTRAIN_LOG_DIR="$dir" MS_SERVER_NUM=2 MS_WORKER_NUM=4
   export MS_SCHED_HOST=$(netns_addr sched) MS_SCHED_PORT=7070
   unset MS_NODE_HOST
+  # The hosts share this machine's /dev/shm: without this the workers would
+  # find each other's shared-memory channels and never use the links.
+  export PSTRAIN_RING_TRANSPORT=tcp
+  tx_before=$(tx_bytes)
   start=$(date +%s.%N)
   MS_ROLE=MS_SCHED netns_bg sched "$BIN" > "$dir/scheduler.log" 2>&1
   sched=$NETNS_PID
@@ -78,9 +93,11 @@ run_case() {
     done
   done
   sleep 1
-  python3 - "$dir" "$rate" "$name" "$TARGET" "$status" "$start" << 'PY'
-import json, sys, glob, os
-d, rate, name, target, status, start = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
+  tx=$(($(tx_bytes) - tx_before))
+  python3 - "$dir" "$rate" "$name" "$TARGET" "$status" "$start" "$tx" << 'PY'
+import json, sys, os
+d, rate, name, target = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+status, start, tx = int(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7])
 def lines(path):
     try:
         with open(path) as f:
@@ -91,10 +108,6 @@ w0 = lines(os.path.join(d, "metrics-worker-0.jsonl"))
 epochs = [e for e in w0 if e.get("event") == "epoch" and e.get("test_metric") is not None]
 reached = next((e for e in epochs if e["test_metric"] >= target), None)
 steps = max((e["step"] for e in w0 if e.get("event") == "step"), default=0)
-total = 0
-for p in glob.glob(os.path.join(d, "metrics-worker-*.jsonl")):
-    total += sum(e.get("bytes_sent", 0) + e.get("bytes_received", 0)
-                 for e in lines(p) if e.get("event") == "step")
 print(json.dumps({
     "bench": "bandwidth_train", "link_mbit": rate, "case": name, "workers": 4, "servers": 2,
     "target": target,
@@ -102,7 +115,8 @@ print(json.dumps({
     "epoch_at_target": None if reached is None else reached["epoch"],
     "final_accuracy": epochs[-1]["test_metric"] if epochs else None,
     "epochs": len(epochs), "steps": steps,
-    "bytes_per_step": round(total / steps) if steps else None,
+    "seconds_per_epoch": round((epochs[-1]["time"] - start) / len(epochs), 1) if epochs else None,
+    "bytes_per_step": round(tx / steps) if steps else None,
     "exit": status}))
 PY
 }
