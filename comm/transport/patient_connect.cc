@@ -49,9 +49,9 @@ void Try(std::shared_ptr<Attempt> a) {
 
 void ConnectPatiently(EventLoop* loop, Logger log, const std::string& host, uint16_t port,
                       uint64_t patience_ms, Connection::ConnectCallback done) {
-  auto attempt = std::make_shared<Attempt>(
-      Attempt{loop, std::move(log), host, port, loop->NowMs() + patience_ms});
-  attempt->done = std::move(done);
+  auto attempt = std::make_shared<Attempt>(Attempt{loop, std::move(log), host, port,
+                                                   loop->NowMs() + patience_ms, kFirstWaitMs, 0,
+                                                   std::move(done)});
   Try(std::move(attempt));
 }
 
