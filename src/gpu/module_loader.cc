@@ -49,8 +49,12 @@ Status NotLoaded(const std::string& why) {
 StatusOr<const Backend*> Load() {
   bool forced = false;
   const std::vector<std::string> paths = Candidates(&forced);
-  for (const std::string& path : paths) {
-    if (access(path.c_str(), F_OK) != 0) continue;
+  for (const std::string& candidate : paths) {
+    if (access(candidate.c_str(), F_OK) != 0) continue;
+    // "bin/../lib/pstrain/..." as the plain path, for messages and logs.
+    char* real = realpath(candidate.c_str(), nullptr);
+    const std::string path = real != nullptr ? real : candidate;
+    std::free(real);
     // RTLD_LOCAL: the module's copies of pstrain's code stay its own.
     void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (module == nullptr) {
