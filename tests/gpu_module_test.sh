@@ -11,8 +11,12 @@ BIN="$1"
 MODULE="${2:-}"
 FAKE="${3:-}"
 if [ -z "$MODULE" ]; then echo "skipped: this build has no CUDA module"; exit 77; fi
+# Each case below says where the module is, or means the search.
+unset PSTRAIN_GPU_MODULE
 command -v ldd > /dev/null || { echo "skipped: no ldd"; exit 77; }
 tmp=$(mktemp -d) || exit 1
+# The messages name the module by its real path.
+tmp=$(readlink -f "$tmp") FAKE=$(readlink -f "$FAKE")
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM
 passed=0
@@ -66,8 +70,8 @@ expect_error other_build "the GPU module could not be loaded: $FAKE was built fo
 mkdir "$tmp/bin" && cp "$BIN" "$tmp/bin/pstrain" && cp "$tmp/text.so" "$tmp/bin/libpstrain_cuda.so"
 gpu_job next_to_binary "$tmp/bin/pstrain"
 expect_error next_to_binary "the GPU module could not be loaded: $tmp/bin/libpstrain_cuda.so: "
-# Found in the build tree: the job trains on a GPU, or says there is none.
-gpu_job found "$BIN"
+# The module itself: the job trains on a GPU, or says there is none.
+gpu_job found "$BIN" "PSTRAIN_GPU_MODULE=$MODULE"
 if grep -q "could not be loaded" "$tmp/found.out"; then fail "found: $(cat "$tmp/found.out")"
 else pass "found: exit $status: $(tail -n 1 "$tmp/found.out")"
 fi
