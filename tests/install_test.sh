@@ -1,6 +1,7 @@
 #!/bin/sh
 # cmake --install into a temporary prefix gives a working installation: the
-# installed pstrain answers --help, and the installed launch scripts, with no
+# installed pstrain answers --help and, in a CUDA build, opens the installed
+# GPU module; the installed launch scripts, with no
 # checkout build and no pstrain on PATH, find <prefix>/bin/pstrain and run a
 # job of 2 servers and 2 workers on 127.0.0.1 (every process exits 0).
 # Usage: sh tests/install_test.sh BUILD_DIR
@@ -41,6 +42,20 @@ export MS_SCHED_PORT=$((20000 + $$ % 30000)) PSTRAIN_CONNECT_TIMEOUT=20
 . "$(dirname "$0")/tiny_job.sh"
 PSTRAIN_CONFIG=$(tiny_job "$prefix/bin/pstrain" "$tmp/data") || fail "gen criteo"
 export PSTRAIN_CONFIG
+# A CUDA build installs its module, and the installed pstrain opens that
+# one, not the build tree's, for a job with model.device: gpu (which then
+# runs, or says that no GPU is visible).
+if [ -e "$build/src/gpu/libpstrain_cuda.so" ]; then
+  module=$(find "$prefix" -name libpstrain_cuda.so | head -n 1)
+  [ -n "$module" ] && pass "installs $module" || fail "no libpstrain_cuda.so in the install"
+  { echo "model:"; echo "  device: gpu"; sed 1d "$PSTRAIN_CONFIG"; } > "${PSTRAIN_CONFIG%/*}/gpu.yaml"
+  LD_DEBUG=files "$prefix/bin/pstrain" local --config "${PSTRAIN_CONFIG%/*}/gpu.yaml" --servers 1 --workers 1 \
+    > "$tmp/gpu.out" 2>&1
+  if [ -n "$module" ] && grep -q "file=$module " "$tmp/gpu.out"; then
+    pass "the installed pstrain opens the installed module"
+  else fail "the installed pstrain did not open ${module:-its module}: $(grep -v '^ *[0-9]*:' "$tmp/gpu.out" | tail -n 2)"
+  fi
+fi
 launch="$prefix/share/pstrain/launch"
 (cd "$tmp" && sh "$launch/Scheduler.sh" && sh "$launch/Server.sh" && sh "$launch/Worker.sh") \
   > "$tmp/launch.out" 2>&1

@@ -1,15 +1,15 @@
-// What the CUDA build knows of the device: whether one is visible, its
-// description, and the CUDA and cuBLAS errors as Status (cuda_util.h).
+// What the CUDA module knows of the device: whether one is visible, its
+// description, DeviceBuffer's memory, and the CUDA and cuBLAS errors as
+// Status (cuda_util.h).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "src/gpu/cuda_backend.h"
 #include "src/gpu/cuda_util.h"
-#include "src/gpu/gpu.h"
 
-namespace pstrain {
-namespace gpu {
+namespace pstrain::gpu {
 
 Status CudaStatus(cudaError_t error, const char* call) {
   if (error == cudaSuccess) return Status::OK();
@@ -21,11 +21,7 @@ Status CublasStatus(cublasStatus_t status, const char* call) {
   return Internal(std::string(call) + ": " + cublasGetStatusString(status));
 }
 
-}  // namespace gpu
-
-bool GpuBuildEnabled() { return true; }
-
-Status CheckGpuVisible() {
+Status CudaBackend::CheckVisible() const {
   // Read here only to explain a missing device: CUDA itself applies it.
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   const std::string env = visible == nullptr
@@ -50,15 +46,15 @@ Status CheckGpuVisible() {
   }
   // A device can be listed and still refuse a context (exclusive mode, a
   // driver fault): make one now rather than at the first layer.
-  Status usable = gpu::CudaStatus(cudaSetDevice(0), "cudaSetDevice(0)");
-  if (usable.ok()) usable = gpu::CudaStatus(cudaFree(nullptr), "cudaFree(nullptr)");
+  Status usable = CudaStatus(cudaSetDevice(0), "cudaSetDevice(0)");
+  if (usable.ok()) usable = CudaStatus(cudaFree(nullptr), "cudaFree(nullptr)");
   if (!usable.ok()) {
     return FailedPrecondition("model.device: gpu, but GPU 0 is not usable: " + usable.message());
   }
   return Status::OK();
 }
 
-std::string GpuDescription() {
+std::string CudaBackend::Description() const {
   cudaDeviceProp prop{};
   const cudaError_t error = cudaGetDeviceProperties(&prop, 0);
   if (error != cudaSuccess) return std::string("no GPU (") + cudaGetErrorString(error) + ")";
@@ -69,30 +65,25 @@ std::string GpuDescription() {
          std::to_string(prop.major) + "." + std::to_string(prop.minor);
 }
 
-StatusOr<std::unique_ptr<DeviceBuffer>> DeviceBuffer::Create(int64_t n) {
+StatusOr<float*> CudaBackend::Allocate(int64_t n) const {
   float* data = nullptr;
   PSTRAIN_CUDA(
       cudaMalloc(reinterpret_cast<void**>(&data), sizeof(float) * std::max<int64_t>(n, 1)));
-  return std::unique_ptr<DeviceBuffer>(new DeviceBuffer(data, n));
+  return data;
 }
 
-DeviceBuffer::~DeviceBuffer() { cudaFree(data_); }
+void CudaBackend::Free(float* data) const { cudaFree(data); }
 
-Status DeviceBuffer::CopyFromHost(const std::vector<float>& src) {
-  if (static_cast<int64_t>(src.size()) != size_) {
-    return InvalidArgument("DeviceBuffer of " + std::to_string(size_) + " floats given " +
-                           std::to_string(src.size()));
-  }
+Status CudaBackend::CopyToDevice(float* device, const float* host, int64_t n) const {
   PSTRAIN_CUDA(cudaDeviceSynchronize());
-  PSTRAIN_CUDA(cudaMemcpy(data_, src.data(), sizeof(float) * size_, cudaMemcpyHostToDevice));
+  PSTRAIN_CUDA(cudaMemcpy(device, host, sizeof(float) * n, cudaMemcpyHostToDevice));
   return Status::OK();
 }
 
-StatusOr<std::vector<float>> DeviceBuffer::CopyToHost() const {
-  std::vector<float> out(static_cast<size_t>(size_));
+Status CudaBackend::CopyToHost(float* host, const float* device, int64_t n) const {
   PSTRAIN_CUDA(cudaDeviceSynchronize());
-  PSTRAIN_CUDA(cudaMemcpy(out.data(), data_, sizeof(float) * size_, cudaMemcpyDeviceToHost));
-  return out;
+  PSTRAIN_CUDA(cudaMemcpy(host, device, sizeof(float) * n, cudaMemcpyDeviceToHost));
+  return Status::OK();
 }
 
-}  // namespace pstrain
+}  // namespace pstrain::gpu

@@ -3,6 +3,13 @@
 // every call returns FailedPrecondition saying so, and GpuBuildEnabled() is
 // false.
 //
+// The CUDA code lives in a module of its own (libpstrain_cuda.so) that this
+// API opens on the first call needing a device (CheckGpuVisible,
+// GpuDescription, GpuModel::Build, DeviceBuffer::Create, NCCL); until then,
+// and in a process that never asks, no CUDA library is loaded.
+// GpuBuildEnabled and CheckGpuModelSupported never open it. Where the module
+// is looked for: src/gpu/module_loader.h.
+//
 // Threads: a GpuModel, a NcclCommunicator and a DeviceBuffer each belong to
 // one thread (the worker's). Device work is queued on a CUDA stream; the
 // calls that hand results to the host wait for it.
@@ -26,10 +33,14 @@ struct Batch;        // src/common/batch.h
 struct ModelConfig;  // src/common/config/model_config.h
 struct Param;        // src/nn/layer.h
 struct Tensor;       // src/common/tensor.h
+namespace gpu {
+class ModelBackend;       // src/gpu/backend.h
+class CollectiveBackend;  // src/gpu/backend.h
+}  // namespace gpu
 
 using GpuStream = CUstream_st*;  // nullptr: CUDA's default stream
 
-// True when this binary was built with CUDA.
+// True when this binary was built with CUDA (its module was built).
 bool GpuBuildEnabled();
 // OK when a CUDA device is usable; otherwise FailedPrecondition with a
 // message that says why ("model.device: gpu, but no GPU is visible (...)" or
@@ -93,9 +104,8 @@ class GpuModel {
   void SetTrainingForwards(uint64_t done);
 
  private:
-  struct Impl;  // device buffers, layers, cuBLAS handle (gpu_model.cc)
-  explicit GpuModel(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit GpuModel(std::unique_ptr<gpu::ModelBackend> backend);
+  std::unique_ptr<gpu::ModelBackend> backend_;  // the module's (gpu_model.cc)
 };
 
 // Floats in device memory outside a model (tests, benchmarks). Copies are
@@ -138,9 +148,8 @@ class NcclCommunicator {
   Status Synchronize();
 
  private:
-  struct Impl;  // ncclComm_t and the stream (nccl.cc)
-  explicit NcclCommunicator(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit NcclCommunicator(std::unique_ptr<gpu::CollectiveBackend> backend);
+  std::unique_ptr<gpu::CollectiveBackend> backend_;  // the module's (nccl.cc)
 };
 
 }  // namespace pstrain

@@ -1,5 +1,5 @@
-// GpuModel: the layers of gpu_layers.cc in order, the loss, and the copies
-// between the host Params and the device.
+// CudaModel, the module's side of GpuModel: the layers of gpu_layers.cc in
+// order, the loss, and the copies between the host Params and the device.
 //
 // Every parameter lives in one flat device array of values and one of
 // grads, in the order of the host params. Host <-> device copies go through
@@ -14,8 +14,8 @@
 #include "src/common/batch.h"
 #include "src/common/config/model_config.h"
 #include "src/common/tensor.h"
+#include "src/gpu/cuda_backend.h"
 #include "src/gpu/cuda_util.h"
-#include "src/gpu/gpu.h"
 #include "src/gpu/gpu_layers.h"
 #include "src/gpu/kernels.h"
 #include "src/nn/layer.h"
@@ -79,18 +79,38 @@ struct Tower {
   std::vector<DeviceTensor> douts;  // douts[i]: dL/d outs[i]
 };
 
-}  // namespace
+// Fields are open to Build below; the rest of the module sees only the
+// ModelBackend.
+class CudaModel final : public gpu::ModelBackend {
+ public:
+  ~CudaModel() override {
+    towers.clear();
+    context.reset();
+    if (blas != nullptr) cublasDestroy(blas);
+    if (device_stream != nullptr) cudaStreamDestroy(device_stream);
+  }
 
-struct GpuModel::Impl {
+  Status UploadWeights() override;
+  StatusOr<const Tensor*> Forward(const Batch& batch, bool training) override;
+  StatusOr<float> Backward(
+      const Batch& batch,
+      const std::function<Status(size_t, float*, int64_t)>& on_device_grads) override;
+  GpuStream stream() const override { return device_stream; }
+  double CopySeconds() const override { return copies.seconds(); }
+  void SetTrainingForwards(uint64_t done) override {
+    for (Tower& t : towers)
+      for (auto& layer : t.layers) layer->SetTrainingForwards(done);
+  }
+
   LossType loss = LossType::kSoftmaxCrossEntropy;
-  Shape input, output;            // one sample's
-  int64_t fields = 0;             // sparse ids per sample, 0: no embedding_bag
-  int64_t vocab = 0;              // with ids: the smallest embedding table's rows
-  std::vector<Param*> params;     // the host's, not owned
-  std::vector<int64_t> offsets;   // params[i] at offsets[i] in values and grads
-  int64_t total = 0;              // floats of all params
-  cudaStream_t stream = nullptr;  // owned
-  cublasHandle_t blas = nullptr;  // owned
+  Shape input, output;                   // one sample's
+  int64_t fields = 0;                    // sparse ids per sample, 0: no embedding_bag
+  int64_t vocab = 0;                     // with ids: the smallest embedding table's rows
+  std::vector<Param*> params;            // the host's, not owned
+  std::vector<int64_t> offsets;          // params[i] at offsets[i] in values and grads
+  int64_t total = 0;                     // floats of all params
+  cudaStream_t device_stream = nullptr;  // owned
+  cublasHandle_t blas = nullptr;         // owned
   std::unique_ptr<gpu::GpuContext> context;
   DeviceArray<float> values, grads;
   std::vector<Tower> towers;
@@ -107,20 +127,15 @@ struct GpuModel::Impl {
   int64_t trained_rows = -1;    // rows of the last Forward(training), -1: none since
   CopyTimer copies;
 
-  ~Impl() {
-    towers.clear();
-    context.reset();
-    if (blas != nullptr) cublasDestroy(blas);
-    if (stream != nullptr) cudaStreamDestroy(stream);
+ private:
+  Status Wait() {
+    return gpu::CudaStatus(cudaStreamSynchronize(device_stream), "cudaStreamSynchronize");
   }
-  Status Wait() { return gpu::CudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); }
   const DeviceTensor& Logits() const { return towers.size() == 1 ? towers[0].outs.back() : sum; }
   // Queues the batch's ids (and, for training, where each occurs) and
   // tells the layers where the batch is.
   Status UploadIds(const Batch& batch, int64_t n, bool training);
 };
-
-namespace {
 
 // One layer's shapes and which host params are its own, found by building
 // the CPU layer (so shapes and names follow src/nn exactly).
@@ -180,21 +195,9 @@ StatusOr<std::vector<std::vector<LayerPlan>>> Plan(const ModelConfig& config,
 
 }  // namespace
 
-GpuModel::GpuModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-GpuModel::~GpuModel() = default;
-
-GpuStream GpuModel::stream() const { return impl_->stream; }
-double GpuModel::CopySeconds() const { return impl_->copies.seconds(); }
-
-void GpuModel::SetTrainingForwards(uint64_t done) {
-  for (Tower& t : impl_->towers)
-    for (auto& layer : t.layers) layer->SetTrainingForwards(done);
-}
-
-StatusOr<std::unique_ptr<GpuModel>> GpuModel::Build(const ModelConfig& config,
-                                                    const std::vector<Param*>& params,
-                                                    uint64_t seed) {
-  PSTRAIN_RETURN_IF_ERROR(CheckGpuModelSupported(config));
+// The front checked CheckGpuModelSupported(config).
+StatusOr<std::unique_ptr<gpu::ModelBackend>> gpu::CudaBackend::BuildModel(
+    const ModelConfig& config, const std::vector<Param*>& params, uint64_t seed) const {
   auto plans = Plan(config, params, seed);
   if (!plans.ok()) return plans.status();
   const Shape& logits = plans->back().back().output;
@@ -208,9 +211,9 @@ StatusOr<std::unique_ptr<GpuModel>> GpuModel::Build(const ModelConfig& config,
                              LossTypeName(config.loss));
     }
   }
-  PSTRAIN_RETURN_IF_ERROR(CheckGpuVisible());
+  PSTRAIN_RETURN_IF_ERROR(CheckVisible());
 
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_unique<CudaModel>();
   impl->loss = config.loss;
   impl->input = config.input;
   impl->output = logits;
@@ -220,13 +223,13 @@ StatusOr<std::unique_ptr<GpuModel>> GpuModel::Build(const ModelConfig& config,
     impl->total += p->value.size();
   }
   PSTRAIN_CUDA(cudaSetDevice(0));
-  PSTRAIN_CUDA(cudaStreamCreate(&impl->stream));
+  PSTRAIN_CUDA(cudaStreamCreate(&impl->device_stream));
   PSTRAIN_CUBLAS(cublasCreate(&impl->blas));
-  PSTRAIN_CUBLAS(cublasSetStream(impl->blas, impl->stream));
+  PSTRAIN_CUBLAS(cublasSetStream(impl->blas, impl->device_stream));
   // Plain float32 products: TF32 tensor cores would round inputs to 10-bit
   // mantissas and the gradients would no longer match the CPU's.
   PSTRAIN_CUBLAS(cublasSetMathMode(impl->blas, CUBLAS_DEFAULT_MATH));
-  impl->context = std::make_unique<gpu::GpuContext>(impl->stream, impl->blas);
+  impl->context = std::make_unique<gpu::GpuContext>(impl->device_stream, impl->blas);
   PSTRAIN_RETURN_IF_ERROR(impl->values.Reserve(impl->total));
   PSTRAIN_RETURN_IF_ERROR(impl->grads.Reserve(impl->total));
   for (const std::vector<LayerPlan>& plans_of_tower : *plans) {
@@ -252,23 +255,22 @@ StatusOr<std::unique_ptr<GpuModel>> GpuModel::Build(const ModelConfig& config,
     return InvalidArgument("model: an embedding_bag of " + std::to_string(impl->vocab) +
                            " rows is more than the GPU path indexes (2^31 - 1)");
   }
-  std::unique_ptr<GpuModel> model(new GpuModel(std::move(impl)));
-  PSTRAIN_RETURN_IF_ERROR(model->UploadWeights());
-  return model;
+  PSTRAIN_RETURN_IF_ERROR(impl->UploadWeights());
+  return std::unique_ptr<gpu::ModelBackend>(std::move(impl));
 }
 
-Status GpuModel::UploadWeights() {
-  Impl& m = *impl_;
+Status CudaModel::UploadWeights() {
+  CudaModel& m = *this;
   m.copies.Begin();
   PSTRAIN_RETURN_IF_ERROR(m.staging.Reserve(m.total));
   for (size_t i = 0; i < m.params.size(); ++i) {
     const Tensor& v = m.params[i]->value;
     std::memcpy(m.staging.get() + m.offsets[i], v.ptr(), sizeof(float) * v.size());
   }
-  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.device_stream));
   PSTRAIN_CUDA(cudaMemcpyAsync(m.values.get(), m.staging.get(), sizeof(float) * m.total,
-                               cudaMemcpyHostToDevice, m.stream));
-  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
+                               cudaMemcpyHostToDevice, m.device_stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.device_stream));
   PSTRAIN_RETURN_IF_ERROR(m.Wait());
   return m.copies.Collect();
 }
@@ -277,7 +279,7 @@ Status GpuModel::UploadWeights() {
 // would read (or, in backward, mean) memory that is not the table's. For a
 // training Forward, a counting sort groups each id's occurrences, in batch
 // order, so that backward adds them in the CPU layer's order.
-Status GpuModel::Impl::UploadIds(const Batch& batch, int64_t n, bool training) {
+Status CudaModel::UploadIds(const Batch& batch, int64_t n, bool training) {
   gpu::DeviceBatch view;
   view.samples = n;
   view.dense = &this->batch;
@@ -319,10 +321,10 @@ Status GpuModel::Impl::UploadIds(const Batch& batch, int64_t n, bool training) {
     view.id_start = ids.get() + count;
     view.occurrences = ids.get() + count + range + 1;
   }
-  PSTRAIN_RETURN_IF_ERROR(copies.Mark(stream));
-  PSTRAIN_CUDA(
-      cudaMemcpyAsync(ids.get(), host, sizeof(int32_t) * size, cudaMemcpyHostToDevice, stream));
-  PSTRAIN_RETURN_IF_ERROR(copies.Mark(stream));
+  PSTRAIN_RETURN_IF_ERROR(copies.Mark(device_stream));
+  PSTRAIN_CUDA(cudaMemcpyAsync(ids.get(), host, sizeof(int32_t) * size, cudaMemcpyHostToDevice,
+                               device_stream));
+  PSTRAIN_RETURN_IF_ERROR(copies.Mark(device_stream));
   view.ids = ids.get();
   view.fields = fields;
   if (!training) view.range = range;
@@ -330,8 +332,8 @@ Status GpuModel::Impl::UploadIds(const Batch& batch, int64_t n, bool training) {
   return Status::OK();
 }
 
-StatusOr<const Tensor*> GpuModel::Forward(const Batch& batch, bool training) {
-  Impl& m = *impl_;
+StatusOr<const Tensor*> CudaModel::Forward(const Batch& batch, bool training) {
+  CudaModel& m = *this;
   const Tensor& dense = batch.dense;
   const int64_t n = dense.shape.empty() ? 0 : dense.shape[0];
   Shape expected{n};
@@ -347,10 +349,10 @@ StatusOr<const Tensor*> GpuModel::Forward(const Batch& batch, bool training) {
   PSTRAIN_RETURN_IF_ERROR(
       m.staging.Reserve(n * std::max(NumElements(m.input), NumElements(m.output))));
   std::memcpy(m.staging.get(), dense.ptr(), sizeof(float) * dense.size());
-  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.device_stream));
   PSTRAIN_CUDA(cudaMemcpyAsync(m.batch.ptr(), m.staging.get(), sizeof(float) * dense.size(),
-                               cudaMemcpyHostToDevice, m.stream));
-  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
+                               cudaMemcpyHostToDevice, m.device_stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.device_stream));
   PSTRAIN_RETURN_IF_ERROR(m.UploadIds(batch, n, training));
   for (Tower& t : m.towers) {
     for (size_t i = 0; i < t.layers.size(); ++i) {
@@ -364,16 +366,16 @@ StatusOr<const Tensor*> GpuModel::Forward(const Batch& batch, bool training) {
     const DeviceTensor& deep = m.towers[1].outs.back();
     PSTRAIN_RETURN_IF_ERROR(m.sum.Resize(wide.shape));
     PSTRAIN_CUDA(cudaMemcpyAsync(m.sum.ptr(), wide.ptr(), sizeof(float) * wide.size(),
-                                 cudaMemcpyDeviceToDevice, m.stream));
+                                 cudaMemcpyDeviceToDevice, m.device_stream));
     const float one = 1.0f;
     PSTRAIN_CUBLAS(cublasSaxpy_64(m.blas, deep.size(), &one, deep.ptr(), 1, m.sum.ptr(), 1));
   }
   const DeviceTensor& out = m.Logits();
   m.logits.Resize(out.shape);
-  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.device_stream));
   PSTRAIN_CUDA(cudaMemcpyAsync(m.staging.get(), out.ptr(), sizeof(float) * out.size(),
-                               cudaMemcpyDeviceToHost, m.stream));
-  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
+                               cudaMemcpyDeviceToHost, m.device_stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.device_stream));
   PSTRAIN_RETURN_IF_ERROR(m.Wait());
   PSTRAIN_RETURN_IF_ERROR(m.copies.Collect());
   std::memcpy(m.logits.ptr(), m.staging.get(), sizeof(float) * out.size());
@@ -381,8 +383,9 @@ StatusOr<const Tensor*> GpuModel::Forward(const Batch& batch, bool training) {
   return &m.logits;
 }
 
-StatusOr<float> GpuModel::Backward(const Batch& batch) {
-  Impl& m = *impl_;
+StatusOr<float> CudaModel::Backward(
+    const Batch& batch, const std::function<Status(size_t, float*, int64_t)>& on_device_grads) {
+  CudaModel& m = *this;
   const int64_t n = batch.size();
   if (m.trained_rows < 0 || n != m.trained_rows) {
     return FailedPrecondition("GPU backward needs a Forward(batch, training) of the same batch");
@@ -395,10 +398,10 @@ StatusOr<float> GpuModel::Backward(const Batch& batch) {
   PSTRAIN_RETURN_IF_ERROR(m.row_loss.Reserve(n));
   PSTRAIN_RETURN_IF_ERROR(m.staging.Reserve(m.total + n));
   std::memcpy(m.staging.get(), batch.labels.data(), sizeof(float) * n);
-  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.device_stream));
   PSTRAIN_CUDA(cudaMemcpyAsync(m.labels.get(), m.staging.get(), sizeof(float) * n,
-                               cudaMemcpyHostToDevice, m.stream));
-  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
+                               cudaMemcpyHostToDevice, m.device_stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.device_stream));
   // The logits' gradient goes to the last layer of every tower (a sum
   // passes it on unchanged).
   DeviceTensor& dlogits = m.towers[0].douts.back();
@@ -406,10 +409,10 @@ StatusOr<float> GpuModel::Backward(const Batch& batch) {
   const float* logits = m.Logits().ptr();
   if (m.loss == LossType::kSoftmaxCrossEntropy) {
     PSTRAIN_CUDA(gpu::SoftmaxCrossEntropy(logits, m.labels.get(), n, classes, m.row_loss.get(),
-                                          dlogits.ptr(), m.stream));
+                                          dlogits.ptr(), m.device_stream));
   } else {
-    PSTRAIN_CUDA(
-        gpu::BceWithLogits(logits, m.labels.get(), n, m.row_loss.get(), dlogits.ptr(), m.stream));
+    PSTRAIN_CUDA(gpu::BceWithLogits(logits, m.labels.get(), n, m.row_loss.get(), dlogits.ptr(),
+                                    m.device_stream));
   }
   for (Tower& t : m.towers) {
     for (size_t i = t.layers.size(); i-- > 0;) {
@@ -423,12 +426,12 @@ StatusOr<float> GpuModel::Backward(const Batch& batch) {
     Status s = on_device_grads(i, m.grads.get() + m.offsets[i], m.params[i]->grad.size());
     if (!s.ok()) return s.WithContext("gradient of " + m.params[i]->name);
   }
-  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.device_stream));
   PSTRAIN_CUDA(cudaMemcpyAsync(m.staging.get(), m.grads.get(), sizeof(float) * m.total,
-                               cudaMemcpyDeviceToHost, m.stream));
+                               cudaMemcpyDeviceToHost, m.device_stream));
   PSTRAIN_CUDA(cudaMemcpyAsync(m.staging.get() + m.total, m.row_loss.get(), sizeof(float) * n,
-                               cudaMemcpyDeviceToHost, m.stream));
-  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.stream));
+                               cudaMemcpyDeviceToHost, m.device_stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.device_stream));
   PSTRAIN_RETURN_IF_ERROR(m.Wait());
   PSTRAIN_RETURN_IF_ERROR(m.copies.Collect());
   m.trained_rows = -1;

@@ -1,13 +1,14 @@
-// NcclCommunicator over NCCL: one rank per process (or thread), device 0.
+// The collectives of NcclCommunicator over NCCL: one rank per process (or
+// thread), device 0.
 #include <nccl.h>
 
 #include <cstring>
 #include <string>
 
+#include "src/gpu/cuda_backend.h"
 #include "src/gpu/cuda_util.h"
-#include "src/gpu/gpu.h"
 
-namespace pstrain {
+namespace pstrain::gpu {
 namespace {
 
 // A rank that went away or a network failure is Unavailable (the job can
@@ -21,32 +22,58 @@ Status NcclStatus(ncclResult_t result, const char* call, ncclComm_t comm = nullp
   return Internal(message);
 }
 
-}  // namespace
-
 #define PSTRAIN_NCCL(call, comm) PSTRAIN_RETURN_IF_ERROR(NcclStatus((call), #call, (comm)))
 
-struct NcclCommunicator::Impl {
-  ncclComm_t comm = nullptr;
-  cudaStream_t stream = nullptr;  // not owned
-  int world = 0;
-
-  ~Impl() {
-    if (comm != nullptr) ncclCommDestroy(comm);
+class NcclCollective final : public CollectiveBackend {
+ public:
+  NcclCollective(cudaStream_t stream, int world) : stream_(stream), world_(world) {}
+  ~NcclCollective() override {
+    if (comm_ != nullptr) ncclCommDestroy(comm_);
   }
+  Status Init(const ncclUniqueId& id, int rank) {
+    PSTRAIN_NCCL(ncclCommInitRank(&comm_, world_, id, rank), nullptr);
+    return Status::OK();
+  }
+
+  Status AllReduce(float* device_data, int64_t n, bool average) override {
+    PSTRAIN_NCCL(ncclAllReduce(device_data, device_data, static_cast<size_t>(n), ncclFloat,
+                               average ? ncclAvg : ncclSum, comm_, stream_),
+                 comm_);
+    return Status::OK();
+  }
+
+  Status Broadcast(float* device_data, int64_t n, int root) override {
+    if (root < 0 || root >= world_) {
+      return InvalidArgument("NCCL broadcast from rank " + std::to_string(root) + " of world " +
+                             std::to_string(world_));
+    }
+    PSTRAIN_NCCL(ncclBroadcast(device_data, device_data, static_cast<size_t>(n), ncclFloat, root,
+                               comm_, stream_),
+                 comm_);
+    return Status::OK();
+  }
+
+  Status Synchronize() override {
+    PSTRAIN_CUDA(cudaStreamSynchronize(stream_));
+    return Status::OK();
+  }
+
+ private:
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_;  // not owned
+  int world_;
 };
 
-NcclCommunicator::NcclCommunicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-NcclCommunicator::~NcclCommunicator() = default;
+}  // namespace
 
-StatusOr<std::string> NcclUniqueIdBytes() {
+StatusOr<std::string> CudaBackend::NcclUniqueIdBytes() const {
   ncclUniqueId id;
   PSTRAIN_NCCL(ncclGetUniqueId(&id), nullptr);
   return std::string(id.internal, sizeof(id.internal));
 }
 
-StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(int rank, int world,
-                                                                     const std::string& unique_id,
-                                                                     GpuStream stream) {
+StatusOr<std::unique_ptr<CollectiveBackend>> CudaBackend::CreateCollective(
+    int rank, int world, const std::string& unique_id, GpuStream stream) const {
   if (world < 1 || rank < 0 || rank >= world) {
     return InvalidArgument("NCCL rank " + std::to_string(rank) + " of world " +
                            std::to_string(world));
@@ -57,36 +84,11 @@ StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(int rank, i
                            " bytes, expected " + std::to_string(sizeof(id.internal)));
   }
   std::memcpy(id.internal, unique_id.data(), sizeof(id.internal));
-  PSTRAIN_RETURN_IF_ERROR(CheckGpuVisible());
+  PSTRAIN_RETURN_IF_ERROR(CheckVisible());
   PSTRAIN_CUDA(cudaSetDevice(0));
-  auto impl = std::make_unique<Impl>();
-  impl->stream = stream;
-  impl->world = world;
-  PSTRAIN_NCCL(ncclCommInitRank(&impl->comm, world, id, rank), nullptr);
-  return std::unique_ptr<NcclCommunicator>(new NcclCommunicator(std::move(impl)));
+  auto collective = std::make_unique<NcclCollective>(stream, world);
+  PSTRAIN_RETURN_IF_ERROR(collective->Init(id, rank));
+  return std::unique_ptr<CollectiveBackend>(std::move(collective));
 }
 
-Status NcclCommunicator::AllReduce(float* device_data, int64_t n, bool average) {
-  PSTRAIN_NCCL(ncclAllReduce(device_data, device_data, static_cast<size_t>(n), ncclFloat,
-                             average ? ncclAvg : ncclSum, impl_->comm, impl_->stream),
-               impl_->comm);
-  return Status::OK();
-}
-
-Status NcclCommunicator::Broadcast(float* device_data, int64_t n, int root) {
-  if (root < 0 || root >= impl_->world) {
-    return InvalidArgument("NCCL broadcast from rank " + std::to_string(root) + " of world " +
-                           std::to_string(impl_->world));
-  }
-  PSTRAIN_NCCL(ncclBroadcast(device_data, device_data, static_cast<size_t>(n), ncclFloat, root,
-                             impl_->comm, impl_->stream),
-               impl_->comm);
-  return Status::OK();
-}
-
-Status NcclCommunicator::Synchronize() {
-  PSTRAIN_CUDA(cudaStreamSynchronize(impl_->stream));
-  return Status::OK();
-}
-
-}  // namespace pstrain
+}  // namespace pstrain::gpu

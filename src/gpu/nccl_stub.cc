@@ -1,34 +1,26 @@
-// NcclCommunicator where NCCL (or CUDA) was not found at build time: every
-// call says so.
-#include "src/gpu/gpu.h"
+// The collectives of a CUDA module built without NCCL (nccl.h not found at
+// build time): every call says so.
+#include <string>
 
-namespace pstrain {
+#include "src/gpu/cuda_backend.h"
+
+namespace pstrain::gpu {
 namespace {
 
 Status NoNccl() {
-  return FailedPrecondition(GpuBuildEnabled()
-                                ? "this pstrain was built without NCCL (nccl.h not found at build "
-                                  "time), so GPU workers cannot all-reduce"
-                                : "this pstrain was built without CUDA (nvcc not found at build "
-                                  "time), so it has no NCCL");
+  return FailedPrecondition(
+      "this pstrain was built without NCCL (nccl.h not found at build time), so GPU workers "
+      "cannot all-reduce");
 }
 
 }  // namespace
 
-struct NcclCommunicator::Impl {};
+StatusOr<std::string> CudaBackend::NcclUniqueIdBytes() const { return NoNccl(); }
 
-NcclCommunicator::NcclCommunicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-NcclCommunicator::~NcclCommunicator() = default;
-
-StatusOr<std::string> NcclUniqueIdBytes() { return NoNccl(); }
-
-StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(int, int, const std::string&,
-                                                                     GpuStream) {
+StatusOr<std::unique_ptr<CollectiveBackend>> CudaBackend::CreateCollective(int, int,
+                                                                           const std::string&,
+                                                                           GpuStream) const {
   return NoNccl();
 }
 
-Status NcclCommunicator::AllReduce(float*, int64_t, bool) { return NoNccl(); }
-Status NcclCommunicator::Broadcast(float*, int64_t, int) { return NoNccl(); }
-Status NcclCommunicator::Synchronize() { return NoNccl(); }
-
-}  // namespace pstrain
+}  // namespace pstrain::gpu
