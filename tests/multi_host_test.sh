@@ -20,6 +20,12 @@
 #   that of the same job undisturbed: a stale worker 1 that went on pushing
 #   would show) or cleanly (exit 1 everywhere, each with one error line).
 #   Never does a rank go to two node ids, nor a node id to two ranks.
+# partition_replaced: as partition_long, but once the scheduler counts
+#   worker 1 lost, a supervisor starts a replacement (node id
+#   mh-worker_1-new, rank 1) on a spare host, and once it holds rank 1 the
+#   cut link comes back. The replacement holds rank 1 from then on: the old
+#   worker 1 never gets it back (it is refused and exits 1, saying so in one
+#   line), and the job ends with exit 0 and the undisturbed job's weights.
 # partition_short: server 1's host loses its link for 1 s, a fifth of the
 #   heartbeat timeout (T = 5 s): nothing changes: exit 0 everywhere, no loss
 #   or pause in any log, and the final checkpoint of the undisturbed job.
@@ -46,7 +52,7 @@ trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
 
 case "$SCENARIO" in
-  weights | partition_long | partition_short) ;;
+  weights | partition_long | partition_replaced | partition_short) ;;
   *) echo "unknown scenario '$SCENARIO'"; exit 2 ;;
 esac
 command -v python3 > /dev/null || netns_skip "python3 is not installed"
@@ -62,6 +68,7 @@ host_of() {
   esac
 }
 HOSTS="sched s0 s1 w0 w1"
+[ "$SCENARIO" = partition_replaced ] && HOSTS="$HOSTS w1-new"
 netns_setup $HOSTS
 MASK=198.19.100.0/24
 # mask_addr HOST: HOST's second address, in MASK.
@@ -79,7 +86,7 @@ done
 export MS_SERVER_NUM=2 MS_WORKER_NUM=2 PSTRAIN_HEARTBEAT_INTERVAL=0.2
 case "$SCENARIO" in
   weights) EPOCHS=1 HB_TIMEOUT_S=10 ;;
-  partition_long) EPOCHS=4 HB_TIMEOUT_S=2 PARTITION_S=6 CUT=w1 ;;
+  partition_long | partition_replaced) EPOCHS=4 HB_TIMEOUT_S=2 PARTITION_S=6 CUT=w1 ;;
   partition_short) EPOCHS=4 HB_TIMEOUT_S=5 PARTITION_S=1 CUT=s1 ;;
 esac
 export PSTRAIN_HEARTBEAT_TIMEOUT=$HB_TIMEOUT_S PSTRAIN_CONNECT_TIMEOUT=30
@@ -193,7 +200,17 @@ run_job cut hosts
 wait_for_count "checkpoint of step 16" "$(node_log worker_0)" 1 600 || fail "no checkpoint was written"
 netns_cut "$CUT" || fail "cannot cut $CUT's link"
 mark "the cut"
-sleep "$PARTITION_S"
+if [ "$SCENARIO" = partition_replaced ]; then
+  wait_for_count "lost the worker node id:$ID_PREFIX-worker_1 " "$(node_log scheduler)" 1 100 ||
+    fail "the scheduler did not count worker 1 lost within 10 s of the cut"
+  start worker_1-new
+  wait_for_count "node id:$ID_PREFIX-worker_1-new,.* rank id:1" "$(node_log scheduler)" 1 300 ||
+    fail "the replacement of worker 1 did not get rank 1 within 30 s"
+  echo "worker 1's replacement holds rank 1 after $(($(now_ms) - T0)) ms of the cut"
+  NODES="$NODES worker_1-new"
+else
+  sleep "$PARTITION_S"
+fi
 netns_restore "$CUT" || fail "cannot restore $CUT's link"
 # A sync job cannot finish without the cut node: one whose scheduler ended
 # meanwhile ended before the cut, and the partition tested nothing.
@@ -212,6 +229,24 @@ if [ "$SCENARIO" = partition_short ]; then
   one_rank_per_node cut
   same_final clean cut
   echo "multi_host_test partition_short: passed"
+  exit 0
+fi
+
+if [ "$SCENARIO" = partition_replaced ]; then
+  # The job goes on with the replacement (well under 90 s); the old worker
+  # 1 is refused once its link is back, within its rejoin deadline.
+  wait_all 0 900 scheduler server_0 server_1 worker_0 worker_1-new
+  wait_all 1 300 worker_1
+  errors=$(grep -c "\[error\]" "$(node_log worker_1)")
+  [ "$errors" = 1 ] || fail "the old worker 1 ended with $errors error lines, expected one"
+  expect_line worker_1 "\[error\]"
+  # Rank 1 went to the replacement once, and never back to the old node id.
+  lines=$(grep -n "The worker node id:.* rank id:1" "$sched_log")
+  new_at=$(echo "$lines" | grep -m 1 "node id:$ID_PREFIX-worker_1-new," | cut -d: -f1)
+  old_after=$(echo "$lines" | grep "node id:$ID_PREFIX-worker_1," | awk -F: -v n="$new_at" '$1 > n')
+  [ -z "$old_after" ] || fail "rank 1 went back to the old worker 1 after its replacement held it: $old_after"
+  same_final clean cut
+  echo "multi_host_test partition_replaced: passed"
   exit 0
 fi
 
