@@ -27,6 +27,11 @@ fail() {
 node_log() { echo "$WORK/${RUN:+$RUN-}$1.log"; }
 node_pid() { cat "$WORK/$1.pid"; }
 
+# node_prefix NAME: the words start puts before the binary of NAME's
+# process; none here. Tests whose nodes run on hosts of their own redefine
+# it (tests/multi_host_test.sh: "ip netns exec HOST'S-NAMESPACE").
+node_prefix() { :; }
+
 # start NAME: one process of the job, appending to its log; its node id and
 # rank come from the name, so a restart is the same node.
 start() {
@@ -39,7 +44,7 @@ start() {
   (
     export MS_ROLE=$role MS_NODE_ID="${ID_PREFIX:-chaos}-$1"
     if [ "$1" != scheduler ]; then export MS_NODE_RANK="${rank%%-*}"; fi
-    exec "$BIN" >> "$(node_log "$1")" 2>&1
+    exec $(node_prefix "$1") "$BIN" >> "$(node_log "$1")" 2>&1
   ) &
   echo $! > "$WORK/$1.pid"
 }

@@ -3,14 +3,14 @@
 # scheduler: the job must end, exit 1, naming the pair, within a bound the
 # settings give, instead of rolling back for as long as the cut lasts.
 #
-# Each node runs in a network namespace of its own, on a bridge in the
-# scheduler's namespace (198.18.0.0/24). A sync Wide&Deep job of 1 server and
-# 2 workers trains with checkpoints; once it has written one, worker 1 and
-# server 0 get each other's address bound to a MAC address nobody has (a
-# permanent neighbour entry): their packets to each other vanish, SYNs
-# included, as behind a firewall that drops them. Everything else still
-# flows. Worker 1's calls to server 0 go unanswered (the call deadline, twice
-# the heartbeat timeout); it reports the lost peer and the job rolls back;
+# Each node runs on a host of its own (tests/tools/netns_cluster.sh: network
+# namespaces on a bridge). A sync Wide&Deep job of 1 server and 2 workers
+# trains with checkpoints; once it has written one, worker 1 and server 0
+# get each other's address bound to a MAC address nobody has (a permanent
+# neighbour entry): their packets to each other vanish, SYNs included, as
+# behind a firewall that drops them. Everything else still flows. Worker
+# 1's calls to server 0 go unanswered (the call deadline, twice the
+# heartbeat timeout); it reports the lost peer and the job rolls back;
 # after each rollback its connect to server 0 fails at the connect deadline
 # (the heartbeat timeout); after train.recovery.max_failed_link_rollbacks
 # rollbacks in a row with no progress the job ends.
@@ -27,78 +27,49 @@
 # be made. Usage: sh tests/link_cut_test.sh PSTRAIN_BIN
 set -u
 BIN="$1"
+TESTS="$(cd "$(dirname "$0")" && pwd)"
 WORK=$(mktemp -d)
 ID_PREFIX=cut
-. "$(dirname "$0")/cluster_util.sh"
-NS="pstcut$$"
+. "$TESTS/cluster_util.sh"
+. "$TESTS/tools/netns_cluster.sh"
 HB_TIMEOUT_S=2
 ROLLBACKS=3
 MARGIN_S=20
 cleanup() {
   cluster_cleanup
-  for n in hub s0 w0 w1; do ip netns del "$NS$n" 2> /dev/null; done
+  netns_teardown
   [ -n "${LINK_CUT_KEEP:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap "exit 1" HUP INT TERM
 
-skip() {
-  echo "skipped: $*"
-  exit 77
+netns_setup sched s0 w0 w1
+# Each node on its host: scheduler on sched, server_0 on s0, worker_1 on w1.
+node_prefix() {
+  case "$1" in
+    scheduler) h=sched ;;
+    server_*) h="s${1#server_}" ;;
+    worker_*) h="w${1#worker_}" ;;
+  esac
+  echo ip netns exec "$(netns_ns "$h")"
 }
-command -v ip > /dev/null || skip "no ip command (iproute2)"
-ip netns add "${NS}hub" 2> /dev/null || skip "cannot create network namespaces (needs root)"
-ip -n "${NS}hub" link add br0 type bridge 2> /dev/null || skip "cannot create a bridge"
-ip -n "${NS}hub" addr add 198.18.0.1/24 dev br0
-ip -n "${NS}hub" link set br0 up
-ip -n "${NS}hub" link set lo up
-# plug NAME IP: a namespace NSNAME with IP on a veth to the bridge.
-plug() {
-  ip netns add "$NS$1" || fail "ip netns add $NS$1"
-  ip link add "v$1" netns "${NS}hub" type veth peer name eth0 netns "$NS$1" 2> /dev/null ||
-    skip "cannot create veth pairs"
-  ip -n "${NS}hub" link set "v$1" master br0 up
-  ip -n "$NS$1" addr add "$2/24" dev eth0
-  ip -n "$NS$1" link set eth0 up
-  ip -n "$NS$1" link set lo up
-}
-plug s0 198.18.0.10
-plug w0 198.18.0.20
-plug w1 198.18.0.21
-ip netns exec "$NS"w1 "$BIN" --version > /dev/null 2>&1 || skip "cannot run a process in a namespace"
 
 gen_criteo "$WORK/data" 8000
 job_config wide_deep "$WORK/data" 100 "$WORK/ckpt" \
   "recovery: {wait_s: 30, max_failed_link_rollbacks: $ROLLBACKS}" > "$WORK/job.yaml"
 export PSTRAIN_CONFIG="$WORK/job.yaml" MS_SERVER_NUM=1 MS_WORKER_NUM=2
-export MS_SCHED_HOST=198.18.0.1 MS_SCHED_PORT=7070
+export MS_SCHED_HOST="$(netns_addr sched)" MS_SCHED_PORT=7070
 export PSTRAIN_HEARTBEAT_INTERVAL=0.2 PSTRAIN_HEARTBEAT_TIMEOUT=$HB_TIMEOUT_S
 export PSTRAIN_CONNECT_TIMEOUT=10 PSTRAIN_RING_TRANSPORT=tcp
 
-# run NAME NAMESPACE: a node of the job in its namespace.
-run() {
-  case "$1" in
-    scheduler) role=MS_SCHED ;;
-    server_*) role=MS_PSERVER ;;
-    worker_*) role=MS_WORKER ;;
-  esac
-  (
-    export MS_ROLE=$role MS_NODE_ID="$ID_PREFIX-$1"
-    [ "$1" = scheduler ] || export MS_NODE_RANK="${1#*_}"
-    exec ip netns exec "$2" "$BIN" >> "$(node_log "$1")" 2>&1
-  ) &
-  echo $! > "$WORK/$1.pid"
-}
-run scheduler "${NS}hub"
+start scheduler
 wait_for_count "listens on" "$(node_log scheduler)" 1 100 || fail "the scheduler never listened"
-run server_0 "${NS}s0"
-run worker_0 "${NS}w0"
-run worker_1 "${NS}w1"
+for n in server_0 worker_0 worker_1; do start "$n"; done
 wait_for_count "checkpoint of step" "$(node_log worker_0)" 1 || fail "no checkpoint was written"
 
 # The cut: each end's packets to the other go to a MAC address nobody has.
-ip -n "${NS}w1" neigh replace 198.18.0.10 lladdr 02:00:00:00:de:ad dev eth0 nud permanent
-ip -n "${NS}s0" neigh replace 198.18.0.21 lladdr 02:00:00:00:be:ef dev eth0 nud permanent
+ip -n "$(netns_ns w1)" neigh replace "$(netns_addr s0)" lladdr 02:00:00:00:de:ad dev eth0 nud permanent
+ip -n "$(netns_ns s0)" neigh replace "$(netns_addr w1)" lladdr 02:00:00:00:be:ef dev eth0 nud permanent
 T0=$(now_ms)
 echo "cut worker 1 from server 0 at step $(grep -c "checkpoint of step" "$(node_log worker_0)")x16"
 

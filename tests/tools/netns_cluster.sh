@@ -46,7 +46,10 @@
 # Names are unique per run (NETNS_TAG, "pn" and 6 random hex digits), so
 # tests running in parallel never share a namespace or a link. Every link is
 # created inside a namespace of this run (never in the machine's own), the
-# hub's ends named NETNS_TAG plus "h" and the host's index.
+# hub's ends named NETNS_TAG plus "h" and the host's index. Clean up only
+# through netns_teardown, never by pattern ("ip netns del" of every pn*):
+# the hub holds no process, so deleting its name destroys the bridge at
+# once, and another test running beside yours loses every link mid-job.
 
 NETNS_TAG=
 NETNS_DIR=
