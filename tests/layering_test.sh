@@ -33,8 +33,8 @@ roles/offline: roles/checkpoint src/data
 roles: roles/scheduler roles/server roles/worker
 src/app/plot: src/common
 src/app/bench: roles
-src/app/launch: src/common/config
-src/app: src/app/bench src/app/plot src/app/launch roles/offline
+src/app/launcher: src/common/config
+src/app: src/app/bench src/app/plot src/app/launcher roles/offline
 '
 UV_FOLDERS='comm/transport comm/http'
 

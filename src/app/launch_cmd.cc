@@ -1,4 +1,4 @@
-// pstrain launch: a whole job on several hosts over ssh (src/app/launch/).
+// pstrain launch: a whole job on several hosts over ssh (src/app/launcher/).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -11,9 +11,9 @@
 #include <sstream>
 
 #include "src/app/cli.h"
-#include "src/app/launch/plan.h"
-#include "src/app/launch/remote_command.h"
-#include "src/app/launch/supervisor.h"
+#include "src/app/launcher/plan.h"
+#include "src/app/launcher/remote_command.h"
+#include "src/app/launcher/supervisor.h"
 #include "src/common/config/config.h"
 #include "src/common/config/options.h"
 

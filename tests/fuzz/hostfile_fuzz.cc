@@ -1,4 +1,4 @@
-// pstrain launch reads a hostfile (src/app/launch/plan.h) and hands each
+// pstrain launch reads a hostfile (src/app/launcher/plan.h) and hands each
 // host to ssh as an argument. Input: the file's bytes. Beyond the
 // sanitizers: a plan holds the scheduler first, then servers and workers
 // with ranks 0.. in order, counts that match, at least one worker, and only
@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "src/app/launch/plan.h"
+#include "src/app/launcher/plan.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

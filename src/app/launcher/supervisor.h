@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "src/app/launch/plan.h"
-#include "src/app/launch/remote_command.h"
+#include "src/app/launcher/plan.h"
+#include "src/app/launcher/remote_command.h"
 
 namespace pstrain {
 

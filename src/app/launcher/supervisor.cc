@@ -1,4 +1,4 @@
-#include "src/app/launch/supervisor.h"
+#include "src/app/launcher/supervisor.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

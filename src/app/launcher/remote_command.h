@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "src/app/launch/plan.h"
+#include "src/app/launcher/plan.h"
 
 namespace pstrain {
 

@@ -1,4 +1,4 @@
-#include "src/app/launch/plan.h"
+#include "src/app/launcher/plan.h"
 
 #include <fmt/format.h>
 

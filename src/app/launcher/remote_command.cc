@@ -1,4 +1,4 @@
-#include "src/app/launch/remote_command.h"
+#include "src/app/launcher/remote_command.h"
 
 #include <fmt/format.h>
 
