@@ -1,13 +1,16 @@
 // bench allreduce: the CPU ring all-reduce of one float tensor among
 // `world` ranks, each a separate process (as Gloo's reference is), over
 // shared memory (ShmRingCollective, the default: what workers of one host
-// use) or TCP on 127.0.0.1 (RingCollective). Rank 0 reports the median time
-// per all-reduce, the algorithm bandwidth (bytes / time) and the bus
-// bandwidth (2(n-1)/n x bytes / time).
+// use) or TCP (RingCollective), on 127.0.0.1 or, with network namespaces
+// named (--netns), each rank on a host of its own: rank r enters namespace r
+// right after the fork, before it opens a socket, and listens on its
+// address there. Rank 0 reports the median time per all-reduce, the
+// algorithm bandwidth (bytes / time) and the bus bandwidth (2(n-1)/n x
+// bytes / time).
 //
 // Setup, per case, through a pair of pipes between the parent and each rank:
 //   1. rank r sets up its receiving end and writes its address (shm: channel
-//      name and nonce; tcp: port) to the parent;
+//      name and nonce; tcp: host and port) to the parent;
 //   2. the parent hands rank r the address of rank r+1; r connects and
 //      writes "ready";
 //   3. once all are ready the parent writes "go" to each; they run, and
@@ -16,14 +19,18 @@
 //      closed its end earlier would fail a neighbour still finishing).
 // A rank that fails exits non-zero, which fails its neighbours' calls in
 // turn; the parent then ends the rest (nothing hangs).
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +40,7 @@
 #include "comm/transport/listener.h"
 #include "src/app/bench/json.h"
 #include "src/common/logging.h"
+#include "src/common/network_mask.h"
 #include "src/common/tensor.h"
 
 namespace pstrain {
@@ -102,10 +110,11 @@ class ShmEndpoint : public Endpoint {
   std::unique_ptr<ShmRingCollective> ring_;
 };
 
-// LocalRing's wiring for one rank of its own process.
+// LocalRing's wiring for one rank of its own process, listening on `host`.
 class TcpEndpoint : public Endpoint {
  public:
-  TcpEndpoint(int rank, int world) : rank_(rank), world_(world), log_(MakeLogger("ring")) {
+  TcpEndpoint(int rank, int world, std::string host)
+      : rank_(rank), world_(world), host_(std::move(host)), log_(MakeLogger("ring")) {
     log_->set_level(spdlog::level::warn);
   }
   ~TcpEndpoint() override {
@@ -118,7 +127,7 @@ class TcpEndpoint : public Endpoint {
     listener_ = std::make_unique<Listener>(&loop_, log_);
     auto port = loop_.Call<StatusOr<uint16_t>>(
         [this] {
-          return listener_->Listen("127.0.0.1", 0, [this](Connection::Ptr c) {
+          return listener_->Listen(host_, 0, [this](Connection::Ptr c) {
             c->Start(
                 [this](const Connection::Ptr&, Incoming&& in) {
                   if (auto* chunk = std::get_if<RingChunk>(&in.message.body))
@@ -129,12 +138,15 @@ class TcpEndpoint : public Endpoint {
         },
         Aborted("the ring is stopping"));
     if (!port.ok()) return port.status();
-    return std::to_string(*port);
+    return fmt::format("{} {}", host_, *port);
   }
   Status Connect(const std::string& next) override {
+    const size_t space = next.find(' ');
+    if (space == std::string::npos) return InvalidArgument("bench: bad tcp address " + next);
     Completion<StatusOr<Connection::Ptr>> connected;
-    loop_.Post([this, port = std::atoi(next.c_str()), connected] {
-      Connection::Connect(&loop_, log_, "127.0.0.1", static_cast<uint16_t>(port),
+    loop_.Post([this, host = next.substr(0, space), port = std::atoi(next.c_str() + space + 1),
+                connected] {
+      Connection::Connect(&loop_, log_, host, static_cast<uint16_t>(port),
                           [connected](StatusOr<Connection::Ptr> c) { connected.Set(c); });
     });
     auto conn = connected.Wait();
@@ -152,19 +164,50 @@ class TcpEndpoint : public Endpoint {
     if (ring_) ring_->OnPeerLost(Unavailable("a neighbour is gone: " + why.message()));
   }
   const int rank_, world_;
+  const std::string host_;
   Logger log_;
   EventLoop loop_;
   std::unique_ptr<Listener> listener_;
   std::unique_ptr<RingCollective> ring_;
 };
 
+// Moves this process (single-threaded: just forked) into the network
+// namespace `name` (as `ip netns add` made it); its address there: the first
+// IPv4 address of an interface that is up, other than loopback.
+StatusOr<std::string> EnterNetns(const std::string& name) {
+  const std::string path = "/run/netns/" + name;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return FailedPrecondition(
+        fmt::format("bench: no network namespace {}: {}", path, std::strerror(errno)));
+  const int entered = setns(fd, CLONE_NEWNET);
+  const int why = errno;
+  close(fd);
+  if (entered != 0)
+    return FailedPrecondition(
+        fmt::format("bench: cannot enter network namespace {}: {}", name, std::strerror(why)));
+  for (const InterfaceAddress& a : LocalInterfaceAddresses())
+    if (a.ip.find(':') == std::string::npos && a.ip.rfind("127.", 0) != 0) return a.ip;
+  return FailedPrecondition(
+      fmt::format("bench: network namespace {} has no IPv4 address but loopback", name));
+}
+
 // The body of rank r's process: steps 1-3, then the timed all-reduces.
-Status RunRank(const std::string& transport, int rank, int world, int64_t bytes, int in, int out) {
+// `netns`: the namespace the rank runs in (empty: this one, on 127.0.0.1).
+Status RunRank(const std::string& transport, const std::string& netns, int rank, int world,
+               int64_t bytes, int in, int out) {
   std::unique_ptr<Endpoint> end;
-  if (transport == "shm")
+  if (transport == "shm") {
     end = std::make_unique<ShmEndpoint>(rank, world);
-  else
-    end = std::make_unique<TcpEndpoint>(rank, world);
+  } else {
+    std::string host = "127.0.0.1";
+    if (!netns.empty()) {
+      auto address = EnterNetns(netns);
+      if (!address.ok()) return address.status();
+      host = *address;
+    }
+    end = std::make_unique<TcpEndpoint>(rank, world, host);
+  }
   auto address = end->Listen();
   if (!address.ok()) return address.status();
   PSTRAIN_RETURN_IF_ERROR(WriteLine(out, *address));
@@ -190,7 +233,8 @@ Status RunRank(const std::string& transport, int rank, int world, int64_t bytes,
 
 // Starts the ranks and runs the setup steps between them; the median
 // seconds rank 0 measured.
-StatusOr<double> RunRanks(const std::string& transport, int world, int64_t bytes) {
+StatusOr<double> RunRanks(const std::string& transport, const std::vector<std::string>& netns,
+                          int world, int64_t bytes) {
   std::vector<int> to(world, -1), from(world, -1);  // the parent's ends
   std::vector<pid_t> pids;
   // SIGPIPE is ignored from main() on: a rank that died fails a write instead.
@@ -207,7 +251,8 @@ StatusOr<double> RunRanks(const std::string& transport, int world, int64_t bytes
       for (int q = 0; q < r; ++q) close(to[q]), close(from[q]);
       close(down[1]);
       close(up[0]);
-      Status done = RunRank(transport, r, world, bytes, down[0], up[1]);
+      Status done =
+          RunRank(transport, netns.empty() ? "" : netns[r], r, world, bytes, down[0], up[1]);
       if (!done.ok())
         std::fprintf(stderr, "bench allreduce rank %d: %s\n", r, done.message().c_str());
       std::fflush(stderr);
@@ -250,30 +295,38 @@ StatusOr<double> RunRanks(const std::string& transport, int world, int64_t bytes
   return std::strtod(median->c_str(), nullptr);
 }
 
-Status RunCase(const std::string& transport, int world, int64_t bytes) {
-  auto median = RunRanks(transport, world, bytes);
+Status RunCase(const std::string& transport, const std::vector<std::string>& netns, int world,
+               int64_t bytes) {
+  auto median = RunRanks(transport, netns, world, bytes);
   if (!median.ok()) return median.status();
   const double algbw = static_cast<double>(bytes) / *median / 1e9;
   const double busbw = algbw * 2.0 * (world - 1) / world;
-  PrintJsonLine({{"bench", "allreduce"},
-                 {"backend", "cpu_ring_" + transport},
-                 {"bytes", bytes},
-                 {"world", world},
-                 {"iters", AllReduceIters(bytes)},
-                 {"ms", Rounded(*median * 1e3, 4)},
-                 {"algbw_GBps", Rounded(algbw, 3)},
-                 {"busbw_GBps", Rounded(busbw, 3)}});
+  Json line = {{"bench", "allreduce"},
+               {"backend", "cpu_ring_" + transport},
+               {"bytes", bytes},
+               {"world", world}};
+  if (!netns.empty()) line["hosts"] = world;  // one namespace per rank
+  line["iters"] = AllReduceIters(bytes);
+  line["ms"] = Rounded(*median * 1e3, 4);
+  line["algbw_GBps"] = Rounded(algbw, 3);
+  line["busbw_GBps"] = Rounded(busbw, 3);
+  PrintJsonLine(line);
   return Status::OK();
 }
 
 }  // namespace
 
 Status RunAllReduceBench(const std::vector<int64_t>& sizes, const std::vector<int>& worlds,
-                         const std::string& transport) {
+                         const std::string& transport, const std::vector<std::string>& netns) {
   if (transport != "shm" && transport != "tcp")
     return InvalidArgument("bench allreduce: --transport is tcp or shm, not " + transport);
+  if (!netns.empty() && transport != "tcp") return InvalidArgument("--netns needs --transport tcp");
+  for (int world : worlds)
+    if (!netns.empty() && static_cast<size_t>(world) > netns.size())
+      return InvalidArgument(fmt::format("--netns names {} namespaces, world {} needs one per rank",
+                                         netns.size(), world));
   for (int64_t bytes : sizes)
-    for (int world : worlds) PSTRAIN_RETURN_IF_ERROR(RunCase(transport, world, bytes));
+    for (int world : worlds) PSTRAIN_RETURN_IF_ERROR(RunCase(transport, netns, world, bytes));
   return Status::OK();
 }
 
