@@ -5,8 +5,9 @@
 // named (--netns), each rank on a host of its own: rank r enters namespace r
 // right after the fork, before it opens a socket, and listens on its
 // address there. Rank 0 reports the median time per all-reduce, the
-// algorithm bandwidth (bytes / time) and the bus bandwidth (2(n-1)/n x
-// bytes / time).
+// algorithm bandwidth (bytes / time), the bus bandwidth (2(n-1)/n x
+// bytes / time) and the CPU time its process spent per all-reduce (what an
+// all-reduce costs whatever else the machine runs).
 //
 // Setup, per case, through a pair of pipes between the parent and each rank:
 //   1. rank r sets up its receiving end and writes its address (shm: channel
@@ -14,7 +15,7 @@
 //   2. the parent hands rank r the address of rank r+1; r connects and
 //      writes "ready";
 //   3. once all are ready the parent writes "go" to each; they run, and
-//      each writes its median seconds;
+//      each writes its median seconds and CPU seconds per all-reduce;
 //   4. once all have, the parent writes "bye" and they exit (a rank that
 //      closed its end earlier would fail a neighbour still finishing).
 // A rank that fails exits non-zero, which fails its neighbours' calls in
@@ -23,6 +24,7 @@
 #include <fmt/format.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,6 +49,19 @@ namespace pstrain {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// User and system CPU seconds of this process so far, all its threads.
+double ProcessCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+// What rank 0 measured: median seconds and CPU seconds per all-reduce.
+struct Timing {
+  double seconds = 0, cpu_seconds = 0;
+};
 
 // About 2 GiB through rank 0 per case, within [20, 2000] all-reduces.
 int AllReduceIters(int64_t bytes) {
@@ -221,19 +236,23 @@ Status RunRank(const std::string& transport, const std::string& netns, int rank,
   const int iters = AllReduceIters(bytes), warmup = 3;
   FloatBuffer data(static_cast<size_t>(n), 1.0f);  // tensor memory, as a model's
   std::vector<double> times;                       // seconds per timed all-reduce
+  double cpu_start = 0;
   for (int i = 0; i < warmup + iters; ++i) {
+    if (i == warmup) cpu_start = ProcessCpuSeconds();
     Clock::time_point start = Clock::now();
     PSTRAIN_RETURN_IF_ERROR(end->collective().AllReduce(data.data(), n, ReduceOp::kSum));
     if (i >= warmup) times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
   }
   std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-  PSTRAIN_RETURN_IF_ERROR(WriteLine(out, fmt::format("{:.9e}", times[times.size() / 2])));
+  const double cpu = (ProcessCpuSeconds() - cpu_start) / iters;
+  PSTRAIN_RETURN_IF_ERROR(
+      WriteLine(out, fmt::format("{:.9e} {:.9e}", times[times.size() / 2], cpu)));
   return ReadLine(in).status();  // step 4: "bye" once every rank is done
 }
 
-// Starts the ranks and runs the setup steps between them; the median
-// seconds rank 0 measured.
-StatusOr<double> RunRanks(const std::string& transport, const std::vector<std::string>& netns,
+// Starts the ranks and runs the setup steps between them; what rank 0
+// measured.
+StatusOr<Timing> RunRanks(const std::string& transport, const std::vector<std::string>& netns,
                           int world, int64_t bytes) {
   std::vector<int> to(world, -1), from(world, -1);  // the parent's ends
   std::vector<pid_t> pids;
@@ -292,14 +311,18 @@ StatusOr<double> RunRanks(const std::string& transport, const std::vector<std::s
   PSTRAIN_RETURN_IF_ERROR(st);
   if (!median.ok() || failed > 0)
     return Unavailable(fmt::format("bench allreduce: {} of {} ranks failed", failed, world));
-  return std::strtod(median->c_str(), nullptr);
+  char* end = nullptr;
+  Timing timing;
+  timing.seconds = std::strtod(median->c_str(), &end);
+  timing.cpu_seconds = std::strtod(end, nullptr);
+  return timing;
 }
 
 Status RunCase(const std::string& transport, const std::vector<std::string>& netns, int world,
                int64_t bytes) {
-  auto median = RunRanks(transport, netns, world, bytes);
-  if (!median.ok()) return median.status();
-  const double algbw = static_cast<double>(bytes) / *median / 1e9;
+  auto timing = RunRanks(transport, netns, world, bytes);
+  if (!timing.ok()) return timing.status();
+  const double algbw = static_cast<double>(bytes) / timing->seconds / 1e9;
   const double busbw = algbw * 2.0 * (world - 1) / world;
   Json line = {{"bench", "allreduce"},
                {"backend", "cpu_ring_" + transport},
@@ -307,9 +330,10 @@ Status RunCase(const std::string& transport, const std::vector<std::string>& net
                {"world", world}};
   if (!netns.empty()) line["hosts"] = world;  // one namespace per rank
   line["iters"] = AllReduceIters(bytes);
-  line["ms"] = Rounded(*median * 1e3, 4);
+  line["ms"] = Rounded(timing->seconds * 1e3, 4);
   line["algbw_GBps"] = Rounded(algbw, 3);
   line["busbw_GBps"] = Rounded(busbw, 3);
+  line["cpu_ms"] = Rounded(timing->cpu_seconds * 1e3, 4);
   PrintJsonLine(line);
   return Status::OK();
 }
