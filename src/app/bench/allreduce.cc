@@ -143,6 +143,12 @@ class TcpEndpoint : public Endpoint {
     auto port = loop_.Call<StatusOr<uint16_t>>(
         [this] {
           return listener_->Listen(host_, 0, [this](Connection::Ptr c) {
+            c->SetRequestPlacer(
+                [this](const Connection::Ptr& from, const Message& m, uint64_t size) {
+                  auto* chunk = std::get_if<RingChunk>(&m.body);
+                  if (chunk == nullptr || !ring_) return Buffer{};
+                  return ring_->PlaceChunk(from, *chunk, size);
+                });
             c->Start(
                 [this](const Connection::Ptr&, Incoming&& in) {
                   if (auto* chunk = std::get_if<RingChunk>(&in.message.body))
