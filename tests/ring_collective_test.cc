@@ -3,7 +3,8 @@
 // fewer elements than ranks, and chunks of several segments); averages;
 // broadcast from every root; barriers; many operations back to back; a rank
 // that goes away makes the others fail with an error naming it instead of
-// hanging.
+// hanging; a segment read straight into the tensor is stopped when the
+// operation fails.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -15,6 +16,8 @@
 
 #include "comm/collective/local_ring.h"
 #include "comm/collective/tensor_buckets.h"
+#include "comm/transport/listener.h"
+#include "src/common/logging.h"
 #include "tests/rank_threads.h"
 
 namespace pstrain {
@@ -175,6 +178,79 @@ TEST_CASE("a rank that goes away mid-collective fails the others, naming it") {
   REQUIRE_FALSE(sb.ok());
   CHECK(sa.message().find("ring rank 2 is gone") != std::string::npos);
   CHECK(sb.message().find("ring rank 2 is gone") != std::string::npos);
+}
+
+// Rank 1 of 2 on a loop of its own, both neighbours' ends on that loop too:
+// the test plays rank 0 through the ring's loop-thread entry points.
+TEST_CASE("a failure while a segment is read into the tensor closes its connection") {
+  Logger log = MakeLogger("ring");
+  log->set_level(spdlog::level::warn);
+  EventLoop loop;
+  REQUIRE(loop.Start().ok());
+  Listener listener(&loop, log);
+  Completion<Connection::Ptr> accepted;
+  auto port = loop.Call<StatusOr<uint16_t>>(
+      [&] {
+        return listener.Listen("127.0.0.1", 0, [accepted](Connection::Ptr c) {
+          c->Start([](const Connection::Ptr&, Incoming&&) {}, nullptr);
+          accepted.Set(c);
+        });
+      },
+      Aborted("stopping"));
+  REQUIRE(port.ok());
+  Completion<StatusOr<Connection::Ptr>> connected;
+  loop.Post([&, connected] {
+    Connection::Connect(&loop, log, "127.0.0.1", *port,
+                        [connected](StatusOr<Connection::Ptr> c) { connected.Set(c); });
+  });
+  auto out = connected.Wait();
+  REQUIRE(out.ok());
+  Connection::Ptr in = accepted.Wait();  // stands for the connection from rank 0
+  loop.Post([c = *out] { c->Start(nullptr, nullptr); });
+  RingCollective ring(&loop, 1, 2, *out);
+
+  const int64_t n = 1000;  // chunk 0: [0, 500), chunk 1: [500, 1000), one segment each
+  std::vector<float> data(n, 1.0f);
+  Status result;
+  std::thread caller([&] { result = ring.AllReduce(data.data(), n, ReduceOp::kSum); });
+  const uint64_t bytes = 500 * sizeof(float);
+  // All-gather (step 1) brings chunk 1 to rank 1: into the tensor, once the
+  // operation has begun.
+  Buffer placed;
+  for (int tries = 0; tries < 5000 && placed.data == nullptr; ++tries) {
+    placed = loop.Call<Buffer>(
+        [&] {
+          return ring.PlaceChunk(in, RingChunk{1, 1, 0}, bytes);
+        },
+        Buffer{});
+    if (placed.data != reinterpret_cast<uint8_t*>(data.data() + 500)) {
+      placed = Buffer{};
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  const bool into_tensor = placed.data == reinterpret_cast<uint8_t*>(data.data() + 500);
+  // A segment to sum (reduce-scatter, step 0) never lands in the tensor.
+  Buffer summed = loop.Call<Buffer>(
+      [&] {
+        return ring.PlaceChunk(in, RingChunk{1, 0, 0}, bytes);
+      },
+      Buffer{});
+  // The next rank is lost while the placed segment is still coming.
+  const bool closed = loop.Call<bool>(
+      [&] {
+        ring.OnPeerLost(Unavailable("ring rank 0 is gone: test"));
+        return in->closed();
+      },
+      false);
+  caller.join();
+  CHECK(into_tensor);
+  CHECK(summed.size == bytes);
+  CHECK((summed.data < reinterpret_cast<uint8_t*>(data.data()) ||
+         summed.data >= reinterpret_cast<uint8_t*>(data.data() + n)));
+  CHECK(closed);
+  CHECK_FALSE(result.ok());
+  CHECK(result.message().find("ring rank 0 is gone") != std::string::npos);
+  REQUIRE(loop.Stop().ok());
 }
 
 }  // namespace

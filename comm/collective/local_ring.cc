@@ -34,6 +34,12 @@ Status LocalRing::Wire() {
     auto port = loops_[r]->Call<StatusOr<uint16_t>>(
         [this, r, prev] {
           return listeners_[r]->Listen("127.0.0.1", 0, [this, r, prev](Connection::Ptr c) {
+            c->SetRequestPlacer(
+                [this, r](const Connection::Ptr& from, const Message& m, uint64_t size) {
+                  auto* chunk = std::get_if<RingChunk>(&m.body);
+                  if (chunk == nullptr || !rings_[r]) return Buffer{};
+                  return rings_[r]->PlaceChunk(from, *chunk, size);
+                });
             c->Start(
                 [this, r](const Connection::Ptr&, Incoming&& in) {
                   if (auto* chunk = std::get_if<RingChunk>(&in.message.body))

@@ -10,6 +10,10 @@ namespace pstrain {
 namespace {
 constexpr int64_t kSegmentFloats = 128 * 1024;  // 512 KiB
 constexpr uint64_t kMaxOpsAhead = 16;
+// Scratch buffers kept for reuse: enough for every segment of a 64 MiB
+// tensor's chunk at world 2 arriving early (a neighbour one operation ahead).
+constexpr size_t kScratchBuffers = 128;
+constexpr size_t kScratchBytes = kScratchBuffers * kSegmentFloats * sizeof(float);
 
 int64_t SegmentsOf(int64_t elements) {
   return std::max<int64_t>(1, (elements + kSegmentFloats - 1) / kSegmentFloats);
@@ -25,6 +29,7 @@ RingCollective::RingCollective(EventLoop* loop, int rank, int world, Connection:
       rank_(rank),
       world_(world),
       next_(std::move(next)),
+      scratch_(BufferPool::Create(kScratchBytes, kScratchBuffers)),
       alive_(std::make_shared<RingCollective*>(this)) {}
 
 RingCollective::~RingCollective() { alive_.reset(); }
@@ -132,6 +137,40 @@ Status RingCollective::Misfit(int step, int segment, uint64_t bytes) const {
                   (rank_ + world_ - 1) % world_, bytes, step, segment));
 }
 
+// The tensor memory a segment of the operation in progress belongs in, if
+// this rank keeps it as it comes (all-gather, or broadcast away from the
+// root) and it fits; else null (summed, early, or one Apply will refuse).
+float* RingCollective::KeptSegment(const RingChunk& chunk, uint64_t bytes) const {
+  if (!active_ || chunk.op != op_ || receives_left_ == 0 || !placing_.expired()) return nullptr;
+  const int64_t segment = chunk.segment;
+  if (kind_ == Kind::kBroadcast) {
+    if (rank_ == root_ || chunk.step != 0 || segment < 0 || segment >= SegmentsOf(n_) ||
+        bytes != static_cast<uint64_t>(SegmentSize(n_, static_cast<int>(segment))) * sizeof(float))
+      return nullptr;
+    return data_ + segment * kSegmentFloats;
+  }
+  if (chunk.step < world_ - 1 || chunk.step >= 2 * (world_ - 1)) return nullptr;
+  const int index = ReceiveIndex(chunk.step);
+  if (segment < 0 || segment >= SegmentsOf(ChunkSize(index)) ||
+      bytes != static_cast<uint64_t>(SegmentSize(ChunkSize(index), static_cast<int>(segment))) *
+                   sizeof(float))
+    return nullptr;
+  return data_ + ChunkBegin(index) + segment * kSegmentFloats;
+}
+
+// A segment kept as it comes goes straight into the tensor. No send reads
+// that memory then: this rank sent its share of that segment (reduce-scatter)
+// before, and the sum could not come back before the share had arrived.
+Buffer RingCollective::PlaceChunk(const Connection::Ptr& from, const RingChunk& chunk,
+                                  uint64_t bytes) {
+  if (float* into = KeptSegment(chunk, bytes)) {
+    placing_ = from;
+    return Buffer{reinterpret_cast<uint8_t*>(into), bytes, nullptr};
+  }
+  if (bytes > static_cast<uint64_t>(kSegmentFloats) * sizeof(float)) return Buffer{};
+  return scratch_->Get(bytes);
+}
+
 void RingCollective::Apply(int step, int segment, const Buffer& payload) {
   if (kind_ == Kind::kAllReduce) {
     ApplyAllReduce(step, segment, payload);
@@ -156,7 +195,7 @@ void RingCollective::ApplyAllReduce(int step, int segment, const Buffer& payload
   const float* from = reinterpret_cast<const float*>(payload.data);
   if (step < world_ - 1) {
     for (int64_t i = 0; i < size; ++i) into[i] += from[i];
-  } else {
+  } else if (from != into) {  // else read straight into place (PlaceChunk)
     std::memcpy(into, from, static_cast<size_t>(size) * sizeof(float));
   }
   if (step + 1 < last) SendAllReduce(step + 1, segment);
@@ -171,22 +210,29 @@ void RingCollective::ApplyBroadcast(int segment, const Buffer& payload) {
       payload.size != static_cast<uint64_t>(size) * sizeof(float))
     return Finish(Misfit(0, segment, payload.size));
   float* into = data_ + static_cast<int64_t>(segment) * kSegmentFloats;
-  std::memcpy(into, payload.data, static_cast<size_t>(size) * sizeof(float));
+  if (payload.data != reinterpret_cast<uint8_t*>(into))
+    std::memcpy(into, payload.data, static_cast<size_t>(size) * sizeof(float));
   if ((rank_ + 1) % world_ != root_) Send(0, segment, into, size);
   --receives_left_;
 }
 
 void RingCollective::MaybeFinish() {
-  if (active_ && receives_left_ == 0 && sends_in_flight_ == 0) Finish(Status::OK());
+  if (active_ && receives_left_ == 0 && sends_in_flight_ == 0 && placing_.expired())
+    Finish(Status::OK());
 }
 
 void RingCollective::Finish(Status status) {
   if (!active_) return;
+  // A segment still being read into the tensor must stop before the caller
+  // has the tensor back (only a failure can leave one).
+  if (auto conn = placing_.lock()) conn->Close(status.ok() ? Aborted("ring stopped") : status);
+  placing_.reset();
   active_ = false;
   done_.Set(std::move(status));
 }
 
 void RingCollective::OnChunk(const RingChunk& chunk, Buffer payload) {
+  placing_.reset();  // the segment placed (if any) is in
   if (active_ && chunk.op == op_) return Apply(chunk.step, chunk.segment, payload);
   if (chunk.op <= op_) return;  // a finished operation's: cannot be, ignore it
   // A rank runs ahead by a broadcast it roots (the only operation that does

@@ -21,12 +21,21 @@
 // a segment and forwards it at once, so the hops pipeline. A barrier is an
 // all-reduce of one float.
 //
+// Memory: a segment this rank keeps as it comes (all-gather, broadcast) is
+// read from the socket straight into the tensor (PlaceChunk), no copy; one
+// to be summed lands in a buffer of the ring's own, reused (the last freed
+// first, still in the CPU's caches), so that no segment costs fresh pages.
+// A segment being read into the tensor when the operation fails (a
+// neighbour lost) closes its connection at once: nothing writes into the
+// tensor after the call returned.
+//
 // A call returns only once this rank's sends have left its memory as well as
 // every receive being done: the caller may then overwrite the tensor.
 //
 // Threads: the blocking calls run on the caller's thread; the ring's state
 // lives on the loop thread, where the owner routes RingChunk messages from
-// rank r-1 (OnChunk) and reports a lost neighbour (OnPeerLost).
+// rank r-1 (PlaceChunk from the connection's request placer, then OnChunk)
+// and reports a lost neighbour (OnPeerLost).
 #pragma once
 
 #include <cstdint>
@@ -51,6 +60,9 @@ class RingCollective : public Collective {
   int rank() const override { return rank_; }
   int world() const override { return world_; }
 
+  // Loop thread: where the payload of `chunk` (`bytes`) from rank r-1 on
+  // `from` goes, asked once its header is in (Connection::SetRequestPlacer).
+  Buffer PlaceChunk(const Connection::Ptr& from, const RingChunk& chunk, uint64_t bytes);
   // Loop thread: a chunk from rank r-1; a neighbour's connection closed.
   void OnChunk(const RingChunk& chunk, Buffer payload);
   void OnPeerLost(const Status& why);
@@ -72,6 +84,7 @@ class RingCollective : public Collective {
   void MaybeFinish();
   void Finish(Status status);
   Status Misfit(int step, int segment, uint64_t bytes) const;
+  float* KeptSegment(const RingChunk& chunk, uint64_t bytes) const;
   int64_t ChunkBegin(int64_t chunk) const;
   int64_t ChunkSize(int64_t chunk) const;
   int SendIndex(int step) const;
@@ -93,6 +106,10 @@ class RingCollective : public Collective {
   Status lost_;  // once a neighbour is gone, every later call fails too
   // Segments of a later operation that came before this rank began it.
   std::map<std::tuple<uint64_t, int, int>, Buffer> early_;
+  // The inbound connection while it reads a segment into the tensor.
+  std::weak_ptr<Connection> placing_;
+  // Where segments to be summed (and early ones) are read to.
+  std::shared_ptr<BufferPool> scratch_;
   // Written-out notices may come after this object is gone (a connection
   // outliving the ring); they check this token first.
   std::shared_ptr<RingCollective*> alive_;

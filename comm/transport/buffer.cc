@@ -3,12 +3,9 @@
 #include "src/common/tensor_memory.h"
 
 namespace pstrain {
-namespace {
-constexpr size_t kMaxFreeBuffers = 16;
-}
 
-std::shared_ptr<BufferPool> BufferPool::Create(size_t max_cached_bytes) {
-  return std::shared_ptr<BufferPool>(new BufferPool(max_cached_bytes));
+std::shared_ptr<BufferPool> BufferPool::Create(size_t max_cached_bytes, size_t max_cached_buffers) {
+  return std::shared_ptr<BufferPool>(new BufferPool(max_cached_bytes, max_cached_buffers));
 }
 
 BufferPool::~BufferPool() {
@@ -30,7 +27,7 @@ Buffer BufferPool::GetCached(uint64_t size) {
   {
     MutexLock lock(&mutex_);
     size_t best = free_.size();
-    for (size_t i = 0; i < free_.size(); ++i) {
+    for (size_t i = free_.size(); i-- > 0;) {  // the last given back first
       if (free_[i].size < size || free_[i].size / 2 > size) continue;
       if (best == free_.size() || free_[i].size < free_[best].size) best = i;
     }
@@ -58,7 +55,7 @@ Buffer BufferPool::Adopt(uint8_t* data, uint64_t size) {
 void BufferPool::Release(uint8_t* data, uint64_t size) {
   {
     MutexLock lock(&mutex_);
-    if (free_.size() < kMaxFreeBuffers && cached_bytes_ + size <= max_cached_bytes_) {
+    if (free_.size() < max_cached_buffers_ && cached_bytes_ + size <= max_cached_bytes_) {
       free_.push_back({data, size});
       cached_bytes_ += size;
       return;

@@ -35,23 +35,29 @@ struct Payload {
 // buffers it handed out hold it alive.
 class BufferPool : public std::enable_shared_from_this<BufferPool> {
  public:
-  static std::shared_ptr<BufferPool> Create(size_t max_cached_bytes = size_t{256} << 20);
+  // Keeps at most `max_cached_buffers` free buffers of at most
+  // `max_cached_bytes` together.
+  static std::shared_ptr<BufferPool> Create(size_t max_cached_bytes = size_t{256} << 20,
+                                            size_t max_cached_buffers = 16);
   ~BufferPool();
   // A buffer of exactly `size` bytes (contents undefined).
   Buffer Get(uint64_t size);
   // A cached buffer for `size` bytes (its memory may be up to twice that), or
   // an empty Buffer: takes no new memory (a frame reader growing a payload
-  // as it arrives asks first).
+  // as it arrives asks first). Of equal fits, the one given back last: its
+  // memory is the likeliest to be in the CPU's caches still.
   Buffer GetCached(uint64_t size);
   // Takes `data` (AllocateTensorMemory of `size` bytes) into the pool: the
   // Buffer returned hands it back to the cache when its last copy goes.
   Buffer Adopt(uint8_t* data, uint64_t size);
 
  private:
-  explicit BufferPool(size_t max_cached_bytes) : max_cached_bytes_(max_cached_bytes) {}
+  BufferPool(size_t max_cached_bytes, size_t max_cached_buffers)
+      : max_cached_bytes_(max_cached_bytes), max_cached_buffers_(max_cached_buffers) {}
   void Release(uint8_t* data, uint64_t size);
 
   const size_t max_cached_bytes_;
+  const size_t max_cached_buffers_;
   Mutex mutex_;
   struct Free {
     uint8_t* data;

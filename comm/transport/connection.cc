@@ -274,7 +274,11 @@ StatusOr<Buffer> Connection::PlacePayload(const std::vector<uint8_t>& header, ui
   if (size > 0 && !MayCarryPayload(decoded_->body))
     return InvalidArgument(
         fmt::format("{} with a payload of {} bytes", MessageName(decoded_->body), size));
-  if (!decoded_->is_reply || !IsPulledValues(decoded_->body)) return Buffer{};
+  if (!decoded_->is_reply) {
+    if (!request_placer_ || size == 0 || !open_) return Buffer{};
+    return request_placer_(shared_from_this(), *decoded_, size);
+  }
+  if (!IsPulledValues(decoded_->body)) return Buffer{};
   auto it = pending_.find(decoded_->request_id);
   if (it == pending_.end() || it->second.reply_into.size != size) return Buffer{};
   return it->second.reply_into;
@@ -490,6 +494,7 @@ void Connection::OnHandleClosed(uv_handle_t*) {
     on_close(keep, close_reason_);
   }
   on_request_ = nullptr;
+  request_placer_ = nullptr;
 }
 
 void Connection::CheckDeadlines(uint64_t now_ms) {

@@ -53,6 +53,11 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   using CloseHandler = std::function<void(const Ptr&, const Status& reason)>;
   using ConnectCallback = std::function<void(StatusOr<Ptr>)>;
   using OpenCallback = std::function<void(const Ptr&)>;
+  // Where the payload of a request (not a reply) of `size` bytes goes,
+  // asked once its header is in: exactly `size` bytes of memory that must
+  // stay valid until the request is handed to on_request (or the connection
+  // closes), or an empty Buffer for memory of the connection's own.
+  using RequestPlacer = std::function<Buffer(const Ptr&, const Message&, uint64_t size)>;
 
   // Resolves `host`, connects and runs the handshake. `done` runs on the loop
   // thread, with the connection once the peer proved itself, or with why
@@ -76,6 +81,10 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   // that is not a reply, including any that came before Start(); `on_close`
   // runs once, when the connection is gone.
   void Start(RequestHandler on_request, CloseHandler on_close);
+
+  // Sets where requests' payloads are read to (e.g. straight into a tensor);
+  // unset, into memory of the connection's own.
+  void SetRequestPlacer(RequestPlacer placer) { request_placer_ = std::move(placer); }
 
   // Sends a request and calls `done` with the reply (or the reason none came).
   // An ErrorReply from the peer arrives as a non-OK status with its message.
@@ -148,6 +157,7 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   std::string peer_;
   FrameReader reader_;
   RequestHandler on_request_;
+  RequestPlacer request_placer_;
   CloseHandler on_close_;
   struct Pending {
     ReplyCallback done;

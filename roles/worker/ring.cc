@@ -156,6 +156,13 @@ bool WorkerRing::OnPeerMessage(const Connection::Ptr& conn, Incoming& in) {
       return true;
     }
     inbound_ = conn;
+    // Its ring segments go where the ring says (straight into the tensor
+    // when kept as they come).
+    conn->SetRequestPlacer([this](const Connection::Ptr& from, const Message& m, uint64_t size) {
+      auto* chunk = std::get_if<RingChunk>(&m.body);
+      if (chunk == nullptr || from != inbound_ || !ring_) return Buffer{};
+      return ring_->PlaceChunk(from, *chunk, size);
+    });
     // With shared memory to offer, the answer names it; it may not exist
     // yet (this worker is still connecting to servers): answered then.
     if (!offer_ready_) {

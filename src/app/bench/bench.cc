@@ -16,7 +16,7 @@
 namespace pstrain {
 
 Status RunAllReduceBench(const std::vector<int64_t>& sizes, const std::vector<int>& worlds,
-                         const std::string& transport);
+                         const std::string& transport, const std::vector<std::string>& netns);
 Status RunEmbeddingBench(const std::vector<int>& dims, const std::vector<std::string>& cases);
 Status RunCacheBoundCase(const std::string& config_path, const std::vector<int>& worker_counts);
 Status RunTrainBench(const std::string& config_path, int64_t steps, const std::vector<int>& servers,
@@ -66,6 +66,21 @@ bool ParseCases(const std::string& text, std::vector<std::string>* out) {
   for (const std::string& item : *out)
     if (item != "server" && item != "pull" && item != "cache" && item != "data" &&
         item != "tiered" && item != "store")
+      return false;
+  return true;
+}
+
+// "a,b" -> {"a", "b"}: names under /run/netns (none: empty text), so no
+// '/' and no "..".
+bool ParseNamespaces(const std::string& text, std::vector<std::string>* out) {
+  out->clear();
+  if (text.empty()) return true;
+  *out = SplitCommas(text);
+  for (const std::string& name : *out)
+    if (name.empty() || name.size() > 64 || name == "." || name == ".." ||
+        name.find_first_not_of(
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+            std::string::npos)
       return false;
   return true;
 }
@@ -125,7 +140,7 @@ struct BenchArgs {
   std::vector<int> servers = {1, 2}, workers = {1, 2}, worlds = {2, 4}, dims = {16, 64};
   std::vector<int> train_servers = {2};
   std::vector<int> rounds = {5};
-  std::string config, transport = "shm", compare, cases = "server,pull,cache";
+  std::string config, transport = "shm", compare, cases = "server,pull,cache", netns;
   // compress: the four densities, and one past the bitmap crossover.
   int64_t elements = 4194304;
   int repeats = 7;
@@ -150,7 +165,12 @@ void DeclareBenchCommands(CLI::App* app, BenchArgs* a) {
   AddList(allreduce, "--bytes", &a->sizes, "tensor sizes in bytes, multiples of 4");
   AddList(allreduce, "--world", &a->worlds, "ranks per ring");
   AddWord(allreduce, "--transport", &a->transport, {"shm", "tcp"},
-          "shared memory (default) or TCP on 127.0.0.1");
+          "shared memory (default) or TCP (on 127.0.0.1 unless --netns)");
+  allreduce
+      ->add_option("--netns", a->netns,
+                   "network namespaces (/run/netns/NAME), one per rank: rank r runs in the r-th "
+                   "and listens on its address there (TCP only)")
+      ->type_name("NS,NS,...");
   CLI::App* embedding =
       app->add_subcommand("embedding", "sparse tables and row caches on Zipf-distributed ids");
   AddList(embedding, "--dim", &a->dims, "row widths, 1 to 4096");
@@ -216,7 +236,12 @@ int RunBench(const std::vector<std::string>& args) {
     if (!security.ok()) return Usage(which, security.status().message());
     st = RunKvBench(a.sizes, a.servers, a.workers, *security, a.compare.empty() ? 0 : a.rounds[0]);
   } else if (which == "allreduce") {
-    st = RunAllReduceBench(a.sizes, a.worlds, a.transport);
+    std::vector<std::string> netns;
+    if (!ParseNamespaces(a.netns, &netns))
+      return Usage(which, "--netns is '" + a.netns +
+                              "': expected namespace names (letters, digits, '.', '_', '-') "
+                              "separated by commas");
+    st = RunAllReduceBench(a.sizes, a.worlds, a.transport, netns);
   } else if (which == "embedding") {
     for (int d : a.dims)
       if (d < 1 || d > 4096) return Usage(which, "--dim must be from 1 to 4096");
