@@ -282,7 +282,8 @@ StatusOr<Buffer> Connection::PlacePayload(const std::vector<uint8_t>& header, ui
 
 void Connection::OnFrame(Frame&& frame) {
   if (closing_ || !decoded_) return;
-  Incoming in{std::move(*decoded_), std::move(frame.payload)};
+  const uint64_t wire_bytes = kFixedHeaderBytes + frame.header.size() + frame.payload.size;
+  Incoming in{std::move(*decoded_), std::move(frame.payload), wire_bytes};
   decoded_.reset();
   if (!open_) return OnHandshakeFrame(in.message);
   if (IsHandshake(in.message.body)) {

@@ -43,6 +43,7 @@ namespace pstrain {
 struct Incoming {
   Message message;
   Buffer payload;
+  uint64_t wire_bytes = 0;  // the frame as it came: fixed header, header, payload
 };
 
 class Connection : public HandleOwner, public std::enable_shared_from_this<Connection> {

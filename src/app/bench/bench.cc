@@ -255,6 +255,8 @@ int RunBench(const std::vector<std::string>& args) {
     if (st.ok() && Has(cases, "tiered")) st = RunTieredBench(a.dims, a.tiered);
     if (st.ok() && Has(cases, "store")) st = RunStoreBench(a.dims, a.tiered);
   } else if (which == "scheduler") {
+    for (int n : a.scheduler.nodes)
+      if (n < 2) return Usage(which, "--nodes must be at least 2 (a server and a worker)");
     st = RunSchedulerBench(a.scheduler);
   } else if (which == "compress") {
     std::vector<double> densities;

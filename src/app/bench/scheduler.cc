@@ -170,8 +170,8 @@ class SchedulerProcess {
 };
 
 StatusOr<Json> RunCase(const SchedulerBenchOptions& o, int nodes) {
-  const int servers = std::max(1, nodes / o.servers_every), workers = nodes - servers;
-  if (workers < 1) return InvalidArgument("--nodes must be at least 2");
+  const int servers = std::max(1, std::min(nodes - 1, nodes / o.servers_every));
+  const int workers = nodes - servers;
   auto open_files = EnsureOpenFiles(nodes + kSpareFiles);
   if (!open_files.ok()) return open_files.status();
   auto port = FreePort();

@@ -147,7 +147,7 @@ struct SimNodes::Shard {
       conn->Reply(id, Ack{});
       if (n->topology) return;
       n->topology = true;
-      const uint64_t bytes = kFixedHeaderBytes + EncodeHeader(in.message).size();
+      const uint64_t bytes = in.wire_bytes;
       {
         MutexLock lock(&shared->mutex);
         JoinFigures& j = shared->join;

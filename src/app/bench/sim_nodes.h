@@ -41,7 +41,7 @@ struct SimShape {
 struct JoinFigures {
   double registered_s = 0;            // the last RegisterReply
   double topology_s = 0;              // the last Topology
-  uint64_t topology_bytes = 0;        // frames as encoded on the wire, all nodes together
+  uint64_t topology_bytes = 0;        // the frames as received, all nodes together
   uint64_t topology_entries = 0;      // NodeInfo entries in them
   uint64_t topology_max_entries = 0;  // in the largest one
   int64_t connect_retries = 0;
