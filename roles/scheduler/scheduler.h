@@ -163,14 +163,15 @@ class Scheduler {
   // The rank a new node id of `role` gets, or why it gets none.
   StatusOr<int> PickRank(Role role, int requested) const;
   void Admit(const Connection::Ptr& conn, uint64_t id, NodeInfo info, const char* how);
-  // 3. The Topology of each node, kTopologyWindow frames unanswered at once.
+  // 3. The Topology of each node, at most kTopologyEntriesInFlight entries
+  // (about 15 MB of frames) unanswered at once.
   struct TopologyRound {
     std::vector<std::pair<Role, int>> nodes;  // who gets one, in order
     size_t next = 0;
-    int in_flight = 0;
+    size_t in_flight = 0;  // entries of the frames unanswered
     bool pumping = false;
   };
-  static constexpr int kTopologyWindow = 256;
+  static constexpr size_t kTopologyEntriesInFlight = size_t{1} << 18;
   void SendTopology();
   void PumpTopology(const std::shared_ptr<TopologyRound>& round);
   Topology TopologyFor(const NodeEntry& node);
