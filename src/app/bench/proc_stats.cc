@@ -26,17 +26,25 @@ double StatusMb(const std::string& status, const char* key) {
   return std::strtod(status.c_str() + at + std::string(key).size(), nullptr) / 1024.0;
 }
 
+// A library's .bss is an anonymous mapping right after its file's last
+// one (libcublasLt's is over 80 MB, touched at load): counted with it.
 double CudaRssMb(pid_t pid) {
   std::ifstream smaps(fmt::format("/proc/{}/smaps", pid));
   std::string line;
   bool cuda = false;
+  uint64_t previous_end = 0;
   double kb = 0;
   while (std::getline(smaps, line)) {
     // A mapping's first line: "start-end perms offset dev inode [path]".
     if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) &&
         line.find('-') < line.find(' ')) {
-      const size_t path = line.find('/');
-      cuda = path != std::string::npos && IsCudaLibrary(line.substr(path));
+      char* end = nullptr;
+      const uint64_t start = std::strtoull(line.c_str(), &end, 16);
+      const uint64_t stop = std::strtoull(end + 1, nullptr, 16);
+      const size_t path = line.find_first_of("/[");
+      const bool anonymous = path == std::string::npos;
+      cuda = anonymous ? cuda && start == previous_end : IsCudaLibrary(line.substr(path));
+      previous_end = stop;
     } else if (cuda && line.rfind("Rss:", 0) == 0) {
       kb += std::strtod(line.c_str() + 4, nullptr);
     }

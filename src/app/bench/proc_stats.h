@@ -12,8 +12,8 @@ struct ProcStats {
   double cpu_s = 0;        // user + system time so far
   double rss_mb = 0;       // VmRSS
   double peak_rss_mb = 0;  // VmHWM
-  // Resident bytes of the CUDA and NCCL libraries' mappings (smaps): what
-  // every process linked against them pays, whatever it does.
+  // Resident bytes of the CUDA and NCCL libraries' mappings and their .bss
+  // (smaps): what every process linked against them pays, whatever it does.
   double cuda_rss_mb = 0;
 };
 
