@@ -73,6 +73,7 @@ struct SimNodes::Shard {
     Role role;
     std::string id;
     Connection::Ptr conn;
+    std::string local_ip;  // connects from
     bool topology = false;
     bool shut_down = false;
   };
@@ -95,7 +96,7 @@ struct SimNodes::Shard {
   }
 
   void Connect(Node* n) {
-    Connection::Connect(&loop, log, shape.host, shape.port, [this, n](StatusOr<Connection::Ptr> c) {
+    auto connected = [this, n](StatusOr<Connection::Ptr> c) {
       if (shared->stopping.load()) {
         if (c.ok()) (*c)->Close(Aborted("the bench is stopping"));
         return;
@@ -116,7 +117,8 @@ struct SimNodes::Shard {
                                                    Name(*n), why.message())));
           });
       Register(n);
-    });
+    };
+    Connection::Connect(&loop, log, shape.host, shape.port, connected, n->local_ip);
   }
 
   void Register(Node* n) {
@@ -219,7 +221,8 @@ SimNodes::SimNodes(SimShape shape)
     const bool server = i < shape_.servers;
     shards_[i % loops]->nodes.push_back(
         {server ? Role::kServer : Role::kWorker,
-         fmt::format("sim-{}{}", server ? "s" : "w", server ? i : i - shape_.servers)});
+         fmt::format("sim-{}{}", server ? "s" : "w", server ? i : i - shape_.servers), nullptr,
+         fmt::format("127.0.0.{}", 2 + i % std::max(shape_.local_ips, 1))});
   }
 }
 

@@ -31,9 +31,13 @@ struct SimShape {
   uint16_t port = 0;
   int servers = 1;
   int workers = 1;
-  int loops = 4;          // threads the nodes are spread over
-  int window = 1024;      // connects and registrations in flight, all loops together
-  int heartbeats = 10;    // per node in Beat()
+  int loops = 4;        // threads the nodes are spread over
+  int window = 1024;    // connects and registrations in flight, all loops together
+  int heartbeats = 10;  // per node in Beat()
+  // Node i connects from 127.0.0.(2 + i % local_ips): towards one address,
+  // Linux's ephemeral ports run short past about 14,000 connections
+  // (connect() takes the odd half of ip_local_port_range first).
+  int local_ips = 8;
   ClusterOptions limits;  // the connections' security settings, as a node's
 };
 
