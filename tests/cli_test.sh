@@ -131,7 +131,7 @@ for case in "PSTRAIN_LOG_LEVEL=loud|local|PSTRAIN_LOG_LEVEL is 'loud': expected 
 done
 
 for case in "MS_ROLE=MS_BOSS|MS_ROLE is 'MS_BOSS': expected MS_SCHED, MS_PSERVER" \
-            "MS_WORKER_NUM=0|MS_WORKER_NUM is '0': expected an integer from 1 to 4096" \
+            "MS_WORKER_NUM=0|MS_WORKER_NUM is '0': expected an integer from 1 to 65536" \
             "MS_SERVER_NUM=x|MS_SERVER_NUM is 'x': expected an integer" \
             "MS_SCHED_PORT=99999|MS_SCHED_PORT is '99999': expected a port number from 1 to 65535" \
             "MS_NODE_RANK=x|MS_NODE_RANK is 'x': expected a whole number" \

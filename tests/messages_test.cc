@@ -43,9 +43,15 @@ TEST_CASE("every message type round-trips") {
   CHECK(std::get<RegisterReply>(RoundTrip({2, true, RegisterReply{4}}).body).rank == 4);
 
   Topology t{
-      {Node("s0", Role::kServer, 0), Node("w0", Role::kWorker, 0), Node("w1", Role::kWorker, 1)}};
+      {Node("s0", Role::kServer, 0), Node("w0", Role::kWorker, 0), Node("w1", Role::kWorker, 1)},
+      7,
+      1,
+      5};
   auto t2 = std::get<Topology>(RoundTrip({3, false, t}).body);
   REQUIRE(t2.nodes.size() == 3);
+  CHECK(t2.generation == 7);
+  CHECK(t2.server_num == 1);
+  CHECK(t2.worker_num == 5);
   CHECK(t2.nodes[2].node_id == "w1");
   CHECK(t2.nodes[2].role == Role::kWorker);
 

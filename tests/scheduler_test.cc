@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include "comm/transport/frame.h"
 #include "roles/local_job.h"
 #include "roles/node/cluster_client.h"
+#include "roles/node/peers.h"
 #include "roles/server/server.h"
 #include "roles/worker/checkpointing.h"
 #include "roles/worker/worker.h"
@@ -131,6 +133,63 @@ TEST_CASE("a larger job of 8 servers and 16 workers registers cleanly") {
   CHECK(sink->Matching("assign rank id:").size() == 24);
   CHECK(sink->Matching("stops: the job is over").size() == 24);
   MESSAGE("8 servers + 16 workers: whole job in " << ms << " ms");
+}
+
+TEST_CASE("a worker's topology lists the servers and its ring neighbours, a server's no node") {
+  auto sink = std::make_shared<CaptureSink>();
+  const int servers = 2, workers = 5;
+  ClusterOptions cluster = Shape(servers, workers);
+  Scheduler scheduler(cluster, CaptureLogger("scheduler", sink));
+  auto port = scheduler.Start();
+  REQUIRE(port.ok());
+  std::vector<std::unique_ptr<TestNode>> nodes;
+  for (int i = 0; i < servers + workers; ++i)
+    nodes.push_back(std::make_unique<TestNode>(NodeFor(i < servers ? Role::kServer : Role::kWorker,
+                                                       cluster, *port, fmt::format("node-{}", i)),
+                                               CaptureLogger(fmt::format("node-{}", i), sink)));
+  std::vector<StatusOr<Topology>> joined(nodes.size(), Unavailable("not run"));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    threads.emplace_back([&, i] { joined[i] = nodes[i]->client.Join(0); });
+  for (std::thread& t : threads) t.join();
+
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    REQUIRE_MESSAGE(joined[i].ok(), joined[i].status().message());
+    const Topology& t = *joined[i];
+    CHECK(t.server_num == servers);
+    CHECK(t.worker_num == workers);
+    std::set<std::pair<Role, int>> listed;
+    for (const NodeInfo& n : t.nodes) {
+      CHECK(n.host == "127.0.0.1");
+      listed.insert({n.role, n.rank});
+    }
+    CHECK(listed.size() == t.nodes.size());  // each once
+    const int rank = nodes[i]->client.rank();
+    if (i < static_cast<size_t>(servers)) {
+      CHECK(t.nodes.empty());
+    } else {
+      std::set<std::pair<Role, int>> want = {{Role::kServer, 0},
+                                             {Role::kServer, 1},
+                                             {Role::kWorker, (rank + 1) % workers},
+                                             {Role::kWorker, (rank + workers - 1) % workers}};
+      CHECK(listed == want);
+    }
+  }
+  for (size_t i = servers; i < nodes.size(); ++i) CHECK(nodes[i]->client.ReportDone().ok());
+  for (auto& n : nodes) CHECK(n->client.WaitForShutdown().ok());
+  CHECK(scheduler.Wait().ok());
+}
+
+TEST_CASE("peers: a worker talks to every server and its ring neighbours, a server to no one") {
+  using P = PeerRank;
+  CHECK(PeersOf(Role::kServer, 0, 3, 8).empty());
+  CHECK(PeersOf(Role::kWorker, 0, 2, 4) ==
+        std::vector<P>{
+            {Role::kServer, 0}, {Role::kServer, 1}, {Role::kWorker, 1}, {Role::kWorker, 3}});
+  // Two workers: the one neighbour is both next and previous.
+  CHECK(PeersOf(Role::kWorker, 1, 0, 2) == std::vector<P>{{Role::kWorker, 0}});
+  // One worker: no ring.
+  CHECK(PeersOf(Role::kWorker, 0, 1, 1) == std::vector<P>{{Role::kServer, 0}});
 }
 
 TEST_CASE("garbage on the scheduler port closes that connection only") {

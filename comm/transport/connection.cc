@@ -1,10 +1,12 @@
 #include "comm/transport/connection.h"
 
 #include <fmt/format.h>
+#include <netinet/in.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -68,59 +70,91 @@ Connection::Ptr Connection::Adopt(EventLoop* loop, Logger log, std::unique_ptr<u
   return conn;
 }
 
+namespace {
+
+// Binds `tcp` (initialised for `local`'s family) to `local`, the port left
+// to connect(), which picks one unused towards the peer
+// (IP_BIND_ADDRESS_NO_PORT) rather than one unused on that address at all.
+int BindLocal(uv_tcp_t* tcp, const sockaddr_storage& local) {
+  uv_os_fd_t fd;
+  const int one = 1;
+  if (uv_fileno(reinterpret_cast<uv_handle_t*>(tcp), &fd) == 0)
+    setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+  return uv_tcp_bind(tcp, reinterpret_cast<const sockaddr*>(&local), 0);
+}
+
+}  // namespace
+
 void Connection::Connect(EventLoop* loop, Logger log, const std::string& host, uint16_t port,
-                         ConnectCallback done) {
+                         ConnectCallback done, const std::string& local_ip) {
   PSTRAIN_DCHECK_ON_LOOP(loop);
-  ResolveAddress(loop, host, port, [loop, log, host, port, done](StatusOr<sockaddr_storage> addr) {
-    if (!addr.ok()) return done(addr.status());
-    if (loop->IsStopping()) return done(Aborted("event loop is stopping"));
-    auto tcp = std::make_unique<uv_tcp_t>();
-    uv_tcp_init(loop->uv(), tcp.get());
-    Ptr conn(new Connection(loop, log, std::move(tcp)));
-    conn->self_ = conn;
-    conn->peer_ = fmt::format("{}:{}", host, port);
-    conn->dialed_ = true;
-    struct ConnectRequest {
-      uv_connect_t req;
-      Ptr conn;
-      ConnectCallback done;
-    };
-    auto* req = new ConnectRequest{{}, conn, done};
-    int rc = uv_tcp_connect(
-        &req->req, conn->tcp_.get(), reinterpret_cast<const sockaddr*>(&*addr),
-        [](uv_connect_t* r, int status) {
-          std::unique_ptr<ConnectRequest> req(static_cast<ConnectRequest*>(r->data));
-          req->conn->connect_began_ms_ = 0;
-          if (status < 0) {
-            // Cancelled by a close: its reason (the connect deadline) says why.
-            Status error = status == UV_ECANCELED && req->conn->closing_
-                               ? req->conn->close_reason_
-                               : Unavailable(fmt::format("connect to {}: {}", req->conn->peer_,
-                                                         UvError(status)));
-            req->conn->Close(error);
-            return req->done(error);
+  ResolveAddress(
+      loop, host, port, [loop, log, host, port, done, local_ip](StatusOr<sockaddr_storage> addr) {
+        if (!addr.ok()) return done(addr.status());
+        if (loop->IsStopping()) return done(Aborted("event loop is stopping"));
+        std::optional<sockaddr_storage> local;
+        if (!local_ip.empty()) {
+          auto resolved = ResolveAddressNow(local_ip, 0);
+          if (!resolved.ok()) return done(resolved.status().WithContext("local address"));
+          local = *resolved;
+        }
+        auto tcp = std::make_unique<uv_tcp_t>();
+        const int init = local ? uv_tcp_init_ex(loop->uv(), tcp.get(), local->ss_family)
+                               : uv_tcp_init(loop->uv(), tcp.get());
+        if (init != 0)
+          return done(Unavailable(fmt::format("connect to {}:{}: {}", host, port, UvError(init))));
+        Ptr conn(new Connection(loop, log, std::move(tcp)));
+        conn->self_ = conn;
+        conn->peer_ = fmt::format("{}:{}", host, port);
+        conn->dialed_ = true;
+        if (local) {
+          if (int rc = BindLocal(conn->tcp_.get(), *local); rc != 0) {
+            Status error = Unavailable(fmt::format("bind to {}: {}", local_ip, UvError(rc)));
+            conn->Close(error);
+            return done(error);
           }
-          uv_tcp_nodelay(req->conn->tcp_.get(), 1);
-          // TLS (when set) first; the token handshake's frames travel inside it.
-          if (Status tls = req->conn->BeginTls(TlsSession::Side::kClient); !tls.ok()) {
-            req->conn->Close(tls);
-            return req->done(tls);
-          }
-          req->conn->on_connected_ = std::move(req->done);
-          req->conn->BeginHandshake(HandshakeRole::kConnector);
-        });
-    req->req.data = req;
-    if (rc != 0) {
-      Status error = Unavailable(fmt::format("connect to {}: {}", conn->peer_, UvError(rc)));
-      delete req;
-      conn->Close(error);
-      return done(error);
-    }
-    // The loop's sweep holds the connect to its deadline (CheckDeadlines).
-    conn->connect_began_ms_ = std::max<uint64_t>(loop->NowMs(), 1);
-    loop->EnsureSweep(SweepIntervalMs(loop->security()),
-                      [loop] { CheckConnectionDeadlines(loop); });
-  });
+        }
+        struct ConnectRequest {
+          uv_connect_t req;
+          Ptr conn;
+          ConnectCallback done;
+        };
+        auto* req = new ConnectRequest{{}, conn, done};
+        int rc = uv_tcp_connect(
+            &req->req, conn->tcp_.get(), reinterpret_cast<const sockaddr*>(&*addr),
+            [](uv_connect_t* r, int status) {
+              std::unique_ptr<ConnectRequest> req(static_cast<ConnectRequest*>(r->data));
+              req->conn->connect_began_ms_ = 0;
+              if (status < 0) {
+                // Cancelled by a close: its reason (the connect deadline) says why.
+                Status error = status == UV_ECANCELED && req->conn->closing_
+                                   ? req->conn->close_reason_
+                                   : Unavailable(fmt::format("connect to {}: {}", req->conn->peer_,
+                                                             UvError(status)));
+                req->conn->Close(error);
+                return req->done(error);
+              }
+              uv_tcp_nodelay(req->conn->tcp_.get(), 1);
+              // TLS (when set) first; the token handshake's frames travel inside it.
+              if (Status tls = req->conn->BeginTls(TlsSession::Side::kClient); !tls.ok()) {
+                req->conn->Close(tls);
+                return req->done(tls);
+              }
+              req->conn->on_connected_ = std::move(req->done);
+              req->conn->BeginHandshake(HandshakeRole::kConnector);
+            });
+        req->req.data = req;
+        if (rc != 0) {
+          Status error = Unavailable(fmt::format("connect to {}: {}", conn->peer_, UvError(rc)));
+          delete req;
+          conn->Close(error);
+          return done(error);
+        }
+        // The loop's sweep holds the connect to its deadline (CheckDeadlines).
+        conn->connect_began_ms_ = std::max<uint64_t>(loop->NowMs(), 1);
+        loop->EnsureSweep(SweepIntervalMs(loop->security()),
+                          [loop] { CheckConnectionDeadlines(loop); });
+      });
 }
 
 void Connection::Authenticate(OpenCallback on_open) {
@@ -286,7 +320,8 @@ StatusOr<Buffer> Connection::PlacePayload(const std::vector<uint8_t>& header, ui
 
 void Connection::OnFrame(Frame&& frame) {
   if (closing_ || !decoded_) return;
-  Incoming in{std::move(*decoded_), std::move(frame.payload)};
+  const uint64_t wire_bytes = kFixedHeaderBytes + frame.header.size() + frame.payload.size;
+  Incoming in{std::move(*decoded_), std::move(frame.payload), wire_bytes};
   decoded_.reset();
   if (!open_) return OnHandshakeFrame(in.message);
   if (IsHandshake(in.message.body)) {

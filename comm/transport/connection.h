@@ -43,6 +43,7 @@ namespace pstrain {
 struct Incoming {
   Message message;
   Buffer payload;
+  uint64_t wire_bytes = 0;  // the frame as it came: fixed header, header, payload
 };
 
 class Connection : public HandleOwner, public std::enable_shared_from_this<Connection> {
@@ -65,8 +66,11 @@ class Connection : public HandleOwner, public std::enable_shared_from_this<Conne
   // token, a token on one side only, a certificate refused by either end),
   // Unavailable or DeadlineExceeded when the peer could not be reached or
   // did not answer (the TCP connect has SecuritySettings::connect_timeout_ms).
+  // `local_ip` (an IP literal; empty: the kernel's choice) is the address to
+  // connect from: a client of many connections to one peer multiplies its
+  // ephemeral ports with several (127.0.0.x on loopback).
   static void Connect(EventLoop* loop, Logger log, const std::string& host, uint16_t port,
-                      ConnectCallback done);
+                      ConnectCallback done, const std::string& local_ip = {});
   // Wraps a socket accepted by a listener (already uv_accept()ed into `tcp`).
   static Ptr Adopt(EventLoop* loop, Logger log, std::unique_ptr<uv_tcp_t> tcp);
 

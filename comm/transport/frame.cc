@@ -82,7 +82,19 @@ Status FrameReader::Consume(size_t n, const std::function<void(Frame&&)>& on_fra
     return Status::OK();
   }
   // A read that filled the staging buffer suggests more are waiting.
-  if (n == staging_size_ && staging_size_ < kStagingMax) staging_wanted_ = 2 * staging_size_;
+  const bool filled = n == staging_size_;
+  if (filled && staging_size_ < kStagingMax) staging_wanted_ = 2 * staging_size_;
+  PSTRAIN_RETURN_IF_ERROR(ParseStaged(n, on_frame));
+  // One that did not drained the socket: until its next read, an idle
+  // connection holds no buffer (a scheduler has one connection per node).
+  if (!filled) {
+    staging_.reset();
+    staging_size_ = 0;
+  }
+  return Status::OK();
+}
+
+Status FrameReader::ParseStaged(size_t n, const std::function<void(Frame&&)>& on_frame) {
   const uint8_t* p = staging_.get();
   while (n > 0) {
     size_t take = 0;

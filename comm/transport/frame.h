@@ -98,6 +98,8 @@ class FrameReader {
   using TensorBytes = std::unique_ptr<uint8_t, TensorDeleter>;
 
   Status OutOfMemory(const std::exception& e) const;
+  // Parses the first `n` bytes of the staging buffer.
+  Status ParseStaged(size_t n, const std::function<void(Frame&&)>& on_frame);
   Status StartFrame();
   Status AppendHeader(const uint8_t* p, size_t take);
   Status PlacePayload();
@@ -121,8 +123,8 @@ class FrameReader {
   TensorBytes grown_;
   bool placed_ = false;  // current_.payload is the placer's (caller memory)
   uint64_t have_ = 0;    // payload bytes stored
-  // Small reads land here and are parsed out; allocated on first use, and
-  // doubled (up to a cap) each time a read fills it.
+  // Small reads land here and are parsed out; allocated for a read, doubled
+  // (up to a cap) each time a read fills it, freed after one that does not.
   std::unique_ptr<uint8_t[]> staging_;
   size_t staging_size_ = 0;
   size_t staging_wanted_;

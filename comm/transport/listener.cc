@@ -17,6 +17,7 @@ namespace pstrain {
 namespace {
 
 constexpr uint64_t kDescriptorCheckMs = 1000;
+constexpr int kMinBacklog = 512;
 
 // Whether this process has no file descriptor left (or the system none):
 // a copy of `fd` fails with EMFILE or ENFILE. One system call.
@@ -63,7 +64,12 @@ StatusOr<uint16_t> ListenTcp(EventLoop* loop, HandleOwner* owner, uv_tcp_t* tcp,
 
 StatusOr<uint16_t> Listener::Listen(const std::string& host, uint16_t port,
                                     AcceptHandler on_accept) {
-  auto bound = ListenTcp(loop_, this, &tcp_, host, port, 512, &Listener::OnConnection,
+  // Every node of the job may dial at once (a scheduler's N, a server's
+  // workers): a queue shorter than that drops SYNs, and each dropped one
+  // costs its node a second or more of retransmission. The kernel caps it
+  // at net.core.somaxconn.
+  const int backlog = std::max(kMinBacklog, loop_->security().max_handshaking);
+  auto bound = ListenTcp(loop_, this, &tcp_, host, port, backlog, &Listener::OnConnection,
                          fmt::format("listen on {}:{}", host, port));
   if (!bound.ok()) return bound.status();
   open_ = true;

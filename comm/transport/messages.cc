@@ -65,7 +65,9 @@ struct BodyEncoder {
   Out operator()(const Topology& m) {
     std::vector<fb::Offset<w::NodeInfo>> nodes;
     for (const NodeInfo& n : m.nodes) nodes.push_back(ToWire(b, n));
-    return {w::Body_Topology, w::CreateTopology(b, b.CreateVector(nodes), m.generation).Union()};
+    return {w::Body_Topology,
+            w::CreateTopology(b, b.CreateVector(nodes), m.generation, m.server_num, m.worker_num)
+                .Union()};
   }
   Out operator()(const Heartbeat& m) {
     return {w::Body_Heartbeat, w::CreateHeartbeat(b, m.step, m.samples_per_s).Union()};
@@ -264,6 +266,8 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
         }
       }
       t.generation = h->body_as_Topology()->generation();
+      t.server_num = h->body_as_Topology()->server_num();
+      t.worker_num = h->body_as_Topology()->worker_num();
       return MessageBody(std::move(t));
     }
     case w::Body_Heartbeat: {

@@ -40,8 +40,10 @@ struct RegisterReply {
   int64_t generation = 0;
 };
 struct Topology {
-  std::vector<NodeInfo> nodes;  // every server and worker, with ranks
+  std::vector<NodeInfo> nodes;  // the receiver's peers, with ranks (roles/node/peers.h)
   int64_t generation = 0;       // how many times the job rolled back
+  int server_num = 0;           // the job's shape
+  int worker_num = 0;
 };
 struct Heartbeat {
   int64_t step = -1;         // a worker's steps done; -1: nothing to report

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
+
+#include "roles/node/peers.h"
 
 namespace pstrain {
 namespace {
@@ -13,22 +16,27 @@ constexpr uint64_t kRetryMillis = 200;
 
 uint64_t Millis(double seconds) { return static_cast<uint64_t>(seconds * 1000.0 + 0.5); }
 
-// A topology must list each rank of each role exactly once, as many as the job
-// has; everything later indexes by rank and relies on it.
-Status CheckTopology(const Topology& t, const ClusterOptions& c) {
-  std::vector<int> seen_servers(c.server_num), seen_workers(c.worker_num);
+// A topology names the job's shape as this node knows it and lists exactly
+// the peers this node talks to (roles/node/peers.h), each once; everything
+// later finds its peers there by rank and relies on it.
+Status CheckTopology(const Topology& t, const NodeOptions& o, int rank) {
+  const ClusterOptions& c = o.cluster;
+  if (t.server_num != c.server_num || t.worker_num != c.worker_num)
+    return InvalidArgument(
+        fmt::format("topology for a job of {} servers and {} workers, this node's has {} and {}",
+                    t.server_num, t.worker_num, c.server_num, c.worker_num));
+  const std::vector<PeerRank> peers = PeersOf(o.role, rank, c.server_num, c.worker_num);
+  std::map<std::pair<Role, int>, int> seen;  // peer -> times listed
+  for (const PeerRank& p : peers) seen[{p.role, p.rank}] = 0;
   for (const NodeInfo& n : t.nodes) {
-    std::vector<int>* seen = n.role == Role::kServer   ? &seen_servers
-                             : n.role == Role::kWorker ? &seen_workers
-                                                       : nullptr;
-    if (seen == nullptr || n.rank < 0 || n.rank >= static_cast<int>(seen->size()) ||
-        (*seen)[n.rank]++ > 0)
-      return InvalidArgument(
-          fmt::format("topology lists {} rank {} wrongly", RoleName(n.role), n.rank));
+    auto it = seen.find({n.role, n.rank});
+    if (it == seen.end() || it->second++ > 0)
+      return InvalidArgument(fmt::format("topology lists {} rank {} wrongly for {} rank {}",
+                                         RoleName(n.role), n.rank, RoleName(o.role), rank));
   }
-  if (t.nodes.size() != static_cast<size_t>(c.server_num + c.worker_num))
-    return InvalidArgument(fmt::format("topology lists {} nodes, expected {}", t.nodes.size(),
-                                       c.server_num + c.worker_num));
+  if (t.nodes.size() != peers.size())
+    return InvalidArgument(fmt::format("topology lists {} nodes, {} rank {} talks to {}",
+                                       t.nodes.size(), RoleName(o.role), rank, peers.size()));
   return Status::OK();
 }
 
@@ -160,7 +168,7 @@ void ClusterClient::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
     return;
   }
   if (auto* topology = std::get_if<Topology>(&in.message.body)) {
-    if (Status st = CheckTopology(*topology, options_.cluster); !st.ok()) {
+    if (Status st = CheckTopology(*topology, options_, rank_); !st.ok()) {
       conn->Reply(id, ErrorReply{st.message()});
       joined_.Set(st.WithContext("bad topology from the scheduler"));
       return;

@@ -93,6 +93,7 @@ void Scheduler::LoseNode(NodeEntry& node, const std::string& why) {
   node.lost = true;
   node.awaiting_rejoin = false;
   failed_link_.clear();  // a rollback for a lost node breaks a row of link failures
+  if (HeldNow(node)) --held_now_;
   node.generation = -1;
   if (auto conn = node.conn.lock()) {
     node_of_.erase(conn.get());
@@ -113,13 +114,14 @@ void Scheduler::LoseNode(NodeEntry& node, const std::string& why) {
 // 5. Every other node drops its state and registers for the next generation.
 void Scheduler::BeginPause(const std::string& why) {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
-  ++generation_;
+  SetGeneration(generation_ + 1);
   paused_ = true;
   best_step_at_rollback_ = best_step_;
-  for (auto& waiters : barriers_) {
-    for (const BarrierWaiter& w : waiters)
+  for (Barrier& barrier : barriers_) {
+    for (const BarrierWaiter& w : barrier.waiters)
       if (auto c = w.conn.lock()) c->Reply(w.request_id, ErrorReply{"the job is paused: " + why});
-    waiters.clear();
+    barrier.waiters.clear();
+    barrier.slot_of.clear();
   }
   for (NodeEntry* n : AllNodes()) {
     n->done = false;

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "comm/transport/tls.h"
+#include "roles/node/peers.h"
 #include "src/common/config/identity.h"
 #include "src/common/open_files.h"
 
@@ -259,7 +260,7 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
     } else {
       info.rank = known->second.second;
     }
-    generation_ = std::max(generation_, req.generation);
+    SetGeneration(std::max(generation_, req.generation));
     return admit(info, "rejoined, keeps");
   }
 
@@ -301,10 +302,11 @@ StatusOr<int> Scheduler::PickRank(Role role, int requested) const {
     return requested;
   }
   // A rank never held first: a lost one may yet come back with its node id.
-  for (size_t r = 0; r < nodes.size(); ++r)
-    if (nodes[r].info.node_id.empty()) return static_cast<int>(r);
-  for (size_t r = 0; r < nodes.size(); ++r)
-    if (free(nodes[r])) return static_cast<int>(r);
+  size_t& r = never_held_from_[role == Role::kServer ? 0 : 1];
+  while (r < nodes.size() && !nodes[r].info.node_id.empty()) ++r;
+  if (r < nodes.size()) return static_cast<int>(r);
+  for (size_t held = 0; held < nodes.size(); ++held)
+    if (free(nodes[held])) return static_cast<int>(held);
   return FailedPrecondition(fmt::format("the job has {}={} and all {} {}s are registered",
                                         count_var, nodes.size(), nodes.size(), RoleName(role)));
 }
@@ -319,6 +321,7 @@ void Scheduler::Admit(const Connection::Ptr& conn, uint64_t id, NodeInfo info, c
     old->Close(Aborted("replaced by a new registration of the same rank"));
   }
   const bool replacement = node.lost;
+  if (!HeldNow(node)) ++held_now_;
   node = NodeEntry{info, conn, loop_.NowMs(), generation_};
   rank_of_[info.node_id] = {info.role, info.rank};
   node_of_[conn.get()] = info.node_id;
@@ -337,20 +340,51 @@ void Scheduler::Admit(const Connection::Ptr& conn, uint64_t id, NodeInfo info, c
   }
 }
 
+// 3. Each node gets the peers it talks to (roles/node/peers.h). Only so many
+// Topology entries are unanswered at once: the job's topologies together
+// grow with workers x servers (600 MB for 8,750 workers of 1,250 servers),
+// and queueing them all at once would hold them all in memory.
 void Scheduler::SendTopology() {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  auto round = std::make_shared<TopologyRound>();
+  for (NodeEntry* n : AllNodes()) round->nodes.push_back({n->info.role, n->info.rank});
+  topology_round_ = round;  // an earlier round still under way sends no more
+  PumpTopology(round);
+}
+
+void Scheduler::PumpTopology(const std::shared_ptr<TopologyRound>& round) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  // A call that fails at once answers inside the loop below.
+  if (round != topology_round_ || round->pumping) return;
+  round->pumping = true;
+  while (round->in_flight < kTopologyEntriesInFlight && round->next < round->nodes.size()) {
+    const auto [role, rank] = round->nodes[round->next++];
+    const NodeEntry& n = NodesOf(role)[rank];
+    auto conn = n.conn.lock();
+    if (!conn || conn->closed()) continue;
+    Topology topology = TopologyFor(n);
+    const size_t entries = topology.nodes.size() + 1;
+    round->in_flight += entries;
+    conn->Call(
+        std::move(topology), [this, round, entries, who = Describe(n)](StatusOr<Incoming> reply) {
+          if (!reply.ok())
+            log_->warn("sending the topology to {} failed: {}", who, reply.status().message());
+          round->in_flight -= entries;
+          PumpTopology(round);
+        });
+  }
+  round->pumping = false;
+}
+
+Topology Scheduler::TopologyFor(const NodeEntry& node) {
   Topology topology;
   topology.generation = generation_;
-  for (NodeEntry* n : AllNodes()) topology.nodes.push_back(n->info);
-  for (NodeEntry* n : AllNodes()) {
-    auto conn = n->conn.lock();
-    if (!conn) continue;
-    std::string who = Describe(*n);
-    conn->Call(topology, [this, who](StatusOr<Incoming> reply) {
-      if (!reply.ok())
-        log_->warn("sending the topology to {} failed: {}", who, reply.status().message());
-    });
-  }
+  topology.server_num = static_cast<int>(servers_.size());
+  topology.worker_num = static_cast<int>(workers_.size());
+  for (const PeerRank& p :
+       PeersOf(node.info.role, node.info.rank, topology.server_num, topology.worker_num))
+    topology.nodes.push_back(NodesOf(p.role)[p.rank].info);
+  return topology;
 }
 
 void Scheduler::HandleBarrier(const Connection::Ptr& conn, uint64_t id, NodeEntry& node,
@@ -372,11 +406,16 @@ void Scheduler::HandleBarrier(const Connection::Ptr& conn, uint64_t id, NodeEntr
                                    member ? "not every node has registered yet" : "not a member")});
     return;
   }
-  auto& waiters = barriers_[static_cast<size_t>(group)];
+  Barrier& barrier = barriers_[static_cast<size_t>(group)];
+  std::vector<BarrierWaiter>& waiters = barrier.waiters;
+  BarrierWaiter waiter{conn, id, node.info.node_id, node.info.rank, request.value, request.blob};
   // A node that asks again (it reconnected) replaces its earlier request.
-  for (auto it = waiters.begin(); it != waiters.end();)
-    it = it->node_id == node.info.node_id ? waiters.erase(it) : it + 1;
-  waiters.push_back({conn, id, node.info.node_id, node.info.rank, request.value, request.blob});
+  auto [slot, fresh] = barrier.slot_of.try_emplace(node.info.node_id, waiters.size());
+  if (fresh) {
+    waiters.push_back(std::move(waiter));
+  } else {
+    waiters[slot->second] = std::move(waiter);
+  }
   log_->debug("{} entered the barrier of {} ({} of {})", Describe(node), BarrierGroupName(group),
               waiters.size(), GroupSize(group));
   if (waiters.size() < GroupSize(group)) return;
@@ -390,6 +429,7 @@ void Scheduler::HandleBarrier(const Connection::Ptr& conn, uint64_t id, NodeEntr
   for (const BarrierWaiter& w : waiters)
     if (auto c = w.conn.lock()) c->Reply(w.request_id, reply);
   waiters.clear();
+  barrier.slot_of.clear();
 }
 
 void Scheduler::HandleDone(const Connection::Ptr& conn, uint64_t id, NodeEntry& node) {
@@ -550,11 +590,12 @@ size_t Scheduler::GroupSize(BarrierGroup g) const {
   return 0;
 }
 
-bool Scheduler::AllRegistered() const {
+void Scheduler::SetGeneration(int64_t generation) {
+  if (generation == generation_) return;
+  generation_ = generation;
+  held_now_ = 0;
   for (const auto* nodes : {&servers_, &workers_})
-    for (const NodeEntry& n : *nodes)
-      if (n.info.node_id.empty() || n.generation != generation_) return false;
-  return true;
+    for (const NodeEntry& n : *nodes) held_now_ += HeldNow(n) ? 1 : 0;
 }
 
 }  // namespace pstrain

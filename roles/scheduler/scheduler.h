@@ -11,8 +11,11 @@
 //      role. It logs
 //        The <role> node id:<id>,node ip: <ip>,node port:<port> assign rank id:<r>
 //      and replies RegisterReply(rank, generation).
-//   3. When every rank of both roles is held, every node gets the Topology
-//      and the scheduler logs
+//   3. When every rank of both roles is held, every node gets its Topology:
+//      the job's shape and the peers it talks to (roles/node/peers.h: a
+//      worker every server and its ring neighbours, a server no one), so
+//      that the bytes grow with workers x servers, not with the square of
+//      the nodes. The scheduler logs
 //        Start the scheduler node is successful!
 //      Not all in within PSTRAIN_REGISTER_TIMEOUT: the job ends, naming the
 //      missing ranks and the refused nodes.
@@ -24,7 +27,7 @@
 //      the generation goes up and every other node gets Pause; each drops
 //      all its state and registers again (same node id, same rank). The
 //      lost rank goes to a node registering with the lost node id, or to any
-//      new node. When every rank is held again, the Topology (new
+//      new node. When every rank is held again, each node's Topology (new
 //      generation) goes out and every node resumes from the newest complete
 //      checkpoint. No replacement within the wait: the job ends.
 //      Without recovery the job ends at once. A node that lost a peer it
@@ -160,7 +163,18 @@ class Scheduler {
   // The rank a new node id of `role` gets, or why it gets none.
   StatusOr<int> PickRank(Role role, int requested) const;
   void Admit(const Connection::Ptr& conn, uint64_t id, NodeInfo info, const char* how);
+  // 3. The Topology of each node, at most kTopologyEntriesInFlight entries
+  // (about 15 MB of frames) unanswered at once.
+  struct TopologyRound {
+    std::vector<std::pair<Role, int>> nodes;  // who gets one, in order
+    size_t next = 0;
+    size_t in_flight = 0;  // entries of the frames unanswered
+    bool pumping = false;
+  };
+  static constexpr size_t kTopologyEntriesInFlight = size_t{1} << 18;
   void SendTopology();
+  void PumpTopology(const std::shared_ptr<TopologyRound>& round);
+  Topology TopologyFor(const NodeEntry& node);
   void CheckHeartbeats();
   // 4. Whether this heartbeat check came so late that the loop must have
   // stalled; if so, every node gets a fresh timeout.
@@ -190,7 +204,13 @@ class Scheduler {
   NodeEntry* FindByConnection(const Connection* conn);
   std::string Describe(const NodeEntry& node) const;
   size_t GroupSize(BarrierGroup g) const;
-  bool AllRegistered() const;
+  bool AllRegistered() const { return held_now_ == servers_.size() + workers_.size(); }
+  // Whether `node` holds its rank for the current generation (held_now_
+  // counts them; every change of a node's or the job's generation keeps it).
+  bool HeldNow(const NodeEntry& node) const {
+    return !node.info.node_id.empty() && node.generation == generation_;
+  }
+  void SetGeneration(int64_t generation);
 
   ClusterOptions options_;
   Logger log_;
@@ -209,13 +229,22 @@ class Scheduler {
   std::vector<NodeEntry> servers_, workers_;                       // index = rank, fixed size
   std::unordered_map<std::string, std::pair<Role, int>> rank_of_;  // node id -> role, rank
   std::unordered_map<const Connection*, std::string> node_of_;     // registered connections
-  std::array<std::vector<BarrierWaiter>, 3> barriers_;             // by BarrierGroup
-  std::vector<HeldRegistration> held_;                             // 11
+  // 7. The requests waiting in one group's barrier, one per node.
+  struct Barrier {
+    std::vector<BarrierWaiter> waiters;
+    std::unordered_map<std::string, size_t> slot_of;  // node id -> index in waiters
+  };
+  std::array<Barrier, 3> barriers_;     // by BarrierGroup
+  std::vector<HeldRegistration> held_;  // 11
   uint64_t next_probe_ = 1;
   std::vector<std::string> refusals_;            // the first few, for the deadline's message
   std::optional<std::string> reference_config_;  // the job's JobConfigText
   std::string reference_name_;                   // whose it is, for messages
   int64_t generation_ = 0;                       // rollbacks so far (5)
+  size_t held_now_ = 0;                          // nodes for which HeldNow()
+  // Per role: every rank below it has been held (a rank once held keeps a
+  // node id), so the search for a rank never held starts there.
+  mutable std::array<size_t, 2> never_held_from_{};
   // 5. The link ("worker 1 and server 0") whose failure caused the last
   // rollback, and how many rollbacks in a row it caused with no progress;
   // progress: a worker past best_step_at_rollback_.
@@ -223,10 +252,11 @@ class Scheduler {
   int failed_link_rollbacks_ = 0;
   int64_t best_step_ = -1;  // the furthest step any worker reported
   int64_t best_step_at_rollback_ = -1;
-  StallWatch stall_watch_;              // 4. of the heartbeat checks
-  uint64_t rejoin_grace_until_ms_ = 0;  // 4. closes before this follow a stall
-  std::optional<Shutdown> ending_;      // 8. the Shutdown of a job that ends well
-  double recovery_wait_s_ = 0;          // from the nodes' registrations
+  StallWatch stall_watch_;                         // 4. of the heartbeat checks
+  uint64_t rejoin_grace_until_ms_ = 0;             // 4. closes before this follow a stall
+  std::optional<Shutdown> ending_;                 // 8. the Shutdown of a job that ends well
+  double recovery_wait_s_ = 0;                     // from the nodes' registrations
+  std::shared_ptr<TopologyRound> topology_round_;  // the latest SendTopology's
   bool topology_sent_ = false;
   bool paused_ = false;
   bool shutting_down_ = false;

@@ -185,12 +185,6 @@ void Server::OnHello(const Connection::Ptr& conn, uint64_t id, const Hello& hell
     why = fmt::format("only workers connect to a server, not a {}", RoleName(who.role));
   } else if (who.rank < 0 || who.rank >= workers) {
     why = fmt::format("worker rank {} is outside the job's 0..{}", who.rank, workers - 1);
-  } else if (const Topology* topology = node_.cluster().topology()) {
-    // The scheduler's topology names who holds each rank (it may still be
-    // on its way when the first worker connects; then Save checks it).
-    for (const NodeInfo& n : topology->nodes)
-      if (n.role == Role::kWorker && n.rank == who.rank && n.node_id != who.node_id)
-        why = fmt::format("worker rank {} is node id {}, not {}", who.rank, n.node_id, who.node_id);
   }
   if (!why.empty()) {
     node_.log()->warn("refused Hello from {}: {}", conn->peer(), why);

@@ -9,6 +9,7 @@
 
 #include "comm/transport/tls.h"
 #include "src/app/bench/kv.h"
+#include "src/app/bench/scheduler.h"
 #include "src/app/bench/store.h"
 #include "src/app/bench/tiered.h"
 #include "src/common/status.h"
@@ -146,6 +147,7 @@ struct BenchArgs {
   int repeats = 7;
   std::string densities = "1e-4,1e-3,1e-2,1e-1,0.5";
   TieredBenchOptions tiered;
+  SchedulerBenchOptions scheduler;
 };
 
 void DeclareBenchCommands(CLI::App* app, BenchArgs* a) {
@@ -203,6 +205,32 @@ void DeclareBenchCommands(CLI::App* app, BenchArgs* a) {
                        "shares of the elements sent, in (0, 1] (default " + a->densities + ")");
   compress->add_option("--repeats", a->repeats, "timed runs per density, the median reported")
       ->check(CLI::Range(1, 1000));
+  CLI::App* scheduler = app->add_subcommand(
+      "scheduler",
+      "a real scheduler in its own process against many simulated nodes, each with its own "
+      "connection: registration, topology, heartbeats, a barrier, the shutdown");
+  AddList(scheduler, "--nodes", &a->scheduler.nodes, "node counts, servers and workers together");
+  scheduler
+      ->add_option("--servers-every", a->scheduler.servers_every,
+                   "one server per this many nodes (default 8)")
+      ->check(CLI::Range(1, 1 << 20));
+  scheduler->add_option("--loops", a->scheduler.loops, "threads of simulated nodes (default 4)")
+      ->check(CLI::Range(1, 64));
+  scheduler
+      ->add_option("--window", a->scheduler.window,
+                   "connects and registrations in flight (default 1024)")
+      ->check(CLI::Range(1, 1 << 20));
+  scheduler
+      ->add_option("--heartbeats", a->scheduler.heartbeats,
+                   "heartbeats per node before the barrier (default 10)")
+      ->check(CLI::Range(0, 10000));
+  scheduler
+      ->add_option("--timeout", a->scheduler.timeout_s, "seconds per phase of a case (default 120)")
+      ->check(CLI::Range(1.0, 3600.0));
+  scheduler
+      ->add_option("--memory-mb", a->scheduler.memory_mb,
+                   "the scheduler's data limit (RLIMIT_DATA), in MiB (default 4096)")
+      ->check(CLI::Range(int64_t{64}, int64_t{1} << 20));
 }
 
 int Usage(const std::string& which, const std::string& why) {
@@ -251,6 +279,10 @@ int RunBench(const std::vector<std::string>& args) {
     if (st.ok() && Has(cases, "data")) st = RunCacheBoundCase(a.config, a.workers);
     if (st.ok() && Has(cases, "tiered")) st = RunTieredBench(a.dims, a.tiered);
     if (st.ok() && Has(cases, "store")) st = RunStoreBench(a.dims, a.tiered);
+  } else if (which == "scheduler") {
+    for (int n : a.scheduler.nodes)
+      if (n < 2) return Usage(which, "--nodes must be at least 2 (a server and a worker)");
+    st = RunSchedulerBench(a.scheduler);
   } else if (which == "compress") {
     std::vector<double> densities;
     if (!ParseDensities(a.densities, &densities))

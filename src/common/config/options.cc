@@ -94,11 +94,11 @@ Setting TextSetting(const char* flag, const char* env, bool required, const char
 // `shape_required`: false where the cluster shape has defaults (`pstrain local`).
 std::vector<Setting> ClusterSettings(ClusterOptions* c, bool shape_required) {
   return {
-      Described(IntSetting("servers", "MS_SERVER_NUM", shape_required, 0, 4096,
-                           "an integer from 0 to 4096", &c->server_num),
+      Described(IntSetting("servers", "MS_SERVER_NUM", shape_required, 0, 65536,
+                           "an integer from 0 to 65536", &c->server_num),
                 "number of servers in the job"),
-      Described(IntSetting("workers", "MS_WORKER_NUM", shape_required, 1, 4096,
-                           "an integer from 1 to 4096", &c->worker_num),
+      Described(IntSetting("workers", "MS_WORKER_NUM", shape_required, 1, 65536,
+                           "an integer from 1 to 65536", &c->worker_num),
                 "number of workers in the job"),
       Described(
           TextSetting("token", "MS_CLUSTER_TOKEN", false, "1 to 255 printable characters",

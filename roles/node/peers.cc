@@ -1,0 +1,16 @@
+#include "roles/node/peers.h"
+
+namespace pstrain {
+
+std::vector<PeerRank> PeersOf(Role role, int rank, int servers, int workers) {
+  std::vector<PeerRank> peers;
+  if (role != Role::kWorker) return peers;
+  peers.reserve(static_cast<size_t>(servers) + 2);
+  for (int s = 0; s < servers; ++s) peers.push_back({Role::kServer, s});
+  const int next = (rank + 1) % workers, prev = (rank + workers - 1) % workers;
+  if (next != rank) peers.push_back({Role::kWorker, next});
+  if (prev != rank && prev != next) peers.push_back({Role::kWorker, prev});
+  return peers;
+}
+
+}  // namespace pstrain
