@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 
@@ -260,10 +261,57 @@ double CompressionCounters::density() const {
   return elements > 0 ? static_cast<double>(sent) / static_cast<double>(elements) : 0.0;
 }
 
+double WarmupDensity(const CompressionConfig& config, int64_t epoch) {
+  const double start = config.warmup_density;
+  if (epoch < 0 || epoch >= config.warmup_epochs) return 0;
+  const double fraction = static_cast<double>(epoch) / static_cast<double>(config.warmup_epochs);
+  return start * std::pow(config.max_density / start, fraction);
+}
+
 ThresholdEncoder::ThresholdEncoder(int64_t n, const CompressionConfig& config)
     : config_(config), residual_(static_cast<size_t>(n), 0.0f), tau_(ClampTau(config.threshold)) {
   assert(n > 0 && n <= std::numeric_limits<uint32_t>::max());
   assert(config.type == CompressionType::kThreshold);
+  SetEpoch(0);
+}
+
+void ThresholdEncoder::SetEpoch(int64_t epoch) {
+  warmup_density_ = WarmupDensity(config_, epoch);
+  if (warmup_density_ == 0) {
+    warmup_sample_.clear();
+    warmup_sample_.shrink_to_fit();
+  }
+}
+
+float ThresholdEncoder::WarmupThreshold(const float* gradient) {
+  const int64_t n = size();
+  const int64_t samples = std::min(n, kWarmupSamples);
+  warmup_sample_.resize(static_cast<size_t>(samples));
+  // The same float sum the encoding pass makes, so that with every element
+  // sampled exactly the chosen ones reach tau. NaN counts as 0 (the order
+  // must be total).
+  const float* r = residual_.data();
+  auto magnitude = [&](int64_t i) {
+    const float a = std::fabs(r[i] + gradient[i]);
+    return a > 0 ? a : 0.0f;
+  };
+  if (samples == n) {
+    for (int64_t i = 0; i < n; ++i) warmup_sample_[i] = magnitude(i);
+  } else {
+    // A Weyl sequence (j times the golden ratio, mod 1): spread over the
+    // tensor without the period a fixed stride would share with its rows.
+    constexpr double kGolden = 0.6180339887498949;
+    for (int64_t j = 0; j < samples; ++j) {
+      const double at = std::fmod(static_cast<double>(j) * kGolden, 1.0);
+      warmup_sample_[j] = magnitude(std::min(n - 1, static_cast<int64_t>(at * n)));
+    }
+  }
+  const auto k = std::clamp<int64_t>(
+      static_cast<int64_t>(std::ceil(warmup_density_ * static_cast<double>(samples))), 1, samples);
+  auto kth = warmup_sample_.begin() + (k - 1);
+  std::nth_element(warmup_sample_.begin(), kth, warmup_sample_.end(), std::greater<float>());
+  // Fewer than k elements are non-zero: send those, at the current tau.
+  return *kth > 0 ? ClampTau(*kth) : tau_;
 }
 
 ThresholdEncodeStats ThresholdEncoder::Encode(const float* gradient, std::vector<uint8_t>* out) {
@@ -271,8 +319,11 @@ ThresholdEncodeStats ThresholdEncoder::Encode(const float* gradient, std::vector
   ThresholdEncodeStats stats;
   stats.elements = n;
   ++messages_;
-  stats.shake_up = config_.shake_up_every > 0 && messages_ % config_.shake_up_every == 0;
-  const float tau = stats.shake_up ? tau_ * CompressionConfig::kShakeUpScale : tau_;
+  stats.warmup = warmup_density_ > 0;
+  stats.shake_up =
+      !stats.warmup && config_.shake_up_every > 0 && messages_ % config_.shake_up_every == 0;
+  float tau = stats.shake_up ? tau_ * CompressionConfig::kShakeUpScale : tau_;
+  if (stats.warmup) tau = WarmupThreshold(gradient);
   stats.tau = tau;
 
   // Room for the bitmap plus one varint past it (the one that tips the
@@ -322,8 +373,11 @@ ThresholdEncodeStats ThresholdEncoder::Encode(const float* gradient, std::vector
   stats.sent = sent;
   stats.bytes = out->size();
 
-  // A shake-up message is denser on purpose; it says nothing about tau.
-  if (config_.adaptive && !stats.shake_up) {
+  // A shake-up message is denser on purpose; it says nothing about tau. A
+  // warm-up message's tau fits the data: adapting goes on from there.
+  if (config_.adaptive && stats.warmup) {
+    tau_ = tau;
+  } else if (config_.adaptive && !stats.shake_up) {
     const double density = stats.density();
     if (density < config_.min_density) tau_ = ClampTau(tau_ * (1.0f - config_.step));
     if (density > config_.max_density) tau_ = ClampTau(tau_ * (1.0f + config_.step));

@@ -21,6 +21,18 @@
 //   - shake-up: every `shake_up_every` messages one is encoded with
 //     tau * CompressionConfig::kShakeUpScale (never above tau), sharing the
 //     residual that sits just under tau.
+// and one of Lin et al. 2018 ("Deep Gradient Compression", 3.4):
+//   - warm-up: in the first `warmup_epochs` epochs a message sends a set
+//     share of the elements, WarmupDensity (2% in the first epoch by
+//     default, moving exponentially per epoch to the band's top): tau is
+//     the magnitude of that quantile of residual + gradient (estimated from
+//     a fixed sample of kWarmupSamples elements in a larger tensor), so
+//     whatever `threshold` says, the first messages neither send each
+//     element only a tiny +-tau (tau far too small: the update crawls
+//     while adapting climbs 10% a message) nor hold back nearly every one
+//     (far too large). With `adaptive`, tau then adapts from the last
+//     warm-up message's; without, it is `threshold` again. Only tau
+//     changes: the residual keeps what is not sent, as always.
 //
 // Message layout (little-endian), 16-byte header then the body:
 //   u8  format        1: sparse indices, 2: bitmap
@@ -64,6 +76,7 @@ struct ThresholdEncodeStats {
   int64_t sent = 0;       // elements sent (+tau or -tau)
   float tau = 0;          // the threshold this message used
   bool shake_up = false;  // tau was the shake-up threshold
+  bool warmup = false;    // tau was picked for the warm-up density
   ThresholdFormat format = ThresholdFormat::kSparse;
   size_t bytes = 0;        // the message's size
   int64_t elements = 0;    // n, the tensor's size
@@ -85,6 +98,19 @@ struct CompressionCounters {
   double density() const;  // sent / elements (0 when none)
 };
 
+// The share of elements warm-up asks of a message in `epoch` (0-based):
+// d0 * (max_density / d0)^(epoch / warmup_epochs) with d0 = warmup_density,
+// for epoch < warmup_epochs; 0 (no warm-up) from then on. The defaults give
+// 2%, 1.68%, 1.41%, 1.19%, then the band [1e-4, 1e-2]; DGC's schedule is
+// warmup_density 0.25 with a band topped at 0.25^5, about 0.1% (25%, 6.25%,
+// 1.6%, 0.4%).
+double WarmupDensity(const CompressionConfig& config, int64_t epoch);
+
+// Elements whose |residual + gradient| a warm-up message's tau is taken
+// from, at most: a larger tensor's tau is estimated from this many, spread
+// over it, so warm-up costs one short nth_element per message.
+inline constexpr int64_t kWarmupSamples = 1 << 16;
+
 class ThresholdEncoder {
  public:
   // `n` elements (> 0 and < 2^32, the header's u32); `config.type` must be
@@ -92,8 +118,15 @@ class ThresholdEncoder {
   ThresholdEncoder(int64_t n, const CompressionConfig& config);
 
   int64_t size() const { return static_cast<int64_t>(residual_.size()); }
-  // tau for the next message (before any shake-up).
+  // tau for the next message (before any shake-up; a warm-up message picks
+  // its own).
   float threshold() const { return tau_; }
+
+  // The epoch (0-based) the next messages are in; 0 until called. Sets the
+  // warm-up density (WarmupDensity) the messages aim at.
+  void SetEpoch(int64_t epoch);
+  // The share warm-up asks of the next message; 0 when it is not warming up.
+  double warmup_density() const { return warmup_density_; }
   // What has not been sent yet, per element.
   const std::vector<float>& residual() const { return residual_; }
 
@@ -101,7 +134,8 @@ class ThresholdEncoder {
   // step into *out (replacing its contents) and adapts tau.
   ThresholdEncodeStats Encode(const float* gradient, std::vector<uint8_t>* out);
 
-  // Checkpoints: the residual and tau are the encoder's whole state.
+  // Checkpoints: the residual and tau are the encoder's whole state (the
+  // epoch is the trainer's, set again on resume).
   // `residual` must hold size() elements (the caller checks what it read;
   // a vector of another size is a bug and is not taken); a tau that is not
   // finite and > 0 restarts from config.threshold.
@@ -125,6 +159,10 @@ class ThresholdEncoder {
   std::vector<float> residual_;
   float tau_;
   int64_t messages_ = 0;  // encoded so far (shake-up counts them)
+  double warmup_density_ = 0;
+  // The tau that sends warmup_density_ of residual + gradient.
+  float WarmupThreshold(const float* gradient);
+  std::vector<float> warmup_sample_;  // |residual + gradient| sampled
   // Where the varints wait when a message turns into a bitmap: allocated
   // once, so Encode() allocates nothing in steady state.
   std::vector<uint8_t> scratch_;

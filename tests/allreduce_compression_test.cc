@@ -130,6 +130,8 @@ TEST_CASE("compressed all-reduced weights: the gradient applied is the average o
   config.train.compression.type = CompressionType::kThreshold;
   config.train.compression.threshold = 0.5f;
   config.train.compression.adaptive = false;
+  // The rule at a fixed tau, written out below: no warm-up picking tau.
+  config.train.compression.warmup_epochs = 0;
   auto ring = MakeRing(2);
   std::vector<Copy> copies;
   for (int r = 0; r < 2; ++r) copies.push_back(MakeCopy(config));
@@ -170,6 +172,8 @@ TEST_CASE("momentum correction: workers encode masked momentum, every copy runs 
     config.train.compression.type = CompressionType::kThreshold;
     config.train.compression.threshold = kTau;
     config.train.compression.adaptive = false;
+    // The rule at a fixed tau, written out below: no warm-up picking tau.
+    config.train.compression.warmup_epochs = 0;
     auto ring = MakeRing(kWorkers);
     std::vector<Copy> copies(kWorkers);
     for (Copy& copy : copies) {

@@ -43,6 +43,16 @@ parameters:
   CHECK(Parse("train: {compression: {type: threshold}}\n").train.compression.threshold == 1e-3f);
   CHECK(Parse("train: {compression: {type: threshold, target_density: [0.01, 0.01]}}\n")
             .train.compression.max_density == 0.01);
+  // Warm-up: on by default (4 epochs from 2%), 0 turns it off.
+  const CompressionConfig plain =
+      Parse("train: {compression: {type: threshold}}\n").train.compression;
+  CHECK(plain.warmup_epochs == 4);
+  CHECK(plain.warmup_density == 0.02);
+  const CompressionConfig dgc =
+      Parse("train: {compression: {type: threshold, warmup_epochs: 0, warmup_density: 1}}\n")
+          .train.compression;
+  CHECK(dgc.warmup_epochs == 0);
+  CHECK(dgc.warmup_density == 1.0);
 }
 
 TEST_CASE("a bad compression value names the key and what was expected") {
@@ -73,6 +83,14 @@ TEST_CASE("a bad compression value names the key and what was expected") {
         "x.yaml:2: train.compression.target_density: " + kPair + "a list");
   CHECK(ErrorOf("train:\n  compression: {type: threshold, target_density: [a, 0.01]}\n") ==
         "x.yaml:2: train.compression.target_density: " + kPair + "a list");
+  CHECK(ErrorOf("train:\n  compression: {type: threshold, warmup_epochs: -1}\n") ==
+        "x.yaml:2: train.compression.warmup_epochs: expected an integer in 0..1000, got '-1'");
+  CHECK(ErrorOf("train:\n  compression: {type: threshold, warmup_density: 0}\n") ==
+        "x.yaml:2: train.compression.warmup_density: expected a number in (0, 1], got '0'");
+  CHECK(ErrorOf("train:\n  compression: {type: threshold, warmup_density: 1.5}\n") ==
+        "x.yaml:2: train.compression.warmup_density: expected a number in (0, 1], got '1.5'");
+  CHECK(ErrorOf("train:\n  compression: {type: none, warmup_epochs: 2}\n") ==
+        "x.yaml:2: train.compression.warmup_epochs: is only used with type: threshold");
   CHECK(ErrorOf("train:\n  compression: {type: threshold, step: 0}\n") ==
         "x.yaml:2: train.compression.step: expected a number in (0, 1), got '0'");
   CHECK(ErrorOf("train:\n  compression: {type: threshold, step: 1}\n") ==

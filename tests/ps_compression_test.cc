@@ -182,6 +182,8 @@ TEST_CASE("sync: the servers apply the mean of the workers' +-tau messages, resi
   config.train.partition_bytes = 64;
   config.train.compression = Threshold(kTau);
   config.train.compression.adaptive = false;
+  // The rule at a fixed tau, written out below: no warm-up picking tau.
+  config.train.compression.warmup_epochs = 0;
   auto gradient = [](int rank, int64_t i) {
     return 0.01f * static_cast<float>(rank + 1) * static_cast<float>(i % 5 - 2);
   };
@@ -259,6 +261,8 @@ TEST_CASE("momentum correction: workers encode masked momentum, the server runs 
     config.train.partition_bytes = 64;
     config.train.compression = Threshold(kTau);
     config.train.compression.adaptive = false;
+    // The rule at a fixed tau, written out below: no warm-up picking tau.
+    config.train.compression.warmup_epochs = 0;
     REQUIRE(MomentumCorrected(config, "w"));
     CHECK(CorrectedOptimizerFor(config, "w").type == OptimizerType::kSgd);
     CHECK(CorrectedOptimizerFor(config, "w").weight_decay == kDecay);

@@ -1,7 +1,8 @@
 // The threshold codec (optim/threshold_codec.h): what a decoded message adds,
-// that the residual loses nothing, that tau settles in its band, the bitmap
-// crossover and its size bound, shake-up, and every malformed message a
-// peer could send refused without touching the output.
+// that the residual loses nothing, that tau settles in its band, the warm-up's
+// density per epoch, the bitmap crossover and its size bound, shake-up, and
+// every malformed message a peer could send refused without touching the
+// output.
 #include "optim/threshold_codec.h"
 
 #include <doctest/doctest.h>
@@ -16,11 +17,13 @@
 namespace pstrain {
 namespace {
 
+// The codec after its warm-up (the warm-up's own cases set it).
 CompressionConfig Threshold(float tau, bool adaptive = false) {
   CompressionConfig config;
   config.type = CompressionType::kThreshold;
   config.threshold = tau;
   config.adaptive = adaptive;
+  config.warmup_epochs = 0;
   return config;
 }
 
@@ -153,6 +156,107 @@ TEST_CASE("the adaptive threshold keeps the density in the target band") {
     in_band += stats.density() >= config.min_density && stats.density() <= config.max_density;
   }
   CHECK(in_band >= counted * 95 / 100);
+}
+
+TEST_CASE("warm-up: the density per epoch falls exponentially to the band's top, then stops") {
+  CompressionConfig config = Threshold(1e-3f, true);
+  config.warmup_epochs = 4;
+  config.warmup_density = 0.25;  // DGC's: 25%, 6.25%, 1.5625%, 0.39%, then about 0.1%
+  config.max_density = 0.25 * 0.25 * 0.25 * 0.25 * 0.25;
+  const double dgc[] = {0.25, 0.0625, 0.015625, 0.00390625};
+  for (int epoch = 0; epoch < 4; ++epoch)
+    CHECK(WarmupDensity(config, epoch) == doctest::Approx(dgc[epoch]));
+  CHECK(WarmupDensity(config, 4) == 0);  // the band's adapting from here
+  CHECK(WarmupDensity(config, 100) == 0);
+  // The defaults: 2% to the default band's 1% over 4 epochs.
+  CompressionConfig defaults;
+  CHECK(defaults.warmup_epochs == 4);
+  CHECK(WarmupDensity(defaults, 0) == doctest::Approx(0.02));
+  CHECK(WarmupDensity(defaults, 2) == doctest::Approx(0.02 * std::sqrt(0.5)));
+  CHECK(WarmupDensity(defaults, 4) == 0);
+  config.warmup_epochs = 0;
+  CHECK(WarmupDensity(config, 0) == 0);
+}
+
+// Every message of each epoch of a warm-up sends its epoch's share of the
+// elements, whatever `threshold` says, and loses nothing; after the warm-up
+// the adaptive threshold takes over from the last warm-up tau.
+void CheckWarmup(int64_t n, float threshold, float sigma, bool exact) {
+  std::mt19937 rng(8);
+  CompressionConfig config = Threshold(threshold, true);
+  config.warmup_epochs = 3;
+  config.warmup_density = 0.2;
+  config.min_density = 1e-3;
+  config.max_density = 1e-2;
+  ThresholdEncoder encoder(n, config);
+  std::vector<double> sum(n, 0.0), received(n, 0.0);
+  std::vector<float> one(n);
+  std::vector<uint8_t> message;
+  float last_warmup_tau = 0;
+  for (int epoch = 0; epoch < 4; ++epoch) {
+    encoder.SetEpoch(epoch);
+    const double want = WarmupDensity(config, epoch);
+    CHECK(encoder.warmup_density() == want);
+    for (int step = 0; step < 5; ++step) {
+      const std::vector<float> gradient = Normal(n, sigma, &rng);
+      for (int64_t i = 0; i < n; ++i) sum[i] += gradient[i];
+      const ThresholdEncodeStats stats = encoder.Encode(gradient.data(), &message);
+      CHECK(stats.warmup == (epoch < 3));
+      if (epoch < 3) {
+        last_warmup_tau = stats.tau;
+        const double expected = std::ceil(want * static_cast<double>(n));
+        if (exact)
+          CHECK(stats.sent == static_cast<int64_t>(expected));
+        else
+          CHECK(std::fabs(static_cast<double>(stats.sent) - expected) <= 0.05 * expected);
+      } else if (step == 0) {
+        CHECK(stats.tau == doctest::Approx(last_warmup_tau));  // adapting goes on from there
+      }
+      std::fill(one.begin(), one.end(), 0.0f);
+      REQUIRE(DecodeThresholdAdd(message.data(), message.size(), n, 1.0f, one.data()).ok());
+      for (int64_t i = 0; i < n; ++i) received[i] += one[i];
+    }
+  }
+  double worst = 0, largest = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    worst = std::max(worst, std::fabs(received[i] + encoder.residual()[i] - sum[i]));
+    largest = std::max(largest, std::fabs(sum[i]));
+  }
+  CHECK(worst < 1e-5 * std::max(1.0, largest));  // nothing lost: float rounding only
+}
+
+TEST_CASE("warm-up messages send their epoch's density whatever the threshold, losing nothing") {
+  // Every element sampled: exactly ceil(density * n) sent (normal floats
+  // have no ties); tau far too small and far too large alike.
+  CheckWarmup(5000, 1e-6f, 1.0f, /*exact=*/true);
+  CheckWarmup(5000, 1e6f, 1e-3f, /*exact=*/true);
+  // A tensor past kWarmupSamples: tau from the sample, the density within 5%.
+  CheckWarmup(3 * kWarmupSamples + 17, 1e-3f, 1.0f, /*exact=*/false);
+}
+
+TEST_CASE("warm-up: an all-zero gradient sends nothing and keeps tau; NaN does not break it") {
+  CompressionConfig config = Threshold(0.5f, true);
+  config.warmup_epochs = 2;
+  ThresholdEncoder encoder(100, config);
+  std::vector<uint8_t> message;
+  const std::vector<float> zeros(100, 0.0f);
+  ThresholdEncodeStats stats = encoder.Encode(zeros.data(), &message);
+  CHECK(stats.warmup);
+  CHECK(stats.sent == 0);
+  CHECK(stats.tau == 0.5f);
+  std::vector<float> with_nan(100, 1.0f);
+  with_nan[3] = std::nanf("");
+  with_nan[50] = 2.0f;
+  with_nan[60] = 3.0f;
+  stats = encoder.Encode(with_nan.data(), &message);
+  CHECK(stats.sent == 2);  // ceil(2% of 100): the 3.0 and the 2.0
+  CHECK(stats.tau == 2.0f);
+  // Not adaptive: after the warm-up tau is `threshold` again.
+  config.adaptive = false;
+  ThresholdEncoder fixed(100, config);
+  (void)fixed.Encode(with_nan.data(), &message);
+  fixed.SetEpoch(2);
+  CHECK(fixed.Encode(zeros.data(), &message).tau == 0.5f);
 }
 
 TEST_CASE("the bitmap past the crossover, and no message over the bound, at any density") {

@@ -84,6 +84,9 @@ class AllReducedWeights {
   bool ReducesDense(const Param* param) const;
   bool averaging() const { return averaging_; }
 
+  // The epoch (0-based) the next steps are in, for the compressed
+  // gradients' warm-up (CompressedAllReduce::SetEpoch).
+  void SetEpoch(int64_t epoch) { compressed_.SetEpoch(epoch); }
   // Totals of this worker's encoders (zero when nothing is compressed).
   CompressionCounters compression_counters() const { return compressed_.counters(); }
   // What this worker has handed to the collectives for training so far:

@@ -34,6 +34,10 @@ void CompressedAllReduce::Add(Param* param, const CompressionConfig& config,
   tensors_.push_back(std::move(t));
 }
 
+void CompressedAllReduce::SetEpoch(int64_t epoch) {
+  for (Tensor& t : tensors_) t.encoder->SetEpoch(epoch);
+}
+
 const float* CompressedAllReduce::momentum(size_t index) const {
   const Tensor& t = tensors_[index];
   return t.momentum.empty() ? nullptr : t.momentum.data();

@@ -46,6 +46,9 @@ class CompressedAllReduce {
   void Add(Param* param, const CompressionConfig& config, bool momentum_corrected = false,
            float m = 0, bool nesterov = false);
   bool empty() const { return tensors_.empty(); }
+  // The epoch (0-based) the next Exchanges are in, for the encoders' warm-up
+  // (ThresholdEncoder::SetEpoch).
+  void SetEpoch(int64_t epoch);
 
   // Steps 1-3 above: every tensor's grad becomes the workers' average.
   Status Exchange(Collective& collective);

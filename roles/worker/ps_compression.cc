@@ -56,6 +56,11 @@ const float* PsCompression::momentum(int tensor) const {
   return t.momentum.empty() ? nullptr : t.momentum.data();
 }
 
+void PsCompression::SetEpoch(int64_t epoch) {
+  for (Tensor& t : tensors_)
+    for (auto& encoder : t.encoders) encoder->SetEpoch(epoch);
+}
+
 void PsCompression::CountPush(int tensor) {
   const Tensor& t = tensors_[tensor];
   const int64_t dense = t.elements * static_cast<int64_t>(sizeof(float));

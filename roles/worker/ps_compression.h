@@ -51,6 +51,9 @@ class PsCompression {
   // The worker's momentum buffer u of `tensor` (its elements), or null when
   // the tensor is not momentum-corrected.
   const float* momentum(int tensor) const;
+  // The epoch (0-based) the next Encodes are in, for the encoders' warm-up
+  // (ThresholdEncoder::SetEpoch).
+  void SetEpoch(int64_t epoch);
   // Counts one push of `tensor`, compressed or not, for the logs.
   void CountPush(int tensor);
 

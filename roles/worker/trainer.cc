@@ -484,6 +484,9 @@ Status TrainJob::Run(WorkerContext& ctx) {
       epoch_begin = Clock::now();
       epoch_samples = 0;
       have_next = false;
+      // Compression's warm-up goes by epochs (ThresholdEncoder::SetEpoch).
+      if (ps_compression_) ps_compression_->SetEpoch(epoch);
+      allreduced_->SetEpoch(epoch);
     }
     if (have_next) {
       std::swap(batch, next);

@@ -298,6 +298,7 @@ void ThresholdSeeds() {
     config.type = CompressionType::kThreshold;
     config.threshold = 0.5f;
     config.adaptive = false;
+    config.warmup_epochs = 0;  // tau 0.5 exactly, as the seed's name says
     config.shake_up_every = s.shake_up_every;
     ThresholdEncoder encoder(s.n, config);
     std::vector<float> gradient(static_cast<size_t>(s.n), 0.0f);

@@ -82,6 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   config.type = CompressionType::kThreshold;
   config.threshold = tau;
   config.adaptive = false;
+  config.warmup_epochs = 0;  // the message's own tau, not one picked from the data
   ThresholdEncoder encoder(n, config);
   std::vector<uint8_t> again;
   const ThresholdEncodeStats stats = encoder.Encode(zero.data(), &again);

@@ -68,6 +68,7 @@ Status RunCompressBench(int64_t elements, const std::vector<double>& densities, 
     config.type = CompressionType::kThreshold;
     config.threshold = QuantileTau(gradient, density);
     config.adaptive = false;
+    config.warmup_epochs = 0;  // the density asked for, at a fixed tau
     ThresholdEncoder encoder(elements, config);
     std::vector<uint8_t> message;
     message.reserve(ThresholdMessageBound(elements));

@@ -74,6 +74,17 @@ Field DensityRange(const char* key, double* min, double* max) {
           }};
 }
 
+// A share of the elements, in (0, 1].
+Field Density(const char* key, double* out) {
+  return {key, [=](const Value& v) {
+            double d = 0;
+            if (!v.node.IsScalar() || !ParseNumber(v.node.Scalar(), &d) || !(d > 0) || d > 1)
+              return v.Expected("a number in (0, 1]");
+            *out = d;
+            return Status::OK();
+          }};
+}
+
 // step: in (0, 1), one message for every way to miss it (Float's [0, 1)
 // would call 0 valid in the message and then refuse it).
 Field Step(float* out) {
@@ -91,7 +102,9 @@ std::vector<Field> CompressionFields(CompressionConfig* out) {
           Bool("adaptive", &out->adaptive),
           DensityRange("target_density", &out->min_density, &out->max_density),
           Step(&out->step),
-          Int("shake_up_every", &out->shake_up_every, 0)};
+          Int("shake_up_every", &out->shake_up_every, 0),
+          Int("warmup_epochs", &out->warmup_epochs, 0, 1000),
+          Density("warmup_density", &out->warmup_density)};
 }
 
 Status ReadCompression(const Value& v, CompressionConfig* out) {
