@@ -99,10 +99,10 @@ TEST_CASE("a malformed variable names itself, its value and what it accepts") {
   };
   for (const Case& c :
        {Case{"MS_ROLE", "MS_BOSS", "MS_SCHED, MS_PSERVER (or MS_SERVER) or MS_WORKER"},
-        Case{"MS_SERVER_NUM", "two", "an integer from 0 to 4096"},
-        Case{"MS_SERVER_NUM", "-1", "an integer from 0 to 4096"},
-        Case{"MS_WORKER_NUM", "0", "an integer from 1 to 4096"},
-        Case{"MS_WORKER_NUM", "3x", "an integer from 1 to 4096"},
+        Case{"MS_SERVER_NUM", "two", "an integer from 0 to 65536"},
+        Case{"MS_SERVER_NUM", "-1", "an integer from 0 to 65536"},
+        Case{"MS_WORKER_NUM", "0", "an integer from 1 to 65536"},
+        Case{"MS_WORKER_NUM", "3x", "an integer from 1 to 65536"},
         Case{"MS_SCHED_PORT", "70000", "a port number from 1 to 65535"},
         Case{"MS_SCHED_PORT", "", "a port number from 1 to 65535"},
         Case{"MS_SCHED_HOST", "a b", "a host name or IP address"},
@@ -131,7 +131,7 @@ TEST_CASE("flags override the environment and are named in errors") {
   CHECK(o->node_id == "srv-a");
 
   CHECK(ErrorOf(Valid(), {"--workers", "many"}) ==
-        "--workers is 'many': expected an integer from 1 to 4096");
+        "--workers is 'many': expected an integer from 1 to 65536");
   CHECK(ErrorOf(Valid(), {"--colour", "red"}).find("unknown flag --colour") == 0);
   CHECK(ErrorOf(Valid(), {"--workers"}).find("--workers: 1 required VALUE missing") == 0);
   CHECK(ErrorOf(Valid(), {"stray"}).find("unexpected argument 'stray'") == 0);
