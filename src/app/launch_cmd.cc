@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -80,12 +79,7 @@ Status CheckAbsolutePaths(const Config& config) {
 
 // A whole number from 0 to `max` in the variable `name`.
 StatusOr<int> ParseEnvInt(const std::string& text, const char* name, int max) {
-  int n = -1;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc() || end != text.data() + text.size() || n < 0 || n > max)
-    return InvalidArgument(
-        fmt::format("{} is '{}': expected a whole number from 0 to {}", name, text, max));
-  return n;
+  return ParseWholeNumber(text, fmt::format("{} is '{}'", name, text), max);
 }
 
 size_t DistinctHosts(const LaunchPlan& plan) {

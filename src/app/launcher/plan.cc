@@ -15,12 +15,7 @@ struct HostLine {
 };
 
 StatusOr<int> ParseCount(std::string_view value, std::string_view key) {
-  int n = -1;
-  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-  if (ec != std::errc() || end != value.data() + value.size() || n < 0 || n > kMaxLaunchNodes)
-    return InvalidArgument(
-        fmt::format("{}={}: expected a whole number from 0 to {}", key, value, kMaxLaunchNodes));
-  return n;
+  return ParseWholeNumber(value, fmt::format("{}={}", key, value), kMaxLaunchNodes);
 }
 
 std::vector<std::string_view> Words(std::string_view line) {
@@ -76,6 +71,14 @@ StatusOr<LaunchPlan> MakePlan(const std::string& scheduler_host,
 }
 
 }  // namespace
+
+StatusOr<int> ParseWholeNumber(std::string_view text, const std::string& what, int max) {
+  int n = -1;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size() || n < 0 || n > max)
+    return InvalidArgument(fmt::format("{}: expected a whole number from 0 to {}", what, max));
+  return n;
+}
 
 Status CheckLaunchHost(std::string_view host) {
   if (host.empty()) return InvalidArgument("an empty host");

@@ -44,6 +44,9 @@ StatusOr<LaunchPlan> PlanFromHostfile(std::string_view text, const std::string& 
 StatusOr<LaunchPlan> PlanFromHosts(const std::vector<std::string>& hosts, int servers, int workers,
                                    const std::string& scheduler_host);
 
+// `text` as a whole number from 0 to `max`; the error starts with `what`.
+StatusOr<int> ParseWholeNumber(std::string_view text, const std::string& what, int max);
+
 // "host1 (server 0)": how the launcher names a node in its lines.
 std::string LaunchNodeName(const LaunchNode& node);
 
