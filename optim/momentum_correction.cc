@@ -28,6 +28,7 @@ const float* AccumulateMomentum(float m, const float* g, int64_t n, float* u,
 }
 
 void MaskSentMomentum(const std::vector<uint8_t>& message, int64_t n, float* u, float* scratch) {
+  if (ThresholdMessageSendsValues(message)) return;
   Status st = DecodeThresholdAdd(message.data(), message.size(), n, 1.0f, scratch);
   assert(st.ok());  // our own encoder's message
   if (!st.ok()) return;

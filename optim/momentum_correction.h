@@ -1,7 +1,7 @@
 // Momentum correction for threshold-compressed tensors (Lin et al. 2018,
-// "Deep Gradient Compression", 3.1 and 3.2), shared by both paths of issue
-// 15: pushes to the servers (roles/worker/ps_compression.h) and the all-gather of
-// all-reduced weights (roles/worker/compressed_allreduce.h).
+// "Deep Gradient Compression", 3.1 and 3.2), shared by both compressed
+// paths: pushes to the servers (roles/worker/ps_compression.h) and the
+// all-gather of all-reduced weights (roles/worker/compressed_allreduce.h).
 //
 // Sending +-tau of the raw gradient to an optimizer that runs momentum
 // delays each element's gradient by the many steps its residual waits, and
@@ -14,6 +14,10 @@
 //   send +-tau where |residual| >= tau, as without correction
 //   u = 0 at every element sent   (momentum factor masking: what was sent
 //                                  stops pushing the same direction)
+//                                  in a +-tau message; a values message
+//                                  (warm-up) sent the whole residual and
+//                                  keeps u, so at density 1 this is
+//                                  exactly momentum SGD
 // and whoever applies the decoded messages runs the tensor's optimizer
 // without momentum (CorrectedOptimizerFor: sgd with its lr, lr schedule
 // and weight decay).
@@ -42,7 +46,8 @@ const float* AccumulateMomentum(float m, const float* g, int64_t n, float* u,
                                 float* nesterov_input);
 
 // Zeroes u[0..n) at every element `message` (this worker's own, for those n
-// elements) sent: decoding it gives exactly the set the receivers add.
+// elements) sent as +-tau: decoding it gives exactly the set the receivers
+// add. A values message leaves u as it is.
 // `scratch` holds n zeros and is left so.
 void MaskSentMomentum(const std::vector<uint8_t>& message, int64_t n, float* u, float* scratch);
 

@@ -8,62 +8,24 @@
 #include <limits>
 #include <string>
 
+#include "optim/threshold_values.h"
+#include "optim/threshold_wire.h"
+
 namespace pstrain {
 namespace {
+
+using threshold_wire::GetU32;
+using threshold_wire::GetVarint;
+using threshold_wire::kMaxVarint;
+using threshold_wire::PutU32;
+using threshold_wire::PutVarint;
 
 constexpr uint8_t kVersion = 1;
 // Elements per block of the encoder's pass: one 64-bit mask per sign, so the
 // residual update vectorizes and a block with nothing to send (most of them
 // at low density) costs that update alone.
 constexpr int64_t kBlock = 64;
-// A LEB128 varint of a 32-bit value takes at most 5 bytes.
-constexpr size_t kMaxVarint = 5;
-
 size_t BitmapBytes(int64_t n) { return static_cast<size_t>((n + 3) / 4); }
-
-// Little-endian fields, written and read byte by byte so that the layout does
-// not depend on the host.
-void PutU32(uint8_t* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-uint32_t GetU32(const uint8_t* p) {
-  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
-}
-
-size_t PutVarint(uint8_t* p, uint32_t v) {
-  size_t len = 0;
-  while (v >= 0x80) {
-    p[len++] = static_cast<uint8_t>(v | 0x80);
-    v >>= 7;
-  }
-  p[len++] = static_cast<uint8_t>(v);
-  return len;
-}
-
-// Reads one varint of at most 5 bytes from [*p, end). False when it is cut
-// short (then *p is end), longer than 5 bytes, over 32 bits, or not in its
-// shortest form (a message has one encoding, so a decoded message re-encodes
-// to itself).
-bool GetVarint(const uint8_t** p, const uint8_t* end, uint32_t* v) {
-  uint64_t value = 0;
-  const uint8_t* q = *p;
-  for (size_t i = 0; i < kMaxVarint; ++i) {
-    if (q == end) {
-      *p = end;
-      return false;
-    }
-    const uint8_t byte = *q++;
-    value |= uint64_t{byte & 0x7fu} << (7 * i);
-    if ((byte & 0x80) == 0) {
-      if (i > 0 && byte == 0) return false;  // overlong
-      if (value > std::numeric_limits<uint32_t>::max()) return false;
-      *v = static_cast<uint32_t>(value);
-      *p = q;
-      return true;
-    }
-  }
-  return false;
-}
 
 // Bits 0..31 of x moved to the even bits (bit k to bit 2k): with the signs
 // on the odd bits, 32 elements' 2-bit codes in bitmap order.
@@ -226,7 +188,28 @@ void ApplyBitmap(const uint8_t* body, int64_t n, float value, float* out) {
 
 }  // namespace
 
-size_t ThresholdMessageBound(int64_t n) { return kThresholdHeaderBytes + BitmapBytes(n); }
+size_t ThresholdMessageBound(int64_t n) {
+  return kThresholdHeaderBytes + std::max(BitmapBytes(n), threshold_values::BodyBound(n));
+}
+
+const char* ThresholdFormatName(ThresholdFormat format) {
+  switch (format) {
+    case ThresholdFormat::kSparse:
+      return "sparse";
+    case ThresholdFormat::kBitmap:
+      return "bitmap";
+    case ThresholdFormat::kValues:
+      return "values";
+    case ThresholdFormat::kValuesBitmap:
+      return "values-bitmap";
+  }
+  return "unknown";
+}
+
+bool ThresholdMessageSendsValues(const std::vector<uint8_t>& message) {
+  return !message.empty() && (message[0] == static_cast<uint8_t>(ThresholdFormat::kValues) ||
+                              message[0] == static_cast<uint8_t>(ThresholdFormat::kValuesBitmap));
+}
 
 double ThresholdEncodeStats::density() const {
   return elements > 0 ? static_cast<double>(sent) / static_cast<double>(elements) : 0.0;
@@ -315,15 +298,69 @@ float ThresholdEncoder::WarmupThreshold(const float* gradient) {
 }
 
 ThresholdEncodeStats ThresholdEncoder::Encode(const float* gradient, std::vector<uint8_t>* out) {
+  ++messages_;
+  const bool warmup = warmup_density_ > 0;
+  if (warmup) {
+    // Exact values (optim/threshold_values.h): at a warm-up's share of the
+    // elements, +-tau would clip the largest to the quantile's size.
+    ThresholdEncodeStats stats = EncodeValues(gradient, WarmupThreshold(gradient), out);
+    stats.warmup = true;
+    // A warm-up message's tau fits the data: adapting goes on from there.
+    if (config_.adaptive) tau_ = stats.tau;
+    return stats;
+  }
+  const bool shake_up = config_.shake_up_every > 0 && messages_ % config_.shake_up_every == 0;
+  ThresholdEncodeStats stats =
+      EncodeSigns(gradient, shake_up ? tau_ * CompressionConfig::kShakeUpScale : tau_, out);
+  stats.shake_up = shake_up;
+  // A shake-up message is denser on purpose; it says nothing about tau.
+  if (config_.adaptive && !shake_up) {
+    const double density = stats.density();
+    if (density < config_.min_density) tau_ = ClampTau(tau_ * (1.0f - config_.step));
+    if (density > config_.max_density) tau_ = ClampTau(tau_ * (1.0f + config_.step));
+  }
+  return stats;
+}
+
+namespace {
+
+void WriteHeader(ThresholdFormat format, int64_t n, float tau, uint32_t count, uint8_t* h) {
+  h[0] = static_cast<uint8_t>(format);
+  h[1] = kVersion;
+  h[2] = h[3] = 0;
+  PutU32(h + 4, static_cast<uint32_t>(n));
+  uint32_t tau_bits = 0;
+  std::memcpy(&tau_bits, &tau, sizeof tau);
+  PutU32(h + 8, tau_bits);
+  PutU32(h + 12, count);
+}
+
+}  // namespace
+
+ThresholdEncodeStats ThresholdEncoder::EncodeValues(const float* gradient, float tau,
+                                                    std::vector<uint8_t>* out) {
   const int64_t n = size();
   ThresholdEncodeStats stats;
   stats.elements = n;
-  ++messages_;
-  stats.warmup = warmup_density_ > 0;
-  stats.shake_up =
-      !stats.warmup && config_.shake_up_every > 0 && messages_ % config_.shake_up_every == 0;
-  float tau = stats.shake_up ? tau_ * CompressionConfig::kShakeUpScale : tau_;
-  if (stats.warmup) tau = WarmupThreshold(gradient);
+  stats.tau = tau = ClampTau(tau);
+  out->resize(kThresholdHeaderBytes + threshold_values::BodyBound(n));
+  uint32_t count = 0;
+  bool bitmap = false;
+  const size_t body = threshold_values::Encode(
+      residual_.data(), gradient, n, tau, out->data() + kThresholdHeaderBytes, &count, &bitmap);
+  stats.format = bitmap ? ThresholdFormat::kValuesBitmap : ThresholdFormat::kValues;
+  WriteHeader(stats.format, n, tau, count, out->data());
+  out->resize(kThresholdHeaderBytes + body);
+  stats.sent = count;
+  stats.bytes = out->size();
+  return stats;
+}
+
+ThresholdEncodeStats ThresholdEncoder::EncodeSigns(const float* gradient, float tau,
+                                                   std::vector<uint8_t>* out) {
+  const int64_t n = size();
+  ThresholdEncodeStats stats;
+  stats.elements = n;
   stats.tau = tau;
 
   // Room for the bitmap plus one varint past it (the one that tips the
@@ -359,29 +396,11 @@ ThresholdEncodeStats ThresholdEncoder::Encode(const float* gradient, std::vector
     writer.EmitBlock(base, plus, minus);
   }
 
-  uint8_t* h = out->data();
   stats.format = writer.bitmap() ? ThresholdFormat::kBitmap : ThresholdFormat::kSparse;
-  h[0] = static_cast<uint8_t>(stats.format);
-  h[1] = kVersion;
-  h[2] = h[3] = 0;
-  PutU32(h + 4, static_cast<uint32_t>(n));
-  uint32_t tau_bits = 0;
-  std::memcpy(&tau_bits, &tau, sizeof tau);
-  PutU32(h + 8, tau_bits);
-  PutU32(h + 12, static_cast<uint32_t>(sent));
+  WriteHeader(stats.format, n, tau, static_cast<uint32_t>(sent), out->data());
   out->resize(kThresholdHeaderBytes + writer.bytes());
   stats.sent = sent;
   stats.bytes = out->size();
-
-  // A shake-up message is denser on purpose; it says nothing about tau. A
-  // warm-up message's tau fits the data: adapting goes on from there.
-  if (config_.adaptive && stats.warmup) {
-    tau_ = tau;
-  } else if (config_.adaptive && !stats.shake_up) {
-    const double density = stats.density();
-    if (density < config_.min_density) tau_ = ClampTau(tau_ * (1.0f - config_.step));
-    if (density > config_.max_density) tau_ = ClampTau(tau_ * (1.0f + config_.step));
-  }
   return stats;
 }
 
@@ -448,9 +467,10 @@ Status DecodeThresholdAdd(const uint8_t* message, size_t size, int64_t n, float 
                " elements");
   }
   const uint8_t format = message[0];
-  if (format != static_cast<uint8_t>(ThresholdFormat::kSparse) &&
-      format != static_cast<uint8_t>(ThresholdFormat::kBitmap)) {
-    return Bad("format " + std::to_string(format) + " is neither 1 (sparse) nor 2 (bitmap)");
+  if (format < static_cast<uint8_t>(ThresholdFormat::kSparse) ||
+      format > static_cast<uint8_t>(ThresholdFormat::kValuesBitmap)) {
+    return Bad("format " + std::to_string(format) +
+               " is none of 1 (sparse), 2 (bitmap), 3 (values), 4 (values bitmap)");
   }
   if (message[1] != kVersion) {
     return Bad("version " + std::to_string(message[1]) + ", expected 1");
@@ -474,7 +494,11 @@ Status DecodeThresholdAdd(const uint8_t* message, size_t size, int64_t n, float 
   const uint8_t* body = message + kThresholdHeaderBytes;
   const uint8_t* end = message + size;
   const float value = scale * tau;
-  if (format == static_cast<uint8_t>(ThresholdFormat::kSparse)) {
+  if (format >= static_cast<uint8_t>(ThresholdFormat::kValues)) {
+    Status checked = threshold_values::Check(format, body, end, count, n, tau);
+    if (!checked.ok()) return checked;
+    threshold_values::Apply(format, body, end, count, n, scale, out);
+  } else if (format == static_cast<uint8_t>(ThresholdFormat::kSparse)) {
     Status checked = WalkSparse(body, end, count, n, value, nullptr);
     if (!checked.ok()) return checked;
     WalkSparse(body, end, count, n, value, out).IgnoreError();  // checked just above

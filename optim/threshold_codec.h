@@ -23,29 +23,35 @@
 //     residual that sits just under tau.
 // and one of Lin et al. 2018 ("Deep Gradient Compression", 3.4):
 //   - warm-up: in the first `warmup_epochs` epochs a message sends a set
-//     share of the elements, WarmupDensity (2% in the first epoch by
-//     default, moving exponentially per epoch to the band's top): tau is
+//     share of the elements, WarmupDensity (75% in the first epoch by
+//     default, falling exponentially per epoch to the band's top): tau is
 //     the magnitude of that quantile of residual + gradient (estimated from
 //     a fixed sample of kWarmupSamples elements in a larger tensor), so
 //     whatever `threshold` says, the first messages neither send each
 //     element only a tiny +-tau (tau far too small: the update crawls
 //     while adapting climbs 10% a message) nor hold back nearly every one
-//     (far too large). With `adaptive`, tau then adapts from the last
-//     warm-up message's; without, it is `threshold` again. Only tau
-//     changes: the residual keeps what is not sent, as always.
+//     (far too large). A warm-up message sends the elements' own values
+//     (formats 3 and 4) and zeroes their residual: +-tau at such a share
+//     would clip the largest elements to the quantile's size. With
+//     `adaptive`, tau then adapts from the last warm-up message's;
+//     without, it is `threshold` again.
 //
 // Message layout (little-endian), 16-byte header then the body:
-//   u8  format        1: sparse indices, 2: bitmap
+//   u8  format        1: sparse indices, 2: bitmap, 3: values sparse,
+//                     4: values bitmap
 //   u8  version       1
 //   u16 reserved      0
 //   u32 n             elements of the tensor the message is for
-//   f32 tau           the value sent: +tau or -tau (finite, > 0)
+//   f32 tau           the value sent: +tau or -tau (finite, > 0); in
+//                     formats 3 and 4, the least magnitude sent
 //   u32 count         elements sent (<= n)
 //   sparse: `count` LEB128 varints, each ((gap << 1) | sign) where gap is the
 //           index minus the previous index minus 1 (the first: the index),
 //           sign 1 for -tau; indices strictly increasing, < n
 //   bitmap: ceil(n / 4) bytes, element i in bits 2*(i%4).. of byte i/4:
 //           0 nothing, 1 +tau, 2 -tau (3 is invalid); exactly `count` set
+//   values sparse and values bitmap: indices, then each element's own value
+//           (optim/threshold_values.h)
 //
 // Decoding takes bytes from the wire: every field is checked before use
 // and a bad message is an error naming what was wrong; nothing is written
@@ -64,11 +70,19 @@
 
 namespace pstrain {
 
-enum class ThresholdFormat : uint8_t { kSparse = 1, kBitmap = 2 };
+enum class ThresholdFormat : uint8_t { kSparse = 1, kBitmap = 2, kValues = 3, kValuesBitmap = 4 };
+
+// "sparse", "bitmap", "values", "values-bitmap": for logs and benches.
+const char* ThresholdFormatName(ThresholdFormat format);
+
+// True when `message` (one of an encoder's own) is in a values format: it
+// sent its elements' whole accumulated values, not +-tau.
+bool ThresholdMessageSendsValues(const std::vector<uint8_t>& message);
 
 inline constexpr size_t kThresholdHeaderBytes = 16;
 
-// The largest message for a tensor of n elements: header plus bitmap.
+// The largest message for a tensor of n elements, in any format: header,
+// presence bitmap and n values.
 size_t ThresholdMessageBound(int64_t n);
 
 // What one Encode() did, for the logs and the tests.
@@ -134,6 +148,12 @@ class ThresholdEncoder {
   // step into *out (replacing its contents) and adapts tau.
   ThresholdEncodeStats Encode(const float* gradient, std::vector<uint8_t>* out);
 
+  // One message in a values format at `tau` (finite and > 0), the caller's:
+  // adds gradient[0..n) to the residual and sends every element whose
+  // residual reached tau with that residual, which becomes 0. tau does not
+  // adapt. Warm-up messages are these.
+  ThresholdEncodeStats EncodeValues(const float* gradient, float tau, std::vector<uint8_t>* out);
+
   // Checkpoints: the residual and tau are the encoder's whole state (the
   // epoch is the trainer's, set again on resume).
   // `residual` must hold size() elements (the caller checks what it read;
@@ -160,6 +180,8 @@ class ThresholdEncoder {
   float tau_;
   int64_t messages_ = 0;  // encoded so far (shake-up counts them)
   double warmup_density_ = 0;
+  // A +-tau message (formats 1 and 2) at `tau`.
+  ThresholdEncodeStats EncodeSigns(const float* gradient, float tau, std::vector<uint8_t>* out);
   // The tau that sends warmup_density_ of residual + gradient.
   float WarmupThreshold(const float* gradient);
   std::vector<float> warmup_sample_;  // |residual + gradient| sampled

@@ -76,6 +76,7 @@ Config CompressedConfig() {
   config.train.compression.type = CompressionType::kThreshold;
   config.train.compression.threshold = 2e-4f;
   config.train.compression.shake_up_every = 7;
+  config.train.compression.warmup_epochs = 0;  // the codec past its warm-up
   return config;
 }
 

@@ -47,7 +47,7 @@ parameters:
   const CompressionConfig plain =
       Parse("train: {compression: {type: threshold}}\n").train.compression;
   CHECK(plain.warmup_epochs == 4);
-  CHECK(plain.warmup_density == 0.02);
+  CHECK(plain.warmup_density == 0.75);
   const CompressionConfig dgc =
       Parse("train: {compression: {type: threshold, warmup_epochs: 0, warmup_density: 1}}\n")
           .train.compression;

@@ -39,10 +39,13 @@ Config ClickConfig(const ClickData& data, int64_t steps) {
   return config;
 }
 
+// The codec past its warm-up, where a long job spends most of its steps
+// (compression_warmup_test covers the warm-up's dense first epochs).
 CompressionConfig Threshold(float tau) {
   CompressionConfig c;
   c.type = CompressionType::kThreshold;
   c.threshold = tau;
+  c.warmup_epochs = 0;
   return c;
 }
 

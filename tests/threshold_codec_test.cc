@@ -14,42 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/threshold_util.h"
+
 namespace pstrain {
 namespace {
 
-// The codec after its warm-up (the warm-up's own cases set it).
-CompressionConfig Threshold(float tau, bool adaptive = false) {
-  CompressionConfig config;
-  config.type = CompressionType::kThreshold;
-  config.threshold = tau;
-  config.adaptive = adaptive;
-  config.warmup_epochs = 0;
-  return config;
-}
-
-std::vector<float> Normal(int64_t n, float sigma, std::mt19937* rng) {
-  std::normal_distribution<float> dist(0.0f, sigma);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = dist(*rng);
-  return v;
-}
-
-// Random multiples of 2^-14 in (-1, 1): every partial sum of 200 of them and
-// of tau (a multiple of 2^-14 too) is a multiple of 2^-14 below 2^8 in
-// magnitude, 22 significant bits, which a float's 24-bit mantissa holds
-// exactly. So every addition and subtraction the encoder, the decoder and
-// the test make is exact, and the bookkeeping can be checked with ==.
-std::vector<float> Dyadic(int64_t n, std::mt19937* rng) {
-  std::uniform_int_distribution<int32_t> dist(-(1 << 14) + 1, (1 << 14) - 1);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = std::ldexp(static_cast<float>(dist(*rng)), -14);
-  return v;
-}
-
-std::string ErrorOf(const std::vector<uint8_t>& message, int64_t n, std::vector<float>* out) {
-  Status status = DecodeThresholdAdd(message.data(), message.size(), n, 1.0f, out->data());
-  return status.ok() ? "" : status.message();
-}
+using namespace threshold_testing;
 
 TEST_CASE("a decoded message adds exactly the thresholded values") {
   std::mt19937 rng(1);
@@ -168,11 +138,11 @@ TEST_CASE("warm-up: the density per epoch falls exponentially to the band's top,
     CHECK(WarmupDensity(config, epoch) == doctest::Approx(dgc[epoch]));
   CHECK(WarmupDensity(config, 4) == 0);  // the band's adapting from here
   CHECK(WarmupDensity(config, 100) == 0);
-  // The defaults: 2% to the default band's 1% over 4 epochs.
+  // The defaults: 75% to the default band's 1% over 4 epochs.
   CompressionConfig defaults;
   CHECK(defaults.warmup_epochs == 4);
-  CHECK(WarmupDensity(defaults, 0) == doctest::Approx(0.02));
-  CHECK(WarmupDensity(defaults, 2) == doctest::Approx(0.02 * std::sqrt(0.5)));
+  CHECK(WarmupDensity(defaults, 0) == doctest::Approx(0.75));
+  CHECK(WarmupDensity(defaults, 2) == doctest::Approx(0.75 * std::sqrt(0.01 / 0.75)));
   CHECK(WarmupDensity(defaults, 4) == 0);
   config.warmup_epochs = 0;
   CHECK(WarmupDensity(config, 0) == 0);
@@ -202,6 +172,7 @@ void CheckWarmup(int64_t n, float threshold, float sigma, bool exact) {
       for (int64_t i = 0; i < n; ++i) sum[i] += gradient[i];
       const ThresholdEncodeStats stats = encoder.Encode(gradient.data(), &message);
       CHECK(stats.warmup == (epoch < 3));
+      CHECK(ThresholdMessageSendsValues(message) == (epoch < 3));
       if (epoch < 3) {
         last_warmup_tau = stats.tau;
         const double expected = std::ceil(want * static_cast<double>(n));
@@ -237,6 +208,7 @@ TEST_CASE("warm-up messages send their epoch's density whatever the threshold, l
 TEST_CASE("warm-up: an all-zero gradient sends nothing and keeps tau; NaN does not break it") {
   CompressionConfig config = Threshold(0.5f, true);
   config.warmup_epochs = 2;
+  config.warmup_density = 0.02;
   ThresholdEncoder encoder(100, config);
   std::vector<uint8_t> message;
   const std::vector<float> zeros(100, 0.0f);
@@ -287,9 +259,10 @@ TEST_CASE("the bitmap past the crossover, and no message over the bound, at any 
         v >>= 7;
       } while (v != 0);
     }
-    const bool bitmap = sparse > ThresholdMessageBound(n);
+    const size_t bitmap_size = kThresholdHeaderBytes + (n + 3) / 4;
+    const bool bitmap = sparse > bitmap_size;
     CHECK((stats.format == ThresholdFormat::kBitmap) == bitmap);
-    CHECK(message.size() == (bitmap ? ThresholdMessageBound(n) : sparse));
+    CHECK(message.size() == (bitmap ? bitmap_size : sparse));
     saw_sparse |= !bitmap;
     saw_bitmap |= bitmap;
     std::vector<float> out(n, 0.0f);
@@ -352,15 +325,6 @@ std::vector<uint8_t> Bitmap() {
   REQUIRE(message[0] == 2);
   return message;
 }
-void SetU32(std::vector<uint8_t>* m, size_t at, uint32_t v) {
-  for (int i = 0; i < 4; ++i) (*m)[at + i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void SetF32(std::vector<uint8_t>* m, size_t at, float f) {
-  uint32_t v = 0;
-  std::memcpy(&v, &f, 4);
-  SetU32(m, at, v);
-}
-
 TEST_CASE("malformed messages are refused with what was wrong, and out is untouched") {
   struct Case {
     const char* name;
@@ -370,8 +334,8 @@ TEST_CASE("malformed messages are refused with what was wrong, and out is untouc
   };
   const Case cases[] = {
       {"short header", false, [](auto* m) { m->resize(10); }, "shorter than the 16-byte header"},
-      {"format", false, [](auto* m) { (*m)[0] = 3; }, "format 3 is neither"},
-      {"format 0", false, [](auto* m) { (*m)[0] = 0; }, "format 0 is neither"},
+      {"format", false, [](auto* m) { (*m)[0] = 5; }, "format 5 is none of"},
+      {"format 0", false, [](auto* m) { (*m)[0] = 0; }, "format 0 is none of"},
       {"version", false, [](auto* m) { (*m)[1] = 2; }, "version 2, expected 1"},
       {"reserved", false, [](auto* m) { (*m)[3] = 1; }, "reserved bytes are not 0"},
       {"n", false, [](auto* m) { SetU32(m, 4, 65); }, "for 65 elements, expected 64"},

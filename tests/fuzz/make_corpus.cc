@@ -19,6 +19,7 @@
 #include "embedding/sparse_table.h"
 #include "optim/threshold_codec.h"
 #include "roles/checkpoint/shard_file.h"
+#include "roles/checkpoint/step_files.h"
 #include "roles/checkpoint/store.h"
 #include "src/common/checkpoint_file.h"
 
@@ -281,18 +282,21 @@ void ConfigSeeds(const fs::path& repo) {
 }
 
 // Messages from the threshold encoder: empty, sparse at a few densities,
-// a shake-up, and bitmaps (one with a partial last byte).
+// a shake-up, and bitmaps (one with a partial last byte); then values
+// messages (warm-up's), sparse and bitmap.
 void ThresholdSeeds() {
   struct Seed {
     const char* name;
     int64_t n;
     int every;  // element i sent when i % every == 0, its sign alternating
     int64_t shake_up_every;
+    bool values;  // a values message, element i sending 1 + i / 64
   };
-  const Seed seeds[] = {{"sparse_empty", 100, 0, 0},    {"sparse_1pct", 1000, 100, 0},
-                        {"sparse_10pct", 1000, 10, 0},  {"sparse_gaps", 5000, 997, 0},
-                        {"sparse_shake_up", 300, 7, 1}, {"bitmap_all", 257, 1, 0},
-                        {"bitmap_half", 64, 2, 0}};
+  const Seed seeds[] = {{"sparse_empty", 100, 0, 0, false},    {"sparse_1pct", 1000, 100, 0, false},
+                        {"sparse_10pct", 1000, 10, 0, false},  {"sparse_gaps", 5000, 997, 0, false},
+                        {"sparse_shake_up", 300, 7, 1, false}, {"bitmap_all", 257, 1, 0, false},
+                        {"bitmap_half", 64, 2, 0, false},      {"values_10pct", 1000, 10, 0, true},
+                        {"values_bitmap_all", 257, 1, 0, true}};
   for (const Seed& s : seeds) {
     CompressionConfig config;
     config.type = CompressionType::kThreshold;
@@ -302,10 +306,15 @@ void ThresholdSeeds() {
     config.shake_up_every = s.shake_up_every;
     ThresholdEncoder encoder(s.n, config);
     std::vector<float> gradient(static_cast<size_t>(s.n), 0.0f);
-    for (int64_t i = 0; s.every > 0 && i < s.n; i += s.every)
-      gradient[i] = (i / s.every) % 2 ? -1.0f : 1.0f;
+    for (int64_t i = 0; s.every > 0 && i < s.n; i += s.every) {
+      const float size = s.values ? 1.0f + static_cast<float>(i / 64) : 1.0f;
+      gradient[i] = (i / s.every) % 2 ? -size : size;
+    }
     Bytes message;
-    (void)encoder.Encode(gradient.data(), &message);
+    if (s.values)
+      (void)encoder.EncodeValues(gradient.data(), 0.5f, &message);
+    else
+      (void)encoder.Encode(gradient.data(), &message);
     Write("threshold_fuzz", s.name, message);
   }
 }

@@ -1,12 +1,13 @@
 // DecodeThresholdAdd (optim/threshold_codec.h) fed arbitrary messages, as a
 // server or a worker receives them from a peer (seeds: sparse and bitmap
-// messages from the encoder, corpus/threshold_fuzz/). The input is the
-// message; the expected size is the n its header names when that is at most
-// kMaxN (so the fuzzer gets past the size check), else kMaxN.
+// and values messages from the encoder, corpus/threshold_fuzz/). The input
+// is the message; the expected size is the n its header names when that is
+// at most kMaxN (so the fuzzer gets past the size check), else kMaxN.
 // Beyond the sanitizers:
 //   - an error leaves `out` untouched, bit for bit;
-//   - a message that decodes adds +-tau or nothing to each element, to as
-//     many elements as it says it sends, whatever `out` held;
+//   - a message that decodes adds +-tau (formats 1 and 2) or a finite value
+//     of at least tau in magnitude (3 and 4) or nothing to each element, to
+//     as many elements as it says it sends, whatever `out` held;
 //   - a message that decodes re-encodes (an encoder with its tau, fed what it
 //     added) to a message that decodes to the same values, and to the same
 //     bytes when the encoder picks the same format (one encoding each).
@@ -63,6 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::memcpy(&tau, &tau_bits, sizeof tau);
   if (!std::isfinite(tau) || !(tau > 0)) fuzz::Fail("decoded a message with a bad tau");
   if (sent != U32(data + 12)) fuzz::Fail("sent is not the header's count");
+  const bool values = data[0] >= static_cast<uint8_t>(ThresholdFormat::kValues);
   int64_t changed = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (zero[i] == 0.0f) {
@@ -70,7 +72,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         fuzz::Fail("an element not sent changed");
       continue;
     }
-    if (zero[i] != tau && zero[i] != -tau) fuzz::Fail("an element got neither +tau nor -tau");
+    if (values) {
+      if (!std::isfinite(zero[i]) || !(std::fabs(zero[i]) >= tau))
+        fuzz::Fail("an element got a value under tau or not finite");
+    } else if (zero[i] != tau && zero[i] != -tau) {
+      fuzz::Fail("an element got neither +tau nor -tau");
+    }
     ++changed;
     if (held[i] != held_before[i] + zero[i]) fuzz::Fail("decoding replaced instead of adding");
   }
@@ -85,7 +92,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   config.warmup_epochs = 0;  // the message's own tau, not one picked from the data
   ThresholdEncoder encoder(n, config);
   std::vector<uint8_t> again;
-  const ThresholdEncodeStats stats = encoder.Encode(zero.data(), &again);
+  const ThresholdEncodeStats stats =
+      values ? encoder.EncodeValues(zero.data(), tau, &again) : encoder.Encode(zero.data(), &again);
   if (stats.sent != sent) fuzz::Fail("re-encoding sends another count");
   for (float r : encoder.residual())
     if (r != 0.0f) fuzz::Fail("re-encoding left a residual");

@@ -95,7 +95,7 @@ Status RunCompressBench(int64_t elements, const std::vector<double>& densities, 
     line["target_density"] = density;
     line["density"] = Rounded(stats.density(), 6);
     line["tau"] = stats.tau;
-    line["format"] = stats.format == ThresholdFormat::kBitmap ? "bitmap" : "sparse";
+    line["format"] = ThresholdFormatName(stats.format);
     line["message_bytes"] = stats.bytes;
     line["dense_bytes"] = static_cast<int64_t>(dense_bytes);
     line["dense_over_message"] = Rounded(dense_bytes / static_cast<double>(stats.bytes), 1);

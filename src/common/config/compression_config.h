@@ -33,10 +33,10 @@ struct CompressionConfig {
   // first `warmup_epochs` epochs (0: none) every message sends a set share
   // of the elements, moving exponentially per epoch from warmup_density to
   // max_density, tau picked from the message's own values to give it
-  // (WarmupDensity in optim/threshold_codec.h). Why 2% and not DGC's 25%:
-  // docs/compression.md, "Warm-up".
+  // (WarmupDensity in optim/threshold_codec.h), sending exact values. Why
+  // 75%: docs/compression.md, "Warm-up".
   int64_t warmup_epochs = 4;
-  double warmup_density = 0.02;  // in (0, 1]
+  double warmup_density = 0.75;  // in (0, 1]
   bool enabled() const { return type != CompressionType::kNone; }
 };
 
