@@ -120,5 +120,83 @@ TEST_CASE("restore: the clock and step of a checkpoint come back in every mode")
   }
 }
 
+// Elastic jobs: the members change at an agreed step boundary.
+TEST_CASE("sync: from the change's step, a step waits for the new members and averages over them") {
+  UpdateCore core(4, 2, UpdateMode::kSync);  // 4 slots, workers 0 and 1 members
+  Recorder r;
+  CHECK(core.members() == std::vector<int>{0, 1});
+  CHECK(r.Push(core, 2, 0).message() ==
+        "push to 'w' partition 0 from worker 2: it is not a member of the job at step 0");
+  // Worker 2 joins from step 1: step 0 is still the old pair's.
+  REQUIRE(core.ChangeMembers(1, {0, 1, 2}).ok());
+  CHECK(core.members() == std::vector<int>{0, 1});
+  REQUIRE(r.Push(core, 0, 0).ok());
+  REQUIRE(r.Push(core, 1, 0).ok());
+  CHECK(core.members() == std::vector<int>{0, 1, 2});
+  REQUIRE(r.Push(core, 2, 1).ok());
+  REQUIRE(r.Push(core, 0, 1).ok());
+  CHECK(core.clock() == 1);  // waits for worker 1 too
+  REQUIRE(r.Push(core, 1, 1).ok());
+  CHECK(core.clock() == 2);
+  // Worker 0 leaves from step 2: two members again.
+  REQUIRE(core.ChangeMembers(2, {1, 2}).ok());
+  CHECK(r.Push(core, 0, 2).message() ==
+        "push to 'w' partition 0 from worker 0: it is not a member of the job at step 2");
+  REQUIRE(r.Push(core, 2, 2).ok());
+  REQUIRE(r.Push(core, 1, 2).ok());
+  CHECK(r.calls == std::vector<std::string>{"gather 0 first", "gather 1", "apply 0.50",
+                                            "gather 2 first", "gather 0", "gather 1", "apply 0.33",
+                                            "gather 2 first", "gather 1", "apply 0.50"});
+  CHECK(core.clock() == 3);
+}
+
+TEST_CASE("a change of members is refused for a step under way or past, or a bad set") {
+  UpdateCore core(3, 2, UpdateMode::kSync);
+  Recorder r;
+  REQUIRE(r.Push(core, 0, 0).ok());
+  CHECK(core.ChangeMembers(0, {0}).message() ==
+        "a change of members from step 0: the job is at step 0, whose pushes have begun");
+  REQUIRE(r.Push(core, 1, 0).ok());
+  CHECK(core.ChangeMembers(0, {0}).message() ==
+        "a change of members from step 0: the job is at step 1");
+  CHECK(core.ChangeMembers(5, {}).message() == "a change of members leaves no worker");
+  CHECK(core.ChangeMembers(5, {3}).message() == "member rank 3 is not in 0..2");
+  CHECK(core.ChangeMembers(5, {1, 1}).message() == "member rank 1 is named twice");
+  REQUIRE(core.ChangeMembers(5, {0, 1, 2}).ok());
+  CHECK(core.ChangeMembers(4, {0}).message() ==
+        "a change of members from step 4 after one from step 5");
+  CHECK(core.members() == std::vector<int>{0, 1});  // nothing refused took effect
+}
+
+TEST_CASE("ssp: a joining worker starts at the clock, a leaving one stops holding it back") {
+  UpdateCore core(3, 2, UpdateMode::kSsp);
+  Recorder r;
+  for (int step = 0; step < 4; ++step) REQUIRE(r.Push(core, 0, step).ok());
+  REQUIRE(r.Push(core, 1, 0).ok());
+  REQUIRE(r.Push(core, 1, 1).ok());
+  CHECK(core.clock() == 2);
+  REQUIRE(core.ChangeMembers(2, {0, 1, 2}).ok());  // due now: worker 2 starts at 2
+  CHECK(core.clock() == 2);
+  REQUIRE(r.Push(core, 2, 2).ok());
+  CHECK(core.clock() == 2);  // worker 1 is the slowest
+  bool answered = false;
+  core.AnswerAt(4, [&] { answered = true; });
+  REQUIRE(core.ChangeMembers(2, {0, 2}).ok());  // worker 1 leaves
+  CHECK(core.clock() == 3);
+  REQUIRE(r.Push(core, 2, 3).ok());
+  CHECK(core.clock() == 4);
+  CHECK(answered);
+}
+
+TEST_CASE("async: step() keeps the steps counted before a change at the old member count") {
+  UpdateCore core(4, 2, UpdateMode::kAsync);
+  Recorder r;
+  for (int i = 0; i < 8; ++i) REQUIRE(r.Push(core, i % 2, 0).ok());
+  CHECK(core.step() == 4);
+  REQUIRE(core.ChangeMembers(4, {0, 1, 2, 3}).ok());
+  for (int i = 0; i < 8; ++i) REQUIRE(r.Push(core, i % 4, 0).ok());
+  CHECK(core.step() == 6);  // 4 + 8 pushes of 4 workers
+}
+
 }  // namespace
 }  // namespace pstrain

@@ -3,16 +3,73 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 
 namespace pstrain {
 
-UpdateCore::UpdateCore(int workers, UpdateMode mode)
-    : workers_(workers), mode_(mode), pushes_(workers, 0), arrived_(workers, false) {}
+UpdateCore::UpdateCore(int workers, UpdateMode mode) : UpdateCore(workers, workers, mode) {}
+
+UpdateCore::UpdateCore(int slots, int members, UpdateMode mode)
+    : mode_(mode),
+      pushes_(slots, 0),
+      members_(slots, false),
+      member_count_(members),
+      arrived_(slots, false) {
+  std::fill(members_.begin(), members_.begin() + members, true);
+}
+
+std::vector<int> UpdateCore::members() const {
+  std::vector<int> ranks;
+  for (int r = 0; r < slots(); ++r)
+    if (members_[r]) ranks.push_back(r);
+  return ranks;
+}
+
+Status UpdateCore::ChangeMembers(int64_t from_step, std::vector<int> members) {
+  if (members.empty()) return InvalidArgument("a change of members leaves no worker");
+  std::vector<bool> set(pushes_.size(), false);
+  for (int r : members) {
+    if (r < 0 || r >= slots())
+      return InvalidArgument(fmt::format("member rank {} is not in 0..{}", r, slots() - 1));
+    if (set[r]) return InvalidArgument(fmt::format("member rank {} is named twice", r));
+    set[r] = true;
+  }
+  const int64_t now = step();
+  if (from_step < now || (from_step == now && arrived_count_ > 0))
+    return FailedPrecondition(
+        fmt::format("a change of members from step {}: the job is at step {}{}", from_step, now,
+                    from_step == now ? ", whose pushes have begun" : ""));
+  if (!changes_.empty() && from_step < changes_.back().from_step)
+    return FailedPrecondition(fmt::format("a change of members from step {} after one from step {}",
+                                          from_step, changes_.back().from_step));
+  changes_.push_back({from_step, std::move(set)});
+  TakeDueChange();
+  return Status::OK();
+}
+
+void UpdateCore::TakeDueChange() {
+  while (!changes_.empty() && changes_.front().from_step <= step()) {
+    const int64_t clock_now = clock();
+    std::vector<bool>& next = changes_.front().members;
+    for (int r = 0; r < slots(); ++r)
+      if (next[r] && !members_[r]) pushes_[r] = clock_now;
+    // async: the steps so far stay counted at the old member count.
+    async_base_step_ = step();
+    async_base_applied_ = applied_;
+    members_ = std::move(next);
+    member_count_ = static_cast<int>(std::count(members_.begin(), members_.end(), true));
+    changes_.erase(changes_.begin());
+  }
+}
 
 StatusOr<UpdateCore::Take> UpdateCore::Arrive(int worker, int64_t step, const std::string& what) {
-  if (worker < 0 || worker >= workers_)
+  if (worker < 0 || worker >= slots())
     return InvalidArgument(
-        fmt::format("push to {} from worker {}: the job has {} workers", what, worker, workers_));
+        fmt::format("push to {} from worker {}: the job has {} workers", what, worker, slots()));
+  if (!members_[worker])
+    return FailedPrecondition(
+        fmt::format("push to {} from worker {}: it is not a member of the job at step {}", what,
+                    worker, this->step()));
   // average: a round's weight deltas are gathered as a sync step's gradients.
   if (mode_ != UpdateMode::kSync && mode_ != UpdateMode::kAverage) return Take::kAlone;
   if (step != applied_)
@@ -21,10 +78,10 @@ StatusOr<UpdateCore::Take> UpdateCore::Arrive(int worker, int64_t step, const st
   if (arrived_[worker])
     return FailedPrecondition(
         fmt::format("worker {} pushed step {} to {} twice", worker, step, what));
-  if (workers_ == 1) return Take::kAlone;  // nothing to average: no copy to keep
+  if (member_count_ == 1) return Take::kAlone;  // nothing to average: no copy to keep
   arrived_[worker] = true;
   ++arrived_count_;
-  return arrived_count_ < workers_ ? Take::kGather : Take::kGatherAndApply;
+  return arrived_count_ < member_count_ ? Take::kGather : Take::kGatherAndApply;
 }
 
 void UpdateCore::Applied(Take take, int worker) {
@@ -35,15 +92,20 @@ void UpdateCore::Applied(Take take, int worker) {
     std::fill(arrived_.begin(), arrived_.end(), false);
     arrived_count_ = 0;
   }
+  TakeDueChange();
 }
 
 int64_t UpdateCore::clock() const {
-  if (mode_ == UpdateMode::kSsp) return *std::min_element(pushes_.begin(), pushes_.end());
-  return applied_;
+  if (mode_ != UpdateMode::kSsp) return applied_;
+  int64_t slowest = INT64_MAX;
+  for (int r = 0; r < slots(); ++r)
+    if (members_[r]) slowest = std::min(slowest, pushes_[r]);
+  return slowest;
 }
 
 int64_t UpdateCore::step() const {
-  if (mode_ == UpdateMode::kAsync) return applied_ / workers_;
+  if (mode_ == UpdateMode::kAsync)
+    return async_base_step_ + (applied_ - async_base_applied_) / member_count_;
   return clock();
 }
 
@@ -65,6 +127,7 @@ void UpdateCore::AnswerReady() {
 
 void UpdateCore::Restore(int64_t applied, int64_t clock) {
   applied_ = applied;
+  async_base_step_ = async_base_applied_ = 0;
   std::fill(pushes_.begin(), pushes_.end(), clock);
   std::fill(arrived_.begin(), arrived_.end(), false);
   arrived_count_ = 0;
@@ -72,7 +135,7 @@ void UpdateCore::Restore(int64_t applied, int64_t clock) {
 
 void UpdateCore::RestoreStep(int64_t step) {
   const bool lockstep = mode_ == UpdateMode::kSync || mode_ == UpdateMode::kAverage;
-  Restore(lockstep ? step : step * workers_, step);
+  Restore(lockstep ? step : step * member_count_, step);
 }
 
 }  // namespace pstrain

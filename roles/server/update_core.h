@@ -19,6 +19,13 @@
 // step() is the job's step as this update sees it (row ages, logs,
 // checkpoints): the clock in sync and ssp, pushes / workers in async.
 //
+// Members. A job's workers hold ranks 0..slots-1; the members are the ranks
+// whose pushes count. A fixed-shape job's members are all its workers. An
+// elastic job changes them at a step boundary the scheduler agreed
+// (ChangeMembers): from that step on, a sync step waits for the new set and
+// averages over it, the ssp clock is the slowest new member's, and a push
+// from a rank outside the set is refused.
+//
 // Threads: owned by one thread (the partition's or the table's); nothing
 // here locks. Waiting pulls run on that thread, from Push.
 #pragma once
@@ -36,7 +43,23 @@ namespace pstrain {
 
 class UpdateCore {
  public:
+  // `workers` ranks, all members.
   UpdateCore(int workers, UpdateMode mode);
+  // `slots` ranks (an elastic job's most workers), the first `members` of
+  // them members.
+  UpdateCore(int slots, int members, UpdateMode mode);
+
+  // From step `from_step` (sync and average: the clock; ssp and async: the
+  // job's step()) on, the members are `members` (distinct ranks < slots, at
+  // least one). The step may not be one whose pushes have begun to arrive,
+  // nor before the current clock, nor before a change already announced;
+  // the error says which. A rank that joins starts its ssp clock at the
+  // clock of the step it joins at, so that it neither holds the others back
+  // nor is waited for over the steps it never ran.
+  Status ChangeMembers(int64_t from_step, std::vector<int> members);
+  int slots() const { return static_cast<int>(pushes_.size()); }
+  // The members now, by increasing rank.
+  std::vector<int> members() const;
 
   // Worker `worker`'s gradient for step `step`. `what` names the target in
   // errors ("'fc.weight' partition 2", "table 'emb'"). The core picks how the
@@ -90,11 +113,24 @@ class UpdateCore {
     std::function<void()> answer;
   };
 
-  const int workers_;
+  // Makes the earliest announced change current once its step is here.
+  void TakeDueChange();
+
+  struct MemberChange {
+    int64_t from_step;
+    std::vector<bool> members;  // per slot
+  };
+
   const UpdateMode mode_;
   int64_t applied_ = 0;
-  std::vector<int64_t> pushes_;  // per worker: gradients applied alone (ssp's clock)
-  std::vector<bool> arrived_;    // sync: who has sent this step's gradient
+  std::vector<int64_t> pushes_;  // per slot: gradients applied alone (ssp's clock)
+  std::vector<bool> members_;    // per slot: whose pushes count now
+  int member_count_ = 0;
+  std::vector<MemberChange> changes_;  // announced, by increasing step
+  // async's step() at the last change, and applied_ then.
+  int64_t async_base_step_ = 0;
+  int64_t async_base_applied_ = 0;
+  std::vector<bool> arrived_;  // sync: who has sent this step's gradient
   int arrived_count_ = 0;
   std::vector<WaitingPull> waiting_;
   std::vector<WaitingPull> walking_;  // AnswerReady's: kept to reuse its memory
@@ -116,7 +152,7 @@ Status UpdateCore::Push(int worker, int64_t step, const std::string& what, Alone
       return Status::OK();
     case Take::kGatherAndApply:
       gather(worker, arrived_count_ == 1);
-      st = apply_gathered(1.0f / static_cast<float>(workers_));
+      st = apply_gathered(1.0f / static_cast<float>(member_count_));
       break;
   }
   Applied(*take, worker);
