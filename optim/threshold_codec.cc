@@ -346,8 +346,9 @@ ThresholdEncodeStats ThresholdEncoder::EncodeValues(const float* gradient, float
   out->resize(kThresholdHeaderBytes + threshold_values::BodyBound(n));
   uint32_t count = 0;
   bool bitmap = false;
-  const size_t body = threshold_values::Encode(
-      residual_.data(), gradient, n, tau, out->data() + kThresholdHeaderBytes, &count, &bitmap);
+  const size_t body =
+      threshold_values::Encode(residual_.data(), gradient, n, tau,
+                               out->data() + kThresholdHeaderBytes, &count, &bitmap, &value_masks_);
   stats.format = bitmap ? ThresholdFormat::kValuesBitmap : ThresholdFormat::kValues;
   WriteHeader(stats.format, n, tau, count, out->data());
   out->resize(kThresholdHeaderBytes + body);

@@ -188,6 +188,7 @@ class ThresholdEncoder {
   // Where the varints wait when a message turns into a bitmap: allocated
   // once, so Encode() allocates nothing in steady state.
   std::vector<uint8_t> scratch_;
+  std::vector<uint64_t> value_masks_;  // a values message's, per 64 elements
 };
 
 // OK when the n floats at `bytes` (any alignment) are all finite, else

@@ -1,5 +1,6 @@
 #include "optim/threshold_values.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -52,39 +53,63 @@ Status CheckValues(const uint8_t* values, uint32_t count, float tau) {
 size_t BodyBound(int64_t n) { return PresenceBytes(n) + 4 * static_cast<size_t>(n); }
 
 size_t Encode(float* residual, const float* gradient, int64_t n, float tau, uint8_t* body,
-              uint32_t* count, bool* bitmap) {
-  // Pass 1: the residual update (the same float sum as the +-tau formats)
-  // and what the sparse form's indices would take.
+              uint32_t* count, bool* bitmap, std::vector<uint64_t>* masks) {
+  // Pass 1, per block of 64: the residual update (the same float sum as the
+  // +-tau formats) and a mask of the elements that reached tau, in a loop
+  // that vectorizes.
+  const int64_t blocks = (n + 63) / 64;
+  masks->resize(static_cast<size_t>(blocks));
   uint32_t sent = 0;
-  size_t index_bytes = 0;
-  int64_t previous = -1;
-  for (int64_t i = 0; i < n; ++i) {
-    residual[i] += gradient[i];
-    if (std::fabs(residual[i]) >= tau) {
-      index_bytes += VarintBytes(static_cast<uint32_t>(i - previous - 1));
-      previous = i;
-      ++sent;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t base = 64 * b, len = std::min<int64_t>(64, n - base);
+    float* r = residual + base;
+    const float* g = gradient + base;
+    uint64_t mask = 0;
+    for (int64_t j = 0; j < len; ++j) {
+      r[j] += g[j];
+      mask |= uint64_t{std::fabs(r[j]) >= tau} << j;
     }
+    (*masks)[b] = mask;
+    sent += static_cast<uint32_t>(__builtin_popcountll(mask));
   }
   *count = sent;
-  *bitmap = index_bytes > PresenceBytes(n);
-  const size_t indices = *bitmap ? PresenceBytes(n) : index_bytes;
-  if (*bitmap) std::memset(body, 0, indices);
-  // Pass 2: write what pass 1 found (the same test on the same floats).
-  uint8_t* values = body + indices;
-  size_t pos = 0;
-  previous = -1;
-  for (int64_t i = 0; i < n; ++i) {
-    if (!(std::fabs(residual[i]) >= tau)) continue;
-    if (*bitmap) {
-      body[i / 8] |= static_cast<uint8_t>(1u << (i % 8));
-    } else {
-      pos += PutVarint(body + pos, static_cast<uint32_t>(i - previous - 1));
-      previous = i;
+  // The sparse form takes at least a byte per element: past n / 8 elements
+  // the bitmap is smaller without counting.
+  size_t index_bytes = 0;
+  *bitmap = sent > PresenceBytes(n);
+  if (!*bitmap) {
+    int64_t previous = -1;
+    for (int64_t b = 0; b < blocks; ++b) {
+      for (uint64_t m = (*masks)[b]; m != 0; m &= m - 1) {
+        const int64_t i = 64 * b + __builtin_ctzll(m);
+        index_bytes += VarintBytes(static_cast<uint32_t>(i - previous - 1));
+        previous = i;
+      }
     }
-    PutFloat(values, residual[i]);
-    values += 4;
-    residual[i] = 0.0f;
+    *bitmap = index_bytes > PresenceBytes(n);
+  }
+  const size_t indices = *bitmap ? PresenceBytes(n) : index_bytes;
+  // Pass 2: the indices and the values of what pass 1 found.
+  uint8_t* values = body + indices;
+  uint8_t* at = body;
+  int64_t previous = -1;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint64_t mask = (*masks)[b];
+    if (*bitmap) {  // the block's mask is its 8 bytes of bitmap, little-endian
+      const size_t bytes = std::min<size_t>(8, PresenceBytes(n) - 8 * static_cast<size_t>(b));
+      for (size_t k = 0; k < bytes; ++k) at[k] = static_cast<uint8_t>(mask >> (8 * k));
+      at += bytes;
+    }
+    for (uint64_t m = mask; m != 0; m &= m - 1) {
+      const int64_t i = 64 * b + __builtin_ctzll(m);
+      if (!*bitmap) {
+        at += PutVarint(at, static_cast<uint32_t>(i - previous - 1));
+        previous = i;
+      }
+      PutFloat(values, residual[i]);
+      values += 4;
+      residual[i] = 0.0f;
+    }
   }
   return indices + 4 * static_cast<size_t>(sent);
 }
@@ -146,10 +171,11 @@ void Apply(uint8_t format, const uint8_t* body, const uint8_t* end, uint32_t cou
     return;
   }
   const uint8_t* values = body + PresenceBytes(n);
-  for (int64_t i = 0; i < n; ++i) {
-    if ((body[i / 8] >> (i % 8) & 1) == 0) continue;
-    out[i] += scale * GetFloat(values);
-    values += 4;
+  for (int64_t b = 0; b < static_cast<int64_t>(PresenceBytes(n)); ++b) {
+    for (unsigned m = body[b]; m != 0; m &= m - 1) {
+      out[8 * b + __builtin_ctz(m)] += scale * GetFloat(values);
+      values += 4;
+    }
   }
 }
 

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "src/common/status.h"
 
@@ -29,9 +30,9 @@ size_t BodyBound(int64_t n);
 // sending every element with |residual| >= tau at `body` (room for
 // BodyBound(n) bytes) and sets its residual to 0. Returns the body's bytes;
 // *count gets the elements sent, *bitmap whether the bitmap form was the
-// smaller.
+// smaller. `masks` is the caller's scratch (kept to reuse its memory).
 size_t Encode(float* residual, const float* gradient, int64_t n, float tau, uint8_t* body,
-              uint32_t* count, bool* bitmap);
+              uint32_t* count, bool* bitmap, std::vector<uint64_t>* masks);
 
 // Checks a body of `format` (3 or 4) for n elements, count and tau from a
 // header the caller checked; the error names what was wrong.

@@ -22,7 +22,8 @@ Status RunEmbeddingBench(const std::vector<int>& dims, const std::vector<std::st
 Status RunCacheBoundCase(const std::string& config_path, const std::vector<int>& worker_counts);
 Status RunTrainBench(const std::string& config_path, int64_t steps, const std::vector<int>& servers,
                      const std::vector<int>& workers);
-Status RunCompressBench(int64_t elements, const std::vector<double>& densities, int repeats);
+Status RunCompressBench(int64_t elements, const std::vector<double>& densities, int repeats,
+                        bool values);
 
 namespace {
 
@@ -142,10 +143,11 @@ struct BenchArgs {
   std::vector<int> train_servers = {2};
   std::vector<int> rounds = {5};
   std::string config, transport = "shm", compare, cases = "server,pull,cache", netns;
-  // compress: the four densities, and one past the bitmap crossover.
+  // compress: four densities across the band, and one past the bitmap crossover.
   int64_t elements = 4194304;
   int repeats = 7;
   std::string densities = "1e-4,1e-3,1e-2,1e-1,0.5";
+  bool values = false;  // the warm-up's values messages instead of +-tau
   TieredBenchOptions tiered;
   SchedulerBenchOptions scheduler;
 };
@@ -203,6 +205,8 @@ void DeclareBenchCommands(CLI::App* app, BenchArgs* a) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 27));
   compress->add_option("--densities", a->densities,
                        "shares of the elements sent, in (0, 1] (default " + a->densities + ")");
+  compress->add_flag("--values", a->values,
+                     "send exact values, as warm-up messages do, instead of +-tau");
   compress->add_option("--repeats", a->repeats, "timed runs per density, the median reported")
       ->check(CLI::Range(1, 1000));
   CLI::App* scheduler = app->add_subcommand(
@@ -287,7 +291,7 @@ int RunBench(const std::vector<std::string>& args) {
     std::vector<double> densities;
     if (!ParseDensities(a.densities, &densities))
       return Usage(which, "--densities is '" + a.densities + "': expected numbers in (0, 1]");
-    st = RunCompressBench(a.elements, densities, a.repeats);
+    st = RunCompressBench(a.elements, densities, a.repeats, a.values);
   } else {
     if (a.steps.size() != 1) return Usage(which, "--steps takes one number");
     st = RunTrainBench(a.config, a.steps[0], a.train_servers, a.workers);

@@ -8,7 +8,8 @@
 // element), the median over `repeats` runs after one untimed warm-up.
 // memory_GBps is the reference: the same core adding the gradient into a
 // residual and nothing else (the encoder's memory traffic without its
-// message), so "at memory speed" can be read off each line.
+// message), so "at memory speed" can be read off each line. With `values`,
+// the messages are the warm-up's (exact values, formats 3 and 4).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -56,7 +57,8 @@ double AddGBps(const std::vector<float>& gradient, int repeats) {
 
 }  // namespace
 
-Status RunCompressBench(int64_t elements, const std::vector<double>& densities, int repeats) {
+Status RunCompressBench(int64_t elements, const std::vector<double>& densities, int repeats,
+                        bool values) {
   Rng rng(1);
   std::vector<float> gradient(static_cast<size_t>(elements));
   for (float& g : gradient) g = static_cast<float>(rng.Normal() * 1e-3);
@@ -78,7 +80,8 @@ Status RunCompressBench(int64_t elements, const std::vector<double>& densities, 
     for (int rep = 0; rep <= repeats; ++rep) {
       encoder.Restore(std::vector<float>(static_cast<size_t>(elements), 0.0f), config.threshold, 0);
       auto start = BenchClock::now();
-      stats = encoder.Encode(gradient.data(), &message);
+      stats = values ? encoder.EncodeValues(gradient.data(), config.threshold, &message)
+                     : encoder.Encode(gradient.data(), &message);
       const double encode = SecondsSince(start);
       start = BenchClock::now();
       Status decoded =
