@@ -266,6 +266,18 @@ TEST_CASE(
       REQUIRE(stranger.ok());
       CHECK(MessageOf(CallOn(ctx.loop, *stranger, PullRequest{"b", 0, 0, 0, 3})) ==
             "PullRequest before Hello: a worker introduces itself first");
+      // Nor one whose Hello names another generation: a worker replaced
+      // while it was cut off, whose rank another node holds now.
+      Hello stale;
+      stale.node.node_id = "cut-off";
+      stale.node.role = Role::kWorker;
+      stale.node.rank = 1;
+      stale.generation = 5;
+      CHECK(MessageOf(CallOn(ctx.loop, *stranger, stale)) ==
+            "worker rank 1 (node id cut-off) registered for generation 5, this node for "
+            "generation 0: it was replaced, or the job went on without it");
+      CHECK(MessageOf(CallOn(ctx.loop, *stranger, PullRequest{"b", 0, 1, 0, 3})) ==
+            "PullRequest before Hello: a worker introduces itself first");
       ctx.loop->Post([c = *stranger] { c->Close(Aborted("test over")); });
     }
     return ctx.cluster->Barrier(BarrierGroup::kWorkers);

@@ -101,7 +101,7 @@ struct BodyEncoder {
   Out operator()(const Hello& m) {
     auto node = ToWire(b, m.node);
     return {w::Body_Hello,
-            w::CreateHello(b, node, b.CreateString(m.shm_name), m.shm_nonce).Union()};
+            w::CreateHello(b, node, b.CreateString(m.shm_name), m.shm_nonce, m.generation).Union()};
   }
   Out operator()(const Ack&) { return {w::Body_Ack, w::CreateAck(b).Union()}; }
   Out operator()(const ErrorReply& m) {
@@ -328,7 +328,8 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       if (!node.ok()) return node.status();
       auto shm_name = Text(h->body_as_Hello()->shm_name(), "shm_name", false);
       if (!shm_name.ok()) return shm_name.status();
-      return MessageBody(Hello{*node, *shm_name, h->body_as_Hello()->shm_nonce()});
+      return MessageBody(Hello{*node, *shm_name, h->body_as_Hello()->shm_nonce(),
+                               h->body_as_Hello()->generation()});
     }
     case w::Body_Ack:
       return MessageBody(Ack{});

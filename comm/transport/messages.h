@@ -101,6 +101,7 @@ struct Hello {
   NodeInfo node;
   std::string shm_name;  // ring peers: the shared-memory channel offered
   uint64_t shm_nonce = 0;
+  int64_t generation = -1;  // the sender's, from its RegisterReply
 };
 struct Ack {};
 struct ErrorReply {

@@ -1,5 +1,7 @@
 #include "roles/node/peers.h"
 
+#include <fmt/format.h>
+
 namespace pstrain {
 
 std::vector<PeerRank> PeersOf(Role role, int rank, int servers, int workers) {
@@ -11,6 +13,14 @@ std::vector<PeerRank> PeersOf(Role role, int rank, int servers, int workers) {
   if (next != rank) peers.push_back({Role::kWorker, next});
   if (prev != rank && prev != next) peers.push_back({Role::kWorker, prev});
   return peers;
+}
+
+std::string StaleHello(const Hello& hello, int64_t generation) {
+  if (hello.generation == generation) return "";
+  return fmt::format(
+      "{} rank {} (node id {}) registered for generation {}, this node for generation {}: it was "
+      "replaced, or the job went on without it",
+      RoleName(hello.node.role), hello.node.rank, hello.node.node_id, hello.generation, generation);
 }
 
 }  // namespace pstrain

@@ -11,8 +11,11 @@
 // its nodes.
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
+#include "comm/transport/messages.h"
 #include "src/common/config/options.h"
 
 namespace pstrain {
@@ -26,5 +29,11 @@ struct PeerRank {
 // The peers of `role` rank `rank` in a job of `servers` and `workers`,
 // servers first, each once, never the node itself.
 std::vector<PeerRank> PeersOf(Role role, int rank, int servers, int workers);
+
+// Why a peer's Hello may not be taken by a node of `generation`, or "": the
+// peer registered for another generation. A node replaced while it was cut
+// off (or left behind by a rollback) still holds its old rank, and servers
+// and ring peers do not keep every node's id: its generation gives it away.
+std::string StaleHello(const Hello& hello, int64_t generation);
 
 }  // namespace pstrain

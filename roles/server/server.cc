@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "comm/transport/completion.h"
+#include "roles/node/peers.h"
 #include "roles/node/resume.h"
 #include "roles/server/table_host.h"
 #include "src/common/checkpoint_file.h"
@@ -185,6 +186,8 @@ void Server::OnHello(const Connection::Ptr& conn, uint64_t id, const Hello& hell
     why = fmt::format("only workers connect to a server, not a {}", RoleName(who.role));
   } else if (who.rank < 0 || who.rank >= workers) {
     why = fmt::format("worker rank {} is outside the job's 0..{}", who.rank, workers - 1);
+  } else {
+    why = StaleHello(hello, node_.cluster().generation());
   }
   if (!why.empty()) {
     node_.log()->warn("refused Hello from {}: {}", conn->peer(), why);

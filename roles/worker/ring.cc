@@ -4,6 +4,7 @@
 
 #include "comm/transport/patient_connect.h"
 #include "roles/node/node.h"
+#include "roles/node/peers.h"
 
 namespace pstrain {
 
@@ -35,6 +36,7 @@ Status WorkerRing::Connect(const Topology& topology) {
   hello.node.node_id = node_->options().node_id;
   hello.node.role = Role::kWorker;
   hello.node.rank = rank;
+  hello.generation = node_->cluster().generation();
   Completion<StatusOr<Hello>> connected;
   EventLoop* loop = &node_->loop();
   bool posted = loop->Post([this, loop, host = peer->host, port = peer->port, who, hello, rank,
@@ -151,6 +153,8 @@ bool WorkerRing::OnPeerMessage(const Connection::Ptr& conn, Incoming& in) {
                             node_->cluster().rank(), prev);
     else if (inbound_ && !inbound_->closed())
       refusal = fmt::format("worker rank {} is already connected to this ring", prev);
+    else
+      refusal = StaleHello(*hello, node_->cluster().generation());
     if (!refusal.empty()) {
       conn->Reply(in.message.request_id, ErrorReply{refusal});
       return true;

@@ -90,6 +90,7 @@ Status Worker::ConnectServers(const Topology& topology) {
   hello.node.node_id = node_.options().node_id;
   hello.node.role = Role::kWorker;
   hello.node.rank = node_.cluster().rank();
+  hello.generation = node_.cluster().generation();
   bool posted = node_.loop().Post([this, servers, hello, connected] {
     for (const NodeInfo& s : servers) {
       std::string who = fmt::format("server rank {} at {}:{}", s.rank, s.host, s.port);
