@@ -44,6 +44,10 @@ struct Topology {
   int64_t generation = 0;       // how many times the job rolled back
   int server_num = 0;           // the job's shape
   int worker_num = 0;
+  // -1: `nodes` is the whole list. Else a delta: `nodes` holds only the peers
+  // that changed since the receiver's topology of this generation.
+  int64_t base_generation = -1;
+  bool delta() const { return base_generation >= 0; }
 };
 struct Heartbeat {
   int64_t step = -1;         // a worker's steps done; -1: nothing to report
