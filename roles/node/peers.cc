@@ -1,5 +1,9 @@
 #include "roles/node/peers.h"
 
+#include <fmt/format.h>
+
+#include <map>
+
 namespace pstrain {
 
 std::vector<PeerRank> PeersOf(Role role, int rank, int servers, int workers) {
@@ -11,6 +15,54 @@ std::vector<PeerRank> PeersOf(Role role, int rank, int servers, int workers) {
   if (next != rank) peers.push_back({Role::kWorker, next});
   if (prev != rank && prev != next) peers.push_back({Role::kWorker, prev});
   return peers;
+}
+
+// Everything later finds its peers in the topology by rank and relies on
+// each being there once: a delta is held to the same rule, less the count.
+Status CheckTopology(const Topology& t, Role role, int rank, int servers, int workers) {
+  if (t.server_num != servers || t.worker_num != workers)
+    return InvalidArgument(
+        fmt::format("topology for a job of {} servers and {} workers, this node's has {} and {}",
+                    t.server_num, t.worker_num, servers, workers));
+  const std::vector<PeerRank> peers = PeersOf(role, rank, servers, workers);
+  std::map<std::pair<Role, int>, int> seen;  // peer -> times listed
+  for (const PeerRank& p : peers) seen[{p.role, p.rank}] = 0;
+  for (const NodeInfo& n : t.nodes) {
+    auto it = seen.find({n.role, n.rank});
+    if (it == seen.end() || it->second++ > 0)
+      return InvalidArgument(fmt::format("topology lists {} rank {} wrongly for {} rank {}",
+                                         RoleName(n.role), n.rank, RoleName(role), rank));
+  }
+  if (!t.delta() && t.nodes.size() != peers.size())
+    return InvalidArgument(fmt::format("topology lists {} nodes, {} rank {} talks to {}",
+                                       t.nodes.size(), RoleName(role), rank, peers.size()));
+  return Status::OK();
+}
+
+StatusOr<Topology> ApplyTopology(const Topology* held, const Topology& received, Role role,
+                                 int rank, int servers, int workers) {
+  PSTRAIN_RETURN_IF_ERROR(CheckTopology(received, role, rank, servers, workers));
+  if (!received.delta()) return received;
+  if (held == nullptr)
+    return FailedPrecondition(
+        fmt::format("a topology delta from generation {}, and this node holds no topology",
+                    received.base_generation));
+  if (held->generation != received.base_generation)
+    return FailedPrecondition(
+        fmt::format("a topology delta from generation {}, and this node holds generation {}",
+                    received.base_generation, held->generation));
+  // What this node holds is whole and was checked when it came, but for
+  // this rank and shape? (A node's rank and shape do not change; say so if
+  // they did rather than patch another node's list.)
+  if (Status st = CheckTopology(*held, role, rank, servers, workers); !st.ok())
+    return FailedPrecondition("the topology this node holds does not fit: " + st.message());
+  Topology patched = *held;
+  patched.generation = received.generation;
+  std::map<std::pair<Role, int>, size_t> at;  // peer -> index in patched.nodes
+  for (size_t i = 0; i < patched.nodes.size(); ++i)
+    at[{patched.nodes[i].role, patched.nodes[i].rank}] = i;
+  for (const NodeInfo& n : received.nodes) patched.nodes[at.at({n.role, n.rank})] = n;
+  return patched;
 }
 
 }  // namespace pstrain

@@ -9,10 +9,15 @@
 // GPU communicator's id) travels through the scheduler's barriers, so a
 // job's Topology bytes grow with workers x servers, not with the square of
 // its nodes.
+//
+// After a rollback or a rejoin a node gets a delta instead (Topology's
+// base_generation): only the peers whose entry changed since the topology
+// it acknowledged last, which it patches its own copy with (ApplyTopology).
 #pragma once
 
 #include <vector>
 
+#include "comm/transport/messages.h"
 #include "src/common/config/options.h"
 
 namespace pstrain {
@@ -26,5 +31,18 @@ struct PeerRank {
 // The peers of `role` rank `rank` in a job of `servers` and `workers`,
 // servers first, each once, never the node itself.
 std::vector<PeerRank> PeersOf(Role role, int rank, int servers, int workers);
+
+// Whether `t` is a Topology for `role` rank `rank` of a job of `servers` and
+// `workers`: that shape, only this node's peers, each at most once, and
+// every one of them unless `t` is a delta.
+Status CheckTopology(const Topology& t, Role role, int rank, int servers, int workers);
+
+// The whole topology this node holds once `received` is applied to `held`
+// (nullptr: it holds none). A whole list replaces it; a delta patches it.
+// FailedPrecondition: a delta from a topology this node does not hold (none,
+// or another generation); the scheduler then sends the whole list.
+// InvalidArgument: `received` is wrong (CheckTopology).
+StatusOr<Topology> ApplyTopology(const Topology* held, const Topology& received, Role role,
+                                 int rank, int servers, int workers);
 
 }  // namespace pstrain
