@@ -321,7 +321,9 @@ void Scheduler::Admit(const Connection::Ptr& conn, uint64_t id, NodeInfo info, c
   }
   const bool replacement = node.lost;
   if (!HeldNow(node)) ++held_now_;
+  const NodeEntry before = std::move(node);
   node = NodeEntry{info, conn, loop_.NowMs(), generation_};
+  CarryTopologyRecord(before, &node);
   rank_of_[info.node_id] = {info.role, info.rank};
   node_of_[conn.get()] = info.node_id;
   log_->info("The {} node id:{},node ip: {},node port:{} {} rank id:{}{}", RoleName(info.role),
