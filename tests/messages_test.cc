@@ -31,7 +31,11 @@ Message RoundTrip(const Message& m) {
 
 TEST_CASE("every message type round-trips") {
   RegisterRequest reg{Node("a", Role::kServer, 3), 2, 5};
+  reg.topology_generation = 3;
+  reg.topology_digest = 0xfedcba9876543210ULL;
   auto r = std::get<RegisterRequest>(RoundTrip({1, false, reg}).body);
+  CHECK(r.topology_generation == 3);
+  CHECK(r.topology_digest == 0xfedcba9876543210ULL);
   CHECK(r.node.node_id == "a");
   CHECK(r.node.role == Role::kServer);
   CHECK(r.node.host == "10.0.0.4");

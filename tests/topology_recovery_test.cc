@@ -91,6 +91,13 @@ class Job {
   }
   Member& WorkerAt(int rank) { return *members[cluster_.server_num + rank]; }
 
+  // The scheduler dies and a new one starts on its port; the nodes rejoin it.
+  void RestartScheduler() {
+    scheduler_.reset();
+    scheduler_ = std::make_unique<Scheduler>(cluster_, CaptureLogger("scheduler", sched_sink));
+    REQUIRE(scheduler_->Start().ok());
+  }
+
   // The workers report Done; every node gets the Shutdown.
   void Finish() {
     for (auto& m : members)
@@ -203,6 +210,24 @@ TEST_CASE("a node that comes back without its topology refuses the delta and get
   job.Finish();
 }
 
+TEST_CASE("a restarted scheduler sends the nodes that rejoin it only what changed: nothing") {
+  Job job(2, 3);
+  for (auto& m : job.members) job.Start(*m, std::nullopt);
+  job.JoinAll();
+  job.RestartScheduler();  // knows nothing of what the nodes hold but what they say
+  for (auto& m : job.members) {
+    INFO(m->id);
+    REQUIRE(m->sink->WaitFor("re-joined the restarted scheduler"));
+    REQUIRE(m->sink->WaitFor("topology of generation 0:", 2));
+    auto lines = m->sink->Matching("topology of generation 0:");
+    REQUIRE(lines.size() == 2);  // the whole list at start, then the delta
+    INFO(lines[1]);
+    CHECK(lines[1].find(fmt::format("0 of {} peers changed (a delta from generation 0)",
+                                    m->role == Role::kServer ? 0 : 4)) != std::string::npos);
+  }
+  job.Finish();
+}
+
 // The node's side of a delta, held to the whole list's rules.
 NodeInfo Peer(Role role, int rank, const std::string& id) {
   return NodeInfo{id, role, "127.0.0.1", static_cast<uint16_t>(5000 + rank), rank};
@@ -254,6 +279,24 @@ TEST_CASE("a delta is checked as strictly as the whole list, and applies only to
   CHECK(apply(empty_delta, &held).ok());
   Topology short_whole{{Peer(s, 0, "s0")}, 4, 2, 4};
   CHECK(code(apply(short_whole, &held)) == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("a topology's digest ignores the order of its entries and nothing else") {
+  const Role w = Role::kWorker, s = Role::kServer;
+  const std::vector<NodeInfo> list = {Peer(s, 0, "s0"), Peer(w, 2, "w2"), Peer(w, 0, "w0")};
+  const uint64_t digest = TopologyDigest(list, 3);
+  CHECK(TopologyDigest({list[2], list[0], list[1]}, 3) == digest);
+  CHECK(TopologyDigest(list, 4) != digest);
+  CHECK(TopologyDigest({list[0], list[1]}, 3) != digest);
+  for (int field = 0; field < 4; ++field) {
+    std::vector<NodeInfo> changed = list;
+    NodeInfo& n = changed[1];
+    if (field == 0) n.node_id += "x";
+    if (field == 1) n.host = "127.0.0.2";
+    if (field == 2) ++n.port;
+    if (field == 3) n.rank = 3;
+    CHECK(TopologyDigest(changed, 3) != digest);
+  }
 }
 
 }  // namespace

@@ -56,7 +56,8 @@ struct BodyEncoder {
     auto node = ToWire(b, m.node);
     return {w::Body_RegisterRequest,
             w::CreateRegisterRequest(b, node, m.server_num, m.worker_num, m.recovery_wait_s,
-                                     m.rejoin, m.generation, b.CreateString(m.config))
+                                     m.rejoin, m.generation, b.CreateString(m.config),
+                                     m.topology_generation, m.topology_digest)
                 .Union()};
   }
   Out operator()(const RegisterReply& m) {
@@ -247,9 +248,13 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       if (!(m->recovery_wait_s() >= 0 && m->recovery_wait_s() <= kMaxWaitSeconds))
         return InvalidArgument(fmt::format("recovery_wait_s {} is not in 0..{}",
                                            m->recovery_wait_s(), kMaxWaitSeconds));
+      if (m->topology_generation() < -1)
+        return InvalidArgument(
+            fmt::format("topology_generation {} (want -1 or more)", m->topology_generation()));
       return MessageBody(RegisterRequest{*node, m->server_num(), m->worker_num(),
                                          m->recovery_wait_s(), m->rejoin(), m->generation(),
-                                         m->config() ? m->config()->str() : ""});
+                                         m->config() ? m->config()->str() : "",
+                                         m->topology_generation(), m->topology_digest()});
     }
     case w::Body_RegisterReply:
       return MessageBody(RegisterReply{h->body_as_RegisterReply()->rank(),

@@ -34,6 +34,10 @@ struct RegisterRequest {
   bool rejoin = false;         // a running node that lost the scheduler
   int64_t generation = 0;      // rejoin: the generation it runs in
   std::string config;          // JobConfigText of the node's config
+  // The topology the node holds (-1: none), and TopologyDigest of it
+  // (roles/node/peers.h).
+  int64_t topology_generation = -1;
+  uint64_t topology_digest = 0;
 };
 struct RegisterReply {
   int rank = -1;

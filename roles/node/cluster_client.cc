@@ -87,6 +87,10 @@ void ClusterClient::OnConnected(Connection::Ptr conn) {
   req.rejoin = rejoining_;
   req.generation = generation_.load();
   req.config = options_.cluster.job_config;
+  if (topology_) {
+    req.topology_generation = topology_->generation;
+    req.topology_digest = TopologyDigest(topology_->nodes, topology_->generation);
+  }
   if (!heartbeat_timer_.IsRunning())
     heartbeat_timer_.RunEvery(Millis(options_.cluster.heartbeat_interval_s),
                               [this] { CheckSchedulerHeard(); });

@@ -37,6 +37,11 @@ std::vector<PeerRank> PeersOf(Role role, int rank, int servers, int workers);
 // every one of them unless `t` is a delta.
 Status CheckTopology(const Topology& t, Role role, int rank, int servers, int workers);
 
+// A digest of the whole list `nodes` of generation `generation`, the same
+// whatever the order of the entries: how a node tells a scheduler that knows
+// nothing of it (a restarted one) which list it holds.
+uint64_t TopologyDigest(const std::vector<NodeInfo>& nodes, int64_t generation);
+
 // The whole topology this node holds once `received` is applied to `held`
 // (nullptr: it holds none). A whole list replaces it; a delta patches it.
 // FailedPrecondition: a delta from a topology this node does not hold (none,

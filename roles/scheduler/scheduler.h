@@ -61,7 +61,10 @@
 //   9. A restarted scheduler (same host and port) is re-joined by the
 //      running nodes: RegisterRequest with rejoin, their rank and generation.
 //      Once every rank is back the Topology goes out again and the job goes
-//      on; a worker that had reported Done reports it again.
+//      on; a worker that had reported Done reports it again. Knowing
+//      nothing of what the nodes acknowledged, the scheduler sends a node
+//      whose registration names the topology it holds (generation and
+//      digest) and whose list is the same a delta of no entries.
 //  10. Stopping on request: SIGTERM or SIGINT to any node (StopRequest) or
 //      to the scheduler. Each worker is asked its step (Stop -1; it holds at
 //      its next step boundary), then told to stop after the largest
@@ -136,6 +139,10 @@ class Scheduler {
     uint64_t entry_changed_round = 0;
     uint64_t acked_round = 0;
     int64_t acked_generation = -1;
+    // 3. The topology it said it holds when it registered (-1: none), for
+    // when the scheduler knows no acknowledged one (9: a restarted scheduler).
+    int64_t claimed_generation = -1;
+    uint64_t claimed_digest = 0;
   };
   // 11. A registration naming a live node's id, waiting on a probe of it.
   struct HeldRegistration {
@@ -174,7 +181,8 @@ class Scheduler {
   void ExpireProbes(uint64_t now, uint64_t timeout);
   // The rank a new node id of `role` gets, or why it gets none.
   StatusOr<int> PickRank(Role role, int requested) const;
-  void Admit(const Connection::Ptr& conn, uint64_t id, NodeInfo info, const char* how);
+  void Admit(const Connection::Ptr& conn, uint64_t id, NodeInfo info, const char* how,
+             const RegisterRequest& req);
   // 3. The Topology of each node, at most kTopologyEntriesInFlight entries
   // (about 15 MB of frames) unanswered at once.
   struct TopologyRound {

@@ -40,6 +40,15 @@ void Scheduler::SendTopologyTo(const std::shared_ptr<TopologyRound>& round, Role
   auto conn = n.conn.lock();
   if (!conn || conn->closed()) return;
   Topology topology = TopologyFor(n, whole);
+  // 9. Knowing nothing of what it acknowledged, the scheduler takes its word
+  // for the list it holds when the digest matches: a delta of no entries.
+  if (!whole && !topology.delta() && n.claimed_generation >= 0 &&
+      n.claimed_generation <= topology.generation &&
+      TopologyDigest(topology.nodes, n.claimed_generation) == n.claimed_digest) {
+    topology.base_generation = n.claimed_generation;
+    topology.nodes.clear();
+  }
+  n.claimed_generation = -1;  // what it holds is this Topology's business now
   // Until it answers, what it holds is not known: the next round sends it
   // the whole list.
   n.acked_round = 0;
