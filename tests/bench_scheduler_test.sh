@@ -2,8 +2,10 @@
 # pstrain bench scheduler as a user runs it: --help names its flags; a small
 # case starts a real scheduler process, prints one JSON line with every
 # field, and each worker's Topology lists the servers and its two ring
-# neighbours only; --nodes 1 is refused with exit 2. Times are printed,
-# never asserted.
+# neighbours only; with --recover, the recovery of one lost worker sends
+# the replacement its whole list and every other node only what changed
+# (its two ring neighbours one entry each); --nodes 1 is refused with exit
+# 2. Times are printed, never asserted.
 # Usage: sh tests/bench_scheduler_test.sh PSTRAIN_BIN
 set -u
 BIN="$1"
@@ -19,7 +21,8 @@ check() {
 
 "$BIN" bench scheduler --help > "$OUT" 2>&1; status=$?
 check "--help exits 0" [ "$status" = 0 ]
-for flag in --nodes --servers-every --loops --window --heartbeats --timeout --memory-mb; do
+for flag in --nodes --servers-every --loops --window --heartbeats --timeout --memory-mb \
+  --recover --scheduler-bin; do
   check "--help names $flag" grep -q -- "$flag" "$OUT"
 done
 
@@ -43,6 +46,21 @@ assert r["heartbeats"] == 120, r
 # A worker's Topology: the 5 servers and its two ring neighbours; a server's: none.
 assert r["topology_max_entries"] == 7, r
 assert r["topology_bytes"] > 0 and r["sched_cpu_s"] > 0, r
+PY
+
+"$BIN" bench scheduler --nodes 40 --servers-every 8 --loops 2 --heartbeats 1 --timeout 60 \
+  --recover > "$OUT" 2>&1; status=$?
+check "40 nodes with a recovery run (got $status)" [ "$status" = 0 ]
+check "a recovery sends only what changed" python3 - "$OUT" <<'PY'
+import json, sys
+lines = [l for l in open(sys.argv[1]).read().splitlines() if l.startswith("{")]
+assert len(lines) == 1, lines
+r = json.loads(lines[0])
+# The replacement's whole list (5 servers, 2 neighbours), one entry to each
+# of its neighbours, none to the other 37 nodes: 9 entries, not 35 x 7.
+assert r["recovery_topology_entries"] == 9, r
+assert r["recovery_topology_max_entries"] == 7, r
+assert 0 < r["recovery_topology_bytes"] < r["topology_bytes"], r
 PY
 
 "$BIN" bench scheduler --nodes 1 > "$OUT" 2>&1; status=$?

@@ -32,7 +32,8 @@
 #                      it rolls back with the others and the job completes.
 #   recover_new_node   checkpoints on: a worker killed, and a new node (another
 #                      node id, no rank asked for) takes its rank; the job
-#                      completes.
+#                      completes, and after the rollback each node was sent
+#                      only the peers that changed (the newcomer all of its).
 #   recover_timeout    checkpoints on, train.recovery.wait_s 3: a worker killed
 #                      and not replaced ends the job, naming its rank.
 #   fault_close        checkpoints on, PSTRAIN_TEST_FAULT=close:N on a worker:
@@ -247,6 +248,12 @@ case "$CASE" in
     expect_line scheduler "The worker node id:ft-newcomer,.* assign rank id:1 (replaces the lost node)"
     expect_line newcomer "resuming at step"
     expect_line scheduler "the job resumes"
+    # The nodes that rolled back kept their topology and their ports: each
+    # gets only what changed, the newcomer its whole list.
+    expect_line worker_0 "topology of generation 1: 1 of 3 peers changed .a delta from generation 0"
+    expect_line server_0 "topology of generation 1: 0 of 0 peers changed"
+    expect_line server_1 "topology of generation 1: 0 of 0 peers changed"
+    expect_line newcomer "topology of generation 1: the whole list of 3 peers"
     ;;
   recover_timeout)
     # The nodes that rolled back and registered again wait in Join for a

@@ -31,7 +31,11 @@ Message RoundTrip(const Message& m) {
 
 TEST_CASE("every message type round-trips") {
   RegisterRequest reg{Node("a", Role::kServer, 3), 2, 5};
+  reg.topology_generation = 3;
+  reg.topology_digest = 0xfedcba9876543210ULL;
   auto r = std::get<RegisterRequest>(RoundTrip({1, false, reg}).body);
+  CHECK(r.topology_generation == 3);
+  CHECK(r.topology_digest == 0xfedcba9876543210ULL);
   CHECK(r.node.node_id == "a");
   CHECK(r.node.role == Role::kServer);
   CHECK(r.node.host == "10.0.0.4");
@@ -54,6 +58,12 @@ TEST_CASE("every message type round-trips") {
   CHECK(t2.worker_num == 5);
   CHECK(t2.nodes[2].node_id == "w1");
   CHECK(t2.nodes[2].role == Role::kWorker);
+  CHECK(t2.base_generation == -1);  // the whole list
+  Topology delta{{Node("w1", Role::kWorker, 1)}, 8, 1, 5, 7};
+  auto delta2 = std::get<Topology>(RoundTrip({3, false, delta}).body);
+  CHECK(delta2.base_generation == 7);
+  CHECK(delta2.delta());
+  CHECK(delta2.nodes.size() == 1);
 
   RoundTrip({0, false, Heartbeat{}});
   auto hb = std::get<Heartbeat>(RoundTrip({0, false, Heartbeat{42, 1234.5}}).body);
@@ -188,6 +198,23 @@ TEST_CASE("a topology cannot expand shared strings into gigabytes") {
 }  // namespace pstrain
 
 namespace pstrain {
+TEST_CASE("a topology delta from a generation below -1 or past its own is refused") {
+  // A Topology as an older sender writes it has no base_generation: the whole list.
+  flatbuffers::FlatBufferBuilder b;
+  b.Finish(wire::CreateHeader(b, 1, false, wire::Body_Topology,
+                              wire::CreateTopology(b, 0, 3, 1, 2).Union()));
+  auto old = DecodeHeader(b.GetBufferPointer(), b.GetSize());
+  REQUIRE(old.ok());
+  CHECK(std::get<Topology>(old->body).base_generation == -1);
+  for (auto [generation, base] : {std::pair<int64_t, int64_t>{3, -2}, {3, 4}, {-1, -1}}) {
+    std::vector<uint8_t> bytes = EncodeHeader({1, false, Topology{{}, generation, 1, 2, base}});
+    auto decoded = DecodeHeader(bytes.data(), bytes.size());
+    INFO(generation, " from ", base);
+    REQUIRE_FALSE(decoded.ok());
+    CHECK(decoded.status().message().find("as a delta from generation") != std::string::npos);
+  }
+}
+
 TEST_CASE("a heartbeat with a negative or non-finite rate, or a step below -1, is refused") {
   for (Heartbeat bad : {Heartbeat{-2, 0}, Heartbeat{1, -1.0}, Heartbeat{1, std::nan("")},
                         Heartbeat{1, std::numeric_limits<double>::infinity()}}) {

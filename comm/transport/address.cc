@@ -100,6 +100,20 @@ StatusOr<std::string> LocalAddressToward(const std::string& host, uint16_t port)
   return FormatIp(reinterpret_cast<const sockaddr*>(&local));
 }
 
+bool CanListenOn(const std::string& host, uint16_t port) {
+  auto addr = ResolveAddressNow(host, port);
+  if (!addr.ok()) return false;
+  const auto* at = reinterpret_cast<const sockaddr*>(&*addr);
+  int fd = ::socket(at->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const int on = 1;
+  const socklen_t size = at->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  const bool free =
+      ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) == 0 && ::bind(fd, at, size) == 0;
+  ::close(fd);
+  return free;
+}
+
 std::string FormatIp(const sockaddr* addr) {
   char ip[INET6_ADDRSTRLEN] = "?";
   if (addr->sa_family == AF_INET)

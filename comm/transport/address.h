@@ -26,6 +26,12 @@ StatusOr<sockaddr_storage> ResolveAddressNow(const std::string& host, uint16_t p
 // connected, asked its name and closed. Blocking; for start-up only.
 StatusOr<std::string> LocalAddressToward(const std::string& host, uint16_t port);
 
+// Whether a listener could bind host:port now, as a listener binds
+// (SO_REUSEADDR: connections of an earlier listener there left in TIME_WAIT
+// do not count; another socket bound there does). A socket is bound and
+// closed at once, so the answer may be stale by the time one listens.
+bool CanListenOn(const std::string& host, uint16_t port);
+
 std::string FormatIp(const sockaddr* addr);  // "127.0.0.1", "::1"
 uint16_t PortOf(const sockaddr* addr);
 std::string FormatAddress(const sockaddr* addr);  // "127.0.0.1:80", "[::1]:80"

@@ -56,7 +56,8 @@ struct BodyEncoder {
     auto node = ToWire(b, m.node);
     return {w::Body_RegisterRequest,
             w::CreateRegisterRequest(b, node, m.server_num, m.worker_num, m.recovery_wait_s,
-                                     m.rejoin, m.generation, b.CreateString(m.config))
+                                     m.rejoin, m.generation, b.CreateString(m.config),
+                                     m.topology_generation, m.topology_digest)
                 .Union()};
   }
   Out operator()(const RegisterReply& m) {
@@ -65,9 +66,9 @@ struct BodyEncoder {
   Out operator()(const Topology& m) {
     std::vector<fb::Offset<w::NodeInfo>> nodes;
     for (const NodeInfo& n : m.nodes) nodes.push_back(ToWire(b, n));
-    return {w::Body_Topology,
-            w::CreateTopology(b, b.CreateVector(nodes), m.generation, m.server_num, m.worker_num)
-                .Union()};
+    return {w::Body_Topology, w::CreateTopology(b, b.CreateVector(nodes), m.generation,
+                                                m.server_num, m.worker_num, m.base_generation)
+                                  .Union()};
   }
   Out operator()(const Heartbeat& m) {
     return {w::Body_Heartbeat, w::CreateHeartbeat(b, m.step, m.samples_per_s).Union()};
@@ -247,16 +248,30 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       if (!(m->recovery_wait_s() >= 0 && m->recovery_wait_s() <= kMaxWaitSeconds))
         return InvalidArgument(fmt::format("recovery_wait_s {} is not in 0..{}",
                                            m->recovery_wait_s(), kMaxWaitSeconds));
+      if (m->topology_generation() < -1)
+        return InvalidArgument(
+            fmt::format("topology_generation {} (want -1 or more)", m->topology_generation()));
       return MessageBody(RegisterRequest{*node, m->server_num(), m->worker_num(),
                                          m->recovery_wait_s(), m->rejoin(), m->generation(),
-                                         m->config() ? m->config()->str() : ""});
+                                         m->config() ? m->config()->str() : "",
+                                         m->topology_generation(), m->topology_digest()});
     }
     case w::Body_RegisterReply:
       return MessageBody(RegisterReply{h->body_as_RegisterReply()->rank(),
                                        h->body_as_RegisterReply()->generation()});
     case w::Body_Topology: {
+      const w::Topology* m = h->body_as_Topology();
       Topology t;
-      if (auto nodes = h->body_as_Topology()->nodes()) {
+      t.generation = m->generation();
+      t.server_num = m->server_num();
+      t.worker_num = m->worker_num();
+      t.base_generation = m->base_generation();
+      if (t.base_generation < -1 || t.generation < 0 || t.base_generation > t.generation)
+        return InvalidArgument(
+            fmt::format("Topology of generation {} as a delta from generation {} (want a "
+                        "generation >= 0, and -1 or a base not past it)",
+                        t.generation, t.base_generation));
+      if (auto nodes = m->nodes()) {
         PSTRAIN_RETURN_IF_ERROR(CheckNodeList(*nodes, header_size));
         t.nodes.reserve(nodes->size());
         for (const w::NodeInfo* n : *nodes) {
@@ -265,9 +280,6 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
           t.nodes.push_back(std::move(*node));
         }
       }
-      t.generation = h->body_as_Topology()->generation();
-      t.server_num = h->body_as_Topology()->server_num();
-      t.worker_num = h->body_as_Topology()->worker_num();
       return MessageBody(std::move(t));
     }
     case w::Body_Heartbeat: {

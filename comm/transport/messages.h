@@ -34,6 +34,10 @@ struct RegisterRequest {
   bool rejoin = false;         // a running node that lost the scheduler
   int64_t generation = 0;      // rejoin: the generation it runs in
   std::string config;          // JobConfigText of the node's config
+  // The topology the node holds (-1: none), and TopologyDigest of it
+  // (roles/node/peers.h).
+  int64_t topology_generation = -1;
+  uint64_t topology_digest = 0;
 };
 struct RegisterReply {
   int rank = -1;
@@ -44,6 +48,10 @@ struct Topology {
   int64_t generation = 0;       // how many times the job rolled back
   int server_num = 0;           // the job's shape
   int worker_num = 0;
+  // -1: `nodes` is the whole list. Else a delta: `nodes` holds only the peers
+  // that changed since the receiver's topology of this generation.
+  int64_t base_generation = -1;
+  bool delta() const { return base_generation >= 0; }
 };
 struct Heartbeat {
   int64_t step = -1;         // a worker's steps done; -1: nothing to report

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <map>
 
 #include "roles/node/peers.h"
 
@@ -15,30 +14,6 @@ namespace {
 constexpr uint64_t kRetryMillis = 200;
 
 uint64_t Millis(double seconds) { return static_cast<uint64_t>(seconds * 1000.0 + 0.5); }
-
-// A topology names the job's shape as this node knows it and lists exactly
-// the peers this node talks to (roles/node/peers.h), each once; everything
-// later finds its peers there by rank and relies on it.
-Status CheckTopology(const Topology& t, const NodeOptions& o, int rank) {
-  const ClusterOptions& c = o.cluster;
-  if (t.server_num != c.server_num || t.worker_num != c.worker_num)
-    return InvalidArgument(
-        fmt::format("topology for a job of {} servers and {} workers, this node's has {} and {}",
-                    t.server_num, t.worker_num, c.server_num, c.worker_num));
-  const std::vector<PeerRank> peers = PeersOf(o.role, rank, c.server_num, c.worker_num);
-  std::map<std::pair<Role, int>, int> seen;  // peer -> times listed
-  for (const PeerRank& p : peers) seen[{p.role, p.rank}] = 0;
-  for (const NodeInfo& n : t.nodes) {
-    auto it = seen.find({n.role, n.rank});
-    if (it == seen.end() || it->second++ > 0)
-      return InvalidArgument(fmt::format("topology lists {} rank {} wrongly for {} rank {}",
-                                         RoleName(n.role), n.rank, RoleName(o.role), rank));
-  }
-  if (t.nodes.size() != peers.size())
-    return InvalidArgument(fmt::format("topology lists {} nodes, {} rank {} talks to {}",
-                                       t.nodes.size(), RoleName(o.role), rank, peers.size()));
-  return Status::OK();
-}
 
 }  // namespace
 
@@ -112,6 +87,10 @@ void ClusterClient::OnConnected(Connection::Ptr conn) {
   req.rejoin = rejoining_;
   req.generation = generation_.load();
   req.config = options_.cluster.job_config;
+  if (topology_) {
+    req.topology_generation = topology_->generation;
+    req.topology_digest = TopologyDigest(topology_->nodes, topology_->generation);
+  }
   if (!heartbeat_timer_.IsRunning())
     heartbeat_timer_.RunEvery(Millis(options_.cluster.heartbeat_interval_s),
                               [this] { CheckSchedulerHeard(); });
@@ -168,14 +147,7 @@ void ClusterClient::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
     return;
   }
   if (auto* topology = std::get_if<Topology>(&in.message.body)) {
-    if (Status st = CheckTopology(*topology, options_, rank_); !st.ok()) {
-      conn->Reply(id, ErrorReply{st.message()});
-      joined_.Set(st.WithContext("bad topology from the scheduler"));
-      return;
-    }
-    conn->Reply(id, Ack{});
-    topology_ = *topology;
-    joined_.Set(*topology);  // later ones (a scheduler rejoined) are acknowledged only
+    OnTopology(conn, id, *topology);
   } else if (auto* shutdown = std::get_if<Shutdown>(&in.message.body)) {
     conn->Reply(id, Ack{});
     if (shutdown->failed) {
@@ -200,6 +172,54 @@ void ClusterClient::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
     conn->Reply(id, ErrorReply{fmt::format("a {} does not handle {} from the scheduler",
                                            RoleName(options_.role), MessageName(in.message.body))});
   }
+}
+
+// 2. A whole list, or a delta patched into the list this node holds. A
+// delta it cannot apply (it holds another generation's, or none: a process
+// restarted with its node id) is refused, and the scheduler sends the whole
+// list; a topology that is wrong ends the join.
+void ClusterClient::OnTopology(const Connection::Ptr& conn, uint64_t id, const Topology& topology) {
+  const ClusterOptions& c = options_.cluster;
+  auto patched = ApplyTopology(topology_ ? &*topology_ : nullptr, topology, options_.role, rank_,
+                               c.server_num, c.worker_num);
+  if (!patched.ok()) {
+    conn->Reply(id, ErrorReply{patched.status().message()});
+    if (patched.status().code() == StatusCode::kFailedPrecondition) {
+      log_->info("refused {}: asking the scheduler for the whole list", patched.status().message());
+      return;
+    }
+    joined_.Set(patched.status().WithContext("bad topology from the scheduler"));
+    return;
+  }
+  conn->Reply(id, Ack{});
+  if (topology.delta()) {
+    log_->info("topology of generation {}: {} of {} peers changed (a delta from generation {})",
+               topology.generation, topology.nodes.size(), patched->nodes.size(),
+               topology.base_generation);
+  } else {
+    log_->info("topology of generation {}: the whole list of {} peers", topology.generation,
+               topology.nodes.size());
+  }
+  topology_ = std::move(*patched);
+  {
+    MutexLock lock(&held_mutex_);
+    held_ = *topology_;
+  }
+  joined_.Set(*topology_);  // later ones (a scheduler rejoined) are acknowledged only
+}
+
+void ClusterClient::Recall(Topology held) {
+  {
+    MutexLock lock(&held_mutex_);
+    held_ = held;
+  }
+  // Before Join's own closure: the topology is in place when the first comes.
+  loop_->Post([this, held = std::move(held)]() mutable { topology_ = std::move(held); });
+}
+
+std::optional<Topology> ClusterClient::Held() {
+  MutexLock lock(&held_mutex_);
+  return held_;
 }
 
 void ClusterClient::SetVerdict(const Status& verdict) {

@@ -83,8 +83,14 @@ class ClusterClient {
   void ReportProgress(int64_t step, double samples_per_s);
 
   int rank() const { return rank_; }  // valid after Join
-  // The topology as last received; null before. Loop thread only.
+  // The topology as last received (deltas applied); null before. Loop
+  // thread only.
   const Topology* topology() const { return topology_ ? &*topology_ : nullptr; }
+  // Across a rollback (roles/node/recovery.h): before Join, the topology an
+  // earlier run of this node acknowledged last, which the scheduler's deltas
+  // are applied to; Held(), from any thread, the one this run holds.
+  void Recall(Topology held);
+  std::optional<Topology> Held();
   int64_t generation() const { return generation_.load(); }
 
  private:
@@ -93,6 +99,7 @@ class ClusterClient {
   void OnConnected(Connection::Ptr conn);
   void OnRegistered(StatusOr<Incoming> reply);
   void OnRequest(const Connection::Ptr& conn, Incoming&& in);
+  void OnTopology(const Connection::Ptr& conn, uint64_t id, const Topology& topology);
   void OnSchedulerLost(const Status& reason);
   void CheckSchedulerHeard();
   // Whether this check came so late that this node's loop must have stalled
@@ -140,6 +147,10 @@ class ClusterClient {
   bool hold_ GUARDED_BY(stop_mutex_) = false;     // asked, answer pending
   void OnStop(const Connection::Ptr& conn, uint64_t id, const Stop& stop);
   void ReleaseHold();
+
+  // A copy of topology_ for Held(): the node keeps it across a rollback.
+  Mutex held_mutex_;
+  std::optional<Topology> held_ GUARDED_BY(held_mutex_);
 
   Completion<StatusOr<Topology>> joined_;
   Completion<Status> verdict_;

@@ -64,10 +64,22 @@ StatusOr<Topology> Node::Start(RequestHandler on_peer_request, CloseHandler on_p
     });
   });
   const std::string bind = BindHost();
+  // A node rolled back listens where it did, so that its peers' topologies
+  // need not change (roles/node/peers.h); if another process took the port
+  // meanwhile, anywhere, and the scheduler tells its peers.
+  uint16_t want = options_.node_port;
+  if (want == 0 && recalled_port_ != 0) {
+    if (CanListenOn(bind, recalled_port_)) {
+      want = recalled_port_;
+    } else {
+      log_->warn("port {} this node listened on before is taken: listening on another",
+                 recalled_port_);
+    }
+  }
   auto port = loop_.Call<StatusOr<uint16_t>>(
       [&]() -> StatusOr<uint16_t> {
         return listener_.Listen(
-            bind, options_.node_port, [this, on_peer_request, on_peer_closed](Connection::Ptr c) {
+            bind, want, [this, on_peer_request, on_peer_closed](Connection::Ptr c) {
               c->Start(on_peer_request,
                        [this, on_peer_closed](const Connection::Ptr& conn, const Status& why) {
                          if (why.code() != StatusCode::kAborted)
@@ -78,6 +90,7 @@ StatusOr<Topology> Node::Start(RequestHandler on_peer_request, CloseHandler on_p
       },
       Aborted("node stopped while starting"));
   if (!port.ok()) return port.status();
+  port_ = *port;
   auto topology = cluster_.Join(*port);
   if (!topology.ok()) return topology.status();
   SetLogLabel(log_, fmt::format("{} {}", RoleName(options_.role), cluster_.rank()));
@@ -85,6 +98,13 @@ StatusOr<Topology> Node::Start(RequestHandler on_peer_request, CloseHandler on_p
              cluster_.rank(), options_.cluster.server_num, options_.cluster.worker_num);
   return topology;
 }
+
+void Node::Recall(NodeMemory memory) {
+  recalled_port_ = memory.port;
+  if (memory.topology) cluster_.Recall(std::move(*memory.topology));
+}
+
+NodeMemory Node::Kept() { return NodeMemory{cluster_.Held(), port_.load()}; }
 
 Status Node::Outcome(const Status& run) {
   if (run.ok()) return run;

@@ -3,6 +3,7 @@
 // and joins the job through the scheduler.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <optional>
 
@@ -14,6 +15,15 @@
 #include "src/common/logging.h"
 
 namespace pstrain {
+
+// What a node keeps from one run to the next across a rollback
+// (roles/node/recovery.h): the topology it acknowledged last, so that the
+// scheduler sends the next run only the peers that changed, and the port it
+// listened on, so that its own entry does not change for its peers.
+struct NodeMemory {
+  std::optional<Topology> topology;
+  uint16_t port = 0;  // 0: none
+};
 
 class Node {
  public:
@@ -40,6 +50,11 @@ class Node {
   std::optional<NodeInfo> LostPeer();
   // The job was paused: this node must be rebuilt and rolled back.
   bool paused() const { return cluster_.paused(); }
+  // Before Start(): what an earlier run of this node kept. Its port is
+  // listened on again unless options.node_port names one (or it is taken).
+  void Recall(NodeMemory memory);
+  // What this run keeps for the next. Any thread.
+  NodeMemory Kept();
 
   EventLoop& loop() { return loop_; }
   ClusterClient& cluster() { return cluster_; }
@@ -55,6 +70,8 @@ class Node {
   Listener listener_;
   ClusterClient cluster_;
   SignalWatcher signals_{&loop_};  // SIGTERM / SIGINT: ask the scheduler to stop the job
+  uint16_t recalled_port_ = 0;     // Recall(), before Start()
+  std::atomic<uint16_t> port_{0};  // listened on, once Start() got that far
 };
 
 }  // namespace pstrain

@@ -9,6 +9,10 @@
 // GPU communicator's id) travels through the scheduler's barriers, so a
 // job's Topology bytes grow with workers x servers, not with the square of
 // its nodes.
+//
+// After a rollback or a rejoin a node gets a delta instead (Topology's
+// base_generation): only the peers whose entry changed since the topology
+// it acknowledged last, which it patches its own copy with (ApplyTopology).
 #pragma once
 
 #include <cstdint>
@@ -35,5 +39,23 @@ std::vector<PeerRank> PeersOf(Role role, int rank, int servers, int workers);
 // off (or left behind by a rollback) still holds its old rank, and servers
 // and ring peers do not keep every node's id: its generation gives it away.
 std::string StaleHello(const Hello& hello, int64_t generation);
+
+// Whether `t` is a Topology for `role` rank `rank` of a job of `servers` and
+// `workers`: that shape, only this node's peers, each at most once, and
+// every one of them unless `t` is a delta.
+Status CheckTopology(const Topology& t, Role role, int rank, int servers, int workers);
+
+// A digest of the whole list `nodes` of generation `generation`, the same
+// whatever the order of the entries: how a node tells a scheduler that knows
+// nothing of it (a restarted one) which list it holds.
+uint64_t TopologyDigest(const std::vector<NodeInfo>& nodes, int64_t generation);
+
+// The whole topology this node holds once `received` is applied to `held`
+// (nullptr: it holds none). A whole list replaces it; a delta patches it.
+// FailedPrecondition: a delta from a topology this node does not hold (none,
+// or another generation); the scheduler then sends the whole list.
+// InvalidArgument: `received` is wrong (CheckTopology).
+StatusOr<Topology> ApplyTopology(const Topology* held, const Topology& received, Role role,
+                                 int rank, int servers, int workers);
 
 }  // namespace pstrain

@@ -6,8 +6,10 @@ namespace pstrain {
 
 Status RunRecovering(NodeOptions options, Config config, const Logger& log,
                      const RunIncarnation& run) {
+  NodeMemory kept;
   for (int rollbacks = 0;; ++rollbacks) {
-    Incarnation ended = run(options, config);
+    Incarnation ended = run(options, config, std::move(kept));
+    kept = std::move(ended.kept);
     if (!ended.paused) return ended.status;
     if (rollbacks == kMaxRollbacks || !config.train.checkpoint)
       return Aborted(fmt::format("the job was paused {} times; giving up", rollbacks + 1));

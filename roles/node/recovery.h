@@ -6,10 +6,14 @@
 // builds it anew with the same node id and rank; the new one registers,
 // waits for the job to resume and restores the newest complete checkpoint.
 // torchrun's elastic agent restarts its workers for the same reason.
+// Only what describes the job, not this run's state, goes from one run to
+// the next (NodeMemory): the topology, which the scheduler then sends only
+// the changes of, and the port, which the node listens on again.
 #pragma once
 
 #include <functional>
 
+#include "roles/node/node.h"
 #include "src/common/config/config.h"
 #include "src/common/config/options.h"
 #include "src/common/logging.h"
@@ -21,8 +25,11 @@ struct Incarnation {
   Status status;
   bool paused = false;  // the scheduler paused the job: run again
   int rank = -1;        // the rank it held (kept by the next run)
+  NodeMemory kept;      // given to the next run
 };
-using RunIncarnation = std::function<Incarnation(const NodeOptions&, const Config&)>;
+// One run, given what the run before it kept (nothing for the first).
+using RunIncarnation =
+    std::function<Incarnation(const NodeOptions&, const Config&, NodeMemory recalled)>;
 
 // Runs `run` until it ends other than paused, at most kMaxRollbacks + 1
 // times; every run after the first resumes from the newest checkpoint.

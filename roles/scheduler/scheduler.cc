@@ -206,7 +206,7 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
       reference_config_ = req.config;
       reference_name_ = fmt::format("the first node's ({} node id:{})", role, info.node_id);
     }
-    Admit(conn, id, admitted, how);
+    Admit(conn, id, admitted, how, req);
   };
   // One connection is one node: a second identity on it would hold a slot
   // that no heartbeat, barrier or Done could ever fill.
@@ -311,7 +311,8 @@ StatusOr<int> Scheduler::PickRank(Role role, int requested) const {
 }
 
 // Gives `info.rank` to the node on `conn` for the current generation.
-void Scheduler::Admit(const Connection::Ptr& conn, uint64_t id, NodeInfo info, const char* how) {
+void Scheduler::Admit(const Connection::Ptr& conn, uint64_t id, NodeInfo info, const char* how,
+                      const RegisterRequest& req) {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
   NodeEntry& node = NodesOf(info.role)[info.rank];
   if (node.info.node_id != info.node_id) rank_of_.erase(node.info.node_id);
@@ -321,7 +322,11 @@ void Scheduler::Admit(const Connection::Ptr& conn, uint64_t id, NodeInfo info, c
   }
   const bool replacement = node.lost;
   if (!HeldNow(node)) ++held_now_;
+  const NodeEntry before = std::move(node);
   node = NodeEntry{info, conn, loop_.NowMs(), generation_};
+  CarryTopologyRecord(before, &node);
+  node.claimed_generation = req.topology_generation;
+  node.claimed_digest = req.topology_digest;
   rank_of_[info.node_id] = {info.role, info.rank};
   node_of_[conn.get()] = info.node_id;
   log_->info("The {} node id:{},node ip: {},node port:{} {} rank id:{}{}", RoleName(info.role),

@@ -15,7 +15,13 @@
 //      the job's shape and the peers it talks to (roles/node/peers.h: a
 //      worker every server and its ring neighbours, a server no one), so
 //      that the bytes grow with workers x servers, not with the square of
-//      the nodes. The scheduler logs
+//      the nodes. When it comes again (5, 9), a node that acknowledged an
+//      earlier one gets a delta from it: the new generation and the peers
+//      whose entry (node id, host, port) changed since, which it patches its
+//      list with; a node the scheduler knows no acknowledged list of (a new
+//      node id on a rank, a restarted node, one that did not answer its
+//      last), or that refuses the delta, gets the whole list. The scheduler
+//      logs
 //        Start the scheduler node is successful!
 //      Not all in within PSTRAIN_REGISTER_TIMEOUT: the job ends, naming the
 //      missing ranks and the refused nodes.
@@ -55,7 +61,10 @@
 //   9. A restarted scheduler (same host and port) is re-joined by the
 //      running nodes: RegisterRequest with rejoin, their rank and generation.
 //      Once every rank is back the Topology goes out again and the job goes
-//      on; a worker that had reported Done reports it again.
+//      on; a worker that had reported Done reports it again. Knowing
+//      nothing of what the nodes acknowledged, the scheduler sends a node
+//      whose registration names the topology it holds (generation and
+//      digest) and whose list is the same a delta of no entries.
 //  10. Stopping on request: SIGTERM or SIGINT to any node (StopRequest) or
 //      to the scheduler. Each worker is asked its step (Stop -1; it holds at
 //      its next step boundary), then told to stop after the largest
@@ -124,6 +133,16 @@ class Scheduler {
     int64_t step = -1;        // 12. a worker's last reported step and rate
     double samples_per_s = 0;
     bool awaiting_rejoin = false;  // 4. its connection closed during a stall of ours
+    // 3. The topology round in which this rank's entry (node id, host,
+    // port) last changed; the last round this node acknowledged (0: none,
+    // or not known) and that round's generation.
+    uint64_t entry_changed_round = 0;
+    uint64_t acked_round = 0;
+    int64_t acked_generation = -1;
+    // 3. The topology it said it holds when it registered (-1: none), for
+    // when the scheduler knows no acknowledged one (9: a restarted scheduler).
+    int64_t claimed_generation = -1;
+    uint64_t claimed_digest = 0;
   };
   // 11. A registration naming a live node's id, waiting on a probe of it.
   struct HeldRegistration {
@@ -162,10 +181,12 @@ class Scheduler {
   void ExpireProbes(uint64_t now, uint64_t timeout);
   // The rank a new node id of `role` gets, or why it gets none.
   StatusOr<int> PickRank(Role role, int requested) const;
-  void Admit(const Connection::Ptr& conn, uint64_t id, NodeInfo info, const char* how);
+  void Admit(const Connection::Ptr& conn, uint64_t id, NodeInfo info, const char* how,
+             const RegisterRequest& req);
   // 3. The Topology of each node, at most kTopologyEntriesInFlight entries
   // (about 15 MB of frames) unanswered at once.
   struct TopologyRound {
+    uint64_t number = 0;                      // rounds counted from 1
     std::vector<std::pair<Role, int>> nodes;  // who gets one, in order
     size_t next = 0;
     size_t in_flight = 0;  // entries of the frames unanswered
@@ -174,7 +195,13 @@ class Scheduler {
   static constexpr size_t kTopologyEntriesInFlight = size_t{1} << 18;
   void SendTopology();
   void PumpTopology(const std::shared_ptr<TopologyRound>& round);
-  Topology TopologyFor(const NodeEntry& node);
+  // Sends `role` rank `rank` its Topology of `round`: a delta where it can
+  // (3), the whole list when `whole`.
+  void SendTopologyTo(const std::shared_ptr<TopologyRound>& round, Role role, int rank, bool whole);
+  Topology TopologyFor(const NodeEntry& node, bool whole) const;
+  // 3. What the rank's new holder `after` holds of its earlier topologies,
+  // and whether its entry changed for its peers, given the holder `before`.
+  void CarryTopologyRecord(const NodeEntry& before, NodeEntry* after) const;
   void CheckHeartbeats();
   // 4. Whether this heartbeat check came so late that the loop must have
   // stalled; if so, every node gets a fresh timeout.
@@ -257,6 +284,7 @@ class Scheduler {
   std::optional<Shutdown> ending_;                 // 8. the Shutdown of a job that ends well
   double recovery_wait_s_ = 0;                     // from the nodes' registrations
   std::shared_ptr<TopologyRound> topology_round_;  // the latest SendTopology's
+  uint64_t topology_rounds_ = 0;                   // SendTopology calls so far
   bool topology_sent_ = false;
   bool paused_ = false;
   bool shutting_down_ = false;

@@ -28,6 +28,10 @@ class Worker {
   // rolled back (roles/node/recovery.h).
   bool paused() const { return node_.paused(); }
   int rank() { return node_.cluster().rank(); }
+  // Across rollbacks (roles/node/recovery.h): before Run(), what the run
+  // before this one kept; after it, what this one keeps.
+  void Recall(NodeMemory memory) { node_.Recall(std::move(memory)); }
+  NodeMemory Kept() { return node_.Kept(); }
 
  private:
   Status RunOnce();

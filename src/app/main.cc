@@ -176,11 +176,14 @@ int RunNode(const NodeOptions& options, const Config& config) {
       Logger log = MakeLogger("server");
       WarnIfUnauthenticated(log, options.cluster);
       return Finished(
-          log, RunRecovering(options, config, log, [&log](const NodeOptions& o, const Config& c) {
-            Server server(o, log, c);
-            Status st = server.Run();
-            return Incarnation{st, server.paused(), server.rank()};
-          }));
+          log,
+          RunRecovering(options, config, log,
+                        [&log](const NodeOptions& o, const Config& c, NodeMemory recalled) {
+                          Server server(o, log, c);
+                          server.Recall(std::move(recalled));
+                          Status st = server.Run();
+                          return Incarnation{st, server.paused(), server.rank(), server.Kept()};
+                        }));
     }
     case Role::kWorker: {
       // Config errors and data that does not fit surface here, before the
@@ -189,13 +192,16 @@ int RunNode(const NodeOptions& options, const Config& config) {
       Logger log = MakeLogger("worker");
       WarnIfUnauthenticated(log, options.cluster);
       return Finished(
-          log, RunRecovering(options, config, log, [&log](const NodeOptions& o, const Config& c) {
-            auto job = JobOf(c, /*check_data=*/false);
-            if (!job.ok()) return Incarnation{job.status()};
-            Worker worker(o, log, c, std::move(*job));
-            Status st = worker.Run();
-            return Incarnation{st, worker.paused(), worker.rank()};
-          }));
+          log,
+          RunRecovering(options, config, log,
+                        [&log](const NodeOptions& o, const Config& c, NodeMemory recalled) {
+                          auto job = JobOf(c, /*check_data=*/false);
+                          if (!job.ok()) return Incarnation{job.status()};
+                          Worker worker(o, log, c, std::move(*job));
+                          worker.Recall(std::move(recalled));
+                          Status st = worker.Run();
+                          return Incarnation{st, worker.paused(), worker.rank(), worker.Kept()};
+                        }));
     }
   }
   return kExitFailed;

@@ -235,6 +235,11 @@ void DeclareBenchCommands(CLI::App* app, BenchArgs* a) {
       ->add_option("--memory-mb", a->scheduler.memory_mb,
                    "the scheduler's data limit (RLIMIT_DATA), in MiB (default 4096)")
       ->check(CLI::Range(int64_t{64}, int64_t{1} << 20));
+  scheduler->add_flag("--recover", a->scheduler.recover,
+                      "then lose one worker, replace it with a new node and measure the "
+                      "Topology bytes of the recovery");
+  scheduler->add_option("--scheduler-bin", a->scheduler.scheduler_bin,
+                        "the pstrain executable to run the scheduler with (default: this one)");
 }
 
 int Usage(const std::string& which, const std::string& why) {

@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "src/app/bench/clock.h"
@@ -88,7 +89,8 @@ class SchedulerProcess {
       waitpid(pid_, nullptr, 0);
     }
   }
-  Status Spawn(uint16_t port, int servers, int workers, double timeout_s, int64_t memory_mb) {
+  Status Spawn(const std::string& bin, uint16_t port, int servers, int workers, double timeout_s,
+               int64_t memory_mb) {
     const char* tmp = std::getenv("TMPDIR");
     log_path_ = fmt::format("{}/pstrain-bench-scheduler-{}-{}.log", tmp && *tmp ? tmp : "/tmp",
                             getpid(), servers + workers);
@@ -109,6 +111,7 @@ class SchedulerProcess {
     envp.push_back(nullptr);
     char arg0[] = "pstrain";
     char* argv[] = {arg0, nullptr};
+    const std::string exe = bin.empty() ? "/proc/self/exe" : bin;
     const rlimit data{static_cast<rlim_t>(memory_mb) << 20, static_cast<rlim_t>(memory_mb) << 20};
     const int log_fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (log_fd < 0) return Internal("cannot write " + log_path_);
@@ -118,7 +121,7 @@ class SchedulerProcess {
       setrlimit(RLIMIT_DATA, &data);
       dup2(log_fd, 1);
       dup2(log_fd, 2);
-      execve("/proc/self/exe", argv, envp.data());
+      execve(exe.c_str(), argv, envp.data());
       _exit(127);
     }
     close(log_fd);
@@ -177,7 +180,8 @@ StatusOr<Json> RunCase(const SchedulerBenchOptions& o, int nodes) {
   auto port = FreePort();
   if (!port.ok()) return port.status();
   SchedulerProcess scheduler;
-  PSTRAIN_RETURN_IF_ERROR(scheduler.Spawn(*port, servers, workers, o.timeout_s, o.memory_mb));
+  PSTRAIN_RETURN_IF_ERROR(
+      scheduler.Spawn(o.scheduler_bin, *port, servers, workers, o.timeout_s, o.memory_mb));
   auto fail = [&](const Status& why) {
     return why.WithContext(fmt::format("{} nodes ({})", nodes, scheduler.Failure()));
   };
@@ -190,6 +194,7 @@ StatusOr<Json> RunCase(const SchedulerBenchOptions& o, int nodes) {
   shape.loops = o.loops;
   shape.window = o.window;
   shape.heartbeats = o.heartbeats;
+  shape.recovery_wait_s = o.recover ? o.timeout_s : 0;
   shape.limits.server_num = servers;
   shape.limits.worker_num = workers;
   SimNodes sim(shape);
@@ -202,6 +207,12 @@ StatusOr<Json> RunCase(const SchedulerBenchOptions& o, int nodes) {
   auto after_beat = ReadProcStats(scheduler.pid());
   if (!at_topology.ok() || !after_beat.ok())
     return fail(Internal("cannot read the scheduler's /proc"));
+  std::optional<RecoveryFigures> recovered;
+  if (o.recover) {
+    auto r = sim.Recover(o.timeout_s);
+    if (!r.ok()) return fail(r.status());
+    recovered = *r;
+  }
   auto finished = sim.Finish(o.timeout_s);
   if (!finished.ok()) return fail(finished.status());
   auto usage = scheduler.WaitExit(o.timeout_s);
@@ -230,6 +241,13 @@ StatusOr<Json> RunCase(const SchedulerBenchOptions& o, int nodes) {
       {"sched_peak_rss_mb", Rounded(usage->ru_maxrss / 1024.0, 1)},
       {"connect_retries", joined->connect_retries},
       {"open_files", *open_files}};
+  if (recovered) {
+    line["recovery_topology_s"] = Rounded(recovered->topology_s, 3);
+    line["recovery_topology_bytes"] = recovered->topology_bytes;
+    line["recovery_topology_entries"] = recovered->topology_entries;
+    line["recovery_topology_max_entries"] = recovered->topology_max_entries;
+  }
+  if (!o.scheduler_bin.empty()) line["scheduler_bin"] = o.scheduler_bin;
   return line;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "src/common/status.h"
@@ -17,6 +18,12 @@ struct SchedulerBenchOptions {
   int heartbeats = 10;              // per node, before the barrier
   double timeout_s = 120;           // per phase of a case
   int64_t memory_mb = 4096;         // the scheduler's RLIMIT_DATA
+  // After the heartbeats: one worker lost and replaced by a new node, and
+  // the Topology bytes of that recovery (SimNodes::Recover).
+  bool recover = false;
+  // The pstrain executable the scheduler runs (empty: this one): another
+  // build's, to compare the two side by side.
+  std::string scheduler_bin;
 };
 
 // One JSON line per case (docs/formats.md, "Benchmark output").

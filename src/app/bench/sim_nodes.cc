@@ -16,7 +16,7 @@
 namespace pstrain {
 namespace {
 
-enum Counter { kRegistered, kTopology, kBarrier, kShutdown, kCounters };
+enum Counter { kRegistered, kTopology, kBarrier, kPaused, kRecovered, kShutdown, kCounters };
 constexpr uint64_t kRetryMs = 100;
 constexpr uint64_t kHeartbeatMs = 1000;
 
@@ -33,11 +33,12 @@ struct SimNodes::Shared {
   BenchClock::time_point last[kCounters] GUARDED_BY(mutex);
   Status failed GUARDED_BY(mutex);
   JoinFigures join GUARDED_BY(mutex);
+  RecoveryFigures recovery GUARDED_BY(mutex);
 
   void Count(Counter c) {
     MutexLock lock(&mutex);
     last[c] = BenchClock::now();
-    if (++count[c] == nodes) changed.NotifyAll();
+    if (++count[c] >= nodes - 1) changed.NotifyAll();  // what Wait() waits for
   }
   void Fail(const Status& why) {
     if (stopping.load()) return;
@@ -45,18 +46,19 @@ struct SimNodes::Shared {
     if (failed.ok()) failed = why;
     changed.NotifyAll();
   }
-  // Until every node has counted `c`, one failed, or `timeout_s` passed.
-  // An error says how far the nodes got.
-  Status Wait(Counter c, const std::string& what, double timeout_s) {
+  // Until `need` nodes (every node: -1) have counted `c`, one failed, or
+  // `timeout_s` passed. An error says how far the nodes got.
+  Status Wait(Counter c, const std::string& what, double timeout_s, int need = -1) {
     const auto start = BenchClock::now();
+    if (need < 0) need = nodes;
     MutexLock lock(&mutex);
-    const bool done =
-        changed.WaitFor(&lock, std::chrono::duration<double>(timeout_s),
-                        [this, c]() REQUIRES(mutex) { return count[c] >= nodes || !failed.ok(); });
+    const bool done = changed.WaitFor(
+        &lock, std::chrono::duration<double>(timeout_s),
+        [this, c, need]() REQUIRES(mutex) { return count[c] >= need || !failed.ok(); });
     if (done && failed.ok()) return Status::OK();
     const std::string reached = fmt::format(
         "{} of {} nodes after {:.2f} s; {} registered, the last {:.2f} s after the phase began",
-        count[c], nodes, SecondsSince(start), count[kRegistered],
+        count[c], need, SecondsSince(start), count[kRegistered],
         std::chrono::duration<double>(last[kRegistered] - start).count());
     if (!failed.ok()) return failed.WithContext(fmt::format("{} ({})", what, reached));
     return DeadlineExceeded(fmt::format("{}: {}", what, reached));
@@ -75,6 +77,7 @@ struct SimNodes::Shard {
     Connection::Ptr conn;
     std::string local_ip;  // connects from
     bool topology = false;
+    bool recovering = false;  // Recover(): until its Topology of the next generation
     bool shut_down = false;
   };
 
@@ -111,8 +114,9 @@ struct SimNodes::Shard {
       n->conn = *c;
       n->conn->Start(
           [this, n](const Connection::Ptr& conn, Incoming&& in) { OnMessage(n, conn, in); },
-          [this, n](const Connection::Ptr&, const Status& why) {
-            if (!n->shut_down)
+          [this, n](const Connection::Ptr& conn, const Status& why) {
+            // A connection this node left (Recover) is no longer its own.
+            if (conn == n->conn && !n->shut_down)
               shared->Fail(Unavailable(fmt::format("{} lost its connection to the scheduler: {}",
                                                    Name(*n), why.message())));
           });
@@ -129,6 +133,7 @@ struct SimNodes::Shard {
     req.node.port = static_cast<uint16_t>(1024 + (n - nodes.data()) % 60000);  // never dialed
     req.server_num = shape.servers;
     req.worker_num = shape.workers;
+    req.recovery_wait_s = shape.recovery_wait_s;
     n->conn->Call(req, [this, n](StatusOr<Incoming> reply) {
       --in_flight;
       Pump();
@@ -147,6 +152,18 @@ struct SimNodes::Shard {
       if (id != 0) conn->Reply(id, Ack{});  // a probe
     } else if (auto* topology = std::get_if<Topology>(&body)) {
       conn->Reply(id, Ack{});
+      if (n->recovering && topology->generation > 0) {
+        n->recovering = false;
+        {
+          MutexLock lock(&shared->mutex);
+          RecoveryFigures& r = shared->recovery;
+          r.topology_bytes += in.wire_bytes;
+          r.topology_entries += topology->nodes.size();
+          r.topology_max_entries =
+              std::max<uint64_t>(r.topology_max_entries, topology->nodes.size());
+        }
+        return shared->Count(kRecovered);
+      }
       if (n->topology) return;
       n->topology = true;
       const uint64_t bytes = in.wire_bytes;
@@ -166,11 +183,26 @@ struct SimNodes::Shard {
       shared->Count(kShutdown);
     } else if (auto* pause = std::get_if<Pause>(&body)) {
       conn->Reply(id, Ack{});
-      shared->Fail(Aborted(fmt::format("the scheduler paused the job: {}", pause->reason)));
+      if (shape.recovery_wait_s <= 0)
+        return shared->Fail(
+            Aborted(fmt::format("the scheduler paused the job: {}", pause->reason)));
+      // Rolled back: a new connection, registered again with its node id.
+      n->recovering = true;
+      Leave(n, "rolling back");
+      ++in_flight;
+      Connect(n);
+      shared->Count(kPaused);
     } else {
       conn->Reply(
           id, ErrorReply{fmt::format("a simulated node does not handle {}", MessageName(body))});
     }
+  }
+
+  // Closes the node's connection on purpose.
+  void Leave(Node* n, const char* why) {
+    Connection::Ptr old = std::move(n->conn);
+    n->conn = nullptr;
+    if (old) old->Close(Aborted(why));
   }
 
   // Throughout, as a real node does.
@@ -269,6 +301,36 @@ StatusOr<double> SimNodes::Beat(double timeout_s) {
   }
   PSTRAIN_RETURN_IF_ERROR(shared_->Wait(kBarrier, "heartbeats and a barrier", timeout_s));
   return shared_->SecondsTo(kBarrier, start);
+}
+
+StatusOr<RecoveryFigures> SimNodes::Recover(double timeout_s) {
+  if (shape_.recovery_wait_s <= 0 || shape_.workers < 1)
+    return FailedPrecondition("a recovery needs a worker and a recovery wait");
+  // Node i is nodes[i / loops] of shard i % loops; the last is a worker.
+  const int last = nodes() - 1;
+  Shard* s = shards_[last % shards_.size()].get();
+  Shard::Node* victim = &s->nodes[last / shards_.size()];
+  const auto start = BenchClock::now();
+  s->loop.Post([s, victim] {
+    victim->recovering = true;
+    s->Leave(victim, "the bench ends this node's process");
+  });
+  PSTRAIN_RETURN_IF_ERROR(shared_->Wait(kPaused, "the pause", timeout_s, nodes() - 1));
+  // The replacement: another node id for the free rank, once it is free.
+  s->loop.Post([s, victim] {
+    victim->id += "-new";
+    ++s->in_flight;
+    s->Connect(victim);
+  });
+  PSTRAIN_RETURN_IF_ERROR(
+      shared_->Wait(kRecovered, "every node's topology after the recovery", timeout_s));
+  RecoveryFigures figures;
+  {
+    MutexLock lock(&shared_->mutex);
+    figures = shared_->recovery;
+  }
+  figures.topology_s = shared_->SecondsTo(kRecovered, start);
+  return figures;
 }
 
 StatusOr<double> SimNodes::Finish(double timeout_s) {

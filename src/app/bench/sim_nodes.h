@@ -10,6 +10,11 @@
 //   Beat():   every node sends `heartbeats` Heartbeats, then enters the
 //             barrier of all nodes: the last reply comes only once the
 //             scheduler has handled every heartbeat sent before it;
+//   Recover(): the last worker's connection closes (its process died); each
+//             other node answers the Pause, reconnects and registers again
+//             with its node id (keeping, as a node rolled back does, the
+//             topology it acknowledged), a new node id takes the lost rank,
+//             and every node waits for its Topology of the next generation;
 //   Finish(): workers report Done; every node answers the Shutdown.
 // Throughout, each node sends a Heartbeat every second as a real node does,
 // so that the scheduler never counts one lost. A node whose connection closes
@@ -38,7 +43,8 @@ struct SimShape {
   // Linux's ephemeral ports run short past about 14,000 connections
   // (connect() takes the odd half of ip_local_port_range first).
   int local_ips = 8;
-  ClusterOptions limits;  // the connections' security settings, as a node's
+  double recovery_wait_s = 0;  // as registered: above 0 for Recover()
+  ClusterOptions limits;       // the connections' security settings, as a node's
 };
 
 // What Join() saw. Seconds count from the start of Join().
@@ -49,6 +55,14 @@ struct JoinFigures {
   uint64_t topology_entries = 0;      // NodeInfo entries in them
   uint64_t topology_max_entries = 0;  // in the largest one
   int64_t connect_retries = 0;
+};
+
+// What Recover() saw: seconds from the lost connection.
+struct RecoveryFigures {
+  double topology_s = 0;              // the last Topology of the next generation
+  uint64_t topology_bytes = 0;        // those frames as received, all nodes together
+  uint64_t topology_entries = 0;      // NodeInfo entries in them
+  uint64_t topology_max_entries = 0;  // in the largest one
 };
 
 class SimNodes {
@@ -62,6 +76,7 @@ class SimNodes {
   StatusOr<JoinFigures> Join(double timeout_s);
   // Seconds until the last barrier reply; Heartbeats sent: nodes x heartbeats.
   StatusOr<double> Beat(double timeout_s);
+  StatusOr<RecoveryFigures> Recover(double timeout_s);
   // Seconds until the last Shutdown.
   StatusOr<double> Finish(double timeout_s);
   int nodes() const { return shape_.servers + shape_.workers; }
