@@ -14,11 +14,13 @@
 namespace pstrain {
 namespace {
 
+using threshold_wire::Bad;
 using threshold_wire::GetU32;
 using threshold_wire::GetVarint;
 using threshold_wire::kMaxVarint;
 using threshold_wire::PutU32;
 using threshold_wire::PutVarint;
+using threshold_wire::ReadIndex;
 
 constexpr uint8_t kVersion = 1;
 // Elements per block of the encoder's pass: one 64-bit mask per sign, so the
@@ -114,8 +116,6 @@ float ClampTau(float tau) {
   return std::clamp(tau, std::numeric_limits<float>::min(), std::numeric_limits<float>::max());
 }
 
-Status Bad(const std::string& what) { return InvalidArgument("threshold message: " + what); }
-
 // Checks a sparse body (then `out` is null) or applies it. The second call
 // runs only after the first passed, so it cannot fail halfway.
 Status WalkSparse(const uint8_t* body, const uint8_t* end, uint32_t count, int64_t n, float value,
@@ -124,16 +124,8 @@ Status WalkSparse(const uint8_t* body, const uint8_t* end, uint32_t count, int64
   int64_t index = -1;
   for (uint32_t k = 0; k < count; ++k) {
     uint32_t v = 0;
-    if (!GetVarint(&p, end, &v)) {
-      return Bad(p == end ? "cut short after " + std::to_string(k) + " of " +
-                                std::to_string(count) + " indices"
-                          : "index " + std::to_string(k) + " is not a well-formed varint");
-    }
-    index += static_cast<int64_t>(v >> 1) + 1;
-    if (index >= n) {
-      return Bad("index " + std::to_string(index) + " is out of range for " + std::to_string(n) +
-                 " elements");
-    }
+    Status read = ReadIndex(&p, end, k, count, n, /*flag_bits=*/1, &index, &v);
+    if (!read.ok()) return read;
     if (out != nullptr) out[index] += (v & 1) ? -value : value;
   }
   if (p != end) return Bad(std::to_string(end - p) + " bytes after the last index");

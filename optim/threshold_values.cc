@@ -10,17 +10,17 @@
 namespace pstrain::threshold_values {
 namespace {
 
+using threshold_wire::Bad;
 using threshold_wire::GetU32;
 using threshold_wire::GetVarint;
 using threshold_wire::PutU32;
 using threshold_wire::PutVarint;
+using threshold_wire::ReadIndex;
 using threshold_wire::VarintBytes;
 
 constexpr uint8_t kSparse = 3;
 
 size_t PresenceBytes(int64_t n) { return static_cast<size_t>((n + 7) / 8); }
-
-Status Bad(const std::string& what) { return InvalidArgument("threshold message: " + what); }
 
 // Values travel as the bits of little-endian u32s.
 void PutFloat(uint8_t* p, float v) {
@@ -122,16 +122,8 @@ Status Check(uint8_t format, const uint8_t* body, const uint8_t* end, uint32_t c
     int64_t index = -1;
     for (uint32_t k = 0; k < count; ++k) {
       uint32_t v = 0;
-      if (!GetVarint(&p, end, &v)) {
-        return Bad(p == end ? "cut short after " + std::to_string(k) + " of " +
-                                  std::to_string(count) + " indices"
-                            : "index " + std::to_string(k) + " is not a well-formed varint");
-      }
-      index += static_cast<int64_t>(v) + 1;
-      if (index >= n) {
-        return Bad("index " + std::to_string(index) + " is out of range for " + std::to_string(n) +
-                   " elements");
-      }
+      Status read = ReadIndex(&p, end, k, count, n, /*flag_bits=*/0, &index, &v);
+      if (!read.ok()) return read;
     }
     if (static_cast<size_t>(end - p) != value_bytes) {
       return Bad(std::to_string(end - p) + " bytes after the indices, expected " +

@@ -6,6 +6,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+
+#include "src/common/status.h"
 
 namespace pstrain::threshold_wire {
 
@@ -62,6 +65,28 @@ inline bool GetVarint(const uint8_t** p, const uint8_t* end, uint32_t* v) {
     }
   }
   return false;
+}
+
+// A bad message: the one-line error every format gives.
+inline Status Bad(const std::string& what) { return InvalidArgument("threshold message: " + what); }
+
+// Reads index k of a message's `count` (sparse formats: varints, each the
+// gap to the previous index shifted left by `flag_bits`, flags below) and
+// moves *index (-1 before the first) to the element it names, < n; *varint
+// gets the value read, flags and all.
+inline Status ReadIndex(const uint8_t** p, const uint8_t* end, uint32_t k, uint32_t count,
+                        int64_t n, int flag_bits, int64_t* index, uint32_t* varint) {
+  if (!GetVarint(p, end, varint)) {
+    return Bad(*p == end ? "cut short after " + std::to_string(k) + " of " + std::to_string(count) +
+                               " indices"
+                         : "index " + std::to_string(k) + " is not a well-formed varint");
+  }
+  *index += static_cast<int64_t>(*varint >> flag_bits) + 1;
+  if (*index >= n) {
+    return Bad("index " + std::to_string(*index) + " is out of range for " + std::to_string(n) +
+               " elements");
+  }
+  return Status::OK();
 }
 
 }  // namespace pstrain::threshold_wire

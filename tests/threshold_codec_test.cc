@@ -9,7 +9,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -325,55 +324,45 @@ std::vector<uint8_t> Bitmap() {
   REQUIRE(message[0] == 2);
   return message;
 }
+
 TEST_CASE("malformed messages are refused with what was wrong, and out is untouched") {
-  struct Case {
-    const char* name;
-    bool bitmap;
-    std::function<void(std::vector<uint8_t>*)> spoil;
-    const char* error;
-  };
-  const Case cases[] = {
-      {"short header", false, [](auto* m) { m->resize(10); }, "shorter than the 16-byte header"},
-      {"format", false, [](auto* m) { (*m)[0] = 5; }, "format 5 is none of"},
-      {"format 0", false, [](auto* m) { (*m)[0] = 0; }, "format 0 is none of"},
-      {"version", false, [](auto* m) { (*m)[1] = 2; }, "version 2, expected 1"},
-      {"reserved", false, [](auto* m) { (*m)[3] = 1; }, "reserved bytes are not 0"},
-      {"n", false, [](auto* m) { SetU32(m, 4, 65); }, "for 65 elements, expected 64"},
-      {"tau 0", false, [](auto* m) { SetF32(m, 8, 0.0f); }, "tau 0.000000 is not finite and > 0"},
-      {"tau < 0", false, [](auto* m) { SetF32(m, 8, -1.0f); }, "is not finite and > 0"},
-      {"tau nan", false, [](auto* m) { SetF32(m, 8, std::nanf("")); }, "is not finite and > 0"},
-      {"tau inf", false, [](auto* m) { SetF32(m, 8, INFINITY); }, "is not finite and > 0"},
-      {"count > n", false, [](auto* m) { SetU32(m, 12, 65); }, "count 65 is over the 64 elements"},
-      {"count too big", false, [](auto* m) { SetU32(m, 12, 3); }, "cut short after 2 of 3"},
-      {"count too small", false, [](auto* m) { SetU32(m, 12, 1); }, "1 bytes after the last"},
-      {"trailing byte", false, [](auto* m) { m->push_back(0); }, "1 bytes after the last index"},
-      {"index out of range", false, [](auto* m) { (*m)[17] = 126; },
-       "index 65 is out of range for 64 elements"},
-      {"varint cut short", false, [](auto* m) { (*m)[17] = 0x81; }, "cut short after 1 of 2"},
-      {"varint overlong", false,
-       [](auto* m) {
-         (*m)[16] = 0x82;
-         (*m)[17] = 0x00;
-       },
-       "index 0 is not a well-formed varint"},
-      {"bitmap short", true, [](auto* m) { m->pop_back(); }, "bitmap of 1 bytes, expected 2"},
-      {"bitmap code 3", true, [](auto* m) { (*m)[16] = 0x03; }, "bitmap code 3 in byte 0"},
-      {"bitmap count", true, [](auto* m) { SetU32(m, 12, 6); }, "bitmap sends 7 elements, count"},
-      {"bitmap padding", true, [](auto* m) { (*m)[17] |= 0x40; }, "bitmap bits set past element 6"},
-  };
-  for (const Case& c : cases) {
-    const std::string name = c.name;
-    CAPTURE(name);
-    std::vector<uint8_t> message = c.bitmap ? Bitmap() : Sparse();
-    const int64_t n = c.bitmap ? 7 : 64;
-    std::vector<float> out(n, 3.0f);
-    c.spoil(&message);
-    const std::string error = ErrorOf(message, n, &out);
-    CAPTURE(error);
-    CHECK(error.find(c.error) != std::string::npos);
-    CHECK(error.rfind("threshold message: ", 0) == 0);
-    CHECK(out == std::vector<float>(n, 3.0f));
-  }
+  CheckRefusals(
+      {
+          {"short header", false, [](auto* m) { m->resize(10); },
+           "shorter than the 16-byte header"},
+          {"format", false, [](auto* m) { (*m)[0] = 5; }, "format 5 is none of"},
+          {"format 0", false, [](auto* m) { (*m)[0] = 0; }, "format 0 is none of"},
+          {"version", false, [](auto* m) { (*m)[1] = 2; }, "version 2, expected 1"},
+          {"reserved", false, [](auto* m) { (*m)[3] = 1; }, "reserved bytes are not 0"},
+          {"n", false, [](auto* m) { SetU32(m, 4, 65); }, "for 65 elements, expected 64"},
+          {"tau 0", false, [](auto* m) { SetF32(m, 8, 0.0f); },
+           "tau 0.000000 is not finite and > 0"},
+          {"tau < 0", false, [](auto* m) { SetF32(m, 8, -1.0f); }, "is not finite and > 0"},
+          {"tau nan", false, [](auto* m) { SetF32(m, 8, std::nanf("")); }, "is not finite and > 0"},
+          {"tau inf", false, [](auto* m) { SetF32(m, 8, INFINITY); }, "is not finite and > 0"},
+          {"count > n", false, [](auto* m) { SetU32(m, 12, 65); },
+           "count 65 is over the 64 elements"},
+          {"count too big", false, [](auto* m) { SetU32(m, 12, 3); }, "cut short after 2 of 3"},
+          {"count too small", false, [](auto* m) { SetU32(m, 12, 1); }, "1 bytes after the last"},
+          {"trailing byte", false, [](auto* m) { m->push_back(0); },
+           "1 bytes after the last index"},
+          {"index out of range", false, [](auto* m) { (*m)[17] = 126; },
+           "index 65 is out of range for 64 elements"},
+          {"varint cut short", false, [](auto* m) { (*m)[17] = 0x81; }, "cut short after 1 of 2"},
+          {"varint overlong", false,
+           [](auto* m) {
+             (*m)[16] = 0x82;
+             (*m)[17] = 0x00;
+           },
+           "index 0 is not a well-formed varint"},
+          {"bitmap short", true, [](auto* m) { m->pop_back(); }, "bitmap of 1 bytes, expected 2"},
+          {"bitmap code 3", true, [](auto* m) { (*m)[16] = 0x03; }, "bitmap code 3 in byte 0"},
+          {"bitmap count", true, [](auto* m) { SetU32(m, 12, 6); },
+           "bitmap sends 7 elements, count"},
+          {"bitmap padding", true, [](auto* m) { (*m)[17] |= 0x40; },
+           "bitmap bits set past element 6"},
+      },
+      Sparse, 64, Bitmap, 7);
 }
 
 TEST_CASE("varints past 5 bytes or 32 bits are refused where the bound allows them") {

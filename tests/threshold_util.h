@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -57,6 +58,35 @@ inline void SetF32(std::vector<uint8_t>* m, size_t at, float f) {
   uint32_t v = 0;
   std::memcpy(&v, &f, 4);
   SetU32(m, at, v);
+}
+
+// A valid message spoilt one way, and what its refusal must say.
+struct Spoilt {
+  const char* name;
+  bool bitmap;  // spoils the bitmap-form message, else the sparse one
+  std::function<void(std::vector<uint8_t>*)> spoil;
+  const char* error;
+};
+
+// Each case spoils a fresh copy of sparse() (for `sparse_n` elements) or
+// bitmap() (`bitmap_n`): decoding it fails with an error that contains
+// the case's, names the message, and leaves `out` as it was.
+template <typename Sparse, typename Bitmap>
+void CheckRefusals(const std::vector<Spoilt>& cases, Sparse sparse, int64_t sparse_n, Bitmap bitmap,
+                   int64_t bitmap_n) {
+  for (const Spoilt& c : cases) {
+    const std::string name = c.name;
+    CAPTURE(name);
+    std::vector<uint8_t> message = c.bitmap ? bitmap() : sparse();
+    const int64_t n = c.bitmap ? bitmap_n : sparse_n;
+    std::vector<float> out(n, 3.0f);
+    c.spoil(&message);
+    const std::string error = ErrorOf(message, n, &out);
+    CAPTURE(error);
+    CHECK(error.find(c.error) != std::string::npos);
+    CHECK(error.rfind("threshold message: ", 0) == 0);
+    CHECK(out == std::vector<float>(n, 3.0f));
+  }
 }
 
 }  // namespace pstrain::threshold_testing

@@ -4,7 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -108,43 +107,27 @@ std::vector<uint8_t> ValuesBitmap() {
 }
 
 TEST_CASE("malformed values messages are refused with what was wrong, and out is untouched") {
-  struct Case {
-    const char* name;
-    bool bitmap;
-    std::function<void(std::vector<uint8_t>*)> spoil;
-    const char* error;
-  };
-  const Case cases[] = {
-      {"value under tau", false, [](auto* m) { SetF32(m, 18, 0.5f); },
-       "value 0 (0.500000) is not finite or is under tau 1.000000"},
-      {"value nan", false, [](auto* m) { SetF32(m, 22, std::nanf("")); }, "value 1 (nan)"},
-      {"value inf", true, [](auto* m) { SetF32(m, 17, -INFINITY); }, "value 0 (-inf)"},
-      {"trailing byte", false, [](auto* m) { m->push_back(0); },
-       "9 bytes after the indices, expected 8 for 2 values"},
-      {"a value missing", false, [](auto* m) { m->resize(m->size() - 4); },
-       "4 bytes after the indices, expected 8"},
-      {"count too big", false, [](auto* m) { SetU32(m, 12, 3); },
-       "bytes after the indices, expected 12 for 3 values"},
-      {"index out of range", false, [](auto* m) { (*m)[17] = 126; },
-       "index 128 is out of range for 64 elements"},
-      {"bitmap short", true, [](auto* m) { m->pop_back(); },
-       "values bitmap body of 28 bytes, expected 29"},
-      {"bitmap count", true, [](auto* m) { SetU32(m, 12, 6); }, "values bitmap body of 29 bytes"},
-      {"bitmap padding", true, [](auto* m) { (*m)[16] |= 0x80; }, "bits set past element 6"},
-  };
-  for (const Case& c : cases) {
-    const std::string name = c.name;
-    CAPTURE(name);
-    std::vector<uint8_t> message = c.bitmap ? ValuesBitmap() : ValuesSparse();
-    const int64_t n = c.bitmap ? 7 : 64;
-    std::vector<float> out(n, 3.0f);
-    c.spoil(&message);
-    const std::string error = ErrorOf(message, n, &out);
-    CAPTURE(error);
-    CHECK(error.find(c.error) != std::string::npos);
-    CHECK(error.rfind("threshold message: ", 0) == 0);
-    CHECK(out == std::vector<float>(n, 3.0f));
-  }
+  CheckRefusals(
+      {
+          {"value under tau", false, [](auto* m) { SetF32(m, 18, 0.5f); },
+           "value 0 (0.500000) is not finite or is under tau 1.000000"},
+          {"value nan", false, [](auto* m) { SetF32(m, 22, std::nanf("")); }, "value 1 (nan)"},
+          {"value inf", true, [](auto* m) { SetF32(m, 17, -INFINITY); }, "value 0 (-inf)"},
+          {"trailing byte", false, [](auto* m) { m->push_back(0); },
+           "9 bytes after the indices, expected 8 for 2 values"},
+          {"a value missing", false, [](auto* m) { m->resize(m->size() - 4); },
+           "4 bytes after the indices, expected 8"},
+          {"count too big", false, [](auto* m) { SetU32(m, 12, 3); },
+           "bytes after the indices, expected 12 for 3 values"},
+          {"index out of range", false, [](auto* m) { (*m)[17] = 126; },
+           "index 128 is out of range for 64 elements"},
+          {"bitmap short", true, [](auto* m) { m->pop_back(); },
+           "values bitmap body of 28 bytes, expected 29"},
+          {"bitmap count", true, [](auto* m) { SetU32(m, 12, 6); },
+           "values bitmap body of 29 bytes"},
+          {"bitmap padding", true, [](auto* m) { (*m)[16] |= 0x80; }, "bits set past element 6"},
+      },
+      ValuesSparse, 64, ValuesBitmap, 7);
 }
 
 }  // namespace
