@@ -27,7 +27,7 @@ roles/placement: src/nn embedding
 roles/checkpoint: roles/placement
 roles/node: comm/transport
 roles/scheduler: roles/node comm/http
-roles/server: roles/node roles/checkpoint
+roles/server: roles/node roles/checkpoint comm/ps
 roles/worker: roles/node roles/checkpoint src/gpu src/data comm/collective comm/ps
 roles/offline: roles/checkpoint src/data
 roles: roles/scheduler roles/server roles/worker

@@ -10,6 +10,7 @@
 #include "comm/transport/completion.h"
 #include "roles/node/peers.h"
 #include "roles/node/resume.h"
+#include "roles/server/reshard.h"
 #include "roles/server/table_host.h"
 #include "src/common/checkpoint_file.h"
 #include "src/common/mutex.h"
@@ -327,7 +328,21 @@ void Server::Save(int64_t step, PsShard::Reply reply) {
 Status Server::RestoreCheckpoint(const CheckpointRef& checkpoint) {
   if (checkpoint.step == 0) return Status::OK();  // the chief's values come with its Init pushes
   std::string path = checkpoint.step_dir + "/" + ShardFileName(node_.cluster().rank());
-  auto contents = ReadShardFile(path, Meta());
+  auto written_by = ServersOf(checkpoint);
+  if (!written_by.ok()) return written_by.status().WithContext("resume");
+  const int servers = node_.options().cluster.server_num;
+  StatusOr<ShardContents> contents = ShardContents{};
+  if (*written_by == servers) {
+    contents = ReadShardFile(path, Meta());
+  } else {
+    node_.log()->info(
+        "resuming a checkpoint of {} servers with {}: gathering this server's "
+        "partitions from every shard of step {}",
+        *written_by, servers, checkpoint.step);
+    path = checkpoint.step_dir;
+    contents = GatherReshardedShard(checkpoint, *written_by, config_, rank(), servers,
+                                    node_.options().cluster.worker_num);
+  }
   if (!contents.ok()) return contents.status().WithContext("resume");
   const size_t tables = contents->tables.size();
   const int workers = node_.options().cluster.worker_num;

@@ -1,0 +1,37 @@
+// Resuming a checkpoint written by another number of servers. A tensor's
+// partitions are cut by train.partition_bytes alone (comm/ps/partition_map.h),
+// so the same partitions exist whatever the server count; only which server
+// holds each changes. A server of the new job reads every shard file of the
+// step and keeps the partitions the new map gives it, with their optimizer
+// state and clocks. The workers need nothing: they pull what the servers
+// hold.
+//
+// Server-held embedding tables are not moved yet: their rows are spread by
+// id over the servers (comm/ps/row_placement.h) and would have to be split
+// row by row; such a checkpoint is refused with the count it needs.
+#pragma once
+
+#include <string>
+
+#include "roles/checkpoint/shard_file.h"
+#include "src/common/checkpoint_file.h"
+#include "src/common/config/config.h"
+#include "src/common/status.h"
+
+namespace pstrain {
+
+// How many servers wrote `checkpoint`: its MANIFEST lists server-0.ckpt ..
+// server-<n-1>.ckpt (ShardFileName), n >= 1, none missing; else
+// InvalidArgument naming what the list holds.
+StatusOr<int> ServersOf(const CheckpointRef& checkpoint);
+
+// The partitions server `rank` of `servers` holds in the job `config`
+// describes, gathered from `checkpoint`, written by `written_by` servers.
+// Errors name the file and the partition: a partition the new map needs
+// that no shard holds, or holds at another size (train.partition_bytes
+// changed), and any server-held table.
+StatusOr<ShardContents> GatherReshardedShard(const CheckpointRef& checkpoint, int written_by,
+                                             const Config& config, int rank, int servers,
+                                             int workers);
+
+}  // namespace pstrain

@@ -1,0 +1,103 @@
+// Resuming a checkpoint with another number of servers
+// (roles/server/reshard.h): each server of the new job gathers the
+// partitions the new map gives it from every shard of the step, optimizer
+// state included, so a sync job goes on exactly as it would have with the
+// count that wrote it. A checkpoint with server-held tables is refused in
+// one line naming the count it needs.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/test_util.h"
+#include "tests/train_util.h"
+
+namespace pstrain {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kWorkers = 2;
+constexpr int64_t kStopAt = 6, kSteps = 12;
+
+// Logistic regression on click data, its 65,536-row wide tensor a dense PS
+// weight cut into 16 partitions, with adagrad (optimizer state per element).
+Config Lr(const testing::ClickData& data, const std::string& dir) {
+  Config config = testing::ClickLrConfig(data, kStopAt);
+  config.data.test.clear();
+  config.train.log_every = 1000;
+  config.train.partition_bytes = 16384;
+  config.train.checkpoint = CheckpointConfig{};
+  config.train.checkpoint->dir = dir;
+  config.train.checkpoint->every_steps = kStopAt;
+  return config;
+}
+
+// `config` resumed from a copy of `written` (so that every resume starts from
+// the same step) with `servers` servers, run to kSteps.
+testing::TrainOutcome Resume(Config config, const std::string& written, int servers,
+                             const testing::TempDir& copy) {
+  fs::copy(written, copy.path(), fs::copy_options::recursive);
+  config.train.checkpoint->dir = copy.path();
+  config.train.checkpoint->resume = true;
+  config.train.steps = kSteps;
+  return testing::TrainLocally(config, servers, kWorkers);
+}
+
+TEST_CASE("a checkpoint of 2 servers resumes with 1, 2 or 3, and the job goes on the same") {
+  testing::ClickData data(4000, 10);
+  testing::TempDir written;
+  const Config config = Lr(data, written.path());
+  testing::TrainOutcome first = testing::TrainLocally(config, 2, kWorkers);
+  REQUIRE_MESSAGE(first.status.ok(), first.status.message());
+
+  testing::TempDir same_dir, one_dir, three_dir;
+  testing::TrainOutcome same = Resume(config, written.path(), 2, same_dir);
+  REQUIRE_MESSAGE(same.status.ok(), same.status.message());
+  CHECK(same.stats.steps == kSteps - kStopAt);
+  for (auto [servers, dir] : {std::pair{1, &one_dir}, std::pair{3, &three_dir}}) {
+    CAPTURE(servers);
+    testing::TrainOutcome other = Resume(config, written.path(), servers, *dir);
+    REQUIRE_MESSAGE(other.status.ok(), other.status.message());
+    CHECK(other.stats.steps == kSteps - kStopAt);
+    CHECK_FALSE(
+        other.sink->Matching("resuming a checkpoint of 2 servers with " + std::to_string(servers))
+            .empty());
+    // Sync updates do not depend on which server holds a partition.
+    CHECK(other.weights == same.weights);
+  }
+  CHECK(same.weights != first.weights);  // it trained on after the resume
+}
+
+TEST_CASE("a checkpoint with server-held tables and another server count is refused") {
+  testing::ClickData data(2000, 10);
+  auto loaded = LoadConfig(testing::RepoPath("configs/wide_deep_criteo.yaml"));
+  REQUIRE_MESSAGE(loaded.ok(), loaded.status().message());
+  Config config = *loaded;
+  config.data.train = {data.dir + "/train.txt"};
+  config.data.test.clear();
+  config.data.vocab = 65536;
+  for (auto* tower : {&config.model.layers, &config.model.wide, &config.model.deep})
+    for (LayerConfig& layer : *tower)
+      if (layer.type == LayerType::kEmbeddingBag) layer.vocab = 65536;
+  config.train.batch_size = 32;
+  config.train.steps = 4;
+  config.train.log_every = 1000;
+  testing::TempDir written;
+  config.train.checkpoint = CheckpointConfig{};
+  config.train.checkpoint->dir = written.path();
+  config.train.checkpoint->every_steps = 4;
+  testing::TrainOutcome first = testing::TrainLocally(config, 2, kWorkers);
+  REQUIRE_MESSAGE(first.status.ok(), first.status.message());
+  testing::TempDir copy;
+  testing::TrainOutcome again = Resume(config, written.path(), 3, copy);
+  REQUIRE_FALSE(again.status.ok());
+  const std::string message(again.status.message());
+  CAPTURE(message);
+  CHECK(message.find("holds server-held embedding tables, whose rows cannot move between "
+                     "servers yet: resume this checkpoint with 2 servers") != std::string::npos);
+  CHECK(message.find('\n') == std::string::npos);
+}
+
+}  // namespace
+}  // namespace pstrain
