@@ -140,6 +140,17 @@ class SparseTable {
   static StatusOr<SerializedRows> ReadSerializedRows(const std::string& name, const void* data,
                                                      size_t size);
 
+  // One table made of the rows and pending sightings of `shards` (tables of
+  // `options`, as several servers held it) that `keep` accepts: a
+  // checkpoint resumed with another server count. Rows keep their values,
+  // slots, last-touched step and update count; recency interleaves the
+  // shards' by last-touched step (ties: the earlier shard's row less
+  // recent); the clock and push count are the largest of the shards'. An id
+  // kept from two shards is InvalidArgument (a row lives on one server).
+  static StatusOr<SparseTable> Gather(const EmbeddingTableOptions& options,
+                                      const std::vector<SparseTable>& shards,
+                                      const std::function<bool(int64_t)>& keep);
+
  private:
   static constexpr uint32_t kNone = RecencyList::kNone;
   struct RowMeta {

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <numeric>
 
 #include "embedding/sparse_table.h"
@@ -270,6 +271,64 @@ StatusOr<SparseTable::SerializedRows> SparseTable::ReadSerializedRows(const std:
     in.Skip(row_bytes - 3 * sizeof(int64_t));
   }
   return out;
+}
+
+StatusOr<SparseTable> SparseTable::Gather(const EmbeddingTableOptions& options,
+                                          const std::vector<SparseTable>& shards,
+                                          const std::function<bool(int64_t)>& keep) {
+  PSTRAIN_RETURN_IF_ERROR(options.Validate());
+  SparseTable table(options);
+  // The kept rows, each shard's least recent first, then by last-touched
+  // step (stable: ties keep shard order).
+  struct Kept {
+    const SparseTable* shard;
+    uint32_t row;
+    int64_t last_touched;
+  };
+  std::vector<Kept> kept;
+  for (const SparseTable& shard : shards) {
+    if (shard.stride_ != table.stride_)
+      return InvalidArgument(
+          fmt::format("embedding table '{}': shards of another row size", options.name));
+    table.clock_ = std::max(table.clock_, shard.clock_);
+    table.table_updates_ = std::max(table.table_updates_, shard.table_updates_);
+    for (uint32_t row = shard.lru_.back(); row != kNone; row = shard.meta_[row].prev)
+      if (keep(shard.meta_[row].id)) kept.push_back({&shard, row, shard.meta_[row].last_touched});
+  }
+  std::stable_sort(kept.begin(), kept.end(),
+                   [](const Kept& a, const Kept& b) { return a.last_touched < b.last_touched; });
+  if (kept.size() >= kNone)
+    return InvalidArgument(fmt::format("embedding table '{}': {} rows", options.name, kept.size()));
+  const auto rows = static_cast<uint32_t>(kept.size());
+  table.meta_.resize(rows);
+  table.arena_.Resize(rows);
+  table.index_.Reserve(rows);
+  for (uint32_t row = 0; row < rows; ++row) {
+    const RowMeta& from = kept[row].shard->meta_[kept[row].row];
+    table.meta_[row] = RowMeta{from.id, from.last_touched, from.updates, kNone, kNone};
+    std::memcpy(table.RowData(row), kept[row].shard->RowData(kept[row].row),
+                table.stride_ * sizeof(float));
+    if (!table.index_.Insert(from.id, row).second)
+      return InvalidArgument(
+          fmt::format("embedding table '{}': row {} in two shards", options.name, from.id));
+    table.lru_.PushFront(table.meta_, row);  // least recent first: most recent ends in front
+  }
+  for (const SparseTable& shard : shards) {
+    Status twice;
+    const_cast<FlatIdMap<uint32_t>&>(shard.sightings_).ForEach([&](int64_t id, uint32_t& count) {
+      if (keep(id) &&
+          (table.index_.Find(id) != nullptr || !table.sightings_.Insert(id, count).second))
+        twice = InvalidArgument(
+            fmt::format("embedding table '{}': pending id {} in two shards", options.name, id));
+    });
+    PSTRAIN_RETURN_IF_ERROR(twice);
+  }
+  while (table.meta_.size() > table.row_limit_) {
+    table.RemoveRow(table.lru_.back());
+    ++table.counters_.evictions;
+    ++table.counters_.capacity_evictions;
+  }
+  return table;
 }
 
 }  // namespace pstrain

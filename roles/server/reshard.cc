@@ -2,12 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
 #include "comm/ps/partition_map.h"
+#include "comm/ps/row_placement.h"
+#include "embedding/sparse_table.h"
 #include "roles/checkpoint/model_layout.h"
 #include "roles/checkpoint/step_files.h"
+#include "roles/placement/server_tables.h"
 
 namespace pstrain {
 
@@ -50,6 +54,40 @@ StatusOr<std::map<std::pair<std::string, uint32_t>, int64_t>> PartitionsOf(const
   return mine;
 }
 
+// Each table's rows that server `rank` of `servers` holds (ServerOfId),
+// from every shard's share of it.
+StatusOr<std::vector<TableSnapshot>> GatherTables(
+    const Config& config, std::map<std::string, std::vector<TableSnapshot>> shares, int rank,
+    int servers) {
+  std::vector<TableSnapshot> out;
+  if (shares.empty()) return out;
+  auto specs = ServerTables(config);
+  if (!specs.ok()) return specs.status();
+  for (auto& [name, list] : shares) {
+    const ServerTable* spec = nullptr;
+    for (const ServerTable& t : *specs)
+      if (t.options.name == name) spec = &t;
+    if (spec == nullptr)
+      return InvalidArgument(
+          fmt::format("the checkpoint has table '{}', which the config does not", name));
+    std::vector<SparseTable> tables;
+    TableSnapshot gathered;
+    gathered.name = name;
+    for (const TableSnapshot& share : list) {
+      auto table = SparseTable::Deserialize(spec->options, share.bytes.data(), share.bytes.size());
+      if (!table.ok()) return table.status();
+      tables.push_back(std::move(*table));
+      gathered.clock = std::max(gathered.clock, share.clock);
+    }
+    auto mine = SparseTable::Gather(spec->options, tables,
+                                    [&](int64_t id) { return ServerOfId(id, servers) == rank; });
+    if (!mine.ok()) return mine.status();
+    mine->Serialize(&gathered.bytes);
+    out.push_back(std::move(gathered));
+  }
+  return out;
+}
+
 }  // namespace
 
 StatusOr<ShardContents> GatherReshardedShard(const CheckpointRef& checkpoint, int written_by,
@@ -58,15 +96,19 @@ StatusOr<ShardContents> GatherReshardedShard(const CheckpointRef& checkpoint, in
   auto wanted = PartitionsOf(config, rank, servers);
   if (!wanted.ok()) return wanted.status();
   ShardContents out;
+  std::map<std::string, std::vector<TableSnapshot>> tables;  // by name, each shard's
   for (int s = 0; s < written_by; ++s) {
     const std::string path = checkpoint.step_dir + "/" + ShardFileName(s);
     auto shard = ReadShardFile(path, ShardMeta{s, written_by, workers});
     if (!shard.ok()) return shard.status();
-    if (!shard->tables.empty() || shard->has_store)
+    bool tiered = shard->has_store;
+    for (const TableSnapshot& t : shard->tables) tiered |= t.tiered;
+    if (tiered)
       return FailedPrecondition(fmt::format(
-          "{} holds server-held embedding tables, whose rows cannot move between servers yet: "
-          "resume this checkpoint with {} servers, as it was written",
+          "{} keeps table rows on disk, which cannot move between servers yet: resume this "
+          "checkpoint with {} servers, as it was written",
           path, written_by));
+    for (TableSnapshot& t : shard->tables) tables[t.name].push_back(std::move(t));
     out.workers = shard->workers;
     for (PartitionSnapshot& p : shard->partitions) {
       auto it = wanted->find({p.tensor, p.part});
@@ -80,6 +122,9 @@ StatusOr<ShardContents> GatherReshardedShard(const CheckpointRef& checkpoint, in
       out.partitions.push_back(std::move(p));
     }
   }
+  auto gathered = GatherTables(config, std::move(tables), rank, servers);
+  if (!gathered.ok()) return gathered.status().WithContext(checkpoint.step_dir);
+  out.tables = std::move(*gathered);
   if (!wanted->empty()) {
     const auto& [tensor, part] = wanted->begin()->first;
     return FailedPrecondition(fmt::format(

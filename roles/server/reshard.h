@@ -6,9 +6,12 @@
 // state and clocks. The workers need nothing: they pull what the servers
 // hold.
 //
-// Server-held embedding tables are not moved yet: their rows are spread by
-// id over the servers (comm/ps/row_placement.h) and would have to be split
-// row by row; such a checkpoint is refused with the count it needs.
+// Server-held embedding tables move row by row: a row lives on the server
+// its id hashes to (comm/ps/row_placement.h), so each server keeps, from
+// every shard's share of a table, the rows and pending sightings that hash
+// to it now (SparseTable::Gather). Rows kept on disk (server_cache_rows or
+// server_cache_bytes) are not moved yet: such a checkpoint is refused with
+// the count it needs.
 #pragma once
 
 #include <string>
@@ -29,7 +32,7 @@ StatusOr<int> ServersOf(const CheckpointRef& checkpoint);
 // describes, gathered from `checkpoint`, written by `written_by` servers.
 // Errors name the file and the partition: a partition the new map needs
 // that no shard holds, or holds at another size (train.partition_bytes
-// changed), and any server-held table.
+// changed), and a table with rows on disk.
 StatusOr<ShardContents> GatherReshardedShard(const CheckpointRef& checkpoint, int written_by,
                                              const Config& config, int rank, int servers,
                                              int workers);
