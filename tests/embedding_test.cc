@@ -371,6 +371,55 @@ TEST_CASE("a restored table admits and evicts as the saved one would: sightings 
   CHECK(again == original);
 }
 
+TEST_CASE("Gather: the rows and sightings one server keeps of several shards, state and all") {
+  EmbeddingTableOptions options = Options(2, Config(OptimizerType::kAdagrad, 0.1f));
+  options.admit_after = 2;
+  // Two shards, as two servers held the table: even ids on one, odd on the
+  // other; each row looked up twice (admitted), pushed, some more recently.
+  SparseTable even = MakeTable(options), odd = MakeTable(options);
+  for (int64_t id = 0; id < 12; ++id) {
+    SparseTable& shard = id % 2 == 0 ? even : odd;
+    Lookup(shard, {id}, 1);
+    Lookup(shard, {id}, 2 + id);
+    Push(shard, {id}, {0.5f, -0.25f}, 2 + id);
+  }
+  Lookup(even, {40}, 20);  // one sighting each, pending
+  Lookup(odd, {41}, 21);
+  std::vector<SparseTable> shards;
+  shards.push_back(std::move(even));
+  shards.push_back(std::move(odd));
+  const auto keep = [](int64_t id) { return id % 3 != 1; };
+  auto gathered = SparseTable::Gather(options, shards, keep);
+  REQUIRE_MESSAGE(gathered.ok(), gathered.status().ToString());
+  SparseTable& table = *gathered;
+  for (int64_t id = 0; id < 12; ++id) {
+    CAPTURE(id);
+    const SparseTable& from = shards[id % 2];
+    CHECK(table.Find(id).has_value() == keep(id));
+    if (!keep(id)) continue;
+    CHECK(Values(table, id) == Values(from, id));
+    CHECK(Slots(table, id) == Slots(from, id));
+    CHECK(table.Find(id)->updates == from.Find(id)->updates);
+    CHECK(table.Find(id)->last_touched == from.Find(id)->last_touched);
+  }
+  CHECK(table.rows() == 8);
+  CHECK(table.counters().pending_ids == 1);  // 41 (41 % 3 == 2); 40 % 3 == 1 is not kept
+  CHECK(table.clock() == 21);
+  Lookup(table, {41}, 22);  // its second sighting: admitted, as on its old server
+  CHECK(table.Find(41).has_value());
+  // A row may live on one server only.
+  const auto all = [](int64_t) { return true; };
+  std::vector<SparseTable> twice;
+  twice.push_back(std::move(shards[0]));
+  std::string bytes;
+  twice[0].Serialize(&bytes);
+  auto copy = SparseTable::Deserialize(options, bytes.data(), bytes.size());
+  REQUIRE(copy.ok());
+  twice.push_back(std::move(copy).value());
+  CHECK(SparseTable::Gather(options, twice, all).status().message() ==
+        "embedding table 'emb': row 0 in two shards");
+}
+
 TEST_CASE("a table survives Serialize and Deserialize, state and steps included") {
   EmbeddingTableOptions options = Options(3, Config(OptimizerType::kAdam, 0.01f));
   SparseTable table = MakeTable(options);
