@@ -258,35 +258,42 @@ void ThresholdEncoder::SetEpoch(int64_t epoch) {
   }
 }
 
-float ThresholdEncoder::WarmupThreshold(const float* gradient) {
-  const int64_t n = size();
+float MagnitudeQuantile(const float* a, const float* b, int64_t n, double share,
+                        std::vector<float>* sample) {
   const int64_t samples = std::min(n, kWarmupSamples);
-  warmup_sample_.resize(static_cast<size_t>(samples));
+  sample->resize(static_cast<size_t>(samples));
   // The same float sum the encoding pass makes, so that with every element
-  // sampled exactly the chosen ones reach tau. NaN counts as 0 (the order
-  // must be total).
-  const float* r = residual_.data();
+  // sampled exactly the chosen ones reach the result. NaN counts as 0 (the
+  // order must be total).
   auto magnitude = [&](int64_t i) {
-    const float a = std::fabs(r[i] + gradient[i]);
-    return a > 0 ? a : 0.0f;
+    const float x = b != nullptr ? a[i] + b[i] : a[i];
+    const float m = std::fabs(x);
+    return m > 0 ? m : 0.0f;
   };
+  float* s = sample->data();
   if (samples == n) {
-    for (int64_t i = 0; i < n; ++i) warmup_sample_[i] = magnitude(i);
+    for (int64_t i = 0; i < n; ++i) s[i] = magnitude(i);
   } else {
     // A Weyl sequence (j times the golden ratio, mod 1): spread over the
     // tensor without the period a fixed stride would share with its rows.
     constexpr double kGolden = 0.6180339887498949;
     for (int64_t j = 0; j < samples; ++j) {
       const double at = std::fmod(static_cast<double>(j) * kGolden, 1.0);
-      warmup_sample_[j] = magnitude(std::min(n - 1, static_cast<int64_t>(at * n)));
+      s[j] = magnitude(std::min(n - 1, static_cast<int64_t>(at * static_cast<double>(n))));
     }
   }
   const auto k = std::clamp<int64_t>(
-      static_cast<int64_t>(std::ceil(warmup_density_ * static_cast<double>(samples))), 1, samples);
-  auto kth = warmup_sample_.begin() + (k - 1);
-  std::nth_element(warmup_sample_.begin(), kth, warmup_sample_.end(), std::greater<float>());
+      static_cast<int64_t>(std::ceil(share * static_cast<double>(samples))), 1, samples);
+  auto kth = sample->begin() + (k - 1);
+  std::nth_element(sample->begin(), kth, sample->end(), std::greater<float>());
+  return *kth;
+}
+
+float ThresholdEncoder::WarmupThreshold(const float* gradient) {
+  const float q =
+      MagnitudeQuantile(residual_.data(), gradient, size(), warmup_density_, &warmup_sample_);
   // Fewer than k elements are non-zero: send those, at the current tau.
-  return *kth > 0 ? ClampTau(*kth) : tau_;
+  return q > 0 ? ClampTau(q) : tau_;
 }
 
 ThresholdEncodeStats ThresholdEncoder::Encode(const float* gradient, std::vector<uint8_t>* out) {
@@ -329,24 +336,30 @@ void WriteHeader(ThresholdFormat format, int64_t n, float tau, uint32_t count, u
 
 }  // namespace
 
-ThresholdEncodeStats ThresholdEncoder::EncodeValues(const float* gradient, float tau,
-                                                    std::vector<uint8_t>* out) {
-  const int64_t n = size();
+ThresholdEncodeStats EncodeThresholdValues(float* residual, const float* gradient, int64_t n,
+                                           float tau, std::vector<uint8_t>* out,
+                                           std::vector<uint64_t>* masks) {
+  std::vector<uint64_t> own;
+  if (masks == nullptr) masks = &own;
   ThresholdEncodeStats stats;
   stats.elements = n;
   stats.tau = tau = ClampTau(tau);
   out->resize(kThresholdHeaderBytes + threshold_values::BodyBound(n));
   uint32_t count = 0;
   bool bitmap = false;
-  const size_t body =
-      threshold_values::Encode(residual_.data(), gradient, n, tau,
-                               out->data() + kThresholdHeaderBytes, &count, &bitmap, &value_masks_);
+  const size_t body = threshold_values::Encode(
+      residual, gradient, n, tau, out->data() + kThresholdHeaderBytes, &count, &bitmap, masks);
   stats.format = bitmap ? ThresholdFormat::kValuesBitmap : ThresholdFormat::kValues;
   WriteHeader(stats.format, n, tau, count, out->data());
   out->resize(kThresholdHeaderBytes + body);
   stats.sent = count;
   stats.bytes = out->size();
   return stats;
+}
+
+ThresholdEncodeStats ThresholdEncoder::EncodeValues(const float* gradient, float tau,
+                                                    std::vector<uint8_t>* out) {
+  return EncodeThresholdValues(residual_.data(), gradient, size(), tau, out, &value_masks_);
 }
 
 ThresholdEncodeStats ThresholdEncoder::EncodeSigns(const float* gradient, float tau,

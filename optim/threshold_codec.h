@@ -125,6 +125,15 @@ double WarmupDensity(const CompressionConfig& config, int64_t epoch);
 // over it, so warm-up costs one short nth_element per message.
 inline constexpr int64_t kWarmupSamples = 1 << 16;
 
+// The magnitude that the largest `share` (in (0, 1]) of |a[i] + b[i]|
+// (|a[i]| when b is null), i < n, reach: the k-th largest, k = ceil(share
+// * samples), from every element when n <= kWarmupSamples, else from
+// kWarmupSamples spread over them. 0 when fewer than k are non-zero (NaN
+// counts as 0). `sample` is scratch, kept to reuse its memory. Warm-up
+// picks its tau so; so do compressed pulls (roles/server/pull_deltas.h).
+float MagnitudeQuantile(const float* a, const float* b, int64_t n, double share,
+                        std::vector<float>* sample);
+
 class ThresholdEncoder {
  public:
   // `n` elements (> 0 and < 2^32, the header's u32); `config.type` must be
@@ -190,6 +199,15 @@ class ThresholdEncoder {
   std::vector<uint8_t> scratch_;
   std::vector<uint64_t> value_masks_;  // a values message's, per 64 elements
 };
+
+// ThresholdEncoder::EncodeValues on a residual of the caller's: adds
+// gradient[0..n) to residual[0..n) and writes a values message (format 3 or
+// 4) sending every element whose residual reached tau (clamped to a finite
+// value > 0) with that residual, which becomes 0. `masks`, when given, is
+// scratch kept by the caller to reuse its memory.
+ThresholdEncodeStats EncodeThresholdValues(float* residual, const float* gradient, int64_t n,
+                                           float tau, std::vector<uint8_t>* out,
+                                           std::vector<uint64_t>* masks = nullptr);
 
 // OK when the n floats at `bytes` (any alignment) are all finite, else
 // InvalidArgument naming the first element that is not.

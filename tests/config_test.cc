@@ -129,7 +129,7 @@ TEST_CASE("an unknown key names itself and the allowed keys") {
         "server_cache_rows, server_cache_bytes, optimizer, compression)");
   CHECK(ErrorOf("train:\n  compression: {type: threshold, tau: 1}\n") ==
         "x.yaml:2: train.compression.tau: unknown key (allowed: type, threshold, adaptive, "
-        "target_density, step, shake_up_every, warmup_epochs, warmup_density)");
+        "target_density, step, shake_up_every, warmup_epochs, warmup_density, pull_density)");
 }
 
 TEST_CASE("a value of the wrong type names the key and what it got") {

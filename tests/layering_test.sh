@@ -22,7 +22,7 @@ embedding: optim
 comm/transport: src/common/config
 comm/http: comm/transport
 comm/collective: comm/transport
-comm/ps: comm/transport
+comm/ps: comm/transport optim
 roles/placement: src/nn embedding
 roles/checkpoint: roles/placement
 roles/node: comm/transport

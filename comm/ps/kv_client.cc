@@ -4,6 +4,7 @@
 
 #include <atomic>
 
+#include "comm/ps/pull_reply.h"
 #include "comm/transport/connection.h"
 #include "comm/transport/event_loop.h"
 
@@ -11,7 +12,11 @@ namespace pstrain {
 
 KvClient::KvClient(EventLoop* loop, std::vector<Connection::Ptr> servers, int worker_rank,
                    PartitionMap map)
-    : loop_(loop), servers_(std::move(servers)), worker_rank_(worker_rank), map_(std::move(map)) {}
+    : loop_(loop), servers_(std::move(servers)), worker_rank_(worker_rank), map_(std::move(map)) {
+  held_.resize(map_.tensors().size());
+  for (size_t t = 0; t < held_.size(); ++t)
+    held_[t].assign(map_.partitions(static_cast<int>(t)).size(), 0);
+}
 
 KvHandle KvClient::Failed(Status status) {
   KvHandle handle;
@@ -81,7 +86,38 @@ void KvClient::Issue(const KvOp& op, const std::shared_ptr<CountDown>& batch) {
     MessageBody body;
     Payload payload;
     Buffer reply_into;
+    if (op.kind == KvOp::Kind::kPull && op.delta) {
+      uint64_t* held = &held_[op.tensor][p.part];
+      PullRequest pull{name, p.part, worker_rank_, op.clock, p.elements};
+      pull.accept_delta = true;
+      pull.have_seq = *held;
+      // The reply may be a message of any size: it lands in a buffer of
+      // its own and is added (or copied) into `data` here.
+      *held = 0;  // until a reply has been taken whole
+      float* values = op.data + p.offset;
+      servers_[p.server]->Call(
+          std::move(pull), [batch, &name, p, values, held, counts = &compressed_pulls_,
+                            had_view = pull.have_seq != 0](StatusOr<Incoming> reply) {
+            Status st = reply.status();
+            if (st.ok()) {
+              const auto* answer = std::get_if<PullReply>(&reply->message.body);
+              st = answer == nullptr
+                       ? InvalidArgument("a pull answered without a PullReply")
+                       : TakePullReply(*answer, reply->payload.data, reply->payload.size,
+                                       p.elements, had_view, values);
+              if (st.ok()) *held = answer->seq;
+              if (st.ok()) counts->Add(reply->payload.size, p.elements);
+            }
+            batch->Report(st.ok()
+                              ? st
+                              : st.WithContext(fmt::format("pull '{}' partition {} on server {}",
+                                                           name, p.part, p.server)));
+          });
+      continue;
+    }
     if (op.kind == KvOp::Kind::kPull) {
+      // A dense pull overwrites the copy: no view of it is held any more.
+      held_[op.tensor][p.part] = 0;
       body = PullRequest{name, p.part, worker_rank_, op.clock, p.elements};
       reply_into = Buffer{data, bytes, nullptr};
     } else {
@@ -109,6 +145,13 @@ void KvClient::Issue(const KvOp& op, const std::shared_ptr<CountDown>& batch) {
         },
         std::move(payload), std::move(reply_into));
   }
+}
+
+void KvClient::ForgetDeltaPulls() {
+  loop_->Post([this] {
+    for (auto& tensor : held_)
+      for (uint64_t& held : tensor) held = 0;
+  });
 }
 
 KvHandle KvClient::Init(int tensor, const float* values) {

@@ -51,6 +51,12 @@ struct KvOp {
   // (optim/threshold_codec.h), (*encoded)[i] for the tensor's partition i,
   // instead of `data`. Must stay valid, unchanged, until the handle completes.
   const std::vector<std::vector<uint8_t>>* encoded = nullptr;
+  // kPull only: a compressed pull: the server may answer with the largest
+  // changes since this client's previous delta pull of the same partition
+  // (roles/server/pull_deltas.h), which are added to `data`: `data` must
+  // hold exactly what that pull left there (the same memory, untouched
+  // since; see ForgetDeltaPulls).
+  bool delta = false;
 };
 
 class KvClient {
@@ -80,6 +86,23 @@ class KvClient {
   // server r's file name. `files` must stay valid until the handle completes.
   KvHandle Save(int64_t step, std::vector<std::string>* files);
 
+  // The next delta pull of every partition is answered dense (the copy
+  // holds something else now, or a dense copy is wanted: before a test or
+  // at the end). Ordered with the requests of later Run() calls.
+  void ForgetDeltaPulls();
+
+  // Totals over the compressed pulls answered (KvOp::delta), dense answers
+  // included: the bytes received and what dense ones would have been.
+  struct PullCounts {
+    std::atomic<int64_t> bytes{0};
+    std::atomic<int64_t> dense_bytes{0};
+    void Add(size_t received, int64_t elements) {
+      bytes += static_cast<int64_t>(received);
+      dense_bytes += elements * static_cast<int64_t>(sizeof(float));
+    }
+  };
+  const PullCounts& compressed_pulls() const { return compressed_pulls_; }
+
   // The same by name; an unknown name completes at once with an error.
   KvHandle Push(const std::string& name, const float* gradient, int64_t clock);
   KvHandle Pull(const std::string& name, float* values, int64_t min_clock);
@@ -93,6 +116,10 @@ class KvClient {
   std::vector<std::shared_ptr<Connection>> servers_;
   const int worker_rank_;
   PartitionMap map_;
+  // Per tensor and partition: the server's name of the delta pull reply the
+  // memory holds (0: none). Loop thread only.
+  std::vector<std::vector<uint64_t>> held_;
+  PullCounts compressed_pulls_;
 };
 
 }  // namespace pstrain

@@ -119,12 +119,15 @@ struct BodyEncoder {
                                      .Union()};
   }
   Out operator()(const PullRequest& m) {
-    return {w::Body_PullRequest, w::CreatePullRequest(b, b.CreateString(m.tensor), m.part, m.worker,
-                                                      m.min_clock, m.elements)
-                                     .Union()};
+    return {w::Body_PullRequest,
+            w::CreatePullRequest(b, b.CreateString(m.tensor), m.part, m.worker, m.min_clock,
+                                 m.elements, m.accept_delta, m.have_seq)
+                .Union()};
   }
   Out operator()(const PullReply& m) {
-    return {w::Body_PullReply, w::CreatePullReply(b, m.clock).Union()};
+    auto encoding =
+        m.encoding == PushEncoding::kThreshold ? w::PushEncoding_Threshold : w::PushEncoding_Dense;
+    return {w::Body_PullReply, w::CreatePullReply(b, m.clock, encoding, m.seq).Union()};
   }
   Out operator()(const SaveRequest& m) {
     return {w::Body_SaveRequest, w::CreateSaveRequest(b, m.step).Union()};
@@ -233,6 +236,18 @@ Status CheckNodeList(const fb::Vector<fb::Offset<w::NodeInfo>>& nodes, size_t he
         "topology of {} nodes names {} bytes of text in a {}-byte header (shared strings)",
         nodes.size(), text, header_size));
   return Status::OK();
+}
+
+// A push's or a pull reply's encoding as read from the wire.
+StatusOr<PushEncoding> PushEncodingOf(w::PushEncoding encoding) {
+  switch (encoding) {
+    case w::PushEncoding_Dense:
+      return PushEncoding::kDense;
+    case w::PushEncoding_Threshold:
+      return PushEncoding::kThreshold;
+    default:
+      return InvalidArgument(fmt::format("unknown encoding {}", static_cast<int>(encoding)));
+  }
 }
 
 StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
@@ -368,18 +383,9 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
         default:
           return InvalidArgument(fmt::format("unknown push kind {}", static_cast<int>(m->kind())));
       }
-      PushEncoding encoding;
-      switch (m->encoding()) {
-        case w::PushEncoding_Dense:
-          encoding = PushEncoding::kDense;
-          break;
-        case w::PushEncoding_Threshold:
-          encoding = PushEncoding::kThreshold;
-          break;
-        default:
-          return InvalidArgument(
-              fmt::format("unknown push encoding {}", static_cast<int>(m->encoding())));
-      }
+      auto read_encoding = PushEncodingOf(m->encoding());
+      if (!read_encoding.ok()) return read_encoding.status();
+      const PushEncoding encoding = *read_encoding;
       if (encoding != PushEncoding::kDense && kind != PushKind::kGradient)
         return InvalidArgument("only gradient pushes may be threshold-encoded");
       return MessageBody(PushRequest{*tensor, m->part(), m->worker(), m->clock(), kind, encoding});
@@ -388,11 +394,15 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       auto m = h->body_as_PullRequest();
       auto tensor = Text(m->tensor(), "tensor", true);
       if (!tensor.ok()) return tensor.status();
-      return MessageBody(
-          PullRequest{*tensor, m->part(), m->worker(), m->min_clock(), m->elements()});
+      return MessageBody(PullRequest{*tensor, m->part(), m->worker(), m->min_clock(), m->elements(),
+                                     m->accept_delta(), m->have_seq()});
     }
-    case w::Body_PullReply:
-      return MessageBody(PullReply{h->body_as_PullReply()->clock()});
+    case w::Body_PullReply: {
+      auto* m = h->body_as_PullReply();
+      auto encoding = PushEncodingOf(m->encoding());
+      if (!encoding.ok()) return encoding.status();
+      return MessageBody(PullReply{m->clock(), *encoding, m->seq()});
+    }
     case w::Body_SaveRequest:
       return MessageBody(SaveRequest{h->body_as_SaveRequest()->step()});
     case w::Body_SaveReply: {

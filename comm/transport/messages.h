@@ -150,9 +150,18 @@ struct PullRequest {
   int worker = 0;
   int64_t min_clock = 0;  // answer once the partition's clock reaches this
   int64_t elements = 0;   // the partition's size as the worker knows it
+  // A compressed pull: the worker holds what the reply `have_seq` (0:
+  // none) left and takes the largest changes since as an exact-value
+  // threshold message (roles/server/pull_deltas.h).
+  bool accept_delta = false;
+  uint64_t have_seq = 0;
 };
 struct PullReply {
   int64_t clock = 0;
+  // kThreshold: the payload is the largest changes since the reply the
+  // request named, to add to what that reply left; kDense: the values.
+  PushEncoding encoding = PushEncoding::kDense;
+  uint64_t seq = 0;  // with accept_delta: the copy this reply leaves, for the next pull
 };
 struct SaveRequest {
   int64_t step = 0;  // written to the server's own checkpoint dir

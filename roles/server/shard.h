@@ -15,6 +15,7 @@
 #include "comm/transport/messages.h"
 #include "roles/checkpoint/shard_file.h"
 #include "roles/server/partition.h"
+#include "roles/server/pull_deltas.h"
 #include "src/common/config/config.h"
 #include "src/common/logging.h"
 #include "src/common/work_thread.h"
@@ -49,8 +50,10 @@ class PsShard {
   using Key = std::pair<std::string, uint32_t>;
   Status Create(const Key& key, std::vector<float> values, PsPartition** out);
   // Answers now, or once the partition's clock reaches the pull's min_clock.
-  static void PullFrom(PsPartition& partition, const PullRequest& request, Reply reply);
-  static void Answer(const PsPartition& partition, const Reply& reply);
+  void PullFrom(PsPartition& partition, const PullRequest& request, Reply reply);
+  // Dense, or with accept_delta the largest changes since the worker's last
+  // pull (roles/server/pull_deltas.h).
+  void Answer(PsPartition& partition, const PullRequest& request, const Reply& reply);
   // Why a push of this kind does not fit the job's mode (empty: it does).
   std::string KindRefusal(const PushRequest& request) const;
 
@@ -63,6 +66,8 @@ class PsShard {
   // A threshold-encoded push decoded to dense floats (the shard's thread
   // only; kept to reuse its memory).
   std::vector<float> scratch_;
+  // Partitions some worker pulls as deltas (created on the first such pull).
+  std::map<Key, std::unique_ptr<PullDeltas>> pull_deltas_;
   Executor run_;
   std::unique_ptr<WorkThread> thread_;  // last: joined before the state above goes
 };

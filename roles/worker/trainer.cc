@@ -13,6 +13,7 @@
 #include "roles/checkpoint/worker_place.h"
 #include "roles/placement/placed_model.h"
 #include "roles/worker/checkpointing.h"
+#include "roles/worker/compressed_pulls.h"
 #include "roles/worker/ps_averaging.h"
 #include "roles/worker/ps_compression.h"
 #include "roles/worker/remote_embeddings.h"
@@ -77,6 +78,7 @@ StatusOr<std::unique_ptr<TrainJob>> TrainJob::Create(const Config& config) {
   job->model_config_ = std::move(placed->model_config);
   job->reads_ = ModelReadsOf(config.model, job->model_->output_shape());
   job->ps_params_ = placed->ParamsAt(ParamPlace::kServers);
+  job->delta_pulls_ = CompressedPulls(config, job->ps_params_);
   std::vector<Param*> allreduced = placed->ParamsAt(ParamPlace::kAllReduced);
   auto weights = AllReducedWeights::Create(config, std::move(allreduced));
   if (!weights.ok()) return weights.status().WithContext(config.source);
@@ -165,8 +167,11 @@ Status TrainJob::InitWeights(WorkerContext& ctx, const CheckpointRef& resume) {
     PSTRAIN_RETURN_IF_ERROR(ctx.kv->Run(ops).Wait().WithContext("initial weights"));
     ops.clear();
   }
-  for (size_t t = 0; t < params.size(); ++t)
+  for (size_t t = 0; t < params.size(); ++t) {
     ops.push_back({KvOp::Kind::kPull, static_cast<int>(t), params[t]->value.ptr(), 0});
+    ops.back().delta = delta_pulls_[t];
+  }
+  ctx.kv->ForgetDeltaPulls();  // a rejoin's or a recovery's copy is dense again
   return ctx.kv->Run(ops).Wait().WithContext("initial pull");
 }
 
@@ -359,6 +364,7 @@ std::vector<KvOp> TrainJob::PsRequests(int64_t step) {
     ps_compression_->CountPush(tensor);
     ops.push_back(push);
     ops.push_back({KvOp::Kind::kPull, tensor, params[t]->value.ptr(), min_clock});
+    ops.back().delta = delta_pulls_[t];
   }
   return ops;
 }
@@ -523,6 +529,9 @@ Status TrainJob::Run(WorkerContext& ctx) {
       ctx.log->info("epoch: {} done: {:.0f} samples/s on this worker ({} workers)", epoch + 1, rate,
                     ctx.workers);
       const bool evaluates = ctx.rank == 0 && !config_.data.test.empty();
+      // The test and the job's end take the servers' exact weights.
+      if (evaluates || last)
+        PSTRAIN_RETURN_IF_ERROR(PullWhole(ctx.kv, ps_params_, delta_pulls_, MinClock(step)));
       if (evaluates) PSTRAIN_RETURN_IF_ERROR(Evaluate(ctx, epoch + 1));
       const bool click = config_.model.loss == LossType::kBceWithLogits;
       report.EpochLine(step + 1, epoch + 1, rate,
@@ -558,6 +567,10 @@ Status TrainJob::Run(WorkerContext& ctx) {
           static_cast<double>(stats_.push_dense_bytes) / std::max<int64_t>(stats_.push_bytes, 1),
           stats_.compression.min_tau, stats_.compression.max_tau, stats_.compression.density());
   }
+  if (ctx.kv != nullptr)
+    if (std::string pulls = DescribeCompressedPulls(*ctx.kv, ctx.rank, stats_.steps);
+        !pulls.empty())
+      ctx.log->info("{}", pulls);
   const double step_s = std::max(stats_.compute_s + stats_.comm_s, 1e-9);
   ctx.log->info(
       "worker {} finished {} steps in {:.1f} s: {:.0f} samples/s, {:.0f}% of step time "

@@ -145,6 +145,8 @@ class TrainJob : public WorkerJob {
   std::unique_ptr<Model> model_;
   ModelReads reads_;               // what the model reads of a sample, checked on each one loaded
   std::vector<Param*> ps_params_;  // on the servers, in PsTensors() order
+  // Per ps_params_ entry: its pulls are compressed (roles/worker/compressed_pulls.h).
+  std::vector<bool> delta_pulls_;
   std::unique_ptr<AllReducedWeights> allreduced_;  // the ps: false ones
   std::unique_ptr<PsCompression> ps_compression_;  // made in Run (needs the partition map)
   std::unique_ptr<PsAveraging> ps_averaging_;      // mode average only

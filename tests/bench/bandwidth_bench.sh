@@ -12,12 +12,14 @@
 # Cases (configs/): dense_ps (lenet_fashion_mnist), allreduce (every weight
 # all-reduced among the workers over TCP, no servers used),
 # compressed_ps (lenet_compressed: threshold-compressed pushes),
+# compressed_ps_pulls (the same with compressed pulls, pull_density
+# PULL_DENSITY),
 # compressed_allreduce (as allreduce, threshold-compressed), average_4 and
 # average_16 (mode: average, every 4 or 16 steps).
 # Needs root and Debian's dataset-fashion-mnist; exits 77 otherwise.
 # Usage: bash tests/bench/bandwidth_bench.sh PSTRAIN_BIN [MBIT...]   (default 1000 100)
 # Environment: EPOCHS (default 12), TARGET (0.90), CASES (space-separated,
-# default all), CASE_TIMEOUT_S (default 1800).
+# default all), CASE_TIMEOUT_S (default 1800), PULL_DENSITY (0.1).
 set -u
 BIN=$(readlink -f "$1")
 shift
@@ -25,7 +27,8 @@ RATES=("$@")
 [ ${#RATES[@]} -gt 0 ] || RATES=(1000 100)
 EPOCHS=${EPOCHS:-12}
 TARGET=${TARGET:-0.90}
-CASES=${CASES:-dense_ps allreduce compressed_ps compressed_allreduce average_4 average_16}
+CASES=${CASES:-dense_ps allreduce compressed_ps compressed_ps_pulls compressed_allreduce average_4 average_16}
+PULL_DENSITY=${PULL_DENSITY:-0.1}
 CASE_TIMEOUT_S=${CASE_TIMEOUT_S:-1800}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 DATA=/usr/share/datasets/fashion-mnist
@@ -42,7 +45,7 @@ config() {
   case "$1" in
   dense_ps) src=lenet_fashion_mnist ;;
   allreduce) src=lenet_fashion_mnist ;;
-  compressed_ps) src=lenet_compressed ;;
+  compressed_ps | compressed_ps_pulls) src=lenet_compressed ;;
   compressed_allreduce) src=lenet_compressed ;;
   average_*) src=lenet_fashion_mnist ;;
   *) echo "unknown case $1" >&2; return 1 ;;
@@ -51,6 +54,7 @@ config() {
     case "$1" in
     allreduce | compressed_allreduce) sed 's/ps: true/ps: false/' ;;
     average_*) sed "s/^  mode: sync .*/  mode: average\n  average_every: ${1#average_}/" ;;
+    compressed_ps_pulls) sed "s/warmup_epochs: 0}/warmup_epochs: 0, pull_density: $PULL_DENSITY}/" ;;
     *) cat ;;
     esac
 }
@@ -69,6 +73,10 @@ run_case() {
   rate=$1 name=$2 dir="$WORK/$1-$2"
   mkdir -p "$dir"
   config "$name" > "$dir/job.yaml" || return 1
+  if [ "$name" = compressed_ps_pulls ] && ! grep -q pull_density "$dir/job.yaml"; then
+    echo "bandwidth_bench: configs/lenet_compressed.yaml has no compression line to add pull_density to" >&2
+    return 1
+  fi
   export PSTRAIN_CONFIG="$dir/job.yaml" PSTRAIN_LOG_DIR="$dir" MS_SERVER_NUM=2 MS_WORKER_NUM=4
   export MS_SCHED_HOST=$(netns_addr sched) MS_SCHED_PORT=7070
   unset MS_NODE_HOST

@@ -37,6 +37,11 @@ struct CompressionConfig {
   // 75%: docs/compression.md, "Warm-up".
   int64_t warmup_epochs = 4;
   double warmup_density = 0.75;  // in (0, 1]
+  // PS tensors: when > 0, the servers answer a pull with the change since
+  // that worker's last pull, the largest `pull_density` share of its
+  // elements with their exact values (roles/server/pull_deltas.h), instead
+  // of every value; 0: pulls stay dense.
+  double pull_density = 0;
   bool enabled() const { return type != CompressionType::kNone; }
 };
 

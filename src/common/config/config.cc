@@ -104,7 +104,8 @@ std::vector<Field> CompressionFields(CompressionConfig* out) {
           Step(&out->step),
           Int("shake_up_every", &out->shake_up_every, 0),
           Int("warmup_epochs", &out->warmup_epochs, 0, 1000),
-          Density("warmup_density", &out->warmup_density)};
+          Density("warmup_density", &out->warmup_density),
+          Density("pull_density", &out->pull_density)};
 }
 
 Status ReadCompression(const Value& v, CompressionConfig* out) {
