@@ -322,6 +322,25 @@ void ThresholdSeeds() {
   }
 }
 
+// Compressed pull replies (pull_reply_fuzz.cc's layout: a flags byte, the
+// partition's elements, then the payload): a values message answering a
+// pull that held a view, and a dense reply.
+void PullReplySeeds() {
+  const int64_t n = 300;
+  std::vector<float> change(n, 0.0f), zeros(n, 0.0f);
+  for (int64_t i = 0; i < n; i += 7) change[i] = (i % 2 ? -1.0f : 1.0f) * (1 + i / 50);
+  Bytes message;
+  EncodeThresholdValues(change.data(), zeros.data(), n, 0.5f, &message);
+  const uint8_t elements[2] = {static_cast<uint8_t>((n - 1) & 0xff),
+                               static_cast<uint8_t>((n - 1) >> 8)};
+  Bytes delta = {3, elements[0], elements[1]};
+  delta.insert(delta.end(), message.begin(), message.end());
+  Write("pull_reply_fuzz", "values_delta", delta);
+  Bytes dense = {0, elements[0], elements[1]};
+  dense.resize(3 + n * sizeof(float), 0);
+  Write("pull_reply_fuzz", "dense", dense);
+}
+
 }  // namespace
 }  // namespace pstrain
 
@@ -338,6 +357,7 @@ int main(int argc, char** argv) {
   pstrain::IdxSeeds();
   pstrain::CriteoSeeds();
   pstrain::ThresholdSeeds();
+  pstrain::PullReplySeeds();
   pstrain::ConfigSeeds(argv[1]);
   return 0;
 }
