@@ -162,6 +162,9 @@ class TieredTable {
   };
   static StatusOr<SerializedHeader> ReadSerializedHeader(const std::string& name, const void* data,
                                                          size_t size);
+  // Whether the table's store keeps a recency index (max_rows or
+  // evict_after_steps): how its store table must be opened.
+  static bool NeedsRecency(const EmbeddingTableOptions& options);
 
  private:
   TieredTable(const EmbeddingTableOptions& options, int64_t budget_rows, RowStore* store,
@@ -173,7 +176,6 @@ class TieredTable {
                                     bool new_table);
   // The options of the in-memory part: no max_rows (this class keeps it).
   static EmbeddingTableOptions MemoryOptions(const EmbeddingTableOptions& options);
-  static bool NeedsRecency(const EmbeddingTableOptions& options);
 
   // Steps 1 to 4 of the top of this file, but the operation. `creates`:
   // Lookup, which may create rows for ids it does not find.

@@ -9,9 +9,10 @@
 // Server-held embedding tables move row by row: a row lives on the server
 // its id hashes to (comm/ps/row_placement.h), so each server keeps, from
 // every shard's share of a table, the rows and pending sightings that hash
-// to it now (SparseTable::Gather). Rows kept on disk (server_cache_rows or
-// server_cache_bytes) are not moved yet: such a checkpoint is refused with
-// the count it needs.
+// to it now (SparseTable::Gather). Rows an old server kept on disk
+// (server_cache_rows, server_cache_bytes) are read from its store's
+// checkpoint; the gathered rows pass through memory, and a server with a
+// memory budget moves those past it to its own disk as it restores them.
 #pragma once
 
 #include <string>
@@ -32,7 +33,7 @@ StatusOr<int> ServersOf(const CheckpointRef& checkpoint);
 // describes, gathered from `checkpoint`, written by `written_by` servers.
 // Errors name the file and the partition: a partition the new map needs
 // that no shard holds, or holds at another size (train.partition_bytes
-// changed), and a table with rows on disk.
+// changed), and a share whose rows on disk cannot be read.
 StatusOr<ShardContents> GatherReshardedShard(const CheckpointRef& checkpoint, int written_by,
                                              const Config& config, int rank, int servers,
                                              int workers);
