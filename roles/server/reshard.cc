@@ -35,9 +35,6 @@ StatusOr<int> ServersOf(const CheckpointRef& checkpoint) {
       return InvalidArgument(fmt::format("{}: the MANIFEST lists {} server shard files but not {}",
                                          checkpoint.step_dir, found, ShardFileName(s)));
   }
-  if (found == 0)
-    return InvalidArgument(
-        fmt::format("{}: the MANIFEST lists no server shard file", checkpoint.step_dir));
   return found;
 }
 

@@ -25,8 +25,8 @@
 namespace pstrain {
 
 // How many servers wrote `checkpoint`: its MANIFEST lists server-0.ckpt ..
-// server-<n-1>.ckpt (ShardFileName), n >= 1, none missing; else
-// InvalidArgument naming what the list holds.
+// server-<n-1>.ckpt (ShardFileName), none missing (0: a job without
+// servers); else InvalidArgument naming the file missing.
 StatusOr<int> ServersOf(const CheckpointRef& checkpoint);
 
 // The partitions server `rank` of `servers` holds in the job `config`
