@@ -22,6 +22,7 @@
 #include "roles/server/server.h"
 #include "roles/worker/checkpointing.h"
 #include "roles/worker/worker.h"
+#include "tests/cluster_test_node.h"
 #include "tests/test_util.h"
 
 namespace pstrain {
@@ -50,16 +51,7 @@ NodeOptions NodeFor(Role role, const ClusterOptions& cluster, uint16_t port,
   return o;
 }
 
-// A bare cluster member: a loop and a ClusterClient, driven by the test.
-struct TestNode {
-  TestNode(NodeOptions options, Logger log) : client(&loop, options, std::move(log)) {
-    loop.SetSecurity(SecurityFrom(options.cluster));  // as Node does
-    REQUIRE(loop.Start().ok());
-  }
-  ~TestNode() { CHECK(loop.Stop().ok()); }
-  EventLoop loop;
-  ClusterClient client;
-};
+using testing::TestNode;
 
 // `node`, one worker of a 2-worker job, takes part to the end: the barrier,
 // Done, the shutdown. Then the other worker's thread and the scheduler end.

@@ -17,6 +17,7 @@
 #include "roles/node/cluster_client.h"
 #include "roles/node/peers.h"
 #include "roles/scheduler/scheduler.h"
+#include "tests/cluster_test_node.h"
 #include "tests/test_util.h"
 
 namespace pstrain {
@@ -25,16 +26,7 @@ namespace {
 using testing::CaptureLogger;
 using testing::CaptureSink;
 
-// A bare cluster member: a loop and a ClusterClient, driven by the test.
-struct TestNode {
-  TestNode(NodeOptions options, Logger log) : client(&loop, options, std::move(log)) {
-    loop.SetSecurity(SecurityFrom(options.cluster));  // as Node does
-    REQUIRE(loop.Start().ok());
-  }
-  ~TestNode() { CHECK(loop.Stop().ok()); }
-  EventLoop loop;
-  ClusterClient client;
-};
+using testing::TestNode;
 
 // One node of the job across its runs: the same node id, rank and port.
 struct Member {
