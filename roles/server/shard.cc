@@ -146,30 +146,36 @@ void PsShard::PullFrom(PsPartition& partition, const PullRequest& request, Reply
         ErrorReply{fmt::format("pull of '{}' partition {} for worker {}: this job has {}",
                                partition.tensor(), partition.part(), request.worker, workers_)},
         {});
-  partition.core().AnswerAt(
-      request.min_clock,
-      [this, &partition, request, reply = std::move(reply)] { Answer(partition, request, reply); });
+  // A dense pull (every pull of most jobs) waits holding only its reply.
+  if (!request.accept_delta)
+    return partition.core().AnswerAt(
+        request.min_clock, [&partition, reply = std::move(reply)] { Answer(partition, reply); });
+  partition.core().AnswerAt(request.min_clock,
+                            [this, &partition, request, reply = std::move(reply)] {
+                              AnswerDelta(partition, request, reply);
+                            });
 }
 
-void PsShard::Answer(PsPartition& partition, const PullRequest& request, const Reply& reply) {
-  std::shared_ptr<const FloatBuffer> values = partition.values();
-  if (request.accept_delta) {
-    Key key{partition.tensor(), partition.part()};
-    auto it = pull_deltas_.find(key);
-    if (it == pull_deltas_.end()) {
-      const CompressionConfig compression = CompressionFor(*config_, partition.tensor());
-      if (!compression.enabled() || !(compression.pull_density > 0))
-        return reply(ErrorReply{fmt::format("compressed pull of '{}' partition {}: this server's "
-                                            "config sets no compression.pull_density for it",
-                                            partition.tensor(), partition.part())},
-                     {});
-      auto deltas = std::make_unique<PullDeltas>(workers_, static_cast<int64_t>(partition.size()),
-                                                 compression.pull_density);
-      it = pull_deltas_.emplace(key, std::move(deltas)).first;
-    }
-    auto [answer, payload] = it->second->Answer(request, partition.clock(), values);
-    return reply(answer, std::move(payload));
+void PsShard::AnswerDelta(PsPartition& partition, const PullRequest& request, const Reply& reply) {
+  Key key{partition.tensor(), partition.part()};
+  auto it = pull_deltas_.find(key);
+  if (it == pull_deltas_.end()) {
+    const CompressionConfig compression = CompressionFor(*config_, partition.tensor());
+    if (!compression.enabled() || !(compression.pull_density > 0))
+      return reply(ErrorReply{fmt::format("compressed pull of '{}' partition {}: this server's "
+                                          "config sets no compression.pull_density for it",
+                                          partition.tensor(), partition.part())},
+                   {});
+    auto deltas = std::make_unique<PullDeltas>(workers_, static_cast<int64_t>(partition.size()),
+                                               compression.pull_density);
+    it = pull_deltas_.emplace(key, std::move(deltas)).first;
   }
+  auto [answer, payload] = it->second->Answer(request, partition.clock(), partition.values());
+  reply(answer, std::move(payload));
+}
+
+void PsShard::Answer(const PsPartition& partition, const Reply& reply) {
+  std::shared_ptr<const FloatBuffer> values = partition.values();
   Payload payload{reinterpret_cast<const uint8_t*>(values->data()), values->size() * sizeof(float),
                   values};
   reply(PullReply{partition.clock()}, std::move(payload));

@@ -51,9 +51,11 @@ class PsShard {
   Status Create(const Key& key, std::vector<float> values, PsPartition** out);
   // Answers now, or once the partition's clock reaches the pull's min_clock.
   void PullFrom(PsPartition& partition, const PullRequest& request, Reply reply);
-  // Dense, or with accept_delta the largest changes since the worker's last
-  // pull (roles/server/pull_deltas.h).
-  void Answer(PsPartition& partition, const PullRequest& request, const Reply& reply);
+  // The partition's values, dense.
+  static void Answer(const PsPartition& partition, const Reply& reply);
+  // With accept_delta: the largest changes since the worker's last pull
+  // (roles/server/pull_deltas.h).
+  void AnswerDelta(PsPartition& partition, const PullRequest& request, const Reply& reply);
   // Why a push of this kind does not fit the job's mode (empty: it does).
   std::string KindRefusal(const PushRequest& request) const;
 
