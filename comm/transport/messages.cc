@@ -15,6 +15,7 @@ namespace {
 
 constexpr size_t kMaxText = 4096;  // node ids, hosts, error messages
 constexpr double kMaxWaitSeconds = 7 * 24 * 3600.0;
+constexpr int kMaxElasticNodes = 65536;  // MS_WORKER_NUM, MS_SERVER_NUM, train.elastic
 // Every server and every worker (MS_SERVER_NUM, MS_WORKER_NUM: 4096 each).
 constexpr size_t kMaxTopologyNodes = 8192;
 
@@ -57,7 +58,9 @@ struct BodyEncoder {
     return {w::Body_RegisterRequest,
             w::CreateRegisterRequest(b, node, m.server_num, m.worker_num, m.recovery_wait_s,
                                      m.rejoin, m.generation, b.CreateString(m.config),
-                                     m.topology_generation, m.topology_digest)
+                                     m.topology_generation, m.topology_digest,
+                                     m.elastic.min_workers, m.elastic.max_workers,
+                                     m.elastic.min_servers, m.elastic.max_servers)
                 .Union()};
   }
   Out operator()(const RegisterReply& m) {
@@ -83,7 +86,9 @@ struct BodyEncoder {
             w::CreateShutdown(b, b.CreateString(m.reason), m.failed, m.stopped).Union()};
   }
   Out operator()(const Pause& m) {
-    return {w::Body_Pause, w::CreatePause(b, b.CreateString(m.reason), m.generation).Union()};
+    return {w::Body_Pause, w::CreatePause(b, b.CreateString(m.reason), m.generation, m.rank,
+                                          m.server_num, m.worker_num)
+                               .Union()};
   }
   Out operator()(const NodeFailed& m) {
     return {w::Body_NodeFailed, w::CreateNodeFailed(b, b.CreateString(m.reason), m.recoverable,
@@ -91,7 +96,14 @@ struct BodyEncoder {
                                     .Union()};
   }
   Out operator()(const StopRequest& m) {
-    return {w::Body_StopRequest, w::CreateStopRequest(b, b.CreateString(m.reason)).Union()};
+    return {w::Body_StopRequest,
+            w::CreateStopRequest(b, b.CreateString(m.reason), m.leave).Union()};
+  }
+  Out operator()(const ScaleRequest& m) {
+    return {w::Body_ScaleRequest, w::CreateScaleRequest(b, m.workers, m.servers).Union()};
+  }
+  Out operator()(const ScaleReply& m) {
+    return {w::Body_ScaleReply, w::CreateScaleReply(b, b.CreateString(m.message)).Union()};
   }
   Out operator()(const Stop& m) {
     return {w::Body_Stop, w::CreateStop(b, b.CreateString(m.reason), m.at_step).Union()};
@@ -266,10 +278,24 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       if (m->topology_generation() < -1)
         return InvalidArgument(
             fmt::format("topology_generation {} (want -1 or more)", m->topology_generation()));
+      const ElasticBounds elastic{m->min_workers(), m->max_workers(), m->min_servers(),
+                                  m->max_servers()};
+      if (elastic.enabled() &&
+          !(elastic.min_workers >= 1 && elastic.min_workers <= elastic.max_workers &&
+            elastic.max_workers <= kMaxElasticNodes && elastic.min_servers >= -1 &&
+            elastic.min_servers <= elastic.max_servers &&
+            elastic.max_servers <= kMaxElasticNodes &&
+            (elastic.min_servers >= 0) == (elastic.max_servers >= 0)))
+        return InvalidArgument(fmt::format(
+            "elastic bounds workers [{}, {}] servers [{}, {}] (want 1 <= min <= max <= {} "
+            "workers, and -1 for both or 0 <= min <= max <= {} servers)",
+            elastic.min_workers, elastic.max_workers, elastic.min_servers, elastic.max_servers,
+            kMaxElasticNodes, kMaxElasticNodes));
       return MessageBody(RegisterRequest{*node, m->server_num(), m->worker_num(),
                                          m->recovery_wait_s(), m->rejoin(), m->generation(),
                                          m->config() ? m->config()->str() : "",
-                                         m->topology_generation(), m->topology_digest()});
+                                         m->topology_generation(), m->topology_digest(),
+                                         elastic.enabled() ? elastic : ElasticBounds{}});
     }
     case w::Body_RegisterReply:
       return MessageBody(RegisterReply{h->body_as_RegisterReply()->rank(),
@@ -326,7 +352,13 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
     case w::Body_Pause: {
       auto reason = Text(h->body_as_Pause()->reason(), "reason", false);
       if (!reason.ok()) return reason.status();
-      return MessageBody(Pause{*reason, h->body_as_Pause()->generation()});
+      const w::Pause* m = h->body_as_Pause();
+      if (m->rank() < -1 || m->server_num() < 0 || m->worker_num() < 0 ||
+          m->server_num() > kMaxElasticNodes || m->worker_num() > kMaxElasticNodes)
+        return InvalidArgument(fmt::format("Pause with rank {} and shape {} servers, {} workers",
+                                           m->rank(), m->server_num(), m->worker_num()));
+      return MessageBody(
+          Pause{*reason, m->generation(), m->rank(), m->server_num(), m->worker_num()});
     }
     case w::Body_NodeFailed: {
       auto reason = Text(h->body_as_NodeFailed()->reason(), "reason", false);
@@ -341,7 +373,20 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
     case w::Body_StopRequest: {
       auto reason = Text(h->body_as_StopRequest()->reason(), "reason", false);
       if (!reason.ok()) return reason.status();
-      return MessageBody(StopRequest{*reason});
+      return MessageBody(StopRequest{*reason, h->body_as_StopRequest()->leave()});
+    }
+    case w::Body_ScaleRequest: {
+      const w::ScaleRequest* m = h->body_as_ScaleRequest();
+      if (m->workers() < -1 || m->servers() < -1 || m->workers() > kMaxElasticNodes ||
+          m->servers() > kMaxElasticNodes)
+        return InvalidArgument(fmt::format("ScaleRequest for {} workers and {} servers",
+                                           m->workers(), m->servers()));
+      return MessageBody(ScaleRequest{m->workers(), m->servers()});
+    }
+    case w::Body_ScaleReply: {
+      auto message = Text(h->body_as_ScaleReply()->message(), "message", false);
+      if (!message.ok()) return message.status();
+      return MessageBody(ScaleReply{*message});
     }
     case w::Body_Stop: {
       auto reason = Text(h->body_as_Stop()->reason(), "reason", false);
@@ -491,7 +536,9 @@ const char* MessageName(const MessageBody& body) {
                                        "Stop",
                                        "StopReply",
                                        "AuthHello",
-                                       "AuthProof"};
+                                       "AuthProof",
+                                       "ScaleRequest",
+                                       "ScaleReply"};
   static_assert(std::size(kNames) == std::variant_size_v<MessageBody>);
   return kNames[body.index()];
 }

@@ -38,6 +38,7 @@ struct RegisterRequest {
   // (roles/node/peers.h).
   int64_t topology_generation = -1;
   uint64_t topology_digest = 0;
+  ElasticBounds elastic;  // the node's config's train.elastic
 };
 struct RegisterReply {
   int rank = -1;
@@ -80,9 +81,15 @@ struct Shutdown {
 };
 // The job lost a node: drop everything, register again, resume from the
 // newest complete checkpoint.
+// A change of an elastic job's shape pauses it too: the checkpoint is then
+// of the step every worker stopped at, and the node registers with the rank
+// and shape given here.
 struct Pause {
   std::string reason;
   int64_t generation = 0;  // the generation to register for
+  int rank = -1;           // the rank to register with; -1: the one it held
+  int server_num = 0;      // the job's new shape; 0 workers: unchanged
+  int worker_num = 0;
 };
 // A node hit an error it cannot recover from (not a lost peer).
 struct NodeFailed {
@@ -93,8 +100,19 @@ struct NodeFailed {
   int peer_rank = -1;
 };
 // A node got SIGTERM or SIGINT: stop the job cleanly.
+// In an elastic job, `leave`: only the sender leaves (the job goes on).
 struct StopRequest {
   std::string reason;
+  bool leave = false;
+};
+// `pstrain scale`: the shape an elastic job should have (-1: unchanged).
+struct ScaleRequest {
+  int workers = -1;
+  int servers = -1;
+};
+// What the scheduler makes of it, one line.
+struct ScaleReply {
+  std::string message;
 };
 // To a worker: at_step -1 asks its step (reply StopReply); at_step N >= 0
 // tells it to stop once step N is done.
@@ -191,7 +209,7 @@ using MessageBody =
                  Shutdown, Hello, Ack, ErrorReply, PushRequest, PullRequest, PullReply, SaveRequest,
                  SaveReply, BarrierReply, RingChunk, SparsePullRequest, SparsePullReply,
                  SparsePushRequest, Pause, NodeFailed, StopRequest, Stop, StopReply, AuthHello,
-                 AuthProof>;
+                 AuthProof, ScaleRequest, ScaleReply>;
 
 struct Message {
   uint64_t request_id = 0;  // 0: one-way, no reply expected

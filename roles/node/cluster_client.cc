@@ -87,6 +87,7 @@ void ClusterClient::OnConnected(Connection::Ptr conn) {
   req.rejoin = rejoining_;
   req.generation = generation_.load();
   req.config = options_.cluster.job_config;
+  req.elastic = options_.cluster.elastic;
   if (topology_) {
     req.topology_generation = topology_->generation;
     req.topology_digest = TopologyDigest(topology_->nodes, topology_->generation);
@@ -109,8 +110,13 @@ void ClusterClient::OnRegistered(StatusOr<Incoming> reply) {
   if (ok == nullptr)
     return fail(InvalidArgument("the scheduler answered RegisterRequest with " +
                                 std::string(MessageName(reply->message.body))));
-  const int count =
-      options_.role == Role::kServer ? options_.cluster.server_num : options_.cluster.worker_num;
+  // A node joining an elastic job learns its shape from the topology.
+  const ElasticBounds& elastic = options_.cluster.elastic;
+  const bool server = options_.role == Role::kServer;
+  const int count = elastic.enabled() ? (server ? std::max(elastic.max_servers, options_.cluster.server_num)
+                                                : elastic.max_workers)
+                                      : (server ? options_.cluster.server_num
+                                                : options_.cluster.worker_num);
   if (ok->rank < 0 || ok->rank >= count)
     return fail(InvalidArgument(fmt::format("the scheduler assigned rank {} in a job of {} {}s",
                                             ok->rank, count, RoleName(options_.role))));
@@ -162,10 +168,21 @@ void ClusterClient::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
     OnStop(conn, id, *stop);
   } else if (auto* pause = std::get_if<Pause>(&in.message.body)) {
     conn->Reply(id, Ack{});
-    log_->warn(
-        "the scheduler paused the job: {}; this {} rolls back to the newest complete "
-        "checkpoint",
-        pause->reason, RoleName(options_.role));
+    if (pause->worker_num > 0) {
+      // An elastic job changes shape (roles/scheduler/elastic.cc).
+      MutexLock lock(&held_mutex_);
+      next_run_ = NextRun{pause->rank, pause->server_num, pause->worker_num};
+      log_->info(
+          "the job changes shape: {}; this {} registers again as rank {} of {} servers and {} "
+          "workers and resumes from the checkpoint of the step the workers stopped at",
+          pause->reason, RoleName(options_.role), pause->rank, pause->server_num,
+          pause->worker_num);
+    } else {
+      log_->warn(
+          "the scheduler paused the job: {}; this {} rolls back to the newest complete "
+          "checkpoint",
+          pause->reason, RoleName(options_.role));
+    }
     paused_ = true;
     SetVerdict(Aborted("the job is paused: " + pause->reason));
   } else {
@@ -179,7 +196,16 @@ void ClusterClient::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
 // restarted with its node id) is refused, and the scheduler sends the whole
 // list; a topology that is wrong ends the join.
 void ClusterClient::OnTopology(const Connection::Ptr& conn, uint64_t id, const Topology& topology) {
-  const ClusterOptions& c = options_.cluster;
+  ClusterOptions& c = options_.cluster;
+  // An elastic job's shape is the scheduler's: within the bounds, it is
+  // taken from the topology.
+  if (c.elastic.enabled() && topology.worker_num >= c.elastic.min_workers &&
+      topology.worker_num <= c.elastic.max_workers &&
+      (!c.elastic.servers_elastic() || (topology.server_num >= c.elastic.min_servers &&
+                                        topology.server_num <= c.elastic.max_servers))) {
+    c.worker_num = topology.worker_num;
+    if (c.elastic.servers_elastic()) c.server_num = topology.server_num;
+  }
   auto patched = ApplyTopology(topology_ ? &*topology_ : nullptr, topology, options_.role, rank_,
                                c.server_num, c.worker_num);
   if (!patched.ok()) {
@@ -220,6 +246,11 @@ void ClusterClient::Recall(Topology held) {
 std::optional<Topology> ClusterClient::Held() {
   MutexLock lock(&held_mutex_);
   return held_;
+}
+
+std::optional<ClusterClient::NextRun> ClusterClient::next_run() {
+  MutexLock lock(&held_mutex_);
+  return next_run_;
 }
 
 void ClusterClient::SetVerdict(const Status& verdict) {
@@ -382,7 +413,10 @@ void ClusterClient::ReportFailure(const Status& why, bool recoverable,
 }
 
 void ClusterClient::RequestStop(const std::string& why) {
-  CallWhenConnected(StopRequest{why}, [this](StatusOr<Incoming> reply) {
+  // In an elastic job the node leaves; the scheduler stops the whole job
+  // only when that would take it below its minimum.
+  CallWhenConnected(StopRequest{why, options_.cluster.elastic.enabled()},
+                    [this](StatusOr<Incoming> reply) {
     if (!reply.ok()) log_->warn("asking the scheduler to stop: {}", reply.status().message());
   });
 }

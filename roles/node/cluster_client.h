@@ -91,6 +91,18 @@ class ClusterClient {
   // are applied to; Held(), from any thread, the one this run holds.
   void Recall(Topology held);
   std::optional<Topology> Held();
+  // After a Pause that changed an elastic job's shape: the rank and shape
+  // the next run registers with. Any thread.
+  struct NextRun {
+    int rank = -1;
+    int server_num = 0;
+    int worker_num = 0;
+  };
+  std::optional<NextRun> next_run();
+  // The job's shape as this node knows it: its options', or, in an elastic
+  // job, the last topology's. Loop thread, or after Join.
+  int server_num() const { return options_.cluster.server_num; }
+  int worker_num() const { return options_.cluster.worker_num; }
   int64_t generation() const { return generation_.load(); }
 
  private:
@@ -151,6 +163,7 @@ class ClusterClient {
   // A copy of topology_ for Held(): the node keeps it across a rollback.
   Mutex held_mutex_;
   std::optional<Topology> held_ GUARDED_BY(held_mutex_);
+  std::optional<NextRun> next_run_ GUARDED_BY(held_mutex_);
 
   Completion<StatusOr<Topology>> joined_;
   Completion<Status> verdict_;

@@ -55,10 +55,18 @@ StatusOr<Topology> Node::Start(RequestHandler on_peer_request, CloseHandler on_p
   PSTRAIN_RETURN_IF_ERROR(loop_.Start());
   loop_.Post([this] {
     signals_.Watch([this](const char* name) {
-      log_->warn(
-          "{} received: stopping the job cleanly at a step every worker reaches (with a "
-          "checkpoint when train.checkpoint is set); send it again to exit at once",
-          name);
+      if (options_.cluster.elastic.enabled()) {
+        log_->warn(
+            "{} received: this {} leaves the elastic job at a step every worker reaches (the "
+            "job stops instead if that would take it below its minimum); send it again to exit "
+            "at once",
+            name, RoleName(options_.role));
+      } else {
+        log_->warn(
+            "{} received: stopping the job cleanly at a step every worker reaches (with a "
+            "checkpoint when train.checkpoint is set); send it again to exit at once",
+            name);
+      }
       cluster_.RequestStop(
           fmt::format("{} to {} node id:{}", name, RoleName(options_.role), options_.node_id));
     });
@@ -93,6 +101,9 @@ StatusOr<Topology> Node::Start(RequestHandler on_peer_request, CloseHandler on_p
   port_ = *port;
   auto topology = cluster_.Join(*port);
   if (!topology.ok()) return topology.status();
+  // An elastic job's shape is the scheduler's (ClusterClient::OnTopology).
+  options_.cluster.server_num = cluster_.server_num();
+  options_.cluster.worker_num = cluster_.worker_num();
   SetLogLabel(log_, fmt::format("{} {}", RoleName(options_.role), cluster_.rank()));
   log_->info("{} rank {} joined a job of {} servers and {} workers", RoleName(options_.role),
              cluster_.rank(), options_.cluster.server_num, options_.cluster.worker_num);
@@ -104,7 +115,15 @@ void Node::Recall(NodeMemory memory) {
   if (memory.topology) cluster_.Recall(std::move(*memory.topology));
 }
 
-NodeMemory Node::Kept() { return NodeMemory{cluster_.Held(), port_.load()}; }
+NodeMemory Node::Kept() {
+  NodeMemory kept{cluster_.Held(), port_.load()};
+  if (auto next = cluster_.next_run()) {
+    kept.rank = next->rank;
+    kept.server_num = next->server_num;
+    kept.worker_num = next->worker_num;
+  }
+  return kept;
+}
 
 Status Node::Outcome(const Status& run) {
   if (run.ok()) return run;

@@ -20,9 +20,14 @@ namespace pstrain {
 // (roles/node/recovery.h): the topology it acknowledged last, so that the
 // scheduler sends the next run only the peers that changed, and the port it
 // listened on, so that its own entry does not change for its peers.
+// After a change of an elastic job's shape, also the rank and shape it
+// registers with next.
 struct NodeMemory {
   std::optional<Topology> topology;
   uint16_t port = 0;  // 0: none
+  int rank = -1;      // -1: the one it held
+  int server_num = 0;
+  int worker_num = 0;  // 0: the shape is unchanged
 };
 
 class Node {

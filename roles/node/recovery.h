@@ -32,7 +32,8 @@ using RunIncarnation =
     std::function<Incarnation(const NodeOptions&, const Config&, NodeMemory recalled)>;
 
 // Runs `run` until it ends other than paused, at most kMaxRollbacks + 1
-// times; every run after the first resumes from the newest checkpoint.
+// times (changes of an elastic job's shape, which redo nothing, are not
+// counted); every run after the first resumes from the newest checkpoint.
 Status RunRecovering(NodeOptions options, Config config, const Logger& log,
                      const RunIncarnation& run);
 

@@ -108,14 +108,18 @@ void Scheduler::LoseNode(NodeEntry& node, const std::string& why) {
         "{}; the job cannot recover (recovery needs train.checkpoint, and train.recovery.wait_s "
         "above 0)",
         what)));
+  if (!paused_ && elastic_.enabled() && DropLost(node, what)) return;  // 13
   if (!paused_) BeginPause(what);
 }
 
 // 5. Every other node drops its state and registers for the next generation.
-void Scheduler::BeginPause(const std::string& why) {
+void Scheduler::BeginPause(const std::string& why, bool reshape) {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
   SetGeneration(generation_ + 1);
   paused_ = true;
+  // 13. A change of shape under way waits for the next: its joiners and
+  // leavers are kept.
+  reshaping_ = false;
   best_step_at_rollback_ = best_step_;
   for (Barrier& barrier : barriers_) {
     for (const BarrierWaiter& w : barrier.waiters)
@@ -127,12 +131,25 @@ void Scheduler::BeginPause(const std::string& why) {
     n->done = false;
     auto conn = n->conn.lock();
     if (!conn || conn->closed()) continue;
-    conn->Call(Pause{why, generation_}, [](StatusOr<Incoming>) {});
+    Pause pause{why, generation_};
+    if (reshape) {
+      pause.rank = n->info.rank;
+      pause.server_num = Count(Role::kServer);
+      pause.worker_num = Count(Role::kWorker);
+    }
+    conn->Call(pause, [](StatusOr<Incoming>) {});
   }
-  log_->warn(
-      "pausing the job (generation {}): waiting up to {} s for the lost node's replacement and "
-      "every node to register again, then all resume from the newest complete checkpoint",
-      generation_, recovery_wait_s_);
+  if (reshape) {
+    log_->info(
+        "pausing the job (generation {}) for its change of shape: every node registers again "
+        "within {} s, then all resume from the newest complete checkpoint",
+        generation_, recovery_wait_s_);
+  } else {
+    log_->warn(
+        "pausing the job (generation {}): waiting up to {} s for the lost node's replacement and "
+        "every node to register again, then all resume from the newest complete checkpoint",
+        generation_, recovery_wait_s_);
+  }
   register_timer_.RunOnce(Millis(recovery_wait_s_), [this, why] {
     if (!paused_) return;
     AbortOnLoop(
@@ -208,6 +225,7 @@ void Scheduler::MaybeResume() {
       "(generation {})",
       generation_);
   SendTopology();
+  MaybeReshape();  // 13. joins and leaves asked for meanwhile
 }
 
 }  // namespace pstrain

@@ -42,8 +42,14 @@ JobView Scheduler::View() {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
   const uint64_t now = loop_.NowMs();
   JobView view;
-  view.servers = options_.server_num;
-  view.workers = options_.worker_num;
+  view.servers = static_cast<int>(servers_.size());
+  view.workers = static_cast<int>(workers_.size());
+  if (elastic_.enabled()) {
+    view.elastic = DescribeBounds(elastic_);
+    view.joining = static_cast<int>(joiners_.size());
+    view.leaving = static_cast<int>(leaving_.size());
+    view.shape_changes.assign(shape_changes_.begin(), shape_changes_.end());
+  }
   view.generation = generation_;
   view.uptime_s = static_cast<double>(now - started_ms_) / 1000.0;
   view.phase = finished_.IsSet()       ? "over"

@@ -120,6 +120,11 @@ void Scheduler::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
     HandleRegister(conn, id, *reg);
     return;
   }
+  // `pstrain scale`: no node, but the handshake proved the cluster token.
+  if (auto* scale = std::get_if<ScaleRequest>(&in.message.body)) {
+    HandleScale(conn, id, *scale);
+    return;
+  }
   NodeEntry* node = FindByConnection(conn.get());
   if (node == nullptr) {
     conn->Reply(id, ErrorReply{fmt::format("{} from an unregistered connection: register first",
@@ -141,6 +146,7 @@ void Scheduler::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
     HandleDone(conn, id, *node);
   } else if (auto* stop = std::get_if<StopRequest>(&in.message.body)) {
     conn->Reply(id, Ack{});
+    if (stop->leave && elastic_.enabled() && Leave(*node, stop->reason)) return;
     BeginStop(stop->reason);
   } else if (auto* failed = std::get_if<NodeFailed>(&in.message.body)) {
     conn->Reply(id, Ack{});
@@ -164,7 +170,16 @@ void Scheduler::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
 Status Scheduler::CheckRegistration(const RegisterRequest& req) const {
   if (req.node.role == Role::kScheduler)
     return InvalidArgument("a scheduler cannot register with another scheduler");
-  if (req.server_num != options_.server_num || req.worker_num != options_.worker_num)
+  if (req.elastic.enabled()) {
+    // 13. An elastic job's shape is the scheduler's, within the bounds.
+    const ElasticBounds& e = req.elastic;
+    const int workers = Count(Role::kWorker), servers = Count(Role::kServer);
+    if (workers < e.min_workers || workers > e.max_workers ||
+        (e.servers_elastic() && (servers < e.min_servers || servers > e.max_servers)))
+      return InvalidArgument(fmt::format(
+          "the job has {} servers and {} workers, outside its train.elastic bounds ({})", servers,
+          workers, DescribeBounds(e)));
+  } else if (req.server_num != options_.server_num || req.worker_num != options_.worker_num)
     return InvalidArgument(fmt::format(
         "node was started with MS_SERVER_NUM={} MS_WORKER_NUM={} but the scheduler with "
         "MS_SERVER_NUM={} MS_WORKER_NUM={}",
@@ -213,6 +228,7 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
   if (auto it = node_of_.find(conn.get()); it != node_of_.end() && it->second != info.node_id)
     return refuse(InvalidArgument(
         fmt::format("this connection is already registered as node id {}", it->second)));
+  if (rank_of_.empty()) elastic_ = req.elastic;  // the config check keeps it the same
   if (req.recovery_wait_s != recovery_wait_s_) {
     if (rank_of_.empty()) {
       recovery_wait_s_ = req.recovery_wait_s;
@@ -278,6 +294,9 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
     return admit(info, "registered again, keeps");
   }
   auto rank = PickRank(info.role, info.rank);
+  // 13. No rank free in a running elastic job: a join.
+  if (!rank.ok() && elastic_.enabled() && topology_sent_ && info.rank < 0)
+    return QueueJoiner(conn, id, req, info);
   if (!rank.ok()) return refuse(rank.status());
   info.rank = *rank;
   admit(info, "assign");
@@ -398,10 +417,13 @@ void Scheduler::HandleDone(const Connection::Ptr& conn, uint64_t id, NodeEntry& 
   conn->Reply(id, Ack{});
   if (node.done) return;
   node.done = true;
-  log_->info("{} finished its work", Describe(node));
+  if (!reshaping_) log_->info("{} finished its work", Describe(node));
   if (paused_) return;
   for (const NodeEntry& w : workers_)
     if (!w.done) return;
+  // 13. They stopped for a change of shape (or finished the job before it).
+  if (reshaping_ && reshape_step_ >= 0) return ApplyReshape();
+  reshaping_ = false;
   BeginShutdown();
 }
 
@@ -469,11 +491,26 @@ void Scheduler::BeginStop(const std::string& why) {
     return;
   }
   log_->warn("stopping on request ({}): asking the workers how far they are", why);
-  auto furthest = std::make_shared<int64_t>(0);
-  auto asked = std::make_shared<CountDown>(workers_.size(), [this, furthest](const Status& st) {
+  if (reshaping_) {
+    // The workers already stop for a change of shape: stopping wins.
+    reshaping_ = false;
+    return StopAt(reshape_step_, why);
+  }
+  AskWorkersWhere(why, [this, why](const Status& st, int64_t furthest) {
     if (!st.ok()) return AbortOnLoop(st.WithContext("stopping on request"));
-    StopAt(*furthest);
+    StopAt(furthest, why);
   });
+}
+
+void Scheduler::AskWorkersWhere(const std::string& why,
+                                std::function<void(const Status&, int64_t)> then) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  auto furthest = std::make_shared<int64_t>(0);
+  auto asked = std::make_shared<CountDown>(
+      workers_.size(), [this, furthest, generation = generation_, then](const Status& st) {
+        if (generation != generation_) return;  // a pause came first: its own rules apply
+        then(st, *furthest);
+      });
   for (NodeEntry& w : workers_) {
     auto conn = w.conn.lock();
     if (!conn) {
@@ -489,11 +526,11 @@ void Scheduler::BeginStop(const std::string& why) {
   }
 }
 
-void Scheduler::StopAt(int64_t step) {
+void Scheduler::StopAt(int64_t step, const std::string& why) {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
   log_->info("every worker stops after step {}", step);
   for (NodeEntry& w : workers_)
-    if (auto conn = w.conn.lock()) conn->Call(Stop{stop_reason_, step}, [](StatusOr<Incoming>) {});
+    if (auto conn = w.conn.lock()) conn->Call(Stop{why, step}, [](StatusOr<Incoming>) {});
 }
 
 void Scheduler::Finish(Status status) {

@@ -78,6 +78,20 @@
 //      scheduler probes the holder (Heartbeat as a call). The holder
 //      answers: the newcomer is refused. No answer within the heartbeat
 //      timeout: the holder is lost (4) and the newcomer registers.
+//  13. An elastic job (train.elastic; roles/scheduler/elastic.cc) changes
+//      shape while it runs: a node that registers while the job is below
+//      its maximum joins it; `pstrain scale` (ScaleRequest) asks for a shape,
+//      and the nodes beyond it leave; SIGTERM to a node (StopRequest with
+//      leave) makes it leave; a lost node above the minimum is dropped
+//      instead of awaited. A join or leave holds the workers as stopping
+//      does (10) and stops them after the furthest step S, where the chief
+//      writes a checkpoint; then the leaving nodes get Shutdown (they exit
+//      0), the others Pause with their new rank and the new shape (ranks
+//      stay 0..n-1 in their old order, joiners after them), the joiners
+//      their rank, and all resume from step S: nothing is redone. A lost
+//      node's step under way cannot finish, so its drop resumes from the
+//      newest checkpoint (a rollback). Each change is one log line:
+//        elastic: workers 2 -> 3, servers 2 -> 2 from step S: <nodes and why>
 //  12. With PSTRAIN_HTTP_PORT, the live view: GET /status (JSON) and GET
 //      /metrics (Prometheus text) on the scheduler's host, served on this
 //      loop from the state below (roles/scheduler/view.h). Workers' steps
@@ -85,6 +99,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -212,9 +227,40 @@ class Scheduler {
   bool GiveUpOnLink(const NodeEntry& reporter, const NodeFailed& failed, const std::string& what);
   // 4-5: a node is gone; pause (recovery) or end the job.
   void LoseNode(NodeEntry& node, const std::string& why);
-  void BeginPause(const std::string& why);
+  // `reshape`: an elastic job changes shape (13): every node gets its rank
+  // and the new shape, and no replacement is awaited.
+  void BeginPause(const std::string& why, bool reshape = false);
   void BeginStop(const std::string& why);
-  void StopAt(int64_t step);
+  // 10, 13. Asks every worker its step, holding it at its next boundary,
+  // then calls `then` with the furthest (or why one did not answer), unless
+  // the job was paused meanwhile.
+  void AskWorkersWhere(const std::string& why,
+                       std::function<void(const Status&, int64_t furthest)> then);
+  void StopAt(int64_t step, const std::string& why);
+  // 13. Elastic jobs (roles/scheduler/elastic.cc).
+  static std::string DescribeBounds(const ElasticBounds& bounds);
+  // A new node registered while the elastic job runs and no rank is free:
+  // it waits to join at the next change (or is refused past the maximum).
+  void QueueJoiner(const Connection::Ptr& conn, uint64_t id, const RegisterRequest& req,
+                   NodeInfo info);
+  // SIGTERM to `node`: false when it cannot leave (the job is at its minimum).
+  bool Leave(NodeEntry& node, const std::string& why);
+  void HandleScale(const Connection::Ptr& conn, uint64_t id, const ScaleRequest& request);
+  // Starts the next change when the job runs and none is under way.
+  void MaybeReshape();
+  // Every worker stopped at reshape_step_: apply the change.
+  void ApplyReshape();
+  // A lost node of an elastic job above its minimum: true when dropped.
+  bool DropLost(NodeEntry& node, const std::string& what);
+  // Rebuilds `role`'s ranks: the nodes `keep` accepts in rank order, then
+  // `extra` empty slots. Returns the node ids that did not stay.
+  std::vector<NodeEntry> Renumber(Role role, const std::function<bool(const NodeEntry&)>& keep,
+                                  size_t extra);
+  int Count(Role role) const {
+    return static_cast<int>(role == Role::kServer ? servers_.size() : workers_.size());
+  }
+  int Joining(Role role) const;
+  int Leaving(Role role) const;
   void MaybeResume();
   std::string MissingRanks() const;
   void BeginShutdown();
@@ -289,6 +335,21 @@ class Scheduler {
   bool paused_ = false;
   bool shutting_down_ = false;
   std::string stop_reason_;  // non-empty: stopping on request (10)
+
+  // 13. Elastic jobs.
+  struct Joiner {
+    std::weak_ptr<Connection> conn;
+    uint64_t request_id;
+    RegisterRequest req;
+    NodeInfo info;
+  };
+  ElasticBounds elastic_;        // the nodes' train.elastic (fixed shape: disabled)
+  std::vector<Joiner> joiners_;  // to join at the next change
+  std::unordered_map<std::string, std::string> leaving_;  // node id -> why, at the next change
+  std::vector<std::string> reshape_reasons_;              // of the change asked for
+  bool reshaping_ = false;                                // workers stopping for a change
+  int64_t reshape_step_ = -1;
+  std::vector<std::string> shape_changes_;  // the log lines of the changes, the last 32
 };
 
 }  // namespace pstrain

@@ -81,6 +81,11 @@ std::string StatusJson(const JobView& view) {
               {"generation", view.generation},
               {"phase", view.phase},
               {"uptime_s", view.uptime_s}};
+  if (!view.elastic.empty())
+    job["elastic"] = {{"bounds", view.elastic},
+                      {"joining", view.joining},
+                      {"leaving", view.leaving},
+                      {"changes", view.shape_changes}};
   // Node ids are bytes from peers: replace what is not UTF-8 rather than throw.
   return json{{"job", job}, {"nodes", nodes}, {"totals", totals}}.dump(
              2, ' ', false, json::error_handler_t::replace) +

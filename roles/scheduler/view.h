@@ -37,6 +37,13 @@ struct JobView {
   std::string phase;
   double uptime_s = 0;
   std::vector<NodeView> nodes;  // servers by rank, then workers by rank
+  // An elastic job (train.elastic): its bounds ("workers [1, 4], servers
+  // [2, 3]"; empty: a fixed shape), the nodes waiting to join or leave at
+  // the next change, and the changes so far, each as the scheduler logged it.
+  std::string elastic;
+  int joining = 0;
+  int leaving = 0;
+  std::vector<std::string> shape_changes;
 };
 
 // GET /status: {"job": {...}, "nodes": [...], "totals": {...}}.

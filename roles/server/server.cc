@@ -33,12 +33,16 @@ int ShardThreads() {
 }  // namespace
 
 Server::Server(NodeOptions options, Logger log, Config config)
-    : config_(std::move(config)), node_(std::move(options), std::move(log)) {
+    : config_(std::move(config)), node_(std::move(options), std::move(log)) {}
+
+// After the join: a node joining an elastic job learns the worker count
+// from its topology. Loop thread.
+void Server::MakeShards() {
+  const int workers = node_.options().cluster.worker_num;
   for (int i = 0; i < ShardThreads(); ++i)
-    shards_.push_back(
-        std::make_unique<PsShard>(&config_, node_.options().cluster.worker_num, node_.log()));
+    shards_.push_back(std::make_unique<PsShard>(&config_, workers, node_.log()));
   EventLoop* loop = &node_.loop();
-  loop_shard_ = std::make_unique<PsShard>(&config_, node_.options().cluster.worker_num, node_.log(),
+  loop_shard_ = std::make_unique<PsShard>(&config_, workers, node_.log(),
                                           [loop](std::function<void()> fn) {
                                             if (loop->InLoopThread()) {
                                               fn();
@@ -64,6 +68,7 @@ Status Server::RunOnce() {
     for (const ServerTable& t : *list) table_names_.push_back(t.options.name);
   PSTRAIN_RETURN_IF_ERROR(node_.loop().Call<Status>(
       [&] {
+        MakeShards();
         tables_ = std::move(*tables);
         return Status::OK();
       },
@@ -107,7 +112,7 @@ PsShard* Server::ShardFor(const std::string& tensor, uint32_t part, int64_t byte
     auto it = by_tensor->second.find(part);
     if (it != by_tensor->second.end()) return it->second;
   }
-  if (route_count_ >= kMaxRoutes) return nullptr;
+  if (route_count_ >= kMaxRoutes || !loop_shard_) return nullptr;  // none before the join
   if (by_tensor == routes_.end()) by_tensor = routes_.emplace(tensor, RoutesOfTensor()).first;
   size_t h = std::hash<std::string>()(tensor) * 31 + part;
   PsShard* shard = bytes <= kLoopShardBytes ? loop_shard_.get() : shards_[h % shards_.size()].get();

@@ -63,6 +63,7 @@ class Server {
 
  private:
   Status RunOnce();
+  void MakeShards();
   void OnPeerRequest(const Connection::Ptr& conn, Incoming&& in);
   // Why `conn` may not make this request (empty: it may).
   std::string Refusal(const Connection::Ptr& conn, const MessageBody& body);

@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+
 #include "src/app/commands.h"
 #include "src/common/config/options.h"
 
@@ -54,6 +56,20 @@ int RunCheckCli(const std::vector<std::string>& args) {
   AddPath(&app, "--config", &options.config_path, "the job's YAML config");
   if (int status = ParseCommandLine(&app, args); status >= 0) return status;
   return RunCheck(options);
+}
+
+int RunScaleCli(const std::vector<std::string>& args) {
+  for (const std::string& a : args)
+    if (a == "--help" || a == "-h") {
+      std::fputs(ScaleOptionsHelp().c_str(), stdout);
+      return 0;
+    }
+  auto options = ParseScaleOptions(args, ProcessEnv());
+  if (!options.ok()) {
+    std::fprintf(stderr, "pstrain scale: %s\n", options.status().message().c_str());
+    return 2;
+  }
+  return RunScale(*options);
 }
 
 int RunPlotCli(const std::vector<std::string>& args) {

@@ -21,6 +21,7 @@ struct Subcommand {
 // of src/app/commands.h, then the command.
 int RunExportCli(const std::vector<std::string>& args);
 int RunEvalCli(const std::vector<std::string>& args);
+int RunScaleCli(const std::vector<std::string>& args);
 int RunCheckCli(const std::vector<std::string>& args);
 int RunPlotCli(const std::vector<std::string>& args);
 // `pstrain launch --hostfile FILE | --hosts H1,H2 ...`: a job over ssh

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "src/common/config/options.h"
+
 namespace pstrain {
 
 // pstrain export --checkpoint DIR --out FILE: every dense weight (name and
@@ -39,5 +41,10 @@ struct PlotOptions {
   std::string out_path;
 };
 int RunPlot(const PlotOptions& options);
+
+// pstrain scale --workers N --servers M: asks a running elastic job's
+// scheduler (MS_SCHED_HOST, MS_SCHED_PORT, MS_CLUSTER_TOKEN) for a shape;
+// prints its answer. 1 when refused or not reached.
+int RunScale(const ScaleOptions& options);
 
 }  // namespace pstrain

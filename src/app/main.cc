@@ -230,6 +230,8 @@ int RunRole(const std::vector<std::string>& args) {
   if (!chosen_host->empty()) MakeLogger(RoleName(options->role))->info("{}", *chosen_host);
   options->cluster.recovery_wait_s = config->train.RecoveryWaitSeconds();
   options->cluster.max_failed_link_rollbacks = config->train.MaxFailedLinkRollbacks();
+  if (const auto& e = config->train.elastic)
+    options->cluster.elastic = {e->min_workers, e->max_workers, e->min_servers, e->max_servers};
   return ReportingOutOfMemory(RoleName(options->role), [&] { return RunNode(*options, *config); });
 }
 
@@ -280,6 +282,8 @@ const std::vector<Subcommand>& Subcommands() {
        RunCheckCli},
       {"plot", "METRICS... --out FILE.svg", "loss, test metric and throughput of a run as SVG",
        RunPlotCli},
+      {"scale", "--workers N --servers M",
+       "ask a running elastic job (train.elastic) for a new shape", RunScaleCli},
   };
   return kSubcommands;
 }

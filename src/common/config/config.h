@@ -17,7 +17,7 @@
 //          (fields and defaults: src/common/config/model_config.h)
 //   data: {format, train, test, vocab, limit, shuffle}
 //   train: {epochs, batch_size, steps, mode, staleness, optimizer, seed,
-//           log_every, partition_bytes, checkpoint, recovery}
+//           log_every, partition_bytes, checkpoint, recovery, elastic}
 //   parameters: [{match, ps, init_in_server, cache_rows, optimizer}, ...]
 // configs/ps_example.yaml is a commented example of train and parameters;
 // configs/lenet_fashion_mnist.yaml and configs/mlp_fashion_mnist.yaml are
@@ -67,6 +67,17 @@ struct RecoveryConfig {
   int64_t max_failed_link_rollbacks = 3;
 };
 
+// A job whose shape may change while it runs (docs/elastic.md): how many
+// workers and servers it may have. A change takes effect at a step every
+// worker reaches, through a checkpoint of that step, so an elastic job needs
+// train.checkpoint. Unset: the shape is fixed at MS_WORKER_NUM and
+// MS_SERVER_NUM.
+struct ElasticConfig {
+  int min_workers = 1, max_workers = 1;  // 1 <= min <= max <= 65536
+  // 0 <= min <= max <= 65536; -1 (servers: unset): fixed at MS_SERVER_NUM.
+  int min_servers = -1, max_servers = -1;
+};
+
 struct TrainConfig {
   int epochs = 1;       // >= 1
   int batch_size = 64;  // per worker, 1..1048576
@@ -88,6 +99,7 @@ struct TrainConfig {
   std::string store_dir;
   // Unset: on (default wait) when there are checkpoints, off otherwise.
   std::optional<RecoveryConfig> recovery;
+  std::optional<ElasticConfig> elastic;  // unset: a fixed shape
   // Seconds to wait for a lost node's replacement; 0 when the job cannot
   // recover (no checkpoints, or recovery.wait_s: 0).
   double RecoveryWaitSeconds() const {

@@ -445,6 +445,50 @@ StatusOr<LocalOptions> ParseLocalOptions(const std::vector<std::string>& args,
   return o;
 }
 
+// `pstrain scale`: the scheduler's address and the job's credentials from
+// the usual variables (or flags), the shape asked for from flags only, so
+// that a shell holding a node's MS_WORKER_NUM does not ask for it by mistake.
+std::vector<Setting> ScaleSettings(ScaleOptions* o) {
+  std::vector<Setting> settings;
+  for (Setting& s : ClusterSettings(&o->cluster, /*shape_required=*/false)) {
+    const std::string flag = s.flag;
+    if (flag == "token" || flag.rfind("tls-", 0) == 0 || flag == "handshake-timeout" ||
+        flag == "connect-timeout")
+      settings.push_back(std::move(s));
+  }
+  ClusterOptions& c = o->cluster;
+  settings.push_back(Described(
+      TextSetting("sched-host", "MS_SCHED_HOST", true, "a host name or IP address", &c.sched_host),
+      "address of the job's scheduler"));
+  settings.push_back(Described(PortSetting("sched-port", "MS_SCHED_PORT", true, 1, &c.sched_port),
+                               "port of the scheduler"));
+  settings.push_back(Described(IntSetting("workers", nullptr, false, 1, 65536,
+                                          "an integer from 1 to 65536", &o->workers),
+                               "the number of workers the job should have"));
+  settings.push_back(Described(IntSetting("servers", nullptr, false, 0, 65536,
+                                          "an integer from 0 to 65536", &o->servers),
+                               "the number of servers the job should have"));
+  return settings;
+}
+
+StatusOr<ScaleOptions> ParseScaleOptions(const std::vector<std::string>& args,
+                                         const EnvLookup& env) {
+  ScaleOptions o;
+  PSTRAIN_RETURN_IF_ERROR(ApplySettings(args, env, ScaleSettings(&o)));
+  PSTRAIN_RETURN_IF_ERROR(CheckTls(o.cluster.tls));
+  if (o.workers < 0 && o.servers < 0)
+    return InvalidArgument("say the shape to scale to: --workers N, --servers M or both");
+  return o;
+}
+
+std::string ScaleOptionsHelp() {
+  ScaleOptions o;
+  return SettingsHelp(ScaleSettings(&o), "pstrain scale",
+                      "Asks the scheduler of a running elastic job (train.elastic) for a new "
+                      "shape; nodes beyond it leave at a step every worker reaches, and new nodes "
+                      "join as they register.");
+}
+
 std::string NodeOptionsHelp() {
   NodeOptions o;
   return SettingsHelp(NodeSettings(&o), "pstrain",

@@ -49,6 +49,19 @@ struct TlsFiles {
   bool enabled() const { return !cert.empty(); }
 };
 
+// train.elastic as the scheduler protocol carries it (roles/scheduler/elastic.cc).
+// max_workers 0: the job's shape is fixed. min_servers -1: its server count is.
+struct ElasticBounds {
+  int min_workers = 0, max_workers = 0;
+  int min_servers = -1, max_servers = -1;
+  bool enabled() const { return max_workers > 0; }
+  bool servers_elastic() const { return enabled() && max_servers >= 0; }
+  bool operator==(const ElasticBounds& o) const {
+    return min_workers == o.min_workers && max_workers == o.max_workers &&
+           min_servers == o.min_servers && max_servers == o.max_servers;
+  }
+};
+
 struct ClusterOptions {
   int server_num = 0;
   int worker_num = 0;
@@ -67,6 +80,8 @@ struct ClusterOptions {
   // train.recovery.max_failed_link_rollbacks, read by the scheduler from
   // its own config (the default without one).
   int max_failed_link_rollbacks = 3;
+  // train.elastic, from the config.
+  ElasticBounds elastic;
   // Set from the config too: its JobConfigText (src/common/config/identity.h)
   // and its file, so that every node of a job runs the same config. The
   // scheduler, when started with a config, is the reference; else the
@@ -142,6 +157,17 @@ struct LocalOptions {
 };
 StatusOr<LocalOptions> ParseLocalOptions(const std::vector<std::string>& args,
                                          const EnvLookup& env);
+
+// Options of `pstrain scale --workers N --servers M`: the shape an elastic
+// job should have (-1: unchanged) and how to reach its scheduler.
+struct ScaleOptions {
+  ClusterOptions cluster;
+  int workers = -1;
+  int servers = -1;
+};
+StatusOr<ScaleOptions> ParseScaleOptions(const std::vector<std::string>& args,
+                                         const EnvLookup& env);
+std::string ScaleOptionsHelp();
 
 // `pstrain --help` and `pstrain local --help`: every flag, what it
 // accepts and its variable, from the tables the parsers above use.

@@ -1,0 +1,322 @@
+// Scheduler step 13 (roles/scheduler/scheduler.h): an elastic job changes
+// shape while it runs.
+//
+// A change is a join (a node registered while the job was below its
+// maximum), a leave (SIGTERM to a node, or `pstrain scale` below the
+// current shape) or a lost node above the minimum. Joins and leaves wait
+// for a step every worker reaches, as stopping does: the workers are held
+// at their next step boundary, told to stop after the furthest, S, and the
+// chief checkpoints S. Then the job pauses with its new shape: leaving
+// nodes get Shutdown and exit 0, the others register again with their new
+// rank (the nodes that stay keep their order, the joiners come after them)
+// and everyone resumes from S. Servers gather their new shards from the
+// checkpoint (roles/server/reshard.h), workers re-split the rest of the
+// epoch (roles/checkpoint/worker_place.h): no step is redone and no update
+// is lost. A lost node cannot finish its step, so its drop resumes from
+// the newest checkpoint, as a rollback does.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "roles/scheduler/scheduler.h"
+
+namespace pstrain {
+
+namespace {
+
+constexpr size_t kShapeChangesKept = 32;
+
+}  // namespace
+
+std::string Scheduler::DescribeBounds(const ElasticBounds& e) {
+  std::string out = fmt::format("workers [{}, {}]", e.min_workers, e.max_workers);
+  if (e.servers_elastic()) out += fmt::format(", servers [{}, {}]", e.min_servers, e.max_servers);
+  return out;
+}
+
+int Scheduler::Joining(Role role) const {
+  int n = 0;
+  for (const Joiner& j : joiners_) n += j.info.role == role ? 1 : 0;
+  return n;
+}
+
+int Scheduler::Leaving(Role role) const {
+  int n = 0;
+  for (const auto& [node_id, why] : leaving_) {
+    auto it = rank_of_.find(node_id);
+    n += it != rank_of_.end() && it->second.first == role ? 1 : 0;
+  }
+  return n;
+}
+
+void Scheduler::QueueJoiner(const Connection::Ptr& conn, uint64_t id, const RegisterRequest& req,
+                            NodeInfo info) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  const Role role = info.role;
+  const bool server = role == Role::kServer;
+  std::string refused;
+  if (server && !elastic_.servers_elastic()) {
+    refused = fmt::format(
+        "the job runs with its {} servers and train.elastic sets no servers: [min, max] bounds, "
+        "so no server can join",
+        Count(role));
+  } else if (shutting_down_ || !stop_reason_.empty()) {
+    refused = "the job is stopping";
+  } else {
+    const int max = server ? elastic_.max_servers : elastic_.max_workers;
+    const int after = Count(role) - Leaving(role) + Joining(role);
+    if (after >= max)
+      refused = fmt::format("the job has {} {}s{} and train.elastic allows at most {} ({})",
+                            Count(role), RoleName(role),
+                            Joining(role) > 0 ? fmt::format(" ({} more joining)", Joining(role))
+                                              : "",
+                            max, DescribeBounds(elastic_));
+  }
+  if (!refused.empty()) {
+    log_->warn("refused {} node id:{} from {}: {}", RoleName(role), info.node_id, conn->peer(),
+               refused);
+    conn->Reply(id, ErrorReply{refused});
+    return;
+  }
+  for (Joiner& j : joiners_)
+    if (j.info.node_id == info.node_id) {  // it asked again: its last connection is the one
+      j = Joiner{conn, id, req, info};
+      return;
+    }
+  log_->info("{} node id:{} ({}:{}) registered while the job runs: it joins at the next step "
+             "every worker reaches",
+             RoleName(role), info.node_id, info.host, info.port);
+  joiners_.push_back(Joiner{conn, id, req, info});
+  reshape_reasons_.push_back(fmt::format("{} node id:{} joins", RoleName(role), info.node_id));
+  MaybeReshape();
+}
+
+bool Scheduler::Leave(NodeEntry& node, const std::string& why) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  const Role role = node.info.role;
+  const bool server = role == Role::kServer;
+  if (shutting_down_ || !stop_reason_.empty() || !topology_sent_) return false;
+  if (leaving_.count(node.info.node_id)) return true;
+  const int min = server ? elastic_.min_servers : elastic_.min_workers;
+  if ((server && !elastic_.servers_elastic()) || Count(role) - Leaving(role) - 1 < min) {
+    log_->warn("{} cannot leave: {}; stopping the whole job instead", Describe(node),
+               server && !elastic_.servers_elastic()
+                   ? "train.elastic sets no servers: bounds, so the server count is fixed"
+                   : fmt::format("the job would have fewer than its minimum of {} {}s ({})",
+                                 min, RoleName(role), DescribeBounds(elastic_)));
+    return false;
+  }
+  leaving_[node.info.node_id] = why;
+  reshape_reasons_.push_back(
+      fmt::format("{} node id:{} leaves ({})", RoleName(role), node.info.node_id, why));
+  MaybeReshape();
+  return true;
+}
+
+void Scheduler::HandleScale(const Connection::Ptr& conn, uint64_t id,
+                            const ScaleRequest& request) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  auto refuse = [&](const std::string& why) {
+    log_->warn("refused a scale request from {}: {}", conn->peer(), why);
+    conn->Reply(id, ErrorReply{why});
+  };
+  if (!topology_sent_ && rank_of_.empty())
+    return refuse("no node has registered yet: scale a job once it runs");
+  if (!elastic_.enabled())
+    return refuse(fmt::format(
+        "the job is not elastic: its shape is fixed at {} servers and {} workers (set "
+        "train.elastic to change it while it runs)",
+        Count(Role::kServer), Count(Role::kWorker)));
+  if (shutting_down_ || !stop_reason_.empty()) return refuse("the job is stopping");
+  if (request.servers >= 0 && !elastic_.servers_elastic() &&
+      request.servers != Count(Role::kServer))
+    return refuse(fmt::format(
+        "the job's server count is fixed at {}: train.elastic sets no servers: [min, max]",
+        Count(Role::kServer)));
+  if (request.workers >= 0 &&
+      (request.workers < elastic_.min_workers || request.workers > elastic_.max_workers))
+    return refuse(fmt::format("{} workers is outside train.elastic ({})", request.workers,
+                              DescribeBounds(elastic_)));
+  if (request.servers >= 0 && elastic_.servers_elastic() &&
+      (request.servers < elastic_.min_servers || request.servers > elastic_.max_servers))
+    return refuse(fmt::format("{} servers is outside train.elastic ({})", request.servers,
+                              DescribeBounds(elastic_)));
+  std::vector<std::string> said;
+  for (Role role : {Role::kWorker, Role::kServer}) {
+    const int want = role == Role::kWorker ? request.workers : request.servers;
+    if (want < 0) continue;
+    const int now = Count(role) - Leaving(role) + Joining(role);
+    if (want == now) {
+      said.push_back(fmt::format("{} {}s as now", want, RoleName(role)));
+      continue;
+    }
+    if (want > now) {
+      said.push_back(fmt::format("{} {}s: start {} more (they join as they register)", want,
+                                 RoleName(role), want - now));
+      continue;
+    }
+    // Fewer: joiners not yet in go first, then the highest ranks leave.
+    int excess = now - want;
+    for (auto it = joiners_.end(); excess > 0 && it != joiners_.begin();) {
+      --it;
+      if (it->info.role != role) continue;
+      if (auto c = it->conn.lock())
+        c->Reply(it->request_id, ErrorReply{fmt::format("the job was scaled to {} {}s", want,
+                                                        RoleName(role))});
+      it = joiners_.erase(it);
+      --excess;
+    }
+    std::vector<NodeEntry>& nodes = NodesOf(role);
+    for (size_t r = nodes.size(); excess > 0 && r-- > 0;) {
+      NodeEntry& n = nodes[r];
+      if (n.info.node_id.empty() || leaving_.count(n.info.node_id)) continue;
+      leaving_[n.info.node_id] = "pstrain scale";
+      --excess;
+    }
+    said.push_back(fmt::format("{} {}s: {} leave at the next step every worker reaches", want,
+                               RoleName(role), now - want));
+    reshape_reasons_.push_back(fmt::format("pstrain scale to {} {}s", want, RoleName(role)));
+  }
+  const std::string message = fmt::format("{}", fmt::join(said, "; "));
+  log_->info("scale request from {}: {}", conn->peer(), message);
+  conn->Reply(id, ScaleReply{message});
+  MaybeReshape();
+}
+
+void Scheduler::MaybeReshape() {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  // Joiners whose connection is gone no longer wait.
+  joiners_.erase(std::remove_if(joiners_.begin(), joiners_.end(),
+                                [](const Joiner& j) {
+                                  auto c = j.conn.lock();
+                                  return !c || c->closed();
+                                }),
+                 joiners_.end());
+  if (joiners_.empty() && leaving_.empty()) return;
+  if (!topology_sent_ || paused_ || reshaping_ || shutting_down_ || !stop_reason_.empty()) return;
+  reshaping_ = true;
+  reshape_step_ = -1;  // known once every worker said where it is
+  const std::string why = fmt::format("{}", fmt::join(reshape_reasons_, "; "));
+  log_->info("changing the job's shape ({}): asking the workers how far they are", why);
+  AskWorkersWhere(why, [this, why](const Status& st, int64_t furthest) {
+    if (!reshaping_) return;  // stopped or paused meanwhile
+    if (!st.ok()) {
+      // A worker did not answer: it is lost, and its loss is handled as such.
+      log_->warn("changing the job's shape: {}", st.message());
+      reshaping_ = false;
+      return;
+    }
+    reshape_step_ = furthest;
+    StopAt(furthest, "the job changes shape: " + why);
+  });
+}
+
+std::vector<Scheduler::NodeEntry> Scheduler::Renumber(
+    Role role, const std::function<bool(const NodeEntry&)>& keep, size_t extra) {
+  std::vector<NodeEntry>& nodes = NodesOf(role);
+  std::vector<NodeEntry> kept, gone;
+  for (NodeEntry& n : nodes) (keep(n) ? kept : gone).push_back(std::move(n));
+  for (size_t r = 0; r < kept.size(); ++r) {
+    NodeEntry& n = kept[r];
+    n.info.rank = static_cast<int>(r);
+    rank_of_[n.info.node_id] = {role, static_cast<int>(r)};
+    // Ranks moved: every node gets the whole list of its peers next.
+    n.entry_changed_round = topology_rounds_ + 1;
+    n.acked_round = 0;
+    n.acked_generation = -1;
+    n.claimed_generation = -1;
+  }
+  for (const NodeEntry& n : gone) {
+    rank_of_.erase(n.info.node_id);
+    if (auto c = n.conn.lock()) node_of_.erase(c.get());
+  }
+  kept.resize(kept.size() + extra);
+  nodes = std::move(kept);
+  never_held_from_[role == Role::kServer ? 0 : 1] = 0;
+  return gone;
+}
+
+void Scheduler::ApplyReshape() {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  reshaping_ = false;
+  const int64_t step = reshape_step_;
+  const int old_servers = Count(Role::kServer), old_workers = Count(Role::kWorker);
+  std::vector<Joiner> joining;
+  for (Joiner& j : joiners_)
+    if (auto c = j.conn.lock(); c && !c->closed()) joining.push_back(std::move(j));
+  joiners_.clear();
+  std::vector<std::string> who;
+  std::vector<NodeEntry> left;
+  for (Role role : {Role::kServer, Role::kWorker}) {
+    size_t joins = 0;
+    for (const Joiner& j : joining) joins += j.info.role == role ? 1 : 0;
+    std::vector<NodeEntry> gone = Renumber(
+        role, [this](const NodeEntry& n) { return !leaving_.count(n.info.node_id); }, joins);
+    for (NodeEntry& n : gone) {
+      who.push_back(fmt::format("{} node id:{} leaves ({})", RoleName(role), n.info.node_id,
+                                leaving_[n.info.node_id]));
+      left.push_back(std::move(n));
+    }
+  }
+  leaving_.clear();
+  reshape_reasons_.clear();
+  // Joiners take the slots after the nodes that stay, in the order they came.
+  std::array<int, 2> next_rank{};
+  for (Role role : {Role::kServer, Role::kWorker}) {
+    int joins = 0;
+    for (const Joiner& j : joining) joins += j.info.role == role ? 1 : 0;
+    next_rank[role == Role::kServer ? 0 : 1] = Count(role) - joins;
+  }
+  for (Joiner& j : joining) {
+    j.info.rank = next_rank[j.info.role == Role::kServer ? 0 : 1]++;
+    who.push_back(fmt::format("{} node id:{} joins as rank {}", RoleName(j.info.role),
+                              j.info.node_id, j.info.rank));
+  }
+  options_.server_num = Count(Role::kServer);
+  options_.worker_num = Count(Role::kWorker);
+  const std::string line = fmt::format(
+      "elastic: workers {} -> {}, servers {} -> {} from step {}: {}", old_workers,
+      Count(Role::kWorker), old_servers, Count(Role::kServer), step, fmt::join(who, "; "));
+  log_->info("{}", line);
+  shape_changes_.push_back(line);
+  if (shape_changes_.size() > kShapeChangesKept) shape_changes_.erase(shape_changes_.begin());
+  for (NodeEntry& n : left) {
+    auto conn = n.conn.lock();
+    if (!conn || conn->closed()) continue;
+    conn->Call(Shutdown{fmt::format("this node left the job after step {}", step)},
+               [conn](StatusOr<Incoming>) { conn->Close(Aborted("left the job")); });
+  }
+  BeginPause(fmt::format("its shape changes from step {}", step), /*reshape=*/true);
+  for (Joiner& j : joining) {
+    auto conn = j.conn.lock();
+    if (!conn) continue;  // its slot waits for the pause's deadline, like a lost node's
+    if (!reference_config_) reference_config_ = j.req.config;
+    Admit(conn, j.request_id, j.info, "joins, assign", j.req);
+  }
+}
+
+bool Scheduler::DropLost(NodeEntry& node, const std::string& what) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  const Role role = node.info.role;
+  const bool server = role == Role::kServer;
+  if (server && !elastic_.servers_elastic()) return false;
+  const int min = server ? elastic_.min_servers : elastic_.min_workers;
+  if (Count(role) - 1 < min) return false;
+  const std::string node_id = node.info.node_id;
+  leaving_.erase(node_id);
+  const int old_count = Count(role);
+  Renumber(role, [&node_id](const NodeEntry& n) { return n.info.node_id != node_id; }, 0);
+  options_.server_num = Count(Role::kServer);
+  options_.worker_num = Count(Role::kWorker);
+  const std::string line = fmt::format(
+      "elastic: {}s {} -> {} from the newest checkpoint: {} node id:{} was lost ({}); the others "
+      "go on without it",
+      RoleName(role), old_count, Count(role), RoleName(role), node_id, what);
+  log_->warn("{}", line);
+  shape_changes_.push_back(line);
+  if (shape_changes_.size() > kShapeChangesKept) shape_changes_.erase(shape_changes_.begin());
+  BeginPause(what, /*reshape=*/true);
+  return true;
+}
+
+}  // namespace pstrain
