@@ -276,10 +276,13 @@ TEST_CASE("a delta is checked as strictly as the whole list, and applies only to
 TEST_CASE("a topology's digest ignores the order of its entries and nothing else") {
   const Role w = Role::kWorker, s = Role::kServer;
   const std::vector<NodeInfo> list = {Peer(s, 0, "s0"), Peer(w, 2, "w2"), Peer(w, 0, "w0")};
-  const uint64_t digest = TopologyDigest(list, 3);
-  CHECK(TopologyDigest({list[2], list[0], list[1]}, 3) == digest);
-  CHECK(TopologyDigest(list, 4) != digest);
-  CHECK(TopologyDigest({list[0], list[1]}, 3) != digest);
+  const uint64_t digest = TopologyDigest(list, 3, 1, 3);
+  CHECK(TopologyDigest({list[2], list[0], list[1]}, 3, 1, 3) == digest);
+  CHECK(TopologyDigest(list, 4, 1, 3) != digest);
+  CHECK(TopologyDigest({list[0], list[1]}, 3, 1, 3) != digest);
+  // An elastic job's shape changes with the same peers (a server's list is empty).
+  CHECK(TopologyDigest(list, 3, 1, 4) != digest);
+  CHECK(TopologyDigest(list, 3, 2, 3) != digest);
   for (int field = 0; field < 4; ++field) {
     std::vector<NodeInfo> changed = list;
     NodeInfo& n = changed[1];
@@ -287,7 +290,7 @@ TEST_CASE("a topology's digest ignores the order of its entries and nothing else
     if (field == 1) n.host = "127.0.0.2";
     if (field == 2) ++n.port;
     if (field == 3) n.rank = 3;
-    CHECK(TopologyDigest(changed, 3) != digest);
+    CHECK(TopologyDigest(changed, 3, 1, 3) != digest);
   }
 }
 

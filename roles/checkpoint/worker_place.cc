@@ -147,17 +147,20 @@ int64_t EpochPlan::TotalSteps(int64_t epochs) const {
 }
 
 EpochPlan PlanEpochs(const WorkerPlace& start, const WorkerPlace& now, int64_t samples,
-                     bool by_file) {
+                     bool by_file, const std::function<int64_t(int64_t)>& steps_for) {
   EpochPlan plan;
   plan.start_step = start.step;
   plan.first_epoch = start.epoch;
   plan.steps_per_epoch = now.steps_per_epoch;
   const int64_t global = int64_t{now.batch_size} * now.workers;
+  auto steps_of = [&](int64_t remaining) {
+    return steps_for ? steps_for(remaining) : remaining / global;
+  };
   if (start.workers == now.workers) {
     plan.first_done = start.position;
     plan.skip_samples = start.skip_samples;
     const int64_t epoch_steps =
-        start.skip_samples > 0 ? (samples - start.skip_samples) / global : now.steps_per_epoch;
+        start.skip_samples > 0 ? steps_of(samples - start.skip_samples) : now.steps_per_epoch;
     plan.first_left = std::max<int64_t>(epoch_steps - start.position, 0);
   } else if (by_file) {
     // An interrupted epoch is left; one not begun is trained whole.
@@ -166,7 +169,7 @@ EpochPlan PlanEpochs(const WorkerPlace& start, const WorkerPlace& now, int64_t s
   } else {
     plan.skip_samples =
         start.skip_samples + start.position * start.workers * int64_t{start.batch_size};
-    plan.first_left = std::max<int64_t>(0, samples - plan.skip_samples) / global;
+    plan.first_left = steps_of(std::max<int64_t>(0, samples - plan.skip_samples));
   }
   if (plan.first_left == 0) {  // nothing left of it: the next epoch, whole
     plan.first_epoch = start.epoch + 1;

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -98,8 +99,12 @@ struct EpochPlan {
 // The plan of a run starting at `start` (its place, as resumed) with
 // `steps_per_epoch` steps per epoch of `now` (this run's place at that step).
 // `samples`: the training set's size; `by_file`: the data is sharded by file.
+// `steps_for(remaining)`: how many steps an epoch of which that many samples
+// are left takes with this run's workers (src/data/batcher.h, StepsFor);
+// unset: the whole global batches among them.
 EpochPlan PlanEpochs(const WorkerPlace& start, const WorkerPlace& now, int64_t samples,
-                     bool by_file);
+                     bool by_file,
+                     const std::function<int64_t(int64_t remaining)>& steps_for = nullptr);
 // One line for the log saying how a re-sharded run continues.
 std::string DescribeReshard(const WorkerPlace& saved, const WorkerPlace& now,
                             const EpochPlan& plan);

@@ -90,7 +90,8 @@ void ClusterClient::OnConnected(Connection::Ptr conn) {
   req.elastic = options_.cluster.elastic;
   if (topology_) {
     req.topology_generation = topology_->generation;
-    req.topology_digest = TopologyDigest(topology_->nodes, topology_->generation);
+    req.topology_digest = TopologyDigest(topology_->nodes, topology_->generation,
+                                         topology_->server_num, topology_->worker_num);
   }
   if (!heartbeat_timer_.IsRunning())
     heartbeat_timer_.RunEvery(Millis(options_.cluster.heartbeat_interval_s),
@@ -162,6 +163,7 @@ void ClusterClient::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
     } else if (shutdown->stopped) {
       SetVerdict(Cancelled(shutdown->reason));
     } else {
+      if (!shutdown->reason.empty()) log_->info("the scheduler ends this node's part: {}", shutdown->reason);
       SetVerdict(Status::OK());
     }
   } else if (auto* stop = std::get_if<Stop>(&in.message.body)) {

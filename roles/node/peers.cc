@@ -65,8 +65,10 @@ uint64_t Mix(uint64_t x) {
 
 }  // namespace
 
-uint64_t TopologyDigest(const std::vector<NodeInfo>& nodes, int64_t generation) {
-  uint64_t sum = Mix(static_cast<uint64_t>(generation) ^ nodes.size());
+uint64_t TopologyDigest(const std::vector<NodeInfo>& nodes, int64_t generation, int server_num,
+                        int worker_num) {
+  uint64_t sum = Mix(static_cast<uint64_t>(generation) ^ nodes.size()) +
+                 Mix((static_cast<uint64_t>(server_num) << 32) ^ static_cast<uint32_t>(worker_num));
   for (const NodeInfo& n : nodes) {
     uint64_t h = 0xcbf29ce484222325ULL;
     const int32_t fields[] = {static_cast<int32_t>(n.role), n.rank, n.port,

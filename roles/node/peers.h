@@ -45,10 +45,12 @@ std::string StaleHello(const Hello& hello, int64_t generation);
 // every one of them unless `t` is a delta.
 Status CheckTopology(const Topology& t, Role role, int rank, int servers, int workers);
 
-// A digest of the whole list `nodes` of generation `generation`, the same
-// whatever the order of the entries: how a node tells a scheduler that knows
-// nothing of it (a restarted one) which list it holds.
-uint64_t TopologyDigest(const std::vector<NodeInfo>& nodes, int64_t generation);
+// A digest of the whole list `nodes` of generation `generation` in a job of
+// that shape, the same whatever the order of the entries: how a node tells
+// a scheduler that knows nothing of it (a restarted one, or one whose
+// elastic job changed shape) which list it holds.
+uint64_t TopologyDigest(const std::vector<NodeInfo>& nodes, int64_t generation, int server_num,
+                        int worker_num);
 
 // The whole topology this node holds once `received` is applied to `held`
 // (nullptr: it holds none). A whole list replaces it; a delta patches it.

@@ -108,7 +108,8 @@ void Scheduler::LoseNode(NodeEntry& node, const std::string& why) {
         "{}; the job cannot recover (recovery needs train.checkpoint, and train.recovery.wait_s "
         "above 0)",
         what)));
-  if (!paused_ && elastic_.enabled() && DropLost(node, what)) return;  // 13
+  // 13. Also during a pause: a peer may have reported the loss first.
+  if (elastic_.enabled() && DropLost(node, what)) return;
   if (!paused_) BeginPause(what);
 }
 

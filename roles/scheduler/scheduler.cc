@@ -249,6 +249,11 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
   if (known != rank_of_.end() && known->second.first != info.role)
     return refuse(InvalidArgument(fmt::format("node id {} is already registered as a {}",
                                               info.node_id, RoleName(known->second.first))));
+  // 13. An elastic job renumbers its nodes: a node that asks for the rank
+  // it had before a change it has not heard of yet gets its new one.
+  if (known != rank_of_.end() && info.rank >= 0 && info.rank != known->second.second &&
+      elastic_.enabled() && paused_)
+    info.rank = known->second.second;
   if (known != rank_of_.end() && info.rank >= 0 && info.rank != known->second.second)
     return refuse(
         InvalidArgument(fmt::format("node id {} holds {} rank {}, not rank {}", info.node_id, role,

@@ -44,7 +44,8 @@ void Scheduler::SendTopologyTo(const std::shared_ptr<TopologyRound>& round, Role
   // for the list it holds when the digest matches: a delta of no entries.
   if (!whole && !topology.delta() && n.claimed_generation >= 0 &&
       n.claimed_generation <= topology.generation &&
-      TopologyDigest(topology.nodes, n.claimed_generation) == n.claimed_digest) {
+      TopologyDigest(topology.nodes, n.claimed_generation, topology.server_num,
+                     topology.worker_num) == n.claimed_digest) {
     topology.base_generation = n.claimed_generation;
     topology.nodes.clear();
   }

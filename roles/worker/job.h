@@ -27,6 +27,7 @@ struct WorkerContext {
   std::vector<Connection::Ptr> servers;  // by server rank; use on `loop` only
   Collective* collective = nullptr;      // when the job NeedsCollective()
   std::string log_dir = ".";             // metrics files go here (PSTRAIN_LOG_DIR)
+  std::string sample_log;                // PSTRAIN_TEST_SAMPLE_LOG (tests only)
   // Where training starts: the checkpoint every node agreed on at the start
   // barrier (roles/worker/checkpointing.h, AgreeOnResume); step 0: none.
   CheckpointRef resume{0, "", {}, ""};

@@ -136,4 +136,19 @@ void TrainReport::EpochLine(int64_t step, int epoch, double samples_per_s,
 
 void TrainReport::Finish() { bar_.Finish(); }
 
+Status TrainReport::OpenSampleLog(const std::string& path) {
+  sample_log_.reset(std::fopen(path.c_str(), "a"));
+  if (!sample_log_) return Unavailable(fmt::format("PSTRAIN_TEST_SAMPLE_LOG {}: cannot open", path));
+  return Status::OK();
+}
+
+void TrainReport::Trained(int64_t generation, int64_t step, int epoch,
+                          const std::vector<int64_t>& sample_ids) {
+  if (!sample_log_) return;
+  for (int64_t id : sample_ids)
+    std::fprintf(sample_log_.get(), "%lld %lld %d %lld\n", static_cast<long long>(generation),
+                 static_cast<long long>(step), epoch, static_cast<long long>(id));
+  std::fflush(sample_log_.get());
+}
+
 }  // namespace pstrain

@@ -8,9 +8,12 @@
 #pragma once
 
 #include <chrono>
+#include <cstdio>
+#include <memory>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "optim/threshold_codec.h"
 #include "roles/node/metrics_log.h"
@@ -59,6 +62,11 @@ class TrainReport {
                  double test_metric);
   // Ends the bar's line.
   void Finish();
+  // Tests (PSTRAIN_TEST_SAMPLE_LOG): appends "generation step epoch sample"
+  // to `path` for every sample trained (`step` 1-based, `epoch` 0-based), so
+  // that a test can tell the steps a rollback redid.
+  Status OpenSampleLog(const std::string& path);
+  void Trained(int64_t generation, int64_t step, int epoch, const std::vector<int64_t>& sample_ids);
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -74,6 +82,7 @@ class TrainReport {
   int64_t last_step_;  // at the last metrics line
   int64_t last_log_samples_ = 0;
   TrainCounters last_logged_;  // at the last log line
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> sample_log_{nullptr, &std::fclose};
 };
 
 }  // namespace pstrain

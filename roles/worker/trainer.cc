@@ -396,8 +396,11 @@ Status TrainJob::Run(WorkerContext& ctx) {
   PSTRAIN_RETURN_IF_ERROR(
       CheckFit(reads_, *data, files.features, files.labels).WithContext(config_.source));
   const int batch_size = config_.train.batch_size;
+  // An elastic job's worker count changes within epochs: it keeps every tail.
+  const bool keep_tail = config_.train.elastic.has_value();
   Batcher plain = Batcher::ForTraining(&*data, batch_size, ctx.rank, ctx.workers,
-                                       config_.train.seed, config_.data.shuffle);
+                                       config_.train.seed, config_.data.shuffle, keep_tail);
+  plain.RecordSampleIds(!ctx.sample_log.empty());
   int64_t steps_per_epoch = plain.StepsPerEpoch();
   if (data->sharded_by_file) {
     // Each worker reads its own files: agree on the shortest epoch, or sync
@@ -429,7 +432,9 @@ Status TrainJob::Run(WorkerContext& ctx) {
     const int64_t samples = data->sharded_by_file ? -1 : data->size();
     auto place = ResumePlace(*resume, start, ctx.log, samples);
     if (!place.ok()) return place.status();
-    plan = PlanEpochs(*place, start, data->size(), data->sharded_by_file);
+    plan = PlanEpochs(*place, start, data->size(), data->sharded_by_file, [&](int64_t left) {
+      return Batcher::StepsFor(left, batch_size, ctx.workers, keep_tail);
+    });
     if (place->workers != ctx.workers)
       ctx.log->info("worker {}: {}", ctx.rank, DescribeReshard(*place, start, plan));
     start = *place;
@@ -467,6 +472,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
                 total - start_step, steps_per_epoch, batch_size, data->size());
 
   TrainReport report(ctx.log_dir, ctx.rank, ctx.log, embeddings_->HasCache(), start_step, total);
+  if (!ctx.sample_log.empty()) PSTRAIN_RETURN_IF_ERROR(report.OpenSampleLog(ctx.sample_log));
   Clock::time_point begin = Clock::now(), epoch_begin = begin;
   int64_t epoch_samples = 0;
   Batch batch, next;
@@ -506,6 +512,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
       have_next = batcher.Next(&next);
     PSTRAIN_RETURN_IF_ERROR(Step(ctx, batch, step, have_next ? &next : nullptr));
     epoch_samples += batch.size();
+    report.Trained(ctx.cluster->generation(), step + 1, epoch, batch.sample_ids);
     const bool last = step + 1 == total;
     const TrainCounters counters = Counters(ctx);
     report.AfterStep(step + 1, counters);

@@ -15,6 +15,9 @@ struct Batch {
   std::vector<int64_t> sparse;  // size N * fields; ids in [0, vocab)
   int fields = 0;
   std::vector<float> labels;  // size N: class index (0..C-1) or click (0/1)
+  // Each sample's index in its dataset, when the Batcher was asked to record
+  // them (Batcher::RecordSampleIds: tests count what an epoch trained).
+  std::vector<int64_t> sample_ids;
 
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
 };

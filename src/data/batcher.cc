@@ -10,22 +10,29 @@
 namespace pstrain {
 
 Batcher::Batcher(const Dataset* data, int batch_size, int rank, int workers, bool split_by_index,
-                 uint64_t seed, bool shuffle, bool keep_last)
+                 uint64_t seed, bool shuffle, bool keep_last, bool keep_tail)
     : data_(data),
       batch_size_(batch_size),
       rank_(split_by_index ? rank : 0),
       workers_(split_by_index ? workers : 1),
       seed_(seed),
       shuffle_(shuffle),
-      keep_last_(keep_last) {
+      keep_last_(keep_last),
+      keep_tail_(keep_tail && split_by_index) {
   assert(data != nullptr && batch_size > 0);
   assert(workers > 0 && rank >= 0 && rank < workers);
   assert(!keep_last || workers_ == 1);
 }
 
 Batcher Batcher::ForTraining(const Dataset* data, int batch_size, int rank, int workers,
-                             uint64_t seed, bool shuffle) {
-  return Batcher(data, batch_size, rank, workers, !data->sharded_by_file, seed, shuffle);
+                             uint64_t seed, bool shuffle, bool keep_tail) {
+  return Batcher(data, batch_size, rank, workers, !data->sharded_by_file, seed, shuffle,
+                 /*keep_last=*/false, keep_tail);
+}
+
+int64_t Batcher::StepsFor(int64_t remaining, int batch_size, int workers, bool keep_tail) {
+  const int64_t steps = remaining / (int64_t{batch_size} * workers);
+  return keep_tail && steps == 0 && remaining >= workers ? 1 : steps;
 }
 
 Batcher Batcher::ForEval(const Dataset* data, int batch_size) {
@@ -36,7 +43,8 @@ Batcher Batcher::ForEval(const Dataset* data, int batch_size) {
 int64_t Batcher::StepsPerEpoch() const {
   const int64_t global = int64_t{batch_size_} * workers_;
   const int64_t n = data_->size();
-  const int64_t steps = keep_last_ ? (n + global - 1) / global : n / global;
+  const int64_t steps =
+      keep_last_ ? (n + global - 1) / global : StepsFor(n, batch_size_, workers_, keep_tail_);
   return cap_ >= 0 ? std::min(steps, cap_) : steps;
 }
 
@@ -56,11 +64,21 @@ void Batcher::StartEpoch(int epoch, int64_t position, int64_t skip_samples) {
 
 bool Batcher::Next(Batch* out) {
   if (!started_) return false;
-  if (skip_ == 0 && step_ >= StepsPerEpoch()) return false;
-  if (skip_ > 0 && step_ >= (data_->size() - skip_) / (int64_t{batch_size_} * workers_))
-    return false;
-  const int64_t begin = skip_ + (step_ * workers_ + rank_) * batch_size_;
-  const int64_t end = std::min<int64_t>(begin + batch_size_, data_->size());
+  const int64_t remaining = data_->size() - skip_;
+  const int64_t steps =
+      skip_ == 0 ? StepsPerEpoch() : StepsFor(remaining, batch_size_, workers_, keep_tail_);
+  if (step_ >= steps) return false;
+  const int64_t global = int64_t{batch_size_} * workers_;
+  int64_t begin = skip_ + (step_ * workers_ + rank_) * batch_size_;
+  int64_t end = std::min<int64_t>(begin + batch_size_, data_->size());
+  if (keep_tail_ && step_ + 1 == steps && cap_ < 0) {
+    // The epoch's last step: what is left, split as evenly as it goes.
+    const int64_t base = skip_ + step_ * global;
+    const int64_t left = data_->size() - base;
+    const int64_t each = left / workers_, extra = left % workers_;
+    begin = base + rank_ * each + std::min<int64_t>(rank_, extra);
+    end = begin + each + (rank_ < extra ? 1 : 0);
+  }
   Gather(begin, end, out);
   ++step_;
   return true;
@@ -87,6 +105,9 @@ void Batcher::Gather(int64_t begin, int64_t end, Batch* out) const {
     }
     out->labels[static_cast<size_t>(i)] = data_->labels[static_cast<size_t>(s)];
   }
+  out->sample_ids.clear();
+  if (record_ids_)
+    out->sample_ids.assign(order_.begin() + begin, order_.begin() + end);
 }
 
 }  // namespace pstrain

@@ -11,6 +11,14 @@
 // each W*B). The incomplete last global batch is dropped: every worker takes
 // the same number of steps, N / (W*B).
 //
+// With keep_tail (elastic jobs, whose worker count changes within an
+// epoch), nothing is dropped: the last step of an epoch also takes the
+// samples that make no whole global batch, split among the workers as evenly
+// as they go (a worker's last batch holds B + t/W samples, one more for the
+// first t % W ranks), and an epoch's rest smaller than a global batch (but
+// at least W samples) is one step. Only fewer than W samples left at an
+// epoch's end are dropped.
+//
 // Sharded by file (Dataset::sharded_by_file): each worker batches its own
 // samples, N_r / B steps. A worker cannot know the others' N_r, so the caller
 // agrees on the step count (e.g. the minimum of Samples() / B over workers,
@@ -31,12 +39,15 @@ class Batcher {
   // smaller batch (evaluation); only for a Batcher that does not split among
   // several workers.
   Batcher(const Dataset* data, int batch_size, int rank, int workers, bool split_by_index,
-          uint64_t seed, bool shuffle, bool keep_last = false);
+          uint64_t seed, bool shuffle, bool keep_last = false, bool keep_tail = false);
 
   // Training on what LoadTrainShard returned: splits by index unless the
   // dataset is already this worker's shard files.
   static Batcher ForTraining(const Dataset* data, int batch_size, int rank, int workers,
-                             uint64_t seed, bool shuffle);
+                             uint64_t seed, bool shuffle, bool keep_tail = false);
+  // The steps of an epoch of which `remaining` samples are left to `workers`
+  // workers of batch `batch_size` (see keep_tail above).
+  static int64_t StepsFor(int64_t remaining, int batch_size, int workers, bool keep_tail);
   // Evaluation: every sample once, in file order, the last batch kept.
   static Batcher ForEval(const Dataset* data, int batch_size);
 
@@ -57,6 +68,8 @@ class Batcher {
   // Ends every epoch after at most `steps` batches (see the header comment).
   void CapStepsPerEpoch(int64_t steps) { cap_ = steps; }
   int batch_size() const { return batch_size_; }
+  // Every batch then lists its samples' indices (Batch::sample_ids).
+  void RecordSampleIds(bool on) { record_ids_ = on; }
 
  private:
   void Gather(int64_t begin, int64_t end, Batch* out) const;
@@ -68,6 +81,8 @@ class Batcher {
   uint64_t seed_;
   bool shuffle_;
   bool keep_last_;
+  bool keep_tail_;
+  bool record_ids_ = false;
   int64_t cap_ = -1;            // -1: no cap
   std::vector<int64_t> order_;  // this epoch's permutation of sample indices
   int64_t step_ = 0;

@@ -124,6 +124,9 @@ std::vector<Setting> ClusterSettings(ClusterOptions* c, bool shape_required) {
              return fault.has_value();
            }},
           "a fault injected into this process's pushes"),
+      Described(TextSetting("test-sample-log", "PSTRAIN_TEST_SAMPLE_LOG", false, "a file path",
+                            &c->test_sample_log),
+                "a worker appends \"epoch sample\" for every sample it trains (tests only)"),
       Described(TextSetting("tls-cert", "PSTRAIN_TLS_CERT", false, "a file path (PEM certificate)",
                             &c->tls.cert),
                 "this node's certificate; with the key and the CA, every connection is mutual "
