@@ -2,8 +2,8 @@
 // GPU (or no CUDA in the build) and when a model has layers the GPU path
 // cannot run. Where a GPU is visible: GPU training steps give the CPU
 // model's loss, logits and gradients (LeNet, every other layer option,
-// Wide&Deep towers with embedding bags of each mode), and NCCL with a world
-// of one. The cases
+// Wide&Deep towers with embedding bags of each mode, whose tables travel
+// only in the rows a batch uses), and NCCL with a world of one. The cases
 // that need a GPU (or its absence) are suites of their own, which CTest
 // reports as skipped where they cannot run (tests/test_util.h). A LeNet
 // throughput benchmark is here too, skipped by default:
@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -303,6 +304,115 @@ TEST_CASE("GPU: Wide&Deep towers (sum and concat bags, concat, linear) match the
 TEST_CASE("GPU: a mean embedding bag in a sequential model matches the CPU" *
           doctest::test_suite(kGpuDevice)) {
   CompareWithCpu(MeanBag(), 3, 9);
+}
+
+// Wide&Deep with tables far larger than a batch's ids, as a worker's
+// server-held tables are (room for every id of a batch).
+ModelConfig WideDeepLarge() {
+  ModelConfig config = WideDeep();
+  config.wide[0].vocab = 4000;
+  config.deep[0] = Bag(4000, 8, "concat");
+  return config;
+}
+
+// One training step of the CPU model `cpu` and of `gpu`, compared;
+// `grad_of(i)` is where the GPU left param i's gradient. Returns the bytes
+// the GPU step copied between host and device.
+int64_t CompareStep(Model& cpu, GpuModel& gpu, const Batch& batch,
+                    const std::function<std::vector<float>(size_t)>& grad_of) {
+  const Tensor cpu_logits = cpu.Forward(batch, true);
+  const float cpu_loss = cpu.Backward(batch).value();
+  const int64_t before = gpu.CopiedBytes();
+  REQUIRE(gpu.UploadWeights().ok());
+  auto logits = gpu.Forward(batch, true);
+  REQUIRE(logits.ok());
+  ExpectClose(Values(cpu_logits.data), Values((*logits)->data), "logits");
+  auto loss = gpu.Backward(batch);
+  REQUIRE(loss.ok());
+  CHECK(std::fabs(cpu_loss - *loss) <= 1e-5 * std::fabs(cpu_loss));
+  const std::vector<Param*>& params = cpu.params();
+  for (size_t i = 0; i < params.size(); ++i)
+    ExpectClose(Values(params[i]->grad.data), grad_of(i), params[i]->name);
+  return gpu.CopiedBytes() - before;
+}
+
+// Three steps (ids 0..19, ids spread over the table, 0..19 again) on
+// WideDeepLarge, the tables' host side in their Params or, with `pin`, in
+// PinTable's memory.
+void CheckRowsTravel(bool pin) {
+  CAPTURE(pin);
+  const ModelConfig config = WideDeepLarge();
+  // `cpu` is the reference; the GPU model runs on the params of `host`,
+  // built the same (same seed, same weights).
+  auto cpu = Model::Build(config, kSeed);
+  auto host = Model::Build(config, kSeed);
+  REQUIRE(cpu.ok());
+  REQUIRE(host.ok());
+  const std::vector<Param*>& params = (*cpu)->params();
+  const std::vector<Param*>& mine = (*host)->params();
+  int64_t table_bytes = 0;
+  std::vector<bool> is_table(params.size(), false);
+  for (size_t i = 0; i < params.size(); ++i) {
+    is_table[i] = params[i]->value.shape.size() == 2 && params[i]->value.shape[0] == 4000;
+    if (is_table[i]) table_bytes += 4 * params[i]->value.size();
+  }
+  REQUIRE(std::count(is_table.begin(), is_table.end(), true) == 2);
+  std::mt19937 rng(13);
+  Batch batch = RandomBatch(config, 40, 2, &rng);
+  // Ids renumbered 0..19, as a worker's server-held tables get them.
+  for (size_t k = 0; k < batch.sparse.size(); ++k) batch.sparse[k] = (k * 7) % 20;
+  Batch scattered = batch;  // and ids spread over the table
+  for (int64_t& id : scattered.sparse) id = id * 197 + 3;
+
+  auto gpu = GpuModel::Build(config, mine, kSeed);
+  REQUIRE(gpu.ok());
+  std::vector<GpuModel::PinnedTable> pinned(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!is_table[i]) {
+      CHECK((*gpu)->PinTable(i).status().code() == StatusCode::kInvalidArgument);
+      continue;
+    }
+    if (!pin) continue;
+    auto table = (*gpu)->PinTable(i);
+    REQUIRE(table.ok());
+    pinned[i] = *table;
+    const int64_t n = params[i]->value.size();
+    CHECK(std::vector<float>(table->values, table->values + n) == Values(params[i]->value.data));
+    // From now on the Param's tensors are neither read nor written.
+    std::fill(mine[i]->value.data.begin(), mine[i]->value.data.end(), NAN);
+    std::fill(mine[i]->grad.data.begin(), mine[i]->grad.data.end(), NAN);
+  }
+  auto grad_of = [&](size_t i) {
+    if (pinned[i].grads == nullptr) return Values(mine[i]->grad.data);
+    return std::vector<float>(pinned[i].grads, pinned[i].grads + mine[i]->grad.size());
+  };
+  for (const Batch* b : {&batch, &scattered, &batch}) {
+    const int64_t bytes = CompareStep(**cpu, **gpu, *b, grad_of);
+    MESSAGE("pinned " << pin << ": a step copied " << bytes << " bytes; the tables are "
+                      << table_bytes);
+    CHECK(bytes < table_bytes / 4);
+    // The CPU's update, given to the GPU's params (or pinned tables, as a
+    // worker's pulls write them), so that the next step's rows differ.
+    for (size_t i = 0; i < params.size(); ++i) {
+      Param& p = *params[i];
+      for (size_t k = 0; k < p.value.data.size(); ++k) p.value.data[k] -= 0.5f * p.grad.data[k];
+      if (pinned[i].values != nullptr) {
+        std::copy(p.value.data.begin(), p.value.data.end(), pinned[i].values);
+      } else {
+        std::copy(p.value.data.begin(), p.value.data.end(), mine[i]->value.data.begin());
+      }
+    }
+  }
+  if (pin) {
+    for (size_t i = 0; i < params.size(); ++i)
+      if (is_table[i]) CHECK(std::isnan(mine[i]->grad.data[0]));
+  }
+}
+
+TEST_CASE("GPU: only the rows a batch's ids name travel, from the Params or pinned tables" *
+          doctest::test_suite(kGpuDevice)) {
+  CheckRowsTravel(false);
+  CheckRowsTravel(true);
 }
 
 TEST_CASE("GPU: sparse ids outside the table or of the wrong count are refused, not read" *

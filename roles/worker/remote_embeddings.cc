@@ -19,6 +19,8 @@ std::unique_ptr<RemoteEmbeddings> RemoteEmbeddings::Create(const PlacedModel& pl
     Table& table = remote->tables_.emplace_back();
     table.config = t;
     table.param = placed.TableParam(k);
+    table.values = table.param->value.ptr();
+    table.grads = table.param->grad.ptr();
     if (cached && t.cache_rows > 0)
       table.cache = std::make_unique<RowCache>(static_cast<size_t>(t.cache_rows), t.options.dim);
   }
@@ -41,6 +43,20 @@ std::string RemoteEmbeddings::UnusedCacheWarning(const Config& config) {
       "serves modes async and ssp",
       names.size() == 1 ? "table" : "tables", fmt::join(names, ", "),
       names.size() == 1 ? "is" : "are");
+}
+
+bool RemoteEmbeddings::Holds(const Param* param) const {
+  for (const Table& t : tables_)
+    if (t.param == param) return true;
+  return false;
+}
+
+void RemoteEmbeddings::UseRowMemory(const Param* param, float* values, float* grads) {
+  for (Table& t : tables_) {
+    if (t.param != param) continue;
+    t.values = values;
+    t.grads = grads;
+  }
 }
 
 bool RemoteEmbeddings::CanPrefetch() const {
@@ -124,6 +140,12 @@ Status RemoteEmbeddings::Gather(SparseClient& client, Batch* batch, int64_t min_
       counts_.ids += static_cast<int64_t>(unique.size());
       counts_.hits += static_cast<int64_t>(hits);
     }
+    // Every row missing: they are rows 0..U-1 in order, so the replies
+    // land in place.
+    if (t.missing.size() == unique.size()) {
+      pulls.push_back({&t.config.options.name, dim, &t.missing, t.values});
+      continue;
+    }
     t.pulled.resize(t.missing.size() * dim);
     pulls.push_back({&t.config.options.name, dim, &t.missing, t.pulled.data()});
   }
@@ -131,11 +153,11 @@ Status RemoteEmbeddings::Gather(SparseClient& client, Batch* batch, int64_t min_
   for (Table& t : tables_) {
     const int dim = t.config.options.dim;
     RowCache* cache = use_cache ? t.cache.get() : nullptr;
+    const bool in_place = t.missing.size() == unique.size();
     for (size_t k = 0; k < t.missing.size(); ++k) {
-      const float* row = t.pulled.data() + k * dim;
-      std::memcpy(t.param->value.ptr() + static_cast<size_t>(t.missing_at[k]) * dim, row,
-                  dim * sizeof(float));
-      if (cache != nullptr) cache->Put(t.missing[k], row, step);
+      float* into = t.values + static_cast<size_t>(t.missing_at[k]) * dim;
+      if (!in_place) std::memcpy(into, t.pulled.data() + k * dim, dim * sizeof(float));
+      if (cache != nullptr) cache->Put(t.missing[k], into, step);
     }
     if (!use_cache) continue;  // evaluation: not counted
     counts_.pulled_rows += static_cast<int64_t>(t.missing.size());
@@ -156,7 +178,7 @@ size_t RemoteEmbeddings::ServeFromCache(Table& t, RowCache* cache, int64_t step)
   for (size_t u = 0; u < unique.size(); ++u) {
     const float* cached =
         cache != nullptr ? cache->Get(unique[u], step, t.config.cache_staleness) : nullptr;
-    float* into = t.param->value.ptr() + u * dim;
+    float* into = t.values + u * dim;
     if (cached != nullptr) {
       std::memcpy(into, cached, dim * sizeof(float));
       ++hits;
@@ -196,8 +218,7 @@ std::string RemoteEmbeddings::DescribeSinceLast() {
 Status RemoteEmbeddings::Scatter(SparseClient& client, int64_t clock) {
   std::vector<RowTransfer> pushes;
   for (Table& t : tables_)
-    pushes.push_back(
-        {&t.config.options.name, t.config.options.dim, &dedup_.unique(), t.param->grad.ptr()});
+    pushes.push_back({&t.config.options.name, t.config.options.dim, &dedup_.unique(), t.grads});
   return client.Push(pushes, clock);
 }
 

@@ -6,7 +6,10 @@
 // (batch x fields; roles/placement/placed_model.h). Each step:
 //   Gather: the batch's ids are deduplicated (U unique ids) and renumbered
 //     0..U-1 in place, and each table's U rows are pulled into rows 0..U-1
-//     of its Param: one request per server and table.
+//     of its Param: one request per server and table. Rows no cache serves
+//     land there straight from the replies (with every row pulled, that is
+//     all of them); UseRowMemory moves that place to pinned memory of the
+//     GPU model, so they go up to the device without another host copy.
 //   forward and backward run unchanged on that small table; the gradient of
 //     row u is the sum over the batch's occurrences of unique id u.
 //   Scatter: each table's U gradient rows are pushed to their servers.
@@ -55,6 +58,12 @@ class RemoteEmbeddings {
   static std::string UnusedCacheWarning(const Config& config);
 
   bool empty() const { return tables_.empty(); }
+  // Whether `param` is a server-held table's.
+  bool Holds(const Param* param) const;
+  // From now on `param`'s table takes its rows from `values` and pushes its
+  // gradient from `grads` (each as large as the Param, e.g.
+  // GpuModel::PinTable's) instead of the Param's own tensors.
+  void UseRowMemory(const Param* param, float* values, float* grads);
 
   // `step`: the worker's step, which dates cached rows. Evaluation passes
   // use_cache false: it pulls every row fresh and caches none.
@@ -94,9 +103,11 @@ class RemoteEmbeddings {
   struct Table {
     ServerTable config;
     Param* param = nullptr;
+    float* values = nullptr;  // its rows: the Param's, or UseRowMemory's
+    float* grads = nullptr;
     std::unique_ptr<RowCache> cache;  // null: none
     // Scratch of Gather: the ids to pull, their positions among the unique ids, and
-    // their rows.
+    // their rows when they cannot land in place.
     std::vector<int64_t> missing;
     std::vector<uint32_t> missing_at;
     std::vector<float> pulled;

@@ -180,10 +180,18 @@ Status TrainJob::StartGpu(WorkerContext& ctx) {
   if (!gpu.ok()) return gpu.status().WithContext("model.device: gpu");
   gpu_ = std::move(*gpu);
   ctx.log->info("worker {} trains on the GPU: {}", ctx.rank, GpuDescription());
+  const std::vector<Param*>& params = model_->params();
+  // Rows pulled from the servers land in the model's pinned memory, and go
+  // up from there with no staging copy.
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!embeddings_->Holds(params[i])) continue;
+    auto pinned = gpu_->PinTable(i);
+    if (!pinned.ok()) return pinned.status().WithContext("model.device: gpu");
+    embeddings_->UseRowMemory(params[i], pinned->values, pinned->grads);
+  }
   // NCCL averages the dense ps: false gradients during backward; compressed
   // ones and mode average's weights go through the host ring
   // (ctx.collective) after the gradients came back, like the CPU path.
-  const std::vector<Param*>& params = model_->params();
   const bool any_dense = std::any_of(params.begin(), params.end(), [this](const Param* p) {
     return allreduced_->ReducesDense(p);
   });
@@ -207,6 +215,9 @@ Status TrainJob::StartGpu(WorkerContext& ctx) {
     if (!allreduced_->ReducesDense(params[i])) return Status::OK();
     return nccl_->AllReduce(grad, n, /*average=*/true);
   };
+  gpu_->reduced_on_device = [this, &params](size_t i) {
+    return allreduced_->ReducesDense(params[i]);
+  };
   ctx.log->info("worker {}: ps: false gradients are averaged with NCCL among {} GPU workers",
                 ctx.rank, ctx.workers);
   return Status::OK();
@@ -219,11 +230,13 @@ StatusOr<float> TrainJob::ComputeGradients(const Batch& batch) {
     return model_->Backward(batch);
   }
   const double copied = gpu_->CopySeconds();
+  const int64_t bytes = gpu_->CopiedBytes();
   PSTRAIN_RETURN_IF_ERROR(gpu_->UploadWeights());
   auto logits = gpu_->Forward(batch, /*training=*/true);
   if (!logits.ok()) return logits.status();
   auto loss = gpu_->Backward(batch);
   stats_.copy_s += gpu_->CopySeconds() - copied;
+  stats_.copy_bytes += gpu_->CopiedBytes() - bytes;
   return loss;
 }
 
@@ -586,8 +599,10 @@ Status TrainJob::Run(WorkerContext& ctx) {
       static_cast<double>(stats_.samples) / std::max(stats_.seconds, 1e-9),
       100.0 * stats_.comm_s / step_s, stats_.last_loss);
   if (gpu_) {
-    ctx.log->info("worker {} on the GPU: {:.1f}% of step time in host-device copies", ctx.rank,
-                  100.0 * stats_.copy_s / step_s);
+    ctx.log->info(
+        "worker {} on the GPU: {:.1f}% of step time in host-device copies ({:.1f} KiB a step)",
+        ctx.rank, 100.0 * stats_.copy_s / step_s,
+        static_cast<double>(stats_.copy_bytes) / 1024 / std::max<int64_t>(stats_.steps, 1));
   }
   return Status::OK();
 }

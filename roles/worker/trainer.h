@@ -58,6 +58,7 @@ struct TrainStats {
   double pull_s = 0;       // embedding rows' gather, the dense push+pull round trip
   double allreduce_s = 0;  // averaging the ps: false weights among workers
   double copy_s = 0;       // device: gpu: host <-> device copies (part of compute_s)
+  int64_t copy_bytes = 0;  // device: gpu: what those copies moved
   double last_loss = 0;
   double test_metric = -1;   // accuracy or AUC after the last epoch (chief; -1: not run)
   double test_logloss = -1;  // click data only

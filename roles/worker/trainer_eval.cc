@@ -14,9 +14,8 @@ namespace pstrain {
 
 StatusOr<const Tensor*> TrainJob::Logits(const Batch& batch) {
   if (!gpu_) return &model_->Forward(batch, /*training=*/false);
-  // Each evaluation batch gathers its own embedding rows into the host
-  // Params: they must reach the device before its forward.
-  if (!embeddings_->empty()) PSTRAIN_RETURN_IF_ERROR(gpu_->UploadWeights());
+  // Each evaluation batch gathers its own embedding rows: the forward
+  // sends a batch's rows up itself.
   return gpu_->Forward(batch, /*training=*/false);
 }
 

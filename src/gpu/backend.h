@@ -30,12 +30,14 @@ class ModelBackend {
  public:
   virtual ~ModelBackend() = default;
   virtual Status UploadWeights() = 0;
+  virtual StatusOr<GpuModel::PinnedTable> PinTable(size_t index) = 0;
   virtual StatusOr<const Tensor*> Forward(const Batch& batch, bool training) = 0;
   virtual StatusOr<float> Backward(
-      const Batch& batch,
-      const std::function<Status(size_t, float*, int64_t)>& on_device_grads) = 0;
+      const Batch& batch, const std::function<Status(size_t, float*, int64_t)>& on_device_grads,
+      const std::function<bool(size_t)>& reduced_on_device) = 0;
   virtual GpuStream stream() const = 0;
   virtual double CopySeconds() const = 0;
+  virtual int64_t CopiedBytes() const = 0;
   virtual void SetTrainingForwards(uint64_t done) = 0;
 };
 
@@ -71,7 +73,7 @@ class Backend {
 // compute it, and the module refuses a front whose key differs. Raise
 // kBackendVersion whenever this header changes; the sizes catch most
 // changes to the types passed by reference.
-constexpr int kBackendVersion = 1;
+constexpr int kBackendVersion = 2;
 std::string BuildKey();
 
 }  // namespace pstrain::gpu

@@ -57,10 +57,7 @@ std::string GpuDescription();
 Status CheckGpuModelSupported(const ModelConfig& config);
 
 // Forward and backward of a model (sequential, or wide + deep towers) on
-// device 0, in float32. embedding_bag tables are Params like any other:
-// with server-held tables (roles/worker/remote_embeddings.h) the host Param holds
-// the batch's rows, pulled from the servers, and goes up with the others;
-// the batch's ids go up with each Forward.
+// device 0, in float32.
 //
 // The host Model (src/nn/model.h) stays the owner of the weights: the
 // trainer pulls or updates the host Params, calls UploadWeights(), and after
@@ -68,6 +65,14 @@ Status CheckGpuModelSupported(const ModelConfig& config);
 // through pinned staging memory). Conventions (weight layouts, padding,
 // maxpool ties, the dropout mask of a given seed) are the CPU layers', so a
 // step gives the CPU's gradients up to float rounding.
+//
+// embedding_bag tables travel only in the rows a batch's ids name: each
+// Forward sends those rows up with the ids, and Backward brings back those
+// rows of the gradient (the others are zero, as on the CPU). With
+// server-held tables (roles/worker/remote_embeddings.h) the ids are
+// renumbered 0..U-1, so that is one block of U rows each way; PinTable lets
+// the rows pulled from the servers land in pinned memory that is copied
+// from directly.
 class GpuModel {
  public:
   // `params`: the host model's params() (same order, names and shapes); the
@@ -78,8 +83,21 @@ class GpuModel {
                                                    uint64_t seed = 0);
   ~GpuModel();
 
-  // Host values -> device (all params).
+  // Host values -> device: every param but the embedding_bag tables, whose
+  // rows each Forward sends itself (so they may change between Forwards).
   Status UploadWeights();
+  // Pinned host memory that stands in for embedding_bag param `index`'s
+  // host value and grad tensors from now on, each as large as the Param:
+  // callers write the batch's rows into `values` (server-held tables pull
+  // them straight there), each Forward copies those rows up from it with no
+  // staging copy, and Backward leaves the table's gradient in `grads`. The
+  // Param's own tensors are no longer read or written. Valid for the
+  // model's life; InvalidArgument for a param that is not such a table.
+  struct PinnedTable {
+    float* values = nullptr;
+    float* grads = nullptr;
+  };
+  StatusOr<PinnedTable> PinTable(size_t index);
   // Forward on the device; the logits ([N, classes] or [N, 1]) are copied
   // into a host tensor owned by the model, valid until the next Forward.
   StatusOr<const Tensor*> Forward(const Batch& batch, bool training);
@@ -92,6 +110,10 @@ class GpuModel {
   // to all-reduce gradients in place (NcclCommunicator on stream()). Work it
   // queues on stream() is ordered before the copy; an error ends Backward.
   std::function<Status(size_t index, float* device_grad, int64_t n)> on_device_grads;
+  // With on_device_grads: whether it may change param `index`'s gradient
+  // (all-reduce it). Such an embedding_bag table's gradient comes back
+  // whole, since other ranks' rows are in it. Unset: every param.
+  std::function<bool(size_t index)> reduced_on_device;
 
   // The stream the model's device work runs on.
   GpuStream stream() const;
@@ -100,6 +122,8 @@ class GpuModel {
   // CUDA events around each copy; the host's memcpys into the pinned
   // staging array are not in it.
   double CopySeconds() const;
+  // Bytes those copies moved so far, both directions.
+  int64_t CopiedBytes() const;
   // As Model::SetTrainingForwards: the dropout masks continue from `done`.
   void SetTrainingForwards(uint64_t done);
 

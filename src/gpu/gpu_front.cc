@@ -51,14 +51,18 @@ StatusOr<std::unique_ptr<GpuModel>> GpuModel::Build(const ModelConfig& config,
 }
 
 Status GpuModel::UploadWeights() { return backend_->UploadWeights(); }
+StatusOr<GpuModel::PinnedTable> GpuModel::PinTable(size_t index) {
+  return backend_->PinTable(index);
+}
 StatusOr<const Tensor*> GpuModel::Forward(const Batch& batch, bool training) {
   return backend_->Forward(batch, training);
 }
 StatusOr<float> GpuModel::Backward(const Batch& batch) {
-  return backend_->Backward(batch, on_device_grads);
+  return backend_->Backward(batch, on_device_grads, reduced_on_device);
 }
 GpuStream GpuModel::stream() const { return backend_->stream(); }
 double GpuModel::CopySeconds() const { return backend_->CopySeconds(); }
+int64_t GpuModel::CopiedBytes() const { return backend_->CopiedBytes(); }
 void GpuModel::SetTrainingForwards(uint64_t done) { backend_->SetTrainingForwards(done); }
 
 StatusOr<std::unique_ptr<DeviceBuffer>> DeviceBuffer::Create(int64_t n) {

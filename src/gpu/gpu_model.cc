@@ -2,9 +2,11 @@
 // order, the loss, and the copies between the host Params and the device.
 //
 // Every parameter lives in one flat device array of values and one of
-// grads, in the order of the host params. Host <-> device copies go through
-// one pinned staging array; each public call ends by waiting for its stream,
-// so the staging array is free again when the next call begins.
+// grads: the dense params first, in the order of the host params, then the
+// embedding_bag tables, whose rows travel as table_rows.h says. The dense
+// params' host <-> device copies go through one pinned staging array; each
+// public call ends by waiting for its stream, so the staging array is free
+// again when the next call begins.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -14,10 +16,12 @@
 #include "src/common/batch.h"
 #include "src/common/config/model_config.h"
 #include "src/common/tensor.h"
+#include "src/gpu/copy_timer.h"
 #include "src/gpu/cuda_backend.h"
 #include "src/gpu/cuda_util.h"
 #include "src/gpu/gpu_layers.h"
 #include "src/gpu/kernels.h"
+#include "src/gpu/table_rows.h"
 #include "src/nn/layer.h"
 #include "src/nn/layers.h"  // CreateLayer, ShapeString
 #include "src/nn/loss.h"
@@ -29,47 +33,6 @@ using gpu::DeviceArray;
 using gpu::DeviceTensor;
 
 namespace {
-
-// Device time of the host <-> device copies: an event before and after each
-// copy on the stream, read once the stream was waited for (reading earlier
-// would wait). Begin() drops the marks of a call that ended in an error.
-class CopyTimer {
- public:
-  CopyTimer() = default;
-  CopyTimer(const CopyTimer&) = delete;
-  CopyTimer& operator=(const CopyTimer&) = delete;
-  ~CopyTimer() {
-    for (cudaEvent_t e : events_) cudaEventDestroy(e);
-  }
-
-  void Begin() { used_ = 0; }
-  // Call before and after each copy.
-  Status Mark(cudaStream_t stream) {
-    if (used_ == events_.size()) {
-      cudaEvent_t e = nullptr;
-      PSTRAIN_CUDA(cudaEventCreate(&e));
-      events_.push_back(e);
-    }
-    PSTRAIN_CUDA(cudaEventRecord(events_[used_++], stream));
-    return Status::OK();
-  }
-  // After the stream was waited for: adds up the time between the pairs.
-  Status Collect() {
-    for (size_t i = 0; i + 1 < used_; i += 2) {
-      float ms = 0;
-      PSTRAIN_CUDA(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]));
-      seconds_ += 1e-3 * ms;
-    }
-    used_ = 0;
-    return Status::OK();
-  }
-  double seconds() const { return seconds_; }
-
- private:
-  std::vector<cudaEvent_t> events_;  // owned
-  size_t used_ = 0;                  // events_[0, used_) are recorded this call
-  double seconds_ = 0;
-};
 
 // A sequential list of GpuLayers and the tensors between them: the model's
 // one, or its wide and deep towers (their logits are added).
@@ -91,12 +54,22 @@ class CudaModel final : public gpu::ModelBackend {
   }
 
   Status UploadWeights() override;
+  StatusOr<GpuModel::PinnedTable> PinTable(size_t index) override {
+    if (index >= params.size() || !table_rows.Has(index)) {
+      return InvalidArgument("PinTable: " +
+                             (index < params.size() ? "param " + params[index]->name
+                                                    : "param " + std::to_string(index)) +
+                             " is not an embedding_bag table");
+    }
+    return table_rows.Pin(index);
+  }
   StatusOr<const Tensor*> Forward(const Batch& batch, bool training) override;
-  StatusOr<float> Backward(
-      const Batch& batch,
-      const std::function<Status(size_t, float*, int64_t)>& on_device_grads) override;
+  StatusOr<float> Backward(const Batch& batch,
+                           const std::function<Status(size_t, float*, int64_t)>& on_device_grads,
+                           const std::function<bool(size_t)>& reduced_on_device) override;
   GpuStream stream() const override { return device_stream; }
   double CopySeconds() const override { return copies.seconds(); }
+  int64_t CopiedBytes() const override { return copies.bytes(); }
   void SetTrainingForwards(uint64_t done) override {
     for (Tower& t : towers)
       for (auto& layer : t.layers) layer->SetTrainingForwards(done);
@@ -108,6 +81,8 @@ class CudaModel final : public gpu::ModelBackend {
   int64_t vocab = 0;                     // with ids: the smallest embedding table's rows
   std::vector<Param*> params;            // the host's, not owned
   std::vector<int64_t> offsets;          // params[i] at offsets[i] in values and grads
+  std::vector<bool> is_table;            // params[i] is an embedding_bag table
+  int64_t dense = 0;                     // floats of the other params: offsets below it
   int64_t total = 0;                     // floats of all params
   cudaStream_t device_stream = nullptr;  // owned
   cublasHandle_t blas = nullptr;         // owned
@@ -125,15 +100,16 @@ class CudaModel final : public gpu::ModelBackend {
   std::vector<int32_t> cursor;  // scratch of the occurrences' counting sort
   Tensor logits;                // host copy of the last Forward's output
   int64_t trained_rows = -1;    // rows of the last Forward(training), -1: none since
-  CopyTimer copies;
+  gpu::CopyTimer copies;
+  gpu::TableRows table_rows;
 
  private:
   Status Wait() {
     return gpu::CudaStatus(cudaStreamSynchronize(device_stream), "cudaStreamSynchronize");
   }
   const DeviceTensor& Logits() const { return towers.size() == 1 ? towers[0].outs.back() : sum; }
-  // Queues the batch's ids (and, for training, where each occurs) and
-  // tells the layers where the batch is.
+  // Queues the batch's ids (and, for training, where each occurs) and the
+  // tables' rows they name, and tells the layers where the batch is.
   Status UploadIds(const Batch& batch, int64_t n, bool training);
 };
 
@@ -218,9 +194,19 @@ StatusOr<std::unique_ptr<gpu::ModelBackend>> gpu::CudaBackend::BuildModel(
   impl->input = config.input;
   impl->output = logits;
   impl->params = params;
-  for (const Param* p : params) {
-    impl->offsets.push_back(impl->total);
-    impl->total += p->value.size();
+  impl->is_table.assign(params.size(), false);
+  for (const std::vector<LayerPlan>& tower : *plans)
+    for (const LayerPlan& plan : tower)
+      if (plan.config.type == LayerType::kEmbeddingBag)
+        for (size_t k : plan.params) impl->is_table[k] = true;
+  impl->offsets.resize(params.size());
+  for (bool tables : {false, true}) {
+    if (tables) impl->dense = impl->total;
+    for (size_t k = 0; k < params.size(); ++k) {
+      if (impl->is_table[k] != tables) continue;
+      impl->offsets[k] = impl->total;
+      impl->total += params[k]->value.size();
+    }
   }
   PSTRAIN_CUDA(cudaSetDevice(0));
   PSTRAIN_CUDA(cudaStreamCreate(&impl->device_stream));
@@ -244,6 +230,10 @@ StatusOr<std::unique_ptr<gpu::ModelBackend>> gpu::CudaBackend::BuildModel(
       for (size_t k : plan.params) {
         device.push_back(
             {impl->values.get() + impl->offsets[k], impl->grads.get() + impl->offsets[k]});
+        if (impl->is_table[k]) {
+          impl->table_rows.Add(k, params[k], plan.config.vocab, plan.config.dim,
+                               device.back().value, device.back().grad);
+        }
       }
       tower.layers.push_back(gpu::MakeGpuLayer(plan.config, plan.input, plan.output, device, seed,
                                                impl->context.get()));
@@ -255,6 +245,7 @@ StatusOr<std::unique_ptr<gpu::ModelBackend>> gpu::CudaBackend::BuildModel(
     return InvalidArgument("model: an embedding_bag of " + std::to_string(impl->vocab) +
                            " rows is more than the GPU path indexes (2^31 - 1)");
   }
+  PSTRAIN_RETURN_IF_ERROR(impl->table_rows.Reserve());
   PSTRAIN_RETURN_IF_ERROR(impl->UploadWeights());
   return std::unique_ptr<gpu::ModelBackend>(std::move(impl));
 }
@@ -262,15 +253,14 @@ StatusOr<std::unique_ptr<gpu::ModelBackend>> gpu::CudaBackend::BuildModel(
 Status CudaModel::UploadWeights() {
   CudaModel& m = *this;
   m.copies.Begin();
-  PSTRAIN_RETURN_IF_ERROR(m.staging.Reserve(m.total));
+  PSTRAIN_RETURN_IF_ERROR(m.staging.Reserve(m.dense));
   for (size_t i = 0; i < m.params.size(); ++i) {
+    if (m.is_table[i]) continue;
     const Tensor& v = m.params[i]->value;
     std::memcpy(m.staging.get() + m.offsets[i], v.ptr(), sizeof(float) * v.size());
   }
-  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.device_stream));
-  PSTRAIN_CUDA(cudaMemcpyAsync(m.values.get(), m.staging.get(), sizeof(float) * m.total,
-                               cudaMemcpyHostToDevice, m.device_stream));
-  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.device_stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Copy(m.values.get(), m.staging.get(), sizeof(float) * m.dense,
+                                        cudaMemcpyHostToDevice, m.device_stream));
   PSTRAIN_RETURN_IF_ERROR(m.Wait());
   return m.copies.Collect();
 }
@@ -321,10 +311,10 @@ Status CudaModel::UploadIds(const Batch& batch, int64_t n, bool training) {
     view.id_start = ids.get() + count;
     view.occurrences = ids.get() + count + range + 1;
   }
-  PSTRAIN_RETURN_IF_ERROR(copies.Mark(device_stream));
-  PSTRAIN_CUDA(cudaMemcpyAsync(ids.get(), host, sizeof(int32_t) * size, cudaMemcpyHostToDevice,
-                               device_stream));
-  PSTRAIN_RETURN_IF_ERROR(copies.Mark(device_stream));
+  PSTRAIN_RETURN_IF_ERROR(
+      copies.Copy(ids.get(), host, sizeof(int32_t) * size, cudaMemcpyHostToDevice, device_stream));
+  PSTRAIN_RETURN_IF_ERROR(table_rows.Upload(host, count, range, training ? host + count : nullptr,
+                                            device_stream, &copies));
   view.ids = ids.get();
   view.fields = fields;
   if (!training) view.range = range;
@@ -349,10 +339,9 @@ StatusOr<const Tensor*> CudaModel::Forward(const Batch& batch, bool training) {
   PSTRAIN_RETURN_IF_ERROR(
       m.staging.Reserve(n * std::max(NumElements(m.input), NumElements(m.output))));
   std::memcpy(m.staging.get(), dense.ptr(), sizeof(float) * dense.size());
-  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.device_stream));
-  PSTRAIN_CUDA(cudaMemcpyAsync(m.batch.ptr(), m.staging.get(), sizeof(float) * dense.size(),
-                               cudaMemcpyHostToDevice, m.device_stream));
-  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.device_stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Copy(m.batch.ptr(), m.staging.get(),
+                                        sizeof(float) * dense.size(), cudaMemcpyHostToDevice,
+                                        m.device_stream));
   PSTRAIN_RETURN_IF_ERROR(m.UploadIds(batch, n, training));
   for (Tower& t : m.towers) {
     for (size_t i = 0; i < t.layers.size(); ++i) {
@@ -372,10 +361,8 @@ StatusOr<const Tensor*> CudaModel::Forward(const Batch& batch, bool training) {
   }
   const DeviceTensor& out = m.Logits();
   m.logits.Resize(out.shape);
-  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.device_stream));
-  PSTRAIN_CUDA(cudaMemcpyAsync(m.staging.get(), out.ptr(), sizeof(float) * out.size(),
-                               cudaMemcpyDeviceToHost, m.device_stream));
-  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.device_stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Copy(m.staging.get(), out.ptr(), sizeof(float) * out.size(),
+                                        cudaMemcpyDeviceToHost, m.device_stream));
   PSTRAIN_RETURN_IF_ERROR(m.Wait());
   PSTRAIN_RETURN_IF_ERROR(m.copies.Collect());
   std::memcpy(m.logits.ptr(), m.staging.get(), sizeof(float) * out.size());
@@ -384,7 +371,8 @@ StatusOr<const Tensor*> CudaModel::Forward(const Batch& batch, bool training) {
 }
 
 StatusOr<float> CudaModel::Backward(
-    const Batch& batch, const std::function<Status(size_t, float*, int64_t)>& on_device_grads) {
+    const Batch& batch, const std::function<Status(size_t, float*, int64_t)>& on_device_grads,
+    const std::function<bool(size_t)>& reduced_on_device) {
   CudaModel& m = *this;
   const int64_t n = batch.size();
   if (m.trained_rows < 0 || n != m.trained_rows) {
@@ -396,12 +384,10 @@ StatusOr<float> CudaModel::Backward(
   const int64_t classes = m.logits.shape[1];
   PSTRAIN_RETURN_IF_ERROR(m.labels.Reserve(n));
   PSTRAIN_RETURN_IF_ERROR(m.row_loss.Reserve(n));
-  PSTRAIN_RETURN_IF_ERROR(m.staging.Reserve(m.total + n));
+  PSTRAIN_RETURN_IF_ERROR(m.staging.Reserve(m.dense + n));
   std::memcpy(m.staging.get(), batch.labels.data(), sizeof(float) * n);
-  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.device_stream));
-  PSTRAIN_CUDA(cudaMemcpyAsync(m.labels.get(), m.staging.get(), sizeof(float) * n,
-                               cudaMemcpyHostToDevice, m.device_stream));
-  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.device_stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Copy(m.labels.get(), m.staging.get(), sizeof(float) * n,
+                                        cudaMemcpyHostToDevice, m.device_stream));
   // The logits' gradient goes to the last layer of every tower (a sum
   // passes it on unchanged).
   DeviceTensor& dlogits = m.towers[0].douts.back();
@@ -426,21 +412,28 @@ StatusOr<float> CudaModel::Backward(
     Status s = on_device_grads(i, m.grads.get() + m.offsets[i], m.params[i]->grad.size());
     if (!s.ok()) return s.WithContext("gradient of " + m.params[i]->name);
   }
-  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.device_stream));
-  PSTRAIN_CUDA(cudaMemcpyAsync(m.staging.get(), m.grads.get(), sizeof(float) * m.total,
-                               cudaMemcpyDeviceToHost, m.device_stream));
-  PSTRAIN_CUDA(cudaMemcpyAsync(m.staging.get() + m.total, m.row_loss.get(), sizeof(float) * n,
-                               cudaMemcpyDeviceToHost, m.device_stream));
-  PSTRAIN_RETURN_IF_ERROR(m.copies.Mark(m.device_stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Copy(m.staging.get(), m.grads.get(), sizeof(float) * m.dense,
+                                        cudaMemcpyDeviceToHost, m.device_stream));
+  PSTRAIN_RETURN_IF_ERROR(m.copies.Copy(m.staging.get() + m.dense, m.row_loss.get(),
+                                        sizeof(float) * n, cudaMemcpyDeviceToHost,
+                                        m.device_stream));
+  // A table that on_device_grads may have all-reduced holds other ranks'
+  // rows too: it comes down whole.
+  const std::function<bool(size_t)> whole = [&](size_t i) {
+    return on_device_grads && (!reduced_on_device || reduced_on_device(i));
+  };
+  PSTRAIN_RETURN_IF_ERROR(m.table_rows.QueueGrads(whole, m.device_stream, &m.copies));
   PSTRAIN_RETURN_IF_ERROR(m.Wait());
   PSTRAIN_RETURN_IF_ERROR(m.copies.Collect());
   m.trained_rows = -1;
   for (size_t i = 0; i < m.params.size(); ++i) {
+    if (m.is_table[i]) continue;
     Tensor& g = m.params[i]->grad;
     std::memcpy(g.ptr(), m.staging.get() + m.offsets[i], sizeof(float) * g.size());
   }
+  m.table_rows.FinishGrads();
   double total = 0.0;
-  for (int64_t i = 0; i < n; ++i) total += m.staging.get()[m.total + i];
+  for (int64_t i = 0; i < n; ++i) total += m.staging.get()[m.dense + i];
   return static_cast<float>(total / static_cast<double>(n));
 }
 

@@ -265,6 +265,18 @@ __global__ void EmbeddingBagBackwardKernel(const float* dout, const int32_t* sta
   }
 }
 
+__global__ void ScatterRowsKernel(const float* packed, const int32_t* rows, int64_t count,
+                                  int64_t dim, float* table) {
+  for (int64_t i = First(); i < count * dim; i += Step())
+    table[static_cast<int64_t>(rows[i / dim]) * dim + i % dim] = packed[i];
+}
+
+__global__ void GatherRowsKernel(const float* table, const int32_t* rows, int64_t count,
+                                 int64_t dim, float* packed) {
+  for (int64_t i = First(); i < count * dim; i += Step())
+    packed[i] = table[static_cast<int64_t>(rows[i / dim]) * dim + i % dim];
+}
+
 }  // namespace
 
 cudaError_t Fill(float* data, int64_t n, float value, cudaStream_t stream) {
@@ -358,6 +370,16 @@ cudaError_t EmbeddingBagBackward(const float* dout, const int32_t* start,
                                  cudaStream_t stream) {
   return Launch(EmbeddingBagBackwardKernel, rows * dim, stream, dout, start, occurrences, range,
                 rows, fields, dim, concat, scale, grad);
+}
+
+cudaError_t ScatterRows(const float* packed, const int32_t* rows, int64_t count, int64_t dim,
+                        float* table, cudaStream_t stream) {
+  return Launch(ScatterRowsKernel, count * dim, stream, packed, rows, count, dim, table);
+}
+
+cudaError_t GatherRows(const float* table, const int32_t* rows, int64_t count, int64_t dim,
+                       float* packed, cudaStream_t stream) {
+  return Launch(GatherRowsKernel, count * dim, stream, table, rows, count, dim, packed);
 }
 
 cudaError_t SoftmaxCrossEntropy(const float* logits, const float* labels, int64_t rows,

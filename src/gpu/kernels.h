@@ -82,6 +82,14 @@ cudaError_t EmbeddingBagBackward(const float* dout, const int32_t* start,
                                  int64_t fields, int64_t dim, bool concat, float scale, float* grad,
                                  cudaStream_t stream);
 
+// Rows of a [*, dim] table by index: table[rows[k]] = packed[k] (scatter)
+// and packed[k] = table[rows[k]] (gather), for k < count. The rows are
+// distinct, so no two threads write one element.
+cudaError_t ScatterRows(const float* packed, const int32_t* rows, int64_t count, int64_t dim,
+                        float* table, cudaStream_t stream);
+cudaError_t GatherRows(const float* table, const int32_t* rows, int64_t count, int64_t dim,
+                       float* packed, cudaStream_t stream);
+
 // Per-row loss into row_loss[rows] and d(mean loss)/d(logits) into grad
 // (scaled by 1 / rows). Labels: class indices (softmax) or 0/1 (bce, one
 // column).
