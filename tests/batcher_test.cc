@@ -10,6 +10,7 @@
 #include <cmath>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/data/dataset.h"
@@ -90,6 +91,54 @@ TEST_CASE("the epoch order is the same on every worker, new each epoch, and drop
     CHECK(batch.sparse[2 * i] == static_cast<int64_t>(batch.labels[i]));
     CHECK(batch.sparse[2 * i + 1] == -static_cast<int64_t>(batch.labels[i]));
   }
+}
+
+// Every sample an epoch's workers train, by sample index, from `skip`
+// permutation positions on, and the steps each took.
+std::vector<int> Used(const Dataset& d, int batch, int workers, int epoch, int64_t skip,
+                      std::vector<int64_t>* steps) {
+  std::vector<int> used(static_cast<size_t>(d.size()), 0);
+  for (int r = 0; r < workers; ++r) {
+    Batcher b(&d, batch, r, workers, /*split_by_index=*/true, /*seed=*/9, /*shuffle=*/true,
+              /*keep_last=*/false, /*keep_tail=*/true);
+    b.RecordSampleIds(true);
+    b.StartEpoch(epoch, 0, skip);
+    Batch out;
+    int64_t n = 0;
+    while (b.Next(&out)) {
+      REQUIRE(out.sample_ids.size() == out.labels.size());
+      for (int64_t id : out.sample_ids) ++used[static_cast<size_t>(id)];
+      ++n;
+    }
+    steps->push_back(n);
+  }
+  return used;
+}
+
+TEST_CASE("with keep_tail an epoch's workers train every sample once, in equal step counts") {
+  // 103 samples, batch 8: 2 workers (16 a step), 3 (24), 5 (40), and after
+  // skipping 40 positions (the 63 left: 2 steps of 24 and a tail of 15).
+  const Dataset d = Indexed(103);
+  for (auto [workers, skip] : {std::pair{2, 0}, {3, 0}, {5, 0}, {3, 40}, {4, 96}}) {
+    CAPTURE(workers);
+    CAPTURE(skip);
+    std::vector<int64_t> steps;
+    const std::vector<int> used = Used(d, 8, workers, 1, skip, &steps);
+    // Every worker takes the same number of steps: sync mode waits for each.
+    CHECK(std::set<int64_t>(steps.begin(), steps.end()).size() == 1);
+    CHECK(steps[0] == Batcher::StepsFor(103 - skip, 8, workers, true));
+    // The samples of the skipped positions are not trained again, the others once.
+    Batcher order(&d, 1, 0, 1, true, 9, true);
+    order.RecordSampleIds(true);
+    order.StartEpoch(1);
+    Batch one;
+    for (int64_t pos = 0; order.Next(&one); ++pos)
+      CHECK(used[static_cast<size_t>(one.sample_ids[0])] == (pos < skip ? 0 : 1));
+  }
+  // Fewer samples left than workers: those few are dropped, no step taken.
+  CHECK(Batcher::StepsFor(3, 8, 4, true) == 0);
+  CHECK(Batcher::StepsFor(4, 8, 4, true) == 1);
+  CHECK(Batcher::StepsFor(103, 8, 2, false) == 6);
 }
 
 TEST_CASE("evaluation batches keep file order and the last, smaller batch") {

@@ -255,6 +255,38 @@ TEST_CASE("recovery is on with checkpoints, off without, and needs them when ask
             .find("train.recovery.max_failed_link_rollbacks") != std::string::npos);
 }
 
+TEST_CASE("train.elastic: bounds of workers and servers, with checkpoints, not with average") {
+  const Config c =
+      Parse("train:\n  checkpoint: {dir: c}\n  elastic: {workers: [2, 8], servers: [1, 3]}\n");
+  REQUIRE(c.train.elastic.has_value());
+  CHECK(c.train.elastic->min_workers == 2);
+  CHECK(c.train.elastic->max_workers == 8);
+  CHECK(c.train.elastic->min_servers == 1);
+  CHECK(c.train.elastic->max_servers == 3);
+  // Servers left out: their count is fixed.
+  const Config w = Parse("train:\n  checkpoint: {dir: c}\n  elastic: {workers: [1, 4]}\n");
+  CHECK(w.train.elastic->min_servers == -1);
+  CHECK_FALSE(Parse("train: {checkpoint: {dir: c}}\n").train.elastic.has_value());
+  CHECK(ErrorOf("train:\n  elastic: {workers: [1, 4]}\n") ==
+        "x.yaml:2: train.elastic: needs train.checkpoint: a change of shape passes through a "
+        "checkpoint of the step it takes effect at");
+  CHECK(ErrorOf("train:\n  checkpoint: {dir: c}\n  elastic: {workers: [4, 2]}\n") ==
+        "x.yaml:3: train.elastic.workers: expected [min, max] with 1 <= min <= max <= 65536, got "
+        "a list");
+  CHECK(ErrorOf("train:\n  checkpoint: {dir: c}\n  elastic: {workers: [0, 2]}\n")
+            .find("train.elastic.workers: expected [min, max] with 1 <= min") != std::string::npos);
+  CHECK(ErrorOf("train:\n  checkpoint: {dir: c}\n  elastic: {servers: [1, 2]}\n")
+            .find("train.elastic.workers") != std::string::npos);
+  CHECK(ErrorOf("train:\n  checkpoint: {dir: c}\n  elastic: {workers: [1, 2], nodes: 3}\n")
+            .find("train.elastic.nodes: unknown key") != std::string::npos);
+  CHECK(ErrorOf("train:\n  mode: average\n  average_every: 4\n  checkpoint: {dir: c}\n"
+                "  elastic: {workers: [1, 2]}\n") ==
+        "x.yaml:5: train.elastic: does not work with mode: average");
+  CHECK(ErrorOf("train:\n  checkpoint: {dir: c}\n  recovery: {wait_s: 0}\n"
+                "  elastic: {workers: [1, 2]}\n")
+            .find("train.elastic: needs train.recovery.wait_s above 0") != std::string::npos);
+}
+
 TEST_CASE("a stray comma is a one-line error, not a parser that never returns") {
   // yaml-cpp 0.7's LoadAll looped on these, adding an empty document each
   // turn (found by tests/fuzz/config_fuzz; its input is in the corpus).
@@ -273,7 +305,7 @@ TEST_CASE("a value shown in an error stays on one line") {
   CHECK(ErrorOf("train:\n  ? |\n    se\n    ed\n  : 1\n") ==
         "x.yaml:2: train.se\\ned\\n: unknown key (allowed: epochs, batch_size, steps, mode, "
         "staleness, average_every, optimizer, compression, seed, log_every, partition_bytes, "
-        "checkpoint, recovery, store_dir)");
+        "checkpoint, recovery, elastic, store_dir)");
   CHECK(ErrorOf("train: {seed: '" + std::string(300, 'x') + "'}\n") ==
         "x.yaml:1: train.seed: expected an integer >= 0, got '" + std::string(200, 'x') + "...'");
 }

@@ -92,6 +92,25 @@ TEST_CASE("every message type round-trips") {
   CHECK(cut.peer_rank == 1);
   CHECK(std::get<StopRequest>(RoundTrip({7, false, StopRequest{"SIGTERM"}}).body).reason ==
         "SIGTERM");
+  // Elastic jobs: a leave, a scale, a change of shape, the bounds.
+  CHECK(std::get<StopRequest>(RoundTrip({7, false, StopRequest{"SIGTERM", true}}).body).leave);
+  CHECK_FALSE(std::get<StopRequest>(RoundTrip({7, false, StopRequest{"SIGTERM"}}).body).leave);
+  auto scale = std::get<ScaleRequest>(RoundTrip({7, false, ScaleRequest{3, -1}}).body);
+  CHECK(scale.workers == 3);
+  CHECK(scale.servers == -1);
+  CHECK(std::get<ScaleReply>(RoundTrip({7, true, ScaleReply{"3 workers"}}).body).message ==
+        "3 workers");
+  auto reshape = std::get<Pause>(RoundTrip({7, false, Pause{"shape", 5, 2, 3, 4}}).body);
+  CHECK(reshape.rank == 2);
+  CHECK(reshape.server_num == 3);
+  CHECK(reshape.worker_num == 4);
+  CHECK(pause.rank == -1);
+  CHECK(pause.worker_num == 0);
+  RegisterRequest elastic{Node("e", Role::kWorker, -1), 2, 2};
+  elastic.elastic = ElasticBounds{2, 8, 1, 3};
+  CHECK(std::get<RegisterRequest>(RoundTrip({7, false, elastic}).body).elastic ==
+        ElasticBounds{2, 8, 1, 3});
+  CHECK_FALSE(std::get<RegisterRequest>(RoundTrip({7, false, reg}).body).elastic.enabled());
   CHECK(std::get<Stop>(RoundTrip({7, false, Stop{"x", -1}}).body).at_step == -1);
   CHECK(std::get<Stop>(RoundTrip({7, false, Stop{"x", 12}}).body).at_step == 12);
   CHECK(std::get<StopReply>(RoundTrip({7, true, StopReply{11}}).body).step == 11);
@@ -125,6 +144,25 @@ TEST_CASE("every message type round-trips") {
   CHECK(chunk.step == 5);
   CHECK(std::get<SaveReply>(RoundTrip({15, true, SaveReply{"server-1.ckpt"}}).body).file ==
         "server-1.ckpt");
+}
+
+TEST_CASE("elastic bounds out of order or range, and a negative scale or rank, are refused") {
+  for (ElasticBounds bad :
+       {ElasticBounds{0, 4, -1, -1}, ElasticBounds{5, 4, -1, -1}, ElasticBounds{1, 70000, -1, -1},
+        ElasticBounds{1, 4, 3, 2}, ElasticBounds{1, 4, -1, 2}, ElasticBounds{1, 4, -2, -2}}) {
+    RegisterRequest req{Node("e", Role::kWorker, -1), 2, 2};
+    req.elastic = bad;
+    auto back =
+        DecodeHeader(EncodeHeader({1, false, req}).data(), EncodeHeader({1, false, req}).size());
+    CHECK_FALSE(back.ok());
+    CHECK(back.status().message().find("elastic bounds") != std::string::npos);
+  }
+  for (const MessageBody& bad :
+       {MessageBody(ScaleRequest{-2, 1}), MessageBody(ScaleRequest{1, 70000}),
+        MessageBody(Pause{"x", 1, -2, 1, 1}), MessageBody(Pause{"x", 1, 0, -1, 1})}) {
+    const std::vector<uint8_t> header = EncodeHeader({1, false, bad});
+    CHECK_FALSE(DecodeHeader(header.data(), header.size()).ok());
+  }
 }
 
 TEST_CASE("a recovery wait that is negative, not a number or beyond a week is refused") {

@@ -55,13 +55,13 @@ struct BodyEncoder {
 
   Out operator()(const RegisterRequest& m) {
     auto node = ToWire(b, m.node);
-    return {w::Body_RegisterRequest,
-            w::CreateRegisterRequest(b, node, m.server_num, m.worker_num, m.recovery_wait_s,
-                                     m.rejoin, m.generation, b.CreateString(m.config),
-                                     m.topology_generation, m.topology_digest,
-                                     m.elastic.min_workers, m.elastic.max_workers,
-                                     m.elastic.min_servers, m.elastic.max_servers)
-                .Union()};
+    return {
+        w::Body_RegisterRequest,
+        w::CreateRegisterRequest(b, node, m.server_num, m.worker_num, m.recovery_wait_s, m.rejoin,
+                                 m.generation, b.CreateString(m.config), m.topology_generation,
+                                 m.topology_digest, m.elastic.min_workers, m.elastic.max_workers,
+                                 m.elastic.min_servers, m.elastic.max_servers)
+            .Union()};
   }
   Out operator()(const RegisterReply& m) {
     return {w::Body_RegisterReply, w::CreateRegisterReply(b, m.rank, m.generation).Union()};
@@ -283,19 +283,17 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       if (elastic.enabled() &&
           !(elastic.min_workers >= 1 && elastic.min_workers <= elastic.max_workers &&
             elastic.max_workers <= kMaxElasticNodes && elastic.min_servers >= -1 &&
-            elastic.min_servers <= elastic.max_servers &&
-            elastic.max_servers <= kMaxElasticNodes &&
+            elastic.min_servers <= elastic.max_servers && elastic.max_servers <= kMaxElasticNodes &&
             (elastic.min_servers >= 0) == (elastic.max_servers >= 0)))
         return InvalidArgument(fmt::format(
             "elastic bounds workers [{}, {}] servers [{}, {}] (want 1 <= min <= max <= {} "
             "workers, and -1 for both or 0 <= min <= max <= {} servers)",
             elastic.min_workers, elastic.max_workers, elastic.min_servers, elastic.max_servers,
             kMaxElasticNodes, kMaxElasticNodes));
-      return MessageBody(RegisterRequest{*node, m->server_num(), m->worker_num(),
-                                         m->recovery_wait_s(), m->rejoin(), m->generation(),
-                                         m->config() ? m->config()->str() : "",
-                                         m->topology_generation(), m->topology_digest(),
-                                         elastic.enabled() ? elastic : ElasticBounds{}});
+      return MessageBody(RegisterRequest{
+          *node, m->server_num(), m->worker_num(), m->recovery_wait_s(), m->rejoin(),
+          m->generation(), m->config() ? m->config()->str() : "", m->topology_generation(),
+          m->topology_digest(), elastic.enabled() ? elastic : ElasticBounds{}});
     }
     case w::Body_RegisterReply:
       return MessageBody(RegisterReply{h->body_as_RegisterReply()->rank(),
@@ -379,8 +377,8 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       const w::ScaleRequest* m = h->body_as_ScaleRequest();
       if (m->workers() < -1 || m->servers() < -1 || m->workers() > kMaxElasticNodes ||
           m->servers() > kMaxElasticNodes)
-        return InvalidArgument(fmt::format("ScaleRequest for {} workers and {} servers",
-                                           m->workers(), m->servers()));
+        return InvalidArgument(
+            fmt::format("ScaleRequest for {} workers and {} servers", m->workers(), m->servers()));
       return MessageBody(ScaleRequest{m->workers(), m->servers()});
     }
     case w::Body_ScaleReply: {

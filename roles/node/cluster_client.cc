@@ -114,10 +114,10 @@ void ClusterClient::OnRegistered(StatusOr<Incoming> reply) {
   // A node joining an elastic job learns its shape from the topology.
   const ElasticBounds& elastic = options_.cluster.elastic;
   const bool server = options_.role == Role::kServer;
-  const int count = elastic.enabled() ? (server ? std::max(elastic.max_servers, options_.cluster.server_num)
-                                                : elastic.max_workers)
-                                      : (server ? options_.cluster.server_num
-                                                : options_.cluster.worker_num);
+  const int count = elastic.enabled()
+                        ? (server ? std::max(elastic.max_servers, options_.cluster.server_num)
+                                  : elastic.max_workers)
+                        : (server ? options_.cluster.server_num : options_.cluster.worker_num);
   if (ok->rank < 0 || ok->rank >= count)
     return fail(InvalidArgument(fmt::format("the scheduler assigned rank {} in a job of {} {}s",
                                             ok->rank, count, RoleName(options_.role))));
@@ -163,7 +163,8 @@ void ClusterClient::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
     } else if (shutdown->stopped) {
       SetVerdict(Cancelled(shutdown->reason));
     } else {
-      if (!shutdown->reason.empty()) log_->info("the scheduler ends this node's part: {}", shutdown->reason);
+      if (!shutdown->reason.empty())
+        log_->info("the scheduler ends this node's part: {}", shutdown->reason);
       SetVerdict(Status::OK());
     }
   } else if (auto* stop = std::get_if<Stop>(&in.message.body)) {
@@ -419,8 +420,9 @@ void ClusterClient::RequestStop(const std::string& why) {
   // only when that would take it below its minimum.
   CallWhenConnected(StopRequest{why, options_.cluster.elastic.enabled()},
                     [this](StatusOr<Incoming> reply) {
-    if (!reply.ok()) log_->warn("asking the scheduler to stop: {}", reply.status().message());
-  });
+                      if (!reply.ok())
+                        log_->warn("asking the scheduler to stop: {}", reply.status().message());
+                    });
 }
 
 // 10. The scheduler asks each worker how far it is (at_step -1) and holds it

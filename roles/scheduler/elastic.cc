@@ -66,11 +66,10 @@ void Scheduler::QueueJoiner(const Connection::Ptr& conn, uint64_t id, const Regi
     const int max = server ? elastic_.max_servers : elastic_.max_workers;
     const int after = Count(role) - Leaving(role) + Joining(role);
     if (after >= max)
-      refused = fmt::format("the job has {} {}s{} and train.elastic allows at most {} ({})",
-                            Count(role), RoleName(role),
-                            Joining(role) > 0 ? fmt::format(" ({} more joining)", Joining(role))
-                                              : "",
-                            max, DescribeBounds(elastic_));
+      refused = fmt::format(
+          "the job has {} {}s{} and train.elastic allows at most {} ({})", Count(role),
+          RoleName(role), Joining(role) > 0 ? fmt::format(" ({} more joining)", Joining(role)) : "",
+          max, DescribeBounds(elastic_));
   }
   if (!refused.empty()) {
     log_->warn("refused {} node id:{} from {}: {}", RoleName(role), info.node_id, conn->peer(),
@@ -83,9 +82,10 @@ void Scheduler::QueueJoiner(const Connection::Ptr& conn, uint64_t id, const Regi
       j = Joiner{conn, id, req, info};
       return;
     }
-  log_->info("{} node id:{} ({}:{}) registered while the job runs: it joins at the next step "
-             "every worker reaches",
-             RoleName(role), info.node_id, info.host, info.port);
+  log_->info(
+      "{} node id:{} ({}:{}) registered while the job runs: it joins at the next step "
+      "every worker reaches",
+      RoleName(role), info.node_id, info.host, info.port);
   joiners_.push_back(Joiner{conn, id, req, info});
   reshape_reasons_.push_back(fmt::format("{} node id:{} joins", RoleName(role), info.node_id));
   MaybeReshape();
@@ -102,8 +102,8 @@ bool Scheduler::Leave(NodeEntry& node, const std::string& why) {
     log_->warn("{} cannot leave: {}; stopping the whole job instead", Describe(node),
                server && !elastic_.servers_elastic()
                    ? "train.elastic sets no servers: bounds, so the server count is fixed"
-                   : fmt::format("the job would have fewer than its minimum of {} {}s ({})",
-                                 min, RoleName(role), DescribeBounds(elastic_)));
+                   : fmt::format("the job would have fewer than its minimum of {} {}s ({})", min,
+                                 RoleName(role), DescribeBounds(elastic_)));
     return false;
   }
   leaving_[node.info.node_id] = why;
@@ -113,8 +113,7 @@ bool Scheduler::Leave(NodeEntry& node, const std::string& why) {
   return true;
 }
 
-void Scheduler::HandleScale(const Connection::Ptr& conn, uint64_t id,
-                            const ScaleRequest& request) {
+void Scheduler::HandleScale(const Connection::Ptr& conn, uint64_t id, const ScaleRequest& request) {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
   auto refuse = [&](const std::string& why) {
     log_->warn("refused a scale request from {}: {}", conn->peer(), why);
@@ -123,10 +122,10 @@ void Scheduler::HandleScale(const Connection::Ptr& conn, uint64_t id,
   if (!topology_sent_ && rank_of_.empty())
     return refuse("no node has registered yet: scale a job once it runs");
   if (!elastic_.enabled())
-    return refuse(fmt::format(
-        "the job is not elastic: its shape is fixed at {} servers and {} workers (set "
-        "train.elastic to change it while it runs)",
-        Count(Role::kServer), Count(Role::kWorker)));
+    return refuse(
+        fmt::format("the job is not elastic: its shape is fixed at {} servers and {} workers (set "
+                    "train.elastic to change it while it runs)",
+                    Count(Role::kServer), Count(Role::kWorker)));
   if (shutting_down_ || !stop_reason_.empty()) return refuse("the job is stopping");
   if (request.servers >= 0 && !elastic_.servers_elastic() &&
       request.servers != Count(Role::kServer))
@@ -161,8 +160,8 @@ void Scheduler::HandleScale(const Connection::Ptr& conn, uint64_t id,
       --it;
       if (it->info.role != role) continue;
       if (auto c = it->conn.lock())
-        c->Reply(it->request_id, ErrorReply{fmt::format("the job was scaled to {} {}s", want,
-                                                        RoleName(role))});
+        c->Reply(it->request_id,
+                 ErrorReply{fmt::format("the job was scaled to {} {}s", want, RoleName(role))});
       it = joiners_.erase(it);
       --excess;
     }
@@ -305,7 +304,8 @@ bool Scheduler::DropLost(NodeEntry& node, const std::string& what) {
   const std::string node_id = node.info.node_id;
   leaving_.erase(node_id);
   const int old_count = Count(role);
-  Renumber(role, [&node_id](const NodeEntry& n) { return n.info.node_id != node_id; }, 0);
+  Renumber(
+      role, [&node_id](const NodeEntry& n) { return n.info.node_id != node_id; }, 0);
   options_.server_num = Count(Role::kServer);
   options_.worker_num = Count(Role::kWorker);
   const std::string line = fmt::format(

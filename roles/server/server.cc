@@ -42,14 +42,14 @@ void Server::MakeShards() {
   for (int i = 0; i < ShardThreads(); ++i)
     shards_.push_back(std::make_unique<PsShard>(&config_, workers, node_.log()));
   EventLoop* loop = &node_.loop();
-  loop_shard_ = std::make_unique<PsShard>(&config_, workers, node_.log(),
-                                          [loop](std::function<void()> fn) {
-                                            if (loop->InLoopThread()) {
-                                              fn();
-                                            } else {
-                                              loop->Post(std::move(fn));
-                                            }
-                                          });
+  loop_shard_ =
+      std::make_unique<PsShard>(&config_, workers, node_.log(), [loop](std::function<void()> fn) {
+        if (loop->InLoopThread()) {
+          fn();
+        } else {
+          loop->Post(std::move(fn));
+        }
+      });
 }
 
 // A handle left open is logged by ~Node, whose Stop() gets the same error.

@@ -138,7 +138,8 @@ void TrainReport::Finish() { bar_.Finish(); }
 
 Status TrainReport::OpenSampleLog(const std::string& path) {
   sample_log_.reset(std::fopen(path.c_str(), "a"));
-  if (!sample_log_) return Unavailable(fmt::format("PSTRAIN_TEST_SAMPLE_LOG {}: cannot open", path));
+  if (!sample_log_)
+    return Unavailable(fmt::format("PSTRAIN_TEST_SAMPLE_LOG {}: cannot open", path));
   return Status::OK();
 }
 

@@ -8,9 +8,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
-#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>

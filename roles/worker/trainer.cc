@@ -574,36 +574,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
           stopped_at, config_.train.average_every);
   }
   stats_.seconds = Since(begin);
-  if (ps_compression_) {
-    stats_.push_bytes = ps_compression_->pushed_bytes();
-    stats_.push_dense_bytes = ps_compression_->dense_bytes();
-    stats_.compression = ps_compression_->counters();
-    if (stats_.compression.messages > 0 && stats_.steps > 0)
-      ctx.log->info(
-          "worker {} pushed {:.0f} bytes/step to the servers ({:.0f} dense, {:.0f}x fewer); "
-          "threshold now {:.3g}..{:.3g}, density {:.3g}",
-          ctx.rank, static_cast<double>(stats_.push_bytes) / stats_.steps,
-          static_cast<double>(stats_.push_dense_bytes) / stats_.steps,
-          static_cast<double>(stats_.push_dense_bytes) / std::max<int64_t>(stats_.push_bytes, 1),
-          stats_.compression.min_tau, stats_.compression.max_tau, stats_.compression.density());
-  }
-  if (ctx.kv != nullptr)
-    if (std::string pulls = DescribeCompressedPulls(*ctx.kv, ctx.rank, stats_.steps);
-        !pulls.empty())
-      ctx.log->info("{}", pulls);
-  const double step_s = std::max(stats_.compute_s + stats_.comm_s, 1e-9);
-  ctx.log->info(
-      "worker {} finished {} steps in {:.1f} s: {:.0f} samples/s, {:.0f}% of step time "
-      "communicating, last loss {:.6f}",
-      ctx.rank, stats_.steps, stats_.seconds,
-      static_cast<double>(stats_.samples) / std::max(stats_.seconds, 1e-9),
-      100.0 * stats_.comm_s / step_s, stats_.last_loss);
-  if (gpu_) {
-    ctx.log->info(
-        "worker {} on the GPU: {:.1f}% of step time in host-device copies ({:.1f} KiB a step)",
-        ctx.rank, 100.0 * stats_.copy_s / step_s,
-        static_cast<double>(stats_.copy_bytes) / 1024 / std::max<int64_t>(stats_.steps, 1));
-  }
+  LogTotals(ctx);
   return Status::OK();
 }
 

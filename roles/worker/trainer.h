@@ -100,6 +100,8 @@ class TrainJob : public WorkerJob {
   Status Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batch* next);
   Status ExchangeLocalState(WorkerContext& ctx, int64_t step);
   Status Evaluate(WorkerContext& ctx, int epoch);
+  // At the end: bytes pushed and pulled, samples/s, the GPU's copies.
+  void LogTotals(WorkerContext& ctx);
   // device: gpu: the model on the GPU and, with ps: false weights and
   // several workers, NCCL among them (worker 0's id shared via the
   // scheduler).

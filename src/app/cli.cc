@@ -3,7 +3,6 @@
 #include <build_info.h>
 
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 
 #include "src/app/commands.h"

@@ -30,22 +30,22 @@ StatusOr<std::string> AskScheduler(const ScaleOptions& options) {
   Completion<StatusOr<std::string>> answer;
   const std::string where = fmt::format("the scheduler at {}:{}", c.sched_host, c.sched_port);
   loop.Post([&loop, log, &c, options, answer, where] {
-    Connection::Connect(
-        &loop, log, c.sched_host, c.sched_port,
-        [options, answer, where](StatusOr<Connection::Ptr> conn) {
-          if (!conn.ok()) return answer.Set(conn.status().WithContext(where));
-          (*conn)->Start(nullptr, nullptr);
-          (*conn)->Call(ScaleRequest{options.workers, options.servers},
-                        [answer, where, conn = *conn](StatusOr<Incoming> reply) {
-                          conn->Close(Aborted("done"));
-                          if (!reply.ok()) return answer.Set(reply.status().WithContext(where));
-                          if (auto* r = std::get_if<ScaleReply>(&reply->message.body))
-                            return answer.Set(r->message);
-                          answer.Set(InvalidArgument(
-                              fmt::format("{} answered {}", where,
-                                          MessageName(reply->message.body))));
+    Connection::Connect(&loop, log, c.sched_host, c.sched_port,
+                        [options, answer, where](StatusOr<Connection::Ptr> conn) {
+                          if (!conn.ok()) return answer.Set(conn.status().WithContext(where));
+                          (*conn)->Start(nullptr, nullptr);
+                          (*conn)->Call(
+                              ScaleRequest{options.workers, options.servers},
+                              [answer, where, conn = *conn](StatusOr<Incoming> reply) {
+                                conn->Close(Aborted("done"));
+                                if (!reply.ok())
+                                  return answer.Set(reply.status().WithContext(where));
+                                if (auto* r = std::get_if<ScaleReply>(&reply->message.body))
+                                  return answer.Set(r->message);
+                                answer.Set(InvalidArgument(fmt::format(
+                                    "{} answered {}", where, MessageName(reply->message.body))));
+                              });
                         });
-        });
   });
   const double wait_s = c.connect_timeout_s + c.handshake_timeout_s;
   auto got = answer.WaitFor(std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1000)));

@@ -106,8 +106,7 @@ void Batcher::Gather(int64_t begin, int64_t end, Batch* out) const {
     out->labels[static_cast<size_t>(i)] = data_->labels[static_cast<size_t>(s)];
   }
   out->sample_ids.clear();
-  if (record_ids_)
-    out->sample_ids.assign(order_.begin() + begin, order_.begin() + end);
+  if (record_ids_) out->sample_ids.assign(order_.begin() + begin, order_.begin() + end);
 }
 
 }  // namespace pstrain

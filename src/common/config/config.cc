@@ -143,22 +143,21 @@ Status ReadRecovery(const Value& v, std::optional<RecoveryConfig>* out) {
 
 // [min, max] of a node count, lo <= min <= max <= 65536.
 Field CountRange(const char* key, int lo, int* min, int* max) {
-  return {key, [=](const Value& v) {
-            const std::string expected =
-                fmt::format("[min, max] with {} <= min <= max <= 65536", lo);
-            if (!v.node.IsSequence() || v.node.size() != 2) return v.Expected(expected);
-            int64_t n[2];
-            for (size_t i = 0; i < 2; ++i) {
-              const YAML::Node item = v.node[i];
-              if (!item.IsScalar() || !ParseNumber(item.Scalar(), &n[i]) || n[i] < lo ||
-                  n[i] > 65536)
-                return v.Expected(expected);
-            }
-            if (n[0] > n[1]) return v.Expected(expected);
-            *min = static_cast<int>(n[0]);
-            *max = static_cast<int>(n[1]);
-            return Status::OK();
-          }};
+  return {
+      key, [=](const Value& v) {
+        const std::string expected = fmt::format("[min, max] with {} <= min <= max <= 65536", lo);
+        if (!v.node.IsSequence() || v.node.size() != 2) return v.Expected(expected);
+        int64_t n[2];
+        for (size_t i = 0; i < 2; ++i) {
+          const YAML::Node item = v.node[i];
+          if (!item.IsScalar() || !ParseNumber(item.Scalar(), &n[i]) || n[i] < lo || n[i] > 65536)
+            return v.Expected(expected);
+        }
+        if (n[0] > n[1]) return v.Expected(expected);
+        *min = static_cast<int>(n[0]);
+        *max = static_cast<int>(n[1]);
+        return Status::OK();
+      }};
 }
 
 std::vector<Field> ElasticFields(ElasticConfig* e) {
@@ -210,14 +209,16 @@ Status ReadTrain(const Value& v, TrainConfig* t) {
   // where a round of averaging ends, which would redo the steps since.
   if (t->elastic && !t->checkpoint)
     return v.Key("elastic", lines["elastic"])
-        .Error("needs train.checkpoint: a change of shape passes through a checkpoint of the step "
-               "it takes effect at");
+        .Error(
+            "needs train.checkpoint: a change of shape passes through a checkpoint of the step "
+            "it takes effect at");
   if (t->elastic && t->mode == M::kAverage)
     return v.Key("elastic", lines["elastic"]).Error("does not work with mode: average");
   if (t->elastic && t->recovery && t->recovery->wait_s == 0)
     return v.Key("elastic", lines["elastic"])
-        .Error("needs train.recovery.wait_s above 0: every node registers again after a change "
-               "of shape, within that wait");
+        .Error(
+            "needs train.recovery.wait_s above 0: every node registers again after a change "
+            "of shape, within that wait");
   // A bound the chosen mode ignores is a mistake the user would not notice.
   if (t->staleness != 0 && t->mode != M::kSsp) {
     return v.Key("staleness", lines["staleness"])

@@ -465,12 +465,12 @@ std::vector<Setting> ScaleSettings(ScaleOptions* o) {
       "address of the job's scheduler"));
   settings.push_back(Described(PortSetting("sched-port", "MS_SCHED_PORT", true, 1, &c.sched_port),
                                "port of the scheduler"));
-  settings.push_back(Described(IntSetting("workers", nullptr, false, 1, 65536,
-                                          "an integer from 1 to 65536", &o->workers),
-                               "the number of workers the job should have"));
-  settings.push_back(Described(IntSetting("servers", nullptr, false, 0, 65536,
-                                          "an integer from 0 to 65536", &o->servers),
-                               "the number of servers the job should have"));
+  settings.push_back(Described(
+      IntSetting("workers", nullptr, false, 1, 65536, "an integer from 1 to 65536", &o->workers),
+      "the number of workers the job should have"));
+  settings.push_back(Described(
+      IntSetting("servers", nullptr, false, 0, 65536, "an integer from 0 to 65536", &o->servers),
+      "the number of servers the job should have"));
   return settings;
 }
 

@@ -95,7 +95,7 @@ struct ClusterOptions {
   // PSTRAIN_TEST_SAMPLE_LOG: a worker appends a line "epoch sample" for
   // every sample it trains (tests count what each epoch used). Tests only.
   std::string test_sample_log;
-  TlsFiles tls;          // every connection is TLS 1.3 when set
+  TlsFiles tls;  // every connection is TLS 1.3 when set
   // Limits before resources (comm/transport/security.h; docs/security.md, "Limits").
   double handshake_timeout_s = 10;    // PSTRAIN_HANDSHAKE_TIMEOUT
   int max_handshaking = 64;           // PSTRAIN_MAX_HANDSHAKING, per node
