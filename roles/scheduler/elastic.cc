@@ -49,6 +49,13 @@ int Scheduler::Leaving(Role role) const {
   return n;
 }
 
+void Scheduler::RefuseJoiners(const std::string& why) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  for (const Joiner& j : joiners_)
+    if (auto c = j.conn.lock()) c->Reply(j.request_id, ErrorReply{why});
+  joiners_.clear();
+}
+
 void Scheduler::QueueJoiner(const Connection::Ptr& conn, uint64_t id, const RegisterRequest& req,
                             NodeInfo info) {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);

@@ -92,6 +92,7 @@ void Scheduler::EndNow(const Shutdown& shutdown, const Status& result) {
   shutting_down_ = true;
   paused_ = false;
   register_timer_.Stop();
+  RefuseJoiners("the job has ended: " + shutdown.reason);
   auto waiting = std::make_shared<CountDown>(AllNodes().size() + 1,
                                              [this, result](const Status&) { Finish(result); });
   for (NodeEntry* n : AllNodes()) {
@@ -252,7 +253,7 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
   // 13. An elastic job renumbers its nodes: a node that asks for the rank
   // it had before a change it has not heard of yet gets its new one.
   if (known != rank_of_.end() && info.rank >= 0 && info.rank != known->second.second &&
-      elastic_.enabled() && paused_)
+      elastic_.enabled())
     info.rank = known->second.second;
   if (known != rank_of_.end() && info.rank >= 0 && info.rank != known->second.second)
     return refuse(
@@ -299,8 +300,10 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
     return admit(info, "registered again, keeps");
   }
   auto rank = PickRank(info.role, info.rank);
-  // 13. No rank free in a running elastic job: a join.
-  if (!rank.ok() && elastic_.enabled() && topology_sent_ && info.rank < 0)
+  // 13. No rank free in a running elastic job: a join (a rank asked for
+  // past the current shape, such as a new pod's index, is not kept).
+  if (!rank.ok() && elastic_.enabled() && topology_sent_ &&
+      (info.rank < 0 || info.rank >= Count(info.role)))
     return QueueJoiner(conn, id, req, info);
   if (!rank.ok()) return refuse(rank.status());
   info.rank = *rank;
@@ -437,6 +440,7 @@ void Scheduler::BeginShutdown() {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
   if (shutting_down_) return;
   shutting_down_ = true;
+  RefuseJoiners("the job is ending");
   log_->info("all {} workers finished; stopping {} servers and {} workers", workers_.size(),
              servers_.size(), workers_.size());
   ending_ = stop_reason_.empty() ? Shutdown{"all workers finished"}
@@ -482,60 +486,6 @@ void Scheduler::MaybeFinish() {
     for (const NodeEntry& n : *nodes)
       if (!n.shut_down) return;
   Finish(stop_reason_.empty() ? Status::OK() : Cancelled("stopped on request: " + stop_reason_));
-}
-
-// 10. Ask every worker where it is, then stop all after the furthest.
-void Scheduler::BeginStop(const std::string& why) {
-  PSTRAIN_DCHECK_ON_LOOP(&loop_);
-  if (shutting_down_ || !stop_reason_.empty()) return;
-  stop_reason_ = why;
-  if (!topology_sent_ || paused_) {
-    log_->warn("stopping on request ({}) before the job runs: ending it now", why);
-    const std::string stopped = "stopped on request: " + why;
-    EndNow(Shutdown{stopped, false, /*stopped=*/true}, Cancelled(stopped));
-    return;
-  }
-  log_->warn("stopping on request ({}): asking the workers how far they are", why);
-  if (reshaping_) {
-    // The workers already stop for a change of shape: stopping wins.
-    reshaping_ = false;
-    return StopAt(reshape_step_, why);
-  }
-  AskWorkersWhere(why, [this, why](const Status& st, int64_t furthest) {
-    if (!st.ok()) return AbortOnLoop(st.WithContext("stopping on request"));
-    StopAt(furthest, why);
-  });
-}
-
-void Scheduler::AskWorkersWhere(const std::string& why,
-                                std::function<void(const Status&, int64_t)> then) {
-  PSTRAIN_DCHECK_ON_LOOP(&loop_);
-  auto furthest = std::make_shared<int64_t>(0);
-  auto asked = std::make_shared<CountDown>(
-      workers_.size(), [this, furthest, generation = generation_, then](const Status& st) {
-        if (generation != generation_) return;  // a pause came first: its own rules apply
-        then(st, *furthest);
-      });
-  for (NodeEntry& w : workers_) {
-    auto conn = w.conn.lock();
-    if (!conn) {
-      asked->Report(Unavailable(Describe(w) + " is not connected"));
-      continue;
-    }
-    conn->Call(Stop{why, -1}, [asked, furthest](StatusOr<Incoming> reply) {
-      if (!reply.ok()) return asked->Report(reply.status());
-      if (auto* at = std::get_if<StopReply>(&reply->message.body))
-        *furthest = std::max(*furthest, at->step);
-      asked->Report(Status::OK());
-    });
-  }
-}
-
-void Scheduler::StopAt(int64_t step, const std::string& why) {
-  PSTRAIN_DCHECK_ON_LOOP(&loop_);
-  log_->info("every worker stops after step {}", step);
-  for (NodeEntry& w : workers_)
-    if (auto conn = w.conn.lock()) conn->Call(Stop{why, step}, [](StatusOr<Incoming>) {});
 }
 
 void Scheduler::Finish(Status status) {

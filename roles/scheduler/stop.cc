@@ -1,0 +1,69 @@
+// Scheduler step 10 (roles/scheduler/scheduler.h): stopping on request,
+// and the hold at a step every worker reaches that a change of an elastic
+// job's shape uses too (roles/scheduler/elastic.cc).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "comm/transport/completion.h"
+#include "roles/scheduler/scheduler.h"
+
+namespace pstrain {
+
+// 10. Ask every worker where it is, then stop all after the furthest.
+void Scheduler::BeginStop(const std::string& why) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  if (shutting_down_ || !stop_reason_.empty()) return;
+  stop_reason_ = why;
+  if (!topology_sent_ || paused_) {
+    log_->warn("stopping on request ({}) before the job runs: ending it now", why);
+    const std::string stopped = "stopped on request: " + why;
+    EndNow(Shutdown{stopped, false, /*stopped=*/true}, Cancelled(stopped));
+    return;
+  }
+  log_->warn("stopping on request ({}): asking the workers how far they are", why);
+  RefuseJoiners("the job is stopping");
+  if (reshaping_) {
+    // The workers already stop for a change of shape: stopping wins.
+    reshaping_ = false;
+    if (reshape_step_ >= 0) return StopAt(reshape_step_, why);
+  }
+  AskWorkersWhere(why, [this, why](const Status& st, int64_t furthest) {
+    if (!st.ok()) return AbortOnLoop(st.WithContext("stopping on request"));
+    StopAt(furthest, why);
+  });
+}
+
+void Scheduler::AskWorkersWhere(const std::string& why,
+                                std::function<void(const Status&, int64_t)> then) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  auto furthest = std::make_shared<int64_t>(0);
+  auto asked = std::make_shared<CountDown>(
+      workers_.size(), [this, furthest, generation = generation_, then](const Status& st) {
+        if (generation != generation_) return;  // a pause came first: its own rules apply
+        then(st, *furthest);
+      });
+  for (NodeEntry& w : workers_) {
+    auto conn = w.conn.lock();
+    if (!conn) {
+      asked->Report(Unavailable(Describe(w) + " is not connected"));
+      continue;
+    }
+    conn->Call(Stop{why, -1}, [asked, furthest](StatusOr<Incoming> reply) {
+      if (!reply.ok()) return asked->Report(reply.status());
+      if (auto* at = std::get_if<StopReply>(&reply->message.body))
+        *furthest = std::max(*furthest, at->step);
+      asked->Report(Status::OK());
+    });
+  }
+}
+
+void Scheduler::StopAt(int64_t step, const std::string& why) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  log_->info("every worker stops after step {}", step);
+  for (NodeEntry& w : workers_)
+    if (auto conn = w.conn.lock()) conn->Call(Stop{why, step}, [](StatusOr<Incoming>) {});
+}
+
+}  // namespace pstrain

@@ -1,0 +1,132 @@
+#!/bin/sh
+# What a change of an elastic job's shape costs (docs/elastic.md): for
+# LeNet on Fashion-MNIST and for Wide&Deep on 1M generated rows, each
+# started as 2 servers and 2 workers in separate processes on this machine:
+# - join: from the scheduler's "registered while the job runs" line to the
+#   new worker's first step ("trains N steps"), and the same for a server
+#   (to the first step of worker 0 after the change);
+# - leave: from SIGTERM to the process's exit, for a worker and a server;
+# - bytes moved per server join: the checkpoint of the change's step (each
+#   server's new shard is read back from it);
+# - throughput: the job's samples/s over the second after each change
+#   (workers' metrics files) against the second before it.
+# Usage: sh tests/bench/elastic_bench.sh PSTRAIN_BIN [lenet|wide_deep]...
+# Prints one line per figure; logs stay in a temporary folder it names.
+set -u
+BIN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+shift
+SCENARIOS=${*:-lenet wide_deep}
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+WORK=$(mktemp -d)
+ID_PREFIX=bench
+. "$REPO/tests/cluster_util.sh"
+trap cluster_cleanup EXIT
+echo "elastic_bench: logs in $WORK"
+export MS_SCHED_HOST=127.0.0.1 PSTRAIN_CONNECT_TIMEOUT=60 PSTRAIN_HEARTBEAT_TIMEOUT=30
+
+join() {
+  case "$1" in server*) role=MS_PSERVER ;; *) role=MS_WORKER ;; esac
+  (
+    export MS_ROLE=$role MS_NODE_ID="$ID_PREFIX-$RUN-$1"
+    exec "$BIN" >> "$(node_log "$1")" 2>&1
+  ) &
+  echo $! > "$WORK/$1.pid"
+}
+# ms FILE PATTERN [N]: the time of FILE's N-th line matching PATTERN (default the last).
+ms() {
+  stamp=$(grep "$2" "$1" | sed -n "${3:-\$}p" | sed -n 's/^\[\([0-9-]* [0-9:.]*\)\].*/\1/p')
+  [ -n "$stamp" ] && date -d "$stamp" +%s%3N
+}
+# samples_per_s FROM_MS TO_MS: the job's training rate between two times,
+# from the step lines of every worker's metrics file (one each log_every
+# steps; a step is batch_size samples of each worker).
+samples_per_s() {
+  cat "$WORK"/metrics-worker-*.jsonl 2> /dev/null | python3 -c '
+import json, sys
+lo, hi, batch = int(sys.argv[1]) / 1000, int(sys.argv[2]) / 1000, int(sys.argv[3])
+last, n = {}, 0
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("event") != "step":
+        continue
+    prev = last.get(m["rank"])
+    if prev is not None and m["step"] > prev[0] and lo <= m["time"] < hi:
+        n += (m["step"] - prev[0]) * batch
+    last[m["rank"]] = (m["step"], m["time"])
+print(round(n / (hi - lo)))' "$1" "$2" "$BATCH"
+}
+SCHED() { node_log scheduler; }
+# change N WHAT: waits for the N-th change, prints how long its pause took
+# and the rate around it.
+change() {
+  wait_for_count "every node is back" "$(SCHED)" "$1" 3000 || fail "change $1 ($2) did not happen"
+  asked=$(ms "$(SCHED)" "changing the job's shape\|was lost" "$1")
+  back=$(ms "$(SCHED)" "every node is back" "$1")
+  sleep 4
+  before=$(samples_per_s $((asked - 5000)) $((asked - 1000)))
+  during=$(samples_per_s $((asked - 1000)) $((asked + 3000)))
+  line=$(grep "elastic:" "$(SCHED)" | sed -n "${1}p" | sed 's/.*elastic: //' | cut -c 1-120)
+  bytes=$(grep "checkpoint of step" "$(node_log worker_0)" | tail -n 1 | sed 's/.*(\(.*\)).*/\1/')
+  echo "$RUN $2: $line"
+  echo "  held from the scheduler's ask to every node back: $((back - asked)) ms;" \
+    "samples/s: $before steady (the 4 s until 1 s before), $during over the 4 s from 1 s before;" \
+    "last checkpoint: $bytes"
+}
+
+for RUN in $SCENARIOS; do
+  rm -f "$WORK"/*.pid "$WORK"/metrics-*.jsonl
+  case $RUN in
+    lenet)
+      have_fmnist || continue
+      sed -e 's/^  epochs: 12/  epochs: 3/' -e '/^  log_every:/d' \
+        -e "/^train:/a\\  log_every: 10\\n  checkpoint: {dir: $WORK/ckpt-lenet, every_steps: 1000}\\n  elastic: {workers: [1, 3], servers: [1, 3]}" \
+        "$REPO/configs/lenet_fashion_mnist.yaml" > "$WORK/lenet.yaml"
+      CONFIG=$WORK/lenet.yaml WARM=6 BATCH=64
+      ;;
+    wide_deep)
+      [ -d "$WORK/criteo" ] || "$BIN" gen criteo --rows 1000000 --out "$WORK/criteo" > "$WORK/gen.out" 2>&1 ||
+        fail "gen criteo"
+      # One file, split by sample index among the workers.
+      [ -f "$WORK/criteo/train.txt" ] || mv "$WORK/criteo/train.txt-00000" "$WORK/criteo/train.txt"
+      sed -e 's/^  epochs: 6/  epochs: 2/' -e "s|\.\./data/criteo|$WORK/criteo|g" -e '/^  log_every:/d' \
+        -e "/^train:/a\\  log_every: 4\\n  checkpoint: {dir: $WORK/ckpt-wd, every_steps: 1000}\\n  elastic: {workers: [1, 3], servers: [1, 3]}" \
+        "$REPO/configs/wide_deep_criteo.yaml" > "$WORK/wd.yaml"
+      CONFIG=$WORK/wd.yaml WARM=15 BATCH=512
+      ;;
+  esac
+  export PSTRAIN_CONFIG=$CONFIG MS_SERVER_NUM=2 MS_WORKER_NUM=2 PSTRAIN_LOG_DIR=$WORK
+  start_scheduler
+  for n in server_0 server_1 worker_0 worker_1; do start "$n"; done
+  wait_for_count "trains" "$(node_log worker_0)" 1 3000 || fail "$RUN did not start"
+  sleep "$WARM"
+  join worker_2
+  change 1 "worker join"
+  asked=$(ms "$(SCHED)" "registered while the job runs" 1)
+  first=$(ms "$(node_log worker_2)" "trains" 1)
+  echo "  join: $((first - asked)) ms from the worker's registration to its first step"
+  sleep 2
+  t=$(now_ms)
+  kill -TERM "$(node_pid worker_2)"
+  wait_exit worker_2 3000
+  echo "  leave: worker 2 exited $status $(($(now_ms) - t)) ms after SIGTERM"
+  change 2 "worker leave"
+  join server_2
+  change 3 "server join"
+  asked=$(ms "$(SCHED)" "registered while the job runs" 2)
+  first=$(ms "$(node_log worker_0)" "trains" 4)
+  echo "  join: $((first - asked)) ms from the server's registration to worker 0's first step"
+  sleep 2
+  t=$(now_ms)
+  kill -TERM "$(node_pid server_2)"
+  wait_exit server_2 3000
+  echo "  leave: server 2 exited $status $(($(now_ms) - t)) ms after SIGTERM"
+  change 4 "server leave"
+  for n in scheduler server_0 server_1 worker_0 worker_1; do
+    wait_exit "$n" 6000
+    [ "$status" = 0 ] || fail "$RUN: $n exited $status"
+  done
+  grep -h "test accuracy\|test auc" "$(node_log worker_0)" | tail -n 1 | sed "s/^/  $RUN: /" | cut -c 1-160
+done
