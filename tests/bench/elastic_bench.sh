@@ -69,7 +69,7 @@ change() {
   before=$(samples_per_s $((asked - 5000)) $((asked - 1000)))
   during=$(samples_per_s $((asked - 1000)) $((asked + 3000)))
   line=$(grep "elastic:" "$(SCHED)" | sed -n "${1}p" | sed 's/.*elastic: //' | cut -c 1-120)
-  bytes=$(grep "checkpoint of step" "$(node_log worker_0)" | tail -n 1 | sed 's/.*(\(.*\)).*/\1/')
+  bytes=$(grep "checkpoint of step .* written to" "$(node_log worker_0)" | tail -n 1 | sed 's/.*(\(.*\)).*/\1/')
   echo "$RUN $2: $line"
   echo "  held from the scheduler's ask to every node back: $((back - asked)) ms;" \
     "samples/s: $before steady (the 4 s until 1 s before), $during over the 4 s from 1 s before;" \
@@ -81,17 +81,19 @@ for RUN in $SCENARIOS; do
   case $RUN in
     lenet)
       have_fmnist || continue
-      sed -e 's/^  epochs: 12/  epochs: 3/' -e '/^  log_every:/d' \
+      sed -e 's/^  epochs: 12/  epochs: 8/' -e '/^  log_every:/d' \
         -e "/^train:/a\\  log_every: 10\\n  checkpoint: {dir: $WORK/ckpt-lenet, every_steps: 1000}\\n  elastic: {workers: [1, 3], servers: [1, 3]}" \
         "$REPO/configs/lenet_fashion_mnist.yaml" > "$WORK/lenet.yaml"
       CONFIG=$WORK/lenet.yaml WARM=6 BATCH=64
       ;;
     wide_deep)
+      # ELASTIC_BENCH_DATA: a folder of an earlier run's generated rows.
+      [ -n "${ELASTIC_BENCH_DATA:-}" ] && cp -r "$ELASTIC_BENCH_DATA" "$WORK/criteo"
       [ -d "$WORK/criteo" ] || "$BIN" gen criteo --rows 1000000 --out "$WORK/criteo" > "$WORK/gen.out" 2>&1 ||
         fail "gen criteo"
       # One file, split by sample index among the workers.
       [ -f "$WORK/criteo/train.txt" ] || mv "$WORK/criteo/train.txt-00000" "$WORK/criteo/train.txt"
-      sed -e 's/^  epochs: 6/  epochs: 2/' -e "s|\.\./data/criteo|$WORK/criteo|g" -e '/^  log_every:/d' \
+      sed -e "s|\.\./data/criteo|$WORK/criteo|g" -e '/^  log_every:/d' \
         -e "/^train:/a\\  log_every: 4\\n  checkpoint: {dir: $WORK/ckpt-wd, every_steps: 1000}\\n  elastic: {workers: [1, 3], servers: [1, 3]}" \
         "$REPO/configs/wide_deep_criteo.yaml" > "$WORK/wd.yaml"
       CONFIG=$WORK/wd.yaml WARM=15 BATCH=512
@@ -108,25 +110,25 @@ for RUN in $SCENARIOS; do
   first=$(ms "$(node_log worker_2)" "trains" 1)
   echo "  join: $((first - asked)) ms from the worker's registration to its first step"
   sleep 2
-  t=$(now_ms)
+  sent=$(now_ms)
   kill -TERM "$(node_pid worker_2)"
   wait_exit worker_2 3000
-  echo "  leave: worker 2 exited $status $(($(now_ms) - t)) ms after SIGTERM"
+  echo "  leave: worker 2 exited $status $(($(now_ms) - sent)) ms after SIGTERM"
   change 2 "worker leave"
   join server_2
   change 3 "server join"
   asked=$(ms "$(SCHED)" "registered while the job runs" 2)
-  first=$(ms "$(node_log worker_0)" "trains" 4)
+  first=$(ms "$(node_log worker_0)" " trains " 4)
   echo "  join: $((first - asked)) ms from the server's registration to worker 0's first step"
   sleep 2
-  t=$(now_ms)
+  sent=$(now_ms)
   kill -TERM "$(node_pid server_2)"
   wait_exit server_2 3000
-  echo "  leave: server 2 exited $status $(($(now_ms) - t)) ms after SIGTERM"
+  echo "  leave: server 2 exited $status $(($(now_ms) - sent)) ms after SIGTERM"
   change 4 "server leave"
   for n in scheduler server_0 server_1 worker_0 worker_1; do
     wait_exit "$n" 6000
     [ "$status" = 0 ] || fail "$RUN: $n exited $status"
   done
-  grep -h "test accuracy\|test auc" "$(node_log worker_0)" | tail -n 1 | sed "s/^/  $RUN: /" | cut -c 1-160
+  grep -hi "test accuracy\|test auc" "$(node_log worker_0)" | tail -n 1 | sed "s/^/  $RUN: /" | cut -c 1-160
 done
