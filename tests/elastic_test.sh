@@ -18,9 +18,14 @@
 #   AUC (wide_deep) of the same job at a fixed shape;
 # - lenet: refusals, each one line: a scale beyond the bounds, a scale of a
 #   job that is not elastic, a join with another config.
+# SCENARIO edges (the Wide&Deep job, workers [2, 3] and no server bounds):
+# a server cannot join (the server count is fixed), a worker joins, a
+# second is refused past the maximum, `pstrain scale --workers 2` sends the
+# highest rank away (exit 0), and a SIGTERM at the minimum stops the whole
+# job (every process exits 3).
 # Moving a server's rows goes through the checkpoint of the change's step,
 # read back by tests/server_reshard_test.cc's path (bit for bit there).
-# Usage: sh tests/elastic_test.sh PSTRAIN_BIN [lenet|wide_deep]
+# Usage: sh tests/elastic_test.sh PSTRAIN_BIN [lenet|wide_deep|edges]
 set -u
 BIN="$1"
 SCENARIO="${2:-lenet}"
@@ -41,7 +46,7 @@ case "$SCENARIO" in
     EPOCHS=40 SAMPLES=4096 TOLERANCE=0.005
     MODEL=lenet TEST="[$FMNIST/t10k-images-idx3-ubyte.gz, $FMNIST/t10k-labels-idx1-ubyte.gz]"
     ;;
-  wide_deep)
+  wide_deep | edges)
     "$BIN" gen criteo --rows 6000 --test-rows 4000 --out "$WORK/data" > "$WORK/gen.out" 2>&1 ||
       fail "gen criteo"
     # One file, split by sample index: file shards cannot be re-split exactly.
@@ -59,7 +64,9 @@ config() {
   job_config "$MODEL" "$WORK/data" "$EPOCHS" "$ckpt" "$@" |
     sed -e "s|^  limit: 4096|  limit: 4096\n  test: $TEST|" -e "s|^  vocab: 65536|  vocab: 65536\n  test: $TEST|"
 }
-config "$WORK/ckpt" "elastic: {workers: [2, 4], servers: [1, 3]}" > "$WORK/elastic.yaml"
+BOUNDS="elastic: {workers: [2, 4], servers: [1, 3]}"
+[ "$SCENARIO" = edges ] && BOUNDS="elastic: {workers: [2, 3]}"
+config "$WORK/ckpt" "$BOUNDS" > "$WORK/elastic.yaml"
 config "$WORK/ckpt-fixed" > "$WORK/fixed.yaml"
 sed 's/seed: \([0-9]\)/seed: 1\1/' "$WORK/elastic.yaml" > "$WORK/other.yaml"
 
@@ -85,6 +92,45 @@ change() {
 }
 # metric LOG: the last test accuracy or AUC in LOG.
 metric() { grep "test accuracy\|test AUC" "$1" | tail -n 1 | sed 's/.*test [a-zA-Z]*: \([0-9.]*\).*/\1/'; }
+
+if [ "$SCENARIO" = edges ]; then
+  echo "elastic_test: the edges of an elastic job"
+  RUN=edges PSTRAIN_CONFIG="$WORK/elastic.yaml"
+  export PSTRAIN_CONFIG
+  SCHED=$(node_log scheduler)
+  start_scheduler
+  for n in server_0 server_1 worker_0 worker_1; do start "$n"; done
+  wait_for_count "epoch: 1 step: 1," "$(node_log worker_0)" 1 600 || fail "the job did not start"
+  join server_j1
+  wait_exit server_j1 600
+  [ "$status" = 1 ] && grep -q "server count is fixed\|sets no servers" "$(node_log server_j1)" ||
+    fail "a server joined a job without server bounds (exit $status)"
+  echo "  server join refused: $(grep -m 1 "sets no servers" "$(node_log server_j1)" | sed 's/.*refused this node: //' | cut -c 1-150)"
+  join worker_j1
+  change 1
+  join worker_j2
+  wait_exit worker_j2 600
+  [ "$status" = 1 ] && grep -q "allows at most 3" "$(node_log worker_j2)" ||
+    fail "a fourth worker joined a job of at most 3 (exit $status)"
+  echo "  join past the maximum refused: $(grep -m 1 "allows at most" "$(node_log worker_j2)" | sed 's/.*refused this node: //' | cut -c 1-150)"
+  "$BIN" scale --workers 2 > "$WORK/scale.out" 2> "$WORK/scale.err" || fail "scale to 2: $(cat "$WORK/scale.err")"
+  echo "  pstrain scale --workers 2: $(cat "$WORK/scale.out")"
+  change 2
+  grep "elastic:" "$SCHED" | sed -n 2p | grep -q "worker node id:$ID_PREFIX-worker_j1 leaves (pstrain scale)" ||
+    fail "scale did not send the highest rank away"
+  wait_exit worker_j1 600
+  [ "$status" = 0 ] || fail "the worker scaled away exited $status"
+  kill -TERM "$(node_pid worker_1)"
+  for n in scheduler server_0 server_1 worker_0 worker_1; do
+    wait_exit "$n" 3000
+    [ "$status" = 3 ] || fail "SIGTERM at the minimum: $n exited $status, expected 3 (the job stops)"
+  done
+  grep -q "cannot leave: the job would have fewer than its minimum of 2 workers" "$SCHED" ||
+    fail "the scheduler does not say why the job stopped"
+  echo "  SIGTERM at the minimum: $(grep -m 1 "cannot leave" "$SCHED" | sed 's/.*\] //' | cut -c 1-200)"
+  echo "elastic_test: passed"
+  exit 0
+fi
 
 # 1. The same job at a fixed shape; its scheduler refuses a scale.
 echo "elastic_test: the fixed-shape job"

@@ -179,8 +179,8 @@ void Scheduler::HandleScale(const Connection::Ptr& conn, uint64_t id, const Scal
       leaving_[n.info.node_id] = "pstrain scale";
       --excess;
     }
-    said.push_back(fmt::format("{} {}s: {} leave at the next step every worker reaches", want,
-                               RoleName(role), now - want));
+    said.push_back(fmt::format("{} {}s: {} {} at the next step every worker reaches", want,
+                               RoleName(role), now - want, now - want == 1 ? "leaves" : "leave"));
     reshape_reasons_.push_back(fmt::format("pstrain scale to {} {}s", want, RoleName(role)));
   }
   const std::string message = fmt::format("{}", fmt::join(said, "; "));
