@@ -98,7 +98,8 @@ if [ "$SCENARIO" = edges ]; then
   RUN=edges PSTRAIN_CONFIG="$WORK/elastic.yaml"
   export PSTRAIN_CONFIG
   SCHED=$(node_log scheduler)
-  start_scheduler
+  HTTP=$(pick_port 7)
+  PSTRAIN_HTTP_PORT=$HTTP start_scheduler
   for n in server_0 server_1 worker_0 worker_1; do start "$n"; done
   wait_for_count "epoch: 1 step: 1," "$(node_log worker_0)" 1 600 || fail "the job did not start"
   join server_j1
@@ -108,6 +109,19 @@ if [ "$SCENARIO" = edges ]; then
   echo "  server join refused: $(grep -m 1 "sets no servers" "$(node_log server_j1)" | sed 's/.*refused this node: //' | cut -c 1-150)"
   join worker_j1
   change 1
+  # The live view shows the bounds and the change.
+  if command -v curl > /dev/null && command -v python3 > /dev/null; then
+    curl -s -m 5 "http://127.0.0.1:$HTTP/status" > "$WORK/status.json" || fail "GET /status"
+    python3 - "$WORK/status.json" << 'PY' || fail "/status lacks the elastic section: $(cat "$WORK/status.json")"
+import json, sys
+job = json.load(open(sys.argv[1]))["job"]
+e = job["elastic"]
+assert job["workers"] == 3 and job["servers"] == 2, job
+assert e["bounds"] == "workers [2, 3]", e
+assert len(e["changes"]) == 1 and "workers 2 -> 3" in e["changes"][0], e
+print("  /status: job.elastic", json.dumps(e)[:160])
+PY
+  fi
   join worker_j2
   wait_exit worker_j2 600
   [ "$status" = 1 ] && grep -q "allows at most 3" "$(node_log worker_j2)" ||
