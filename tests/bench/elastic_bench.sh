@@ -76,6 +76,23 @@ change() {
     "last checkpoint: $bytes"
 }
 
+# join_then_leave ROLE N FIRST_LOG K: a ROLE joins (change N) and leaves
+# on SIGTERM (change N+1); the join's time is from its registration to the
+# K-th " trains " line of FIRST_LOG's node (its first step).
+join_then_leave() {
+  join "$1_2"
+  change "$2" "$1 join"
+  asked=$(ms "$(SCHED)" "registered while the job runs" $((($2 + 1) / 2)))
+  first=$(ms "$(node_log "$3")" " trains " "$4")
+  echo "  join: $((first - asked)) ms from the $1's registration to $3's first step after it"
+  sleep 2
+  sent=$(now_ms)
+  kill -TERM "$(node_pid "$1_2")"
+  wait_exit "$1_2" 3000
+  echo "  leave: $1 2 exited $status $(($(now_ms) - sent)) ms after SIGTERM"
+  change $(($2 + 1)) "$1 leave"
+}
+
 for RUN in $SCENARIOS; do
   rm -f "$WORK"/*.pid "$WORK"/metrics-*.jsonl
   case $RUN in
@@ -104,28 +121,8 @@ for RUN in $SCENARIOS; do
   for n in server_0 server_1 worker_0 worker_1; do start "$n"; done
   wait_for_count "trains" "$(node_log worker_0)" 1 3000 || fail "$RUN did not start"
   sleep "$WARM"
-  join worker_2
-  change 1 "worker join"
-  asked=$(ms "$(SCHED)" "registered while the job runs" 1)
-  first=$(ms "$(node_log worker_2)" "trains" 1)
-  echo "  join: $((first - asked)) ms from the worker's registration to its first step"
-  sleep 2
-  sent=$(now_ms)
-  kill -TERM "$(node_pid worker_2)"
-  wait_exit worker_2 3000
-  echo "  leave: worker 2 exited $status $(($(now_ms) - sent)) ms after SIGTERM"
-  change 2 "worker leave"
-  join server_2
-  change 3 "server join"
-  asked=$(ms "$(SCHED)" "registered while the job runs" 2)
-  first=$(ms "$(node_log worker_0)" " trains " 4)
-  echo "  join: $((first - asked)) ms from the server's registration to worker 0's first step"
-  sleep 2
-  sent=$(now_ms)
-  kill -TERM "$(node_pid server_2)"
-  wait_exit server_2 3000
-  echo "  leave: server 2 exited $status $(($(now_ms) - sent)) ms after SIGTERM"
-  change 4 "server leave"
+  join_then_leave worker 1 worker_2 1
+  join_then_leave server 3 worker_0 4
   for n in scheduler server_0 server_1 worker_0 worker_1; do
     wait_exit "$n" 6000
     [ "$status" = 0 ] || fail "$RUN: $n exited $status"
