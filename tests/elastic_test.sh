@@ -43,7 +43,7 @@ echo "elastic_test: $SCENARIO in $WORK"
 case "$SCENARIO" in
   lenet)
     have_fmnist || exit 77
-    EPOCHS=40 SAMPLES=4096 TOLERANCE=0.005
+    EPOCHS=12 SAMPLES=16384 TOLERANCE=0.005
     MODEL=lenet TEST="[$FMNIST/t10k-images-idx3-ubyte.gz, $FMNIST/t10k-labels-idx1-ubyte.gz]"
     ;;
   wide_deep | edges)
@@ -62,7 +62,7 @@ config() {
   ckpt=$1
   shift
   job_config "$MODEL" "$WORK/data" "$EPOCHS" "$ckpt" "$@" |
-    sed -e "s|^  limit: 4096|  limit: 4096\n  test: $TEST|" -e "s|^  vocab: 65536|  vocab: 65536\n  test: $TEST|"
+    sed -e "s|^  limit: 4096|  limit: $SAMPLES\n  test: $TEST|" -e "s|^  vocab: 65536|  vocab: 65536\n  test: $TEST|"
 }
 BOUNDS="elastic: {workers: [2, 4], servers: [1, 3]}"
 [ "$SCENARIO" = edges ] && BOUNDS="elastic: {workers: [2, 3]}"

@@ -18,7 +18,11 @@ uint64_t Millis(double seconds) { return static_cast<uint64_t>(seconds * 1000.0 
 }  // namespace
 
 ClusterClient::ClusterClient(EventLoop* loop, NodeOptions options, Logger log)
-    : loop_(loop), options_(std::move(options)), log_(std::move(log)) {}
+    : loop_(loop),
+      options_(std::move(options)),
+      log_(std::move(log)),
+      server_num_(options_.cluster.server_num),
+      worker_num_(options_.cluster.worker_num) {}
 
 std::string ClusterClient::SchedulerAddress() const {
   return fmt::format("{}:{}", options_.cluster.sched_host, options_.cluster.sched_port);
@@ -208,6 +212,8 @@ void ClusterClient::OnTopology(const Connection::Ptr& conn, uint64_t id, const T
                                         topology.server_num <= c.elastic.max_servers))) {
     c.worker_num = topology.worker_num;
     if (c.elastic.servers_elastic()) c.server_num = topology.server_num;
+    server_num_ = c.server_num;
+    worker_num_ = c.worker_num;
   }
   auto patched = ApplyTopology(topology_ ? &*topology_ : nullptr, topology, options_.role, rank_,
                                c.server_num, c.worker_num);

@@ -100,9 +100,10 @@ class ClusterClient {
   };
   std::optional<NextRun> next_run();
   // The job's shape as this node knows it: its options', or, in an elastic
-  // job, the last topology's. Loop thread, or after Join.
-  int server_num() const { return options_.cluster.server_num; }
-  int worker_num() const { return options_.cluster.worker_num; }
+  // job, the topology's (set on the loop thread before Join returns, and
+  // before any peer could know this node's topology). Any thread.
+  int server_num() const { return server_num_.load(); }
+  int worker_num() const { return worker_num_.load(); }
   int64_t generation() const { return generation_.load(); }
 
  private:
@@ -133,6 +134,7 @@ class ClusterClient {
   uint16_t listen_port_ = 0;
   int rank_ = -1;
   std::atomic<int64_t> generation_{0};
+  std::atomic<int> server_num_, worker_num_;
   std::atomic<bool> paused_{false};
   std::atomic<int64_t> progress_step_{-1};  // ReportProgress, read by the loop
   std::atomic<double> progress_rate_{0};

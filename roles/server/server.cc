@@ -38,7 +38,7 @@ Server::Server(NodeOptions options, Logger log, Config config)
 // After the join: a node joining an elastic job learns the worker count
 // from its topology. Loop thread.
 void Server::MakeShards() {
-  const int workers = node_.options().cluster.worker_num;
+  const int workers = node_.cluster().worker_num();
   for (int i = 0; i < ShardThreads(); ++i)
     shards_.push_back(std::make_unique<PsShard>(&config_, workers, node_.log()));
   EventLoop* loop = &node_.loop();
@@ -62,7 +62,7 @@ Status Server::RunOnce() {
       [this](const Connection::Ptr& c, Incoming&& in) { OnPeerRequest(c, std::move(in)); },
       [this](const Connection::Ptr& c, const Status&) { worker_of_.erase(c.get()); });
   if (!topology.ok()) return topology.status();
-  auto tables = TableHost::Create(config_, node_.options().cluster.worker_num, rank(), node_.log());
+  auto tables = TableHost::Create(config_, node_.cluster().worker_num(), rank(), node_.log());
   if (!tables.ok()) return tables.status();
   if (auto list = ServerTables(config_); list.ok())
     for (const ServerTable& t : *list) table_names_.push_back(t.options.name);
@@ -185,7 +185,10 @@ void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
 // A worker introduces itself before anything else; its rank is then bound to
 // the connection, so a peer cannot act for another worker.
 void Server::OnHello(const Connection::Ptr& conn, uint64_t id, const Hello& hello) {
-  const int workers = node_.options().cluster.worker_num;
+  // An elastic job's ranks go up to its bound (UpdateCore refuses a rank
+  // that is not a member); its generation (StaleHello) keeps out the rest.
+  const ElasticBounds& elastic = node_.options().cluster.elastic;
+  const int workers = std::max(node_.cluster().worker_num(), elastic.max_workers);
   const NodeInfo& who = hello.node;
   std::string why;
   if (who.role != Role::kWorker) {
@@ -263,8 +266,8 @@ std::vector<PsShard*> Server::AllShards() {
 }
 
 ShardMeta Server::Meta() {
-  return ShardMeta{node_.cluster().rank(), node_.options().cluster.server_num,
-                   node_.options().cluster.worker_num};
+  return ShardMeta{node_.cluster().rank(), node_.cluster().server_num(),
+                   node_.cluster().worker_num()};
 }
 
 // Every shard copies out its partitions; the last one to finish hands the
@@ -335,7 +338,7 @@ Status Server::RestoreCheckpoint(const CheckpointRef& checkpoint) {
   std::string path = checkpoint.step_dir + "/" + ShardFileName(node_.cluster().rank());
   auto written_by = ServersOf(checkpoint);
   if (!written_by.ok()) return written_by.status().WithContext("resume");
-  const int servers = node_.options().cluster.server_num;
+  const int servers = node_.cluster().server_num();
   StatusOr<ShardContents> contents = ShardContents{};
   if (*written_by == servers) {
     contents = ReadShardFile(path, Meta());
@@ -346,11 +349,11 @@ Status Server::RestoreCheckpoint(const CheckpointRef& checkpoint) {
         *written_by, servers, checkpoint.step);
     path = checkpoint.step_dir;
     contents = GatherReshardedShard(checkpoint, *written_by, config_, rank(), servers,
-                                    node_.options().cluster.worker_num);
+                                    node_.cluster().worker_num());
   }
   if (!contents.ok()) return contents.status().WithContext("resume");
   const size_t tables = contents->tables.size();
-  const int workers = node_.options().cluster.worker_num;
+  const int workers = node_.cluster().worker_num();
   if (contents->workers != workers && config_.train.mode == UpdateMode::kAsync) {
     // An async partition counts pushes (step = pushes / workers): rebased
     // so that the step it stands at is the same with the new worker count.

@@ -18,7 +18,7 @@ Collective* WorkerRing::collective() {
 }
 
 Status WorkerRing::Connect(const Topology& topology) {
-  const int rank = node_->cluster().rank(), world = node_->options().cluster.worker_num;
+  const int rank = node_->cluster().rank(), world = node_->cluster().worker_num();
   if (world == 1) {
     ring_ = std::make_unique<RingCollective>(&node_->loop(), 0, 1, nullptr);
     return Status::OK();
@@ -108,7 +108,7 @@ Status WorkerRing::ChooseTransport(const Hello& next) {
         if (shm_ring_) shm_ring_->InboundOpened();  // every neighbour is past opening it
         if (*all == 1) {
           node_->log()->info("ring: the {} workers share this host: shared memory",
-                             node_->options().cluster.worker_num);
+                             node_->cluster().worker_num());
         } else {
           node_->log()->info("ring: TCP among the workers");
           shm_ring_.reset();
@@ -136,7 +136,7 @@ void WorkerRing::AnswerHello(const Connection::Ptr& conn, uint64_t request_id) {
 }
 
 bool WorkerRing::OnPeerMessage(const Connection::Ptr& conn, Incoming& in) {
-  const int world = node_->options().cluster.worker_num;
+  const int world = node_->cluster().worker_num();
   const int prev = (node_->cluster().rank() + world - 1) % world;
   if (auto* chunk = std::get_if<RingChunk>(&in.message.body)) {
     if (conn != inbound_ || !ring_) {
@@ -182,7 +182,7 @@ bool WorkerRing::OnPeerMessage(const Connection::Ptr& conn, Incoming& in) {
 
 void WorkerRing::OnPeerClosed(const Connection::Ptr& conn, const Status& why) {
   if (conn != inbound_) return;
-  const int world = node_->options().cluster.worker_num;
+  const int world = node_->cluster().worker_num();
   const int prev = (node_->cluster().rank() + world - 1) % world;
   Status lost = Unavailable(fmt::format("ring rank {} (worker) is gone: {}", prev, why.message()));
   if (ring_) {

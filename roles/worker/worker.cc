@@ -39,7 +39,7 @@ Status Worker::RunOnce() {
   if (job_ && job_->NeedsCollective()) PSTRAIN_RETURN_IF_ERROR(ring_.Connect(*topology));
   WorkerContext context;
   context.rank = node_.cluster().rank();
-  context.workers = node_.options().cluster.worker_num;
+  context.workers = node_.cluster().worker_num();
   context.config = &config_;
   context.cluster = &node_.cluster();
   context.log = node_.log();
@@ -129,7 +129,7 @@ std::string DescribeTensors(const std::vector<TensorSpec>& tensors) {
 }  // namespace
 
 Status Worker::CheckSameTensors(const std::vector<TensorSpec>& tensors) {
-  if (node_.options().cluster.worker_num == 1) return Status::OK();
+  if (node_.cluster().worker_num() == 1) return Status::OK();
   const int rank = node_.cluster().rank();
   const std::string mine = DescribeTensors(tensors);
   auto chiefs = node_.cluster().ShareFromOne(BarrierGroup::kWorkers, rank == 0 ? mine : "");
