@@ -16,6 +16,8 @@
 
 namespace pstrain {
 
+class DataCache;  // roles/worker/data_cache.h
+
 struct WorkerContext {
   int rank = 0;
   int workers = 1;
@@ -28,6 +30,9 @@ struct WorkerContext {
   Collective* collective = nullptr;      // when the job NeedsCollective()
   std::string log_dir = ".";             // metrics files go here (PSTRAIN_LOG_DIR)
   std::string sample_log;                // PSTRAIN_TEST_SAMPLE_LOG (tests only)
+  // The data sets this process read in earlier runs (roles/worker/data_cache.h);
+  // null: read them.
+  DataCache* data_cache = nullptr;
   // Where training starts: the checkpoint every node agreed on at the start
   // barrier (roles/worker/checkpointing.h, AgreeOnResume); step 0: none.
   CheckpointRef resume{0, "", {}, ""};

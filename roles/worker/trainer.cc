@@ -14,6 +14,7 @@
 #include "roles/placement/placed_model.h"
 #include "roles/worker/checkpointing.h"
 #include "roles/worker/compressed_pulls.h"
+#include "roles/worker/data_cache.h"
 #include "roles/worker/ps_averaging.h"
 #include "roles/worker/ps_compression.h"
 #include "roles/worker/remote_embeddings.h"
@@ -92,7 +93,8 @@ StatusOr<std::unique_ptr<TrainJob>> TrainJob::Create(const Config& config) {
   return job;
 }
 
-TrainJob::TrainJob(const Config& config) : config_(config) {}
+TrainJob::TrainJob(const Config& config)
+    : config_(config), own_data_(std::make_unique<DataCache>()) {}
 TrainJob::~TrainJob() = default;
 
 bool TrainJob::NeedsCollective() { return !allreduced_->empty(); }
@@ -402,8 +404,10 @@ Status TrainJob::Run(WorkerContext& ctx) {
   }
   if (ctx.collective == nullptr && !allreduced_->empty())
     return FailedPrecondition("all-reduced (ps: false) weights need the workers' ring");
-  auto data = LoadTrainShard(config_.data, ctx.rank, ctx.workers);
-  if (!data.ok()) return data.status();
+  if (ctx.data_cache == nullptr) ctx.data_cache = own_data_.get();
+  auto loaded = ctx.data_cache->Train(config_.data, ctx.rank, ctx.workers);
+  if (!loaded.ok()) return loaded.status();
+  const std::shared_ptr<const Dataset> data = std::move(*loaded);
   // The first batches were checked at start; this is every sample.
   const DataFiles files = DataFilesOf(config_.data.format, config_.data.train, "train");
   PSTRAIN_RETURN_IF_ERROR(

@@ -158,7 +158,9 @@ class TrainJob : public WorkerJob {
   std::unique_ptr<SparseClient> sparse_;           // their rows, when there are some
   std::unique_ptr<GpuModel> gpu_;                  // device: gpu only
   std::unique_ptr<NcclCommunicator> nccl_;         // averages ps: false grads on the GPU
-  std::unique_ptr<Dataset> test_;                  // loaded at the first evaluation
+  std::shared_ptr<const Dataset> test_;            // loaded at the first evaluation
+  // Where the data sets are read from when the worker keeps none across runs.
+  std::unique_ptr<DataCache> own_data_;
   // The chief's checkpoint whose servers may still be writing (training
   // goes on meanwhile: roles/worker/checkpointing.h).
   std::unique_ptr<CheckpointInFlight> checkpoint_;

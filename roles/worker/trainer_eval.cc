@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "roles/worker/compressed_pulls.h"
+#include "roles/worker/data_cache.h"
 #include "roles/worker/ps_compression.h"
 #include "roles/worker/remote_embeddings.h"
 #include "roles/worker/trainer.h"
@@ -27,12 +28,12 @@ StatusOr<const Tensor*> TrainJob::Logits(const Batch& batch) {
 
 Status TrainJob::Evaluate(WorkerContext& ctx, int epoch) {
   if (!test_) {
-    auto test = LoadTest(config_.data);
+    auto test = (ctx.data_cache ? ctx.data_cache : own_data_.get())->Test(config_.data);
     if (!test.ok()) return test.status();
     const DataFiles files = DataFilesOf(config_.data.format, config_.data.test, "test");
     PSTRAIN_RETURN_IF_ERROR(
-        CheckFit(reads_, *test, files.features, files.labels).WithContext(config_.source));
-    test_ = std::make_unique<Dataset>(std::move(*test));
+        CheckFit(reads_, **test, files.features, files.labels).WithContext(config_.source));
+    test_ = std::move(*test);
   }
   Batcher batcher = Batcher::ForEval(test_.get(), kEvalBatch);
   batcher.StartEpoch(0);

@@ -48,6 +48,7 @@ Status Worker::RunOnce() {
   context.collective = ring_.collective();
   context.log_dir = node_.options().cluster.log_dir;
   context.sample_log = node_.options().cluster.test_sample_log;
+  context.data_cache = data_cache_.get();
   // With servers there is a KV client even without PS tensors: it also asks
   // the servers for their checkpoint shards (embedding tables). PS tensors
   // without servers fail here, naming why.

@@ -32,6 +32,9 @@ class Worker {
   // before this one kept; after it, what this one keeps.
   void Recall(NodeMemory memory) { node_.Recall(std::move(memory)); }
   NodeMemory Kept() { return node_.Kept(); }
+  // Before Run(): where the data sets read by earlier runs of this process
+  // are kept, and this run's go.
+  void KeepDataIn(std::shared_ptr<DataCache> cache) { data_cache_ = std::move(cache); }
 
  private:
   Status RunOnce();
@@ -48,6 +51,7 @@ class Worker {
   std::vector<Connection::Ptr> servers_;  // by server rank
   std::unique_ptr<KvClient> kv_;
   WorkerRing ring_{&node_};  // after node_: goes before it
+  std::shared_ptr<DataCache> data_cache_;
 };
 
 }  // namespace pstrain

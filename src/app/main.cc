@@ -29,6 +29,7 @@
 #include "roles/node/recovery.h"
 #include "roles/scheduler/scheduler.h"
 #include "roles/server/server.h"
+#include "roles/worker/data_cache.h"
 #include "roles/worker/trainer.h"
 #include "roles/worker/worker.h"
 #include "src/app/bench/bench.h"
@@ -191,14 +192,18 @@ int RunNode(const NodeOptions& options, const Config& config) {
       if (auto job = JobOf(config, /*check_data=*/true); !job.ok()) return UsageError(job.status());
       Logger log = MakeLogger("worker");
       WarnIfUnauthenticated(log, options.cluster);
+      // Kept across runs: a rollback or a change of shape reads no data again.
+      auto data = std::make_shared<DataCache>();
+      if (config.train.elastic) data->Preload(config.data);
       return Finished(
           log,
           RunRecovering(options, config, log,
-                        [&log](const NodeOptions& o, const Config& c, NodeMemory recalled) {
+                        [&log, data](const NodeOptions& o, const Config& c, NodeMemory recalled) {
                           auto job = JobOf(c, /*check_data=*/false);
                           if (!job.ok()) return Incarnation{job.status()};
                           Worker worker(o, log, c, std::move(*job));
                           worker.Recall(std::move(recalled));
+                          worker.KeepDataIn(data);
                           Status st = worker.Run();
                           return Incarnation{st, worker.paused(), worker.rank(), worker.Kept()};
                         }));

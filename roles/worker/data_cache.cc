@@ -1,0 +1,50 @@
+#include "roles/worker/data_cache.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace pstrain {
+
+namespace {
+
+// What decides the samples a load gives.
+std::string KeyOf(const DataConfig& c, const std::vector<std::string>& files) {
+  return fmt::format("{}|{}|{}|{}", static_cast<int>(c.format), c.vocab, c.limit,
+                     fmt::join(files, "|"));
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<const Dataset>> DataCache::Train(const DataConfig& config, int rank,
+                                                          int workers) {
+  MutexLock lock(&mutex_);
+  const std::string key = KeyOf(config, config.train);
+  // File shards depend on the rank and worker count they were read for.
+  const std::string shard_key = fmt::format("{}|{}/{}", key, rank, workers);
+  if (train_ && (train_key_ == key || train_key_ == shard_key)) return train_;
+  auto data = LoadTrainShard(config, rank, workers);
+  if (!data.ok()) return data.status();
+  train_key_ = data->sharded_by_file ? shard_key : key;
+  train_ = std::make_shared<const Dataset>(std::move(*data));
+  return train_;
+}
+
+void DataCache::Preload(const DataConfig& config) {
+  if (config.format == DataFormat::kCriteo)
+    for (const std::string& path : config.train)
+      if (auto shards = ListShards(path); !shards.ok() || !shards->empty()) return;
+  Train(config, 0, 1).status().IgnoreError();  // the run reads it again and says why
+}
+
+StatusOr<std::shared_ptr<const Dataset>> DataCache::Test(const DataConfig& config) {
+  MutexLock lock(&mutex_);
+  const std::string key = KeyOf(config, config.test);
+  if (test_ && test_key_ == key) return test_;
+  auto data = LoadTest(config);
+  if (!data.ok()) return data.status();
+  test_key_ = key;
+  test_ = std::make_shared<const Dataset>(std::move(*data));
+  return test_;
+}
+
+}  // namespace pstrain
