@@ -117,11 +117,10 @@ void ClusterClient::OnRegistered(StatusOr<Incoming> reply) {
                                 std::string(MessageName(reply->message.body))));
   // A node joining an elastic job learns its shape from the topology.
   const ElasticBounds& elastic = options_.cluster.elastic;
-  const bool server = options_.role == Role::kServer;
-  const int count = elastic.enabled()
-                        ? (server ? std::max(elastic.max_servers, options_.cluster.server_num)
-                                  : elastic.max_workers)
-                        : (server ? options_.cluster.server_num : options_.cluster.worker_num);
+  const Role role = options_.role;
+  const int count = elastic.Elastic(role)   ? elastic.Max(role)
+                    : role == Role::kServer ? server_num_.load()
+                                            : worker_num_.load();
   if (ok->rank < 0 || ok->rank >= count)
     return fail(InvalidArgument(fmt::format("the scheduler assigned rank {} in a job of {} {}s",
                                             ok->rank, count, RoleName(options_.role))));
@@ -203,20 +202,15 @@ void ClusterClient::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
 // restarted with its node id) is refused, and the scheduler sends the whole
 // list; a topology that is wrong ends the join.
 void ClusterClient::OnTopology(const Connection::Ptr& conn, uint64_t id, const Topology& topology) {
-  ClusterOptions& c = options_.cluster;
   // An elastic job's shape is the scheduler's: within the bounds, it is
   // taken from the topology.
-  if (c.elastic.enabled() && topology.worker_num >= c.elastic.min_workers &&
-      topology.worker_num <= c.elastic.max_workers &&
-      (!c.elastic.servers_elastic() || (topology.server_num >= c.elastic.min_servers &&
-                                        topology.server_num <= c.elastic.max_servers))) {
-    c.worker_num = topology.worker_num;
-    if (c.elastic.servers_elastic()) c.server_num = topology.server_num;
-    server_num_ = c.server_num;
-    worker_num_ = c.worker_num;
+  const ElasticBounds& elastic = options_.cluster.elastic;
+  if (elastic.enabled() && elastic.Allows(topology.server_num, topology.worker_num)) {
+    worker_num_ = topology.worker_num;
+    if (elastic.servers_elastic()) server_num_ = topology.server_num;
   }
   auto patched = ApplyTopology(topology_ ? &*topology_ : nullptr, topology, options_.role, rank_,
-                               c.server_num, c.worker_num);
+                               server_num_, worker_num_);
   if (!patched.ok()) {
     conn->Reply(id, ErrorReply{patched.status().message()});
     if (patched.status().code() == StatusCode::kFailedPrecondition) {

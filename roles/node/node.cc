@@ -101,12 +101,9 @@ StatusOr<Topology> Node::Start(RequestHandler on_peer_request, CloseHandler on_p
   port_ = *port;
   auto topology = cluster_.Join(*port);
   if (!topology.ok()) return topology.status();
-  // An elastic job's shape is the scheduler's (ClusterClient::OnTopology).
-  options_.cluster.server_num = cluster_.server_num();
-  options_.cluster.worker_num = cluster_.worker_num();
   SetLogLabel(log_, fmt::format("{} {}", RoleName(options_.role), cluster_.rank()));
   log_->info("{} rank {} joined a job of {} servers and {} workers", RoleName(options_.role),
-             cluster_.rank(), options_.cluster.server_num, options_.cluster.worker_num);
+             cluster_.rank(), cluster_.server_num(), cluster_.worker_num());
   return topology;
 }
 

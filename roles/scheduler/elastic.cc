@@ -34,6 +34,11 @@ std::string Scheduler::DescribeBounds(const ElasticBounds& e) {
   return out;
 }
 
+void Scheduler::RecordChange(const std::string& line) {
+  shape_changes_.push_back(line);
+  if (shape_changes_.size() > kShapeChangesKept) shape_changes_.erase(shape_changes_.begin());
+}
+
 int Scheduler::Joining(Role role) const {
   int n = 0;
   for (const Joiner& j : joiners_) n += j.info.role == role ? 1 : 0;
@@ -60,9 +65,8 @@ void Scheduler::QueueJoiner(const Connection::Ptr& conn, uint64_t id, const Regi
                             NodeInfo info) {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
   const Role role = info.role;
-  const bool server = role == Role::kServer;
   std::string refused;
-  if (server && !elastic_.servers_elastic()) {
+  if (!elastic_.Elastic(role)) {
     refused = fmt::format(
         "the job runs with its {} servers and train.elastic sets no servers: [min, max] bounds, "
         "so no server can join",
@@ -70,7 +74,7 @@ void Scheduler::QueueJoiner(const Connection::Ptr& conn, uint64_t id, const Regi
   } else if (shutting_down_ || !stop_reason_.empty()) {
     refused = "the job is stopping";
   } else {
-    const int max = server ? elastic_.max_servers : elastic_.max_workers;
+    const int max = elastic_.Max(role);
     const int after = Count(role) - Leaving(role) + Joining(role);
     if (after >= max)
       refused = fmt::format(
@@ -101,13 +105,12 @@ void Scheduler::QueueJoiner(const Connection::Ptr& conn, uint64_t id, const Regi
 bool Scheduler::Leave(NodeEntry& node, const std::string& why) {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
   const Role role = node.info.role;
-  const bool server = role == Role::kServer;
   if (shutting_down_ || !stop_reason_.empty() || !topology_sent_) return false;
   if (leaving_.count(node.info.node_id)) return true;
-  const int min = server ? elastic_.min_servers : elastic_.min_workers;
-  if ((server && !elastic_.servers_elastic()) || Count(role) - Leaving(role) - 1 < min) {
+  const int min = elastic_.Min(role);
+  if (!elastic_.Elastic(role) || Count(role) - Leaving(role) - 1 < min) {
     log_->warn("{} cannot leave: {}; stopping the whole job instead", Describe(node),
-               server && !elastic_.servers_elastic()
+               !elastic_.Elastic(role)
                    ? "train.elastic sets no servers: bounds, so the server count is fixed"
                    : fmt::format("the job would have fewer than its minimum of {} {}s ({})", min,
                                  RoleName(role), DescribeBounds(elastic_)));
@@ -134,22 +137,23 @@ void Scheduler::HandleScale(const Connection::Ptr& conn, uint64_t id, const Scal
                     "train.elastic to change it while it runs)",
                     Count(Role::kServer), Count(Role::kWorker)));
   if (shutting_down_ || !stop_reason_.empty()) return refuse("the job is stopping");
-  if (request.servers >= 0 && !elastic_.servers_elastic() &&
-      request.servers != Count(Role::kServer))
-    return refuse(fmt::format(
-        "the job's server count is fixed at {}: train.elastic sets no servers: [min, max]",
-        Count(Role::kServer)));
-  if (request.workers >= 0 &&
-      (request.workers < elastic_.min_workers || request.workers > elastic_.max_workers))
-    return refuse(fmt::format("{} workers is outside train.elastic ({})", request.workers,
-                              DescribeBounds(elastic_)));
-  if (request.servers >= 0 && elastic_.servers_elastic() &&
-      (request.servers < elastic_.min_servers || request.servers > elastic_.max_servers))
-    return refuse(fmt::format("{} servers is outside train.elastic ({})", request.servers,
-                              DescribeBounds(elastic_)));
+  auto wanted = [&request](Role role) {
+    return role == Role::kWorker ? request.workers : request.servers;
+  };
+  for (Role role : {Role::kWorker, Role::kServer}) {
+    const int want = wanted(role);
+    if (want < 0 || (!elastic_.Elastic(role) && want == Count(role))) continue;
+    if (!elastic_.Elastic(role))
+      return refuse(fmt::format(
+          "the job's server count is fixed at {}: train.elastic sets no servers: [min, max]",
+          Count(role)));
+    if (want < elastic_.Min(role) || want > elastic_.Max(role))
+      return refuse(fmt::format("{} {}s is outside train.elastic ({})", want, RoleName(role),
+                                DescribeBounds(elastic_)));
+  }
   std::vector<std::string> said;
   for (Role role : {Role::kWorker, Role::kServer}) {
-    const int want = role == Role::kWorker ? request.workers : request.servers;
+    const int want = wanted(role);
     if (want < 0) continue;
     const int now = Count(role) - Leaving(role) + Joining(role);
     if (want == now) {
@@ -278,14 +282,11 @@ void Scheduler::ApplyReshape() {
     who.push_back(fmt::format("{} node id:{} joins as rank {}", RoleName(j.info.role),
                               j.info.node_id, j.info.rank));
   }
-  options_.server_num = Count(Role::kServer);
-  options_.worker_num = Count(Role::kWorker);
   const std::string line = fmt::format(
       "elastic: workers {} -> {}, servers {} -> {} from step {}: {}", old_workers,
       Count(Role::kWorker), old_servers, Count(Role::kServer), step, fmt::join(who, "; "));
   log_->info("{}", line);
-  shape_changes_.push_back(line);
-  if (shape_changes_.size() > kShapeChangesKept) shape_changes_.erase(shape_changes_.begin());
+  RecordChange(line);
   for (NodeEntry& n : left) {
     auto conn = n.conn.lock();
     if (!conn || conn->closed()) continue;
@@ -304,24 +305,18 @@ void Scheduler::ApplyReshape() {
 bool Scheduler::DropLost(NodeEntry& node, const std::string& what) {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
   const Role role = node.info.role;
-  const bool server = role == Role::kServer;
-  if (server && !elastic_.servers_elastic()) return false;
-  const int min = server ? elastic_.min_servers : elastic_.min_workers;
-  if (Count(role) - 1 < min) return false;
+  if (!elastic_.Elastic(role) || Count(role) - 1 < elastic_.Min(role)) return false;
   const std::string node_id = node.info.node_id;
   leaving_.erase(node_id);
   const int old_count = Count(role);
   Renumber(
       role, [&node_id](const NodeEntry& n) { return n.info.node_id != node_id; }, 0);
-  options_.server_num = Count(Role::kServer);
-  options_.worker_num = Count(Role::kWorker);
   const std::string line = fmt::format(
       "elastic: {}s {} -> {} from the newest checkpoint: {} node id:{} was lost ({}); the others "
       "go on without it",
       RoleName(role), old_count, Count(role), RoleName(role), node_id, what);
   log_->warn("{}", line);
-  shape_changes_.push_back(line);
-  if (shape_changes_.size() > kShapeChangesKept) shape_changes_.erase(shape_changes_.begin());
+  RecordChange(line);
   BeginPause(what, /*reshape=*/true);
   return true;
 }

@@ -173,13 +173,11 @@ Status Scheduler::CheckRegistration(const RegisterRequest& req) const {
     return InvalidArgument("a scheduler cannot register with another scheduler");
   if (req.elastic.enabled()) {
     // 13. An elastic job's shape is the scheduler's, within the bounds.
-    const ElasticBounds& e = req.elastic;
     const int workers = Count(Role::kWorker), servers = Count(Role::kServer);
-    if (workers < e.min_workers || workers > e.max_workers ||
-        (e.servers_elastic() && (servers < e.min_servers || servers > e.max_servers)))
+    if (!req.elastic.Allows(servers, workers))
       return InvalidArgument(fmt::format(
           "the job has {} servers and {} workers, outside its train.elastic bounds ({})", servers,
-          workers, DescribeBounds(e)));
+          workers, DescribeBounds(req.elastic)));
   } else if (req.server_num != options_.server_num || req.worker_num != options_.worker_num)
     return InvalidArgument(fmt::format(
         "node was started with MS_SERVER_NUM={} MS_WORKER_NUM={} but the scheduler with "

@@ -260,6 +260,8 @@ class Scheduler {
     return static_cast<int>(role == Role::kServer ? servers_.size() : workers_.size());
   }
   int Joining(Role role) const;
+  // Keeps a change's log line for /status (the last 32).
+  void RecordChange(const std::string& line);
   // Tells every node waiting to join that it will not.
   void RefuseJoiners(const std::string& why);
   int Leaving(Role role) const;

@@ -56,6 +56,16 @@ struct ElasticBounds {
   int min_servers = -1, max_servers = -1;
   bool enabled() const { return max_workers > 0; }
   bool servers_elastic() const { return enabled() && max_servers >= 0; }
+  // Whether `role`'s count may change, and its bounds when it may.
+  bool Elastic(Role role) const { return role == Role::kServer ? servers_elastic() : enabled(); }
+  int Min(Role role) const { return role == Role::kServer ? min_servers : min_workers; }
+  int Max(Role role) const { return role == Role::kServer ? max_servers : max_workers; }
+  // Whether a job of this shape lies within the bounds (servers: when
+  // their count may change at all).
+  bool Allows(int servers, int workers) const {
+    return workers >= min_workers && workers <= max_workers &&
+           (!servers_elastic() || (servers >= min_servers && servers <= max_servers));
+  }
   bool operator==(const ElasticBounds& o) const {
     return min_workers == o.min_workers && max_workers == o.max_workers &&
            min_servers == o.min_servers && max_servers == o.max_servers;
