@@ -382,14 +382,15 @@ TEST_CASE("a restarted node whose old connection lingers unanswering gets its ra
   REQUIRE(frozen_loop.Start().ok());
   Completion<StatusOr<Incoming>> registered;
   frozen_loop.Post([&] {
-    Connection::Connect(
-        &frozen_loop, CaptureLogger("frozen", sink), "127.0.0.1", *port,
-        [&](StatusOr<Connection::Ptr> c) {
-          if (!c.ok()) return registered.Set(c.status());
-          (*c)->Start(nullptr, nullptr);
-          RegisterRequest req{NodeInfo{"worker-a", Role::kWorker, "127.0.0.1", 0, -1}, 0, 2};
-          (*c)->Call(req, [&](StatusOr<Incoming> r) { registered.Set(r); });
-        });
+    Connection::Connect(&frozen_loop, CaptureLogger("frozen", sink), "127.0.0.1", *port,
+                        [&](StatusOr<Connection::Ptr> c) {
+                          if (!c.ok()) return registered.Set(c.status());
+                          (*c)->Start(nullptr, nullptr);
+                          RegisterRequest req;
+                          req.node = NodeInfo{"worker-a", Role::kWorker, "127.0.0.1", 0, -1};
+                          req.worker_num = 2;
+                          (*c)->Call(req, [&](StatusOr<Incoming> r) { registered.Set(r); });
+                        });
   });
   REQUIRE(registered.Wait().ok());
 

@@ -431,7 +431,12 @@ void ClusterClient::OnStop(const Connection::Ptr& conn, uint64_t id, const Stop&
   MutexLock lock(&stop_mutex_);
   if (stop.at_step < 0) {
     hold_ = true;
-    conn->Reply(id, StopReply{steps_started_});
+    if (started_) {
+      conn->Reply(id, StopReply{steps_started_});
+    } else {  // still resuming: StartingAt answers
+      asked_conn_ = conn;
+      asked_id_ = id;
+    }
     return;
   }
   stop_at_ = stop.at_step;
@@ -447,8 +452,25 @@ void ClusterClient::ReleaseHold() {
   stop_changed_.NotifyAll();
 }
 
+void ClusterClient::StartingAt(int64_t step) {
+  MutexLock lock(&stop_mutex_);
+  StartingAtLocked(step);
+}
+
+void ClusterClient::StartingAtLocked(int64_t step) {
+  started_ = true;
+  steps_started_ = step;
+  auto conn = asked_conn_.lock();
+  asked_conn_.reset();
+  if (!conn) return;
+  loop_->Post([conn, id = asked_id_, step] {
+    if (!conn->closed()) conn->Reply(id, StopReply{step});
+  });
+}
+
 bool ClusterClient::BeginStep(int64_t step) {
   MutexLock lock(&stop_mutex_);
+  if (!started_) StartingAtLocked(step);
   const auto limit = std::chrono::milliseconds(2 * Millis(options_.cluster.heartbeat_timeout_s));
   if (!stop_changed_.WaitFor(&lock, limit, [this]() REQUIRES(stop_mutex_) { return !hold_; })) {
     log_->warn(

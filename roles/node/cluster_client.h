@@ -77,6 +77,11 @@ class ClusterClient {
   // holds the caller at the step boundary (bounded by twice the heartbeat
   // timeout), so that no worker runs past it.
   bool BeginStep(int64_t step);
+  // Workers, once they know the step their training starts at (0, or the
+  // checkpoint's): a question of where this worker is that came before is
+  // answered with it, so a change of shape asked for right after a resume
+  // stops at that step, not at 0. Any thread.
+  void StartingAt(int64_t step);
 
   // Workers: the steps done and the training rate, sent with the next
   // heartbeats for the scheduler's live view. Any thread; never blocks.
@@ -159,7 +164,12 @@ class ClusterClient {
   int64_t steps_started_ GUARDED_BY(stop_mutex_) = 0;
   int64_t stop_at_ GUARDED_BY(stop_mutex_) = -1;  // stop before this step
   bool hold_ GUARDED_BY(stop_mutex_) = false;     // asked, answer pending
+  bool started_ GUARDED_BY(stop_mutex_) = false;  // StartingAt came
+  // Asked where it is before StartingAt: answered then (loop thread).
+  std::weak_ptr<Connection> asked_conn_ GUARDED_BY(stop_mutex_);
+  uint64_t asked_id_ GUARDED_BY(stop_mutex_) = 0;
   void OnStop(const Connection::Ptr& conn, uint64_t id, const Stop& stop);
+  void StartingAtLocked(int64_t step) REQUIRES(stop_mutex_);
   void ReleaseHold();
 
   // A copy of topology_ for Held(): the node keeps it across a rollback.

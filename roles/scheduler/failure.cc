@@ -84,6 +84,7 @@ void Scheduler::CheckHeartbeats() {
   if (stalled) return;  // the answers that came meanwhile are read after this
   ExpireProbes(now, timeout);
   ExpireOverdueCalls(&loop_, 2 * timeout);
+  MaybeReshape();  // 13. a change whose question went unanswered is asked again
 }
 
 void Scheduler::LoseNode(NodeEntry& node, const std::string& why) {

@@ -439,6 +439,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
   // Found and agreed on by every node before any trained (roles/worker/worker.cc).
   const CheckpointRef* resume = &ctx.resume;
   const int64_t start_step = resume->step;
+  ctx.cluster->StartingAt(start_step);
   // Where this worker's data and random draws continue: its place as the
   // checkpoint saved it, once checked against this run's config and data,
   // and the epochs from there (re-sharded when the worker count changed).

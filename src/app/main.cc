@@ -200,7 +200,7 @@ int RunNode(const NodeOptions& options, const Config& config) {
           RunRecovering(options, config, log,
                         [&log, data](const NodeOptions& o, const Config& c, NodeMemory recalled) {
                           auto job = JobOf(c, /*check_data=*/false);
-                          if (!job.ok()) return Incarnation{job.status()};
+                          if (!job.ok()) return Incarnation{job.status(), false, -1, {}};
                           Worker worker(o, log, c, std::move(*job));
                           worker.Recall(std::move(recalled));
                           worker.KeepDataIn(data);
