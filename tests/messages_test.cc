@@ -100,6 +100,23 @@ TEST_CASE("every message type round-trips") {
   CHECK(scale.servers == -1);
   CHECK(std::get<ScaleReply>(RoundTrip({7, true, ScaleReply{"3 workers"}}).body).message ==
         "3 workers");
+  // Live moves of a partition.
+  auto moved = std::get<Moved>(RoundTrip({8, true, Moved{2, 9}}).body);
+  CHECK(moved.rank == 2);
+  CHECK(moved.version == 9);
+  auto hand_off =
+      std::get<HandOffRequest>(RoundTrip({8, false, HandOffRequest{"fc.w", 3, 1, 9}}).body);
+  CHECK(hand_off.tensor == "fc.w");
+  CHECK(hand_off.part == 3);
+  CHECK(hand_off.to_rank == 1);
+  CHECK(std::get<HandOffReply>(RoundTrip({8, true, HandOffReply{9}}).body).version == 9);
+  auto take_over = std::get<TakeOverRequest>(
+      RoundTrip({8, false, TakeOverRequest{"fc.w", 3, 9, true, 256}}).body);
+  CHECK(take_over.expect);
+  CHECK(take_over.elements == 256);
+  CHECK(MayCarryPayload(HandOffReply{}));
+  CHECK(MayCarryPayload(TakeOverRequest{}));
+  CHECK_FALSE(MayCarryPayload(HandOffRequest{}));
   auto reshape = std::get<Pause>(RoundTrip({7, false, Pause{"shape", 5, 2, 3, 4}}).body);
   CHECK(reshape.rank == 2);
   CHECK(reshape.server_num == 3);
@@ -146,7 +163,9 @@ TEST_CASE("every message type round-trips") {
         "server-1.ckpt");
 }
 
-TEST_CASE("elastic bounds out of order or range, and a negative scale or rank, are refused") {
+TEST_CASE(
+    "elastic bounds out of order or range, a negative scale or rank, and a move to a negative rank "
+    "or of no values are refused") {
   for (ElasticBounds bad :
        {ElasticBounds{0, 4, -1, -1}, ElasticBounds{5, 4, -1, -1}, ElasticBounds{1, 70000, -1, -1},
         ElasticBounds{1, 4, 3, 2}, ElasticBounds{1, 4, -1, 2}, ElasticBounds{1, 4, -2, -2}}) {
@@ -159,7 +178,11 @@ TEST_CASE("elastic bounds out of order or range, and a negative scale or rank, a
   }
   for (const MessageBody& bad :
        {MessageBody(ScaleRequest{-2, 1}), MessageBody(ScaleRequest{1, 70000}),
-        MessageBody(Pause{"x", 1, -2, 1, 1}), MessageBody(Pause{"x", 1, 0, -1, 1})}) {
+        MessageBody(Pause{"x", 1, -2, 1, 1}), MessageBody(Pause{"x", 1, 0, -1, 1}),
+        MessageBody(Moved{-1, 1}), MessageBody(Moved{1, -1}),
+        MessageBody(HandOffRequest{"w", 0, -1, 1}), MessageBody(HandOffRequest{"", 0, 1, 1}),
+        MessageBody(TakeOverRequest{"w", 0, 1, true, 0}),
+        MessageBody(TakeOverRequest{"w", 0, -1, true, 4})}) {
     const std::vector<uint8_t> header = EncodeHeader({1, false, bad});
     CHECK_FALSE(DecodeHeader(header.data(), header.size()).ok());
   }

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
 
 #include "comm/ps/pull_reply.h"
 #include "comm/transport/connection.h"
@@ -14,8 +17,14 @@ KvClient::KvClient(EventLoop* loop, std::vector<Connection::Ptr> servers, int wo
                    PartitionMap map)
     : loop_(loop), servers_(std::move(servers)), worker_rank_(worker_rank), map_(std::move(map)) {
   held_.resize(map_.tensors().size());
-  for (size_t t = 0; t < held_.size(); ++t)
-    held_[t].assign(map_.partitions(static_cast<int>(t)).size(), 0);
+  route_.resize(held_.size());
+  route_version_.resize(held_.size());
+  for (size_t t = 0; t < held_.size(); ++t) {
+    const std::vector<Partition>& parts = map_.partitions(static_cast<int>(t));
+    held_[t].assign(parts.size(), 0);
+    route_version_[t].assign(parts.size(), 0);
+    for (const Partition& p : parts) route_[t].push_back(p.server);
+  }
 }
 
 KvHandle KvClient::Failed(Status status) {
@@ -79,72 +88,205 @@ KvHandle KvClient::Run(std::vector<KvOp> ops) {
 // Loop thread: one request per partition of `op`.
 void KvClient::Issue(const KvOp& op, const std::shared_ptr<CountDown>& batch) {
   PSTRAIN_DCHECK_ON_LOOP(loop_);
+  for (const Partition& p : map_.partitions(op.tensor)) IssuePart(op, p, batch, 0);
+}
+
+namespace {
+
+// A partition moved at most this many times while one request chased it.
+constexpr int kMaxMovedHops = 4;
+
+const Moved* MovedIn(const StatusOr<Incoming>& reply) {
+  return reply.ok() ? std::get_if<Moved>(&reply->message.body) : nullptr;
+}
+
+}  // namespace
+
+void KvClient::IssuePart(const KvOp& op, const Partition& p,
+                         const std::shared_ptr<CountDown>& batch, int hops) {
   const std::string& name = map_.tensors()[op.tensor].name;
-  for (const Partition& p : map_.partitions(op.tensor)) {
-    const size_t bytes = static_cast<size_t>(p.elements) * sizeof(float);
-    uint8_t* data = reinterpret_cast<uint8_t*>(op.data + p.offset);
-    MessageBody body;
-    Payload payload;
-    Buffer reply_into;
-    if (op.kind == KvOp::Kind::kPull && op.delta) {
-      uint64_t* held = &held_[op.tensor][p.part];
-      PullRequest pull{name, p.part, worker_rank_, op.clock, p.elements};
-      pull.accept_delta = true;
-      pull.have_seq = *held;
-      // The reply may be a message of any size: it lands in a buffer of
-      // its own and is added (or copied) into `data` here.
-      *held = 0;  // until a reply has been taken whole
-      float* values = op.data + p.offset;
-      servers_[p.server]->Call(
-          std::move(pull), [batch, &name, p, values, held, counts = &compressed_pulls_,
-                            had_view = pull.have_seq != 0](StatusOr<Incoming> reply) {
-            Status st = reply.status();
-            if (st.ok()) {
-              const auto* answer = std::get_if<PullReply>(&reply->message.body);
-              st = answer == nullptr
-                       ? InvalidArgument("a pull answered without a PullReply")
-                       : TakePullReply(*answer, reply->payload.data, reply->payload.size,
-                                       p.elements, had_view, values);
-              if (st.ok()) *held = answer->seq;
-              if (st.ok()) counts->Add(reply->payload.size, p.elements);
-            }
-            batch->Report(st.ok()
-                              ? st
-                              : st.WithContext(fmt::format("pull '{}' partition {} on server {}",
-                                                           name, p.part, p.server)));
-          });
-      continue;
-    }
-    if (op.kind == KvOp::Kind::kPull) {
-      // A dense pull overwrites the copy: no view of it is held any more.
-      held_[op.tensor][p.part] = 0;
-      body = PullRequest{name, p.part, worker_rank_, op.clock, p.elements};
-      reply_into = Buffer{data, bytes, nullptr};
-    } else {
-      const bool init = op.kind == KvOp::Kind::kInit;
-      const PushKind kind = init                            ? PushKind::kInit
-                            : op.kind == KvOp::Kind::kDelta ? PushKind::kDelta
-                                                            : PushKind::kGradient;
-      PushRequest push{name, p.part, worker_rank_, init ? 0 : op.clock, kind};
-      if (op.encoded != nullptr) {
-        const std::vector<uint8_t>& message = (*op.encoded)[p.part];
-        push.encoding = PushEncoding::kThreshold;
-        payload = Payload{message.data(), message.size(), nullptr};
-      } else {
-        payload = Payload{data, bytes, nullptr};
+  const int server = route_[op.tensor][p.part];
+  const size_t bytes = static_cast<size_t>(p.elements) * sizeof(float);
+  uint8_t* data = reinterpret_cast<uint8_t*>(op.data + p.offset);
+  MessageBody body;
+  Payload payload;
+  Buffer reply_into;
+  if (op.kind == KvOp::Kind::kPull && op.delta) {
+    uint64_t* held = &held_[op.tensor][p.part];
+    PullRequest pull{name, p.part, worker_rank_, op.clock, p.elements};
+    pull.accept_delta = true;
+    pull.have_seq = *held;
+    // The reply may be a message of any size: it lands in a buffer of
+    // its own and is added (or copied) into `data` here.
+    *held = 0;  // until a reply has been taken whole
+    float* values = op.data + p.offset;
+    servers_[server]->Call(std::move(pull), [this, op, batch, hops, &name, p, server, values, held,
+                                             had_view =
+                                                 pull.have_seq != 0](StatusOr<Incoming> reply) {
+      if (const Moved* moved = MovedIn(reply)) return Reroute(op, p, *moved, batch, hops);
+      Status st = reply.status();
+      if (st.ok()) {
+        const auto* answer = std::get_if<PullReply>(&reply->message.body);
+        st = answer == nullptr ? InvalidArgument("a pull answered without a PullReply")
+                               : TakePullReply(*answer, reply->payload.data, reply->payload.size,
+                                               p.elements, had_view, values);
+        if (st.ok()) *held = answer->seq;
+        if (st.ok()) compressed_pulls_.Add(reply->payload.size, p.elements);
       }
-      body = std::move(push);
-    }
-    const char* verb = Verb(op.kind);
-    servers_[p.server]->Call(
-        std::move(body),
-        [batch, verb, &name, p](StatusOr<Incoming> reply) {
-          if (reply.ok()) return batch->Report(Status::OK());
-          batch->Report(reply.status().WithContext(
-              fmt::format("{} '{}' partition {} on server {}", verb, name, p.part, p.server)));
-        },
-        std::move(payload), std::move(reply_into));
+      batch->Report(st.ok() ? st
+                            : st.WithContext(fmt::format("pull '{}' partition {} on server {}",
+                                                         name, p.part, server)));
+    });
+    return;
   }
+  if (op.kind == KvOp::Kind::kPull) {
+    // A dense pull overwrites the copy: no view of it is held any more.
+    held_[op.tensor][p.part] = 0;
+    body = PullRequest{name, p.part, worker_rank_, op.clock, p.elements};
+    reply_into = Buffer{data, bytes, nullptr};
+  } else {
+    const bool init = op.kind == KvOp::Kind::kInit;
+    const PushKind kind = init                            ? PushKind::kInit
+                          : op.kind == KvOp::Kind::kDelta ? PushKind::kDelta
+                                                          : PushKind::kGradient;
+    PushRequest push{name, p.part, worker_rank_, init ? 0 : op.clock, kind};
+    if (op.encoded != nullptr) {
+      const std::vector<uint8_t>& message = (*op.encoded)[p.part];
+      push.encoding = PushEncoding::kThreshold;
+      payload = Payload{message.data(), message.size(), nullptr};
+    } else {
+      payload = Payload{data, bytes, nullptr};
+    }
+    body = std::move(push);
+  }
+  servers_[server]->Call(
+      std::move(body),
+      [this, op, batch, hops, &name, p, server](StatusOr<Incoming> reply) {
+        if (const Moved* moved = MovedIn(reply)) return Reroute(op, p, *moved, batch, hops);
+        if (reply.ok()) return batch->Report(Status::OK());
+        batch->Report(reply.status().WithContext(
+            fmt::format("{} '{}' partition {} on server {}", Verb(op.kind), name, p.part, server)));
+      },
+      std::move(payload), std::move(reply_into));
+}
+
+void KvClient::Reroute(const KvOp& op, const Partition& p, const Moved& moved,
+                       const std::shared_ptr<CountDown>& batch, int hops) {
+  const std::string& name = map_.tensors()[op.tensor].name;
+  auto fail = [&](const std::string& why) {
+    batch->Report(
+        Unavailable(fmt::format("{} '{}' partition {}: it moved to server {} "
+                                "(placement {}), {}",
+                                Verb(op.kind), name, p.part, moved.rank, moved.version, why)));
+  };
+  if (hops + 1 >= kMaxMovedHops)
+    return fail(fmt::format("after {} moves while this request chased it", hops + 1));
+  if (moved.rank >= static_cast<int>(servers_.size()) || !servers_[moved.rank] ||
+      servers_[moved.rank]->closed())
+    return fail("a server this worker has no connection to");
+  // An older placement's answer does not undo a newer route.
+  if (moved.version >= route_version_[op.tensor][p.part]) {
+    route_[op.tensor][p.part] = moved.rank;
+    route_version_[op.tensor][p.part] = moved.version;
+  }
+  ++moved_retries_;
+  IssuePart(op, p, batch, hops + 1);
+}
+
+namespace {
+
+// One move of KvClient::MovePartition, step by step on the loop, as
+// roles/server/handoff.h lays out.
+struct PartitionMove : std::enable_shared_from_this<PartitionMove> {
+  Connection::Ptr from, to;
+  int from_rank = 0, to_rank = 0;
+  std::string tensor;
+  Partition p;
+  int64_t version = 0;
+  std::function<void()> routed;  // the partition is on `to` now
+  std::shared_ptr<CountDown> done;
+
+  TakeOverRequest TakeOver(bool expect) const {
+    return TakeOverRequest{tensor, p.part, version, expect, p.elements};
+  }
+  void Fail(const Status& st, const char* when) {
+    done->Report(st.WithContext(fmt::format("moving '{}' partition {} from server {} to {}, {}",
+                                            tensor, p.part, from_rank, to_rank, when)));
+  }
+  // 1. The new owner holds the partition's requests until its state comes.
+  void Expect() {
+    to->Call(TakeOver(true), [self = shared_from_this()](StatusOr<Incoming> reply) {
+      if (!reply.ok()) return self->Fail(reply.status(), "announcing it");
+      self->HandOff();
+    });
+  }
+  // 2. The old owner gives it up: its state, and Moved from then on.
+  void HandOff() {
+    from->Call(HandOffRequest{tensor, p.part, to_rank, version},
+               [self = shared_from_this()](StatusOr<Incoming> reply) {
+                 if (!reply.ok()) {
+                   self->to->Call(self->TakeOver(false), [](StatusOr<Incoming>) {});  // called off
+                   return self->Fail(reply.status(), "handing it off");
+                 }
+                 self->Install(reply->payload);
+               });
+  }
+  // 3. The new owner installs it and takes what it held. Should it refuse,
+  // nothing is lost: the state goes back to the old owner, and what the new
+  // one held is answered with an error.
+  void Install(Buffer state) {
+    Payload payload{state.data, static_cast<size_t>(state.size), state.owner};
+    to->Call(
+        TakeOver(false),
+        [self = shared_from_this(), payload](StatusOr<Incoming> reply) {
+          if (reply.ok()) {
+            self->routed();
+            return self->done->Report(Status::OK());
+          }
+          self->to->Call(self->TakeOver(false), [](StatusOr<Incoming>) {});
+          self->from->Call(
+              self->TakeOver(false), [](StatusOr<Incoming>) {}, payload);
+          self->Fail(reply.status(), "installing it (it stays)");
+        },
+        payload);
+  }
+};
+
+}  // namespace
+
+KvHandle KvClient::MovePartition(int tensor, uint32_t part, int to_rank, int64_t version) {
+  if (tensor < 0 || tensor >= static_cast<int>(map_.tensors().size()) ||
+      part >= map_.partitions(tensor).size())
+    return Failed(
+        NotFound(fmt::format("move of tensor #{} partition {}: no such partition", tensor, part)));
+  const std::string& name = map_.tensors()[tensor].name;
+  if (to_rank < 0 || to_rank >= static_cast<int>(servers_.size()))
+    return Failed(
+        InvalidArgument(fmt::format("move of '{}' partition {} to server {}: this "
+                                    "worker knows {} servers",
+                                    name, part, to_rank, servers_.size())));
+  KvHandle handle;
+  auto move = std::make_shared<PartitionMove>();
+  move->to_rank = to_rank;
+  move->tensor = name;
+  move->p = map_.partitions(tensor)[part];
+  move->version = version;
+  move->done = CountDown::Into(handle.done_, 1);
+  move->routed = [this, tensor, part, to_rank, version] {
+    if (version < route_version_[tensor][part]) return;
+    route_[tensor][part] = to_rank;
+    route_version_[tensor][part] = version;
+  };
+  bool posted = loop_->Post([this, tensor, part, move] {
+    PSTRAIN_DCHECK_ON_LOOP(loop_);
+    move->from_rank = route_[tensor][part];
+    if (move->from_rank == move->to_rank) return move->done->Report(Status::OK());
+    move->from = servers_[move->from_rank];
+    move->to = servers_[move->to_rank];
+    move->Expect();
+  });
+  if (!posted) return Failed(Aborted("the worker is stopping"));
+  return handle;
 }
 
 void KvClient::ForgetDeltaPulls() {

@@ -7,6 +7,10 @@
 // in it (no per-element copy): the memory must stay valid, and a pushed
 // tensor unchanged, until the handle completes.
 //
+// A partition may move to another server while the job runs
+// (roles/server/handoff.h): a request its old server answers Moved is sent
+// again to the server named, and the partition is routed there from then on.
+//
 // Thread-safety: any thread may call; the requests are issued on the loop
 // (Issue, checked there where asserts are on: PSTRAIN_DCHECK_ON_LOOP).
 #pragma once
@@ -18,6 +22,7 @@
 
 #include "comm/ps/partition_map.h"
 #include "comm/transport/completion.h"
+#include "comm/transport/messages.h"
 
 namespace pstrain {
 
@@ -107,9 +112,25 @@ class KvClient {
   KvHandle Push(const std::string& name, const float* gradient, int64_t clock);
   KvHandle Pull(const std::string& name, float* values, int64_t min_clock);
 
+  // Moves partition `part` of tensor `tensor` to server `to_rank` while the
+  // job runs (the chief only; roles/server/handoff.h): its state, optimizer
+  // and clocks included. `version` orders moves: larger than any before.
+  // Call it at a step boundary, when no pull of the partition waits.
+  KvHandle MovePartition(int tensor, uint32_t part, int to_rank, int64_t version);
+  // Requests answered Moved and sent again to the server named.
+  int64_t moved_retries() const { return moved_retries_.load(); }
+
  private:
   // The requests of one Run() or Save() count down together.
   void Issue(const KvOp& op, const std::shared_ptr<CountDown>& batch);
+  // Partition `p` of `op`, to the server it is routed to; `hops`: the times
+  // it was answered Moved before.
+  void IssuePart(const KvOp& op, const Partition& p, const std::shared_ptr<CountDown>& batch,
+                 int hops);
+  // A Moved answer: route the partition as it says and send the request
+  // there, or report why not.
+  void Reroute(const KvOp& op, const Partition& p, const Moved& moved,
+               const std::shared_ptr<CountDown>& batch, int hops);
   KvHandle Failed(Status status);
 
   EventLoop* loop_;
@@ -120,6 +141,11 @@ class KvClient {
   // memory holds (0: none). Loop thread only.
   std::vector<std::vector<uint64_t>> held_;
   PullCounts compressed_pulls_;
+  // Per tensor and partition: the server rank it is sent to, and the
+  // placement version that rank is from (0: the map's). Loop thread only.
+  std::vector<std::vector<int>> route_;
+  std::vector<std::vector<int64_t>> route_version_;
+  std::atomic<int64_t> moved_retries_{0};
 };
 
 }  // namespace pstrain

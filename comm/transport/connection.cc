@@ -355,7 +355,8 @@ void Connection::OnFrame(Frame&& frame) {
   pending_.erase(it);
   if (auto* error = std::get_if<ErrorReply>(&in.message.body)) {
     pending.done(FailedPrecondition(error->message));
-  } else if (pending.reply_into.size > 0 && in.payload.data != pending.reply_into.data) {
+  } else if (pending.reply_into.size > 0 && in.payload.data != pending.reply_into.data &&
+             !std::holds_alternative<Moved>(in.message.body)) {  // Moved: sent elsewhere
     pending.done(InvalidArgument(fmt::format("{} replied with {} payload bytes, expected {}", peer_,
                                              in.payload.size, pending.reply_into.size)));
   } else {

@@ -204,12 +204,42 @@ struct SparsePushRequest {
   int64_t rows = 0;   // ids in the payload, each followed later by a row
 };
 
+// Live moves of a partition between servers (roles/server/handoff.h).
+// To a push or pull of a partition handed off: it lives on server `rank`
+// since placement `version`.
+struct Moved {
+  int rank = 0;
+  int64_t version = 0;
+};
+// Chief -> old owner: give up (tensor, part) to server `to_rank`; the reply
+// (HandOffReply) carries its state as the payload.
+struct HandOffRequest {
+  std::string tensor;
+  uint32_t part = 0;
+  int to_rank = 0;
+  int64_t version = 0;
+};
+struct HandOffReply {
+  int64_t version = 0;
+};
+// Chief -> new owner. expect: hold the partition's requests until its state
+// comes (no payload); a payload: the state to install; neither: the move
+// was called off (what was held is answered with an error).
+struct TakeOverRequest {
+  std::string tensor;
+  uint32_t part = 0;
+  int64_t version = 0;
+  bool expect = false;
+  int64_t elements = 0;  // the partition's size
+};
+
 using MessageBody =
     std::variant<RegisterRequest, RegisterReply, Topology, Heartbeat, BarrierRequest, Done,
                  Shutdown, Hello, Ack, ErrorReply, PushRequest, PullRequest, PullReply, SaveRequest,
                  SaveReply, BarrierReply, RingChunk, SparsePullRequest, SparsePullReply,
                  SparsePushRequest, Pause, NodeFailed, StopRequest, Stop, StopReply, AuthHello,
-                 AuthProof, ScaleRequest, ScaleReply>;
+                 AuthProof, ScaleRequest, ScaleReply, Moved, HandOffRequest, HandOffReply,
+                 TakeOverRequest>;
 
 struct Message {
   uint64_t request_id = 0;  // 0: one-way, no reply expected

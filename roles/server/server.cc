@@ -154,6 +154,7 @@ void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
                                      "partitions hold at most {} bytes "
                                      "(train.partition_bytes)",
                                      in.payload.size, push->tensor, push->part, largest)});
+    if (const Moved* moved = moved_.Find(push->tensor, push->part)) return conn->Reply(id, *moved);
     PsShard* shard = ShardFor(push->tensor, push->part, static_cast<int64_t>(in.payload.size));
     if (shard == nullptr) return RefuseNewPartition(conn, id, push->tensor, push->part);
     if (push->kind != PushKind::kInit) updates_.fetch_add(1, std::memory_order_relaxed);
@@ -164,6 +165,7 @@ void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
           id, ErrorReply{fmt::format("pull of {} floats from '{}' partition {}: "
                                      "expected 1 to {} (train.partition_bytes)",
                                      pull->elements, pull->tensor, pull->part, largest / 4)});
+    if (const Moved* moved = moved_.Find(pull->tensor, pull->part)) return conn->Reply(id, *moved);
     PsShard* shard = ShardFor(pull->tensor, pull->part, pull->elements * 4);
     if (shard == nullptr) return RefuseNewPartition(conn, id, pull->tensor, pull->part);
     shard->Pull(std::move(*pull), ReplyTo(conn, id));
@@ -176,6 +178,10 @@ void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
     tables_->Push(std::move(*push), std::move(in.payload), ReplyTo(conn, id));
   } else if (auto* save = std::get_if<SaveRequest>(&in.message.body)) {
     OnSave(conn, id, *save);
+  } else if (auto* hand_off = std::get_if<HandOffRequest>(&in.message.body)) {
+    OnHandOff(conn, id, *hand_off);
+  } else if (auto* take_over = std::get_if<TakeOverRequest>(&in.message.body)) {
+    OnTakeOver(conn, id, *take_over, in.payload);
   } else {
     conn->Reply(
         id, ErrorReply{fmt::format("a server does not handle {}", MessageName(in.message.body))});

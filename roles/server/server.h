@@ -21,6 +21,9 @@
 //                                                        reply: SaveReply
 //   6. SparsePullRequest / SparsePushRequest: rows of the embedding tables
 //      this server holds a share of (roles/server/table_host.h).
+//   7. From the chief: HandOffRequest and TakeOverRequest move a partition
+//      to another server while the job runs (roles/server/handoff.h); a push
+//      or pull of a partition handed off is answered Moved.
 // The loop thread only routes: each partition belongs to one shard thread
 // (PsShard), which does the math and sends the reply.
 #pragma once
@@ -37,6 +40,7 @@
 #include "roles/checkpoint/store.h"
 #include "roles/node/node.h"
 #include "roles/placement/server_tables.h"
+#include "roles/server/handoff.h"
 #include "roles/server/metrics.h"
 #include "roles/server/shard.h"
 #include "src/common/checkpoint_file.h"
@@ -69,6 +73,12 @@ class Server {
   std::string Refusal(const Connection::Ptr& conn, const MessageBody& body);
   void OnHello(const Connection::Ptr& conn, uint64_t id, const Hello& hello);
   void OnSave(const Connection::Ptr& conn, uint64_t id, const SaveRequest& save);
+  // Live moves of a partition (roles/server/handoff.h, roles/server/handoff.cc).
+  void OnHandOff(const Connection::Ptr& conn, uint64_t id, const HandOffRequest& request);
+  void OnTakeOver(const Connection::Ptr& conn, uint64_t id, const TakeOverRequest& request,
+                  const Buffer& payload);
+  // The shard (tensor, part) is routed to, or null (no route made).
+  PsShard* RouteOf(const std::string& tensor, uint32_t part);
   // The shard of (tensor, part); null when the server already routes
   // kMaxRoutes partitions (a peer naming ever new ones must not exhaust
   // its memory).
@@ -107,6 +117,8 @@ class Server {
   using RoutesOfTensor = std::map<uint32_t, PsShard*>;
   std::map<std::string, RoutesOfTensor, std::less<>> routes_;
   size_t route_count_ = 0;
+  // The partitions this server handed off, and to whom; loop thread only.
+  MovedPartitions moved_;
   // The worker rank each peer connection introduced itself as (Hello);
   // loop thread only. Requests name their worker, which must match.
   std::unordered_map<const Connection*, int> worker_of_;

@@ -42,76 +42,81 @@ Status PsShard::Create(const Key& key, std::vector<float> values, PsPartition** 
 
 void PsShard::Push(PushRequest request, Buffer payload, Reply reply) {
   run_([this, request = std::move(request), payload = std::move(payload),
-        reply = std::move(reply)] {
-    Key key{request.tensor, request.part};
-    auto it = partitions_.find(key);
-    const float* data = reinterpret_cast<const float*>(payload.data);
-    const size_t n = payload.size / sizeof(float);
-    if (request.kind == PushKind::kInit) {
-      if (payload.size % sizeof(float) != 0)
-        return reply(
-            ErrorReply{fmt::format("init of '{}' partition {}: {} bytes is not whole floats",
-                                   request.tensor, request.part, payload.size)},
-            {});
-      if (n == 0)
-        return reply(ErrorReply{fmt::format("init of '{}' partition {} with no values",
-                                            request.tensor, request.part)},
-                     {});
-      if (it == partitions_.end()) {
-        PsPartition* created = nullptr;
-        Status st;
-        try {
-          st = Create(key, std::vector<float>(data, data + n), &created);
-        } catch (const std::bad_alloc&) {
-          st = Unavailable(fmt::format("init of '{}' partition {} ({} bytes): out of memory",
-                                       request.tensor, request.part, payload.size));
-        }
-        if (!st.ok()) return reply(ErrorReply{st.message()}, {});
-        auto waiting = before_init_.find(key);
-        if (waiting != before_init_.end()) {
-          for (auto& [pull, pull_reply] : waiting->second)
-            PullFrom(*created, pull, std::move(pull_reply));
-          before_init_.erase(waiting);
-        }
-      }
-      return reply(Ack{}, {});
-    }
-    if (it == partitions_.end())
-      return reply(ErrorReply{fmt::format("push to unknown tensor '{}' partition {}: not "
-                                          "initialized on this server",
+        reply = std::move(reply)]() mutable { Take(request, payload, reply); });
+}
+
+void PsShard::Take(PushRequest& request, Buffer& payload, Reply& reply) {
+  Key key{request.tensor, request.part};
+  auto it = partitions_.find(key);
+  const float* data = reinterpret_cast<const float*>(payload.data);
+  const size_t n = payload.size / sizeof(float);
+  if (request.kind == PushKind::kInit) {
+    if (payload.size % sizeof(float) != 0)
+      return reply(ErrorReply{fmt::format("init of '{}' partition {}: {} bytes is not whole floats",
+                                          request.tensor, request.part, payload.size)},
+                   {});
+    if (n == 0)
+      return reply(ErrorReply{fmt::format("init of '{}' partition {} with no values",
                                           request.tensor, request.part)},
                    {});
-    PsPartition& partition = *it->second;
-    if (std::string why = KindRefusal(request); !why.empty()) return reply(ErrorReply{why}, {});
-    if (request.encoding == PushEncoding::kThreshold) {
-      // Checked whole before anything is written: a bad message leaves the
-      // scratch (and so the partition) as it was.
-      scratch_.assign(partition.size(), 0.0f);
-      Status decoded =
-          DecodeThresholdAdd(payload.data, payload.size, static_cast<int64_t>(partition.size()),
-                             1.0f, scratch_.data());
-      if (!decoded.ok())
-        return reply(ErrorReply{fmt::format("threshold-encoded push to '{}' partition {} ({} "
-                                            "floats): {}",
-                                            request.tensor, request.part, partition.size(),
-                                            decoded.message())},
-                     {});
-      data = scratch_.data();
-    } else if (n != partition.size() || payload.size % sizeof(float) != 0) {
-      return reply(ErrorReply{fmt::format("push of {} bytes to '{}' partition {}, which holds {} "
-                                          "floats ({} bytes)",
-                                          payload.size, request.tensor, request.part,
-                                          partition.size(), partition.size() * sizeof(float))},
-                   {});
+    if (it == partitions_.end()) {
+      PsPartition* created = nullptr;
+      Status st;
+      try {
+        st = Create(key, std::vector<float>(data, data + n), &created);
+      } catch (const std::bad_alloc&) {
+        st = Unavailable(fmt::format("init of '{}' partition {} ({} bytes): out of memory",
+                                     request.tensor, request.part, payload.size));
+      }
+      if (!st.ok()) return reply(ErrorReply{st.message()}, {});
+      Arrived(key, *created);
     }
-    Status st = partition.Push(request.worker, request.clock, data);
-    if (!st.ok()) return reply(ErrorReply{st.message()}, {});
-    // The ack first: the pusher is waiting on it, while the pulls it frees
-    // are another worker's (sync 4 KiB push+pull with 2 workers: 0.24 ms
-    // answering them first, 0.18 ms after).
-    reply(Ack{}, {});
-    partition.core().AnswerReady();
-  });
+    return reply(Ack{}, {});
+  }
+  if (it == partitions_.end()) {
+    if (auto held = expected_.find(key); held != expected_.end()) {
+      if (held->second.size() >= kMaxHeldPushes)
+        return reply(ErrorReply{fmt::format("push to '{}' partition {}: {} pushes already wait "
+                                            "for its move to this server",
+                                            request.tensor, request.part, kMaxHeldPushes)},
+                     {});
+      held->second.push_back({std::move(request), std::move(payload), std::move(reply)});
+      return;
+    }
+    return reply(ErrorReply{fmt::format("push to unknown tensor '{}' partition {}: not "
+                                        "initialized on this server",
+                                        request.tensor, request.part)},
+                 {});
+  }
+  PsPartition& partition = *it->second;
+  if (std::string why = KindRefusal(request); !why.empty()) return reply(ErrorReply{why}, {});
+  if (request.encoding == PushEncoding::kThreshold) {
+    // Checked whole before anything is written: a bad message leaves the
+    // scratch (and so the partition) as it was.
+    scratch_.assign(partition.size(), 0.0f);
+    Status decoded = DecodeThresholdAdd(
+        payload.data, payload.size, static_cast<int64_t>(partition.size()), 1.0f, scratch_.data());
+    if (!decoded.ok())
+      return reply(ErrorReply{fmt::format("threshold-encoded push to '{}' partition {} ({} "
+                                          "floats): {}",
+                                          request.tensor, request.part, partition.size(),
+                                          decoded.message())},
+                   {});
+    data = scratch_.data();
+  } else if (n != partition.size() || payload.size % sizeof(float) != 0) {
+    return reply(ErrorReply{fmt::format("push of {} bytes to '{}' partition {}, which holds {} "
+                                        "floats ({} bytes)",
+                                        payload.size, request.tensor, request.part,
+                                        partition.size(), partition.size() * sizeof(float))},
+                 {});
+  }
+  Status st = partition.Push(request.worker, request.clock, data);
+  if (!st.ok()) return reply(ErrorReply{st.message()}, {});
+  // The ack first: the pusher is waiting on it, while the pulls it frees
+  // are another worker's (sync 4 KiB push+pull with 2 workers: 0.24 ms
+  // answering them first, 0.18 ms after).
+  reply(Ack{}, {});
+  partition.core().AnswerReady();
 }
 
 // Mode average takes weight deltas, every other mode gradients: a worker
@@ -206,27 +211,119 @@ void PsShard::Snapshot(std::function<void(std::vector<PartitionSnapshot>)> done)
 void PsShard::Restore(std::vector<PartitionSnapshot> partitions, std::function<void(Status)> done) {
   run_([this, partitions = std::move(partitions), done = std::move(done)]() mutable {
     for (PartitionSnapshot& s : partitions) {
-      Key key{s.tensor, s.part};
-      PsPartition* p = nullptr;
-      Status st = Create(key, std::move(s.values), &p);
-      if (!st.ok()) return done(st);
-      DenseOptimizer& opt = p->optimizer();
-      if (static_cast<int>(s.slots.size()) != opt.num_slots())
-        return done(InvalidArgument(fmt::format(
-            "checkpoint of '{}' partition {} has {} optimizer slots, the optimizer has {}",
-            s.tensor, s.part, s.slots.size(), opt.num_slots())));
-      for (int k = 0; k < opt.num_slots(); ++k) {
-        if (s.slots[k].second.size() != opt.size() || s.slots[k].first != opt.slot_name(k))
-          return done(InvalidArgument(
-              fmt::format("checkpoint of '{}' partition {}: optimizer slot {} does not match",
-                          s.tensor, s.part, s.slots[k].first)));
-        std::memcpy(opt.slot(k), s.slots[k].second.data(), opt.size() * sizeof(float));
-      }
-      opt.set_steps(s.optimizer_steps);
-      p->RestoreClock(s.applied, s.clock);
+      Status st = Install(s);
+      if (!st.ok()) return done(st.WithContext("checkpoint"));
     }
     done(Status::OK());
   });
+}
+
+Status PsShard::Install(PartitionSnapshot& s) {
+  Key key{s.tensor, s.part};
+  if (partitions_.count(key))
+    return FailedPrecondition(fmt::format("'{}' partition {} is already here", s.tensor, s.part));
+  // The optimizer is checked before the partition is made: a bad state
+  // leaves nothing behind.
+  auto optimizer = MakeDenseOptimizer(CorrectedOptimizerFor(*config_, key.first), s.values.size());
+  if (!optimizer.ok())
+    return optimizer.status().WithContext(fmt::format("optimizer of '{}'", key.first));
+  DenseOptimizer& opt = **optimizer;
+  if (static_cast<int>(s.slots.size()) != opt.num_slots())
+    return InvalidArgument(
+        fmt::format("'{}' partition {} has {} optimizer slots, the optimizer "
+                    "has {}",
+                    s.tensor, s.part, s.slots.size(), opt.num_slots()));
+  for (int k = 0; k < opt.num_slots(); ++k) {
+    if (s.slots[k].second.size() != opt.size() || s.slots[k].first != opt.slot_name(k))
+      return InvalidArgument(fmt::format("'{}' partition {}: optimizer slot {} does not match",
+                                         s.tensor, s.part, s.slots[k].first));
+    std::memcpy(opt.slot(k), s.slots[k].second.data(), opt.size() * sizeof(float));
+  }
+  opt.set_steps(s.optimizer_steps);
+  auto partition =
+      std::make_unique<PsPartition>(key.first, key.second, workers_, config_->train.mode,
+                                    std::move(*optimizer), std::move(s.values));
+  partition->RestoreClock(s.applied, s.clock);
+  PsPartition& installed = *partition;
+  partitions_[key] = std::move(partition);
+  Arrived(key, installed);
+  return Status::OK();
+}
+
+void PsShard::Arrived(const Key& key, PsPartition& partition) {
+  if (auto waiting = before_init_.find(key); waiting != before_init_.end()) {
+    auto pulls = std::move(waiting->second);
+    before_init_.erase(waiting);
+    for (auto& [pull, pull_reply] : pulls) PullFrom(partition, pull, std::move(pull_reply));
+  }
+  if (auto held = expected_.find(key); held != expected_.end()) {
+    auto pushes = std::move(held->second);
+    expected_.erase(held);
+    // Now and in arrival order, before any push that came after them.
+    for (HeldPush& h : pushes) Take(h.request, h.payload, h.reply);
+  }
+}
+
+void PsShard::HandOff(const std::string& tensor, uint32_t part,
+                      std::function<void(StatusOr<PartitionSnapshot>)> done) {
+  run_([this, key = Key{tensor, part}, done = std::move(done)] {
+    auto it = partitions_.find(key);
+    if (it == partitions_.end())
+      return done(
+          NotFound(fmt::format("'{}' partition {} is not on this server", key.first, key.second)));
+    PsPartition& p = *it->second;
+    if (p.core().waiting() > 0)
+      return done(FailedPrecondition(
+          fmt::format("'{}' partition {}: {} pulls wait on it; it moves between a step's pull and "
+                      "the next push",
+                      key.first, key.second, p.core().waiting())));
+    if (p.core().mid_step())
+      return done(FailedPrecondition(
+          fmt::format("'{}' partition {}: some gradients of step {} are in, not yet applied; it "
+                      "moves between steps",
+                      key.first, key.second, p.clock())));
+    const FloatBuffer& values = *p.values();
+    PartitionSnapshot s{key.first,
+                        key.second,
+                        p.applied(),
+                        p.clock(),
+                        p.optimizer().steps(),
+                        std::vector<float>(values.begin(), values.end()),
+                        {}};
+    DenseOptimizer& opt = p.optimizer();
+    for (int k = 0; k < opt.num_slots(); ++k)
+      s.slots.emplace_back(opt.slot_name(k),
+                           std::vector<float>(opt.slot(k), opt.slot(k) + opt.size()));
+    partitions_.erase(it);
+    // The workers' views of its compressed pulls stay with this server: the
+    // new owner answers their next pull dense (roles/server/pull_deltas.h).
+    pull_deltas_.erase(key);
+    done(std::move(s));
+  });
+}
+
+void PsShard::Expect(const std::string& tensor, uint32_t part) {
+  run_([this, key = Key{tensor, part}] {
+    if (!partitions_.count(key)) expected_[key];  // an empty list: held from now on
+  });
+}
+
+void PsShard::CallOff(const std::string& tensor, uint32_t part, const std::string& why) {
+  run_([this, key = Key{tensor, part}, why] {
+    if (auto held = expected_.find(key); held != expected_.end()) {
+      for (HeldPush& h : held->second) h.reply(ErrorReply{why}, {});
+      expected_.erase(held);
+    }
+    if (auto waiting = before_init_.find(key); waiting != before_init_.end()) {
+      for (auto& [pull, reply] : waiting->second) reply(ErrorReply{why}, {});
+      before_init_.erase(waiting);
+    }
+  });
+}
+
+void PsShard::TakeOver(PartitionSnapshot state, std::function<void(Status)> done) {
+  run_(
+      [this, state = std::move(state), done = std::move(done)]() mutable { done(Install(state)); });
 }
 
 }  // namespace pstrain

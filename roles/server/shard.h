@@ -46,9 +46,25 @@ class PsShard {
   // Installs partitions read from a checkpoint (before any worker connects).
   void Restore(std::vector<PartitionSnapshot> partitions, std::function<void(Status)> done);
 
+  // Live moves (roles/server/handoff.h). HandOff: the partition's state, and
+  // it is gone from here; refused while pulls wait on it (a move happens
+  // between a step's pull and the next push). Expect: the pushes of a
+  // partition not here yet are held until TakeOver installs it (its pulls
+  // wait anyway), at most kMaxHeldPushes. TakeOver: installs a moved
+  // partition, then takes what waited for it.
+  void HandOff(const std::string& tensor, uint32_t part,
+               std::function<void(StatusOr<PartitionSnapshot>)> done);
+  void Expect(const std::string& tensor, uint32_t part);
+  void TakeOver(PartitionSnapshot state, std::function<void(Status)> done);
+  // The move was called off: what was held for it is answered with `why`.
+  void CallOff(const std::string& tensor, uint32_t part, const std::string& why);
+  static constexpr size_t kMaxHeldPushes = 4096;
+
  private:
   using Key = std::pair<std::string, uint32_t>;
   Status Create(const Key& key, std::vector<float> values, PsPartition** out);
+  // Push, on the shard's thread.
+  void Take(PushRequest& request, Buffer& payload, Reply& reply);
   // Answers now, or once the partition's clock reaches the pull's min_clock.
   void PullFrom(PsPartition& partition, const PullRequest& request, Reply reply);
   // The partition's values, dense.
@@ -58,6 +74,10 @@ class PsShard {
   void AnswerDelta(PsPartition& partition, const PullRequest& request, const Reply& reply);
   // Why a push of this kind does not fit the job's mode (empty: it does).
   std::string KindRefusal(const PushRequest& request) const;
+  // Installs one partition's saved state (a checkpoint's or a move's).
+  Status Install(PartitionSnapshot& s);
+  // A partition came (Init or TakeOver): the pulls and pushes held for it.
+  void Arrived(const Key& key, PsPartition& partition);
 
   const Config* config_;
   const int workers_;
@@ -65,6 +85,13 @@ class PsShard {
   std::map<Key, std::unique_ptr<PsPartition>> partitions_;
   // Pulls of partitions not initialized yet, until the chief's Init.
   std::map<Key, std::vector<std::pair<PullRequest, Reply>>> before_init_;
+  // Pushes of partitions expected from a move, until it comes (Expect).
+  struct HeldPush {
+    PushRequest request;
+    Buffer payload;
+    Reply reply;
+  };
+  std::map<Key, std::vector<HeldPush>> expected_;
   // A threshold-encoded push decoded to dense floats (the shard's thread
   // only; kept to reuse its memory).
   std::vector<float> scratch_;

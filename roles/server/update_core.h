@@ -89,6 +89,10 @@ class UpdateCore {
   }
   // Answers the waiting pulls the clock allows; call after each Push.
   void AnswerReady();
+  // Pulls waiting for a later clock.
+  size_t waiting() const { return waiting_.size(); }
+  // Sync and average: some of this step's gradients are in, not yet applied.
+  bool mid_step() const { return arrived_count_ > 0; }
 
   int64_t clock() const;
   int64_t step() const;

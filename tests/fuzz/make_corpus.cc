@@ -21,6 +21,7 @@
 #include "roles/checkpoint/shard_file.h"
 #include "roles/checkpoint/step_files.h"
 #include "roles/checkpoint/store.h"
+#include "roles/server/handoff_codec.h"
 #include "src/common/checkpoint_file.h"
 
 namespace pstrain {
@@ -104,6 +105,11 @@ std::vector<std::pair<std::string, std::pair<Message, Bytes>>> Messages() {
       {"pause_reshape", {{0, false, Pause{"shape", 3, 1, 2, 3}}, {}}},
       {"scale_request", {{9, false, ScaleRequest{3, 2}}, {}}},
       {"scale_reply", {{9, true, ScaleReply{"3 workers"}}, {}}},
+      {"moved", {{10, true, Moved{1, 2}}, {}}},
+      {"hand_off_request", {{11, false, HandOffRequest{"fc.weight", 2, 1, 2}}, {}}},
+      {"hand_off_reply", {{11, true, HandOffReply{2}}, Bytes(48, 1)}},
+      {"take_over_expect", {{12, false, TakeOverRequest{"fc.weight", 2, 2, true, 256}}, {}}},
+      {"take_over", {{13, false, TakeOverRequest{"fc.weight", 2, 2, false, 256}}, Bytes(48, 1)}},
       {"register_request_elastic",
        {{1, false, RegisterRequest{node, 2, 2, 30, false, 0, "", -1, 0, ElasticBounds{1, 4, 1, 3}}},
         {}}},
@@ -348,6 +354,22 @@ void PullReplySeeds() {
   Write("pull_reply_fuzz", "dense", dense);
 }
 
+// A partition's state in a live move (handoff_fuzz.cc's layout: a byte
+// picking the most values, then the state): with and without slots.
+void HandOffSeeds() {
+  PartitionSnapshot sgd{"w", 0, 5, 5, 5, std::vector<float>(40, 0.5f), {}};
+  Bytes plain = {39};
+  Bytes state = EncodePartitionState(sgd);
+  plain.insert(plain.end(), state.begin(), state.end());
+  Write("handoff_fuzz", "sgd", plain);
+  PartitionSnapshot adam = sgd;
+  adam.slots = {{"m", std::vector<float>(40, 0.1f)}, {"v", std::vector<float>(40, 0.2f)}};
+  Bytes slots = {39};
+  state = EncodePartitionState(adam);
+  slots.insert(slots.end(), state.begin(), state.end());
+  Write("handoff_fuzz", "adam", slots);
+}
+
 }  // namespace
 }  // namespace pstrain
 
@@ -365,6 +387,7 @@ int main(int argc, char** argv) {
   pstrain::CriteoSeeds();
   pstrain::ThresholdSeeds();
   pstrain::PullReplySeeds();
+  pstrain::HandOffSeeds();
   pstrain::ConfigSeeds(argv[1]);
   return 0;
 }
