@@ -7,9 +7,12 @@
 // those of the same job without the move, with the optimizer's state moved
 // along (Adam). Moved by hand, the state reaches server 1 only after the
 // other worker's requests did: they wait there and are taken once it
-// comes. Only the chief moves partitions. The state travels checked whole.
+// comes. Only the chief moves partitions. Async: partitions moved while
+// both workers push lose and repeat no push. The state travels checked
+// whole.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -199,15 +202,64 @@ TEST_CASE("requests that reach the new server before the state wait for it, appl
   CheckExactlyOnce(OptimizerType::kAdam, Move::kByHand);
 }
 
+TEST_CASE("async: a partition moved while the other worker pushes loses and repeats nothing") {
+  constexpr int kPushes = 200;
+  Config config = MoveConfig(OptimizerType::kSgd);
+  config.train.mode = UpdateMode::kAsync;
+  config.train.optimizer.lr = 1.0f;
+  std::vector<float> after(kTensors[0].elements);
+  std::atomic<int64_t> retried{0};
+  auto sink = std::make_shared<testing::CaptureSink>();
+  LocalJobOptions job;
+  job.cluster.server_num = 2;
+  job.cluster.worker_num = kWorkers;
+  job.config = config;
+  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
+  job.make_job = [&](int) {
+    return std::make_unique<FunctionJob>([&](WorkerContext& ctx) -> Status {
+      std::vector<float> zeros(kTensors[0].elements, 0.0f);
+      if (ctx.rank == 0) PSTRAIN_RETURN_IF_ERROR(ctx.kv->Init(0, zeros.data()).Wait());
+      PSTRAIN_RETURN_IF_ERROR(ctx.kv->Pull(0, after.data(), 0).Wait());
+      // Whole numbers: every sum is exact, in any order.
+      std::vector<float> grad(kTensors[0].elements, static_cast<float>(ctx.rank + 1));
+      std::vector<KvHandle> moves;
+      for (int k = 0; k < kPushes; ++k) {
+        if (k == kPushes / 2) {
+          PSTRAIN_RETURN_IF_ERROR(ctx.cluster->Barrier(BarrierGroup::kWorkers));
+          if (ctx.rank == 0)  // while both go on pushing
+            for (const Partition& p : ctx.kv->map().partitions(0))
+              if (p.server == 0) moves.push_back(ctx.kv->MovePartition(0, p.part, 1, 1));
+        }
+        PSTRAIN_RETURN_IF_ERROR(ctx.kv->Push(0, grad.data(), k).Wait());
+      }
+      for (const KvHandle& m : moves) PSTRAIN_RETURN_IF_ERROR(m.Wait());
+      retried += ctx.kv->moved_retries();
+      PSTRAIN_RETURN_IF_ERROR(ctx.cluster->Barrier(BarrierGroup::kWorkers));
+      if (ctx.rank == 0) return ctx.kv->Pull(0, after.data(), 0).Wait();
+      return Status::OK();
+    });
+  };
+  Status st = RunLocalJob(job);
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  INFO("requests sent again after a Moved: ", retried.load());
+  // lr 1: w = 0 - every push once = -(200 * 1 + 200 * 2).
+  for (size_t i = 0; i < after.size(); ++i) REQUIRE(after[i] == -3.0f * kPushes);
+}
+
 TEST_CASE("a partition's state travels checked whole") {
-  PartitionSnapshot p{"w", 2, 7, 7, 7, {1.5f, -2.0f, 3.25f}, {{"m", {0.1f, 0.2f, 0.3f}}}};
+  UpdateCore::State core{7, {4, 3}, {true, true}, 0, 0, {{9, {true, false}}}};
+  MovedPartition p{{"w", 2, 7, 7, 7, {1.5f, -2.0f, 3.25f}, {{"m", {0.1f, 0.2f, 0.3f}}}}, core};
   std::vector<uint8_t> bytes = EncodePartitionState(p);
   auto back = DecodePartitionState(bytes.data(), bytes.size(), "w", 2, 3);
   REQUIRE_MESSAGE(back.ok(), back.status().message());
-  CHECK(back->values == p.values);
-  CHECK(back->slots == p.slots);
-  CHECK(back->applied == 7);
-  CHECK(back->optimizer_steps == 7);
+  CHECK(back->partition.values == p.partition.values);
+  CHECK(back->partition.slots == p.partition.slots);
+  CHECK(back->partition.applied == 7);
+  CHECK(back->partition.optimizer_steps == 7);
+  CHECK(back->core.pushes == core.pushes);
+  CHECK(back->core.members == core.members);
+  REQUIRE(back->core.changes.size() == 1);
+  CHECK(back->core.changes[0].first == 9);
   // Every cut, a byte too many, and more values than a partition holds.
   for (size_t n = 0; n < bytes.size(); ++n)
     CHECK_FALSE(DecodePartitionState(bytes.data(), n, "w", 2, 3).ok());
@@ -219,6 +271,12 @@ TEST_CASE("a partition's state travels checked whole") {
   auto big = DecodePartitionState(bytes.data(), bytes.size(), "w", 2, 2);
   REQUIRE_FALSE(big.ok());
   CHECK(big.status().message().find("3 values, expected 1 to 2") != std::string::npos);
+  // A state with no member cannot be taken.
+  p.core.members = {false, false};
+  bytes = EncodePartitionState(p);
+  auto none = DecodePartitionState(bytes.data(), bytes.size(), "w", 2, 3);
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.status().message().find("no member") != std::string::npos);
 }
 
 }  // namespace

@@ -56,7 +56,7 @@ void Server::OnHandOff(const Connection::Ptr& conn, uint64_t id, const HandOffRe
   moved_.Record(request.tensor, request.part, Moved{request.to_rank, request.version});
   EventLoop* loop = &node_.loop();
   shard->HandOff(request.tensor, request.part,
-                 [this, loop, conn, id, request](StatusOr<PartitionSnapshot> state) {
+                 [this, loop, conn, id, request](StatusOr<MovedPartition> state) {
                    if (!state.ok()) {
                      loop->Post([this, conn, id, request, st = state.status()] {
                        moved_.Forget(request.tensor, request.part);  // it stays here
@@ -69,8 +69,8 @@ void Server::OnHandOff(const Connection::Ptr& conn, uint64_t id, const HandOffRe
                    node_.log()->info(
                        "handed off '{}' partition {} ({} bytes, step {}) to server {} "
                        "(placement {})",
-                       request.tensor, request.part, bytes->size(), state->clock, request.to_rank,
-                       request.version);
+                       request.tensor, request.part, bytes->size(), state->partition.clock,
+                       request.to_rank, request.version);
                    ReplyTo(conn, id)(HandOffReply{request.version},
                                      Payload{bytes->data(), bytes->size(), bytes});
                  });
@@ -111,7 +111,7 @@ void Server::OnTakeOver(const Connection::Ptr& conn, uint64_t id, const TakeOver
     node_.log()->warn("refused a take-over: {}", state.status().message());
     return conn->Reply(id, ErrorReply{state.status().message()});
   }
-  const int64_t step = state->clock;
+  const int64_t step = state->partition.clock;
   shard->TakeOver(std::move(*state), [this, reply = ReplyTo(conn, id), request, step](Status st) {
     if (!st.ok()) return reply(ErrorReply{st.message()}, {});
     node_.log()->info("took over '{}' partition {} at step {} (placement {})", request.tensor,

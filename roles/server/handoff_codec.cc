@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace pstrain {
@@ -11,6 +12,8 @@ constexpr char kMagic[4] = {'P', 'S', 'H', 'O'};
 constexpr uint32_t kFormat = 1;
 constexpr uint32_t kMaxSlots = 8;
 constexpr uint32_t kMaxSlotName = 64;
+constexpr uint32_t kMaxWorkerSlots = 65536;
+constexpr uint32_t kMaxChanges = 64;
 
 // Writes into memory sized once up front.
 class Writer {
@@ -23,6 +26,9 @@ class Writer {
   void Bytes(const void* data, size_t n) {
     std::memcpy(out_.data() + at_, data, n);
     at_ += n;
+  }
+  void Members(const std::vector<bool>& members) {
+    for (bool m : members) Put(static_cast<uint8_t>(m ? 1 : 0));
   }
   std::vector<uint8_t> Take() { return std::move(out_); }
 
@@ -47,6 +53,18 @@ class Reader {
     return true;
   }
   size_t left() const { return left_; }
+  // n flags of 0 or 1.
+  bool Members(size_t n, std::vector<bool>* out) {
+    if (n > left_) return false;
+    out->assign(n, false);
+    for (size_t i = 0; i < n; ++i) {
+      if (data_[i] > 1) return false;
+      (*out)[i] = data_[i] == 1;
+    }
+    data_ += n;
+    left_ -= n;
+    return true;
+  }
 
  private:
   const uint8_t* data_;
@@ -55,10 +73,14 @@ class Reader {
 
 }  // namespace
 
-std::vector<uint8_t> EncodePartitionState(const PartitionSnapshot& p) {
+std::vector<uint8_t> EncodePartitionState(const MovedPartition& moved) {
+  const PartitionSnapshot& p = moved.partition;
+  const UpdateCore::State& core = moved.core;
   const size_t floats = p.values.size() * sizeof(float);
+  const size_t n = core.pushes.size();
   size_t size = 4 + 4 + 3 * 8 + 8 + 4 + floats;
   for (const auto& [name, slot] : p.slots) size += 4 + name.size() + floats;
+  size += 4 + 3 * 8 + n * 9 + 4 + core.changes.size() * (8 + n);
   Writer out(size);
   out.Bytes(kMagic, 4);
   out.Put(kFormat);
@@ -73,12 +95,23 @@ std::vector<uint8_t> EncodePartitionState(const PartitionSnapshot& p) {
     out.Bytes(name.data(), name.size());
     out.Bytes(slot.data(), floats);  // every slot has the values' size
   }
+  out.Put(static_cast<uint32_t>(n));
+  out.Put(core.applied);
+  out.Put(core.async_base_step);
+  out.Put(core.async_base_applied);
+  out.Bytes(core.pushes.data(), n * sizeof(int64_t));
+  out.Members(core.members);
+  out.Put(static_cast<uint32_t>(core.changes.size()));
+  for (const auto& [step, members] : core.changes) {
+    out.Put(step);
+    out.Members(members);
+  }
   return out.Take();
 }
 
-StatusOr<PartitionSnapshot> DecodePartitionState(const uint8_t* data, size_t size,
-                                                 const std::string& tensor, uint32_t part,
-                                                 int64_t max_elements) {
+StatusOr<MovedPartition> DecodePartitionState(const uint8_t* data, size_t size,
+                                              const std::string& tensor, uint32_t part,
+                                              int64_t max_elements) {
   auto bad = [&](const std::string& what) {
     return InvalidArgument(
         fmt::format("the state of '{}' partition {} ({} bytes): {}", tensor, part, size, what));
@@ -121,8 +154,34 @@ StatusOr<PartitionSnapshot> DecodePartitionState(const uint8_t* data, size_t siz
     if (!in.Bytes(slot.data(), floats)) return bad(fmt::format("slot '{}' cut short", name));
     p.slots.emplace_back(std::move(name), std::move(slot));
   }
+  UpdateCore::State core;
+  uint32_t n = 0, changes = 0;
+  if (!in.Get(&n) || !in.Get(&core.applied) || !in.Get(&core.async_base_step) ||
+      !in.Get(&core.async_base_applied))
+    return bad("cut short in its update state");
+  if (n == 0 || n > kMaxWorkerSlots)
+    return bad(fmt::format("{} worker slots, expected 1 to {}", n, kMaxWorkerSlots));
+  if (core.applied < 0 || core.async_base_step < 0 || core.async_base_applied < 0)
+    return bad("a negative count in its update state");
+  if (in.left() < size_t{n} * 9) return bad("cut short in its workers' pushes");
+  core.pushes.resize(n);
+  in.Bytes(core.pushes.data(), n * sizeof(int64_t));
+  for (int64_t pushes : core.pushes)
+    if (pushes < 0) return bad("a negative count of pushes");
+  if (!in.Members(n, &core.members)) return bad("members that are not 0 or 1");
+  if (std::find(core.members.begin(), core.members.end(), true) == core.members.end())
+    return bad("no member");
+  if (!in.Get(&changes) || changes > kMaxChanges)
+    return bad(fmt::format("no count of announced changes from 0 to {}", kMaxChanges));
+  for (uint32_t c = 0; c < changes; ++c) {
+    int64_t step = 0;
+    std::vector<bool> members;
+    if (!in.Get(&step) || step < 0 || !in.Members(n, &members))
+      return bad(fmt::format("announced change {} is cut short or holds a bad step or member", c));
+    core.changes.emplace_back(step, std::move(members));
+  }
   if (in.left() != 0) return bad(fmt::format("{} bytes after its end", in.left()));
-  return p;
+  return MovedPartition{std::move(p), std::move(core)};
 }
 
 }  // namespace pstrain

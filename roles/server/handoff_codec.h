@@ -8,6 +8,10 @@
 //   u64 elements, u32 optimizer slots
 //   f32 values[elements]
 //   per slot: u32 name bytes, the name, f32 slot[elements]
+//   the update rule's state (UpdateCore::State), for n worker slots:
+//   u32 n, i64 applied, i64 async base step, i64 async base applied,
+//   i64 pushes[n], u8 member[n] (0 or 1),
+//   u32 announced changes, each: i64 from step, u8 member[n]
 #pragma once
 
 #include <cstddef>
@@ -16,17 +20,26 @@
 #include <vector>
 
 #include "roles/checkpoint/shard_file.h"
+#include "roles/server/update_core.h"
 #include "src/common/status.h"
 
 namespace pstrain {
 
-std::vector<uint8_t> EncodePartitionState(const PartitionSnapshot& partition);
+// A partition as it moves: its values, optimizer and clocks, and the state
+// of its update rule.
+struct MovedPartition {
+  PartitionSnapshot partition;
+  UpdateCore::State core;
+};
+
+std::vector<uint8_t> EncodePartitionState(const MovedPartition& moved);
 
 // The state of (tensor, part) from `size` bytes: refused unless it is whole,
-// holds 1 to `max_elements` values and at most 8 slots of as many, and
-// nothing follows it.
-StatusOr<PartitionSnapshot> DecodePartitionState(const uint8_t* data, size_t size,
-                                                 const std::string& tensor, uint32_t part,
-                                                 int64_t max_elements);
+// holds 1 to `max_elements` values, at most 8 optimizer slots of as many,
+// 1 to 65536 worker slots with a member among them, at most 64 announced
+// changes, and nothing follows it.
+StatusOr<MovedPartition> DecodePartitionState(const uint8_t* data, size_t size,
+                                              const std::string& tensor, uint32_t part,
+                                              int64_t max_elements);
 
 }  // namespace pstrain

@@ -218,7 +218,7 @@ void PsShard::Restore(std::vector<PartitionSnapshot> partitions, std::function<v
   });
 }
 
-Status PsShard::Install(PartitionSnapshot& s) {
+Status PsShard::Install(PartitionSnapshot& s, const UpdateCore::State* core) {
   Key key{s.tensor, s.part};
   if (partitions_.count(key))
     return FailedPrecondition(fmt::format("'{}' partition {} is already here", s.tensor, s.part));
@@ -244,6 +244,9 @@ Status PsShard::Install(PartitionSnapshot& s) {
       std::make_unique<PsPartition>(key.first, key.second, workers_, config_->train.mode,
                                     std::move(*optimizer), std::move(s.values));
   partition->RestoreClock(s.applied, s.clock);
+  if (core != nullptr)
+    PSTRAIN_RETURN_IF_ERROR(partition->core().Load(*core).WithContext(
+        fmt::format("'{}' partition {}", s.tensor, s.part)));
   PsPartition& installed = *partition;
   partitions_[key] = std::move(partition);
   Arrived(key, installed);
@@ -265,7 +268,7 @@ void PsShard::Arrived(const Key& key, PsPartition& partition) {
 }
 
 void PsShard::HandOff(const std::string& tensor, uint32_t part,
-                      std::function<void(StatusOr<PartitionSnapshot>)> done) {
+                      std::function<void(StatusOr<MovedPartition>)> done) {
   run_([this, key = Key{tensor, part}, done = std::move(done)] {
     auto it = partitions_.find(key);
     if (it == partitions_.end())
@@ -294,11 +297,12 @@ void PsShard::HandOff(const std::string& tensor, uint32_t part,
     for (int k = 0; k < opt.num_slots(); ++k)
       s.slots.emplace_back(opt.slot_name(k),
                            std::vector<float>(opt.slot(k), opt.slot(k) + opt.size()));
+    UpdateCore::State core = p.core().Save();
     partitions_.erase(it);
     // The workers' views of its compressed pulls stay with this server: the
     // new owner answers their next pull dense (roles/server/pull_deltas.h).
     pull_deltas_.erase(key);
-    done(std::move(s));
+    done(MovedPartition{std::move(s), std::move(core)});
   });
 }
 
@@ -321,9 +325,10 @@ void PsShard::CallOff(const std::string& tensor, uint32_t part, const std::strin
   });
 }
 
-void PsShard::TakeOver(PartitionSnapshot state, std::function<void(Status)> done) {
-  run_(
-      [this, state = std::move(state), done = std::move(done)]() mutable { done(Install(state)); });
+void PsShard::TakeOver(MovedPartition state, std::function<void(Status)> done) {
+  run_([this, state = std::move(state), done = std::move(done)]() mutable {
+    done(Install(state.partition, &state.core));
+  });
 }
 
 }  // namespace pstrain

@@ -14,6 +14,7 @@
 #include "comm/transport/buffer.h"
 #include "comm/transport/messages.h"
 #include "roles/checkpoint/shard_file.h"
+#include "roles/server/handoff_codec.h"
 #include "roles/server/partition.h"
 #include "roles/server/pull_deltas.h"
 #include "src/common/config/config.h"
@@ -53,9 +54,9 @@ class PsShard {
   // wait anyway), at most kMaxHeldPushes. TakeOver: installs a moved
   // partition, then takes what waited for it.
   void HandOff(const std::string& tensor, uint32_t part,
-               std::function<void(StatusOr<PartitionSnapshot>)> done);
+               std::function<void(StatusOr<MovedPartition>)> done);
   void Expect(const std::string& tensor, uint32_t part);
-  void TakeOver(PartitionSnapshot state, std::function<void(Status)> done);
+  void TakeOver(MovedPartition state, std::function<void(Status)> done);
   // The move was called off: what was held for it is answered with `why`.
   void CallOff(const std::string& tensor, uint32_t part, const std::string& why);
   static constexpr size_t kMaxHeldPushes = 4096;
@@ -74,8 +75,9 @@ class PsShard {
   void AnswerDelta(PsPartition& partition, const PullRequest& request, const Reply& reply);
   // Why a push of this kind does not fit the job's mode (empty: it does).
   std::string KindRefusal(const PushRequest& request) const;
-  // Installs one partition's saved state (a checkpoint's or a move's).
-  Status Install(PartitionSnapshot& s);
+  // Installs one partition's saved state (a checkpoint's, or a move's with
+  // the state of its update rule).
+  Status Install(PartitionSnapshot& s, const UpdateCore::State* core = nullptr);
   // A partition came (Init or TakeOver): the pulls and pushes held for it.
   void Arrived(const Key& key, PsPartition& partition);
 

@@ -133,6 +133,34 @@ void UpdateCore::Restore(int64_t applied, int64_t clock) {
   arrived_count_ = 0;
 }
 
+UpdateCore::State UpdateCore::Save() const {
+  State s{applied_, pushes_, members_, async_base_step_, async_base_applied_, {}};
+  for (const MemberChange& c : changes_) s.changes.emplace_back(c.from_step, c.members);
+  return s;
+}
+
+Status UpdateCore::Load(const State& s) {
+  const size_t n = pushes_.size();
+  bool fits = s.pushes.size() == n && s.members.size() == n;
+  for (const auto& [step, members] : s.changes) fits = fits && members.size() == n;
+  if (!fits)
+    return InvalidArgument(
+        fmt::format("an update state of {} worker slots for a core of {}", s.pushes.size(), n));
+  const int count = static_cast<int>(std::count(s.members.begin(), s.members.end(), true));
+  if (count == 0 || s.applied < 0) return InvalidArgument("an update state with no members");
+  applied_ = s.applied;
+  pushes_ = s.pushes;
+  members_ = s.members;
+  member_count_ = count;
+  async_base_step_ = s.async_base_step;
+  async_base_applied_ = s.async_base_applied;
+  changes_.clear();
+  for (const auto& [step, members] : s.changes) changes_.push_back({step, members});
+  std::fill(arrived_.begin(), arrived_.end(), false);
+  arrived_count_ = 0;
+  return Status::OK();
+}
+
 void UpdateCore::RestoreStep(int64_t step) {
   const bool lockstep = mode_ == UpdateMode::kSync || mode_ == UpdateMode::kAverage;
   Restore(lockstep ? step : step * member_count_, step);

@@ -43,6 +43,19 @@ namespace pstrain {
 
 class UpdateCore {
  public:
+  // Everything that decides what the core takes next, between steps (no
+  // gradient of a step gathered): what a partition moved live to another
+  // server carries (roles/server/handoff.h), so that the new owner goes on
+  // exactly where the old one stopped, in every mode.
+  struct State {
+    int64_t applied = 0;
+    std::vector<int64_t> pushes;  // per slot
+    std::vector<bool> members;    // per slot
+    int64_t async_base_step = 0;
+    int64_t async_base_applied = 0;
+    std::vector<std::pair<int64_t, std::vector<bool>>> changes;  // announced: step, members
+  };
+
   // `workers` ranks, all members.
   UpdateCore(int workers, UpdateMode mode);
   // `slots` ranks (an elastic job's most workers), the first `members` of
@@ -104,6 +117,10 @@ class UpdateCore {
   // alone (tables keep only that): `step` pushes from every worker.
   void Restore(int64_t applied, int64_t clock);
   void RestoreStep(int64_t step);
+  // Between steps only (mid_step() false).
+  State Save() const;
+  // A saved state of as many slots; the pulls waiting stay.
+  Status Load(const State& state);
 
  private:
   enum class Take { kAlone, kGather, kGatherAndApply };

@@ -4,8 +4,9 @@
 // partition may hold (1..256); the rest is the state.
 // Beyond the sanitizers:
 //   - an error is one line naming the partition;
-//   - a state taken is canonical: encoding it again gives the same bytes,
-//     and it holds no more values than allowed.
+//   - a state taken is canonical: encoding it again gives the same bytes;
+//     it holds no more values than allowed, and every optimizer slot and
+//     member list has its size.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -27,10 +28,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       fuzz::Fail("an error naming no partition", m);
     return 0;
   }
-  if (state->values.empty() || static_cast<int64_t>(state->values.size()) > max_elements)
+  const std::vector<float>& values = state->partition.values;
+  if (values.empty() || static_cast<int64_t>(values.size()) > max_elements)
     fuzz::Fail("a state of more values than allowed, or none");
-  for (const auto& [name, slot] : state->slots)
-    if (slot.size() != state->values.size()) fuzz::Fail("a slot of another size", name);
+  for (const auto& [name, slot] : state->partition.slots)
+    if (slot.size() != values.size()) fuzz::Fail("a slot of another size", name);
+  const UpdateCore::State& core = state->core;
+  if (core.members.size() != core.pushes.size()) fuzz::Fail("members and pushes differ in size");
+  for (const auto& [step, members] : core.changes)
+    if (members.size() != core.pushes.size()) fuzz::Fail("a change of another size");
   std::vector<uint8_t> again = EncodePartitionState(*state);
   if (again.size() != size - 1 || std::memcmp(again.data(), data + 1, again.size()) != 0)
     fuzz::Fail("a state taken is not its own encoding");

@@ -357,13 +357,15 @@ void PullReplySeeds() {
 // A partition's state in a live move (handoff_fuzz.cc's layout: a byte
 // picking the most values, then the state): with and without slots.
 void HandOffSeeds() {
-  PartitionSnapshot sgd{"w", 0, 5, 5, 5, std::vector<float>(40, 0.5f), {}};
+  UpdateCore::State core{5, {5, 5}, {true, true}, 0, 0, {}};
+  MovedPartition sgd{{"w", 0, 5, 5, 5, std::vector<float>(40, 0.5f), {}}, core};
   Bytes plain = {39};
   Bytes state = EncodePartitionState(sgd);
   plain.insert(plain.end(), state.begin(), state.end());
   Write("handoff_fuzz", "sgd", plain);
-  PartitionSnapshot adam = sgd;
-  adam.slots = {{"m", std::vector<float>(40, 0.1f)}, {"v", std::vector<float>(40, 0.2f)}};
+  MovedPartition adam = sgd;
+  adam.partition.slots = {{"m", std::vector<float>(40, 0.1f)}, {"v", std::vector<float>(40, 0.2f)}};
+  adam.core.changes = {{8, {true, false}}};
   Bytes slots = {39};
   state = EncodePartitionState(adam);
   slots.insert(slots.end(), state.begin(), state.end());
