@@ -89,7 +89,10 @@ join() {
 # resumption after it, then a second of training.
 change() {
   wait_for_count "elastic:" "$SCHED" "$1" 600 || fail "change $1 did not happen"
-  wait_for_count "every node is back" "$SCHED" "$1" 600 || fail "the job did not resume after change $1"
+  # A change through a checkpoint resumes every node; a server joining a
+  # job of dense partitions only joins live (roles/worker/grow.h).
+  wait_for_count "every node is back\|live change done" "$SCHED" "$1" 600 ||
+    fail "the job did not resume after change $1"
   echo "  $(grep "elastic:" "$SCHED" | sed -n "$1p" | cut -c 1-240)"
   sleep 1
 }
@@ -229,12 +232,22 @@ for n in $LEFT; do
   grep -q "this node left the job" "$(node_log "$n")" || fail "$n does not say it left"
 done
 
-# No step redone for a join or a leave: every resume is at its change's step.
-grep "elastic: workers" "$SCHED" | grep "from step" | sed 's/.*from step \([0-9]*\):.*/\1/' > "$WORK/stops"
+# No step redone for a join or a leave: every resume is at its change's
+# step, and a live change goes on from its step.
+grep "elastic: workers" "$SCHED" | grep "from step" | grep -v "(live" |
+  sed 's/.*from step \([0-9]*\):.*/\1/' > "$WORK/stops"
 for s in $(cat "$WORK/stops"); do
   grep -q "resuming at step $s from" "$(node_log worker_0)" ||
     fail "worker_0 did not resume at step $s, where the workers stopped for a change"
 done
+grep "elastic: workers" "$SCHED" | grep "(live" | sed 's/.*from step \([0-9]*\):.*/\1/' > "$WORK/live"
+for s in $(cat "$WORK/live"); do
+  grep -q "live change done: .* from step $s," "$SCHED" ||
+    fail "the live change at step $s was not done"
+  grep -q "the job runs with .* servers from step $s: .* moved live" "$(node_log worker_0)" ||
+    fail "worker_0 did not move partitions live at step $s"
+done
+[ "$SCENARIO" != lenet ] || [ -s "$WORK/live" ] || fail "no server joined live"
 # Samples: the last generation's run of each step, then each epoch's count
 # of each sample.
 cat "$WORK"/samples-*.txt | awk -v n="$SAMPLES" -v epochs="$EPOCHS" '

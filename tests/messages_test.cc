@@ -100,6 +100,15 @@ TEST_CASE("every message type round-trips") {
   CHECK(scale.servers == -1);
   CHECK(std::get<ScaleReply>(RoundTrip({7, true, ScaleReply{"3 workers"}}).body).message ==
         "3 workers");
+  // A server joining live, the workers growing to it, the chief's report.
+  CHECK(std::get<RegisterReply>(RoundTrip({2, true, RegisterReply{4, 1, true}}).body).live);
+  auto grow = std::get<Stop>(RoundTrip({7, false, Stop{"grow", 40, 3}}).body);
+  CHECK(grow.at_step == 40);
+  CHECK(grow.servers == 3);
+  auto changed = std::get<ShapeChanged>(RoundTrip({7, false, ShapeChanged{40, 3, 2}}).body);
+  CHECK(changed.servers == 3);
+  CHECK(changed.partitions == 2);
+  CHECK(std::get<SaveRequest>(RoundTrip({7, false, SaveRequest{40, 3}}).body).servers == 3);
   // Live moves of a partition.
   auto moved = std::get<Moved>(RoundTrip({8, true, Moved{2, 9}}).body);
   CHECK(moved.rank == 2);
@@ -179,9 +188,10 @@ TEST_CASE(
   for (const MessageBody& bad :
        {MessageBody(ScaleRequest{-2, 1}), MessageBody(ScaleRequest{1, 70000}),
         MessageBody(Pause{"x", 1, -2, 1, 1}), MessageBody(Pause{"x", 1, 0, -1, 1}),
-        MessageBody(Moved{-1, 1}), MessageBody(Moved{1, -1}),
-        MessageBody(HandOffRequest{"w", 0, -1, 1}), MessageBody(HandOffRequest{"", 0, 1, 1}),
-        MessageBody(TakeOverRequest{"w", 0, 1, true, 0}),
+        MessageBody(Moved{-1, 1}), MessageBody(Moved{1, -1}), MessageBody(Stop{"x", 4, -1}),
+        MessageBody(ShapeChanged{4, 0, 1}), MessageBody(ShapeChanged{-1, 2, 1}),
+        MessageBody(SaveRequest{4, -1}), MessageBody(HandOffRequest{"w", 0, -1, 1}),
+        MessageBody(HandOffRequest{"", 0, 1, 1}), MessageBody(TakeOverRequest{"w", 0, 1, true, 0}),
         MessageBody(TakeOverRequest{"w", 0, -1, true, 4})}) {
     const std::vector<uint8_t> header = EncodeHeader({1, false, bad});
     CHECK_FALSE(DecodeHeader(header.data(), header.size()).ok());

@@ -254,6 +254,42 @@ struct PartitionMove : std::enable_shared_from_this<PartitionMove> {
 
 }  // namespace
 
+Status KvClient::UseServers(std::vector<Connection::Ptr> servers) {
+  Completion<Status> done;
+  bool posted = loop_->Post([this, servers = std::move(servers), done]() mutable {
+    if (servers.size() < servers_.size())
+      return done.Set(InvalidArgument(
+          fmt::format("{} servers for a client of {}", servers.size(), servers_.size())));
+    servers_ = std::move(servers);
+    done.Set(Status::OK());
+  });
+  if (!posted) return Aborted("the worker is stopping");
+  return done.Wait();
+}
+
+Status KvClient::UsePlacement(const PartitionMap& placement, int64_t version) {
+  Completion<Status> done;
+  bool posted = loop_->Post([this, &placement, version, done] {
+    if (placement.tensors().size() != map_.tensors().size())
+      return done.Set(InvalidArgument("a placement of other tensors"));
+    for (size_t t = 0; t < route_.size(); ++t) {
+      const std::vector<Partition>& parts = placement.partitions(static_cast<int>(t));
+      if (parts.size() != route_[t].size())
+        return done.Set(InvalidArgument("a placement cut otherwise"));
+      for (const Partition& p : parts) {
+        if (p.server >= static_cast<int>(servers_.size()))
+          return done.Set(InvalidArgument(fmt::format(
+              "a placement on server {}; this worker knows {}", p.server, servers_.size())));
+        route_[t][p.part] = p.server;
+        route_version_[t][p.part] = version;
+      }
+    }
+    done.Set(Status::OK());
+  });
+  if (!posted) return Aborted("the worker is stopping");
+  return done.Wait();
+}
+
 KvHandle KvClient::MovePartition(int tensor, uint32_t part, int to_rank, int64_t version) {
   if (tensor < 0 || tensor >= static_cast<int>(map_.tensors().size()) ||
       part >= map_.partitions(tensor).size())
@@ -326,13 +362,15 @@ KvHandle KvClient::Save(int64_t step, std::vector<std::string>* files) {
     PSTRAIN_DCHECK_ON_LOOP(loop_);
     for (size_t r = 0; r < servers_.size(); ++r) {
       // `files` stays valid: the handle completes only after the last reply.
-      servers_[r]->Call(SaveRequest{step}, [files, r, batch](StatusOr<Incoming> reply) {
-        if (!reply.ok())
-          return batch->Report(
-              reply.status().WithContext(fmt::format("checkpoint on server {}", r)));
-        if (auto* saved = std::get_if<SaveReply>(&reply->message.body)) (*files)[r] = saved->file;
-        batch->Report(Status::OK());
-      });
+      servers_[r]->Call(SaveRequest{step, static_cast<int>(servers_.size())},
+                        [files, r, batch](StatusOr<Incoming> reply) {
+                          if (!reply.ok())
+                            return batch->Report(reply.status().WithContext(
+                                fmt::format("checkpoint on server {}", r)));
+                          if (auto* saved = std::get_if<SaveReply>(&reply->message.body))
+                            (*files)[r] = saved->file;
+                          batch->Report(Status::OK());
+                        });
     }
   });
   if (!posted) return Failed(Aborted("the worker is stopping"));

@@ -117,6 +117,13 @@ class KvClient {
   // and clocks included. `version` orders moves: larger than any before.
   // Call it at a step boundary, when no pull of the partition waits.
   KvHandle MovePartition(int tensor, uint32_t part, int to_rank, int64_t version);
+  // The job gained servers (roles/worker/grow.h): `servers[r]` is the
+  // connection to server rank r, those there were first. Blocks until the
+  // loop took them.
+  Status UseServers(std::vector<std::shared_ptr<Connection>> servers);
+  // Routes every partition as `placement` (of the same tensors and cut)
+  // places it, as of placement version `version`.
+  Status UsePlacement(const PartitionMap& placement, int64_t version);
   // Requests answered Moved and sent again to the server named.
   int64_t moved_retries() const { return moved_retries_.load(); }
 

@@ -140,7 +140,8 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
     }
     case w::Body_RegisterReply:
       return MessageBody(RegisterReply{h->body_as_RegisterReply()->rank(),
-                                       h->body_as_RegisterReply()->generation()});
+                                       h->body_as_RegisterReply()->generation(),
+                                       h->body_as_RegisterReply()->live()});
     case w::Body_Topology: {
       const w::Topology* m = h->body_as_Topology();
       Topology t;
@@ -246,6 +247,14 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
             fmt::format("HandOffRequest to server {} in placement {}", m->to_rank(), m->version()));
       return MessageBody(HandOffRequest{*tensor, m->part(), m->to_rank(), m->version()});
     }
+    case w::Body_ShapeChanged: {
+      const w::ShapeChanged* m = h->body_as_ShapeChanged();
+      if (m->step() < 0 || m->servers() < 1 || m->servers() > kMaxElasticNodes ||
+          m->partitions() < 0)
+        return InvalidArgument(
+            fmt::format("ShapeChanged to {} servers from step {}", m->servers(), m->step()));
+      return MessageBody(ShapeChanged{m->step(), m->servers(), m->partitions()});
+    }
     case w::Body_HandOffReply:
       return MessageBody(HandOffReply{h->body_as_HandOffReply()->version()});
     case w::Body_TakeOverRequest: {
@@ -262,7 +271,10 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
     case w::Body_Stop: {
       auto reason = Text(h->body_as_Stop()->reason(), "reason", false);
       if (!reason.ok()) return reason.status();
-      return MessageBody(Stop{*reason, h->body_as_Stop()->at_step()});
+      const int servers = h->body_as_Stop()->servers();
+      if (servers < 0 || servers > kMaxElasticNodes)
+        return InvalidArgument(fmt::format("Stop that grows the job to {} servers", servers));
+      return MessageBody(Stop{*reason, h->body_as_Stop()->at_step(), servers});
     }
     case w::Body_StopReply:
       return MessageBody(StopReply{h->body_as_StopReply()->step()});
@@ -319,8 +331,12 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       if (!encoding.ok()) return encoding.status();
       return MessageBody(PullReply{m->clock(), *encoding, m->seq()});
     }
-    case w::Body_SaveRequest:
-      return MessageBody(SaveRequest{h->body_as_SaveRequest()->step()});
+    case w::Body_SaveRequest: {
+      const w::SaveRequest* m = h->body_as_SaveRequest();
+      if (m->servers() < 0 || m->servers() > kMaxElasticNodes)
+        return InvalidArgument(fmt::format("SaveRequest for {} servers", m->servers()));
+      return MessageBody(SaveRequest{m->step(), m->servers()});
+    }
     case w::Body_SaveReply: {
       auto file = Text(h->body_as_SaveReply()->file(), "file", true);
       if (!file.ok()) return file.status();
@@ -413,7 +429,8 @@ const char* MessageName(const MessageBody& body) {
                                        "Moved",
                                        "HandOffRequest",
                                        "HandOffReply",
-                                       "TakeOverRequest"};
+                                       "TakeOverRequest",
+                                       "ShapeChanged"};
   static_assert(std::size(kNames) == std::variant_size_v<MessageBody>);
   return kNames[body.index()];
 }

@@ -43,6 +43,7 @@ struct RegisterRequest {
 struct RegisterReply {
   int rank = -1;
   int64_t generation = 0;
+  bool live = false;  // joins a running elastic job: no checkpoint, no start barrier
 };
 struct Topology {
   std::vector<NodeInfo> nodes;  // the receiver's peers, with ranks (roles/node/peers.h)
@@ -119,6 +120,17 @@ struct ScaleReply {
 struct Stop {
   std::string reason;
   int64_t at_step = -1;
+  // > 0: an elastic job gains servers live; at at_step the workers connect
+  // to them and the chief moves partitions (roles/worker/grow.h), then
+  // training goes on.
+  int servers = 0;
+};
+// The chief to the scheduler: from `step` on the job runs with `servers`
+// servers, `partitions` of them moved live.
+struct ShapeChanged {
+  int64_t step = 0;
+  int servers = 0;
+  int partitions = 0;
 };
 struct StopReply {
   int64_t step = 0;  // steps this worker has started
@@ -183,6 +195,7 @@ struct PullReply {
 };
 struct SaveRequest {
   int64_t step = 0;  // written to the server's own checkpoint dir
+  int servers = 0;   // the chief's placement's server count (0: the server's own)
 };
 struct SaveReply {
   std::string file;  // written inside the step's directory
@@ -239,7 +252,7 @@ using MessageBody =
                  SaveReply, BarrierReply, RingChunk, SparsePullRequest, SparsePullReply,
                  SparsePushRequest, Pause, NodeFailed, StopRequest, Stop, StopReply, AuthHello,
                  AuthProof, ScaleRequest, ScaleReply, Moved, HandOffRequest, HandOffReply,
-                 TakeOverRequest>;
+                 TakeOverRequest, ShapeChanged>;
 
 struct Message {
   uint64_t request_id = 0;  // 0: one-way, no reply expected

@@ -56,7 +56,7 @@ struct BodyEncoder {
             .Union()};
   }
   Out operator()(const RegisterReply& m) {
-    return {w::Body_RegisterReply, w::CreateRegisterReply(b, m.rank, m.generation).Union()};
+    return {w::Body_RegisterReply, w::CreateRegisterReply(b, m.rank, m.generation, m.live).Union()};
   }
   Out operator()(const Topology& m) {
     std::vector<fb::Offset<w::NodeInfo>> nodes;
@@ -105,6 +105,10 @@ struct BodyEncoder {
         w::Body_HandOffRequest,
         w::CreateHandOffRequest(b, b.CreateString(m.tensor), m.part, m.to_rank, m.version).Union()};
   }
+  Out operator()(const ShapeChanged& m) {
+    return {w::Body_ShapeChanged,
+            w::CreateShapeChanged(b, m.step, m.servers, m.partitions).Union()};
+  }
   Out operator()(const HandOffReply& m) {
     return {w::Body_HandOffReply, w::CreateHandOffReply(b, m.version).Union()};
   }
@@ -114,7 +118,7 @@ struct BodyEncoder {
                                          .Union()};
   }
   Out operator()(const Stop& m) {
-    return {w::Body_Stop, w::CreateStop(b, b.CreateString(m.reason), m.at_step).Union()};
+    return {w::Body_Stop, w::CreateStop(b, b.CreateString(m.reason), m.at_step, m.servers).Union()};
   }
   Out operator()(const StopReply& m) {
     return {w::Body_StopReply, w::CreateStopReply(b, m.step).Union()};
@@ -150,7 +154,7 @@ struct BodyEncoder {
     return {w::Body_PullReply, w::CreatePullReply(b, m.clock, encoding, m.seq).Union()};
   }
   Out operator()(const SaveRequest& m) {
-    return {w::Body_SaveRequest, w::CreateSaveRequest(b, m.step).Union()};
+    return {w::Body_SaveRequest, w::CreateSaveRequest(b, m.step, m.servers).Union()};
   }
   Out operator()(const BarrierReply& m) {
     return {w::Body_BarrierReply,

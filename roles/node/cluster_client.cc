@@ -144,6 +144,7 @@ void ClusterClient::OnRegistered(StatusOr<Incoming> reply) {
   }
   rank_ = ok->rank;
   generation_ = ok->generation;
+  joined_live_ = ok->live;
   joined_once_ = true;
   log_->info("registered with the scheduler at {} as {} rank {} (node id {}, generation {})",
              SchedulerAddress(), RoleName(options_.role), rank_, options_.node_id, ok->generation);
@@ -429,6 +430,15 @@ void ClusterClient::RequestStop(const std::string& why) {
 // at its next step boundary, then tells every worker the step to stop at.
 void ClusterClient::OnStop(const Connection::Ptr& conn, uint64_t id, const Stop& stop) {
   MutexLock lock(&stop_mutex_);
+  if (stop.servers > 0) {  // 14. not a stop: the job gains servers at that step
+    grow_at_ = stop.at_step;
+    grow_servers_ = stop.servers;
+    hold_ = false;
+    stop_changed_.NotifyAll();
+    log_->info("the job gains servers: {} from step {} on ({})", stop.servers, stop.at_step,
+               stop.reason);
+    return conn->Reply(id, Ack{});
+  }
   if (stop.at_step < 0) {
     hold_ = true;
     if (started_) {
@@ -482,6 +492,18 @@ bool ClusterClient::BeginStep(int64_t step) {
   if (stop_at_ >= 0 && step >= stop_at_) return false;
   steps_started_ = std::max(steps_started_, step + 1);
   return true;
+}
+
+int ClusterClient::GrowsAt(int64_t step) {
+  MutexLock lock(&stop_mutex_);
+  if (grow_servers_ == 0 || step < grow_at_) return 0;
+  const int servers = grow_servers_;
+  grow_servers_ = 0;
+  return servers;
+}
+
+Status ClusterClient::ReportShapeChanged(int64_t step, int servers, int partitions) {
+  return CallScheduler(ShapeChanged{step, servers, partitions}, "report the new shape").status();
 }
 
 Status ClusterClient::WaitForShutdown() { return verdict_.Wait(); }

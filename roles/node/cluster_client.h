@@ -83,6 +83,15 @@ class ClusterClient {
   // stops at that step, not at 0. Any thread.
   void StartingAt(int64_t step);
 
+  // 14. Workers, after BeginStep(step): the server count the job grows to
+  // before this step (the scheduler's Stop with servers), once; 0: none.
+  int GrowsAt(int64_t step);
+  // The chief, once the job runs with `servers` servers from `step` on.
+  Status ReportShapeChanged(int64_t step, int servers, int partitions);
+  // This node joined a running elastic job live (RegisterReply live): no
+  // checkpoint to resume, no start barrier.
+  bool joined_live() const { return joined_live_.load(); }
+
   // Workers: the steps done and the training rate, sent with the next
   // heartbeats for the scheduler's live view. Any thread; never blocks.
   void ReportProgress(int64_t step, double samples_per_s);
@@ -141,6 +150,7 @@ class ClusterClient {
   std::atomic<int64_t> generation_{0};
   std::atomic<int> server_num_, worker_num_;
   std::atomic<bool> paused_{false};
+  std::atomic<bool> joined_live_{false};
   std::atomic<int64_t> progress_step_{-1};  // ReportProgress, read by the loop
   std::atomic<double> progress_rate_{0};
 
@@ -165,6 +175,8 @@ class ClusterClient {
   int64_t stop_at_ GUARDED_BY(stop_mutex_) = -1;  // stop before this step
   bool hold_ GUARDED_BY(stop_mutex_) = false;     // asked, answer pending
   bool started_ GUARDED_BY(stop_mutex_) = false;  // StartingAt came
+  int64_t grow_at_ GUARDED_BY(stop_mutex_) = -1;  // GrowsAt
+  int grow_servers_ GUARDED_BY(stop_mutex_) = 0;
   // Asked where it is before StartingAt: answered then (loop thread).
   std::weak_ptr<Connection> asked_conn_ GUARDED_BY(stop_mutex_);
   uint64_t asked_id_ GUARDED_BY(stop_mutex_) = 0;

@@ -204,6 +204,7 @@ void Scheduler::MaybeReshape() {
                  joiners_.end());
   if (joiners_.empty() && leaving_.empty()) return;
   if (!topology_sent_ || paused_ || reshaping_ || shutting_down_ || !stop_reason_.empty()) return;
+  if (CanGrowLive()) return GrowLive();
   reshaping_ = true;
   reshape_step_ = -1;  // known once every worker said where it is
   const std::string why = fmt::format("{}", fmt::join(reshape_reasons_, "; "));
@@ -219,6 +220,79 @@ void Scheduler::MaybeReshape() {
     reshape_step_ = furthest;
     StopAt(furthest, "the job changes shape: " + why);
   });
+}
+
+bool Scheduler::CanGrowLive() const {
+  if (!options_.live_server_joins || !leaving_.empty() || joiners_.empty()) return false;
+  for (const Joiner& j : joiners_)
+    if (j.info.role != Role::kServer) return false;
+  return true;
+}
+
+// 14. The joiners are admitted now, with ranks after the servers there are;
+// the workers learn of them in the topology, then grow to them at the step
+// every worker reaches, S: they connect, and the chief moves partitions to
+// them (roles/worker/grow.h). Nothing pauses and no checkpoint is written.
+void Scheduler::GrowLive() {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  reshaping_ = true;
+  reshape_step_ = -1;
+  const int old_servers = Count(Role::kServer), workers = Count(Role::kWorker);
+  std::vector<Joiner> joining = std::move(joiners_);
+  joiners_.clear();
+  reshape_reasons_.clear();
+  std::vector<std::string> who;
+  for (Joiner& j : joining) {
+    auto conn = j.conn.lock();
+    if (!conn || conn->closed()) continue;
+    if (!reference_config_) reference_config_ = j.req.config;
+    j.info.rank = Count(Role::kServer);
+    NodesOf(Role::kServer).emplace_back();
+    admitting_live_ = true;
+    Admit(conn, j.request_id, j.info, "joins the running job, assign", j.req);
+    admitting_live_ = false;
+    who.push_back(fmt::format("server node id:{} joins as rank {}", j.info.node_id, j.info.rank));
+  }
+  const int servers = Count(Role::kServer);
+  if (servers == old_servers) {
+    reshaping_ = false;
+    return;
+  }
+  const std::string why = fmt::format("{}", fmt::join(who, "; "));
+  log_->info("changing the job's shape live ({}): asking the workers how far they are", why);
+  AskWorkersWhere(why,
+                  [this, why, old_servers, servers, workers](const Status& st, int64_t furthest) {
+                    if (!reshaping_) return;  // stopped or paused meanwhile
+                    if (!st.ok()) {
+                      // A worker did not answer: it is lost, and its loss (a pause in which
+                      // every node registers again, the new servers too) handles the rest.
+                      log_->warn("changing the job's shape live: {}", st.message());
+                      reshaping_ = false;
+                      return;
+                    }
+                    reshape_step_ = furthest;
+                    const std::string line = fmt::format(
+                        "elastic: workers {} -> {}, servers {} -> {} from step {}: {} (live: "
+                        "partitions move to it without a checkpoint)",
+                        workers, workers, old_servers, servers, furthest, why);
+                    log_->info("{}", line);
+                    RecordChange(line);
+                    for (NodeEntry& w : workers_)
+                      if (auto conn = w.conn.lock())
+                        conn->Call(Stop{"the job gains servers: " + why, furthest, servers},
+                                   [](StatusOr<Incoming>) {});
+                  });
+}
+
+void Scheduler::HandleShapeChanged(const Connection::Ptr& conn, uint64_t id,
+                                   const ShapeChanged& changed) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  conn->Reply(id, Ack{});
+  if (!reshaping_ || changed.step != reshape_step_) return;  // a pause came first
+  reshaping_ = false;
+  log_->info("live change done: the job runs with {} servers from step {}, {} partitions moved",
+             changed.servers, changed.step, changed.partitions);
+  MaybeReshape();  // changes asked for meanwhile
 }
 
 std::vector<Scheduler::NodeEntry> Scheduler::Renumber(

@@ -145,6 +145,8 @@ void Scheduler::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
     HandleBarrier(conn, id, *node, *barrier);
   } else if (std::holds_alternative<Done>(in.message.body)) {
     HandleDone(conn, id, *node);
+  } else if (auto* changed = std::get_if<ShapeChanged>(&in.message.body)) {
+    HandleShapeChanged(conn, id, *changed);
   } else if (auto* stop = std::get_if<StopRequest>(&in.message.body)) {
     conn->Reply(id, Ack{});
     if (stop->leave && elastic_.enabled() && Leave(*node, stop->reason)) return;
@@ -357,7 +359,7 @@ void Scheduler::Admit(const Connection::Ptr& conn, uint64_t id, NodeInfo info, c
   log_->info("The {} node id:{},node ip: {},node port:{} {} rank id:{}{}", RoleName(info.role),
              info.node_id, info.host, info.port, how, info.rank,
              replacement ? " (replaces the lost node)" : "");
-  conn->Reply(id, RegisterReply{info.rank, generation_});
+  conn->Reply(id, RegisterReply{info.rank, generation_, admitting_live_});
   if (paused_) return MaybeResume();
   if (!AllRegistered()) return;
   // 3. Everyone is in: wire the topology (again, for nodes that rejoined).

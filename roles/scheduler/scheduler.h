@@ -92,6 +92,15 @@
 //      node's step under way cannot finish, so its drop resumes from the
 //      newest checkpoint (a rollback). Each change is one log line:
 //        elastic: workers 2 -> 3, servers 2 -> 2 from step S: <nodes and why>
+//  14. Servers joining an elastic job whose PS-managed weights are all
+//      dense partitions (ClusterOptions::live_server_joins) join live: they
+//      are admitted at once (RegisterReply live: no checkpoint, no start
+//      barrier) and appear in the topology; the workers are held as in 10
+//      and told Stop(S, servers): at step S they connect to the new servers
+//      and the chief moves the partitions the new count places elsewhere
+//      (roles/worker/grow.h, roles/server/handoff.h), then sends
+//      ShapeChanged. Nothing pauses, no checkpoint is written, and the
+//      change's line ends "(live: ...)".
 //  12. With PSTRAIN_HTTP_PORT, the live view: GET /status (JSON) and GET
 //      /metrics (Prometheus text) on the scheduler's host, served on this
 //      loop from the state below (roles/scheduler/view.h). Workers' steps
@@ -248,6 +257,14 @@ class Scheduler {
   void HandleScale(const Connection::Ptr& conn, uint64_t id, const ScaleRequest& request);
   // Starts the next change when the job runs and none is under way.
   void MaybeReshape();
+  // 14. Servers joining a job whose partitions are all dense
+  // (ClusterOptions::live_server_joins) join live: admitted at once, the
+  // workers grow to them at a step every worker reaches and the chief
+  // moves partitions to them (roles/worker/grow.h); no checkpoint, no pause.
+  bool CanGrowLive() const;
+  void GrowLive();
+  // The chief's ShapeChanged: the live growth is done.
+  void HandleShapeChanged(const Connection::Ptr& conn, uint64_t id, const ShapeChanged& changed);
   // Every worker stopped at reshape_step_: apply the change.
   void ApplyReshape();
   // A lost node of an elastic job above its minimum: true when dropped.
@@ -352,6 +369,7 @@ class Scheduler {
   std::unordered_map<std::string, std::string> leaving_;  // node id -> why, at the next change
   std::vector<std::string> reshape_reasons_;              // of the change asked for
   bool reshaping_ = false;                                // workers stopping for a change
+  bool admitting_live_ = false;                           // Admit answers RegisterReply live
   int64_t reshape_step_ = -1;
   std::vector<std::string> shape_changes_;  // the log lines of the changes, the last 32
 };

@@ -76,10 +76,20 @@ Status Server::RunOnce() {
   // Restored partitions are in place before any worker can push or pull:
   // workers start only after this barrier, where every node agrees on the
   // step it resumes from.
-  auto found = ResumeCheckpoint(config_, node_.log(), node_.cluster().generation() > 0);
-  if (!found.ok()) return found.status();
-  PSTRAIN_RETURN_IF_ERROR(RestoreCheckpoint(*found));
-  PSTRAIN_RETURN_IF_ERROR(AgreeOnResume(node_.cluster(), *found, fmt::format("server {}", rank())));
+  if (node_.cluster().joined_live()) {
+    // 14. A running elastic job: its partitions are moved here live by the
+    // chief (roles/worker/grow.h); there is no checkpoint or barrier to join.
+    node_.log()->info(
+        "server rank {} joined the running job: its partitions come from the "
+        "other servers",
+        rank());
+  } else {
+    auto found = ResumeCheckpoint(config_, node_.log(), node_.cluster().generation() > 0);
+    if (!found.ok()) return found.status();
+    PSTRAIN_RETURN_IF_ERROR(RestoreCheckpoint(*found));
+    PSTRAIN_RETURN_IF_ERROR(
+        AgreeOnResume(node_.cluster(), *found, fmt::format("server {}", rank())));
+  }
   // Stopped before the tables go (Sample asks them for their rows).
   ServerMetrics metrics(node_.options().cluster.log_dir, rank(), node_.log(),
                         [this] { return Sample(); });
@@ -262,7 +272,7 @@ void Server::OnSave(const Connection::Ptr& conn, uint64_t id, const SaveRequest&
     node_.log()->warn("refused SaveRequest from {}: {}", conn->peer(), why);
     return conn->Reply(id, ErrorReply{why});
   }
-  Save(save.step, ReplyTo(conn, id));
+  Save(save.step, save.servers, ReplyTo(conn, id));
 }
 
 std::vector<PsShard*> Server::AllShards() {
@@ -278,7 +288,7 @@ ShardMeta Server::Meta() {
 
 // Every shard copies out its partitions; the last one to finish hands the
 // lot to the I/O thread, which writes the file and answers.
-void Server::Save(int64_t step, PsShard::Reply reply) {
+void Server::Save(int64_t step, int servers, PsShard::Reply reply) {
   if (!config_.train.checkpoint)
     return reply(ErrorReply{"this server's config has no train.checkpoint.dir"}, {});
   struct Gather {
@@ -291,6 +301,7 @@ void Server::Save(int64_t step, PsShard::Reply reply) {
   std::string dir = CheckpointStepDir(config_.train.checkpoint->dir, step);
   std::string file = ShardFileName(node_.cluster().rank());
   ShardMeta meta = Meta();
+  if (servers > 0) meta.servers = servers;  // the chief's placement (live growth)
   // The last part in hands the lot to the I/O thread.
   auto parts = std::make_shared<CountDown>(
       shards.size() + 1,  // and the tables

@@ -89,7 +89,9 @@ class Server {
   // Checkpoints (roles/checkpoint/shard_file.h): write this server's shard of `step`;
   // at start, restore this server's shard of `checkpoint` (found by
   // ResumeCheckpoint; step 0: nothing to restore).
-  void Save(int64_t step, PsShard::Reply reply);
+  // `servers`: the shard's job shape as the chief's SaveRequest says (0: this
+  // server's own count).
+  void Save(int64_t step, int servers, PsShard::Reply reply);
   Status RestoreCheckpoint(const CheckpointRef& checkpoint);
   std::vector<PsShard*> AllShards();
   // For the metrics file (roles/server/metrics.h); any thread.

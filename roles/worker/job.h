@@ -3,6 +3,7 @@
 // (scheduler, servers, the KV client) and then hands over.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct WorkerContext {
   // Where training starts: the checkpoint every node agreed on at the start
   // barrier (roles/worker/checkpointing.h, AgreeOnResume); step 0: none.
   CheckpointRef resume{0, "", {}, ""};
+  // An elastic job gaining servers live (roles/worker/grow.h): connects to
+  // the servers of ranks up to `servers` not yet connected, for `kv` too.
+  std::function<Status(int servers)> connect_servers;
 };
 
 class WorkerJob {

@@ -15,6 +15,7 @@
 #include "roles/worker/checkpointing.h"
 #include "roles/worker/compressed_pulls.h"
 #include "roles/worker/data_cache.h"
+#include "roles/worker/grow.h"
 #include "roles/worker/ps_averaging.h"
 #include "roles/worker/ps_compression.h"
 #include "roles/worker/remote_embeddings.h"
@@ -502,6 +503,8 @@ Status TrainJob::Run(WorkerContext& ctx) {
       stopped_at = step;
       break;
     }
+    if (const int servers = ctx.cluster->GrowsAt(step); servers > 0)
+      PSTRAIN_RETURN_IF_ERROR(GrowServers(ctx, step, servers));
     const int epoch = static_cast<int>(plan.Epoch(step));
     const int64_t in_epoch = plan.InEpoch(step);
     const int64_t epoch_steps = plan.EpochSteps(epoch);

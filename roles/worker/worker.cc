@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <thread>
+
 #include "comm/transport/completion.h"
 #include "comm/transport/patient_connect.h"
 #include "roles/worker/checkpointing.h"
@@ -49,6 +52,7 @@ Status Worker::RunOnce() {
   context.log_dir = node_.options().cluster.log_dir;
   context.sample_log = node_.options().cluster.test_sample_log;
   context.data_cache = data_cache_.get();
+  context.connect_servers = [this](int servers) { return GrowTo(servers); };
   // With servers there is a KV client even without PS tensors: it also asks
   // the servers for their checkpoint shards (embedding tables). PS tensors
   // without servers fail here, naming why.
@@ -85,6 +89,10 @@ Status Worker::ConnectServers(const Topology& topology) {
   for (const NodeInfo& n : topology.nodes)
     if (n.role == Role::kServer) servers.push_back(n);
   servers_.assign(servers.size(), nullptr);
+  return ConnectTo(servers);
+}
+
+Status Worker::ConnectTo(const std::vector<NodeInfo>& servers) {
   if (servers.empty()) return Status::OK();
   Completion<Status> all_connected;
   auto connected = CountDown::Into(all_connected, servers.size());
@@ -110,6 +118,41 @@ Status Worker::ConnectServers(const Topology& topology) {
   });
   if (!posted) return Aborted("the worker is stopping");
   return all_connected.Wait();
+}
+
+Status Worker::GrowTo(int servers) {
+  const size_t had = servers_.size();
+  if (servers <= static_cast<int>(had)) return Status::OK();
+  // The topology that lists them may still be on its way (a delta refused
+  // is followed by the whole list).
+  const auto limit = std::chrono::milliseconds(
+      2 * static_cast<int64_t>(1000 * node_.options().cluster.heartbeat_timeout_s));
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  std::vector<NodeInfo> joined;
+  for (;;) {
+    joined.clear();
+    if (auto held = node_.cluster().Held())
+      for (const NodeInfo& n : held->nodes)
+        if (n.role == Role::kServer && n.rank >= static_cast<int>(had) && n.rank < servers)
+          joined.push_back(n);
+    if (joined.size() == servers - had) break;
+    if (std::chrono::steady_clock::now() >= deadline)
+      return DeadlineExceeded(fmt::format("the topology did not list servers {} to {} within {} ms",
+                                          had, servers - 1, limit.count()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // Sized on the loop, which the connections' callbacks fill in.
+  Completion<Status> sized;
+  if (!node_.loop().Post([this, servers, sized] {
+        servers_.resize(static_cast<size_t>(servers));
+        sized.Set(Status::OK());
+      }))
+    return Aborted("the worker is stopping");
+  PSTRAIN_RETURN_IF_ERROR(sized.Wait());
+  PSTRAIN_RETURN_IF_ERROR(ConnectTo(joined));
+  node_.log()->info("worker rank {} connected to {} more servers (now {})", node_.cluster().rank(),
+                    joined.size(), servers);
+  return kv_ ? kv_->UseServers(servers_) : Status::OK();
 }
 
 namespace {
