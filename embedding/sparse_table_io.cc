@@ -27,6 +27,7 @@
 #include <numeric>
 
 #include "embedding/sparse_table.h"
+#include "src/common/byte_reader.h"
 
 namespace pstrain {
 namespace {
@@ -53,33 +54,6 @@ void Put(std::string* out, const T& value) {
   out->append(reinterpret_cast<const char*>(&value), sizeof(T));
 }
 
-// Reads fixed-width fields, never past the end.
-class Reader {
- public:
-  Reader(const char* data, size_t size) : data_(data), left_(size) {}
-  template <typename T>
-  bool Get(T* value) {
-    return Bytes(value, sizeof(T));
-  }
-  bool Bytes(void* dst, size_t n) {
-    if (n > left_) return false;
-    std::memcpy(dst, data_, n);
-    data_ += n;
-    left_ -= n;
-    return true;
-  }
-  void Skip(size_t n) {
-    data_ += n;
-    left_ -= n;
-  }
-  const char* at() const { return data_; }
-  size_t left() const { return left_; }
-
- private:
-  const char* data_;
-  size_t left_;
-};
-
 // The fields before the rows.
 struct Header {
   uint32_t version, dim, slots, type;
@@ -91,7 +65,7 @@ struct Header {
 // `name`, and reads the header; *in is left at the first row. Errors say
 // what is wrong, for the caller to put after the table's name.
 Status ReadHeader(const char* bytes, size_t size, const std::string& name, Header* header,
-                  Reader* in) {
+                  ByteReader* in) {
   if (size < sizeof(kMagic) + sizeof(uint32_t) || std::memcmp(bytes, kMagic, sizeof(kMagic)) != 0)
     return InvalidArgument("not a serialized table (bad magic or too short)");
   uint32_t stored_crc;
@@ -100,12 +74,12 @@ Status ReadHeader(const char* bytes, size_t size, const std::string& name, Heade
   if (crc != stored_crc)
     return InvalidArgument(
         fmt::format("checksum mismatch (stored {:#010x}, contents {:#010x})", stored_crc, crc));
-  *in = Reader(bytes + sizeof(kMagic), size - sizeof(kMagic) - sizeof(stored_crc));
+  *in = ByteReader(bytes + sizeof(kMagic), size - sizeof(kMagic) - sizeof(stored_crc));
   uint32_t name_size;
   if (!in->Get(&header->version) || header->version < 1 || header->version > kVersion)
     return InvalidArgument("unsupported version");
   if (!in->Get(&name_size) || name_size > in->left()) return InvalidArgument("truncated name");
-  const std::string held(in->at(), name_size);
+  const std::string held(reinterpret_cast<const char*>(in->at()), name_size);
   in->Skip(name_size);
   if (held != name) return InvalidArgument(fmt::format("it holds table '{}'", held));
   if (!in->Get(&header->dim) || !in->Get(&header->slots) || !in->Get(&header->type) ||
@@ -158,7 +132,7 @@ StatusOr<SparseTable> SparseTable::Deserialize(const EmbeddingTableOptions& opti
         fmt::format("embedding table '{}': cannot restore: {}", options.name, what));
   };
   Header header;
-  Reader in(nullptr, 0);
+  ByteReader in(nullptr, 0);
   Status read = ReadHeader(static_cast<const char*>(data), size, options.name, &header, &in);
   if (!read.ok()) return bad(read.message());
   SparseTable table(options);
@@ -248,7 +222,7 @@ StatusOr<SparseTable::SerializedRows> SparseTable::ReadSerializedRows(const std:
     return InvalidArgument(fmt::format("embedding table '{}': cannot read: {}", name, what));
   };
   Header header;
-  Reader in(nullptr, 0);
+  ByteReader in(nullptr, 0);
   Status read = ReadHeader(static_cast<const char*>(data), size, name, &header, &in);
   if (!read.ok()) return bad(read.message());
   // No optimizer keeps more slots; the bound keeps the row size in range.
@@ -267,7 +241,7 @@ StatusOr<SparseTable::SerializedRows> SparseTable::ReadSerializedRows(const std:
   for (auto& [id, floats] : out.rows) {
     in.Get(&id);
     in.Skip(2 * sizeof(int64_t));  // last_touched, updates
-    floats = reinterpret_cast<const uint8_t*>(in.at());
+    floats = in.at();
     in.Skip(row_bytes - 3 * sizeof(int64_t));
   }
   return out;

@@ -40,6 +40,18 @@ class FunctionJob : public WorkerJob {
   Body body_;
 };
 
+// Runs the job: 2 servers and kWorkers workers, each worker running `body`.
+Status RunJob(const Config& config, const Body& body) {
+  auto sink = std::make_shared<testing::CaptureSink>();
+  LocalJobOptions job;
+  job.cluster.server_num = 2;
+  job.cluster.worker_num = kWorkers;
+  job.config = config;
+  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
+  job.make_job = [body](int) { return std::make_unique<FunctionJob>(body); };
+  return RunLocalJob(job);
+}
+
 Config MoveConfig(OptimizerType optimizer) {
   Config c;
   c.train.mode = UpdateMode::kSync;
@@ -104,68 +116,59 @@ struct Outcome {
 Outcome Run(OptimizerType optimizer, Move move) {
   Outcome out;
   std::mutex mutex;
-  auto sink = std::make_shared<testing::CaptureSink>();
-  LocalJobOptions job;
-  job.cluster.server_num = 2;
-  job.cluster.worker_num = kWorkers;
-  job.config = MoveConfig(optimizer);
-  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
-  job.make_job = [&](int) {
-    return std::make_unique<FunctionJob>([&](WorkerContext& ctx) -> Status {
-      std::vector<std::vector<float>> values(2);
-      for (int t = 0; t < 2; ++t) {
-        values[t].resize(kTensors[t].elements);
-        for (size_t i = 0; i < values[t].size(); ++i)
-          values[t][i] = 0.001f * static_cast<float>(i + 1) - 0.3f * static_cast<float>(t);
-        if (ctx.rank == 0) PSTRAIN_RETURN_IF_ERROR(ctx.kv->Init(t, values[t].data()).Wait());
-      }
-      for (int t = 0; t < 2; ++t)
-        PSTRAIN_RETURN_IF_ERROR(ctx.kv->Pull(t, values[t].data(), 0).Wait());
-      std::vector<std::vector<float>> grads = values;
-      for (int64_t step = 0; step < kSteps; ++step) {
-        if (move != Move::kNone && step == kMoveAt) {
-          // Between steps: every pull of the step before is answered.
-          PSTRAIN_RETURN_IF_ERROR(ctx.cluster->Barrier(BarrierGroup::kWorkers));  // A
-          if (ctx.rank == 1) {
-            Status refused = ctx.kv->MovePartition(0, 0, 1, 1).Wait();
-            if (refused.ok() || refused.message().find("only the chief") == std::string::npos)
-              return Internal("a move asked by worker 1 was not refused: " + refused.message());
-          }
-          int moves = 0;
-          for (int t = 0; t < 2; ++t)
-            for (const Partition& p : ctx.kv->map().partitions(t)) {
-              if (p.server != 0) continue;
-              ++moves;
-              if (move == Move::kByHand) {
-                // Once, for the first partition; the others are moved below.
-                if (moves > 1) continue;
-                if (ctx.rank == 0) PSTRAIN_RETURN_IF_ERROR(MoveByHand(ctx, t, p));
-                if (ctx.rank == 1)
-                  PSTRAIN_RETURN_IF_ERROR(ctx.cluster->Barrier(BarrierGroup::kWorkers));  // B
-              } else if (ctx.rank == 0) {
-                PSTRAIN_RETURN_IF_ERROR(ctx.kv->MovePartition(t, p.part, 1, 1).Wait());
-              }
-              std::lock_guard<std::mutex> lock(mutex);
-              if (ctx.rank == 0) ++out.moved;
+  out.status = RunJob(MoveConfig(optimizer), [&](WorkerContext& ctx) -> Status {
+    std::vector<std::vector<float>> values(2);
+    for (int t = 0; t < 2; ++t) {
+      values[t].resize(kTensors[t].elements);
+      for (size_t i = 0; i < values[t].size(); ++i)
+        values[t][i] = 0.001f * static_cast<float>(i + 1) - 0.3f * static_cast<float>(t);
+      if (ctx.rank == 0) PSTRAIN_RETURN_IF_ERROR(ctx.kv->Init(t, values[t].data()).Wait());
+    }
+    for (int t = 0; t < 2; ++t)
+      PSTRAIN_RETURN_IF_ERROR(ctx.kv->Pull(t, values[t].data(), 0).Wait());
+    std::vector<std::vector<float>> grads = values;
+    for (int64_t step = 0; step < kSteps; ++step) {
+      if (move != Move::kNone && step == kMoveAt) {
+        // Between steps: every pull of the step before is answered.
+        PSTRAIN_RETURN_IF_ERROR(ctx.cluster->Barrier(BarrierGroup::kWorkers));  // A
+        if (ctx.rank == 1) {
+          Status refused = ctx.kv->MovePartition(0, 0, 1, 1).Wait();
+          if (refused.ok() || refused.message().find("only the chief") == std::string::npos)
+            return Internal("a move asked by worker 1 was not refused: " + refused.message());
+        }
+        int moves = 0;
+        for (int t = 0; t < 2; ++t)
+          for (const Partition& p : ctx.kv->map().partitions(t)) {
+            if (p.server != 0) continue;
+            ++moves;
+            if (move == Move::kByHand) {
+              // Once, for the first partition; the others are moved below.
+              if (moves > 1) continue;
+              if (ctx.rank == 0) PSTRAIN_RETURN_IF_ERROR(MoveByHand(ctx, t, p));
+              if (ctx.rank == 1)
+                PSTRAIN_RETURN_IF_ERROR(ctx.cluster->Barrier(BarrierGroup::kWorkers));  // B
+            } else if (ctx.rank == 0) {
+              PSTRAIN_RETURN_IF_ERROR(ctx.kv->MovePartition(t, p.part, 1, 1).Wait());
             }
-          if (move == Move::kClient)
-            PSTRAIN_RETURN_IF_ERROR(ctx.cluster->Barrier(BarrierGroup::kWorkers));
-        }
-        for (int t = 0; t < 2; ++t) {
-          for (size_t i = 0; i < grads[t].size(); ++i) grads[t][i] = Gradient(ctx.rank, step, i);
-          KvHandle push = ctx.kv->Push(t, grads[t].data(), step);
-          KvHandle pull = ctx.kv->Pull(t, values[t].data(), step + 1);
-          PSTRAIN_RETURN_IF_ERROR(push.Wait());
-          PSTRAIN_RETURN_IF_ERROR(pull.Wait());
-        }
+            std::lock_guard<std::mutex> lock(mutex);
+            if (ctx.rank == 0) ++out.moved;
+          }
+        if (move == Move::kClient)
+          PSTRAIN_RETURN_IF_ERROR(ctx.cluster->Barrier(BarrierGroup::kWorkers));
       }
-      std::lock_guard<std::mutex> lock(mutex);
-      if (ctx.rank == 0) out.weights = values;
-      if (ctx.rank == 1) out.retried = ctx.kv->moved_retries();
-      return Status::OK();
-    });
-  };
-  out.status = RunLocalJob(job);
+      for (int t = 0; t < 2; ++t) {
+        for (size_t i = 0; i < grads[t].size(); ++i) grads[t][i] = Gradient(ctx.rank, step, i);
+        KvHandle push = ctx.kv->Push(t, grads[t].data(), step);
+        KvHandle pull = ctx.kv->Pull(t, values[t].data(), step + 1);
+        PSTRAIN_RETURN_IF_ERROR(push.Wait());
+        PSTRAIN_RETURN_IF_ERROR(pull.Wait());
+      }
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    if (ctx.rank == 0) out.weights = values;
+    if (ctx.rank == 1) out.retried = ctx.kv->moved_retries();
+    return Status::OK();
+  });
   return out;
 }
 
@@ -209,37 +212,28 @@ TEST_CASE("async: a partition moved while the other worker pushes loses and repe
   config.train.optimizer.lr = 1.0f;
   std::vector<float> after(kTensors[0].elements);
   std::atomic<int64_t> retried{0};
-  auto sink = std::make_shared<testing::CaptureSink>();
-  LocalJobOptions job;
-  job.cluster.server_num = 2;
-  job.cluster.worker_num = kWorkers;
-  job.config = config;
-  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
-  job.make_job = [&](int) {
-    return std::make_unique<FunctionJob>([&](WorkerContext& ctx) -> Status {
-      std::vector<float> zeros(kTensors[0].elements, 0.0f);
-      if (ctx.rank == 0) PSTRAIN_RETURN_IF_ERROR(ctx.kv->Init(0, zeros.data()).Wait());
-      PSTRAIN_RETURN_IF_ERROR(ctx.kv->Pull(0, after.data(), 0).Wait());
-      // Whole numbers: every sum is exact, in any order.
-      std::vector<float> grad(kTensors[0].elements, static_cast<float>(ctx.rank + 1));
-      std::vector<KvHandle> moves;
-      for (int k = 0; k < kPushes; ++k) {
-        if (k == kPushes / 2) {
-          PSTRAIN_RETURN_IF_ERROR(ctx.cluster->Barrier(BarrierGroup::kWorkers));
-          if (ctx.rank == 0)  // while both go on pushing
-            for (const Partition& p : ctx.kv->map().partitions(0))
-              if (p.server == 0) moves.push_back(ctx.kv->MovePartition(0, p.part, 1, 1));
-        }
-        PSTRAIN_RETURN_IF_ERROR(ctx.kv->Push(0, grad.data(), k).Wait());
+  Status st = RunJob(config, [&](WorkerContext& ctx) -> Status {
+    std::vector<float> zeros(kTensors[0].elements, 0.0f);
+    if (ctx.rank == 0) PSTRAIN_RETURN_IF_ERROR(ctx.kv->Init(0, zeros.data()).Wait());
+    PSTRAIN_RETURN_IF_ERROR(ctx.kv->Pull(0, after.data(), 0).Wait());
+    // Whole numbers: every sum is exact, in any order.
+    std::vector<float> grad(kTensors[0].elements, static_cast<float>(ctx.rank + 1));
+    std::vector<KvHandle> moves;
+    for (int k = 0; k < kPushes; ++k) {
+      if (k == kPushes / 2) {
+        PSTRAIN_RETURN_IF_ERROR(ctx.cluster->Barrier(BarrierGroup::kWorkers));
+        if (ctx.rank == 0)  // while both go on pushing
+          for (const Partition& p : ctx.kv->map().partitions(0))
+            if (p.server == 0) moves.push_back(ctx.kv->MovePartition(0, p.part, 1, 1));
       }
-      for (const KvHandle& m : moves) PSTRAIN_RETURN_IF_ERROR(m.Wait());
-      retried += ctx.kv->moved_retries();
-      PSTRAIN_RETURN_IF_ERROR(ctx.cluster->Barrier(BarrierGroup::kWorkers));
-      if (ctx.rank == 0) return ctx.kv->Pull(0, after.data(), 0).Wait();
-      return Status::OK();
-    });
-  };
-  Status st = RunLocalJob(job);
+      PSTRAIN_RETURN_IF_ERROR(ctx.kv->Push(0, grad.data(), k).Wait());
+    }
+    for (const KvHandle& m : moves) PSTRAIN_RETURN_IF_ERROR(m.Wait());
+    retried += ctx.kv->moved_retries();
+    PSTRAIN_RETURN_IF_ERROR(ctx.cluster->Barrier(BarrierGroup::kWorkers));
+    if (ctx.rank == 0) return ctx.kv->Pull(0, after.data(), 0).Wait();
+    return Status::OK();
+  });
   REQUIRE_MESSAGE(st.ok(), st.message());
   INFO("requests sent again after a Moved: ", retried.load());
   // lr 1: w = 0 - every push once = -(200 * 1 + 200 * 2).

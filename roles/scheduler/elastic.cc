@@ -205,20 +205,29 @@ void Scheduler::MaybeReshape() {
   if (joiners_.empty() && leaving_.empty()) return;
   if (!topology_sent_ || paused_ || reshaping_ || shutting_down_ || !stop_reason_.empty()) return;
   if (CanGrowLive()) return GrowLive();
+  const std::string why = fmt::format("{}", fmt::join(reshape_reasons_, "; "));
+  HoldForChange("changing the job's shape", why, [this, why](int64_t furthest) {
+    StopAt(furthest, "the job changes shape: " + why);
+  });
+}
+
+void Scheduler::HoldForChange(const char* what, const std::string& why,
+                              std::function<void(int64_t furthest)> then) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   reshaping_ = true;
   reshape_step_ = -1;  // known once every worker said where it is
-  const std::string why = fmt::format("{}", fmt::join(reshape_reasons_, "; "));
-  log_->info("changing the job's shape ({}): asking the workers how far they are", why);
-  AskWorkersWhere(why, [this, why](const Status& st, int64_t furthest) {
+  log_->info("{} ({}): asking the workers how far they are", what, why);
+  AskWorkersWhere(why, [this, what, then = std::move(then)](const Status& st, int64_t furthest) {
     if (!reshaping_) return;  // stopped or paused meanwhile
     if (!st.ok()) {
-      // A worker did not answer: it is lost, and its loss is handled as such.
-      log_->warn("changing the job's shape: {}", st.message());
+      // A worker did not answer: it is lost, and its loss is handled as
+      // such (a pause in which every node registers again, joiners too).
+      log_->warn("{}: {}", what, st.message());
       reshaping_ = false;
       return;
     }
     reshape_step_ = furthest;
-    StopAt(furthest, "the job changes shape: " + why);
+    then(furthest);
   });
 }
 
@@ -235,8 +244,6 @@ bool Scheduler::CanGrowLive() const {
 // them (roles/worker/grow.h). Nothing pauses and no checkpoint is written.
 void Scheduler::GrowLive() {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
-  reshaping_ = true;
-  reshape_step_ = -1;
   const int old_servers = Count(Role::kServer), workers = Count(Role::kWorker);
   std::vector<Joiner> joining = std::move(joiners_);
   joiners_.clear();
@@ -254,34 +261,21 @@ void Scheduler::GrowLive() {
     who.push_back(fmt::format("server node id:{} joins as rank {}", j.info.node_id, j.info.rank));
   }
   const int servers = Count(Role::kServer);
-  if (servers == old_servers) {
-    reshaping_ = false;
-    return;
-  }
+  if (servers == old_servers) return;
   const std::string why = fmt::format("{}", fmt::join(who, "; "));
-  log_->info("changing the job's shape live ({}): asking the workers how far they are", why);
-  AskWorkersWhere(why,
-                  [this, why, old_servers, servers, workers](const Status& st, int64_t furthest) {
-                    if (!reshaping_) return;  // stopped or paused meanwhile
-                    if (!st.ok()) {
-                      // A worker did not answer: it is lost, and its loss (a pause in which
-                      // every node registers again, the new servers too) handles the rest.
-                      log_->warn("changing the job's shape live: {}", st.message());
-                      reshaping_ = false;
-                      return;
-                    }
-                    reshape_step_ = furthest;
-                    const std::string line = fmt::format(
-                        "elastic: workers {} -> {}, servers {} -> {} from step {}: {} (live: "
-                        "partitions move to it without a checkpoint)",
-                        workers, workers, old_servers, servers, furthest, why);
-                    log_->info("{}", line);
-                    RecordChange(line);
-                    for (NodeEntry& w : workers_)
-                      if (auto conn = w.conn.lock())
-                        conn->Call(Stop{"the job gains servers: " + why, furthest, servers},
-                                   [](StatusOr<Incoming>) {});
-                  });
+  HoldForChange("changing the job's shape live", why,
+                [this, why, old_servers, servers, workers](int64_t furthest) {
+                  const std::string line = fmt::format(
+                      "elastic: workers {} -> {}, servers {} -> {} from step {}: {} (live: "
+                      "partitions move to it without a checkpoint)",
+                      workers, workers, old_servers, servers, furthest, why);
+                  log_->info("{}", line);
+                  RecordChange(line);
+                  for (NodeEntry& w : workers_)
+                    if (auto conn = w.conn.lock())
+                      conn->Call(Stop{"the job gains servers: " + why, furthest, servers},
+                                 [](StatusOr<Incoming>) {});
+                });
 }
 
 void Scheduler::HandleShapeChanged(const Connection::Ptr& conn, uint64_t id,

@@ -262,6 +262,10 @@ class Scheduler {
   // workers grow to them at a step every worker reaches and the chief
   // moves partitions to them (roles/worker/grow.h); no checkpoint, no pause.
   bool CanGrowLive() const;
+  // Holds every worker at its next step boundary (as stopping does) and
+  // calls `then` with the furthest step once all have said where they are.
+  void HoldForChange(const char* what, const std::string& why,
+                     std::function<void(int64_t furthest)> then);
   void GrowLive();
   // The chief's ShapeChanged: the live growth is done.
   void HandleShapeChanged(const Connection::Ptr& conn, uint64_t id, const ShapeChanged& changed);

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "src/common/byte_reader.h"
+
 namespace pstrain {
 namespace {
 
@@ -37,39 +39,17 @@ class Writer {
   size_t at_ = 0;
 };
 
-// Reads from a span, failing (and staying failed) past its end.
-class Reader {
- public:
-  Reader(const uint8_t* data, size_t size) : data_(data), left_(size) {}
-  template <typename T>
-  bool Get(T* v) {
-    return Bytes(v, sizeof(T));
+// n member flags of 0 or 1, never past the end.
+bool GetMembers(ByteReader& in, size_t n, std::vector<bool>* out) {
+  if (n > in.left()) return false;
+  out->assign(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    if (in.at()[i] > 1) return false;
+    (*out)[i] = in.at()[i] == 1;
   }
-  bool Bytes(void* out, size_t n) {
-    if (n > left_) return false;
-    std::memcpy(out, data_, n);
-    data_ += n;
-    left_ -= n;
-    return true;
-  }
-  size_t left() const { return left_; }
-  // n flags of 0 or 1.
-  bool Members(size_t n, std::vector<bool>* out) {
-    if (n > left_) return false;
-    out->assign(n, false);
-    for (size_t i = 0; i < n; ++i) {
-      if (data_[i] > 1) return false;
-      (*out)[i] = data_[i] == 1;
-    }
-    data_ += n;
-    left_ -= n;
-    return true;
-  }
-
- private:
-  const uint8_t* data_;
-  size_t left_;
-};
+  in.Skip(n);
+  return true;
+}
 
 }  // namespace
 
@@ -116,7 +96,7 @@ StatusOr<MovedPartition> DecodePartitionState(const uint8_t* data, size_t size,
     return InvalidArgument(
         fmt::format("the state of '{}' partition {} ({} bytes): {}", tensor, part, size, what));
   };
-  Reader in(data, size);
+  ByteReader in(data, size);
   char magic[4];
   uint32_t format = 0, slots = 0;
   uint64_t elements = 0;
@@ -168,7 +148,7 @@ StatusOr<MovedPartition> DecodePartitionState(const uint8_t* data, size_t size,
   in.Bytes(core.pushes.data(), n * sizeof(int64_t));
   for (int64_t pushes : core.pushes)
     if (pushes < 0) return bad("a negative count of pushes");
-  if (!in.Members(n, &core.members)) return bad("members that are not 0 or 1");
+  if (!GetMembers(in, n, &core.members)) return bad("members that are not 0 or 1");
   if (std::find(core.members.begin(), core.members.end(), true) == core.members.end())
     return bad("no member");
   if (!in.Get(&changes) || changes > kMaxChanges)
@@ -176,7 +156,7 @@ StatusOr<MovedPartition> DecodePartitionState(const uint8_t* data, size_t size,
   for (uint32_t c = 0; c < changes; ++c) {
     int64_t step = 0;
     std::vector<bool> members;
-    if (!in.Get(&step) || step < 0 || !in.Members(n, &members))
+    if (!in.Get(&step) || step < 0 || !GetMembers(in, n, &members))
       return bad(fmt::format("announced change {} is cut short or holds a bad step or member", c));
     core.changes.emplace_back(step, std::move(members));
   }

@@ -4,10 +4,13 @@
 # started as 2 servers and 2 workers in separate processes on this machine:
 # - join: from the scheduler's "registered while the job runs" line to the
 #   new worker's first step ("trains N steps"), and the same for a server
-#   (to the first step of worker 0 after the change);
+#   (to the first step of worker 0 after the change; a server joining
+#   LeNet, whose weights are all dense, joins live: to the scheduler's
+#   "live change done", after which the held workers go on);
 # - leave: from SIGTERM to the process's exit, for a worker and a server;
 # - bytes moved per server join: the checkpoint of the change's step (each
-#   server's new shard is read back from it);
+#   server's new shard is read back from it), or for a live join the
+#   partitions' values the chief moved (their optimizer state besides);
 # - throughput: the job's samples/s over the second after each change
 #   (workers' metrics files) against the second before it.
 # Usage: sh tests/bench/elastic_bench.sh PSTRAIN_BIN [lenet|wide_deep]...
@@ -62,9 +65,10 @@ SCHED() { node_log scheduler; }
 # change N WHAT: waits for the N-th change, prints how long its pause took
 # and the rate around it.
 change() {
-  wait_for_count "every node is back" "$(SCHED)" "$1" 3000 || fail "change $1 ($2) did not happen"
+  wait_for_count "every node is back\|live change done" "$(SCHED)" "$1" 3000 ||
+    fail "change $1 ($2) did not happen"
   asked=$(ms "$(SCHED)" "changing the job's shape\|was lost" "$1")
-  back=$(ms "$(SCHED)" "every node is back" "$1")
+  back=$(ms "$(SCHED)" "every node is back\|live change done" "$1")
   sleep 4
   before=$(samples_per_s $((asked - 5000)) $((asked - 1000)))
   during=$(samples_per_s $((asked - 1000)) $((asked + 3000)))
@@ -74,6 +78,9 @@ change() {
   echo "  held from the scheduler's ask to every node back: $((back - asked)) ms;" \
     "samples/s: $before steady (the 4 s until 1 s before), $during over the 4 s from 1 s before;" \
     "last checkpoint: $bytes"
+  if echo "$line" | grep -q "(live"; then
+    echo "  moved live: $(grep "moved live" "$(node_log worker_0)" | tail -n 1 | sed 's/.*steps* [0-9]*: //')"
+  fi
 }
 
 # join_then_leave ROLE N FIRST_LOG K: a ROLE joins (change N) and leaves
@@ -83,7 +90,11 @@ join_then_leave() {
   join "$1_2"
   change "$2" "$1 join"
   asked=$(ms "$(SCHED)" "registered while the job runs" $((($2 + 1) / 2)))
-  first=$(ms "$(node_log "$3")" " trains " "$4")
+  if grep "elastic:" "$(SCHED)" | sed -n "${2}p" | grep -q "(live"; then
+    first=$(ms "$(SCHED)" "live change done")
+  else
+    first=$(ms "$(node_log "$3")" " trains " "$4")
+  fi
   echo "  join: $((first - asked)) ms from the $1's registration to $3's first step after it"
   sleep 2
   sent=$(now_ms)
