@@ -2,9 +2,11 @@
 # Elastic jobs (train.elastic, docs/elastic.md): a sync job started as 2
 # servers and 2 workers in separate processes changes shape while it
 # trains. SCENARIO lenet (LeNet on a slice of Fashion-MNIST; skipped without
-# it): a worker joins, a server joins, a worker and a server leave on
-# SIGTERM, a worker and a server join together, and a worker above the
-# minimum is killed with SIGKILL. SCENARIO wide_deep (Wide&Deep with its
+# it): a worker joins, a server joins (live: its weights are all dense), a
+# worker and a server leave on SIGTERM, a worker and a server join
+# together, a worker above the minimum is killed with SIGKILL, and
+# `pstrain scale` takes the highest server rank out live. SCENARIO
+# wide_deep (Wide&Deep with its
 # tables on the servers, generated click data): a server joins mid-epoch and
 # another leaves. Checked:
 # - every process still running at the end, and every node that left,
@@ -219,7 +221,14 @@ else
   grep "elastic:" "$SCHED" | sed -n 5p | grep -q "workers 2 -> 3, servers 2 -> 3" || change 6
   kill -9 "$(node_pid worker_j2)"
   change $(($(count "elastic:" "$SCHED") + 1))
-  ENDS="scheduler server_1 server_j1 server_j2 worker_0 worker_j1" LEFT="worker_1 server_0"
+  # The highest server rank leaves live (its partitions move to the others).
+  next=$(($(count "elastic:" "$SCHED") + 1))
+  "$BIN" scale --servers 2 > "$WORK/scale.out" 2> "$WORK/scale.err" ||
+    fail "scale to 2 servers: $(cat "$WORK/scale.err")"
+  change "$next"
+  grep "elastic:" "$SCHED" | tail -n 1 | grep -q "servers 3 -> 2 .*(live" ||
+    fail "the scale to 2 servers was not live"
+  ENDS="scheduler server_1 server_j1 worker_0 worker_j1" LEFT="worker_1 server_0 server_j2"
 fi
 
 for n in $ENDS; do

@@ -16,6 +16,7 @@ namespace pstrain {
 KvClient::KvClient(EventLoop* loop, std::vector<Connection::Ptr> servers, int worker_rank,
                    PartitionMap map)
     : loop_(loop), servers_(std::move(servers)), worker_rank_(worker_rank), map_(std::move(map)) {
+  server_count_ = static_cast<int>(servers_.size());
   held_.resize(map_.tensors().size());
   route_.resize(held_.size());
   route_version_.resize(held_.size());
@@ -257,10 +258,13 @@ struct PartitionMove : std::enable_shared_from_this<PartitionMove> {
 Status KvClient::UseServers(std::vector<Connection::Ptr> servers) {
   Completion<Status> done;
   bool posted = loop_->Post([this, servers = std::move(servers), done]() mutable {
-    if (servers.size() < servers_.size())
-      return done.Set(InvalidArgument(
-          fmt::format("{} servers for a client of {}", servers.size(), servers_.size())));
+    for (const std::vector<int>& routes : route_)
+      for (int r : routes)
+        if (r >= static_cast<int>(servers.size()))
+          return done.Set(FailedPrecondition(
+              fmt::format("a partition is still routed to server {} of {}", r, servers.size())));
     servers_ = std::move(servers);
+    server_count_ = static_cast<int>(servers_.size());
     done.Set(Status::OK());
   });
   if (!posted) return Aborted("the worker is stopping");
@@ -308,7 +312,9 @@ KvHandle KvClient::MovePartition(int tensor, uint32_t part, int to_rank, int64_t
   move->p = map_.partitions(tensor)[part];
   move->version = version;
   move->done = CountDown::Into(handle.done_, 1);
-  move->routed = [this, tensor, part, to_rank, version] {
+  move->routed = [this, tensor, part, to_rank, version, elements = move->p.elements] {
+    ++moved_.partitions;
+    moved_.bytes += elements * static_cast<int64_t>(sizeof(float));
     if (version < route_version_[tensor][part]) return;
     route_[tensor][part] = to_rank;
     route_version_[tensor][part] = version;

@@ -71,6 +71,9 @@ class KvClient {
            PartitionMap map);
 
   const PartitionMap& map() const { return map_; }
+  // The servers this client sends to (any thread; changes only through
+  // UseServers, which the caller of both orders).
+  int servers() const { return server_count_.load(); }
 
   // Sends every op (one request per partition, all in flight at once); the
   // handle completes when all have answered, with the first error if any.
@@ -117,15 +120,22 @@ class KvClient {
   // and clocks included. `version` orders moves: larger than any before.
   // Call it at a step boundary, when no pull of the partition waits.
   KvHandle MovePartition(int tensor, uint32_t part, int to_rank, int64_t version);
-  // The job gained servers (roles/worker/grow.h): `servers[r]` is the
-  // connection to server rank r, those there were first. Blocks until the
-  // loop took them.
+  // The job gained or lost servers (roles/worker/grow.h): `servers[r]` is
+  // the connection to server rank r; no partition may be routed past them.
+  // Blocks until the loop took them.
   Status UseServers(std::vector<std::shared_ptr<Connection>> servers);
   // Routes every partition as `placement` (of the same tensors and cut)
   // places it, as of placement version `version`.
   Status UsePlacement(const PartitionMap& placement, int64_t version);
   // Requests answered Moved and sent again to the server named.
   int64_t moved_retries() const { return moved_retries_.load(); }
+  // Partitions this client moved (a move to where one is already is none),
+  // and the bytes of their values.
+  struct MovedCounts {
+    std::atomic<int64_t> partitions{0};
+    std::atomic<int64_t> bytes{0};
+  };
+  const MovedCounts& moved() const { return moved_; }
 
  private:
   // The requests of one Run() or Save() count down together.
@@ -153,6 +163,8 @@ class KvClient {
   std::vector<std::vector<int>> route_;
   std::vector<std::vector<int64_t>> route_version_;
   std::atomic<int64_t> moved_retries_{0};
+  std::atomic<int> server_count_{0};
+  MovedCounts moved_;
 };
 
 }  // namespace pstrain

@@ -205,6 +205,7 @@ void Scheduler::MaybeReshape() {
   if (joiners_.empty() && leaving_.empty()) return;
   if (!topology_sent_ || paused_ || reshaping_ || shutting_down_ || !stop_reason_.empty()) return;
   if (CanGrowLive()) return GrowLive();
+  if (CanShrinkLive()) return ShrinkLive();
   const std::string why = fmt::format("{}", fmt::join(reshape_reasons_, "; "));
   HoldForChange("changing the job's shape", why, [this, why](int64_t furthest) {
     StopAt(furthest, "the job changes shape: " + why);
@@ -229,6 +230,45 @@ void Scheduler::HoldForChange(const char* what, const std::string& why,
     reshape_step_ = furthest;
     then(furthest);
   });
+}
+
+// 14. Only servers leave, the highest ranks (those `pstrain scale` picks),
+// so the others keep their ranks while the job runs on.
+bool Scheduler::CanShrinkLive() const {
+  if (!options_.live_server_joins || !joiners_.empty() || leaving_.empty()) return false;
+  const int servers = Count(Role::kServer), leaving = static_cast<int>(leaving_.size());
+  if (leaving >= servers || Leaving(Role::kServer) != leaving) return false;
+  for (int r = servers - leaving; r < servers; ++r)
+    if (!leaving_.count(servers_[r].info.node_id)) return false;
+  return true;
+}
+
+// 14. The workers shrink at step S: the chief moves the leaving servers'
+// partitions to those that stay, every worker drops its connections to the
+// leavers, and only then are the leavers told to go (HandleShapeChanged).
+void Scheduler::ShrinkLive() {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  const int old_servers = Count(Role::kServer), workers = Count(Role::kWorker);
+  const int servers = old_servers - static_cast<int>(leaving_.size());
+  std::vector<std::string> who;
+  for (int r = servers; r < old_servers; ++r)
+    who.push_back(fmt::format("server node id:{} leaves ({})", servers_[r].info.node_id,
+                              leaving_[servers_[r].info.node_id]));
+  reshape_reasons_.clear();
+  const std::string why = fmt::format("{}", fmt::join(who, "; "));
+  HoldForChange("changing the job's shape live", why,
+                [this, why, old_servers, servers, workers](int64_t furthest) {
+                  const std::string line = fmt::format(
+                      "elastic: workers {} -> {}, servers {} -> {} from step {}: {} (live: "
+                      "partitions move off it without a checkpoint)",
+                      workers, workers, old_servers, servers, furthest, why);
+                  log_->info("{}", line);
+                  RecordChange(line);
+                  for (NodeEntry& w : workers_)
+                    if (auto conn = w.conn.lock())
+                      conn->Call(Stop{"the job loses servers: " + why, furthest, servers},
+                                 [](StatusOr<Incoming>) {});
+                });
 }
 
 bool Scheduler::CanGrowLive() const {
@@ -284,9 +324,27 @@ void Scheduler::HandleShapeChanged(const Connection::Ptr& conn, uint64_t id,
   conn->Reply(id, Ack{});
   if (!reshaping_ || changed.step != reshape_step_) return;  // a pause came first
   reshaping_ = false;
+  if (changed.servers < Count(Role::kServer)) {
+    // Nothing is routed to the leavers any more: they go, the others keep
+    // their ranks, and everyone hears of the smaller set.
+    std::vector<NodeEntry> left = Renumber(
+        Role::kServer, [this](const NodeEntry& n) { return !leaving_.count(n.info.node_id); }, 0);
+    leaving_.clear();
+    SendOff(left, changed.step);
+    SendTopology();
+  }
   log_->info("live change done: the job runs with {} servers from step {}, {} partitions moved",
              changed.servers, changed.step, changed.partitions);
   MaybeReshape();  // changes asked for meanwhile
+}
+
+void Scheduler::SendOff(const std::vector<NodeEntry>& left, int64_t step) {
+  for (const NodeEntry& n : left) {
+    auto conn = n.conn.lock();
+    if (!conn || conn->closed()) continue;
+    conn->Call(Shutdown{fmt::format("this node left the job after step {}", step)},
+               [conn](StatusOr<Incoming>) { conn->Close(Aborted("left the job")); });
+  }
 }
 
 std::vector<Scheduler::NodeEntry> Scheduler::Renumber(
@@ -355,12 +413,7 @@ void Scheduler::ApplyReshape() {
       Count(Role::kWorker), old_servers, Count(Role::kServer), step, fmt::join(who, "; "));
   log_->info("{}", line);
   RecordChange(line);
-  for (NodeEntry& n : left) {
-    auto conn = n.conn.lock();
-    if (!conn || conn->closed()) continue;
-    conn->Call(Shutdown{fmt::format("this node left the job after step {}", step)},
-               [conn](StatusOr<Incoming>) { conn->Close(Aborted("left the job")); });
-  }
+  SendOff(left, step);
   BeginPause(fmt::format("its shape changes from step {}", step), /*reshape=*/true);
   for (Joiner& j : joining) {
     auto conn = j.conn.lock();

@@ -92,15 +92,16 @@
 //      node's step under way cannot finish, so its drop resumes from the
 //      newest checkpoint (a rollback). Each change is one log line:
 //        elastic: workers 2 -> 3, servers 2 -> 2 from step S: <nodes and why>
-//  14. Servers joining an elastic job whose PS-managed weights are all
-//      dense partitions (ClusterOptions::live_server_joins) join live: they
-//      are admitted at once (RegisterReply live: no checkpoint, no start
-//      barrier) and appear in the topology; the workers are held as in 10
-//      and told Stop(S, servers): at step S they connect to the new servers
-//      and the chief moves the partitions the new count places elsewhere
-//      (roles/worker/grow.h, roles/server/handoff.h), then sends
-//      ShapeChanged. Nothing pauses, no checkpoint is written, and the
-//      change's line ends "(live: ...)".
+//  14. In an elastic job whose PS-managed weights are all dense partitions
+//      (ClusterOptions::live_server_joins), servers join and the highest
+//      ranks leave live: joiners are admitted at once (RegisterReply live:
+//      no checkpoint, no start barrier) and appear in the topology; the
+//      workers are held as in 10 and told Stop(S, servers): at step S they
+//      connect to new servers, the chief moves the partitions the new count
+//      places elsewhere (roles/worker/grow.h, roles/server/handoff.h), the
+//      workers drop leavers, and the chief sends ShapeChanged; only then do
+//      leavers get Shutdown. Nothing pauses, no checkpoint is written, and
+//      the change's line ends "(live: ...)".
 //  12. With PSTRAIN_HTTP_PORT, the live view: GET /status (JSON) and GET
 //      /metrics (Prometheus text) on the scheduler's host, served on this
 //      loop from the state below (roles/scheduler/view.h). Workers' steps
@@ -262,6 +263,10 @@ class Scheduler {
   // workers grow to them at a step every worker reaches and the chief
   // moves partitions to them (roles/worker/grow.h); no checkpoint, no pause.
   bool CanGrowLive() const;
+  bool CanShrinkLive() const;
+  void ShrinkLive();
+  // Shutdown to nodes that left the job after `step`; they exit 0.
+  void SendOff(const std::vector<NodeEntry>& left, int64_t step);
   // Holds every worker at its next step boundary (as stopping does) and
   // calls `then` with the furthest step once all have said where they are.
   void HoldForChange(const char* what, const std::string& why,

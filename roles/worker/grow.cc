@@ -10,14 +10,15 @@
 
 namespace pstrain {
 
-Status GrowServers(WorkerContext& ctx, int64_t step, int servers) {
+Status ChangeServers(WorkerContext& ctx, int64_t step, int servers) {
   const auto begin = std::chrono::steady_clock::now();
   auto where = [&](const char* what) {
-    return fmt::format("growing to {} servers at step {}: {}", servers, step, what);
+    return fmt::format("going on with {} servers at step {}: {}", servers, step, what);
   };
-  if (!ctx.connect_servers || ctx.kv == nullptr)
-    return FailedPrecondition(where("this worker cannot connect to more servers"));
-  PSTRAIN_RETURN_IF_ERROR(ctx.connect_servers(servers).WithContext(where("connecting")));
+  if (!ctx.use_servers || ctx.kv == nullptr)
+    return FailedPrecondition(where("this worker cannot change its servers"));
+  const bool grows = servers > ctx.kv->servers();
+  if (grows) PSTRAIN_RETURN_IF_ERROR(ctx.use_servers(servers).WithContext(where("connecting")));
   PSTRAIN_RETURN_IF_ERROR(
       ctx.cluster->Barrier(BarrierGroup::kWorkers).WithContext(where("waiting for the workers")));
   std::vector<TensorSpec> tensors = ctx.kv->map().tensors();
@@ -26,23 +27,22 @@ Status GrowServers(WorkerContext& ctx, int64_t step, int servers) {
   if (!placement.ok()) return placement.status().WithContext(where("the new placement"));
   // Versions only grow: a later growth starts at a later step.
   const int64_t version = step + 1;
-  int moved = 0;
-  int64_t bytes = 0;
+  const int64_t moved_before = ctx.kv->moved().partitions, bytes_before = ctx.kv->moved().bytes;
   if (ctx.rank == 0) {
+    // Each to its server in the new placement; where it is already, the
+    // move is none.
     std::vector<KvHandle> moves;
-    const PartitionMap& now = ctx.kv->map();
     for (int t = 0; t < static_cast<int>(placement->tensors().size()); ++t)
-      for (const Partition& p : placement->partitions(t)) {
-        if (p.server == now.partitions(t)[p.part].server) continue;
+      for (const Partition& p : placement->partitions(t))
         moves.push_back(ctx.kv->MovePartition(t, p.part, p.server, version));
-        ++moved;
-        bytes += p.elements * static_cast<int64_t>(sizeof(float));
-      }
     for (const KvHandle& m : moves) PSTRAIN_RETURN_IF_ERROR(m.Wait().WithContext(where("moving")));
   }
+  const int moved = static_cast<int>(ctx.kv->moved().partitions - moved_before);
+  const int64_t bytes = ctx.kv->moved().bytes - bytes_before;
   PSTRAIN_RETURN_IF_ERROR(
       ctx.cluster->Barrier(BarrierGroup::kWorkers).WithContext(where("waiting for the moves")));
   PSTRAIN_RETURN_IF_ERROR(ctx.kv->UsePlacement(*placement, version).WithContext(where("routing")));
+  if (!grows) PSTRAIN_RETURN_IF_ERROR(ctx.use_servers(servers).WithContext(where("disconnecting")));
   if (ctx.rank == 0) {
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();

@@ -1,9 +1,11 @@
-// An elastic job gaining servers live: the workers' side of scheduler step
-// 14 (roles/scheduler/scheduler.h).
+// An elastic job's servers changing live: the workers' side of scheduler
+// step 14 (roles/scheduler/scheduler.h).
 //
-// The scheduler admits the new servers at once and holds every worker at
-// the next step boundary every worker reaches, S. There, before step S:
-//   1. every worker connects to the new servers (from the topology);
+// The scheduler admits joining servers at once (or marks the leaving ones,
+// always the highest ranks) and holds every worker at the next step
+// boundary every worker reaches, S. There, before step S:
+//   1. joining: every worker connects to the new servers (from the
+//      topology);
 //   2. a barrier of the workers: every one is connected and none is past S,
 //      so no pull waits on a partition and no push of S has gone out;
 //   3. the chief moves each partition whose server differs in the placement
@@ -11,9 +13,11 @@
 //      that count resumes with) from its server to the new one, live, with
 //      its optimizer state and clocks (roles/server/handoff.h);
 //   4. a barrier again, then every worker routes by the new placement;
-//   5. the chief tells the scheduler (ShapeChanged), and training goes on
-//      at step S: no step is redone and no update lost or applied twice.
-// Jobs with server-held embedding tables do not grow this way: their rows
+//      leaving: every worker closes its connections to the leavers;
+//   5. the chief tells the scheduler (ShapeChanged), which then lets the
+//      leavers go, and training goes on at step S: no step is redone and no
+//      update lost or applied twice.
+// Jobs with server-held embedding tables do not change this way: their rows
 // move through a checkpoint of S (roles/scheduler/elastic.cc).
 #pragma once
 
@@ -24,7 +28,7 @@
 
 namespace pstrain {
 
-// Before step `step`: the job grows to `servers` servers.
-Status GrowServers(WorkerContext& ctx, int64_t step, int servers);
+// Before step `step`: the job runs on with `servers` servers.
+Status ChangeServers(WorkerContext& ctx, int64_t step, int servers);
 
 }  // namespace pstrain

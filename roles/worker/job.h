@@ -37,9 +37,10 @@ struct WorkerContext {
   // Where training starts: the checkpoint every node agreed on at the start
   // barrier (roles/worker/checkpointing.h, AgreeOnResume); step 0: none.
   CheckpointRef resume{0, "", {}, ""};
-  // An elastic job gaining servers live (roles/worker/grow.h): connects to
-  // the servers of ranks up to `servers` not yet connected, for `kv` too.
-  std::function<Status(int servers)> connect_servers;
+  // An elastic job's servers changing live (roles/worker/grow.h): makes the
+  // servers of ranks below `servers` this worker's (and kv's), connecting
+  // to new ones and closing the connections to those past them.
+  std::function<Status(int servers)> use_servers;
 };
 
 class WorkerJob {

@@ -52,7 +52,7 @@ Status Worker::RunOnce() {
   context.log_dir = node_.options().cluster.log_dir;
   context.sample_log = node_.options().cluster.test_sample_log;
   context.data_cache = data_cache_.get();
-  context.connect_servers = [this](int servers) { return GrowTo(servers); };
+  context.use_servers = [this](int servers) { return UseServers(servers); };
   // With servers there is a KV client even without PS tensors: it also asks
   // the servers for their checkpoint shards (embedding tables). PS tensors
   // without servers fail here, naming why.
@@ -120,9 +120,23 @@ Status Worker::ConnectTo(const std::vector<NodeInfo>& servers) {
   return all_connected.Wait();
 }
 
-Status Worker::GrowTo(int servers) {
+Status Worker::UseServers(int servers) {
   const size_t had = servers_.size();
-  if (servers <= static_cast<int>(had)) return Status::OK();
+  if (servers < static_cast<int>(had)) {
+    // Nothing is routed to the leavers any more (UsePlacement came first):
+    // their connections close before they go.
+    Completion<Status> dropped;
+    if (!node_.loop().Post([this, servers, dropped] {
+          for (size_t r = static_cast<size_t>(servers); r < servers_.size(); ++r)
+            if (servers_[r]) servers_[r]->Close(Cancelled("the server leaves the job"));
+          servers_.resize(static_cast<size_t>(servers));
+          dropped.Set(Status::OK());
+        }))
+      return Aborted("the worker is stopping");
+    PSTRAIN_RETURN_IF_ERROR(dropped.Wait());
+    return kv_ ? kv_->UseServers(servers_) : Status::OK();
+  }
+  if (servers == static_cast<int>(had)) return Status::OK();
   // The topology that lists them may still be on its way (a delta refused
   // is followed by the whole list).
   const auto limit = std::chrono::milliseconds(

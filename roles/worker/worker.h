@@ -42,10 +42,11 @@ class Worker {
   Status ConnectServers(const Topology& topology);
   // Connects to `servers` (their ranks index servers_, already that long).
   Status ConnectTo(const std::vector<NodeInfo>& servers);
-  // 14. The job gained servers live: connects to those of ranks up to
-  // `servers` (from the topology, once it lists them) and gives the KV
-  // client all (roles/worker/grow.h).
-  Status GrowTo(int servers);
+  // 14. The job's servers change live (roles/worker/grow.h): more, it
+  // connects to those of ranks up to `servers` (from the topology, once it
+  // lists them); fewer, it closes its connections to the others. The KV
+  // client gets the set.
+  Status UseServers(int servers);
   // Every worker compares its PS tensors with worker 0's (through the
   // scheduler): with different models, a pull could wait for a partition
   // nobody creates. Blocking; a barrier of the workers.
