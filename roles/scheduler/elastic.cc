@@ -248,27 +248,14 @@ bool Scheduler::CanShrinkLive() const {
 // leavers, and only then are the leavers told to go (HandleShapeChanged).
 void Scheduler::ShrinkLive() {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
-  const int old_servers = Count(Role::kServer), workers = Count(Role::kWorker);
+  const int old_servers = Count(Role::kServer);
   const int servers = old_servers - static_cast<int>(leaving_.size());
   std::vector<std::string> who;
   for (int r = servers; r < old_servers; ++r)
     who.push_back(fmt::format("server node id:{} leaves ({})", servers_[r].info.node_id,
                               leaving_[servers_[r].info.node_id]));
   reshape_reasons_.clear();
-  const std::string why = fmt::format("{}", fmt::join(who, "; "));
-  HoldForChange("changing the job's shape live", why,
-                [this, why, old_servers, servers, workers](int64_t furthest) {
-                  const std::string line = fmt::format(
-                      "elastic: workers {} -> {}, servers {} -> {} from step {}: {} (live: "
-                      "partitions move off it without a checkpoint)",
-                      workers, workers, old_servers, servers, furthest, why);
-                  log_->info("{}", line);
-                  RecordChange(line);
-                  for (NodeEntry& w : workers_)
-                    if (auto conn = w.conn.lock())
-                      conn->Call(Stop{"the job loses servers: " + why, furthest, servers},
-                                 [](StatusOr<Incoming>) {});
-                });
+  ChangeServersLive(old_servers, servers, fmt::format("{}", fmt::join(who, "; ")));
 }
 
 bool Scheduler::CanGrowLive() const {
@@ -284,7 +271,7 @@ bool Scheduler::CanGrowLive() const {
 // them (roles/worker/grow.h). Nothing pauses and no checkpoint is written.
 void Scheduler::GrowLive() {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
-  const int old_servers = Count(Role::kServer), workers = Count(Role::kWorker);
+  const int old_servers = Count(Role::kServer);
   std::vector<Joiner> joining = std::move(joiners_);
   joiners_.clear();
   reshape_reasons_.clear();
@@ -302,18 +289,24 @@ void Scheduler::GrowLive() {
   }
   const int servers = Count(Role::kServer);
   if (servers == old_servers) return;
-  const std::string why = fmt::format("{}", fmt::join(who, "; "));
+  ChangeServersLive(old_servers, servers, fmt::format("{}", fmt::join(who, "; ")));
+}
+
+void Scheduler::ChangeServersLive(int old_servers, int servers, const std::string& why) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
   HoldForChange("changing the job's shape live", why,
-                [this, why, old_servers, servers, workers](int64_t furthest) {
+                [this, why, old_servers, servers](int64_t furthest) {
+                  const int workers = Count(Role::kWorker);
                   const std::string line = fmt::format(
                       "elastic: workers {} -> {}, servers {} -> {} from step {}: {} (live: "
-                      "partitions move to it without a checkpoint)",
-                      workers, workers, old_servers, servers, furthest, why);
+                      "partitions move {} without a checkpoint)",
+                      workers, workers, old_servers, servers, furthest, why,
+                      servers > old_servers ? "to it" : "off it");
                   log_->info("{}", line);
                   RecordChange(line);
                   for (NodeEntry& w : workers_)
                     if (auto conn = w.conn.lock())
-                      conn->Call(Stop{"the job gains servers: " + why, furthest, servers},
+                      conn->Call(Stop{"the job's servers change: " + why, furthest, servers},
                                  [](StatusOr<Incoming>) {});
                 });
 }

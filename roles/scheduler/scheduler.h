@@ -265,6 +265,9 @@ class Scheduler {
   bool CanGrowLive() const;
   bool CanShrinkLive() const;
   void ShrinkLive();
+  // Holds the workers and tells them to go on with `servers` servers at
+  // the step they all reach; logs the change.
+  void ChangeServersLive(int old_servers, int servers, const std::string& why);
   // Shutdown to nodes that left the job after `step`; they exit 0.
   void SendOff(const std::vector<NodeEntry>& left, int64_t step);
   // Holds every worker at its next step boundary (as stopping does) and
