@@ -36,7 +36,7 @@ fi
 # pstrain, so only <prefix>/bin/pstrain can be found.
 unset PSTRAIN_BIN MS_ROLE MS_NODE_ID MS_NODE_RANK MS_NODE_HOST MS_CLUSTER_TOKEN PSTRAIN_CONFIG
 export PATH=/usr/bin:/bin PSTRAIN_LOG_DIR="$tmp/logs" MS_SCHED_HOST=127.0.0.1
-export MS_SCHED_PORT=$((20000 + $$ % 30000)) PSTRAIN_CONNECT_TIMEOUT=20
+export PSTRAIN_CONNECT_TIMEOUT=20
 # A tiny job (the default config, share/pstrain/configs/lenet_fashion_mnist.yaml,
 # trains for minutes).
 . "$(dirname "$0")/tiny_job.sh"
@@ -57,8 +57,26 @@ if [ -e "$build/src/gpu/libpstrain_cuda.so" ]; then
   fi
 fi
 launch="$prefix/share/pstrain/launch"
-(cd "$tmp" && sh "$launch/Scheduler.sh" && sh "$launch/Server.sh" && sh "$launch/Worker.sh") \
-  > "$tmp/launch.out" 2>&1
+# The scheduler's port is below Linux's ephemeral range (32768 and up, where
+# another process's outgoing connection could hold it); should another test
+# hold it anyway, the job is started again on another.
+for attempt in 0 1 2 3; do
+  export MS_SCHED_PORT=$((10000 + ($$ * 7 + attempt * 131) % 22000))
+  rm -rf "$tmp/logs"
+  (cd "$tmp" && sh "$launch/Scheduler.sh" && sh "$launch/Server.sh" && sh "$launch/Worker.sh") \
+    > "$tmp/launch.out" 2>&1
+  n=0  # at most 10 s for the scheduler to listen or fail
+  until grep -q "listens on\|address already in use" "$tmp/logs/scheduler.log" 2> /dev/null ||
+    [ "$n" -ge 100 ]; do
+    sleep 0.1
+    n=$((n + 1))
+  done
+  grep -q "address already in use" "$tmp/logs/scheduler.log" 2> /dev/null || break
+  for name in scheduler server_0 server_1 worker_0 worker_1; do
+    kill -9 "$(cat "$tmp/logs/$name.pid" 2> /dev/null)" 2> /dev/null
+  done
+  sleep 0.5
+done
 for name in scheduler server_0 server_1 worker_0 worker_1; do
   n=0  # at most 60 s for each to end
   while [ ! -s "$tmp/logs/$name.exit" ] && [ "$n" -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
