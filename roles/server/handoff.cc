@@ -10,24 +10,15 @@
 
 namespace pstrain {
 
-PsShard* Server::RouteOf(const std::string& tensor, uint32_t part) {
-  auto by_tensor = routes_.find(tensor);
-  if (by_tensor == routes_.end()) return nullptr;
-  auto it = by_tensor->second.find(part);
-  return it == by_tensor->second.end() ? nullptr : it->second;
-}
-
 namespace {
 
 // Why `conn` may not move partitions (empty: it may): only the chief does.
 std::string MoveRefusal(const std::unordered_map<const Connection*, int>& worker_of,
-                        const Connection::Ptr& conn, int to_rank, int servers) {
+                        const Connection::Ptr& conn) {
   auto it = worker_of.find(conn.get());
-  if (it == worker_of.end() || it->second != 0)
-    return "only the chief worker (rank 0) moves partitions";
-  if (to_rank >= servers)
-    return fmt::format("server {} is not in this job of at most {} servers", to_rank, servers);
-  return "";
+  return it == worker_of.end() || it->second != 0
+             ? "only the chief worker (rank 0) moves partitions"
+             : "";
 }
 
 }  // namespace
@@ -35,7 +26,10 @@ std::string MoveRefusal(const std::unordered_map<const Connection*, int>& worker
 void Server::OnHandOff(const Connection::Ptr& conn, uint64_t id, const HandOffRequest& request) {
   const int servers =
       std::max(node_.cluster().server_num(), node_.options().cluster.elastic.max_servers);
-  std::string why = MoveRefusal(worker_of_, conn, request.to_rank, servers);
+  std::string why = MoveRefusal(worker_of_, conn);
+  if (why.empty() && request.to_rank >= servers)
+    why =
+        fmt::format("server {} is not in this job of at most {} servers", request.to_rank, servers);
   if (why.empty() && request.to_rank == rank()) why = "it is already on this server";
   if (why.empty()) {
     if (const Moved* moved = moved_.Find(request.tensor, request.part))
@@ -79,7 +73,7 @@ void Server::OnHandOff(const Connection::Ptr& conn, uint64_t id, const HandOffRe
 void Server::OnTakeOver(const Connection::Ptr& conn, uint64_t id, const TakeOverRequest& request,
                         const Buffer& payload) {
   const int64_t largest = config_.train.partition_bytes / static_cast<int64_t>(sizeof(float));
-  std::string why = MoveRefusal(worker_of_, conn, 0, 1);
+  std::string why = MoveRefusal(worker_of_, conn);
   if (why.empty() && request.elements > largest)
     why = fmt::format("{} values; partitions hold at most {} (train.partition_bytes)",
                       request.elements, largest);

@@ -112,17 +112,21 @@ ServerSample Server::Sample() {
   return s;
 }
 
+// Looked up without copying the name.
+PsShard* Server::RouteOf(const std::string& tensor, uint32_t part) {
+  auto by_tensor = routes_.find(tensor);
+  if (by_tensor == routes_.end()) return nullptr;
+  auto it = by_tensor->second.find(part);
+  return it == by_tensor->second.end() ? nullptr : it->second;
+}
+
 // A partition's shard is fixed the first time it is named (by its size then),
 // so a later request of the wrong size still reaches the partition and is
 // refused by it with the reason.
 PsShard* Server::ShardFor(const std::string& tensor, uint32_t part, int64_t bytes) {
-  // Looked up without copying the name: this runs for every push and pull.
-  auto by_tensor = routes_.find(tensor);
-  if (by_tensor != routes_.end()) {
-    auto it = by_tensor->second.find(part);
-    if (it != by_tensor->second.end()) return it->second;
-  }
+  if (PsShard* routed = RouteOf(tensor, part)) return routed;      // every push and pull
   if (route_count_ >= kMaxRoutes || !loop_shard_) return nullptr;  // none before the join
+  auto by_tensor = routes_.find(tensor);
   if (by_tensor == routes_.end()) by_tensor = routes_.emplace(tensor, RoutesOfTensor()).first;
   size_t h = std::hash<std::string>()(tensor) * 31 + part;
   PsShard* shard = bytes <= kLoopShardBytes ? loop_shard_.get() : shards_[h % shards_.size()].get();

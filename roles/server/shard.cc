@@ -222,12 +222,20 @@ Status PsShard::Install(PartitionSnapshot& s, const UpdateCore::State* core) {
   Key key{s.tensor, s.part};
   if (partitions_.count(key))
     return FailedPrecondition(fmt::format("'{}' partition {} is already here", s.tensor, s.part));
-  // The optimizer is checked before the partition is made: a bad state
-  // leaves nothing behind.
-  auto optimizer = MakeDenseOptimizer(CorrectedOptimizerFor(*config_, key.first), s.values.size());
-  if (!optimizer.ok())
-    return optimizer.status().WithContext(fmt::format("optimizer of '{}'", key.first));
-  DenseOptimizer& opt = **optimizer;
+  PsPartition* p = nullptr;
+  PSTRAIN_RETURN_IF_ERROR(Create(key, std::move(s.values), &p));
+  Status st = RestoreState(*p, s, core);
+  if (!st.ok()) {
+    partitions_.erase(key);  // a bad state leaves nothing behind
+    return st;
+  }
+  Arrived(key, *p);
+  return Status::OK();
+}
+
+Status PsShard::RestoreState(PsPartition& p, const PartitionSnapshot& s,
+                             const UpdateCore::State* core) {
+  DenseOptimizer& opt = p.optimizer();
   if (static_cast<int>(s.slots.size()) != opt.num_slots())
     return InvalidArgument(
         fmt::format("'{}' partition {} has {} optimizer slots, the optimizer "
@@ -240,17 +248,9 @@ Status PsShard::Install(PartitionSnapshot& s, const UpdateCore::State* core) {
     std::memcpy(opt.slot(k), s.slots[k].second.data(), opt.size() * sizeof(float));
   }
   opt.set_steps(s.optimizer_steps);
-  auto partition =
-      std::make_unique<PsPartition>(key.first, key.second, workers_, config_->train.mode,
-                                    std::move(*optimizer), std::move(s.values));
-  partition->RestoreClock(s.applied, s.clock);
-  if (core != nullptr)
-    PSTRAIN_RETURN_IF_ERROR(partition->core().Load(*core).WithContext(
-        fmt::format("'{}' partition {}", s.tensor, s.part)));
-  PsPartition& installed = *partition;
-  partitions_[key] = std::move(partition);
-  Arrived(key, installed);
-  return Status::OK();
+  p.RestoreClock(s.applied, s.clock);
+  if (core == nullptr) return Status::OK();
+  return p.core().Load(*core).WithContext(fmt::format("'{}' partition {}", s.tensor, s.part));
 }
 
 void PsShard::Arrived(const Key& key, PsPartition& partition) {

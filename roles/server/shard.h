@@ -78,6 +78,9 @@ class PsShard {
   // Installs one partition's saved state (a checkpoint's, or a move's with
   // the state of its update rule).
   Status Install(PartitionSnapshot& s, const UpdateCore::State* core = nullptr);
+  // Its optimizer state and clocks, from `s` (and `core`), into `p`.
+  static Status RestoreState(PsPartition& p, const PartitionSnapshot& s,
+                             const UpdateCore::State* core);
   // A partition came (Init or TakeOver): the pulls and pushes held for it.
   void Arrived(const Key& key, PsPartition& partition);
 
