@@ -280,6 +280,71 @@ std::vector<int64_t> SparseTable::Ids() const {
   return ids;
 }
 
+Status SparseTable::CheckNewRows(const RowBatch& rows) const {
+  const auto bad = [&](const std::string& what) {
+    return InvalidArgument(fmt::format("embedding table '{}': cannot add {} rows: {}",
+                                       options_.name, rows.size(), what));
+  };
+  const size_t n = rows.size();
+  if (rows.floats != stride_)
+    return bad(fmt::format("rows of {} floats, this table's have {}", rows.floats, stride_));
+  if (rows.data.size() != n * stride_ || rows.last_touched.size() != n || rows.updates.size() != n)
+    return bad("the batch's arrays differ in size");
+  if (n >= kNone - meta_.size())
+    return bad(fmt::format("the table would hold more than {} rows", kNone - 1));
+  for (size_t i = 0; i < n; ++i) {
+    PSTRAIN_RETURN_IF_ERROR(CheckId(rows.ids[i]));
+    if (index_.Find(rows.ids[i]) != nullptr)
+      return bad(fmt::format("id {} already has a row here", rows.ids[i]));
+    if (rows.last_touched[i] < 0 || rows.updates[i] < 0)
+      return bad(fmt::format("row {} has a negative step or update count", rows.ids[i]));
+  }
+  std::vector<int64_t> sorted = rows.ids;
+  std::sort(sorted.begin(), sorted.end());
+  const auto twice = std::adjacent_find(sorted.begin(), sorted.end());
+  if (twice != sorted.end()) return bad(fmt::format("id {} is in the batch twice", *twice));
+  return Status::OK();
+}
+
+void SparseTable::MergeRows(const RowBatch& rows) {
+  assert(rows.floats == stride_);
+  if (rows.empty()) return;
+  const size_t here = meta_.size(), total = here + rows.size();
+  std::vector<uint32_t> old_rows, new_rows;  // each least recent first
+  old_rows.reserve(here);
+  for (uint32_t row = lru_.back(); row != kNone; row = meta_[row].prev) old_rows.push_back(row);
+  meta_.reserve(total);
+  arena_.Resize(total);
+  index_.Reserve(total);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto row = static_cast<uint32_t>(meta_.size());
+    assert(index_.Find(rows.ids[i]) == nullptr);
+    meta_.push_back({rows.ids[i], rows.last_touched[i], rows.updates[i], kNone, kNone});
+    index_.Insert(rows.ids[i], row);
+    std::memcpy(RowData(row), rows.row(i), stride_ * sizeof(float));
+    // Sightings of an id that now has a row would never be read again.
+    sightings_.Erase(rows.ids[i]);
+    new_rows.push_back(row);
+  }
+  const auto touched = [&](uint32_t row) { return meta_[row].last_touched; };
+  std::stable_sort(new_rows.begin(), new_rows.end(),
+                   [&](uint32_t a, uint32_t b) { return touched(a) < touched(b); });
+  // A merge by hand, not std::merge: the rows here are in recency order,
+  // which rows read back from disk (InsertRows) may leave unsorted by step.
+  lru_.Clear();
+  size_t o = 0, k = 0;
+  while (o < old_rows.size() || k < new_rows.size()) {
+    const bool take_new = o == old_rows.size() ||
+                          (k < new_rows.size() && touched(new_rows[k]) < touched(old_rows[o]));
+    lru_.PushFront(meta_, take_new ? new_rows[k++] : old_rows[o++]);
+  }
+  while (meta_.size() > row_limit_) {
+    RemoveRow(lru_.back());
+    ++counters_.evictions;
+    ++counters_.capacity_evictions;
+  }
+}
+
 void SparseTable::Touch(uint32_t row) {
   RowMeta& meta = meta_[row];
   if (meta.last_touched >= clock_) return;  // already among this step's rows

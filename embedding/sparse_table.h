@@ -21,6 +21,7 @@
 // tables share nothing.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -108,12 +109,30 @@ class SparseTable {
   // The ids of every row, in no particular order.
   std::vector<int64_t> Ids() const;
 
+  // Rows that move in from another server's share (roles/server/table_rows.h).
+  // CheckNewRows: OK, or InvalidArgument naming the table and what is wrong,
+  // unless rows.floats is the row stride, the batch's arrays agree in size,
+  // and every id is valid (CheckId), has no row here, is not in the batch
+  // twice, and has no negative step or update count.
+  Status CheckNewRows(const RowBatch& rows) const;
+  // Adds rows CheckNewRows accepts, each with its values, slots,
+  // last-touched step and update count, and placed in the recency list by
+  // its last-touched step among the rows here (ties: the rows here less
+  // recent), so that it is evicted when it would have been had it always
+  // been here. Past max_rows, the least recently touched rows are then
+  // evicted, as Deserialize does. Not admissions; the clock and push count
+  // stay. O(rows here + rows added): it relinks the whole recency list.
+  void MergeRows(const RowBatch& rows);
+
   const EmbeddingTableOptions& options() const { return options_; }
   const SparseOptimizer& optimizer() const { return optimizer_; }
   EmbeddingTableCounters counters() const;
   size_t rows() const { return meta_.size(); }
   // Pushes applied so far (the lr schedule's clock).
   int64_t table_updates() const { return table_updates_; }
+  // The lr schedule goes on from `pushes` when it is behind: a server that
+  // joined a running job takes the count of those its rows come from.
+  void CatchUpSchedule(int64_t pushes) { table_updates_ = std::max(table_updates_, pushes); }
 
   // Appends the table's state to *out: every existing row with its values,
   // optimizer slots, last-touched step and update count, plus the clock and

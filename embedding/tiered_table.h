@@ -121,11 +121,33 @@ class TieredTable {
   // error, fn's or the store's.
   Status ForEachRow(const std::function<Status(int64_t id, const SparseTable::RowView&)>& fn) const;
 
+  // Rows moving between servers when servers join or leave a running job
+  // (roles/server/table_rows.h), in tiered_table_move.cc. Between batches
+  // no write is under way and the rows chosen to leave memory are still
+  // there, so both see every row in exactly one place.
+  //
+  // TakeRows removes and returns every row whose id `leaving` accepts, from
+  // memory and disk (rows of dim * (1 + slots) floats, with last-touched
+  // step and update count), in memory's order then id order; their disk
+  // records (a row in memory may keep a stale one) are erased in one write.
+  // It reads every record on disk once. A failed read or write changes
+  // nothing.
+  StatusOr<RowBatch> TakeRows(const std::function<bool(int64_t)>& leaving);
+  // PutRows adds rows that SparseTable::CheckNewRows accepts and that have
+  // no row on disk here either (else InvalidArgument, changing nothing),
+  // as they were. Memory keeps at most its budget: the least recently
+  // touched of the rows here and the rows added go to disk, in one write
+  // (a failed one changes nothing). Past max_rows, the next Lookup drops
+  // the least recently touched rows, as after any batch. Memory: the rows
+  // added, once more.
+  Status PutRows(const RowBatch& rows);
+
   Status CheckId(int64_t id) const { return memory_.CheckId(id); }
   const EmbeddingTableOptions& options() const { return options_; }
   const SparseOptimizer& optimizer() const { return memory_.optimizer(); }
   int64_t budget_rows() const { return budget_rows_; }
   int64_t table_updates() const { return memory_.table_updates(); }
+  void CatchUpSchedule(int64_t pushes) { memory_.CatchUpSchedule(pushes); }
   // As SparseTable's, with rows counting both tiers and evictions counting
   // the rows dropped (never the rows spilled to disk).
   EmbeddingTableCounters counters() const;
@@ -194,6 +216,8 @@ class TieredTable {
   // written, removes the rows from memory (else keeps them for later).
   void StartWrite();
   void FinishWrite();
+  // Forgets the rows chosen to leave that are no longer in memory.
+  void ForgetLeavingGone();
 
   EmbeddingTableOptions options_;
   int64_t budget_rows_;

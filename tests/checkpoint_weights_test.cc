@@ -100,3 +100,31 @@ TEST_CASE("a layout with a bad shape or line is refused, naming the line") {
 
 }  // namespace
 }  // namespace pstrain
+
+namespace pstrain {
+namespace {
+
+// Rows are placed by jump hash since shard files say "rows jump"; a file
+// without it (an older version's) is read, and flagged, so that a resumed
+// server gathers its rows from every shard (roles/server/server.cc).
+TEST_CASE("a shard file says how its table rows were placed") {
+  TempDir dir;
+  const std::string now = dir.path() + "/now.ckpt", before = dir.path() + "/before.ckpt";
+  REQUIRE(WriteShardFile(now, {0, 2, 1}, {Part("w", 0, {1, 2, 3})}).ok());
+  auto read = ReadShardFile(now, {0, 2, 1});
+  REQUIRE(read.ok());
+  CHECK_FALSE(read->rows_by_modulo);
+
+  const std::string meta = "server 0\nservers 2\nworkers 1\n";
+  REQUIRE(WriteCheckpointFile(before, {{"meta", meta.data(), meta.size()}}).ok());
+  read = ReadShardFile(before, {0, 2, 1});
+  REQUIRE(read.ok());
+  CHECK(read->rows_by_modulo);
+
+  const std::string other = "server 0\nservers 2\nworkers 1\nrows elsewhere\n";
+  REQUIRE(WriteCheckpointFile(before, {{"meta", other.data(), other.size()}}).ok());
+  CHECK_FALSE(ReadShardFile(before, {0, 2, 1}).ok());
+}
+
+}  // namespace
+}  // namespace pstrain

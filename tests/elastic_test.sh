@@ -6,9 +6,12 @@
 # worker and a server leave on SIGTERM, a worker and a server join
 # together, a worker above the minimum is killed with SIGKILL, and
 # `pstrain scale` takes the highest server rank out live. SCENARIO
-# wide_deep (Wide&Deep with its
-# tables on the servers, generated click data): a server joins mid-epoch and
-# another leaves. Checked:
+# wide_deep (Wide&Deep with its tables on the servers, generated click
+# data): mid-epoch a server leaves on SIGTERM and another joins, both live:
+# their table rows move with their optimizer state
+# (roles/server/table_moves.h), and the chief fingerprints every table
+# before and after each move (PSTRAIN_TEST_CHECK_MOVES): every row that
+# existed before exists after, with the same values and state. Checked:
 # - every process still running at the end, and every node that left,
 #   exits 0; the scheduler logged one "elastic:" line per change;
 # - no step is trained twice for a join or a leave (every node resumes at
@@ -30,8 +33,6 @@
 # second is refused past the maximum, `pstrain scale --workers 2` sends the
 # highest rank away (exit 0), and a SIGTERM at the minimum stops the whole
 # job (every process exits 3).
-# Moving a server's rows goes through the checkpoint of the change's step,
-# read back by tests/server_reshard_test.cc's path (bit for bit there).
 # Usage: sh tests/elastic_test.sh PSTRAIN_BIN [lenet|wide_deep|edges]
 set -u
 BIN="$1"
@@ -184,6 +185,8 @@ echo "  fixed shape: test metric $FIXED"
 # 2. The elastic job.
 echo "elastic_test: the elastic job"
 RUN=elastic PSTRAIN_CONFIG="$WORK/elastic.yaml"
+# The chief fingerprints the tables around each live move of rows.
+export PSTRAIN_TEST_CHECK_MOVES=1
 SCHED=$(node_log scheduler)
 start_scheduler
 for n in server_0 server_1 worker_0 worker_1; do
@@ -194,11 +197,18 @@ unset PSTRAIN_TEST_SAMPLE_LOG
 wait_for_count "epoch: 1 step: 1," "$(node_log worker_0)" 1 600 || fail "the elastic job did not start"
 sleep 1
 if [ "$SCENARIO" = wide_deep ]; then
-  join server_j1
+  # Live leaves take the highest rank (the rows of the others stay put).
+  kill -TERM "$(node_pid server_1)"
   change 1
-  kill -TERM "$(node_pid server_0)"
+  join server_j1
   change 2
-  ENDS="scheduler server_1 server_j1 worker_0 worker_1" LEFT="server_0"
+  for s in 1 2; do
+    grep "elastic:" "$SCHED" | sed -n "${s}p" | grep -q "(live" || fail "change $s was not live"
+  done
+  checks=$(count "table rows check at step" "$(node_log worker_0)")
+  [ "$checks" = 2 ] || fail "$checks table checks, 2 expected (one per move)"
+  grep "table rows check at step" "$(node_log worker_0)" | sed 's/.*\] /  /' | cut -c 1-200
+  ENDS="scheduler server_0 server_j1 worker_0 worker_1" LEFT="server_1"
 else
   join worker_j1
   change 1

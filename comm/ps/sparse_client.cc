@@ -71,7 +71,7 @@ Status SparseClient::Pull(const std::vector<RowTransfer>& transfers, int64_t min
           Buffer place{reinterpret_cast<uint8_t*>(into + first * x.dim),
                        count * x.dim * sizeof(float), nullptr};
           servers_[s]->Call(
-              SparsePullRequest{*x.table, worker_, min_clock},
+              SparsePullRequest{*x.table, worker_, min_clock, static_cast<int>(servers)},
               [answers, s, table = x.table](StatusOr<Incoming> reply) {
                 answers->Report(reply.status().WithContext(
                     fmt::format("pull of table '{}' rows from server {}", *table, s)));
@@ -131,7 +131,7 @@ Status SparseClient::Push(const std::vector<RowTransfer>& transfers, int64_t clo
         const std::vector<uint8_t>& p = payloads[t * servers + s];
         const int64_t n = static_cast<int64_t>(groups_[t].size(static_cast<int>(s)));
         servers_[s]->Call(
-            SparsePushRequest{*transfers[t].table, worker_, clock, n},
+            SparsePushRequest{*transfers[t].table, worker_, clock, n, static_cast<int>(servers)},
             [answers, s, table = transfers[t].table](StatusOr<Incoming> reply) {
               answers->Report(reply.status().WithContext(
                   fmt::format("push of table '{}' rows to server {}", *table, s)));

@@ -6,6 +6,11 @@
 // of a call in flight at once, and the rows come back in the order of the
 // ids.
 //
+// Each request names the server count its ids were placed over, so that a
+// server whose placement changed (a live change of the server set,
+// roles/server/table_moves.h) refuses it instead of serving rows it no
+// longer holds.
+//
 // Threads: the calls block their caller (never the loop thread) until every
 // server has answered; the connections are used on the loop only.
 #pragma once
@@ -58,6 +63,13 @@ class SparseClient {
   // gets a request per table, empty when it holds none of the ids: in sync
   // mode a step is applied once every worker's push of it is in.
   Status Push(const std::vector<RowTransfer>& transfers, int64_t clock);
+
+  // The job's servers changed live (roles/worker/grow.h): rows are placed
+  // over `servers` from the next call on. Not during a call.
+  void UseServers(std::vector<std::shared_ptr<Connection>> servers) {
+    servers_ = std::move(servers);
+  }
+  int servers() const { return static_cast<int>(servers_.size()); }
 
   // Bytes of rows the last Pull received.
   int64_t last_pull_bytes() const { return last_pull_bytes_; }

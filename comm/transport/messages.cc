@@ -255,6 +255,44 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
             fmt::format("ShapeChanged to {} servers from step {}", m->servers(), m->step()));
       return MessageBody(ShapeChanged{m->step(), m->servers(), m->partitions()});
     }
+    case w::Body_RowsHandOffRequest: {
+      const int servers = h->body_as_RowsHandOffRequest()->servers();
+      if (servers < 1 || servers > kMaxElasticNodes)
+        return InvalidArgument(fmt::format("RowsHandOffRequest for {} servers", servers));
+      return MessageBody(RowsHandOffRequest{servers});
+    }
+    case w::Body_RowsHandOffReply: {
+      const w::RowsHandOffReply* m = h->body_as_RowsHandOffReply();
+      if (m->rows() < 0 || m->step() < 0)
+        return InvalidArgument(
+            fmt::format("RowsHandOffReply of {} rows at step {}", m->rows(), m->step()));
+      return MessageBody(RowsHandOffReply{m->rows(), m->step()});
+    }
+    case w::Body_RowsTakeOverRequest: {
+      const w::RowsTakeOverRequest* m = h->body_as_RowsTakeOverRequest();
+      if (m->servers() < 1 || m->servers() > kMaxElasticNodes || m->step() < 0)
+        return InvalidArgument(
+            fmt::format("RowsTakeOverRequest for {} servers at step {}", m->servers(), m->step()));
+      return MessageBody(RowsTakeOverRequest{m->servers(), m->step()});
+    }
+    case w::Body_RowsDigestRequest:
+      return MessageBody(RowsDigestRequest{});
+    case w::Body_RowsDigestReply: {
+      const w::RowsDigestReply* m = h->body_as_RowsDigestReply();
+      RowsDigestReply out;
+      const size_t n = m->tables() ? m->tables()->size() : 0;
+      if (n > 4096 || (m->rows() ? m->rows()->size() : 0) != n ||
+          (m->sums() ? m->sums()->size() : 0) != n)
+        return InvalidArgument("RowsDigestReply: lists of tables, rows and sums differ in length");
+      for (size_t i = 0; i < n; ++i) {
+        auto name = Text(m->tables()->Get(static_cast<fb::uoffset_t>(i)), "tables[]", true);
+        if (!name.ok()) return name.status();
+        out.tables.push_back(std::move(*name));
+        out.rows.push_back(m->rows()->Get(static_cast<fb::uoffset_t>(i)));
+        out.sums.push_back(m->sums()->Get(static_cast<fb::uoffset_t>(i)));
+      }
+      return MessageBody(std::move(out));
+    }
     case w::Body_HandOffReply:
       return MessageBody(HandOffReply{h->body_as_HandOffReply()->version()});
     case w::Body_TakeOverRequest: {
@@ -346,7 +384,10 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       auto* m = h->body_as_SparsePullRequest();
       auto table = Text(m->table(), "table", true);
       if (!table.ok()) return table.status();
-      return MessageBody(SparsePullRequest{*table, m->worker(), m->min_clock()});
+      if (m->servers() < 1 || m->servers() > kMaxElasticNodes)
+        return InvalidArgument(
+            fmt::format("SparsePullRequest placed over {} servers", m->servers()));
+      return MessageBody(SparsePullRequest{*table, m->worker(), m->min_clock(), m->servers()});
     }
     case w::Body_SparsePullReply:
       return MessageBody(SparsePullReply{h->body_as_SparsePullReply()->clock()});
@@ -355,7 +396,11 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       auto table = Text(m->table(), "table", true);
       if (!table.ok()) return table.status();
       if (m->rows() < 0) return InvalidArgument(fmt::format("{} rows", m->rows()));
-      return MessageBody(SparsePushRequest{*table, m->worker(), m->clock(), m->rows()});
+      if (m->servers() < 1 || m->servers() > kMaxElasticNodes)
+        return InvalidArgument(
+            fmt::format("SparsePushRequest placed over {} servers", m->servers()));
+      return MessageBody(
+          SparsePushRequest{*table, m->worker(), m->clock(), m->rows(), m->servers()});
     }
     case w::Body_RingChunk:
       return MessageBody(RingChunk{h->body_as_RingChunk()->op(), h->body_as_RingChunk()->step(),
@@ -430,7 +475,12 @@ const char* MessageName(const MessageBody& body) {
                                        "HandOffRequest",
                                        "HandOffReply",
                                        "TakeOverRequest",
-                                       "ShapeChanged"};
+                                       "ShapeChanged",
+                                       "RowsHandOffRequest",
+                                       "RowsHandOffReply",
+                                       "RowsTakeOverRequest",
+                                       "RowsDigestRequest",
+                                       "RowsDigestReply"};
   static_assert(std::size(kNames) == std::variant_size_v<MessageBody>);
   return kNames[body.index()];
 }
@@ -442,7 +492,9 @@ bool MayCarryPayload(const MessageBody& body) {
          std::holds_alternative<SparsePullReply>(body) ||
          std::holds_alternative<SparsePushRequest>(body) ||
          std::holds_alternative<HandOffReply>(body) ||
-         std::holds_alternative<TakeOverRequest>(body);
+         std::holds_alternative<TakeOverRequest>(body) ||
+         std::holds_alternative<RowsHandOffReply>(body) ||
+         std::holds_alternative<RowsTakeOverRequest>(body);
 }
 
 bool IsHandshake(const MessageBody& body) {

@@ -206,6 +206,7 @@ struct SparsePullRequest {
   std::string table;
   int worker = 0;
   int64_t min_clock = 0;  // answer once the table has applied this many steps
+  int servers = 0;        // the placement the ids were grouped by
 };
 struct SparsePullReply {
   int64_t clock = 0;
@@ -215,6 +216,7 @@ struct SparsePushRequest {
   int worker = 0;
   int64_t clock = 0;  // the worker's step
   int64_t rows = 0;   // ids in the payload, each followed later by a row
+  int servers = 0;    // the placement the ids were grouped by
 };
 
 // Live moves of a partition between servers (roles/server/handoff.h).
@@ -246,13 +248,39 @@ struct TakeOverRequest {
   int64_t elements = 0;  // the partition's size
 };
 
+// Live moves of embedding-table rows (roles/server/table_moves.h).
+// Chief -> a server: give up every row that a placement over `servers`
+// puts elsewhere; the reply carries them as the payload.
+struct RowsHandOffRequest {
+  int servers = 0;
+};
+struct RowsHandOffReply {
+  int64_t rows = 0;
+  int64_t step = 0;  // the steps its tables have applied
+};
+// Chief -> a server: install the rows of the payload, and place rows over
+// `servers` from now on; a server that joined live starts its tables at
+// `step`.
+struct RowsTakeOverRequest {
+  int servers = 0;
+  int64_t step = 0;
+};
+// A fingerprint of every table's rows (ServerRows::Digest), for tests.
+struct RowsDigestRequest {};
+struct RowsDigestReply {
+  std::vector<std::string> tables;
+  std::vector<int64_t> rows;
+  std::vector<uint64_t> sums;
+};
+
 using MessageBody =
     std::variant<RegisterRequest, RegisterReply, Topology, Heartbeat, BarrierRequest, Done,
                  Shutdown, Hello, Ack, ErrorReply, PushRequest, PullRequest, PullReply, SaveRequest,
                  SaveReply, BarrierReply, RingChunk, SparsePullRequest, SparsePullReply,
                  SparsePushRequest, Pause, NodeFailed, StopRequest, Stop, StopReply, AuthHello,
                  AuthProof, ScaleRequest, ScaleReply, Moved, HandOffRequest, HandOffReply,
-                 TakeOverRequest, ShapeChanged>;
+                 TakeOverRequest, ShapeChanged, RowsHandOffRequest, RowsHandOffReply,
+                 RowsTakeOverRequest, RowsDigestRequest, RowsDigestReply>;
 
 struct Message {
   uint64_t request_id = 0;  // 0: one-way, no reply expected

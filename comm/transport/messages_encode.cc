@@ -117,6 +117,27 @@ struct BodyEncoder {
                                                               m.version, m.expect, m.elements)
                                          .Union()};
   }
+  Out operator()(const RowsHandOffRequest& m) {
+    return {w::Body_RowsHandOffRequest, w::CreateRowsHandOffRequest(b, m.servers).Union()};
+  }
+  Out operator()(const RowsHandOffReply& m) {
+    return {w::Body_RowsHandOffReply, w::CreateRowsHandOffReply(b, m.rows, m.step).Union()};
+  }
+  Out operator()(const RowsTakeOverRequest& m) {
+    return {w::Body_RowsTakeOverRequest,
+            w::CreateRowsTakeOverRequest(b, m.servers, m.step).Union()};
+  }
+  Out operator()(const RowsDigestRequest&) {
+    return {w::Body_RowsDigestRequest, w::CreateRowsDigestRequest(b).Union()};
+  }
+  Out operator()(const RowsDigestReply& m) {
+    std::vector<fb::Offset<fb::String>> names;
+    for (const std::string& t : m.tables) names.push_back(b.CreateString(t));
+    return {w::Body_RowsDigestReply,
+            w::CreateRowsDigestReply(b, b.CreateVector(names), b.CreateVector(m.rows),
+                                     b.CreateVector(m.sums))
+                .Union()};
+  }
   Out operator()(const Stop& m) {
     return {w::Body_Stop, w::CreateStop(b, b.CreateString(m.reason), m.at_step, m.servers).Union()};
   }
@@ -165,7 +186,8 @@ struct BodyEncoder {
   }
   Out operator()(const SparsePullRequest& m) {
     return {w::Body_SparsePullRequest,
-            w::CreateSparsePullRequest(b, b.CreateString(m.table), m.worker, m.min_clock).Union()};
+            w::CreateSparsePullRequest(b, b.CreateString(m.table), m.worker, m.min_clock, m.servers)
+                .Union()};
   }
   Out operator()(const SparsePullReply& m) {
     return {w::Body_SparsePullReply, w::CreateSparsePullReply(b, m.clock).Union()};
@@ -173,7 +195,8 @@ struct BodyEncoder {
   Out operator()(const SparsePushRequest& m) {
     return {
         w::Body_SparsePushRequest,
-        w::CreateSparsePushRequest(b, b.CreateString(m.table), m.worker, m.clock, m.rows).Union()};
+        w::CreateSparsePushRequest(b, b.CreateString(m.table), m.worker, m.clock, m.rows, m.servers)
+            .Union()};
   }
   Out operator()(const AuthHello& m) {
     auto nonce = b.CreateVector(m.nonce.data(), m.nonce.size());

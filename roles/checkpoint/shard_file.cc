@@ -21,6 +21,10 @@ std::string MetaText(const ShardMeta& m) {
   return fmt::format("server {}\nservers {}\nworkers {}\n", m.server, m.servers, m.workers);
 }
 
+// Since rows are placed by jump hash (comm/ps/row_placement.h); a meta
+// without it is from a checkpoint whose rows were placed by modulo.
+constexpr char kRowsByJumpHash[] = "rows jump\n";
+
 std::vector<float> Floats(const Section& s) {
   std::vector<float> out(s.bytes.size() / sizeof(float));
   std::memcpy(out.data(), s.bytes.data(), out.size() * sizeof(float));
@@ -56,7 +60,7 @@ Status WriteShardFile(const std::string& path, const ShardMeta& meta,
                       const std::vector<PartitionSnapshot>& partitions,
                       const std::vector<TableSnapshot>& tables,
                       const std::vector<StoreFile>* store_files) {
-  std::string meta_text = MetaText(meta);
+  std::string meta_text = MetaText(meta) + kRowsByJumpHash;
   std::vector<SectionView> sections{{"meta", meta_text.data(), meta_text.size()}};
   std::vector<std::array<int64_t, 3>> states(partitions.size());
   std::vector<std::string> names;  // keeps the section names alive
@@ -98,6 +102,10 @@ StatusOr<ShardContents> ReadShardFile(const std::string& path, const ShardMeta& 
   // (roles/checkpoint/worker_place.h); the servers' count and this one's rank may not,
   // as each partition lives on one server. Both shapes are printed in full.
   ShardMeta said;
+  const bool by_jump_hash = meta.size() > std::strlen(kRowsByJumpHash) &&
+                            meta.compare(meta.size() - std::strlen(kRowsByJumpHash),
+                                         std::string::npos, kRowsByJumpHash) == 0;
+  if (by_jump_hash) meta.resize(meta.size() - std::strlen(kRowsByJumpHash));
   if (std::sscanf(meta.c_str(), "server %d\nservers %d\nworkers %d\n", &said.server, &said.servers,
                   &said.workers) != 3 ||
       meta != MetaText(said) || said.server != expected.server ||
@@ -112,6 +120,7 @@ StatusOr<ShardContents> ReadShardFile(const std::string& path, const ShardMeta& 
   }
   ShardContents out;
   out.workers = said.workers;
+  out.rows_by_modulo = !by_jump_hash;
   std::map<std::pair<std::string, uint32_t>, PartitionSnapshot> by_key;
   for (size_t i = 1; i < sections->size(); ++i) {
     const Section& s = (*sections)[i];

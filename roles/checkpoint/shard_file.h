@@ -2,6 +2,8 @@
 // clocks) as sections of a checkpoint file (src/common/checkpoint_file.h).
 //
 //   "meta"                     text: "server <rank>\nservers <n>\nworkers <w>\n"
+//                              then "rows jump\n" (rows placed by jump hash;
+//                              absent in older checkpoints: by modulo)
 //   "p/<tensor>/<part>/state"  applied, clock (i64 each), optimizer steps (u64)
 //   "p/<tensor>/<part>/values" float32 values
 //   "p/<tensor>/<part>/slot/<name>"  float32 optimizer slot
@@ -50,6 +52,9 @@ struct TableSnapshot {
 
 struct ShardContents {
   int workers = 0;  // the worker count of the job that wrote it
+  // Written before rows were placed by jump hash (comm/ps/row_placement.h):
+  // its tables' rows are not where this version looks for them.
+  bool rows_by_modulo = false;
   std::vector<PartitionSnapshot> partitions;
   std::vector<TableSnapshot> tables;
   bool has_store = false;  // a "store" section: the files below

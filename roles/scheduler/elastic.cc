@@ -235,7 +235,7 @@ void Scheduler::HoldForChange(const char* what, const std::string& why,
 // 14. Only servers leave, the highest ranks (those `pstrain scale` picks),
 // so the others keep their ranks while the job runs on.
 bool Scheduler::CanShrinkLive() const {
-  if (!options_.live_server_joins || !joiners_.empty() || leaving_.empty()) return false;
+  if (!options_.elastic.servers_elastic() || !joiners_.empty() || leaving_.empty()) return false;
   const int servers = Count(Role::kServer), leaving = static_cast<int>(leaving_.size());
   if (leaving >= servers || Leaving(Role::kServer) != leaving) return false;
   for (int r = servers - leaving; r < servers; ++r)
@@ -259,7 +259,7 @@ void Scheduler::ShrinkLive() {
 }
 
 bool Scheduler::CanGrowLive() const {
-  if (!options_.live_server_joins || !leaving_.empty() || joiners_.empty()) return false;
+  if (!options_.elastic.servers_elastic() || !leaving_.empty() || joiners_.empty()) return false;
   for (const Joiner& j : joiners_)
     if (j.info.role != Role::kServer) return false;
   return true;
@@ -299,7 +299,7 @@ void Scheduler::ChangeServersLive(int old_servers, int servers, const std::strin
                   const int workers = Count(Role::kWorker);
                   const std::string line = fmt::format(
                       "elastic: workers {} -> {}, servers {} -> {} from step {}: {} (live: "
-                      "partitions move {} without a checkpoint)",
+                      "partitions and table rows move {} without a checkpoint)",
                       workers, workers, old_servers, servers, furthest, why,
                       servers > old_servers ? "to it" : "off it");
                   log_->info("{}", line);
@@ -362,6 +362,9 @@ std::vector<Scheduler::NodeEntry> Scheduler::Renumber(
   kept.resize(kept.size() + extra);
   nodes = std::move(kept);
   never_held_from_[role == Role::kServer ? 0 : 1] = 0;
+  // Those gone held their ranks too: a live shrink changes no generation,
+  // and a count left high would keep the next joiner's topology unsent.
+  CountHeld();
   return gone;
 }
 

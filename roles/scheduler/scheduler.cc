@@ -542,6 +542,10 @@ size_t Scheduler::GroupSize(BarrierGroup g) const {
 void Scheduler::SetGeneration(int64_t generation) {
   if (generation == generation_) return;
   generation_ = generation;
+  CountHeld();
+}
+
+void Scheduler::CountHeld() {
   held_now_ = 0;
   for (const auto* nodes : {&servers_, &workers_})
     for (const NodeEntry& n : *nodes) held_now_ += HeldNow(n) ? 1 : 0;

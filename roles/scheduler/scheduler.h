@@ -92,13 +92,13 @@
 //      node's step under way cannot finish, so its drop resumes from the
 //      newest checkpoint (a rollback). Each change is one log line:
 //        elastic: workers 2 -> 3, servers 2 -> 2 from step S: <nodes and why>
-//  14. In an elastic job whose PS-managed weights are all dense partitions
-//      (ClusterOptions::live_server_joins), servers join and the highest
-//      ranks leave live: joiners are admitted at once (RegisterReply live:
+//  14. In a job whose train.elastic sets server bounds, servers join and the
+//      highest ranks leave live: joiners are admitted at once (RegisterReply live:
 //      no checkpoint, no start barrier) and appear in the topology; the
 //      workers are held as in 10 and told Stop(S, servers): at step S they
-//      connect to new servers, the chief moves the partitions the new count
-//      places elsewhere (roles/worker/grow.h, roles/server/handoff.h), the
+//      connect to new servers, the chief moves the partitions and table
+//      rows the new count places elsewhere (roles/worker/grow.h,
+//      roles/server/handoff.h, roles/server/table_moves.h), the
 //      workers drop leavers, and the chief sends ShapeChanged; only then do
 //      leavers get Shutdown. Nothing pauses, no checkpoint is written, and
 //      the change's line ends "(live: ...)".
@@ -258,10 +258,10 @@ class Scheduler {
   void HandleScale(const Connection::Ptr& conn, uint64_t id, const ScaleRequest& request);
   // Starts the next change when the job runs and none is under way.
   void MaybeReshape();
-  // 14. Servers joining a job whose partitions are all dense
-  // (ClusterOptions::live_server_joins) join live: admitted at once, the
-  // workers grow to them at a step every worker reaches and the chief
-  // moves partitions to them (roles/worker/grow.h); no checkpoint, no pause.
+  // 14. Servers joining a job with server bounds join live: admitted at
+  // once, the workers grow to them at a step every worker reaches and the
+  // chief moves partitions and table rows to them (roles/worker/grow.h);
+  // no checkpoint, no pause.
   bool CanGrowLive() const;
   bool CanShrinkLive() const;
   void ShrinkLive();
@@ -317,6 +317,7 @@ class Scheduler {
     return !node.info.node_id.empty() && node.generation == generation_;
   }
   void SetGeneration(int64_t generation);
+  void CountHeld();  // held_now_ from scratch
 
   ClusterOptions options_;
   Logger log_;

@@ -62,7 +62,8 @@ Status Server::RunOnce() {
       [this](const Connection::Ptr& c, Incoming&& in) { OnPeerRequest(c, std::move(in)); },
       [this](const Connection::Ptr& c, const Status&) { worker_of_.erase(c.get()); });
   if (!topology.ok()) return topology.status();
-  auto tables = TableHost::Create(config_, node_.cluster().worker_num(), rank(), node_.log());
+  auto tables = TableHost::Create(config_, node_.cluster().worker_num(), rank(),
+                                  node_.cluster().server_num(), node_.log());
   if (!tables.ok()) return tables.status();
   if (auto list = ServerTables(config_); list.ok())
     for (const ServerTable& t : *list) table_names_.push_back(t.options.name);
@@ -196,6 +197,12 @@ void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
     OnHandOff(conn, id, *hand_off);
   } else if (auto* take_over = std::get_if<TakeOverRequest>(&in.message.body)) {
     OnTakeOver(conn, id, *take_over, in.payload);
+  } else if (auto* rows_off = std::get_if<RowsHandOffRequest>(&in.message.body)) {
+    OnRowsHandOff(conn, id, *rows_off);
+  } else if (auto* rows_over = std::get_if<RowsTakeOverRequest>(&in.message.body)) {
+    OnRowsTakeOver(conn, id, *rows_over, std::move(in.payload));
+  } else if (std::holds_alternative<RowsDigestRequest>(in.message.body)) {
+    OnRowsDigest(conn, id);
   } else {
     conn->Reply(
         id, ErrorReply{fmt::format("a server does not handle {}", MessageName(in.message.body))});
@@ -361,13 +368,22 @@ Status Server::RestoreCheckpoint(const CheckpointRef& checkpoint) {
   if (!written_by.ok()) return written_by.status().WithContext("resume");
   const int servers = node_.cluster().server_num();
   StatusOr<ShardContents> contents = ShardContents{};
-  if (*written_by == servers) {
-    contents = ReadShardFile(path, Meta());
-  } else {
-    node_.log()->info(
-        "resuming a checkpoint of {} servers with {}: gathering this server's "
-        "partitions from every shard of step {}",
-        *written_by, servers, checkpoint.step);
+  if (*written_by == servers) contents = ReadShardFile(path, Meta());
+  // Rows of a checkpoint placed by modulo (an older version) are gathered
+  // again too: this version looks for them where jump hash puts them.
+  const bool old_placement =
+      contents.ok() && contents->rows_by_modulo && !contents->tables.empty() && servers > 1;
+  if (*written_by != servers || old_placement) {
+    if (old_placement)
+      node_.log()->info(
+          "the checkpoint of step {} placed table rows by modulo (an older version): gathering "
+          "this server's rows from every shard",
+          checkpoint.step);
+    else
+      node_.log()->info(
+          "resuming a checkpoint of {} servers with {}: gathering this server's "
+          "partitions from every shard of step {}",
+          *written_by, servers, checkpoint.step);
     path = checkpoint.step_dir;
     contents = GatherReshardedShard(checkpoint, *written_by, config_, rank(), servers,
                                     node_.cluster().worker_num());

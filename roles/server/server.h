@@ -77,6 +77,11 @@ class Server {
   void OnHandOff(const Connection::Ptr& conn, uint64_t id, const HandOffRequest& request);
   void OnTakeOver(const Connection::Ptr& conn, uint64_t id, const TakeOverRequest& request,
                   const Buffer& payload);
+  // Live moves of table rows (roles/server/table_moves.h).
+  void OnRowsHandOff(const Connection::Ptr& conn, uint64_t id, const RowsHandOffRequest& request);
+  void OnRowsTakeOver(const Connection::Ptr& conn, uint64_t id, const RowsTakeOverRequest& request,
+                      Buffer rows);
+  void OnRowsDigest(const Connection::Ptr& conn, uint64_t id);
   // The shard (tensor, part) is routed to, or null (no route made).
   PsShard* RouteOf(const std::string& tensor, uint32_t part);
   // The shard of (tensor, part); null when the server already routes

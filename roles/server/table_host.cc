@@ -26,10 +26,10 @@ std::vector<int64_t> ReadIds(const uint8_t* data, int64_t n) {
 }  // namespace
 
 StatusOr<std::unique_ptr<TableHost>> TableHost::Create(const Config& config, int workers, int rank,
-                                                       Logger log) {
+                                                       int servers, Logger log) {
   auto tables = ServerTables(config);
   if (!tables.ok()) return tables.status();
-  std::unique_ptr<TableHost> host(new TableHost(config, workers, rank, std::move(log)));
+  std::unique_ptr<TableHost> host(new TableHost(config, workers, rank, servers, std::move(log)));
   host->specs_ = std::move(*tables);
   PSTRAIN_RETURN_IF_ERROR(host->OpenStore());
   for (const ServerTable& t : host->specs_) {
@@ -78,6 +78,14 @@ TableHost::HostedTable* TableHost::Find(const std::string& name) {
   return it == tables_.end() ? nullptr : it->second.get();
 }
 
+std::string TableHost::PlacementRefusal(const std::string& table, int servers) const {
+  if (servers == servers_) return "";
+  return fmt::format(
+      "of table '{}' rows placed over {} servers refused: this server holds the rows of a "
+      "placement over {} (the request crossed a change of the job's servers)",
+      table, servers, servers_);
+}
+
 void TableHost::Pull(SparsePullRequest request, Buffer ids, Reply reply) {
   thread_.Post([this, request = std::move(request), ids = std::move(ids), reply]() {
     HostedTable* t = Find(request.table);
@@ -92,6 +100,8 @@ void TableHost::Pull(SparsePullRequest request, Buffer ids, Reply reply) {
       return reply(ErrorReply{fmt::format("pull from table '{}' by worker {} of {}", request.table,
                                           request.worker, workers_)},
                    {});
+    if (std::string why = PlacementRefusal(request.table, request.servers); !why.empty())
+      return reply(ErrorReply{"pull " + why}, {});
     t->core.AnswerAt(request.min_clock, [this, t, ids, reply] { DoPull(*t, ids, reply); });
   });
 }
@@ -135,6 +145,8 @@ void TableHost::Push(SparsePushRequest request, Buffer payload, Reply reply) {
     HostedTable* t = Find(request.table);
     if (t == nullptr)
       return reply(ErrorReply{fmt::format("push to unknown table '{}'", request.table)}, {});
+    if (std::string why = PlacementRefusal(request.table, request.servers); !why.empty())
+      return reply(ErrorReply{"push " + why}, {});
     Status st = DoPush(*t, request, payload);
     if (!st.ok()) {
       reply(ErrorReply{st.message()}, {});

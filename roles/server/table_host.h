@@ -3,7 +3,10 @@
 // SparsePullRequest and SparsePushRequest (comm/transport/wire.fbs).
 //
 // A row of table T with id i lives on server ServerOfId(i, servers); a
-// worker sends each server only its ids, deduplicated.
+// worker sends each server only its ids, deduplicated, and names the server
+// count it placed them over: after a live change of the server set
+// (roles/server/table_moves.h) a request placed over another count is
+// refused, never served from rows that moved.
 // When a push is applied and which pulls may be answered is the rule every
 // dense partition follows too (roles/server/update_core.h):
 //   pull: rows for the ids, in request order (created on first touch, or
@@ -55,9 +58,10 @@ class TableHost {
  public:
   using Reply = std::function<void(MessageBody body, Payload payload)>;
 
-  // `rank`: this server's, naming its store directory.
+  // `rank`: this server's, naming its store directory; `servers`: the
+  // placement its rows follow (ServerOfId over that many servers).
   static StatusOr<std::unique_ptr<TableHost>> Create(const Config& config, int workers, int rank,
-                                                     Logger log);
+                                                     int servers, Logger log);
   ~TableHost();
 
   bool empty() const { return tables_.empty(); }
@@ -84,6 +88,25 @@ class TableHost {
   Status Restore(std::vector<TableSnapshot> tables, const std::string& store_checkpoint = "",
                  const std::vector<StoreFile>& store_files = {});
 
+  // Live moves of rows (roles/server/table_moves.h), on the table thread.
+  // HandOffRows: takes out every row that a placement over `servers` puts
+  // on another server, and places rows over `servers` from then on; `done`
+  // gets them (roles/placement/row_move_codec.h bytes), their count and the steps the
+  // tables have applied. A failure puts back what was taken.
+  struct HandedRows {
+    std::string bytes;
+    int64_t rows = 0;
+    int64_t step = 0;
+  };
+  void HandOffRows(int servers, std::function<void(StatusOr<HandedRows>)> done);
+  // Installs rows handed off by another server (every one must be placed
+  // here over `servers`), and places rows over `servers` from then on.
+  // Tables that have applied no step yet (a server that joined live) start
+  // at `step`.
+  void TakeOverRows(int servers, int64_t step, Buffer rows, std::function<void(Status)> done);
+  // Every table's ServerRows::Digest, by name.
+  void Digest(std::function<void(StatusOr<RowsDigestReply>)> done);
+
   // Table statistics, on the table thread (tests).
   StatusOr<EmbeddingTableCounters> Counters(const std::string& table);
 
@@ -103,8 +126,13 @@ class TableHost {
     std::vector<std::vector<float>> pending_grads;
     int64_t logged_step = 0;  // the last step counts were logged at
   };
-  TableHost(const Config& config, int workers, int rank, Logger log)
-      : config_(config), workers_(workers), rank_(rank), mode_(config.train.mode), log_(log) {}
+  TableHost(const Config& config, int workers, int rank, int servers, Logger log)
+      : config_(config),
+        workers_(workers),
+        rank_(rank),
+        mode_(config.train.mode),
+        servers_(servers),
+        log_(log) {}
 
   std::unique_ptr<HostedTable> MakeHosted(ServerRows table) const;
   // Opens this server's store (a fresh one) when some table has a budget.
@@ -115,6 +143,8 @@ class TableHost {
   // disk: those in `tables` from their snapshot, the others empty.
   Status RestoreStore(const std::string& checkpoint, const std::vector<StoreFile>& files);
   HostedTable* Find(const std::string& name);
+  // Why a request placed over `servers` servers is refused (empty: it is not).
+  std::string PlacementRefusal(const std::string& table, int servers) const;
   void DoPull(HostedTable& t, const Buffer& ids, const Reply& reply);
   Status DoPush(HostedTable& t, const SparsePushRequest& request, const Buffer& payload);
   Status ApplyGathered(HostedTable& t, float scale);
@@ -138,6 +168,7 @@ class TableHost {
   const int workers_;
   const int rank_;
   const UpdateMode mode_;
+  int servers_;  // rows placed over this many servers; table thread
   std::shared_ptr<RowBuffers> row_buffers_ = std::make_shared<RowBuffers>();
   std::vector<std::pair<int64_t, SnapshotDone>> waiting_snapshots_;  // table thread
   Logger log_;

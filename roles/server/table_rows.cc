@@ -2,7 +2,47 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
+#include "src/common/random.h"
+
 namespace pstrain {
+namespace {
+
+// A row's hash for RowsDigest: SplitMix64's mix over the row's 64-bit
+// words (two floats' bit patterns per word), seeded by the id. Summed over
+// rows, so each row's hash must be mixed well on its own.
+class RowHasher {
+ public:
+  explicit RowHasher(int64_t id) : h_(Mix64(static_cast<uint64_t>(id))) {}
+  void Add(uint64_t word) { h_ = Mix64(h_ ^ word); }
+  void AddFloats(const float* f, size_t n) {
+    uint32_t bits[2];
+    for (size_t i = 0; i + 1 < n; i += 2) {
+      std::memcpy(bits, f + i, sizeof(bits));
+      Add(bits[0] | static_cast<uint64_t>(bits[1]) << 32);
+    }
+    if (n % 2 == 1) {
+      std::memcpy(bits, f + n - 1, sizeof(float));
+      Add(bits[0]);
+    }
+  }
+  uint64_t value() const { return h_; }
+
+ private:
+  uint64_t h_;
+};
+
+uint64_t HashRow(int64_t id, const SparseTable::RowView& row, size_t dim, size_t slot_floats) {
+  RowHasher h(id);
+  h.AddFloats(row.values, dim);
+  h.AddFloats(row.slots, slot_floats);
+  h.Add(static_cast<uint64_t>(row.last_touched));
+  h.Add(static_cast<uint64_t>(row.updates));
+  return h.value();
+}
+
+}  // namespace
 
 StatusOr<ServerRows> ServerRows::Create(const ServerTable& table, RowStore* store) {
   if (table.memory_rows == 0) {
@@ -75,11 +115,71 @@ EmbeddingTableCounters ServerRows::counters() const {
   return tiered_ ? tiered_->counters() : memory_->counters();
 }
 
+int64_t ServerRows::table_updates() const {
+  return tiered_ ? tiered_->table_updates() : memory_->table_updates();
+}
+
+void ServerRows::CatchUpSchedule(int64_t pushes) {
+  if (tiered_) return tiered_->CatchUpSchedule(pushes);
+  memory_->CatchUpSchedule(pushes);
+}
+
 std::string ServerRows::DescribeTiers() const {
   if (!tiered_) return "";
   const TieredTableCounters c = tiered_->tier_counters();
   return fmt::format(" ({} in memory, budget {}; {} on disk; {} spilled, {} read back so far)",
                      c.resident, tiered_->budget_rows(), c.on_disk, c.spilled, c.fetched);
+}
+
+StatusOr<RowBatch> ServerRows::TakeRows(const std::function<bool(int64_t)>& leaving) {
+  if (tiered_) return tiered_->TakeRows(leaving);
+  std::vector<int64_t> ids;
+  for (int64_t id : memory_->Ids())
+    if (leaving(id)) ids.push_back(id);
+  const auto dim = static_cast<size_t>(memory_->options().dim);
+  RowBatch taken(dim * (1 + static_cast<size_t>(memory_->optimizer().num_slots())));
+  memory_->CopyRows(ids, &taken);
+  memory_->Remove(ids);
+  return taken;
+}
+
+Status ServerRows::PutRows(const RowBatch& rows) {
+  if (tiered_) return tiered_->PutRows(rows);
+  PSTRAIN_RETURN_IF_ERROR(memory_->CheckNewRows(rows));
+  memory_->MergeRows(rows);
+  return Status::OK();
+}
+
+StatusOr<RowsDigest> ServerRows::Digest() const {
+  const auto dim = static_cast<size_t>(options().dim);
+  const size_t slot_floats = dim * static_cast<size_t>(tiered_ ? tiered_->optimizer().num_slots()
+                                                               : memory_->optimizer().num_slots());
+  RowsDigest digest;
+  const auto add = [&](int64_t id, const SparseTable::RowView& row) {
+    ++digest.rows;
+    digest.sum += HashRow(id, row, dim, slot_floats);
+  };
+  if (tiered_) {
+    PSTRAIN_RETURN_IF_ERROR(tiered_->ForEachRow([&](int64_t id, const SparseTable::RowView& row) {
+      add(id, row);
+      return Status::OK();
+    }));
+  } else {
+    for (int64_t id : memory_->Ids()) add(id, *memory_->Find(id));
+  }
+  return digest;
+}
+
+StatusOr<std::optional<TieredTable::Row>> ServerRows::Find(int64_t id) const {
+  if (tiered_) return tiered_->Find(id);
+  const std::optional<SparseTable::RowView> view = memory_->Find(id);
+  if (!view) return std::optional<TieredTable::Row>();
+  const auto dim = static_cast<size_t>(memory_->options().dim);
+  const size_t slots = dim * static_cast<size_t>(memory_->optimizer().num_slots());
+  return std::optional<TieredTable::Row>(TieredTable::Row{{view->values, view->values + dim},
+                                                          {view->slots, view->slots + slots},
+                                                          view->last_touched,
+                                                          view->updates});
 }
 
 }  // namespace pstrain

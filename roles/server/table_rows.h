@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -17,6 +18,24 @@
 #include "roles/placement/server_tables.h"
 
 namespace pstrain {
+
+// An order-independent fingerprint of a table's rows: their count, and the
+// sum (mod 2^64) of a 64-bit hash of each row's id, values, optimizer slots
+// (bit patterns), last-touched step and update count. Tables holding the
+// same rows, wherever each is held, have the same digest, and the digests
+// of a table's shares add up to the whole's: a move between servers keeps
+// the sum over them.
+struct RowsDigest {
+  int64_t rows = 0;
+  uint64_t sum = 0;
+
+  RowsDigest& operator+=(const RowsDigest& other) {
+    rows += other.rows;
+    sum += other.sum;
+    return *this;
+  }
+  bool operator==(const RowsDigest& other) const { return rows == other.rows && sum == other.sum; }
+};
 
 class ServerRows {
  public:
@@ -43,6 +62,34 @@ class ServerRows {
   EmbeddingTableCounters counters() const;
   // Rows in memory and on disk, for the log line: "" when not tiered.
   std::string DescribeTiers() const;
+
+  // Rows moving live between servers when servers join or leave. The clock
+  // and push count (the lr schedule's) are the server's and stay; so do the
+  // sightings of ids not yet admitted, which start again on the new server.
+  //
+  // Removes and returns every row whose id `leaving` accepts, wherever it
+  // lives (memory or disk): values and optimizer slots (RowBatch floats =
+  // dim * (1 + slots)), last-touched step, update count. A failure (the
+  // disk) changes nothing.
+  StatusOr<RowBatch> TakeRows(const std::function<bool(int64_t)>& leaving);
+  // Adds `rows` (from TakeRows of a table with the same options) as they
+  // were: values, slots, last-touched step, update count; each takes its
+  // place in the recency order by its last-touched step. An id that has a
+  // row here, is in `rows` twice or is not valid, or a batch of another
+  // floats per row, is InvalidArgument and changes nothing. A tiered table
+  // keeps at most its budget in memory and writes the rest to its store
+  // (the least recently touched first). Past max_rows, the least recently
+  // touched rows are evicted: at once in memory; by the next Lookup for a
+  // tiered table (tiered_table.h).
+  Status PutRows(const RowBatch& rows);
+  // The lr schedule's clock (SparseTable::table_updates, CatchUpSchedule).
+  int64_t table_updates() const;
+  void CatchUpSchedule(int64_t pushes);
+  // The digest of every row, in memory and on disk (reads the disk once).
+  StatusOr<RowsDigest> Digest() const;
+  // A copy of id's row wherever it is; nullopt when it has none. Touches
+  // nothing.
+  StatusOr<std::optional<TieredTable::Row>> Find(int64_t id) const;
 
  private:
   explicit ServerRows(SparseTable memory) : memory_(std::move(memory)) {}

@@ -3,21 +3,31 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <vector>
 
 #include "comm/ps/kv_client.h"
+#include "comm/ps/sparse_client.h"
 #include "roles/node/cluster_client.h"
+#include "roles/placement/server_tables.h"
+#include "roles/worker/remote_embeddings.h"
+#include "roles/worker/table_moves.h"
 
 namespace pstrain {
 
-Status ChangeServers(WorkerContext& ctx, int64_t step, int servers) {
+Status ChangeServers(WorkerContext& ctx, int64_t step, int servers, SparseClient* sparse,
+                     RemoteEmbeddings* embeddings) {
   const auto begin = std::chrono::steady_clock::now();
   auto where = [&](const char* what) {
     return fmt::format("going on with {} servers at step {}: {}", servers, step, what);
   };
   if (!ctx.use_servers || ctx.kv == nullptr)
     return FailedPrecondition(where("this worker cannot change its servers"));
-  const bool grows = servers > ctx.kv->servers();
+  const int had = ctx.kv->servers();
+  const bool grows = servers > had;
+  // Rows pulled ahead come from the old placement, before anything moves.
+  if (embeddings)
+    PSTRAIN_RETURN_IF_ERROR(embeddings->FinishPrefetch().WithContext(where("pulling rows ahead")));
   if (grows) PSTRAIN_RETURN_IF_ERROR(ctx.use_servers(servers).WithContext(where("connecting")));
   PSTRAIN_RETURN_IF_ERROR(
       ctx.cluster->Barrier(BarrierGroup::kWorkers).WithContext(where("waiting for the workers")));
@@ -37,19 +47,29 @@ Status ChangeServers(WorkerContext& ctx, int64_t step, int servers) {
         moves.push_back(ctx.kv->MovePartition(t, p.part, p.server, version));
     for (const KvHandle& m : moves) PSTRAIN_RETURN_IF_ERROR(m.Wait().WithContext(where("moving")));
   }
+  RowMoves rows;
+  auto tables = ServerTables(*ctx.config);
+  if (ctx.rank == 0 && tables.ok() && !tables->empty()) {
+    auto moved_rows = MoveTableRows(ctx.loop, ctx.servers, had, servers, step,
+                                    std::getenv("PSTRAIN_TEST_CHECK_MOVES") != nullptr, ctx.log);
+    if (!moved_rows.ok()) return moved_rows.status().WithContext(where("moving table rows"));
+    rows = *moved_rows;
+  }
   const int moved = static_cast<int>(ctx.kv->moved().partitions - moved_before);
   const int64_t bytes = ctx.kv->moved().bytes - bytes_before;
   PSTRAIN_RETURN_IF_ERROR(
       ctx.cluster->Barrier(BarrierGroup::kWorkers).WithContext(where("waiting for the moves")));
   PSTRAIN_RETURN_IF_ERROR(ctx.kv->UsePlacement(*placement, version).WithContext(where("routing")));
   if (!grows) PSTRAIN_RETURN_IF_ERROR(ctx.use_servers(servers).WithContext(where("disconnecting")));
+  if (sparse) sparse->UseServers(ctx.servers);
+  if (embeddings) embeddings->UseServers(ctx.servers);
   if (ctx.rank == 0) {
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
     ctx.log->info(
-        "the job runs with {} servers from step {}: {} partitions ({} bytes of values) moved "
-        "live in {:.0f} ms",
-        servers, step, moved, bytes, ms);
+        "the job runs with {} servers from step {}: {} partitions ({} bytes of values) and {} "
+        "table rows ({} bytes) moved live in {:.0f} ms",
+        servers, step, moved, bytes, rows.rows, rows.bytes, ms);
     PSTRAIN_RETURN_IF_ERROR(ctx.cluster->ReportShapeChanged(step, servers, moved));
   }
   return Status::OK();

@@ -11,14 +11,16 @@
 //   3. the chief moves each partition whose server differs in the placement
 //      of the new count (comm/ps/partition_map.h, the one a checkpoint of
 //      that count resumes with) from its server to the new one, live, with
-//      its optimizer state and clocks (roles/server/handoff.h);
+//      its optimizer state and clocks (roles/server/handoff.h), and the
+//      rows of server-held tables whose server changes (comm/ps/row_placement.h),
+//      with theirs (roles/server/table_moves.h);
 //   4. a barrier again, then every worker routes by the new placement;
 //      leaving: every worker closes its connections to the leavers;
 //   5. the chief tells the scheduler (ShapeChanged), which then lets the
 //      leavers go, and training goes on at step S: no step is redone and no
 //      update lost or applied twice.
-// Jobs with server-held embedding tables do not change this way: their rows
-// move through a checkpoint of S (roles/scheduler/elastic.cc).
+// The trainer has finished any pull of rows ahead of time before this, and
+// places rows over the new count after it (its SparseClient's UseServers).
 #pragma once
 
 #include <cstdint>
@@ -28,7 +30,14 @@
 
 namespace pstrain {
 
-// Before step `step`: the job runs on with `servers` servers.
-Status ChangeServers(WorkerContext& ctx, int64_t step, int servers);
+class SparseClient;      // comm/ps/sparse_client.h
+class RemoteEmbeddings;  // roles/worker/remote_embeddings.h
+
+// Before step `step`: the job runs on with `servers` servers. With
+// server-held tables, `sparse` and `embeddings` are the trainer's (else
+// null): a pull of rows ahead of time ends first, and both place rows over
+// the new count after.
+Status ChangeServers(WorkerContext& ctx, int64_t step, int servers, SparseClient* sparse,
+                     RemoteEmbeddings* embeddings);
 
 }  // namespace pstrain

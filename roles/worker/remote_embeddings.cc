@@ -76,6 +76,10 @@ void RemoteEmbeddings::EnablePrefetch(std::unique_ptr<SparseClient> client) {
   prefetch_thread_ = std::make_unique<WorkThread>();
 }
 
+void RemoteEmbeddings::UseServers(std::vector<std::shared_ptr<Connection>> servers) {
+  if (prefetch_client_) prefetch_client_->UseServers(std::move(servers));
+}
+
 void RemoteEmbeddings::StartPrefetch(std::vector<int64_t> next_ids, int64_t step) {
   if (!prefetch_thread_ || prefetching_) return;
   prefetched_ = Completion<Status>();

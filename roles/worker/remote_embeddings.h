@@ -85,6 +85,9 @@ class RemoteEmbeddings {
   void StartPrefetch(std::vector<int64_t> next_ids, int64_t step);
   // Waits for a prefetch in flight (the next Gather does it too).
   Status FinishPrefetch();
+  // The job's servers changed live (roles/worker/grow.h): the prefetch
+  // client places rows over `servers` from now on. Not during a prefetch.
+  void UseServers(std::vector<std::shared_ptr<Connection>> servers);
 
   // Counts since the start (ids: per table, unique per batch).
   struct Counts {

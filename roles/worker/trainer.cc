@@ -504,7 +504,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
       break;
     }
     if (const int servers = ctx.cluster->GrowsAt(step); servers > 0)
-      PSTRAIN_RETURN_IF_ERROR(ChangeServers(ctx, step, servers));
+      PSTRAIN_RETURN_IF_ERROR(ChangeServers(ctx, step, servers, sparse_.get(), embeddings_.get()));
     const int epoch = static_cast<int>(plan.Epoch(step));
     const int64_t in_epoch = plan.InEpoch(step);
     const int64_t epoch_steps = plan.EpochSteps(epoch);

@@ -52,7 +52,12 @@ Status Worker::RunOnce() {
   context.log_dir = node_.options().cluster.log_dir;
   context.sample_log = node_.options().cluster.test_sample_log;
   context.data_cache = data_cache_.get();
-  context.use_servers = [this](int servers) { return UseServers(servers); };
+  context.use_servers = [this, &context](int servers) {
+    PSTRAIN_RETURN_IF_ERROR(UseServers(servers));
+    context.servers = node_.loop().Call<std::vector<Connection::Ptr>>(
+        [this] { return servers_; }, std::vector<Connection::Ptr>{});
+    return Status::OK();
+  };
   // With servers there is a KV client even without PS tensors: it also asks
   // the servers for their checkpoint shards (embedding tables). PS tensors
   // without servers fail here, naming why.

@@ -27,7 +27,6 @@
 #include "comm/transport/tls.h"
 #include "roles/local_job.h"
 #include "roles/node/recovery.h"
-#include "roles/placement/server_tables.h"
 #include "roles/scheduler/scheduler.h"
 #include "roles/server/server.h"
 #include "roles/worker/data_cache.h"
@@ -238,9 +237,6 @@ int RunRole(const std::vector<std::string>& args) {
   options->cluster.max_failed_link_rollbacks = config->train.MaxFailedLinkRollbacks();
   if (const auto& e = config->train.elastic) {
     options->cluster.elastic = {e->min_workers, e->max_workers, e->min_servers, e->max_servers};
-    auto tables = ServerTables(*config);
-    options->cluster.live_server_joins =
-        options->cluster.elastic.servers_elastic() && tables.ok() && tables->empty();
   }
   return ReportingOutOfMemory(RoleName(options->role), [&] { return RunNode(*options, *config); });
 }

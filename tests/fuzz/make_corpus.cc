@@ -21,6 +21,7 @@
 #include "roles/checkpoint/shard_file.h"
 #include "roles/checkpoint/step_files.h"
 #include "roles/checkpoint/store.h"
+#include "roles/placement/row_move_codec.h"
 #include "roles/server/handoff_codec.h"
 #include "src/common/checkpoint_file.h"
 
@@ -113,6 +114,11 @@ std::vector<std::pair<std::string, std::pair<Message, Bytes>>> Messages() {
       {"hand_off_reply", {{11, true, HandOffReply{2}}, Bytes(48, 1)}},
       {"take_over_expect", {{12, false, TakeOverRequest{"fc.weight", 2, 2, true, 256}}, {}}},
       {"take_over", {{13, false, TakeOverRequest{"fc.weight", 2, 2, false, 256}}, Bytes(48, 1)}},
+      {"rows_hand_off_request", {{14, false, RowsHandOffRequest{3}}, {}}},
+      {"rows_hand_off_reply", {{14, true, RowsHandOffReply{2, 40}}, Bytes(48, 1)}},
+      {"rows_take_over", {{15, false, RowsTakeOverRequest{3, 40}}, Bytes(48, 1)}},
+      {"rows_digest_request", {{16, false, RowsDigestRequest{}}, {}}},
+      {"rows_digest_reply", {{16, true, RowsDigestReply{{"emb", "wide"}, {10, 3}, {7, 9}}}, {}}},
       {"register_request_elastic",
        {{1, false, RegisterRequest{node, 2, 2, 30, false, 0, "", -1, 0, ElasticBounds{1, 4, 1, 3}}},
         {}}},
@@ -129,9 +135,9 @@ std::vector<std::pair<std::string, std::pair<Message, Bytes>>> Messages() {
       {"save_request", {{8, false, SaveRequest{100}}, {}}},
       {"save_reply", {{8, true, SaveReply{"server-0.ckpt"}}, {}}},
       {"ring_chunk", {{0, false, RingChunk{9, 1, 0}}, FloatBytes(8)}},
-      {"sparse_pull_request", {{10, false, SparsePullRequest{"emb_user", 0, 3}}, Bytes(16, 1)}},
+      {"sparse_pull_request", {{10, false, SparsePullRequest{"emb_user", 0, 3, 2}}, Bytes(16, 1)}},
       {"sparse_pull_reply", {{10, true, SparsePullReply{3}}, FloatBytes(8)}},
-      {"sparse_push_request", {{11, false, SparsePushRequest{"emb_user", 0, 3, 2}}, ids_rows}},
+      {"sparse_push_request", {{11, false, SparsePushRequest{"emb_user", 0, 3, 2, 2}}, ids_rows}},
       {"auth_hello", {{0, false, AuthHello{kHandshakeVersion, {}, true}}, {}}},
       {"auth_proof", {{0, false, AuthProof{}}, {}}},
   };
@@ -375,6 +381,24 @@ void HandOffSeeds() {
   Write("handoff_fuzz", "adam", slots);
 }
 
+// Table rows in a live move (row_move_fuzz.cc): two tables, one with Adam's
+// two slots and one without, and a message of no table.
+void RowMoveSeeds() {
+  MovedRows adam{"emb", 4, 2, 7, RowBatch(12)};
+  MovedRows sgd{"user.weight", 3, 0, 0, RowBatch(3)};
+  const std::vector<float> row(12, 0.25f);
+  for (int64_t id : {7, 2, 40}) {
+    adam.rows.Add(id, row.data(), id + 1, 2);
+    sgd.rows.Add(id * 3, row.data(), id, 0);
+  }
+  std::string bytes;
+  EncodeMovedRows({adam, sgd}, &bytes);
+  Write("row_move_fuzz", "two_tables", Bytes(bytes.begin(), bytes.end()));
+  bytes.clear();
+  EncodeMovedRows({}, &bytes);
+  Write("row_move_fuzz", "no_table", Bytes(bytes.begin(), bytes.end()));
+}
+
 }  // namespace
 }  // namespace pstrain
 
@@ -393,6 +417,7 @@ int main(int argc, char** argv) {
   pstrain::ThresholdSeeds();
   pstrain::PullReplySeeds();
   pstrain::HandOffSeeds();
+  pstrain::RowMoveSeeds();
   pstrain::ConfigSeeds(argv[1]);
   return 0;
 }

@@ -92,11 +92,6 @@ struct ClusterOptions {
   int max_failed_link_rollbacks = 3;
   // train.elastic, from the config.
   ElasticBounds elastic;
-  // The scheduler's: servers may join the running job live (train.elastic
-  // sets servers bounds and every PS-managed weight is a dense partition:
-  // no server-held embedding table). Otherwise a server joins through a
-  // checkpoint of the step it takes effect at.
-  bool live_server_joins = false;
   // Set from the config too: its JobConfigText (src/common/config/identity.h)
   // and its file, so that every node of a job runs the same config. The
   // scheduler, when started with a config, is the reference; else the

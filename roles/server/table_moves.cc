@@ -1,0 +1,145 @@
+// Live moves of table rows (roles/server/table_moves.h): the table host's
+// side, on its thread, and the server's requests, on the loop.
+#include "roles/server/table_moves.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "comm/ps/row_placement.h"
+#include "roles/placement/row_move_codec.h"
+#include "roles/server/server.h"
+#include "roles/server/table_host.h"
+
+namespace pstrain {
+
+void TableHost::HandOffRows(int servers, std::function<void(StatusOr<HandedRows>)> done) {
+  thread_.Post([this, servers, done] {
+    std::vector<MovedRows> taken;
+    HandedRows out;
+    auto elsewhere = [&](int64_t id) { return ServerOfId(id, servers) != rank_; };
+    for (auto& [name, t] : tables_) {
+      auto rows = t->table.TakeRows(elsewhere);
+      if (!rows.ok()) {
+        // Rows already taken go back where they were: nothing is lost.
+        for (MovedRows& m : taken) tables_[m.table]->table.PutRows(m.rows).IgnoreError();
+        return done(rows.status().WithContext(fmt::format("handing off rows of table '{}'", name)));
+      }
+      const uint32_t dim = static_cast<uint32_t>(t->table.options().dim);
+      const uint32_t slots = static_cast<uint32_t>(rows->floats / dim) - 1;
+      out.rows += static_cast<int64_t>(rows->size());
+      out.step = std::max(out.step, t->core.step());
+      taken.push_back(MovedRows{name, dim, slots, t->table.table_updates(), std::move(*rows)});
+    }
+    EncodeMovedRows(taken, &out.bytes);
+    servers_ = servers;
+    log_->info("handed off {} table rows ({} bytes): rows are placed over {} servers from now on",
+               out.rows, out.bytes.size(), servers);
+    done(std::move(out));
+  });
+}
+
+void TableHost::TakeOverRows(int servers, int64_t step, Buffer bytes,
+                             std::function<void(Status)> done) {
+  thread_.Post([this, servers, step, bytes = std::move(bytes), done] {
+    auto moved = DecodeMovedRows(bytes.data, bytes.size);
+    if (!moved.ok()) return done(moved.status().WithContext("rows taken over"));
+    // Everything is checked before anything is installed.
+    for (const MovedRows& m : *moved) {
+      HostedTable* t = Find(m.table);
+      if (t == nullptr)
+        return done(InvalidArgument(fmt::format("rows of unknown table '{}' taken over", m.table)));
+      if (static_cast<int>(m.dim) != t->table.options().dim)
+        return done(InvalidArgument(fmt::format("rows of table '{}' taken over have dim {}, not {}",
+                                                m.table, m.dim, t->table.options().dim)));
+      for (int64_t id : m.rows.ids)
+        if (ServerOfId(id, servers) != rank_)
+          return done(InvalidArgument(fmt::format(
+              "row {} of table '{}' taken over belongs to server {} of {}, not to this one ({})",
+              id, m.table, ServerOfId(id, servers), servers, rank_)));
+    }
+    // A server that joined live starts its tables at the job's step, and
+    // their lr schedules where their rows' were.
+    if (step > 0)
+      for (const MovedRows& m : *moved)
+        if (HostedTable* t = Find(m.table); t->core.step() == 0)
+          t->table.CatchUpSchedule(m.table_updates);
+    for (auto& [name, t] : tables_)
+      if (t->core.step() == 0 && step > 0) t->core.RestoreStep(step);
+    int64_t rows = 0;
+    for (const MovedRows& m : *moved) {
+      Status st = Find(m.table)->table.PutRows(m.rows);
+      if (!st.ok()) return done(st.WithContext(fmt::format("taking over rows of '{}'", m.table)));
+      rows += static_cast<int64_t>(m.rows.size());
+    }
+    servers_ = servers;
+    log_->info("took over {} table rows: rows are placed over {} servers from now on", rows,
+               servers);
+    done(Status::OK());
+  });
+}
+
+void TableHost::Digest(std::function<void(StatusOr<RowsDigestReply>)> done) {
+  thread_.Post([this, done] {
+    RowsDigestReply out;
+    for (auto& [name, t] : tables_) {
+      auto digest = t->table.Digest();
+      if (!digest.ok()) return done(digest.status().WithContext("table " + name));
+      out.tables.push_back(name);
+      out.rows.push_back(digest->rows);
+      out.sums.push_back(digest->sum);
+    }
+    done(std::move(out));
+  });
+}
+
+namespace {
+
+// Why `conn` may not move rows (empty: it may): only the chief does.
+std::string RowMoveRefusal(const std::unordered_map<const Connection*, int>& worker_of,
+                           const Connection::Ptr& conn) {
+  auto it = worker_of.find(conn.get());
+  return it == worker_of.end() || it->second != 0 ? "only the chief worker (rank 0) moves rows"
+                                                  : "";
+}
+
+}  // namespace
+
+void Server::OnRowsHandOff(const Connection::Ptr& conn, uint64_t id,
+                           const RowsHandOffRequest& request) {
+  std::string why = RowMoveRefusal(worker_of_, conn);
+  if (why.empty() && !tables_) why = "this server holds no embedding tables";
+  if (!why.empty()) return conn->Reply(id, ErrorReply{"hand-off of table rows: " + why});
+  tables_->HandOffRows(
+      request.servers, [reply = ReplyTo(conn, id)](StatusOr<TableHost::HandedRows> handed) {
+        if (!handed.ok()) return reply(ErrorReply{handed.status().message()}, {});
+        auto bytes = std::make_shared<std::string>(std::move(handed->bytes));
+        reply(RowsHandOffReply{handed->rows, handed->step},
+              Payload{reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size(), bytes});
+      });
+}
+
+void Server::OnRowsTakeOver(const Connection::Ptr& conn, uint64_t id,
+                            const RowsTakeOverRequest& request, Buffer rows) {
+  std::string why = RowMoveRefusal(worker_of_, conn);
+  if (why.empty() && !tables_) why = "this server holds no embedding tables";
+  if (why.empty() && request.servers <= rank())
+    why =
+        fmt::format("this server (rank {}) is not in a job of {} servers", rank(), request.servers);
+  if (!why.empty()) return conn->Reply(id, ErrorReply{"take-over of table rows: " + why});
+  tables_->TakeOverRows(request.servers, request.step, std::move(rows),
+                        [reply = ReplyTo(conn, id)](Status st) {
+                          if (!st.ok()) return reply(ErrorReply{st.message()}, {});
+                          reply(Ack{}, {});
+                        });
+}
+
+void Server::OnRowsDigest(const Connection::Ptr& conn, uint64_t id) {
+  if (!tables_) return conn->Reply(id, RowsDigestReply{});
+  tables_->Digest([reply = ReplyTo(conn, id)](StatusOr<RowsDigestReply> digest) {
+    if (!digest.ok()) return reply(ErrorReply{digest.status().message()}, {});
+    reply(std::move(*digest), {});
+  });
+}
+
+}  // namespace pstrain

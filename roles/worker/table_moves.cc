@@ -1,0 +1,170 @@
+#include "roles/worker/table_moves.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "comm/ps/row_placement.h"
+#include "comm/transport/completion.h"
+#include "comm/transport/event_loop.h"
+#include "roles/placement/row_move_codec.h"
+#include "src/common/mutex.h"
+
+namespace pstrain {
+namespace {
+
+struct Request {
+  int rank;
+  MessageBody body;
+  std::shared_ptr<const std::string> payload;  // may be null
+};
+
+// Sends every request at once and waits for every reply; the first
+// failure, named by its server, fails the call.
+StatusOr<std::vector<Incoming>> CallEach(EventLoop* loop,
+                                         const std::vector<Connection::Ptr>& servers,
+                                         std::vector<Request> requests) {
+  struct Replies {
+    Mutex mutex;
+    std::vector<Incoming> got GUARDED_BY(mutex);
+  };
+  auto replies = std::make_shared<Replies>();
+  {
+    MutexLock lock(&replies->mutex);
+    replies->got.resize(requests.size());
+  }
+  Completion<Status> done;
+  // One part more than the requests: the posted loop itself, reported last
+  // (a call on a closed connection answers inside it).
+  auto answers = CountDown::Into(done, requests.size() + 1);
+  const bool posted = loop->Post([&, answers, replies] {
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const Request& r = requests[i];
+      Payload payload;
+      if (r.payload)
+        payload = Payload{reinterpret_cast<const uint8_t*>(r.payload->data()), r.payload->size(),
+                          r.payload};
+      servers[static_cast<size_t>(r.rank)]->Call(
+          r.body,
+          [answers, replies, i, rank = r.rank](StatusOr<Incoming> reply) {
+            if (!reply.ok())
+              return answers->Report(reply.status().WithContext(fmt::format("server {}", rank)));
+            {
+              MutexLock lock(&replies->mutex);
+              replies->got[i] = std::move(*reply);
+            }
+            answers->Report(Status::OK());
+          },
+          std::move(payload));
+    }
+    answers->Report(Status::OK());
+  });
+  if (!posted) return Aborted("the worker is stopping");
+  PSTRAIN_RETURN_IF_ERROR(done.Wait());
+  MutexLock lock(&replies->mutex);
+  return std::move(replies->got);
+}
+
+// Rows and digest sum per table, over servers [first, last).
+using Digests = std::map<std::string, std::pair<int64_t, uint64_t>>;
+StatusOr<Digests> DigestOf(EventLoop* loop, const std::vector<Connection::Ptr>& servers, int first,
+                           int last) {
+  std::vector<Request> requests;
+  for (int s = first; s < last; ++s) requests.push_back({s, RowsDigestRequest{}, nullptr});
+  auto replies = CallEach(loop, servers, std::move(requests));
+  if (!replies.ok()) return replies.status();
+  Digests out;
+  for (const Incoming& in : *replies) {
+    const auto* d = std::get_if<RowsDigestReply>(&in.message.body);
+    if (d == nullptr) return Internal("a server answered a digest request with something else");
+    for (size_t t = 0; t < d->tables.size(); ++t) {
+      out[d->tables[t]].first += d->rows[t];
+      out[d->tables[t]].second += d->sums[t];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<RowMoves> MoveTableRows(EventLoop* loop, const std::vector<Connection::Ptr>& servers,
+                                 int from, int to, int64_t step, bool check, Logger log) {
+  if (from == to) return RowMoves{};
+  if (static_cast<int>(servers.size()) < std::max(from, to))
+    return Internal(fmt::format("moving rows from {} servers to {} with {} connections", from, to,
+                                servers.size()));
+  Digests before;
+  if (check) {
+    auto digests = DigestOf(loop, servers, 0, from);
+    if (!digests.ok()) return digests.status().WithContext("fingerprinting the tables before");
+    before = std::move(*digests);
+  }
+  // Consistent placement (comm/ps/row_placement.h): on a growth only the
+  // new servers take rows, from every old one; on a shrink only the
+  // leavers give rows up, to those that stay.
+  const bool grows = to > from;
+  const int give_first = grows ? 0 : to, give_last = from;
+  const int take_first = grows ? from : 0, take_last = to;
+  std::vector<Request> hand_offs;
+  for (int s = give_first; s < give_last; ++s)
+    hand_offs.push_back({s, RowsHandOffRequest{to}, nullptr});
+  auto handed = CallEach(loop, servers, std::move(hand_offs));
+  if (!handed.ok()) return handed.status().WithContext("handing rows off");
+  // Each server's rows, split by the server they go to, per table.
+  RowMoves moves;
+  int64_t table_step = 0;
+  std::map<int, std::map<std::string, MovedRows>> to_server;
+  for (const Incoming& in : *handed) {
+    const auto* reply = std::get_if<RowsHandOffReply>(&in.message.body);
+    if (reply == nullptr) return Internal("a server answered a hand-off with something else");
+    table_step = std::max(table_step, reply->step);
+    moves.bytes += static_cast<int64_t>(in.payload.size);
+    auto tables = DecodeMovedRows(in.payload.data, in.payload.size);
+    if (!tables.ok()) return tables.status().WithContext("rows handed off");
+    for (MovedRows& t : *tables) {
+      moves.rows += static_cast<int64_t>(t.rows.size());
+      for (size_t i = 0; i < t.rows.size(); ++i) {
+        const int dest = ServerOfId(t.rows.ids[i], to);
+        MovedRows& into = to_server[dest][t.table];
+        if (into.table.empty())
+          into = MovedRows{t.table, t.dim, t.slots, t.table_updates, RowBatch(t.rows.floats)};
+        into.table_updates = std::max(into.table_updates, t.table_updates);
+        into.rows.Add(t.rows.ids[i], t.rows.row(i), t.rows.last_touched[i], t.rows.updates[i]);
+      }
+    }
+  }
+  std::vector<Request> take_overs;
+  for (int s = take_first; s < take_last; ++s) {
+    std::vector<MovedRows> rows;
+    for (auto& [name, t] : to_server[s]) rows.push_back(std::move(t));
+    auto bytes = std::make_shared<std::string>();
+    EncodeMovedRows(rows, bytes.get());
+    take_overs.push_back({s, RowsTakeOverRequest{to, std::max(step, table_step)}, bytes});
+  }
+  auto taken = CallEach(loop, servers, std::move(take_overs));
+  if (!taken.ok()) return taken.status().WithContext("installing the rows handed off");
+  if (check) {
+    auto after = DigestOf(loop, servers, 0, to);
+    if (!after.ok()) return after.status().WithContext("fingerprinting the tables after");
+    int64_t rows = 0;
+    for (const auto& [name, d] : before) {
+      auto it = after->find(name);
+      if (it == after->end() || it->second != d)
+        return Internal(fmt::format(
+            "table '{}' changed in the move: {} rows before, {} after, or their values and state "
+            "differ",
+            name, d.first, it == after->end() ? 0 : it->second.first));
+      rows += d.first;
+    }
+    log->info(
+        "table rows check at step {}: {} rows in {} tables, the same values and optimizer state "
+        "before and after the move",
+        step, rows, before.size());
+  }
+  return moves;
+}
+
+}  // namespace pstrain

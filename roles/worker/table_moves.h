@@ -1,0 +1,30 @@
+// The chief's side of moving embedding-table rows live, when an elastic
+// job's servers change (roles/worker/grow.h); the protocol and what each
+// server does: roles/server/table_moves.h.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "comm/transport/connection.h"
+#include "src/common/logging.h"
+#include "src/common/status.h"
+
+namespace pstrain {
+
+class EventLoop;  // comm/transport/event_loop.h
+
+struct RowMoves {
+  int64_t rows = 0;   // rows that changed servers
+  int64_t bytes = 0;  // their bytes on the wire, values and optimizer state
+};
+
+// From `from` servers to `to` (one more or fewer, or several, in one
+// direction), before step `step`: `servers` holds the connections to ranks
+// 0 .. max(from, to) - 1. With `check` (tests), every server's tables are
+// fingerprinted before and after, and a row lost, added or changed fails
+// the call naming the table.
+StatusOr<RowMoves> MoveTableRows(EventLoop* loop, const std::vector<Connection::Ptr>& servers,
+                                 int from, int to, int64_t step, bool check, Logger log);
+
+}  // namespace pstrain
