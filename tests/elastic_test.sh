@@ -7,8 +7,9 @@
 # together, a worker above the minimum is killed with SIGKILL, and
 # `pstrain scale` takes the highest server rank out live. SCENARIO
 # wide_deep (Wide&Deep with its tables on the servers, generated click
-# data): mid-epoch a server leaves on SIGTERM and another joins, both live:
-# their table rows move with their optimizer state
+# data; the deep table over a memory budget, most of its rows on each
+# server's disk): mid-epoch a server leaves on SIGTERM and another joins,
+# both live: their table rows move with their optimizer state
 # (roles/server/table_moves.h), and the chief fingerprints every table
 # before and after each move (PSTRAIN_TEST_CHECK_MOVES): every row that
 # existed before exists after, with the same values and state. Checked:
@@ -80,6 +81,16 @@ BOUNDS="elastic: {workers: [2, 4], servers: [1, 3]}"
 [ "$SCENARIO" = edges ] && BOUNDS="elastic: {workers: [2, 3]}"
 config "$WORK/ckpt" "$BOUNDS" > "$WORK/elastic.yaml"
 config "$WORK/ckpt-fixed" > "$WORK/fixed.yaml"
+if [ "$SCENARIO" = wide_deep ]; then
+  # The deep table keeps most of its rows on each server's disk: moving
+  # them reads and writes both tiers.
+  mkdir -p "$WORK/store"
+  for f in elastic fixed; do
+    sed -i -e 's/\("deep_emb.weight", ps: true, init_in_server: true,\)/\1 server_cache_rows: 4000,/' \
+      -e "s|^train:|train:\n  store_dir: $WORK/store|" "$WORK/$f.yaml"
+    grep -q "server_cache_rows: 4000" "$WORK/$f.yaml" || fail "no memory budget in $f.yaml"
+  done
+fi
 sed 's/seed: \([0-9]\)/seed: 1\1/' "$WORK/elastic.yaml" > "$WORK/other.yaml"
 
 export MS_SERVER_NUM=2 MS_WORKER_NUM=2 MS_SCHED_HOST=127.0.0.1

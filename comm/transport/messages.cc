@@ -281,15 +281,14 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       const w::RowsDigestReply* m = h->body_as_RowsDigestReply();
       RowsDigestReply out;
       const size_t n = m->tables() ? m->tables()->size() : 0;
-      if (n > 4096 || (m->rows() ? m->rows()->size() : 0) != n ||
-          (m->sums() ? m->sums()->size() : 0) != n)
-        return InvalidArgument("RowsDigestReply: lists of tables, rows and sums differ in length");
+      if (n > 4096) return InvalidArgument(fmt::format("RowsDigestReply of {} tables", n));
       for (size_t i = 0; i < n; ++i) {
-        auto name = Text(m->tables()->Get(static_cast<fb::uoffset_t>(i)), "tables[]", true);
+        const w::TableDigest* t = m->tables()->Get(static_cast<fb::uoffset_t>(i));
+        auto name = Text(t->table(), "tables[].table", true);
         if (!name.ok()) return name.status();
         out.tables.push_back(std::move(*name));
-        out.rows.push_back(m->rows()->Get(static_cast<fb::uoffset_t>(i)));
-        out.sums.push_back(m->sums()->Get(static_cast<fb::uoffset_t>(i)));
+        out.rows.push_back(t->rows());
+        out.sums.push_back(t->sum());
       }
       return MessageBody(std::move(out));
     }

@@ -131,12 +131,12 @@ struct BodyEncoder {
     return {w::Body_RowsDigestRequest, w::CreateRowsDigestRequest(b).Union()};
   }
   Out operator()(const RowsDigestReply& m) {
-    std::vector<fb::Offset<fb::String>> names;
-    for (const std::string& t : m.tables) names.push_back(b.CreateString(t));
+    std::vector<fb::Offset<w::TableDigest>> tables;
+    for (size_t t = 0; t < m.tables.size(); ++t)
+      tables.push_back(
+          w::CreateTableDigest(b, b.CreateString(m.tables[t]), m.rows[t], m.sums[t]));
     return {w::Body_RowsDigestReply,
-            w::CreateRowsDigestReply(b, b.CreateVector(names), b.CreateVector(m.rows),
-                                     b.CreateVector(m.sums))
-                .Union()};
+            w::CreateRowsDigestReply(b, b.CreateVector(tables)).Union()};
   }
   Out operator()(const Stop& m) {
     return {w::Body_Stop, w::CreateStop(b, b.CreateString(m.reason), m.at_step, m.servers).Union()};

@@ -71,6 +71,10 @@ Status Server::RunOnce() {
       [&] {
         MakeShards();
         tables_ = std::move(*tables);
+        // Workers that said Hello meanwhile may send requests now.
+        ready_ = true;
+        for (const auto& [conn, id] : early_hellos_) conn->Reply(id, Ack{});
+        early_hellos_.clear();
         return Status::OK();
       },
       Aborted("the server is stopping")));
@@ -231,6 +235,13 @@ void Server::OnHello(const Connection::Ptr& conn, uint64_t id, const Hello& hell
   }
   worker_of_[conn.get()] = who.rank;
   node_.log()->info("worker rank {} connected from {}", who.rank, conn->peer());
+  // A server that joined a running job may be reached before it has made
+  // its partitions' shards and opened its tables (a store on disk takes a
+  // while): the Ack, after which the worker sends requests, waits for them.
+  if (!ready_) {
+    early_hellos_.emplace_back(conn, id);
+    return;
+  }
   conn->Reply(id, Ack{});
 }
 

@@ -126,6 +126,10 @@ class Server {
   size_t route_count_ = 0;
   // The partitions this server handed off, and to whom; loop thread only.
   MovedPartitions moved_;
+  // Whether the shards and tables are made; until then Hellos wait for
+  // their Ack in early_hellos_. Loop thread only.
+  bool ready_ = false;
+  std::vector<std::pair<Connection::Ptr, uint64_t>> early_hellos_;
   // The worker rank each peer connection introduced itself as (Hello);
   // loop thread only. Requests name their worker, which must match.
   std::unordered_map<const Connection*, int> worker_of_;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "comm/ps/row_placement.h"
 #include "roles/placement/row_move_codec.h"
@@ -12,9 +13,18 @@
 #include "roles/server/table_host.h"
 
 namespace pstrain {
+namespace {
+
+double MsSince(std::chrono::steady_clock::time_point begin) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin)
+      .count();
+}
+
+}  // namespace
 
 void TableHost::HandOffRows(int servers, std::function<void(StatusOr<HandedRows>)> done) {
   thread_.Post([this, servers, done] {
+    const auto begin = std::chrono::steady_clock::now();
     std::vector<MovedRows> taken;
     HandedRows out;
     auto elsewhere = [&](int64_t id) { return ServerOfId(id, servers) != rank_; };
@@ -33,8 +43,10 @@ void TableHost::HandOffRows(int servers, std::function<void(StatusOr<HandedRows>
     }
     EncodeMovedRows(taken, &out.bytes);
     servers_ = servers;
-    log_->info("handed off {} table rows ({} bytes): rows are placed over {} servers from now on",
-               out.rows, out.bytes.size(), servers);
+    log_->info(
+        "handed off {} table rows ({} bytes) in {:.0f} ms: rows are placed over {} servers from "
+        "now on",
+        out.rows, out.bytes.size(), MsSince(begin), servers);
     done(std::move(out));
   });
 }
@@ -42,6 +54,7 @@ void TableHost::HandOffRows(int servers, std::function<void(StatusOr<HandedRows>
 void TableHost::TakeOverRows(int servers, int64_t step, Buffer bytes,
                              std::function<void(Status)> done) {
   thread_.Post([this, servers, step, bytes = std::move(bytes), done] {
+    const auto begin = std::chrono::steady_clock::now();
     auto moved = DecodeMovedRows(bytes.data, bytes.size);
     if (!moved.ok()) return done(moved.status().WithContext("rows taken over"));
     // Everything is checked before anything is installed.
@@ -73,8 +86,8 @@ void TableHost::TakeOverRows(int servers, int64_t step, Buffer bytes,
       rows += static_cast<int64_t>(m.rows.size());
     }
     servers_ = servers;
-    log_->info("took over {} table rows: rows are placed over {} servers from now on", rows,
-               servers);
+    log_->info("took over {} table rows in {:.0f} ms: rows are placed over {} servers from now on",
+               rows, MsSince(begin), servers);
     done(Status::OK());
   });
 }
