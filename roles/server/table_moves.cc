@@ -72,13 +72,13 @@ void TableHost::TakeOverRows(int servers, int64_t step, Buffer bytes,
               id, m.table, ServerOfId(id, servers), servers, rank_)));
     }
     // A server that joined live starts its tables at the job's step, and
-    // their lr schedules where their rows' were.
-    if (step > 0)
-      for (const MovedRows& m : *moved)
-        if (HostedTable* t = Find(m.table); t->core.step() == 0)
-          t->table.CatchUpSchedule(m.table_updates);
+    // their lr schedules where their rows' were; so does one that gave its
+    // rows away earlier and takes some back (its tables stopped then).
+    for (const MovedRows& m : *moved)
+      if (HostedTable* t = Find(m.table); t->core.step() < step)
+        t->table.CatchUpSchedule(m.table_updates);
     for (auto& [name, t] : tables_)
-      if (t->core.step() == 0 && step > 0) t->core.RestoreStep(step);
+      if (t->core.step() < step) t->core.RestoreStep(step);
     int64_t rows = 0;
     for (const MovedRows& m : *moved) {
       Status st = Find(m.table)->table.PutRows(m.rows);

@@ -1,0 +1,134 @@
+// Moving embedding-table rows between servers while the job runs
+// (roles/server/table_moves.h, roles/worker/table_moves.h): 2 servers and 2
+// workers as threads of this process, sync, one server-held table. After a
+// few steps the chief moves every row of server 1 to server 0 (the job goes
+// on with 1 server), later half of them back (2 servers again), with the
+// check hook on: every row is the same before and after each move. A push
+// placed over the old server count is refused by every server, and applies
+// nothing. Each update is applied exactly once: the rows at the end equal,
+// bit for bit, those of the same job without the moves.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "comm/ps/sparse_client.h"
+#include "roles/local_job.h"
+#include "roles/node/cluster_client.h"
+#include "roles/placement/server_tables.h"
+#include "roles/worker/table_moves.h"
+#include "tests/test_util.h"
+
+namespace pstrain {
+namespace {
+
+constexpr int kWorkers = 2, kSteps = 9, kDim = 4;
+constexpr int64_t kShrinkAt = 3, kGrowAt = 6;
+const std::string kTable = "emb.weight";
+
+// Ids worker `rank` trains: overlapping between the workers, over both
+// servers.
+std::vector<int64_t> IdsOf(int rank) {
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < 40; ++i) ids.push_back(i * 3 + rank * 17);
+  return ids;
+}
+
+float Gradient(int rank, int64_t step, int64_t id, int k) {
+  return 0.01f * static_cast<float>((rank + 1) * (step + 1)) * static_cast<float>(id % 5 + k) -
+         0.03f;
+}
+
+struct Outcome {
+  Status status;
+  std::vector<float> rows;  // every id's row at the end, as the chief pulled them
+  int refused = 0;          // pushes placed over the old count, refused
+};
+
+class RowJob : public WorkerJob {
+ public:
+  RowJob(bool moves, Outcome* out, std::mutex* mutex) : moves_(moves), out_(out), mutex_(mutex) {}
+  std::vector<TensorSpec> PsTensors() override { return {}; }
+
+  Status Run(WorkerContext& ctx) override {
+    SparseClient client(ctx.loop, ctx.servers, ctx.rank);
+    const std::vector<int64_t> ids = IdsOf(ctx.rank);
+    std::vector<float> rows(ids.size() * kDim);
+    for (int64_t step = 0; step < kSteps; ++step) {
+      if (moves_ && (step == kShrinkAt || step == kGrowAt)) {
+        const int from = step == kShrinkAt ? 2 : 1, to = 3 - from;
+        PSTRAIN_RETURN_IF_ERROR(ctx.cluster->Barrier(BarrierGroup::kWorkers));
+        if (ctx.rank == 0) {
+          auto moved = MoveTableRows(ctx.loop, ctx.servers, from, to, step, true, ctx.log);
+          if (!moved.ok()) return moved.status();
+          if (moved->rows == 0) return Internal("no row moved");
+        }
+        PSTRAIN_RETURN_IF_ERROR(ctx.cluster->Barrier(BarrierGroup::kWorkers));
+        if (ctx.rank == 1) {
+          // Still placed over the old count: every server refuses it.
+          Status st = client.Push({{&kTable, kDim, &ids, rows.data()}}, step);
+          if (st.ok() || st.message().find("placed over") == std::string::npos)
+            return Internal("a push placed over the old count was taken: " + st.ToString());
+          std::lock_guard<std::mutex> lock(*mutex_);
+          ++out_->refused;
+        }
+        client.UseServers({ctx.servers.begin(), ctx.servers.begin() + to});
+      }
+      PSTRAIN_RETURN_IF_ERROR(client.Pull({{&kTable, kDim, &ids, rows.data()}}, step));
+      for (size_t i = 0; i < ids.size(); ++i)
+        for (int k = 0; k < kDim; ++k)
+          rows[i * kDim + k] = Gradient(ctx.rank, step, ids[i], k) * (1.0f + rows[i * kDim + k]);
+      PSTRAIN_RETURN_IF_ERROR(client.Push({{&kTable, kDim, &ids, rows.data()}}, step));
+    }
+    if (ctx.rank == 0) {
+      std::vector<int64_t> all;
+      for (int r = 0; r < kWorkers; ++r)
+        for (int64_t id : IdsOf(r))
+          if (std::find(all.begin(), all.end(), id) == all.end()) all.push_back(id);
+      std::vector<float> final_rows(all.size() * kDim);
+      PSTRAIN_RETURN_IF_ERROR(client.Pull({{&kTable, kDim, &all, final_rows.data()}}, kSteps));
+      std::lock_guard<std::mutex> lock(*mutex_);
+      out_->rows = std::move(final_rows);
+    }
+    return Status::OK();
+  }
+
+ private:
+  const bool moves_;
+  Outcome* out_;
+  std::mutex* mutex_;
+};
+
+Outcome Train(bool moves) {
+  Config config = OneTableConfig("emb", kDim);
+  config.train.mode = UpdateMode::kSync;
+  Outcome out;
+  std::mutex mutex;
+  LocalJobOptions job;
+  job.cluster.server_num = 2;
+  job.cluster.worker_num = kWorkers;
+  job.config = config;
+  auto sink = std::make_shared<testing::CaptureSink>();
+  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
+  job.make_job = [&](int) { return std::make_unique<RowJob>(moves, &out, &mutex); };
+  out.status = RunLocalJob(job);
+  for (const std::string& line : sink->Matching("table rows check")) MESSAGE(line);
+  return out;
+}
+
+TEST_CASE("rows moved between steps: every update applied once, stale placements refused") {
+  Outcome still = Train(false), moved = Train(true);
+  REQUIRE_MESSAGE(still.status.ok(), still.status.message());
+  REQUIRE_MESSAGE(moved.status.ok(), moved.status.message());
+  CHECK(moved.refused == 2);
+  REQUIRE(still.rows.size() == moved.rows.size());
+  REQUIRE_FALSE(still.rows.empty());
+  CHECK(std::memcmp(still.rows.data(), moved.rows.data(), still.rows.size() * sizeof(float)) == 0);
+}
+
+}  // namespace
+}  // namespace pstrain
