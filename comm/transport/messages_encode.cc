@@ -133,10 +133,8 @@ struct BodyEncoder {
   Out operator()(const RowsDigestReply& m) {
     std::vector<fb::Offset<w::TableDigest>> tables;
     for (size_t t = 0; t < m.tables.size(); ++t)
-      tables.push_back(
-          w::CreateTableDigest(b, b.CreateString(m.tables[t]), m.rows[t], m.sums[t]));
-    return {w::Body_RowsDigestReply,
-            w::CreateRowsDigestReply(b, b.CreateVector(tables)).Union()};
+      tables.push_back(w::CreateTableDigest(b, b.CreateString(m.tables[t]), m.rows[t], m.sums[t]));
+    return {w::Body_RowsDigestReply, w::CreateRowsDigestReply(b, b.CreateVector(tables)).Union()};
   }
   Out operator()(const Stop& m) {
     return {w::Body_Stop, w::CreateStop(b, b.CreateString(m.reason), m.at_step, m.servers).Union()};
