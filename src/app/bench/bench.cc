@@ -9,6 +9,7 @@
 
 #include "comm/transport/tls.h"
 #include "src/app/bench/kv.h"
+#include "src/app/bench/moves.h"
 #include "src/app/bench/scheduler.h"
 #include "src/app/bench/store.h"
 #include "src/app/bench/tiered.h"
@@ -67,7 +68,7 @@ bool ParseCases(const std::string& text, std::vector<std::string>* out) {
   *out = SplitCommas(text);
   for (const std::string& item : *out)
     if (item != "server" && item != "pull" && item != "cache" && item != "data" &&
-        item != "tiered" && item != "store")
+        item != "tiered" && item != "store" && item != "move")
       return false;
   return true;
 }
@@ -178,8 +179,9 @@ void DeclareBenchCommands(CLI::App* app, BenchArgs* a) {
   CLI::App* embedding =
       app->add_subcommand("embedding", "sparse tables and row caches on Zipf-distributed ids");
   AddList(embedding, "--dim", &a->dims, "row widths, 1 to 4096");
-  embedding->add_option("--cases", a->cases,
-                        "any of server,pull,cache,data,tiered,store (default " + a->cases + ")");
+  embedding->add_option(
+      "--cases", a->cases,
+      "any of server,pull,cache,data,tiered,store,move (default " + a->cases + ")");
   embedding->add_option("--config", a->config, "the training data of the data case (a config)");
   AddList(embedding, "--workers", &a->workers, "worker counts of the data case");
   embedding->add_option("--store-dir", a->tiered.store_dir,
@@ -187,7 +189,8 @@ void DeclareBenchCommands(CLI::App* app, BenchArgs* a) {
                         "remove at the end (default $TMPDIR, else /tmp)");
   embedding
       ->add_option("--tier-ids", a->tiered.ids,
-                   "Zipf ranks of the tiered case, rows of the store case (default 1000000)")
+                   "Zipf ranks of the tiered case, rows of the store and move cases (default "
+                   "1000000)")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
   embedding
       ->add_option("--tier-rounds", a->tiered.rounds,
@@ -288,6 +291,7 @@ int RunBench(const std::vector<std::string>& args) {
     if (st.ok() && Has(cases, "data")) st = RunCacheBoundCase(a.config, a.workers);
     if (st.ok() && Has(cases, "tiered")) st = RunTieredBench(a.dims, a.tiered);
     if (st.ok() && Has(cases, "store")) st = RunStoreBench(a.dims, a.tiered);
+    if (st.ok() && Has(cases, "move")) st = RunMoveBench(a.dims, a.tiered);
   } else if (which == "scheduler") {
     for (int n : a.scheduler.nodes)
       if (n < 2) return Usage(which, "--nodes must be at least 2 (a server and a worker)");
