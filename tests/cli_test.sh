@@ -232,6 +232,15 @@ for l in lines:
             "read_memtable_us_per_row"):
     assert l[k] > 0, (k, l)' "$OUT"
 check "the store case removes its store" [ -z "$(ls -A "$STORE")" ]
+# A live row move, one server's side: a line per dim, a third of the rows moved.
+"$BIN" bench embedding --cases move --dim 4,8 --tier-ids 3000 > "$OUT" 2>&1; status=$?
+check "the move case runs (got $status)" [ "$status" = 0 ]
+check "it prints a line per dim with its figures" python3 -c 'import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert [l["dim"] for l in lines] == [4, 8], lines
+for l in lines:
+  assert l["case"] == "move" and l["rows"] == 3000 and 800 < l["moved_rows"] < 1200, l
+  assert l["bytes"] > l["moved_rows"] * 4 * 2 * l["dim"], l' "$OUT"
 "$BIN" bench embedding --cases tiered --store-dir "$DATA/missing/dir" > "$OUT" 2>&1; status=$?
 check "a missing --store-dir exits 1 (got $status)" [ "$status" = 1 ]
 check "it names the directory" has "store-dir $DATA/missing/dir: cannot create"

@@ -5,8 +5,11 @@
 // in, as in a live server join (roles/server/table_moves.h). Timed apart:
 // taking them out (ServerRows::TakeRows), encoding and decoding them
 // (roles/placement/row_move_codec.h), and putting them in
-// (ServerRows::PutRows); rows/s of each, and the bytes moved.
+// (ServerRows::PutRows); rows/s of each, and the bytes moved. The case
+// fails unless every row ends in exactly one of the two tables.
 #include "src/app/bench/moves.h"
+
+#include <fmt/format.h>
 
 #include <string>
 
@@ -60,6 +63,10 @@ Status RunMoveBench(const std::vector<int>& dims, const TieredBenchOptions& opti
     t = BenchClock::now();
     PSTRAIN_RETURN_IF_ERROR(to->PutRows(decoded->at(0).rows));
     const double put_s = SecondsSince(t);
+    // Every row is in exactly one of the two tables.
+    if (to->counters().rows != moved || from->counters().rows + moved != options.ids)
+      return Internal(fmt::format("move bench: {} rows moved, the tables hold {} and {} of {}",
+                                  moved, from->counters().rows, to->counters().rows, options.ids));
     auto per_s = [&](double s) {
       return Rounded(static_cast<double>(moved) / std::max(s, 1e-9), 0);
     };
