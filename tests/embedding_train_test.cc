@@ -48,13 +48,9 @@ Config ClickConfig(const ClickData& data, bool table_on_servers) {
 // workers, logs captured.
 Status RunScripted(const Config& config, int workers,
                    const std::function<std::unique_ptr<WorkerJob>()>& make_job) {
-  LocalJobOptions job;
-  job.cluster.server_num = 2;
-  job.cluster.worker_num = workers;
-  job.config = config;
+  LocalJobOptions job =
+      testing::QuietJob(config, 2, workers, std::make_shared<testing::CaptureSink>());
   job.make_job = [&](int) { return make_job(); };
-  auto sink = std::make_shared<testing::CaptureSink>();
-  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
   return RunLocalJob(job);
 }
 

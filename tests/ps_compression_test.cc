@@ -129,11 +129,7 @@ TEST_CASE(
   config.train.optimizer.type = OptimizerType::kSgd;
   config.train.optimizer.lr = 1.0f;
   auto sink = std::make_shared<testing::CaptureSink>();
-  LocalJobOptions job;
-  job.cluster.server_num = 1;
-  job.cluster.worker_num = 1;
-  job.config = config;
-  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
+  LocalJobOptions job = testing::QuietJob(config, 1, 1, sink);
   job.make_job = [](int) {
     return std::make_unique<FunctionJob>(
         std::vector<TensorSpec>{{"w", kElements}}, [](WorkerContext& ctx) -> Status {
@@ -193,11 +189,7 @@ TEST_CASE("sync: the servers apply the mean of the workers' +-tau messages, resi
   std::mutex mutex;
   std::vector<std::vector<float>> finals(kWorkers);
   auto sink = std::make_shared<testing::CaptureSink>();
-  LocalJobOptions job;
-  job.cluster.server_num = 2;
-  job.cluster.worker_num = kWorkers;
-  job.config = config;
-  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
+  LocalJobOptions job = testing::QuietJob(config, 2, kWorkers, sink);
   job.make_job = [&](int) {
     return std::make_unique<FunctionJob>(
         std::vector<TensorSpec>{{"w", kElements}}, [&](WorkerContext& ctx) -> Status {
@@ -272,13 +264,7 @@ TEST_CASE("momentum correction: workers encode masked momentum, the server runs 
     std::mutex mutex;
     std::vector<std::vector<float>> finals(kWorkers), momenta(kWorkers);
     auto sink = std::make_shared<testing::CaptureSink>();
-    LocalJobOptions job;
-    job.cluster.server_num = 2;
-    job.cluster.worker_num = kWorkers;
-    job.config = config;
-    job.make_logger = [sink](const std::string& name) {
-      return testing::CaptureLogger(name, sink);
-    };
+    LocalJobOptions job = testing::QuietJob(config, 2, kWorkers, sink);
     job.make_job = [&](int) {
       return std::make_unique<FunctionJob>(
           std::vector<TensorSpec>{{"w", kElements}}, [&](WorkerContext& ctx) -> Status {
@@ -361,12 +347,8 @@ TEST_CASE("mode average: nothing is pushed between rounds, and every worker ends
   std::vector<std::vector<std::vector<float>>> weights(kWorkers);
   std::vector<TrainStats> stats(kWorkers);
   std::mutex mutex;
-  LocalJobOptions job;
-  job.cluster.server_num = 2;
-  job.cluster.worker_num = kWorkers;
-  job.config = config;
   auto sink = std::make_shared<testing::CaptureSink>();
-  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
+  LocalJobOptions job = testing::QuietJob(config, 2, kWorkers, sink);
   job.make_job = [&](int) -> std::unique_ptr<WorkerJob> {
     auto train = TrainJob::Create(config);
     REQUIRE_MESSAGE(train.ok(), train.status().message());

@@ -21,7 +21,7 @@
 #include "roles/node/cluster_client.h"
 #include "roles/placement/server_tables.h"
 #include "roles/worker/table_moves.h"
-#include "tests/test_util.h"
+#include "tests/train_util.h"
 
 namespace pstrain {
 namespace {
@@ -117,12 +117,8 @@ Outcome Train(bool moves) {
   config.train.mode = UpdateMode::kSync;
   Outcome out;
   std::mutex mutex;
-  LocalJobOptions job;
-  job.cluster.server_num = 2;
-  job.cluster.worker_num = kWorkers;
-  job.config = config;
   auto sink = std::make_shared<testing::CaptureSink>();
-  job.make_logger = [sink](const std::string& name) { return testing::CaptureLogger(name, sink); };
+  LocalJobOptions job = testing::QuietJob(config, 2, kWorkers, sink);
   job.make_job = [&](int) { return std::make_unique<RowJob>(moves, &out, &mutex); };
   out.status = RunLocalJob(job);
   for (const std::string& line : sink->Matching("table rows check")) MESSAGE(line);

@@ -47,6 +47,16 @@ std::string RepoPath(const std::string& relative) {
   return here.substr(0, here.rfind("tests/")) + relative;
 }
 
+LocalJobOptions QuietJob(const Config& config, int servers, int workers,
+                         const std::shared_ptr<CaptureSink>& sink) {
+  LocalJobOptions job;
+  job.cluster.server_num = servers;
+  job.cluster.worker_num = workers;
+  job.config = config;
+  job.make_logger = [sink](const std::string& name) { return CaptureLogger(name, sink); };
+  return job;
+}
+
 TrainOutcome TrainLocally(const Config& config, int servers, int workers,
                           const std::string& ring_transport,
                           std::function<void(int rank)> before_run) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "roles/local_job.h"
 #include "roles/worker/trainer.h"
 #include "tests/test_util.h"
 
@@ -21,6 +22,11 @@ struct TrainOutcome {
   std::vector<std::vector<float>> weights;  // the chief's, in params() order
   std::shared_ptr<CaptureSink> sink = std::make_shared<CaptureSink>();  // every node's log
 };
+
+// A local job of `config` on `servers` and `workers` (threads of this
+// process) whose nodes all log into `sink`; the caller sets make_job.
+LocalJobOptions QuietJob(const Config& config, int servers, int workers,
+                         const std::shared_ptr<CaptureSink>& sink);
 
 // Runs a local job of `config` (servers and workers as threads).
 // `before_run(rank)`, when given, runs on each worker's thread after the
