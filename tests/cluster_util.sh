@@ -124,11 +124,11 @@ start_scheduler() {
     export MS_SCHED_PORT=$(pick_port "$attempt")
     start scheduler
     t=0
-    until grep -q "listens on" "$(node_log scheduler)" || ! alive scheduler || [ "$t" -ge 100 ]; do
+    until grep -qs "listens on" "$(node_log scheduler)" || ! alive scheduler || [ "$t" -ge 100 ]; do
       sleep 0.1
       t=$((t + 1))
     done
-    grep -q "listens on" "$(node_log scheduler)" && return
+    grep -qs "listens on" "$(node_log scheduler)" && return
     kill -9 "$(node_pid scheduler)" 2> /dev/null
     wait "$(node_pid scheduler)" 2> /dev/null
     attempt=$((attempt + 1))

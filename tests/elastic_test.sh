@@ -8,8 +8,9 @@
 # `pstrain scale` takes the highest server rank out live. SCENARIO
 # wide_deep (Wide&Deep with its tables on the servers, generated click
 # data; the deep table over a memory budget, most of its rows on each
-# server's disk): mid-epoch a server leaves on SIGTERM and another joins,
-# both live: their table rows move with their optimizer state
+# server's disk): mid-epoch a server joins and another (rank 0) leaves on
+# SIGTERM, both live (the joiner takes the leaver's rank): their table rows
+# move with their optimizer state
 # (roles/server/table_moves.h), and the chief fingerprints every table
 # before and after each move (PSTRAIN_TEST_CHECK_MOVES): every row that
 # existed before exists after, with the same values and state. Checked:
@@ -208,10 +209,10 @@ unset PSTRAIN_TEST_SAMPLE_LOG
 wait_for_count "epoch: 1 step: 1," "$(node_log worker_0)" 1 600 || fail "the elastic job did not start"
 sleep 1
 if [ "$SCENARIO" = wide_deep ]; then
-  # Live leaves take the highest rank (the rows of the others stay put).
-  kill -TERM "$(node_pid server_1)"
-  change 1
+  # A server joins (rank 2), then server 0 leaves: the joiner takes rank 0.
   join server_j1
+  change 1
+  kill -TERM "$(node_pid server_0)"
   change 2
   for s in 1 2; do
     grep "elastic:" "$SCHED" | sed -n "${s}p" | grep -q "(live" || fail "change $s was not live"
@@ -219,7 +220,9 @@ if [ "$SCENARIO" = wide_deep ]; then
   checks=$(count "table rows check at step" "$(node_log worker_0)")
   [ "$checks" = 2 ] || fail "$checks table checks, 2 expected (one per move)"
   grep "table rows check at step" "$(node_log worker_0)" | sed 's/.*\] /  /' | cut -c 1-200
-  ENDS="scheduler server_0 server_j1 worker_0 worker_1" LEFT="server_1"
+  grep "elastic:" "$SCHED" | sed -n 2p | grep -q "server_j1 takes rank 0" ||
+    fail "the joiner did not take the leaver's rank"
+  ENDS="scheduler server_1 server_j1 worker_0 worker_1" LEFT="server_0"
 else
   join worker_j1
   change 1

@@ -105,6 +105,22 @@ TEST_CASE("every message type round-trips") {
   auto grow = std::get<Stop>(RoundTrip({7, false, Stop{"grow", 40, 3}}).body);
   CHECK(grow.at_step == 40);
   CHECK(grow.servers == 3);
+  CHECK(grow.slots.empty());
+  // A shrink in which server 2 takes the rank of server 0, which leaves.
+  auto shrink = std::get<Stop>(RoundTrip({7, false, Stop{"shrink", 40, 2, {2, 1}}}).body);
+  CHECK(shrink.slots == std::vector<int>{2, 1});
+  // Live moves of table rows.
+  auto off = std::get<RowsHandOffRequest>(RoundTrip({8, false, RowsHandOffRequest{2, -1}}).body);
+  CHECK(off.servers == 2);
+  CHECK(off.rank == -1);
+  auto over =
+      std::get<RowsTakeOverRequest>(RoundTrip({8, false, RowsTakeOverRequest{2, 40, 1}}).body);
+  CHECK(over.step == 40);
+  CHECK(over.rank == 1);
+  auto digest = std::get<RowsDigestReply>(
+      RoundTrip({9, true, RowsDigestReply{{"a", "b"}, {3, 4}, {5, 6}}}).body);
+  CHECK(digest.tables == std::vector<std::string>{"a", "b"});
+  CHECK(digest.sums == std::vector<uint64_t>{5, 6});
   auto changed = std::get<ShapeChanged>(RoundTrip({7, false, ShapeChanged{40, 3, 2}}).body);
   CHECK(changed.servers == 3);
   CHECK(changed.partitions == 2);
@@ -185,14 +201,29 @@ TEST_CASE(
     CHECK_FALSE(back.ok());
     CHECK(back.status().message().find("elastic bounds") != std::string::npos);
   }
-  for (const MessageBody& bad :
-       {MessageBody(ScaleRequest{-2, 1}), MessageBody(ScaleRequest{1, 70000}),
-        MessageBody(Pause{"x", 1, -2, 1, 1}), MessageBody(Pause{"x", 1, 0, -1, 1}),
-        MessageBody(Moved{-1, 1}), MessageBody(Moved{1, -1}), MessageBody(Stop{"x", 4, -1}),
-        MessageBody(ShapeChanged{4, 0, 1}), MessageBody(ShapeChanged{-1, 2, 1}),
-        MessageBody(SaveRequest{4, -1}), MessageBody(HandOffRequest{"w", 0, -1, 1}),
-        MessageBody(HandOffRequest{"", 0, 1, 1}), MessageBody(TakeOverRequest{"w", 0, 1, true, 0}),
-        MessageBody(TakeOverRequest{"w", 0, -1, true, 4})}) {
+  for (const MessageBody& bad : {MessageBody(ScaleRequest{-2, 1}),
+                                 MessageBody(ScaleRequest{1, 70000}),
+                                 MessageBody(Pause{"x", 1, -2, 1, 1}),
+                                 MessageBody(Pause{"x", 1, 0, -1, 1}),
+                                 MessageBody(Moved{-1, 1}),
+                                 MessageBody(Moved{1, -1}),
+                                 MessageBody(Stop{"x", 4, -1}),
+                                 MessageBody(ShapeChanged{4, 0, 1}),
+                                 MessageBody(ShapeChanged{-1, 2, 1}),
+                                 MessageBody(SaveRequest{4, -1}),
+                                 MessageBody(HandOffRequest{"w", 0, -1, 1}),
+                                 MessageBody(HandOffRequest{"", 0, 1, 1}),
+                                 MessageBody(TakeOverRequest{"w", 0, 1, true, 0}),
+                                 MessageBody(TakeOverRequest{"w", 0, -1, true, 4}),
+                                 MessageBody(Stop{"x", 4, 2, {0}}),
+                                 MessageBody(Stop{"x", 4, 2, {1, 1}}),
+                                 MessageBody(Stop{"x", 4, 2, {0, -1}}),
+                                 MessageBody(RowsHandOffRequest{2, 2}),
+                                 MessageBody(RowsHandOffRequest{0, 0}),
+                                 MessageBody(RowsTakeOverRequest{2, 4, -1}),
+                                 MessageBody(RowsTakeOverRequest{2, -1, 0}),
+                                 MessageBody(SparsePullRequest{"t", 0, 0, 0}),
+                                 MessageBody(SparsePushRequest{"t", 0, 0, 1, 0})}) {
     const std::vector<uint8_t> header = EncodeHeader({1, false, bad});
     CHECK_FALSE(DecodeHeader(header.data(), header.size()).ok());
   }

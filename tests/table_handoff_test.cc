@@ -1,9 +1,10 @@
 // Moving embedding-table rows between servers while the job runs
 // (roles/server/table_moves.h, roles/worker/table_moves.h): 2 servers and 2
 // workers as threads of this process, sync, one server-held table. After a
-// few steps the chief moves every row of server 1 to server 0 (the job goes
-// on with 1 server), later half of them back (2 servers again), with the
-// check hook on: every row is the same before and after each move. A move
+// few steps server 0 leaves the placement: the chief moves its rows to
+// server 1, which takes rank 0 (the job goes on with 1 server); later
+// server 0 comes back as rank 1 and takes half of them (2 servers again),
+// with the check hook on: every row is the same before and after each move. A move
 // asked by another worker, and a push placed over the old server count, are
 // refused by every server, and change nothing. Each update is applied exactly once: the rows at the
 // end equal, bit for bit, those of the same job without the moves.
@@ -60,11 +61,17 @@ class RowJob : public WorkerJob {
     std::vector<float> rows(ids.size() * kDim);
     for (int64_t step = 0; step < kSteps; ++step) {
       if (moves_ && (step == kShrinkAt || step == kGrowAt)) {
-        const int from = step == kShrinkAt ? 2 : 1, to = 3 - from;
+        // The shrink: server 0 leaves the placement and server 1 takes its
+        // rank (slots {1}); the growth: server 0 comes back as rank 1.
+        const bool shrink = step == kShrinkAt;
+        const int from = shrink ? 2 : 1, to = 3 - from;
+        const std::vector<int> slots = shrink ? std::vector<int>{1} : std::vector<int>{};
+        const std::vector<Connection::Ptr> servers = {ctx.servers[1], ctx.servers[0]};
+        const std::vector<Connection::Ptr>& now = shrink ? ctx.servers : servers;
         if (ctx.rank == 1) {
           // Only the chief moves rows: a hand-off asked by another worker
           // is refused, and takes nothing.
-          auto st = MoveTableRows(ctx.loop, ctx.servers, from, to, step, false, ctx.log);
+          auto st = MoveTableRows(ctx.loop, now, from, to, slots, step, false, ctx.log);
           if (st.ok() || st.status().message().find("only the chief") == std::string::npos)
             return Internal("a move by worker 1 was not refused: " + st.status().ToString());
           std::lock_guard<std::mutex> lock(*mutex_);
@@ -72,7 +79,7 @@ class RowJob : public WorkerJob {
         }
         PSTRAIN_RETURN_IF_ERROR(ctx.cluster->Barrier(BarrierGroup::kWorkers));
         if (ctx.rank == 0) {
-          auto moved = MoveTableRows(ctx.loop, ctx.servers, from, to, step, true, ctx.log);
+          auto moved = MoveTableRows(ctx.loop, now, from, to, slots, step, true, ctx.log);
           if (!moved.ok()) return moved.status();
           if (moved->rows == 0) return Internal("no row moved");
         }
@@ -85,7 +92,7 @@ class RowJob : public WorkerJob {
           std::lock_guard<std::mutex> lock(*mutex_);
           ++out_->refused;
         }
-        client.UseServers({ctx.servers.begin(), ctx.servers.begin() + to});
+        client.UseServers({servers.begin(), servers.begin() + to});
       }
       PSTRAIN_RETURN_IF_ERROR(client.Pull({{&kTable, kDim, &ids, rows.data()}}, step));
       for (size_t i = 0; i < ids.size(); ++i)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "comm/transport/wire_generated.h"
 
@@ -257,9 +258,11 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
     }
     case w::Body_RowsHandOffRequest: {
       const int servers = h->body_as_RowsHandOffRequest()->servers();
-      if (servers < 1 || servers > kMaxElasticNodes)
-        return InvalidArgument(fmt::format("RowsHandOffRequest for {} servers", servers));
-      return MessageBody(RowsHandOffRequest{servers});
+      const int rank = h->body_as_RowsHandOffRequest()->rank();
+      if (servers < 1 || servers > kMaxElasticNodes || rank < -1 || rank >= servers)
+        return InvalidArgument(
+            fmt::format("RowsHandOffRequest for rank {} of {} servers", rank, servers));
+      return MessageBody(RowsHandOffRequest{servers, rank});
     }
     case w::Body_RowsHandOffReply: {
       const w::RowsHandOffReply* m = h->body_as_RowsHandOffReply();
@@ -270,10 +273,12 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
     }
     case w::Body_RowsTakeOverRequest: {
       const w::RowsTakeOverRequest* m = h->body_as_RowsTakeOverRequest();
-      if (m->servers() < 1 || m->servers() > kMaxElasticNodes || m->step() < 0)
+      if (m->servers() < 1 || m->servers() > kMaxElasticNodes || m->step() < 0 || m->rank() < 0 ||
+          m->rank() >= m->servers())
         return InvalidArgument(
-            fmt::format("RowsTakeOverRequest for {} servers at step {}", m->servers(), m->step()));
-      return MessageBody(RowsTakeOverRequest{m->servers(), m->step()});
+            fmt::format("RowsTakeOverRequest for rank {} of {} servers at step {}", m->rank(),
+                        m->servers(), m->step()));
+      return MessageBody(RowsTakeOverRequest{m->servers(), m->step(), m->rank()});
     }
     case w::Body_RowsDigestRequest:
       return MessageBody(RowsDigestRequest{});
@@ -311,7 +316,20 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       const int servers = h->body_as_Stop()->servers();
       if (servers < 0 || servers > kMaxElasticNodes)
         return InvalidArgument(fmt::format("Stop that grows the job to {} servers", servers));
-      return MessageBody(Stop{*reason, h->body_as_Stop()->at_step(), servers});
+      Stop stop{*reason, h->body_as_Stop()->at_step(), servers, {}};
+      if (const auto* slots = h->body_as_Stop()->slots()) {
+        // Each rank of the new placement, from a distinct rank of today's.
+        if (slots->size() != static_cast<fb::uoffset_t>(servers))
+          return InvalidArgument(
+              fmt::format("Stop with {} slots for {} servers", slots->size(), servers));
+        std::set<int> seen;
+        for (int from : *slots) {
+          if (from < 0 || from >= kMaxElasticNodes || !seen.insert(from).second)
+            return InvalidArgument(fmt::format("Stop with slot {} (twice, or out of range)", from));
+          stop.slots.push_back(from);
+        }
+      }
+      return MessageBody(std::move(stop));
     }
     case w::Body_StopReply:
       return MessageBody(StopReply{h->body_as_StopReply()->step()});

@@ -124,6 +124,9 @@ struct Stop {
   // to them and the chief moves partitions (roles/worker/grow.h), then
   // training goes on.
   int servers = 0;
+  // With servers: for each rank of the new placement, the rank its server
+  // holds now; empty: the ranks below `servers` keep theirs.
+  std::vector<int> slots;
 };
 // The chief to the scheduler: from `step` on the job runs with `servers`
 // servers, `partitions` of them moved live.
@@ -253,17 +256,19 @@ struct TakeOverRequest {
 // puts elsewhere; the reply carries them as the payload.
 struct RowsHandOffRequest {
   int servers = 0;
+  int rank = 0;  // the server's rank in the new placement; -1: it leaves
 };
 struct RowsHandOffReply {
   int64_t rows = 0;
   int64_t step = 0;  // the steps its tables have applied
 };
-// Chief -> a server: install the rows of the payload, and place rows over
-// `servers` from now on; a server that joined live starts its tables at
-// `step`.
+// Chief -> a server: install the rows of the payload, hold `rank` and
+// place rows over `servers` from now on; a server that joined live starts
+// its tables at `step`.
 struct RowsTakeOverRequest {
   int servers = 0;
   int64_t step = 0;
+  int rank = 0;  // the server's rank in the new placement, which it takes
 };
 // A fingerprint of every table's rows (ServerRows::Digest), for tests.
 struct RowsDigestRequest {};

@@ -118,14 +118,14 @@ struct BodyEncoder {
                                          .Union()};
   }
   Out operator()(const RowsHandOffRequest& m) {
-    return {w::Body_RowsHandOffRequest, w::CreateRowsHandOffRequest(b, m.servers).Union()};
+    return {w::Body_RowsHandOffRequest, w::CreateRowsHandOffRequest(b, m.servers, m.rank).Union()};
   }
   Out operator()(const RowsHandOffReply& m) {
     return {w::Body_RowsHandOffReply, w::CreateRowsHandOffReply(b, m.rows, m.step).Union()};
   }
   Out operator()(const RowsTakeOverRequest& m) {
     return {w::Body_RowsTakeOverRequest,
-            w::CreateRowsTakeOverRequest(b, m.servers, m.step).Union()};
+            w::CreateRowsTakeOverRequest(b, m.servers, m.step, m.rank).Union()};
   }
   Out operator()(const RowsDigestRequest&) {
     return {w::Body_RowsDigestRequest, w::CreateRowsDigestRequest(b).Union()};
@@ -137,7 +137,9 @@ struct BodyEncoder {
     return {w::Body_RowsDigestReply, w::CreateRowsDigestReply(b, b.CreateVector(tables)).Union()};
   }
   Out operator()(const Stop& m) {
-    return {w::Body_Stop, w::CreateStop(b, b.CreateString(m.reason), m.at_step, m.servers).Union()};
+    return {w::Body_Stop, w::CreateStop(b, b.CreateString(m.reason), m.at_step, m.servers,
+                                        m.slots.empty() ? 0 : b.CreateVector(m.slots))
+                              .Union()};
   }
   Out operator()(const StopReply& m) {
     return {w::Body_StopReply, w::CreateStopReply(b, m.step).Union()};

@@ -84,7 +84,7 @@ void ClusterClient::OnConnected(Connection::Ptr conn) {
   req.node.role = options_.role;
   req.node.host = options_.node_host.empty() ? conn->LocalIp() : options_.node_host;
   req.node.port = listen_port_;
-  req.node.rank = rejoining_ ? rank_ : options_.requested_rank;
+  req.node.rank = rejoining_ ? rank_.load() : options_.requested_rank;
   req.server_num = options_.cluster.server_num;
   req.worker_num = options_.cluster.worker_num;
   req.recovery_wait_s = options_.cluster.recovery_wait_s;
@@ -137,7 +137,7 @@ void ClusterClient::OnRegistered(StatusOr<Incoming> reply) {
     }
     rejoining_ = false;
     log_->info("re-joined the restarted scheduler at {} as {} rank {}", SchedulerAddress(),
-               RoleName(options_.role), rank_);
+               RoleName(options_.role), rank_.load());
     if (done_reported_) scheduler_->Call(Done{}, [](StatusOr<Incoming>) {});
     FlushWaitingCalls(Status::OK());
     return;
@@ -147,7 +147,8 @@ void ClusterClient::OnRegistered(StatusOr<Incoming> reply) {
   joined_live_ = ok->live;
   joined_once_ = true;
   log_->info("registered with the scheduler at {} as {} rank {} (node id {}, generation {})",
-             SchedulerAddress(), RoleName(options_.role), rank_, options_.node_id, ok->generation);
+             SchedulerAddress(), RoleName(options_.role), rank_.load(), options_.node_id,
+             ok->generation);
 }
 
 void ClusterClient::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
@@ -210,8 +211,8 @@ void ClusterClient::OnTopology(const Connection::Ptr& conn, uint64_t id, const T
     worker_num_ = topology.worker_num;
     if (elastic.servers_elastic()) server_num_ = topology.server_num;
   }
-  auto patched = ApplyTopology(topology_ ? &*topology_ : nullptr, topology, options_.role, rank_,
-                               server_num_, worker_num_);
+  auto patched = ApplyTopology(topology_ ? &*topology_ : nullptr, topology, options_.role,
+                               rank_.load(), server_num_, worker_num_);
   if (!patched.ok()) {
     conn->Reply(id, ErrorReply{patched.status().message()});
     if (patched.status().code() == StatusCode::kFailedPrecondition) {
@@ -433,6 +434,7 @@ void ClusterClient::OnStop(const Connection::Ptr& conn, uint64_t id, const Stop&
   if (stop.servers > 0) {  // 14. not a stop: the job gains servers at that step
     grow_at_ = stop.at_step;
     grow_servers_ = stop.servers;
+    grow_slots_ = stop.slots;
     hold_ = false;
     stop_changed_.NotifyAll();
     log_->info("the job gains servers: {} from step {} on ({})", stop.servers, stop.at_step,
@@ -494,12 +496,21 @@ bool ClusterClient::BeginStep(int64_t step) {
   return true;
 }
 
-int ClusterClient::GrowsAt(int64_t step) {
+int ClusterClient::GrowsAt(int64_t step, std::vector<int>* slots) {
   MutexLock lock(&stop_mutex_);
   if (grow_servers_ == 0 || step < grow_at_) return 0;
   const int servers = grow_servers_;
   grow_servers_ = 0;
+  *slots = std::move(grow_slots_);
+  grow_slots_.clear();
   return servers;
+}
+
+void ClusterClient::AdoptRank(int rank) {
+  const int was = rank_.exchange(rank);
+  if (was != rank)
+    log_->info("this {} holds rank {} from now on (it held {}): the job's servers changed",
+               RoleName(options_.role), rank, was);
 }
 
 Status ClusterClient::ReportShapeChanged(int64_t step, int servers, int partitions) {

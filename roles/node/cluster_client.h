@@ -83,9 +83,15 @@ class ClusterClient {
   // stops at that step, not at 0. Any thread.
   void StartingAt(int64_t step);
 
-  // 14. Workers, after BeginStep(step): the server count the job grows to
+  // 14. Workers, after BeginStep(step): the server count the job changes to
   // before this step (the scheduler's Stop with servers), once; 0: none.
-  int GrowsAt(int64_t step);
+  // *slots: for each rank of the new placement, the rank its server holds
+  // now (empty: the ranks below the count keep theirs).
+  int GrowsAt(int64_t step, std::vector<int>* slots);
+  // 14. Servers: this server holds `rank` in the new placement of a live
+  // change (the chief's take-over says so; the topology that follows lists
+  // it there). Any thread.
+  void AdoptRank(int rank);
   // The chief, once the job runs with `servers` servers from `step` on.
   Status ReportShapeChanged(int64_t step, int servers, int partitions);
   // This node joined a running elastic job live (RegisterReply live): no
@@ -96,7 +102,7 @@ class ClusterClient {
   // heartbeats for the scheduler's live view. Any thread; never blocks.
   void ReportProgress(int64_t step, double samples_per_s);
 
-  int rank() const { return rank_; }  // valid after Join
+  int rank() const { return rank_.load(); }  // valid after Join
   // The topology as last received (deltas applied); null before. Loop
   // thread only.
   const Topology* topology() const { return topology_ ? &*topology_ : nullptr; }
@@ -146,7 +152,7 @@ class ClusterClient {
   Logger log_;
   std::function<void(const Status&)> interrupt_;
   uint16_t listen_port_ = 0;
-  int rank_ = -1;
+  std::atomic<int> rank_{-1};
   std::atomic<int64_t> generation_{0};
   std::atomic<int> server_num_, worker_num_;
   std::atomic<bool> paused_{false};
@@ -177,6 +183,7 @@ class ClusterClient {
   bool started_ GUARDED_BY(stop_mutex_) = false;  // StartingAt came
   int64_t grow_at_ GUARDED_BY(stop_mutex_) = -1;  // GrowsAt
   int grow_servers_ GUARDED_BY(stop_mutex_) = 0;
+  std::vector<int> grow_slots_ GUARDED_BY(stop_mutex_);
   // Asked where it is before StartingAt: answered then (loop thread).
   std::weak_ptr<Connection> asked_conn_ GUARDED_BY(stop_mutex_);
   uint64_t asked_id_ GUARDED_BY(stop_mutex_) = 0;

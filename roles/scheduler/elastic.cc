@@ -232,15 +232,12 @@ void Scheduler::HoldForChange(const char* what, const std::string& why,
   });
 }
 
-// 14. Only servers leave, the highest ranks (those `pstrain scale` picks),
-// so the others keep their ranks while the job runs on.
+// 14. Only servers leave: those that stay keep their ranks, but for the
+// highest, which take the ranks of leavers below them.
 bool Scheduler::CanShrinkLive() const {
   if (!options_.elastic.servers_elastic() || !joiners_.empty() || leaving_.empty()) return false;
   const int servers = Count(Role::kServer), leaving = static_cast<int>(leaving_.size());
-  if (leaving >= servers || Leaving(Role::kServer) != leaving) return false;
-  for (int r = servers - leaving; r < servers; ++r)
-    if (!leaving_.count(servers_[r].info.node_id)) return false;
-  return true;
+  return leaving < servers && Leaving(Role::kServer) == leaving;
 }
 
 // 14. The workers shrink at step S: the chief moves the leaving servers'
@@ -251,11 +248,31 @@ void Scheduler::ShrinkLive() {
   const int old_servers = Count(Role::kServer);
   const int servers = old_servers - static_cast<int>(leaving_.size());
   std::vector<std::string> who;
-  for (int r = servers; r < old_servers; ++r)
-    who.push_back(fmt::format("server node id:{} leaves ({})", servers_[r].info.node_id,
-                              leaving_[servers_[r].info.node_id]));
+  // A leaver's rank below the new count goes to the next staying server
+  // above it: ranks stay 0..servers-1 with as few changes as can be.
+  std::vector<int> slots(static_cast<size_t>(servers));
+  std::vector<int> movers;  // staying ranks >= servers, in order
+  for (int r = 0; r < old_servers; ++r) {
+    const bool leaves = leaving_.count(servers_[r].info.node_id) > 0;
+    if (leaves)
+      who.push_back(fmt::format("server node id:{} leaves ({})", servers_[r].info.node_id,
+                                leaving_[servers_[r].info.node_id]));
+    if (r < servers) slots[r] = leaves ? -1 : r;
+    if (r >= servers && !leaves) movers.push_back(r);
+  }
+  size_t next = 0;
+  for (int s = 0; s < servers; ++s) {
+    if (slots[s] >= 0) continue;
+    slots[s] = movers[next++];
+    who.push_back(
+        fmt::format("server node id:{} takes rank {}", servers_[slots[s]].info.node_id, s));
+  }
+  bool same = true;
+  for (int s = 0; s < servers; ++s) same &= slots[s] == s;
+  if (same) slots.clear();
   reshape_reasons_.clear();
-  ChangeServersLive(old_servers, servers, fmt::format("{}", fmt::join(who, "; ")));
+  ChangeServersLive(old_servers, servers, fmt::format("{}", fmt::join(who, "; ")),
+                    std::move(slots));
 }
 
 bool Scheduler::CanGrowLive() const {
@@ -292,10 +309,12 @@ void Scheduler::GrowLive() {
   ChangeServersLive(old_servers, servers, fmt::format("{}", fmt::join(who, "; ")));
 }
 
-void Scheduler::ChangeServersLive(int old_servers, int servers, const std::string& why) {
+void Scheduler::ChangeServersLive(int old_servers, int servers, const std::string& why,
+                                  std::vector<int> slots) {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  live_slots_ = slots;  // for HandleShapeChanged
   HoldForChange("changing the job's shape live", why,
-                [this, why, old_servers, servers](int64_t furthest) {
+                [this, why, old_servers, servers, slots](int64_t furthest) {
                   const int workers = Count(Role::kWorker);
                   const std::string line = fmt::format(
                       "elastic: workers {} -> {}, servers {} -> {} from step {}: {} (live: "
@@ -306,7 +325,7 @@ void Scheduler::ChangeServersLive(int old_servers, int servers, const std::strin
                   RecordChange(line);
                   for (NodeEntry& w : workers_)
                     if (auto conn = w.conn.lock())
-                      conn->Call(Stop{"the job's servers change: " + why, furthest, servers},
+                      conn->Call(Stop{"the job's servers change: " + why, furthest, servers, slots},
                                  [](StatusOr<Incoming>) {});
                 });
 }
@@ -318,14 +337,27 @@ void Scheduler::HandleShapeChanged(const Connection::Ptr& conn, uint64_t id,
   if (!reshaping_ || changed.step != reshape_step_) return;  // a pause came first
   reshaping_ = false;
   if (changed.servers < Count(Role::kServer)) {
-    // Nothing is routed to the leavers any more: they go, the others keep
-    // their ranks, and everyone hears of the smaller set.
+    // Nothing is routed to the leavers any more: they go, the others take
+    // their ranks of the new placement (their slots), and everyone hears of
+    // the smaller set.
+    if (!live_slots_.empty()) {
+      std::vector<NodeEntry> ordered;
+      std::vector<bool> placed(servers_.size(), false);
+      for (int from : live_slots_) {
+        ordered.push_back(std::move(servers_[static_cast<size_t>(from)]));
+        placed[static_cast<size_t>(from)] = true;
+      }
+      for (size_t r = 0; r < servers_.size(); ++r)
+        if (!placed[r]) ordered.push_back(std::move(servers_[r]));
+      servers_ = std::move(ordered);
+    }
     std::vector<NodeEntry> left = Renumber(
         Role::kServer, [this](const NodeEntry& n) { return !leaving_.count(n.info.node_id); }, 0);
     leaving_.clear();
     SendOff(left, changed.step);
     SendTopology();
   }
+  live_slots_.clear();
   log_->info("live change done: the job runs with {} servers from step {}, {} partitions moved",
              changed.servers, changed.step, changed.partitions);
   MaybeReshape();  // changes asked for meanwhile

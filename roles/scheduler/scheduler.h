@@ -92,9 +92,9 @@
 //      node's step under way cannot finish, so its drop resumes from the
 //      newest checkpoint (a rollback). Each change is one log line:
 //        elastic: workers 2 -> 3, servers 2 -> 2 from step S: <nodes and why>
-//  14. In a job whose train.elastic sets server bounds, servers join and the
-//      highest ranks leave live: joiners are admitted at once (RegisterReply live:
-//      no checkpoint, no start barrier) and appear in the topology; the
+//  14. In a job whose train.elastic sets server bounds, servers join and
+//      leave live (a leaver's rank goes to the highest server that stays): joiners are admitted at
+//      once (RegisterReply live: no checkpoint, no start barrier) and appear in the topology; the
 //      workers are held as in 10 and told Stop(S, servers): at step S they
 //      connect to new servers, the chief moves the partitions and table
 //      rows the new count places elsewhere (roles/worker/grow.h,
@@ -266,8 +266,11 @@ class Scheduler {
   bool CanShrinkLive() const;
   void ShrinkLive();
   // Holds the workers and tells them to go on with `servers` servers at
-  // the step they all reach; logs the change.
-  void ChangeServersLive(int old_servers, int servers, const std::string& why);
+  // the step they all reach; logs the change. `slots`: for each rank of the
+  // new placement, the server's rank now (empty: ranks below `servers`
+  // stay).
+  void ChangeServersLive(int old_servers, int servers, const std::string& why,
+                         std::vector<int> slots = {});
   // Shutdown to nodes that left the job after `step`; they exit 0.
   void SendOff(const std::vector<NodeEntry>& left, int64_t step);
   // Holds every worker at its next step boundary (as stopping does) and
@@ -384,6 +387,7 @@ class Scheduler {
   bool reshaping_ = false;                                // workers stopping for a change
   bool admitting_live_ = false;                           // Admit answers RegisterReply live
   int64_t reshape_step_ = -1;
+  std::vector<int> live_slots_;             // of the live server change under way
   std::vector<std::string> shape_changes_;  // the log lines of the changes, the last 32
 };
 

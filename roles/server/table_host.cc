@@ -58,8 +58,16 @@ Status TableHost::OpenStore() {
         "tables' rows)",
         config_.source, base));
   }
-  const std::string dir = ServerStoreDir(config_, rank_);
+  // A server that took another's rank in a live change keeps the store it
+  // opened under its old rank until it restarts; a server joining as that
+  // rank on the same disk finds it locked and takes the next name free.
+  std::string dir = ServerStoreDir(config_, rank_);
   auto store = RowStore::Open(dir);
+  for (int n = 2; !store.ok() && n <= 8; ++n) {
+    log_->warn("{}", store.status().message());
+    dir = fmt::format("{}.{}", ServerStoreDir(config_, rank_), n);
+    store = RowStore::Open(dir);
+  }
   if (!store.ok()) return store.status();
   store_ = std::move(*store);
   log_->info("table rows beyond their memory budget go to {}",
@@ -291,8 +299,9 @@ Status TableHost::RestoreStore(const std::string& checkpoint, const std::vector<
         "memory, set server_cache_rows to at least the table's rows on a server",
         checkpoint));
   PSTRAIN_RETURN_IF_ERROR(CheckStoreFiles(checkpoint, files));
+  const std::string dir = store_->dir();  // the one this server opened
   CloseStore();
-  auto store = RowStore::Restore(checkpoint, ServerStoreDir(config_, rank_));
+  auto store = RowStore::Restore(checkpoint, dir);
   if (!store.ok()) return store.status();
   store_ = std::move(*store);
   return Status::OK();
@@ -313,8 +322,9 @@ Status TableHost::Restore(std::vector<TableSnapshot> tables, const std::string& 
     } else if (store_) {
       // The checkpoint kept every row in memory; this config sets a budget:
       // an empty store again, with no table open, for the rows past it.
+      const std::string dir = store_->dir();
       CloseStore();
-      auto store = RowStore::Open(ServerStoreDir(config_, rank_));
+      auto store = RowStore::Open(dir);
       if (!store.ok()) return done.Set(store.status());
       store_ = std::move(*store);
     }

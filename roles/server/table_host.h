@@ -90,20 +90,24 @@ class TableHost {
 
   // Live moves of rows (roles/server/table_moves.h), on the table thread.
   // HandOffRows: takes out every row that a placement over `servers` puts
-  // on another server, and places rows over `servers` from then on; `done`
-  // gets them (roles/placement/row_move_codec.h bytes), their count and the steps the
-  // tables have applied. A failure puts back what was taken.
+  // on another server than `rank` (this server's rank in it; -1: it
+  // leaves, and gives every row up), and places rows over `servers` from
+  // then on; `done` gets them (roles/placement/row_move_codec.h bytes),
+  // their count and the steps the tables have applied. A failure puts back
+  // what was taken.
   struct HandedRows {
     std::string bytes;
     int64_t rows = 0;
     int64_t step = 0;
   };
-  void HandOffRows(int servers, std::function<void(StatusOr<HandedRows>)> done);
+  void HandOffRows(int servers, int rank, std::function<void(StatusOr<HandedRows>)> done);
   // Installs rows handed off by another server (every one must be placed
-  // here over `servers`), and places rows over `servers` from then on.
+  // on `rank`, this server's rank from now on, over `servers`), and places
+  // rows over `servers` from then on.
   // Tables that have applied no step yet (a server that joined live) start
   // at `step`.
-  void TakeOverRows(int servers, int64_t step, Buffer rows, std::function<void(Status)> done);
+  void TakeOverRows(int servers, int rank, int64_t step, Buffer rows,
+                    std::function<void(Status)> done);
   // Every table's ServerRows::Digest, by name.
   void Digest(std::function<void(StatusOr<RowsDigestReply>)> done);
 
@@ -166,7 +170,7 @@ class TableHost {
   const Config config_;
   std::vector<ServerTable> specs_;  // by the config, set in Create
   const int workers_;
-  const int rank_;
+  int rank_;  // changes in a live change of the servers (TakeOverRows)
   const UpdateMode mode_;
   int servers_;  // rows placed over this many servers; table thread
   std::shared_ptr<RowBuffers> row_buffers_ = std::make_shared<RowBuffers>();

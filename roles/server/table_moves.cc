@@ -22,12 +22,12 @@ double MsSince(std::chrono::steady_clock::time_point begin) {
 
 }  // namespace
 
-void TableHost::HandOffRows(int servers, std::function<void(StatusOr<HandedRows>)> done) {
-  thread_.Post([this, servers, done] {
+void TableHost::HandOffRows(int servers, int rank, std::function<void(StatusOr<HandedRows>)> done) {
+  thread_.Post([this, servers, rank, done] {
     const auto begin = std::chrono::steady_clock::now();
     std::vector<MovedRows> taken;
     HandedRows out;
-    auto elsewhere = [&](int64_t id) { return ServerOfId(id, servers) != rank_; };
+    auto elsewhere = [&](int64_t id) { return rank < 0 || ServerOfId(id, servers) != rank; };
     for (auto& [name, t] : tables_) {
       auto rows = t->table.TakeRows(elsewhere);
       if (!rows.ok()) {
@@ -51,9 +51,9 @@ void TableHost::HandOffRows(int servers, std::function<void(StatusOr<HandedRows>
   });
 }
 
-void TableHost::TakeOverRows(int servers, int64_t step, Buffer bytes,
+void TableHost::TakeOverRows(int servers, int rank, int64_t step, Buffer bytes,
                              std::function<void(Status)> done) {
-  thread_.Post([this, servers, step, bytes = std::move(bytes), done] {
+  thread_.Post([this, servers, rank, step, bytes = std::move(bytes), done] {
     const auto begin = std::chrono::steady_clock::now();
     auto moved = DecodeMovedRows(bytes.data, bytes.size);
     if (!moved.ok()) return done(moved.status().WithContext("rows taken over"));
@@ -66,10 +66,10 @@ void TableHost::TakeOverRows(int servers, int64_t step, Buffer bytes,
         return done(InvalidArgument(fmt::format("rows of table '{}' taken over have dim {}, not {}",
                                                 m.table, m.dim, t->table.options().dim)));
       for (int64_t id : m.rows.ids)
-        if (ServerOfId(id, servers) != rank_)
+        if (ServerOfId(id, servers) != rank)
           return done(InvalidArgument(fmt::format(
               "row {} of table '{}' taken over belongs to server {} of {}, not to this one ({})",
-              id, m.table, ServerOfId(id, servers), servers, rank_)));
+              id, m.table, ServerOfId(id, servers), servers, rank)));
     }
     // A server that joined live starts its tables at the job's step, and
     // their lr schedules where their rows' were; so does one that gave its
@@ -86,6 +86,7 @@ void TableHost::TakeOverRows(int servers, int64_t step, Buffer bytes,
       rows += static_cast<int64_t>(m.rows.size());
     }
     servers_ = servers;
+    rank_ = rank;
     log_->info("took over {} table rows in {:.0f} ms: rows are placed over {} servers from now on",
                rows, MsSince(begin), servers);
     done(Status::OK());
@@ -124,7 +125,8 @@ void Server::OnRowsHandOff(const Connection::Ptr& conn, uint64_t id,
   if (why.empty() && !tables_) why = "this server holds no embedding tables";
   if (!why.empty()) return conn->Reply(id, ErrorReply{"hand-off of table rows: " + why});
   tables_->HandOffRows(
-      request.servers, [reply = ReplyTo(conn, id)](StatusOr<TableHost::HandedRows> handed) {
+      request.servers, request.rank,
+      [reply = ReplyTo(conn, id)](StatusOr<TableHost::HandedRows> handed) {
         if (!handed.ok()) return reply(ErrorReply{handed.status().message()}, {});
         auto bytes = std::make_shared<std::string>(std::move(handed->bytes));
         reply(RowsHandOffReply{handed->rows, handed->step},
@@ -136,13 +138,12 @@ void Server::OnRowsTakeOver(const Connection::Ptr& conn, uint64_t id,
                             const RowsTakeOverRequest& request, Buffer rows) {
   std::string why = RowMoveRefusal(worker_of_, conn);
   if (why.empty() && !tables_) why = "this server holds no embedding tables";
-  if (why.empty() && request.servers <= rank())
-    why =
-        fmt::format("this server (rank {}) is not in a job of {} servers", rank(), request.servers);
   if (!why.empty()) return conn->Reply(id, ErrorReply{"take-over of table rows: " + why});
-  tables_->TakeOverRows(request.servers, request.step, std::move(rows),
-                        [reply = ReplyTo(conn, id)](Status st) {
+  tables_->TakeOverRows(request.servers, request.rank, request.step, std::move(rows),
+                        [this, reply = ReplyTo(conn, id), rank = request.rank](Status st) {
                           if (!st.ok()) return reply(ErrorReply{st.message()}, {});
+                          // Its checkpoint shards are named by it from now on.
+                          node_.cluster().AdoptRank(rank);
                           reply(Ack{}, {});
                         });
 }

@@ -10,16 +10,18 @@
 // At the step boundary where the servers change, no worker is pulling or
 // pushing (the workers wait at a barrier; a prefetch of rows has finished).
 // There the chief worker:
-//   1. RowsHandOffRequest(servers M) to each server that gives rows up (on
-//      a growth every old server, on a shrink the leavers): it takes out
+//   1. RowsHandOffRequest(servers M, rank) to each server that gives rows up
+//      (on a growth every old server; on a shrink the leavers, rank -1, and
+//      a server above M that takes a leaver's rank below it): it takes out
 //      every row a placement over M puts elsewhere, wherever it lives
 //      (memory or disk), with its optimizer state, last-touched step and
 //      update count, and answers RowsHandOffReply + the rows
 //      (roles/placement/row_move_codec.h) and the steps its tables applied;
-//   2. RowsTakeOverRequest(servers M, step) + the rows meant for it to each
-//      server that takes rows (the joiners; on a shrink every server that
-//      stays, with no rows when none are its): it checks each row belongs
-//      to it over M, installs them (a tiered table writes those past its
+//   2. RowsTakeOverRequest(servers M, step, rank) + the rows meant for it to
+//      each server that takes rows (the joiners; on a shrink every server
+//      that stays, with no rows when none are its): it holds `rank` from
+//      now on (its checkpoint shards are named by it), checks each row
+//      belongs to it over M, installs them (a tiered table writes those past its
 //      memory budget to its own disk: rows are read and written, not
 //      ingested as store files, as the moving rows are scattered over the
 //      store's key order), and a joiner's tables start at `step`.

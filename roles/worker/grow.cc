@@ -15,8 +15,8 @@
 
 namespace pstrain {
 
-Status ChangeServers(WorkerContext& ctx, int64_t step, int servers, SparseClient* sparse,
-                     RemoteEmbeddings* embeddings) {
+Status ChangeServers(WorkerContext& ctx, int64_t step, int servers, const std::vector<int>& slots,
+                     SparseClient* sparse, RemoteEmbeddings* embeddings) {
   const auto begin = std::chrono::steady_clock::now();
   auto where = [&](const char* what) {
     return fmt::format("going on with {} servers at step {}: {}", servers, step, what);
@@ -28,7 +28,7 @@ Status ChangeServers(WorkerContext& ctx, int64_t step, int servers, SparseClient
   // Rows pulled ahead come from the old placement, before anything moves.
   if (embeddings)
     PSTRAIN_RETURN_IF_ERROR(embeddings->FinishPrefetch().WithContext(where("pulling rows ahead")));
-  if (grows) PSTRAIN_RETURN_IF_ERROR(ctx.use_servers(servers).WithContext(where("connecting")));
+  if (grows) PSTRAIN_RETURN_IF_ERROR(ctx.use_servers(servers, {}).WithContext(where("connecting")));
   PSTRAIN_RETURN_IF_ERROR(
       ctx.cluster->Barrier(BarrierGroup::kWorkers).WithContext(where("waiting for the workers")));
   std::vector<TensorSpec> tensors = ctx.kv->map().tensors();
@@ -39,18 +39,20 @@ Status ChangeServers(WorkerContext& ctx, int64_t step, int servers, SparseClient
   const int64_t version = step + 1;
   const int64_t moved_before = ctx.kv->moved().partitions, bytes_before = ctx.kv->moved().bytes;
   if (ctx.rank == 0) {
-    // Each to its server in the new placement; where it is already, the
-    // move is none.
+    // Each to its server in the new placement (the server holding that
+    // rank today: `slots` names it); where it is already, the move is none.
     std::vector<KvHandle> moves;
     for (int t = 0; t < static_cast<int>(placement->tensors().size()); ++t)
       for (const Partition& p : placement->partitions(t))
-        moves.push_back(ctx.kv->MovePartition(t, p.part, p.server, version));
+        moves.push_back(
+            ctx.kv->MovePartition(t, p.part, slots.empty() ? p.server : slots[p.server], version));
     for (const KvHandle& m : moves) PSTRAIN_RETURN_IF_ERROR(m.Wait().WithContext(where("moving")));
   }
   RowMoves rows;
   auto tables = ServerTables(*ctx.config);
-  if (ctx.rank == 0 && tables.ok() && !tables->empty()) {
-    auto moved_rows = MoveTableRows(ctx.loop, ctx.servers, had, servers, step,
+  // Servers that take another rank are told so with the rows, tables or not.
+  if (ctx.rank == 0 && ((tables.ok() && !tables->empty()) || !slots.empty())) {
+    auto moved_rows = MoveTableRows(ctx.loop, ctx.servers, had, servers, slots, step,
                                     std::getenv("PSTRAIN_TEST_CHECK_MOVES") != nullptr, ctx.log);
     if (!moved_rows.ok()) return moved_rows.status().WithContext(where("moving table rows"));
     rows = *moved_rows;
@@ -60,7 +62,8 @@ Status ChangeServers(WorkerContext& ctx, int64_t step, int servers, SparseClient
   PSTRAIN_RETURN_IF_ERROR(
       ctx.cluster->Barrier(BarrierGroup::kWorkers).WithContext(where("waiting for the moves")));
   PSTRAIN_RETURN_IF_ERROR(ctx.kv->UsePlacement(*placement, version).WithContext(where("routing")));
-  if (!grows) PSTRAIN_RETURN_IF_ERROR(ctx.use_servers(servers).WithContext(where("disconnecting")));
+  if (!grows)
+    PSTRAIN_RETURN_IF_ERROR(ctx.use_servers(servers, slots).WithContext(where("disconnecting")));
   if (sparse) sparse->UseServers(ctx.servers);
   if (embeddings) embeddings->UseServers(ctx.servers);
   if (ctx.rank == 0) {

@@ -39,8 +39,10 @@ struct WorkerContext {
   CheckpointRef resume{0, "", {}, ""};
   // An elastic job's servers changing live (roles/worker/grow.h): makes the
   // servers of ranks below `servers` this worker's (and kv's), connecting
-  // to new ones and closing the connections to those past them.
-  std::function<Status(int servers)> use_servers;
+  // to new ones and closing the connections to those that leave; `slots`
+  // (a shrink): for each new rank, the rank its server holds now (empty:
+  // ranks below `servers` keep theirs).
+  std::function<Status(int servers, const std::vector<int>& slots)> use_servers;
 };
 
 class WorkerJob {

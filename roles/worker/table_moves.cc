@@ -69,12 +69,12 @@ StatusOr<std::vector<Incoming>> CallEach(EventLoop* loop,
   return std::move(replies->got);
 }
 
-// Rows and digest sum per table, over servers [first, last).
+// Rows and digest sum per table, over the servers of connections `ranks`.
 using Digests = std::map<std::string, std::pair<int64_t, uint64_t>>;
-StatusOr<Digests> DigestOf(EventLoop* loop, const std::vector<Connection::Ptr>& servers, int first,
-                           int last) {
+StatusOr<Digests> DigestOf(EventLoop* loop, const std::vector<Connection::Ptr>& servers,
+                           const std::vector<int>& ranks) {
   std::vector<Request> requests;
-  for (int s = first; s < last; ++s) requests.push_back({s, RowsDigestRequest{}, nullptr});
+  for (int s : ranks) requests.push_back({s, RowsDigestRequest{}, nullptr});
   auto replies = CallEach(loop, servers, std::move(requests));
   if (!replies.ok()) return replies.status();
   Digests out;
@@ -92,26 +92,39 @@ StatusOr<Digests> DigestOf(EventLoop* loop, const std::vector<Connection::Ptr>& 
 }  // namespace
 
 StatusOr<RowMoves> MoveTableRows(EventLoop* loop, const std::vector<Connection::Ptr>& servers,
-                                 int from, int to, int64_t step, bool check, Logger log) {
+                                 int from, int to, const std::vector<int>& slots, int64_t step,
+                                 bool check, Logger log) {
   if (from == to) return RowMoves{};
-  if (static_cast<int>(servers.size()) < std::max(from, to))
-    return Internal(fmt::format("moving rows from {} servers to {} with {} connections", from, to,
-                                servers.size()));
+  const bool grows = to > from;
+  if (static_cast<int>(servers.size()) < std::max(from, to) ||
+      (!slots.empty() && (grows || static_cast<int>(slots.size()) != to)))
+    return Internal(
+        fmt::format("moving rows from {} servers to {} with {} connections and {} slots", from, to,
+                    servers.size(), slots.size()));
+  // Today's rank of each new rank's server, and the other way round (-1:
+  // it leaves).
+  std::vector<int> old_of_new(static_cast<size_t>(to)), new_of_old(servers.size(), -1);
+  for (int s = 0; s < to; ++s) {
+    old_of_new[s] = slots.empty() ? s : slots[s];
+    new_of_old[old_of_new[s]] = s;
+  }
   Digests before;
   if (check) {
-    auto digests = DigestOf(loop, servers, 0, from);
+    std::vector<int> ranks(static_cast<size_t>(from));
+    for (int r = 0; r < from; ++r) ranks[r] = r;
+    auto digests = DigestOf(loop, servers, ranks);
     if (!digests.ok()) return digests.status().WithContext("fingerprinting the tables before");
     before = std::move(*digests);
   }
   // Consistent placement (comm/ps/row_placement.h): on a growth only the
   // new servers take rows, from every old one; on a shrink only the
-  // leavers give rows up, to those that stay.
-  const bool grows = to > from;
-  const int give_first = grows ? 0 : to, give_last = from;
-  const int take_first = grows ? from : 0, take_last = to;
+  // servers whose rank changes give rows up (the leavers all of theirs, a
+  // server taking a leaver's rank those the new count places elsewhere),
+  // to every server that stays.
   std::vector<Request> hand_offs;
-  for (int s = give_first; s < give_last; ++s)
-    hand_offs.push_back({s, RowsHandOffRequest{to}, nullptr});
+  for (int r = 0; r < from; ++r)
+    if (grows || new_of_old[r] != r)
+      hand_offs.push_back({r, RowsHandOffRequest{to, new_of_old[r]}, nullptr});
   const auto begin = std::chrono::steady_clock::now();
   auto handed = CallEach(loop, servers, std::move(hand_offs));
   const auto handed_at = std::chrono::steady_clock::now();
@@ -140,12 +153,13 @@ StatusOr<RowMoves> MoveTableRows(EventLoop* loop, const std::vector<Connection::
     }
   }
   std::vector<Request> take_overs;
-  for (int s = take_first; s < take_last; ++s) {
+  for (int s = grows ? from : 0; s < to; ++s) {
     std::vector<MovedRows> rows;
     for (auto& [name, t] : to_server[s]) rows.push_back(std::move(t));
     auto bytes = std::make_shared<std::string>();
     EncodeMovedRows(rows, bytes.get());
-    take_overs.push_back({s, RowsTakeOverRequest{to, std::max(step, table_step)}, bytes});
+    take_overs.push_back(
+        {old_of_new[s], RowsTakeOverRequest{to, std::max(step, table_step), s}, bytes});
   }
   const auto split_at = std::chrono::steady_clock::now();
   auto taken = CallEach(loop, servers, std::move(take_overs));
@@ -158,7 +172,7 @@ StatusOr<RowMoves> MoveTableRows(EventLoop* loop, const std::vector<Connection::
       ms(split_at, std::chrono::steady_clock::now()));
   if (!taken.ok()) return taken.status().WithContext("installing the rows handed off");
   if (check) {
-    auto after = DigestOf(loop, servers, 0, to);
+    auto after = DigestOf(loop, servers, old_of_new);
     if (!after.ok()) return after.status().WithContext("fingerprinting the tables after");
     int64_t rows = 0;
     for (const auto& [name, d] : before) {

@@ -19,12 +19,15 @@ struct RowMoves {
   int64_t bytes = 0;  // their bytes on the wire, values and optimizer state
 };
 
-// From `from` servers to `to` (one more or fewer, or several, in one
-// direction), before step `step`: `servers` holds the connections to ranks
-// 0 .. max(from, to) - 1. With `check` (tests), every server's tables are
-// fingerprinted before and after, and a row lost, added or changed fails
-// the call naming the table.
+// From `from` servers to `to` (more or fewer), before step `step`:
+// `servers` holds the connections to today's ranks 0 .. max(from, to) - 1.
+// `slots` (fewer only): for each rank of the new placement, the rank its
+// server holds today (empty: ranks below `to` keep theirs); each server
+// that stays is told its new rank. With `check` (tests), every server's
+// tables are fingerprinted before and after, and a row lost, added or
+// changed fails the call naming the table.
 StatusOr<RowMoves> MoveTableRows(EventLoop* loop, const std::vector<Connection::Ptr>& servers,
-                                 int from, int to, int64_t step, bool check, Logger log);
+                                 int from, int to, const std::vector<int>& slots, int64_t step,
+                                 bool check, Logger log);
 
 }  // namespace pstrain

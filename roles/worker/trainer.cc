@@ -498,13 +498,15 @@ Status TrainJob::Run(WorkerContext& ctx) {
   bool have_next = false;  // `next` holds the batch after `batch`
   const bool look_ahead = sparse_ && embeddings_->CanPrefetch();
   int64_t stopped_at = -1;  // stopped on request before this step
+  std::vector<int> slots;   // of a live change of the servers
   for (int64_t step = start_step; step < total; ++step) {
     if (!ctx.cluster->BeginStep(step)) {
       stopped_at = step;
       break;
     }
-    if (const int servers = ctx.cluster->GrowsAt(step); servers > 0)
-      PSTRAIN_RETURN_IF_ERROR(ChangeServers(ctx, step, servers, sparse_.get(), embeddings_.get()));
+    if (const int servers = ctx.cluster->GrowsAt(step, &slots); servers > 0)
+      PSTRAIN_RETURN_IF_ERROR(
+          ChangeServers(ctx, step, servers, slots, sparse_.get(), embeddings_.get()));
     const int epoch = static_cast<int>(plan.Epoch(step));
     const int64_t in_epoch = plan.InEpoch(step);
     const int64_t epoch_steps = plan.EpochSteps(epoch);

@@ -52,8 +52,8 @@ Status Worker::RunOnce() {
   context.log_dir = node_.options().cluster.log_dir;
   context.sample_log = node_.options().cluster.test_sample_log;
   context.data_cache = data_cache_.get();
-  context.use_servers = [this, &context](int servers) {
-    PSTRAIN_RETURN_IF_ERROR(UseServers(servers));
+  context.use_servers = [this, &context](int servers, const std::vector<int>& slots) {
+    PSTRAIN_RETURN_IF_ERROR(UseServers(servers, slots));
     context.servers = node_.loop().Call<std::vector<Connection::Ptr>>(
         [this] { return servers_; }, std::vector<Connection::Ptr>{});
     return Status::OK();
@@ -125,16 +125,25 @@ Status Worker::ConnectTo(const std::vector<NodeInfo>& servers) {
   return all_connected.Wait();
 }
 
-Status Worker::UseServers(int servers) {
+Status Worker::UseServers(int servers, const std::vector<int>& slots) {
   const size_t had = servers_.size();
   if (servers < static_cast<int>(had)) {
     // Nothing is routed to the leavers any more (UsePlacement came first):
-    // their connections close before they go.
+    // their connections close before they go. Those that stay take the
+    // ranks of their slots.
     Completion<Status> dropped;
-    if (!node_.loop().Post([this, servers, dropped] {
-          for (size_t r = static_cast<size_t>(servers); r < servers_.size(); ++r)
-            if (servers_[r]) servers_[r]->Close(Cancelled("the server leaves the job"));
-          servers_.resize(static_cast<size_t>(servers));
+    if (!node_.loop().Post([this, servers, slots, dropped] {
+          std::vector<Connection::Ptr> kept(static_cast<size_t>(servers));
+          std::vector<bool> stays(servers_.size(), false);
+          for (size_t s = 0; s < kept.size(); ++s) {
+            const size_t from = slots.empty() ? s : static_cast<size_t>(slots[s]);
+            kept[s] = servers_[from];
+            stays[from] = true;
+          }
+          for (size_t r = 0; r < servers_.size(); ++r)
+            if (!stays[r] && servers_[r])
+              servers_[r]->Close(Cancelled("the server leaves the job"));
+          servers_ = std::move(kept);
           dropped.Set(Status::OK());
         }))
       return Aborted("the worker is stopping");

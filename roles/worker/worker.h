@@ -44,9 +44,10 @@ class Worker {
   Status ConnectTo(const std::vector<NodeInfo>& servers);
   // 14. The job's servers change live (roles/worker/grow.h): more, it
   // connects to those of ranks up to `servers` (from the topology, once it
-  // lists them); fewer, it closes its connections to the others. The KV
-  // client gets the set.
-  Status UseServers(int servers);
+  // lists them); fewer, it closes its connections to the others, and those
+  // that stay take the ranks `slots` gives them (WorkerContext::use_servers).
+  // The KV client gets the set.
+  Status UseServers(int servers, const std::vector<int>& slots);
   // Every worker compares its PS tensors with worker 0's (through the
   // scheduler): with different models, a pull could wait for a partition
   // nobody creates. Blocking; a barrier of the workers.
