@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <set>
@@ -22,6 +23,8 @@
 #include "embedding/row_store.h"
 #include "embedding/tiered_table.h"
 #include "roles/placement/row_move_codec.h"
+#include "roles/placement/server_tables.h"
+#include "roles/server/table_host.h"
 #include "roles/server/table_rows.h"
 #include "src/common/random.h"
 #include "tests/test_util.h"
@@ -388,6 +391,24 @@ TEST_CASE("moved rows travel bit for bit, and damaged bytes are refused") {
   EncodeMovedRows(same_name, &dup);
   CHECK(DecodeMovedRows(dup.data(), dup.size()).status().message().find("twice") !=
         std::string::npos);
+}
+
+// A server that took another's rank in a live change keeps the store
+// directory named after its old rank; a server joining as that rank on the
+// same disk must not wipe it (RocksDB's lock refuses), and takes the next
+// name instead.
+TEST_CASE("a table store directory in use is not taken over by another server") {
+  TempDir tmp;
+  Config config = OneTableConfig("emb", 4);
+  config.parameters[0].server_cache_rows = 8;
+  config.train.store_dir = tmp.path();
+  auto sink = std::make_shared<testing::CaptureSink>();
+  auto first = TableHost::Create(config, 1, 0, 2, testing::CaptureLogger("first", sink));
+  REQUIRE_MESSAGE(first.ok(), first.status().message());
+  auto second = TableHost::Create(config, 1, 0, 2, testing::CaptureLogger("second", sink));
+  REQUIRE_MESSAGE(second.ok(), second.status().message());
+  CHECK(std::filesystem::exists(ServerStoreDir(config, 0) + "/CURRENT"));  // not wiped
+  CHECK(std::filesystem::exists(ServerStoreDir(config, 0) + ".2/CURRENT"));
 }
 
 }  // namespace
