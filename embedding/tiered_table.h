@@ -141,6 +141,8 @@ class TieredTable {
   // the least recently touched rows, as after any batch. Memory: the rows
   // added, once more.
   Status PutRows(const RowBatch& rows);
+  // What PutRows checks first (reads the disk for the rows' ids).
+  Status CheckNewRows(const RowBatch& rows);
 
   Status CheckId(int64_t id) const { return memory_.CheckId(id); }
   const EmbeddingTableOptions& options() const { return options_; }

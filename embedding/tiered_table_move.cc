@@ -56,20 +56,24 @@ StatusOr<RowBatch> TieredTable::TakeRows(const std::function<bool(int64_t)>& lea
   return taken;
 }
 
-Status TieredTable::PutRows(const RowBatch& rows) {
+Status TieredTable::CheckNewRows(const RowBatch& rows) {
   PSTRAIN_RETURN_IF_ERROR(memory_.CheckNewRows(rows));
   FinishWrite();
+  if (rows.empty() || disk_rows_ == 0) return Status::OK();
+  // A stale copy belongs to a row in memory, which memory's check refused:
+  // any record found is a row here.
+  RowBatch found(rows.floats);
+  PSTRAIN_RETURN_IF_ERROR(store_->MultiGet(table_, rows.ids.data(), rows.size(), &found));
+  if (!found.empty())
+    return InvalidArgument(
+        fmt::format("embedding table '{}': cannot add {} rows: id {} already has a row here",
+                    options_.name, rows.size(), found.ids[0]));
+  return Status::OK();
+}
+
+Status TieredTable::PutRows(const RowBatch& rows) {
+  PSTRAIN_RETURN_IF_ERROR(CheckNewRows(rows));
   if (rows.empty()) return Status::OK();
-  if (disk_rows_ > 0) {
-    // A stale copy belongs to a row in memory, which CheckNewRows refused:
-    // any record found is a row here.
-    RowBatch found(rows.floats);
-    PSTRAIN_RETURN_IF_ERROR(store_->MultiGet(table_, rows.ids.data(), rows.size(), &found));
-    if (!found.empty())
-      return InvalidArgument(
-          fmt::format("embedding table '{}': cannot add {} rows: id {} already has a row here",
-                      options_.name, rows.size(), found.ids[0]));
-  }
   // What goes to disk: the `over` least recently touched of the rows here
   // (least recent first) and the rows added (by step), as MergeRows would
   // order them (ties: the rows here less recent), so that memory never

@@ -270,6 +270,9 @@ void Scheduler::ShrinkLive() {
   bool same = true;
   for (int s = 0; s < servers; ++s) same &= slots[s] == s;
   if (same) slots.clear();
+  // Nodes that ask to leave while this change runs wait for the next one.
+  live_leavers_.clear();
+  for (const auto& [node_id, why] : leaving_) live_leavers_.insert(node_id);
   reshape_reasons_.clear();
   ChangeServersLive(old_servers, servers, fmt::format("{}", fmt::join(who, "; ")),
                     std::move(slots));
@@ -352,8 +355,10 @@ void Scheduler::HandleShapeChanged(const Connection::Ptr& conn, uint64_t id,
       servers_ = std::move(ordered);
     }
     std::vector<NodeEntry> left = Renumber(
-        Role::kServer, [this](const NodeEntry& n) { return !leaving_.count(n.info.node_id); }, 0);
-    leaving_.clear();
+        Role::kServer, [this](const NodeEntry& n) { return !live_leavers_.count(n.info.node_id); },
+        0);
+    for (const std::string& node_id : live_leavers_) leaving_.erase(node_id);
+    live_leavers_.clear();
     SendOff(left, changed.step);
     SendTopology();
   }

@@ -112,6 +112,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -388,6 +389,7 @@ class Scheduler {
   bool admitting_live_ = false;                           // Admit answers RegisterReply live
   int64_t reshape_step_ = -1;
   std::vector<int> live_slots_;             // of the live server change under way
+  std::set<std::string> live_leavers_;      // the servers it takes out
   std::vector<std::string> shape_changes_;  // the log lines of the changes, the last 32
 };
 

@@ -129,6 +129,8 @@ class Server {
   // Whether the shards and tables are made; until then Hellos wait for
   // their Ack in early_hellos_. Loop thread only.
   bool ready_ = false;
+  // It gave all its table rows up in a live change (it leaves); loop only.
+  bool left_placement_ = false;
   std::vector<std::pair<Connection::Ptr, uint64_t>> early_hellos_;
   // The worker rank each peer connection introduced itself as (Hello);
   // loop thread only. Requests name their worker, which must match.

@@ -63,7 +63,9 @@ Status TableHost::OpenStore() {
   // rank on the same disk finds it locked and takes the next name free.
   std::string dir = ServerStoreDir(config_, rank_);
   auto store = RowStore::Open(dir);
-  for (int n = 2; !store.ok() && n <= 8; ++n) {
+  // RocksDB says "lock" when another store holds the directory.
+  for (int n = 2;
+       !store.ok() && n <= 8 && store.status().message().find("lock") != std::string::npos; ++n) {
     log_->warn("{}", store.status().message());
     dir = fmt::format("{}.{}", ServerStoreDir(config_, rank_), n);
     store = RowStore::Open(dir);

@@ -31,8 +31,12 @@ void TableHost::HandOffRows(int servers, int rank, std::function<void(StatusOr<H
     for (auto& [name, t] : tables_) {
       auto rows = t->table.TakeRows(elsewhere);
       if (!rows.ok()) {
-        // Rows already taken go back where they were: nothing is lost.
-        for (MovedRows& m : taken) tables_[m.table]->table.PutRows(m.rows).IgnoreError();
+        // Rows already taken go back where they were; should the disk fail
+        // that too, the move fails and the job recovers from its newest
+        // checkpoint (elastic jobs have one).
+        for (MovedRows& m : taken)
+          if (Status back = tables_[m.table]->table.PutRows(m.rows); !back.ok())
+            log_->error("rows of table '{}' not put back: {}", m.table, back.message());
         return done(rows.status().WithContext(fmt::format("handing off rows of table '{}'", name)));
       }
       const uint32_t dim = static_cast<uint32_t>(t->table.options().dim);
@@ -70,6 +74,9 @@ void TableHost::TakeOverRows(int servers, int rank, int64_t step, Buffer bytes,
           return done(InvalidArgument(fmt::format(
               "row {} of table '{}' taken over belongs to server {} of {}, not to this one ({})",
               id, m.table, ServerOfId(id, servers), servers, rank)));
+      // Rows it has, ids twice, another row width: refused before any is in.
+      if (Status st = t->table.CheckNewRows(m.rows); !st.ok())
+        return done(st.WithContext("rows taken over"));
     }
     // A server that joined live starts its tables at the job's step, and
     // their lr schedules where their rows' were; so does one that gave its
@@ -81,6 +88,8 @@ void TableHost::TakeOverRows(int servers, int rank, int64_t step, Buffer bytes,
       if (t->core.step() < step) t->core.RestoreStep(step);
     int64_t rows = 0;
     for (const MovedRows& m : *moved) {
+      // Only the disk can fail here; the move then fails, and the job
+      // recovers from its newest checkpoint (elastic jobs have one).
       Status st = Find(m.table)->table.PutRows(m.rows);
       if (!st.ok()) return done(st.WithContext(fmt::format("taking over rows of '{}'", m.table)));
       rows += static_cast<int64_t>(m.rows.size());
@@ -124,6 +133,7 @@ void Server::OnRowsHandOff(const Connection::Ptr& conn, uint64_t id,
   std::string why = RowMoveRefusal(worker_of_, conn);
   if (why.empty() && !tables_) why = "this server holds no embedding tables";
   if (!why.empty()) return conn->Reply(id, ErrorReply{"hand-off of table rows: " + why});
+  if (request.rank < 0) left_placement_ = true;
   tables_->HandOffRows(
       request.servers, request.rank,
       [reply = ReplyTo(conn, id)](StatusOr<TableHost::HandedRows> handed) {
@@ -138,6 +148,11 @@ void Server::OnRowsTakeOver(const Connection::Ptr& conn, uint64_t id,
                             const RowsTakeOverRequest& request, Buffer rows) {
   std::string why = RowMoveRefusal(worker_of_, conn);
   if (why.empty() && !tables_) why = "this server holds no embedding tables";
+  // Servers below the new count keep their ranks (roles/worker/grow.h),
+  // but for one that gave all its rows up, leaving the placement.
+  if (why.empty() && request.rank != rank() && rank() < request.servers && !left_placement_)
+    why = fmt::format("this server keeps rank {} in a job of {} servers, not {}", rank(),
+                      request.servers, request.rank);
   if (!why.empty()) return conn->Reply(id, ErrorReply{"take-over of table rows: " + why});
   tables_->TakeOverRows(request.servers, request.rank, request.step, std::move(rows),
                         [this, reply = ReplyTo(conn, id), rank = request.rank](Status st) {
@@ -149,6 +164,9 @@ void Server::OnRowsTakeOver(const Connection::Ptr& conn, uint64_t id,
 }
 
 void Server::OnRowsDigest(const Connection::Ptr& conn, uint64_t id) {
+  // A digest reads every row, on disk too: the chief's (tests) only.
+  if (std::string why = RowMoveRefusal(worker_of_, conn); !why.empty())
+    return conn->Reply(id, ErrorReply{"digest of table rows: " + why});
   if (!tables_) return conn->Reply(id, RowsDigestReply{});
   tables_->Digest([reply = ReplyTo(conn, id)](StatusOr<RowsDigestReply> digest) {
     if (!digest.ok()) return reply(ErrorReply{digest.status().message()}, {});

@@ -143,6 +143,10 @@ StatusOr<RowBatch> ServerRows::TakeRows(const std::function<bool(int64_t)>& leav
   return taken;
 }
 
+Status ServerRows::CheckNewRows(const RowBatch& rows) {
+  return tiered_ ? tiered_->CheckNewRows(rows) : memory_->CheckNewRows(rows);
+}
+
 Status ServerRows::PutRows(const RowBatch& rows) {
   if (tiered_) return tiered_->PutRows(rows);
   PSTRAIN_RETURN_IF_ERROR(memory_->CheckNewRows(rows));

@@ -82,6 +82,9 @@ class ServerRows {
   // touched rows are evicted: at once in memory; by the next Lookup for a
   // tiered table (tiered_table.h).
   Status PutRows(const RowBatch& rows);
+  // The refusals of PutRows, checked alone: a move checks every table's
+  // rows before it installs any.
+  Status CheckNewRows(const RowBatch& rows);
   // The lr schedule's clock (SparseTable::table_updates, CatchUpSchedule).
   int64_t table_updates() const;
   void CatchUpSchedule(int64_t pushes);

@@ -25,6 +25,19 @@ Status ChangeServers(WorkerContext& ctx, int64_t step, int servers, const std::v
     return FailedPrecondition(where("this worker cannot change its servers"));
   const int had = ctx.kv->servers();
   const bool grows = servers > had;
+  // The scheduler's slots name servers this worker holds, each once.
+  if (!slots.empty()) {
+    std::vector<bool> named(static_cast<size_t>(had), false);
+    bool fit = !grows && static_cast<int>(slots.size()) == servers;
+    for (int from : slots) {
+      fit = fit && from >= 0 && from < had && !named[static_cast<size_t>(from)];
+      if (fit) named[static_cast<size_t>(from)] = true;
+    }
+    if (!fit)
+      return InvalidArgument(where(
+          fmt::format("the scheduler's slots {} do not fit {} servers", fmt::join(slots, ","), had)
+              .c_str()));
+  }
   // Rows pulled ahead come from the old placement, before anything moves.
   if (embeddings)
     PSTRAIN_RETURN_IF_ERROR(embeddings->FinishPrefetch().WithContext(where("pulling rows ahead")));

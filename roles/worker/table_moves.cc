@@ -133,6 +133,10 @@ StatusOr<RowMoves> MoveTableRows(EventLoop* loop, const std::vector<Connection::
   RowMoves moves;
   int64_t table_step = 0;
   std::map<int, std::map<std::string, MovedRows>> to_server;
+  // Every table, with no rows and the largest schedule clock: each server
+  // taking rows hears of every table, so a joiner's schedules catch up
+  // even where no row comes to it.
+  std::map<std::string, MovedRows> every_table;
   for (const Incoming& in : *handed) {
     const auto* reply = std::get_if<RowsHandOffReply>(&in.message.body);
     if (reply == nullptr) return Internal("a server answered a hand-off with something else");
@@ -142,20 +146,30 @@ StatusOr<RowMoves> MoveTableRows(EventLoop* loop, const std::vector<Connection::
     if (!tables.ok()) return tables.status().WithContext("rows handed off");
     for (MovedRows& t : *tables) {
       moves.rows += static_cast<int64_t>(t.rows.size());
+      MovedRows& seen = every_table[t.table];
+      if (seen.table.empty()) seen = MovedRows{t.table, t.dim, t.slots, 0, RowBatch(t.rows.floats)};
+      seen.table_updates = std::max(seen.table_updates, t.table_updates);
       for (size_t i = 0; i < t.rows.size(); ++i) {
         const int dest = ServerOfId(t.rows.ids[i], to);
         MovedRows& into = to_server[dest][t.table];
         if (into.table.empty())
-          into = MovedRows{t.table, t.dim, t.slots, t.table_updates, RowBatch(t.rows.floats)};
-        into.table_updates = std::max(into.table_updates, t.table_updates);
+          into = MovedRows{t.table, t.dim, t.slots, 0, RowBatch(t.rows.floats)};
         into.rows.Add(t.rows.ids[i], t.rows.row(i), t.rows.last_touched[i], t.rows.updates[i]);
       }
     }
   }
   std::vector<Request> take_overs;
-  for (int s = grows ? from : 0; s < to; ++s) {
+  const int take_first = grows ? from : 0;
+  for (const auto& [s, tables] : to_server)
+    if (s < take_first)  // a row the server it came from should not have held
+      return Internal(fmt::format("rows handed off for server {}, which takes none", s));
+  for (int s = take_first; s < to; ++s) {
     std::vector<MovedRows> rows;
-    for (auto& [name, t] : to_server[s]) rows.push_back(std::move(t));
+    for (auto& [name, empty] : every_table) {
+      auto it = to_server[s].find(name);
+      rows.push_back(it != to_server[s].end() ? std::move(it->second) : empty);
+      rows.back().table_updates = empty.table_updates;
+    }
     auto bytes = std::make_shared<std::string>();
     EncodeMovedRows(rows, bytes.get());
     take_overs.push_back(
