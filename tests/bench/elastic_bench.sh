@@ -7,7 +7,9 @@
 #   (to the first step of worker 0 after the change; a server joining
 #   LeNet, whose weights are all dense, joins live: to the scheduler's
 #   "live change done", after which the held workers go on);
-# - leave: from SIGTERM to the process's exit, for a worker and a server;
+# - leave: from SIGTERM to the process's exit, for a worker and a server
+#   (the last one, and server 0 once another has joined: that one takes
+#   rank 0);
 # - bytes moved per server join: the checkpoint of the change's step (each
 #   server's new shard is read back from it), or for a live join the
 #   partitions' values the chief moved (their optimizer state besides);
@@ -134,7 +136,16 @@ for RUN in $SCENARIOS; do
   sleep "$WARM"
   join_then_leave worker 1 worker_2 1
   join_then_leave server 3 worker_0 4
-  for n in scheduler server_0 server_1 worker_0 worker_1; do
+  # Server 0 leaves after another joins: the joiner takes rank 0, live.
+  join server_3
+  change 5 "server join"
+  sleep 2
+  sent=$(now_ms)
+  kill -TERM "$(node_pid server_0)"
+  wait_exit server_0 3000
+  echo "  leave: server 0 exited $status $(($(now_ms) - sent)) ms after SIGTERM (server 3 takes rank 0)"
+  change 6 "server 0 leave"
+  for n in scheduler server_3 server_1 worker_0 worker_1; do
     wait_exit "$n" 6000
     [ "$status" = 0 ] || fail "$RUN: $n exited $status"
   done
