@@ -18,7 +18,8 @@
 #   exits 0; the scheduler logged one "elastic:" line per change;
 # - no step is trained twice for a join or a leave (every node resumes at
 #   the step the workers stopped at), and only the steps since the newest
-#   checkpoint for the killed worker;
+#   complete checkpoint for the killed worker (at most two checkpoints'
+#   worth: the newest may still be in the writing);
 # - every epoch trained each sample exactly once (the workers'
 #   PSTRAIN_TEST_SAMPLE_LOG, keeping the last run of a redone step);
 # - the test metric is not far below the same job's at a fixed shape: 0.005
@@ -310,8 +311,11 @@ echo "  every epoch used each of the $SAMPLES samples exactly once; steps redone
 if [ "$SCENARIO" = wide_deep ]; then
   [ "$REDONE" = 0 ] || fail "$REDONE steps redone"
 else
-  # The killed worker's: those since the newest checkpoint (every 16 steps).
-  [ "$REDONE" -le 16 ] || fail "$REDONE steps redone; at most the 16 since a checkpoint expected"
+  # The killed worker's: those since the newest complete checkpoint. One
+  # is asked for every 16 steps and written while training goes on, so
+  # the newest may still be in the writing when the worker dies (on a busy
+  # machine a run redid 17): at most 32.
+  [ "$REDONE" -le 32 ] || fail "$REDONE steps redone; at most the 32 since two checkpoints expected"
 fi
 ELASTIC=$(metric "$(node_log worker_0)")
 echo "  elastic: test metric $ELASTIC (fixed shape $FIXED)"
