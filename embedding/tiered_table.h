@@ -141,8 +141,11 @@ class TieredTable {
   // the least recently touched rows, as after any batch. Memory: the rows
   // added, once more.
   Status PutRows(const RowBatch& rows);
-  // What PutRows checks first (reads the disk for the rows' ids).
+  // PutRows is CheckNewRows (it reads the disk for the rows' ids), then
+  // PutCheckedRows, which a caller checking several tables first calls
+  // alone, with no change to the table in between.
   Status CheckNewRows(const RowBatch& rows);
+  Status PutCheckedRows(const RowBatch& rows);
 
   Status CheckId(int64_t id) const { return memory_.CheckId(id); }
   const EmbeddingTableOptions& options() const { return options_; }

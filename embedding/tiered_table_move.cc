@@ -73,6 +73,10 @@ Status TieredTable::CheckNewRows(const RowBatch& rows) {
 
 Status TieredTable::PutRows(const RowBatch& rows) {
   PSTRAIN_RETURN_IF_ERROR(CheckNewRows(rows));
+  return PutCheckedRows(rows);
+}
+
+Status TieredTable::PutCheckedRows(const RowBatch& rows) {
   if (rows.empty()) return Status::OK();
   // What goes to disk: the `over` least recently touched of the rows here
   // (least recent first) and the rows added (by step), as MergeRows would

@@ -10,23 +10,17 @@
 
 namespace pstrain {
 
-namespace {
-
-// Why `conn` may not move partitions (empty: it may): only the chief does.
-std::string MoveRefusal(const std::unordered_map<const Connection*, int>& worker_of,
-                        const Connection::Ptr& conn) {
-  auto it = worker_of.find(conn.get());
-  return it == worker_of.end() || it->second != 0
-             ? "only the chief worker (rank 0) moves partitions"
+std::string Server::ChiefOnly(const Connection::Ptr& conn, const char* what) const {
+  auto it = worker_of_.find(conn.get());
+  return it == worker_of_.end() || it->second != 0
+             ? fmt::format("only the chief worker (rank 0) {}", what)
              : "";
 }
-
-}  // namespace
 
 void Server::OnHandOff(const Connection::Ptr& conn, uint64_t id, const HandOffRequest& request) {
   const int servers =
       std::max(node_.cluster().server_num(), node_.options().cluster.elastic.max_servers);
-  std::string why = MoveRefusal(worker_of_, conn);
+  std::string why = ChiefOnly(conn, "moves partitions");
   if (why.empty() && request.to_rank >= servers)
     why =
         fmt::format("server {} is not in this job of at most {} servers", request.to_rank, servers);
@@ -73,7 +67,7 @@ void Server::OnHandOff(const Connection::Ptr& conn, uint64_t id, const HandOffRe
 void Server::OnTakeOver(const Connection::Ptr& conn, uint64_t id, const TakeOverRequest& request,
                         const Buffer& payload) {
   const int64_t largest = config_.train.partition_bytes / static_cast<int64_t>(sizeof(float));
-  std::string why = MoveRefusal(worker_of_, conn);
+  std::string why = ChiefOnly(conn, "moves partitions");
   if (why.empty() && request.elements > largest)
     why = fmt::format("{} values; partitions hold at most {} (train.partition_bytes)",
                       request.elements, largest);

@@ -77,6 +77,9 @@ class Server {
   void OnHandOff(const Connection::Ptr& conn, uint64_t id, const HandOffRequest& request);
   void OnTakeOver(const Connection::Ptr& conn, uint64_t id, const TakeOverRequest& request,
                   const Buffer& payload);
+  // Why `conn` may not ask for a move (empty: it may): only the chief
+  // worker moves partitions and rows; `what`: "moves rows".
+  std::string ChiefOnly(const Connection::Ptr& conn, const char* what) const;
   // Live moves of table rows (roles/server/table_moves.h).
   void OnRowsHandOff(const Connection::Ptr& conn, uint64_t id, const RowsHandOffRequest& request);
   void OnRowsTakeOver(const Connection::Ptr& conn, uint64_t id, const RowsTakeOverRequest& request,

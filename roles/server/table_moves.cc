@@ -90,7 +90,7 @@ void TableHost::TakeOverRows(int servers, int rank, int64_t step, Buffer bytes,
     for (const MovedRows& m : *moved) {
       // Only the disk can fail here; the move then fails, and the job
       // recovers from its newest checkpoint (elastic jobs have one).
-      Status st = Find(m.table)->table.PutRows(m.rows);
+      Status st = Find(m.table)->table.PutCheckedRows(m.rows);
       if (!st.ok()) return done(st.WithContext(fmt::format("taking over rows of '{}'", m.table)));
       rows += static_cast<int64_t>(m.rows.size());
     }
@@ -116,21 +116,9 @@ void TableHost::Digest(std::function<void(StatusOr<RowsDigestReply>)> done) {
   });
 }
 
-namespace {
-
-// Why `conn` may not move rows (empty: it may): only the chief does.
-std::string RowMoveRefusal(const std::unordered_map<const Connection*, int>& worker_of,
-                           const Connection::Ptr& conn) {
-  auto it = worker_of.find(conn.get());
-  return it == worker_of.end() || it->second != 0 ? "only the chief worker (rank 0) moves rows"
-                                                  : "";
-}
-
-}  // namespace
-
 void Server::OnRowsHandOff(const Connection::Ptr& conn, uint64_t id,
                            const RowsHandOffRequest& request) {
-  std::string why = RowMoveRefusal(worker_of_, conn);
+  std::string why = ChiefOnly(conn, "moves rows");
   if (why.empty() && !tables_) why = "this server holds no embedding tables";
   if (!why.empty()) return conn->Reply(id, ErrorReply{"hand-off of table rows: " + why});
   if (request.rank < 0) left_placement_ = true;
@@ -146,7 +134,7 @@ void Server::OnRowsHandOff(const Connection::Ptr& conn, uint64_t id,
 
 void Server::OnRowsTakeOver(const Connection::Ptr& conn, uint64_t id,
                             const RowsTakeOverRequest& request, Buffer rows) {
-  std::string why = RowMoveRefusal(worker_of_, conn);
+  std::string why = ChiefOnly(conn, "moves rows");
   if (why.empty() && !tables_) why = "this server holds no embedding tables";
   // Servers below the new count keep their ranks (roles/worker/grow.h),
   // but for one that gave all its rows up, leaving the placement.
@@ -165,7 +153,7 @@ void Server::OnRowsTakeOver(const Connection::Ptr& conn, uint64_t id,
 
 void Server::OnRowsDigest(const Connection::Ptr& conn, uint64_t id) {
   // A digest reads every row, on disk too: the chief's (tests) only.
-  if (std::string why = RowMoveRefusal(worker_of_, conn); !why.empty())
+  if (std::string why = ChiefOnly(conn, "moves rows"); !why.empty())
     return conn->Reply(id, ErrorReply{"digest of table rows: " + why});
   if (!tables_) return conn->Reply(id, RowsDigestReply{});
   tables_->Digest([reply = ReplyTo(conn, id)](StatusOr<RowsDigestReply> digest) {

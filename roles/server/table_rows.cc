@@ -148,8 +148,12 @@ Status ServerRows::CheckNewRows(const RowBatch& rows) {
 }
 
 Status ServerRows::PutRows(const RowBatch& rows) {
-  if (tiered_) return tiered_->PutRows(rows);
-  PSTRAIN_RETURN_IF_ERROR(memory_->CheckNewRows(rows));
+  PSTRAIN_RETURN_IF_ERROR(CheckNewRows(rows));
+  return PutCheckedRows(rows);
+}
+
+Status ServerRows::PutCheckedRows(const RowBatch& rows) {
+  if (tiered_) return tiered_->PutCheckedRows(rows);
   memory_->MergeRows(rows);
   return Status::OK();
 }

@@ -82,9 +82,10 @@ class ServerRows {
   // touched rows are evicted: at once in memory; by the next Lookup for a
   // tiered table (tiered_table.h).
   Status PutRows(const RowBatch& rows);
-  // The refusals of PutRows, checked alone: a move checks every table's
-  // rows before it installs any.
+  // PutRows is these two: a move checks every table's rows before it
+  // installs any (PutCheckedRows, with no change in between).
   Status CheckNewRows(const RowBatch& rows);
+  Status PutCheckedRows(const RowBatch& rows);
   // The lr schedule's clock (SparseTable::table_updates, CatchUpSchedule).
   int64_t table_updates() const;
   void CatchUpSchedule(int64_t pushes);
