@@ -109,6 +109,17 @@ TEST_CASE("every message type round-trips") {
   // A shrink in which server 2 takes the rank of server 0, which leaves.
   auto shrink = std::get<Stop>(RoundTrip({7, false, Stop{"shrink", 40, 2, {2, 1}}}).body);
   CHECK(shrink.slots == std::vector<int>{2, 1});
+  // A worker lost: the others stop before step 41, finishing step 40 without it.
+  auto lost = std::get<Stop>(RoundTrip({7, false, Stop{"lost", 41, 0, {}, {2}}}).body);
+  CHECK(lost.lost == std::vector<int>{2});
+  auto lose = std::get<LoseWorker>(RoundTrip({7, false, LoseWorker{2, 40, "lost"}}).body);
+  CHECK(lose.rank == 2);
+  CHECK(lose.last_step == 40);
+  CHECK(lose.reason == "lost");
+  CHECK(std::get<LoseWorkerReply>(RoundTrip({7, true, LoseWorkerReply{39}}).body).last_step == 39);
+  RegisterRequest finishing{Node("e", Role::kWorker, -1), 2, 2};
+  finishing.elastic = ElasticBounds{2, 4, -1, -1, true};
+  CHECK(std::get<RegisterRequest>(RoundTrip({7, false, finishing}).body).elastic.finish_lost);
   // Live moves of table rows.
   auto off = std::get<RowsHandOffRequest>(RoundTrip({8, false, RowsHandOffRequest{2, -1}}).body);
   CHECK(off.servers == 2);
@@ -218,6 +229,10 @@ TEST_CASE(
                                  MessageBody(Stop{"x", 4, 2, {0}}),
                                  MessageBody(Stop{"x", 4, 2, {1, 1}}),
                                  MessageBody(Stop{"x", 4, 2, {0, -1}}),
+                                 MessageBody(Stop{"x", 4, 0, {}, {-1}}),
+                                 MessageBody(LoseWorker{-1, 4, "x"}),
+                                 MessageBody(LoseWorker{1, -2, "x"}),
+                                 MessageBody(LoseWorkerReply{-2}),
                                  MessageBody(RowsHandOffRequest{2, 2}),
                                  MessageBody(RowsHandOffRequest{0, 0}),
                                  MessageBody(RowsTakeOverRequest{2, 4, -1}),

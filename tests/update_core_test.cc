@@ -198,5 +198,86 @@ TEST_CASE("async: step() keeps the steps counted before a change at the old memb
   CHECK(core.step() == 6);  // 4 + 8 pushes of 4 workers
 }
 
+// FinishWithout, as the owners call it, recording the apply.
+Status Finish(UpdateCore& core, Recorder& r, int rank, int64_t last) {
+  Status st = core.FinishWithout(rank, last, "worker lost", [&](float scale) {
+    r.calls.push_back("apply " + std::to_string(scale).substr(0, 4));
+    return Status::OK();
+  });
+  core.AnswerReady();
+  return st;
+}
+
+TEST_CASE(
+    "lost worker: a step without its gradient completes over the others, the next is called off") {
+  UpdateCore core(3, UpdateMode::kSync);
+  Recorder r;
+  REQUIRE(r.Push(core, 0, 0).ok());
+  auto last = core.Lose(2);
+  REQUIRE(last.ok());
+  CHECK(*last == -1);                    // its gradient of step 0 never came
+  CHECK_FALSE(r.Push(core, 2, 0).ok());  // a late push of the lost worker
+  bool answered = false;
+  std::string refused;
+  core.AnswerAt(1, [&] { answered = true; });
+  core.AnswerAt(
+      2, [] { FAIL("a pull of a called-off step was answered"); },
+      [&](const std::string& why) { refused = why; });
+  REQUIRE(Finish(core, r, 2, 0).ok());
+  CHECK(refused == "worker lost");
+  CHECK_FALSE(answered);  // worker 1's gradient is still to come
+  REQUIRE(r.Push(core, 1, 0).ok());
+  CHECK(r.calls ==
+        std::vector<std::string>{"gather 0 first", "gather 1", "apply 0.50"});  // over two
+  CHECK(answered);
+  CHECK(core.clock() == 1);
+  Status next = r.Push(core, 0, 1);
+  CHECK(next.code() == StatusCode::kCancelled);
+  refused.clear();
+  core.AnswerAt(
+      2, [] { FAIL("answered"); }, [&](const std::string& why) { refused = why; });
+  CHECK(refused == "worker lost");
+}
+
+TEST_CASE("lost worker: its gradient counts where it came; the others complete the step at once") {
+  UpdateCore core(3, UpdateMode::kSync);
+  Recorder r;
+  REQUIRE(r.Push(core, 2, 0).ok());
+  REQUIRE(r.Push(core, 0, 0).ok());
+  auto last = core.Lose(2);
+  REQUIRE(last.ok());
+  CHECK(*last == 0);
+  REQUIRE(Finish(core, r, 2, 0).ok());
+  CHECK(core.clock() == 0);  // worker 1's is still to come, and the divisor is 3
+  REQUIRE(r.Push(core, 1, 0).ok());
+  CHECK(r.calls.back() == "apply 0.33");
+  // Without its gradient, the last missing one completes the step in FinishWithout.
+  UpdateCore other(3, UpdateMode::kSync);
+  Recorder o;
+  REQUIRE(o.Push(other, 0, 0).ok());
+  REQUIRE(o.Push(other, 1, 0).ok());
+  REQUIRE(other.Lose(2).ok());
+  REQUIRE(Finish(other, o, 2, 0).ok());
+  CHECK(o.calls.back() == "apply 0.50");
+  CHECK(other.clock() == 1);
+}
+
+TEST_CASE("lost worker: a core past the lost step drops what it gathered of the next") {
+  UpdateCore core(2, UpdateMode::kSync);
+  Recorder r;
+  REQUIRE(r.Push(core, 0, 0).ok());
+  REQUIRE(r.Push(core, 1, 0).ok());
+  REQUIRE(r.Push(core, 0, 1).ok());  // gathered, waits for worker 1
+  auto last = core.Lose(1);
+  REQUIRE(last.ok());
+  CHECK(*last == 0);
+  REQUIRE(Finish(core, r, 1, 0).ok());
+  CHECK(core.clock() == 1);
+  CHECK_FALSE(core.mid_step());
+  CHECK_FALSE(Finish(core, r, 1, 5).ok());  // a step this core is not at
+  UpdateCore async(2, UpdateMode::kAsync);
+  CHECK_FALSE(async.Lose(1).ok());
+}
+
 }  // namespace
 }  // namespace pstrain

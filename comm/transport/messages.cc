@@ -123,7 +123,7 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
         return InvalidArgument(
             fmt::format("topology_generation {} (want -1 or more)", m->topology_generation()));
       const ElasticBounds elastic{m->min_workers(), m->max_workers(), m->min_servers(),
-                                  m->max_servers()};
+                                  m->max_servers(), m->finish_lost()};
       if (elastic.enabled() &&
           !(elastic.min_workers >= 1 && elastic.min_workers <= elastic.max_workers &&
             elastic.max_workers <= kMaxElasticNodes && elastic.min_servers >= -1 &&
@@ -316,7 +316,7 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       const int servers = h->body_as_Stop()->servers();
       if (servers < 0 || servers > kMaxElasticNodes)
         return InvalidArgument(fmt::format("Stop that grows the job to {} servers", servers));
-      Stop stop{*reason, h->body_as_Stop()->at_step(), servers, {}};
+      Stop stop{*reason, h->body_as_Stop()->at_step(), servers, {}, {}};
       if (const auto* slots = h->body_as_Stop()->slots()) {
         // Each rank of the new placement, from a distinct rank of today's.
         if (slots->size() != static_cast<fb::uoffset_t>(servers))
@@ -329,8 +329,30 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
           stop.slots.push_back(from);
         }
       }
+      if (const auto* lost = h->body_as_Stop()->lost()) {
+        if (lost->size() > static_cast<fb::uoffset_t>(kMaxElasticNodes))
+          return InvalidArgument(fmt::format("Stop with {} lost workers", lost->size()));
+        for (int rank : *lost) {
+          if (rank < 0 || rank >= kMaxElasticNodes)
+            return InvalidArgument(fmt::format("Stop with lost worker {}", rank));
+          stop.lost.push_back(rank);
+        }
+      }
       return MessageBody(std::move(stop));
     }
+    case w::Body_LoseWorker: {
+      const w::LoseWorker* m = h->body_as_LoseWorker();
+      auto reason = Text(m->reason(), "reason", false);
+      if (!reason.ok()) return reason.status();
+      if (m->rank() < 0 || m->rank() >= kMaxElasticNodes || m->last_step() < -1)
+        return InvalidArgument(
+            fmt::format("LoseWorker of worker {} at step {}", m->rank(), m->last_step()));
+      return MessageBody(LoseWorker{m->rank(), m->last_step(), *reason});
+    }
+    case w::Body_LoseWorkerReply:
+      if (h->body_as_LoseWorkerReply()->last_step() < -1)
+        return InvalidArgument("LoseWorkerReply of a step below -1");
+      return MessageBody(LoseWorkerReply{h->body_as_LoseWorkerReply()->last_step()});
     case w::Body_StopReply:
       return MessageBody(StopReply{h->body_as_StopReply()->step()});
     case w::Body_Hello: {
@@ -497,7 +519,9 @@ const char* MessageName(const MessageBody& body) {
                                        "RowsHandOffReply",
                                        "RowsTakeOverRequest",
                                        "RowsDigestRequest",
-                                       "RowsDigestReply"};
+                                       "RowsDigestReply",
+                                       "LoseWorker",
+                                       "LoseWorkerReply"};
   static_assert(std::size(kNames) == std::variant_size_v<MessageBody>);
   return kNames[body.index()];
 }

@@ -127,6 +127,9 @@ struct Stop {
   // With servers: for each rank of the new placement, the rank its server
   // holds now; empty: the ranks below `servers` keep theirs.
   std::vector<int> slots;
+  // With at_step: the worker ranks lost; the others finish the step under
+  // way without them, and stop before at_step.
+  std::vector<int> lost;
 };
 // The chief to the scheduler: from `step` on the job runs with `servers`
 // servers, `partitions` of them moved live.
@@ -271,6 +274,15 @@ struct RowsTakeOverRequest {
   int rank = 0;  // the server's rank in the new placement, which it takes
 };
 // A fingerprint of every table's rows (ServerRows::Digest), for tests.
+// A lost worker of a sync elastic job (comm/transport/wire.fbs).
+struct LoseWorker {
+  int rank = 0;
+  int64_t last_step = -1;
+  std::string reason;
+};
+struct LoseWorkerReply {
+  int64_t last_step = -1;
+};
 struct RowsDigestRequest {};
 struct RowsDigestReply {
   std::vector<std::string> tables;
@@ -285,7 +297,8 @@ using MessageBody =
                  SparsePushRequest, Pause, NodeFailed, StopRequest, Stop, StopReply, AuthHello,
                  AuthProof, ScaleRequest, ScaleReply, Moved, HandOffRequest, HandOffReply,
                  TakeOverRequest, ShapeChanged, RowsHandOffRequest, RowsHandOffReply,
-                 RowsTakeOverRequest, RowsDigestRequest, RowsDigestReply>;
+                 RowsTakeOverRequest, RowsDigestRequest, RowsDigestReply, LoseWorker,
+                 LoseWorkerReply>;
 
 struct Message {
   uint64_t request_id = 0;  // 0: one-way, no reply expected

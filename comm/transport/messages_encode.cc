@@ -47,13 +47,13 @@ struct BodyEncoder {
 
   Out operator()(const RegisterRequest& m) {
     auto node = ToWire(b, m.node);
-    return {
-        w::Body_RegisterRequest,
-        w::CreateRegisterRequest(b, node, m.server_num, m.worker_num, m.recovery_wait_s, m.rejoin,
-                                 m.generation, b.CreateString(m.config), m.topology_generation,
-                                 m.topology_digest, m.elastic.min_workers, m.elastic.max_workers,
-                                 m.elastic.min_servers, m.elastic.max_servers)
-            .Union()};
+    return {w::Body_RegisterRequest,
+            w::CreateRegisterRequest(
+                b, node, m.server_num, m.worker_num, m.recovery_wait_s, m.rejoin, m.generation,
+                b.CreateString(m.config), m.topology_generation, m.topology_digest,
+                m.elastic.min_workers, m.elastic.max_workers, m.elastic.min_servers,
+                m.elastic.max_servers, m.elastic.finish_lost)
+                .Union()};
   }
   Out operator()(const RegisterReply& m) {
     return {w::Body_RegisterReply, w::CreateRegisterReply(b, m.rank, m.generation, m.live).Union()};
@@ -138,8 +138,16 @@ struct BodyEncoder {
   }
   Out operator()(const Stop& m) {
     return {w::Body_Stop, w::CreateStop(b, b.CreateString(m.reason), m.at_step, m.servers,
-                                        m.slots.empty() ? 0 : b.CreateVector(m.slots))
+                                        m.slots.empty() ? 0 : b.CreateVector(m.slots),
+                                        m.lost.empty() ? 0 : b.CreateVector(m.lost))
                               .Union()};
+  }
+  Out operator()(const LoseWorker& m) {
+    return {w::Body_LoseWorker,
+            w::CreateLoseWorker(b, m.rank, m.last_step, b.CreateString(m.reason)).Union()};
+  }
+  Out operator()(const LoseWorkerReply& m) {
+    return {w::Body_LoseWorkerReply, w::CreateLoseWorkerReply(b, m.last_step).Union()};
   }
   Out operator()(const StopReply& m) {
     return {w::Body_StopReply, w::CreateStopReply(b, m.step).Union()};

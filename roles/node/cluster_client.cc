@@ -193,7 +193,7 @@ void ClusterClient::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
     }
     paused_ = true;
     SetVerdict(Aborted("the job is paused: " + pause->reason));
-  } else {
+  } else if (!role_requests_ || !role_requests_(conn, id, in.message.body)) {
     conn->Reply(id, ErrorReply{fmt::format("a {} does not handle {} from the scheduler",
                                            RoleName(options_.role), MessageName(in.message.body))});
   }
@@ -453,6 +453,7 @@ void ClusterClient::OnStop(const Connection::Ptr& conn, uint64_t id, const Stop&
   }
   stop_at_ = stop.at_step;
   hold_ = false;
+  if (!stop.lost.empty()) lost_workers_ = stop.lost;
   stop_changed_.NotifyAll();
   log_->info("the job stops after step {}: {}", stop.at_step, stop.reason);
   conn->Reply(id, Ack{});
@@ -494,6 +495,18 @@ bool ClusterClient::BeginStep(int64_t step) {
   if (stop_at_ >= 0 && step >= stop_at_) return false;
   steps_started_ = std::max(steps_started_, step + 1);
   return true;
+}
+
+int64_t ClusterClient::AwaitStopStep() {
+  MutexLock lock(&stop_mutex_);
+  const auto limit = std::chrono::milliseconds(2 * Millis(options_.cluster.heartbeat_timeout_s));
+  stop_changed_.WaitFor(&lock, limit, [this]() REQUIRES(stop_mutex_) { return stop_at_ >= 0; });
+  return stop_at_;
+}
+
+std::vector<int> ClusterClient::LostWorkers() {
+  MutexLock lock(&stop_mutex_);
+  return lost_workers_;
 }
 
 int ClusterClient::GrowsAt(int64_t step, std::vector<int>* slots) {

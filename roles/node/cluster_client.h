@@ -40,6 +40,12 @@ class ClusterClient {
 
   // Called on the loop thread when a verdict comes (see above).
   void SetInterruptHook(std::function<void(const Status&)> hook) { interrupt_ = std::move(hook); }
+  // Messages from the scheduler for the node's role (a server's LoseWorker):
+  // `handler` answers them and returns true, or returns false for one it
+  // does not take. Set before Join; called on the loop thread.
+  using RequestHandler =
+      std::function<bool(const Connection::Ptr& conn, uint64_t id, const MessageBody& body)>;
+  void SetRequestHandler(RequestHandler handler) { role_requests_ = std::move(handler); }
 
   // Connects to the scheduler (retrying until options.cluster.connect_timeout_s
   // has passed), registers this node as listening on `listen_port`, and waits
@@ -77,6 +83,14 @@ class ClusterClient {
   // holds the caller at the step boundary (bounded by twice the heartbeat
   // timeout), so that no worker runs past it.
   bool BeginStep(int64_t step);
+  // Workers, after a step failed: the step the job stops before, once the
+  // scheduler named one within twice the heartbeat timeout (-1: none). A step at or past it
+  // was called off: a worker was lost, and the job goes on without it from
+  // there (roles/scheduler/lost_worker.cc).
+  int64_t AwaitStopStep();
+  // The worker ranks the job lost and finishes its step under way without
+  // (the scheduler's Stop says which); empty: none. Any thread.
+  std::vector<int> LostWorkers();
   // Workers, once they know the step their training starts at (0, or the
   // checkpoint's): a question of where this worker is that came before is
   // answered with it, so a change of shape asked for right after a resume
@@ -151,6 +165,7 @@ class ClusterClient {
   NodeOptions options_;
   Logger log_;
   std::function<void(const Status&)> interrupt_;
+  RequestHandler role_requests_;
   uint16_t listen_port_ = 0;
   std::atomic<int> rank_{-1};
   std::atomic<int64_t> generation_{0};
@@ -184,6 +199,7 @@ class ClusterClient {
   int64_t grow_at_ GUARDED_BY(stop_mutex_) = -1;  // GrowsAt
   int grow_servers_ GUARDED_BY(stop_mutex_) = 0;
   std::vector<int> grow_slots_ GUARDED_BY(stop_mutex_);
+  std::vector<int> lost_workers_ GUARDED_BY(stop_mutex_);
   // Asked where it is before StartingAt: answered then (loop thread).
   std::weak_ptr<Connection> asked_conn_ GUARDED_BY(stop_mutex_);
   uint64_t asked_id_ GUARDED_BY(stop_mutex_) = 0;

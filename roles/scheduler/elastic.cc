@@ -408,6 +408,7 @@ std::vector<Scheduler::NodeEntry> Scheduler::Renumber(
 void Scheduler::ApplyReshape() {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
   reshaping_ = false;
+  live_lost_.clear();  // 15. they leave with the others (leaving_)
   const int64_t step = reshape_step_;
   const int old_servers = Count(Role::kServer), old_workers = Count(Role::kWorker);
   std::vector<Joiner> joining;

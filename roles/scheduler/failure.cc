@@ -109,6 +109,7 @@ void Scheduler::LoseNode(NodeEntry& node, const std::string& why) {
         "{}; the job cannot recover (recovery needs train.checkpoint, and train.recovery.wait_s "
         "above 0)",
         what)));
+  if (FinishWithoutLost(node, what)) return;
   // 13. Also during a pause: a peer may have reported the loss first.
   if (elastic_.enabled() && DropLost(node, what)) return;
   if (!paused_) BeginPause(what);
@@ -117,6 +118,10 @@ void Scheduler::LoseNode(NodeEntry& node, const std::string& why) {
 // 5. Every other node drops its state and registers for the next generation.
 void Scheduler::BeginPause(const std::string& why, bool reshape) {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  if (!live_lost_.empty()) {  // 15. its ranks changed: every node learns its own
+    ForgetLiveLoss(why);
+    reshape = true;
+  }
   SetGeneration(generation_ + 1);
   paused_ = true;
   // 13. A change of shape under way waits for the next: its joiners and

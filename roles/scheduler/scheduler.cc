@@ -428,9 +428,11 @@ void Scheduler::HandleDone(const Connection::Ptr& conn, uint64_t id, NodeEntry& 
   if (!reshaping_) log_->info("{} finished its work", Describe(node));
   if (paused_) return;
   for (const NodeEntry& w : workers_)
-    if (!w.done) return;
-  // 13. They stopped for a change of shape (or finished the job before it).
-  if (reshaping_ && reshape_step_ >= 0) return ApplyReshape();
+    if (!w.done && !live_lost_.count(w.info.node_id)) return;
+  // 13. They stopped for a change of shape (or finished the job before it),
+  // unless a stop on request came meanwhile (15: it waits for a lost
+  // worker's step to finish).
+  if (reshaping_ && reshape_step_ >= 0 && stop_reason_.empty()) return ApplyReshape();
   reshaping_ = false;
   BeginShutdown();
 }
@@ -529,12 +531,12 @@ std::string Scheduler::Describe(const NodeEntry& node) const {
 
 size_t Scheduler::GroupSize(BarrierGroup g) const {
   switch (g) {
-    case BarrierGroup::kAll:
-      return servers_.size() + workers_.size();
+    case BarrierGroup::kAll:  // 15. a lost worker's step is finished without it
+      return servers_.size() + workers_.size() - live_lost_.size();
     case BarrierGroup::kServers:
       return servers_.size();
     case BarrierGroup::kWorkers:
-      return workers_.size();
+      return workers_.size() - live_lost_.size();
   }
   return 0;
 }

@@ -285,6 +285,15 @@ class Scheduler {
   void ApplyReshape();
   // A lost node of an elastic job above its minimum: true when dropped.
   bool DropLost(NodeEntry& node, const std::string& what);
+  // 15. A lost worker whose step under way the others finish without it:
+  // true when that is under way.
+  bool FinishWithoutLost(NodeEntry& node, const std::string& what);
+  // 15. Every server's answer to `request`: the largest last_step of their
+  // LoseWorkerReply (-1: none), or the first error.
+  void AskServers(LoseWorker request, std::function<void(const Status&, int64_t)> then);
+  // 15. A pause came while a lost worker's step was being finished: it is
+  // dropped as in 13 (the job resumes from the newest checkpoint).
+  void ForgetLiveLoss(const std::string& why);
   // Rebuilds `role`'s ranks: the nodes `keep` accepts in rank order, then
   // `extra` empty slots. Returns the node ids that did not stay.
   std::vector<NodeEntry> Renumber(Role role, const std::function<bool(const NodeEntry&)>& keep,
@@ -390,6 +399,7 @@ class Scheduler {
   int64_t reshape_step_ = -1;
   std::vector<int> live_slots_;             // of the live server change under way
   std::set<std::string> live_leavers_;      // the servers it takes out
+  std::set<std::string> live_lost_;         // 15. workers whose step is finished without them
   std::vector<std::string> shape_changes_;  // the log lines of the changes, the last 32
 };
 

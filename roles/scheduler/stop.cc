@@ -22,8 +22,13 @@ void Scheduler::BeginStop(const std::string& why) {
     EndNow(Shutdown{stopped, false, /*stopped=*/true}, Cancelled(stopped));
     return;
   }
-  log_->warn("stopping on request ({}): asking the workers how far they are", why);
   RefuseJoiners("the job is stopping");
+  if (!live_lost_.empty()) {
+    // 15. The workers already stop after the lost worker's step.
+    log_->warn("stopping on request ({}) once the lost worker's step is finished", why);
+    return;
+  }
+  log_->warn("stopping on request ({}): asking the workers how far they are", why);
   if (reshaping_) {
     // The workers already stop for a change of shape: stopping wins.
     reshaping_ = false;

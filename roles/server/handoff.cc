@@ -12,8 +12,8 @@ namespace pstrain {
 
 std::string Server::ChiefOnly(const Connection::Ptr& conn, const char* what) const {
   auto it = worker_of_.find(conn.get());
-  return it == worker_of_.end() || it->second != 0
-             ? fmt::format("only the chief worker (rank 0) {}", what)
+  return it == worker_of_.end() || it->second != ChiefRank()
+             ? fmt::format("only the chief worker (rank {}) {}", ChiefRank(), what)
              : "";
 }
 

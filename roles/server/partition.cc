@@ -45,11 +45,17 @@ Status PsPartition::Push(int worker, int64_t clock, const float* grad) {
           for (size_t i = 0; i < n; ++i) sum_[i] += grad[i];
         }
       },
-      [&](float scale) {
-        for (float& g : sum_) g *= scale;
-        Apply(sum_.data());
-        return Status::OK();
-      });
+      [&](float scale) { return ApplySum(scale); });
+}
+
+Status PsPartition::ApplySum(float scale) {
+  for (float& g : sum_) g *= scale;
+  Apply(sum_.data());
+  return Status::OK();
+}
+
+Status PsPartition::FinishWithout(int rank, int64_t last, const std::string& why) {
+  return core_.FinishWithout(rank, last, why, [&](float scale) { return ApplySum(scale); });
 }
 
 }  // namespace pstrain

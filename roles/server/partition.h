@@ -30,6 +30,11 @@ class PsPartition {
   // The caller then answers the pulls the new clock allows (core().AnswerReady).
   Status Push(int worker, int64_t clock, const float* grad);
 
+  // A lost worker (roles/server/update_core.h): step `last` completes
+  // without it, later ones are called off with `why`. The caller then
+  // answers the pulls (core().AnswerReady).
+  Status FinishWithout(int rank, int64_t last, const std::string& why);
+
   int64_t clock() const { return core_.clock(); }
   size_t size() const { return optimizer_->size(); }
   const std::string& tensor() const { return tensor_; }
@@ -47,6 +52,8 @@ class PsPartition {
  private:
   FloatBuffer& WritableValues();
   void Apply(const float* grad);
+  // Sync: the step's gathered sum times `scale`, applied.
+  Status ApplySum(float scale);
 
   const std::string tensor_;
   const uint32_t part_;

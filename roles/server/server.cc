@@ -58,6 +58,12 @@ Server::~Server() { node_.loop().Stop().IgnoreError(); }
 Status Server::Run() { return node_.Outcome(RunOnce()); }
 
 Status Server::RunOnce() {
+  node_.cluster().SetRequestHandler(
+      [this](const Connection::Ptr& conn, uint64_t id, const MessageBody& body) {
+        const auto* lose = std::get_if<LoseWorker>(&body);
+        if (lose != nullptr) OnLoseWorker(conn, id, *lose);
+        return lose != nullptr;
+      });
   auto topology = node_.Start(
       [this](const Connection::Ptr& c, Incoming&& in) { OnPeerRequest(c, std::move(in)); },
       [this](const Connection::Ptr& c, const Status&) { worker_of_.erase(c.get()); });
@@ -282,8 +288,9 @@ std::string Server::Refusal(const Connection::Ptr& conn, const MessageBody& body
 void Server::OnSave(const Connection::Ptr& conn, uint64_t id, const SaveRequest& save) {
   const int rank = worker_of_.at(conn.get());
   std::string why;
-  if (rank != 0) {
-    why = fmt::format("worker {} asked for a checkpoint; only the chief (worker 0) may", rank);
+  if (rank != ChiefRank()) {
+    why = fmt::format("worker {} asked for a checkpoint; only the chief (worker {}) may", rank,
+                      ChiefRank());
   } else if (save.step < 0) {
     why = fmt::format("checkpoint of step {}: steps are >= 0", save.step);
   } else if (heard_steps_ && save.step > reached_step_.load()) {

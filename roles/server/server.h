@@ -24,6 +24,9 @@
 //   7. From the chief: HandOffRequest and TakeOverRequest move a partition
 //      to another server while the job runs (roles/server/handoff.h); a push
 //      or pull of a partition handed off is answered Moved.
+//   8. From the scheduler: LoseWorker, a worker of a sync elastic job was
+//      lost; the step under way finishes without it on every partition and
+//      table (roles/server/lost_worker.cc).
 // The loop thread only routes: each partition belongs to one shard thread
 // (PsShard), which does the math and sends the reply.
 #pragma once
@@ -31,6 +34,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -85,6 +89,11 @@ class Server {
   void OnRowsTakeOver(const Connection::Ptr& conn, uint64_t id, const RowsTakeOverRequest& request,
                       Buffer rows);
   void OnRowsDigest(const Connection::Ptr& conn, uint64_t id);
+  // A lost worker of a sync elastic job (roles/server/lost_worker.cc).
+  void OnLoseWorker(const Connection::Ptr& conn, uint64_t id, const LoseWorker& request);
+  // The worker that checkpoints and moves: 0, or the lowest rank not lost.
+  // Loop thread.
+  int ChiefRank() const;
   // The shard (tensor, part) is routed to, or null (no route made).
   PsShard* RouteOf(const std::string& tensor, uint32_t part);
   // The shard of (tensor, part); null when the server already routes
@@ -138,6 +147,7 @@ class Server {
   // The worker rank each peer connection introduced itself as (Hello);
   // loop thread only. Requests name their worker, which must match.
   std::unordered_map<const Connection*, int> worker_of_;
+  std::set<int> lost_workers_;  // loop thread: ranks lost mid-step (LoseWorker)
   // Steps the job has reached as this server saw them (clocks of pushes and
   // pulls, the restored checkpoint): a checkpoint of a later step is refused.
   std::atomic<int64_t> reached_step_{0};

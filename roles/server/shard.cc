@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -151,14 +152,19 @@ void PsShard::PullFrom(PsPartition& partition, const PullRequest& request, Reply
         ErrorReply{fmt::format("pull of '{}' partition {} for worker {}: this job has {}",
                                partition.tensor(), partition.part(), request.worker, workers_)},
         {});
+  // A pull waiting for a step called off (a lost worker) is refused.
+  auto refuse = [reply](const std::string& why) { reply(ErrorReply{why}, {}); };
   // A dense pull (every pull of most jobs) waits holding only its reply.
   if (!request.accept_delta)
     return partition.core().AnswerAt(
-        request.min_clock, [&partition, reply = std::move(reply)] { Answer(partition, reply); });
-  partition.core().AnswerAt(request.min_clock,
-                            [this, &partition, request, reply = std::move(reply)] {
-                              AnswerDelta(partition, request, reply);
-                            });
+        request.min_clock, [&partition, reply = std::move(reply)] { Answer(partition, reply); },
+        std::move(refuse));
+  partition.core().AnswerAt(
+      request.min_clock,
+      [this, &partition, request, reply = std::move(reply)] {
+        AnswerDelta(partition, request, reply);
+      },
+      std::move(refuse));
 }
 
 void PsShard::AnswerDelta(PsPartition& partition, const PullRequest& request, const Reply& reply) {
@@ -322,6 +328,25 @@ void PsShard::CallOff(const std::string& tensor, uint32_t part, const std::strin
       for (auto& [pull, reply] : waiting->second) reply(ErrorReply{why}, {});
       before_init_.erase(waiting);
     }
+  });
+}
+
+void PsShard::LoseWorker(int rank, int64_t last, const std::string& why,
+                         std::function<void(StatusOr<int64_t>)> done) {
+  run_([this, rank, last, why, done = std::move(done)] {
+    int64_t held = -1;
+    for (auto& [key, p] : partitions_) {
+      if (last < 0) {
+        StatusOr<int64_t> step = p->core().Lose(rank);
+        if (!step.ok()) return done(step.status());
+        held = std::max(held, *step);
+        continue;
+      }
+      Status st = p->FinishWithout(rank, last, why);
+      p->core().AnswerReady();
+      if (!st.ok()) return done(st);
+    }
+    done(last < 0 ? held : last);
   });
 }
 

@@ -61,6 +61,14 @@ class PsShard {
   void CallOff(const std::string& tensor, uint32_t part, const std::string& why);
   static constexpr size_t kMaxHeldPushes = 4096;
 
+  // A lost worker of a sync job (roles/server/update_core.h, Lose and
+  // FinishWithout), on every partition. last < 0: its pushes are refused
+  // from now on; `done` gets the last step any partition holds or applied
+  // a gradient of it for (-1: none). last >= 0: step `last` completes
+  // without it and later steps are called off with `why`.
+  void LoseWorker(int rank, int64_t last, const std::string& why,
+                  std::function<void(StatusOr<int64_t>)> done);
+
  private:
   using Key = std::pair<std::string, uint32_t>;
   Status Create(const Key& key, std::vector<float> values, PsPartition** out);

@@ -112,7 +112,33 @@ void TableHost::Pull(SparsePullRequest request, Buffer ids, Reply reply) {
                    {});
     if (std::string why = PlacementRefusal(request.table, request.servers); !why.empty())
       return reply(ErrorReply{"pull " + why}, {});
-    t->core.AnswerAt(request.min_clock, [this, t, ids, reply] { DoPull(*t, ids, reply); });
+    t->core.AnswerAt(
+        request.min_clock, [this, t, ids, reply] { DoPull(*t, ids, reply); },
+        [reply](const std::string& why) { reply(ErrorReply{why}, {}); });
+  });
+}
+
+void TableHost::LoseWorker(int rank, int64_t last, const std::string& why,
+                           std::function<void(StatusOr<int64_t>)> done) {
+  thread_.Post([this, rank, last, why, done = std::move(done)] {
+    int64_t held = -1;
+    for (auto& [name, t] : tables_) {
+      if (last < 0) {
+        StatusOr<int64_t> step = t->core.Lose(rank);
+        if (!step.ok()) return done(step.status());
+        held = std::max(held, *step);
+        continue;
+      }
+      Status st = t->core.FinishWithout(rank, last, why,
+                                        [&](float scale) { return ApplyGathered(*t, scale); });
+      if (!t->core.mid_step()) {  // what was gathered for a called-off step
+        for (auto& ids : t->pending_ids) ids.clear();
+        for (auto& grads : t->pending_grads) grads.clear();
+      }
+      t->core.AnswerReady();
+      if (!st.ok()) return done(st);
+    }
+    done(last < 0 ? held : last);
   });
 }
 

@@ -67,6 +67,9 @@ class TableHost {
   bool empty() const { return tables_.empty(); }
   void Pull(SparsePullRequest request, Buffer ids, Reply reply);
   void Push(SparsePushRequest request, Buffer payload, Reply reply);
+  // A lost worker of a sync job, on every table: as PsShard::LoseWorker.
+  void LoseWorker(int rank, int64_t last, const std::string& why,
+                  std::function<void(StatusOr<int64_t>)> done);
 
   // Checkpoints: every table's rows, optimizer state and clock, copied on
   // the table thread and handed to `done` there. In sync mode the copy waits

@@ -14,7 +14,8 @@ UpdateCore::UpdateCore(int slots, int members, UpdateMode mode)
       pushes_(slots, 0),
       members_(slots, false),
       member_count_(members),
-      arrived_(slots, false) {
+      arrived_(slots, false),
+      lost_(slots, false) {
   std::fill(members_.begin(), members_.begin() + members, true);
 }
 
@@ -66,6 +67,11 @@ StatusOr<UpdateCore::Take> UpdateCore::Arrive(int worker, int64_t step, const st
   if (worker < 0 || worker >= slots())
     return InvalidArgument(
         fmt::format("push to {} from worker {}: the job has {} workers", what, worker, slots()));
+  if (lost_[worker])
+    return FailedPrecondition(
+        fmt::format("push to {} from worker {}: the job counts it as lost", what, worker));
+  if (CalledOff(step + 1))
+    return Cancelled(fmt::format("push of step {} to {}: {}", step, what, called_off_why_));
   if (!members_[worker])
     return FailedPrecondition(
         fmt::format("push to {} from worker {}: it is not a member of the job at step {}", what,
@@ -109,6 +115,51 @@ int64_t UpdateCore::step() const {
   return clock();
 }
 
+StatusOr<int64_t> UpdateCore::Lose(int rank) {
+  if (mode_ != UpdateMode::kSync)
+    return FailedPrecondition("only a sync job finishes a step without a lost worker");
+  if (rank < 0 || rank >= slots())
+    return InvalidArgument(fmt::format("lost worker {} is not in 0..{}", rank, slots() - 1));
+  lost_[rank] = true;
+  if (!members_[rank]) return int64_t{-1};
+  return arrived_[rank] ? applied_ : applied_ - 1;
+}
+
+StatusOr<bool> UpdateCore::DropLost(int rank, int64_t last, const std::string& why) {
+  if (mode_ != UpdateMode::kSync)
+    return FailedPrecondition("only a sync job finishes a step without a lost worker");
+  if (rank < 0 || rank >= slots() || !lost_[rank])
+    return FailedPrecondition(fmt::format("worker {} was not reported lost here", rank));
+  if (applied_ != last && applied_ != last + 1)
+    return FailedPrecondition(fmt::format(
+        "finishing step {} without worker {}: this part is at step {}", last, rank, applied_));
+  called_off_ = last + 1;
+  called_off_why_ = why;
+  RefuseCalledOff();
+  if (applied_ == last + 1) {  // step `last` is done here; the next is called off
+    std::fill(arrived_.begin(), arrived_.end(), false);
+    arrived_count_ = 0;
+    return false;
+  }
+  // Its gradient, when in, counts: the step waits for the others' as before.
+  if (arrived_[rank] || !members_[rank]) return false;
+  members_[rank] = false;
+  --member_count_;
+  return arrived_count_ > 0 && arrived_count_ == member_count_;
+}
+
+void UpdateCore::RefuseCalledOff() {
+  walking_.swap(waiting_);
+  for (WaitingPull& w : walking_) {
+    if (!CalledOff(w.min_clock)) {
+      waiting_.push_back(std::move(w));
+    } else if (w.refuse) {
+      w.refuse(called_off_why_);
+    }
+  }
+  walking_.clear();
+}
+
 void UpdateCore::AnswerReady() {
   if (waiting_.empty()) return;
   const int64_t now = clock();
@@ -127,6 +178,8 @@ void UpdateCore::AnswerReady() {
 
 void UpdateCore::Restore(int64_t applied, int64_t clock) {
   applied_ = applied;
+  std::fill(lost_.begin(), lost_.end(), false);
+  called_off_ = -1;
   async_base_step_ = async_base_applied_ = 0;
   std::fill(pushes_.begin(), pushes_.end(), clock);
   std::fill(arrived_.begin(), arrived_.end(), false);

@@ -26,6 +26,15 @@
 // averages over it, the ssp clock is the slowest new member's, and a push
 // from a rank outside the set is refused.
 //
+// A lost worker (an elastic sync job that finishes the step under way
+// without it, roles/scheduler/lost_worker.cc): Lose(rank) refuses its
+// pushes from then on and says the last step it had a gradient in here;
+// FinishWithout(rank, last) then completes step `last` without it (its
+// gradient counts where it came, as the average's divisor does) and calls
+// off every later step: what was gathered for it is dropped, and its pushes
+// and the pulls waiting for it are refused, until the job resumes from the
+// checkpoint of step last + 1.
+//
 // Threads: owned by one thread (the partition's or the table's); nothing
 // here locks. Waiting pulls run on that thread, from Push.
 #pragma once
@@ -97,8 +106,19 @@ class UpdateCore {
   // Answering at once builds nothing: most pulls never wait.
   template <typename Answer>
   void AnswerAt(int64_t min_clock, Answer&& answer) {
+    AnswerAt(min_clock, std::forward<Answer>(answer), nullptr);
+  }
+  // The same; `refuse(why)` instead of `answer` when the step the pull waits
+  // for is called off (FinishWithout).
+  template <typename Answer>
+  void AnswerAt(int64_t min_clock, Answer&& answer,
+                std::function<void(const std::string&)> refuse) {
+    if (CalledOff(min_clock)) {
+      if (refuse) refuse(called_off_why_);
+      return;
+    }
     if (clock() >= min_clock) return answer();
-    waiting_.push_back({min_clock, std::forward<Answer>(answer)});
+    waiting_.push_back({min_clock, std::forward<Answer>(answer), std::move(refuse)});
   }
   // Answers the waiting pulls the clock allows; call after each Push.
   void AnswerReady();
@@ -111,6 +131,21 @@ class UpdateCore {
   int64_t step() const;
   // Updates applied: steps in sync, pushes in async and ssp.
   int64_t applied() const { return applied_; }
+
+  // A lost worker (see the header comment); sync only. Lose: the last step
+  // whose gradient from `rank` this core holds or applied (-1: none), and
+  // its pushes are refused from now on.
+  StatusOr<int64_t> Lose(int rank);
+  // Step `last` completes without `rank` (at once, when every other
+  // member's gradient is in: apply_gathered as Push's), and the steps
+  // after it are called off with `why`. The core must be at step `last` or
+  // `last` + 1 (Lose's answers of every core bound it so). The caller then
+  // answers the pulls (AnswerReady).
+  template <typename ApplyGathered>
+  Status FinishWithout(int rank, int64_t last, const std::string& why,
+                       ApplyGathered&& apply_gathered);
+  // A step at or after `clock`'s is called off.
+  bool CalledOff(int64_t min_clock) const { return called_off_ >= 0 && min_clock > called_off_; }
 
   // Checkpoints. Restore(applied, clock): `applied` updates, and `clock`
   // pushes from every worker. RestoreStep(step) is the same from step()
@@ -132,7 +167,13 @@ class UpdateCore {
   struct WaitingPull {
     int64_t min_clock;
     std::function<void()> answer;
+    std::function<void(const std::string&)> refuse;  // may be empty
   };
+  // FinishWithout, but for applying: drops `rank`, and what was gathered
+  // for a step after `last`. True: the step is complete, apply it.
+  StatusOr<bool> DropLost(int rank, int64_t last, const std::string& why);
+  // Refuses the waiting pulls of called-off steps.
+  void RefuseCalledOff();
 
   // Makes the earliest announced change current once its step is here.
   void TakeDueChange();
@@ -153,6 +194,9 @@ class UpdateCore {
   int64_t async_base_applied_ = 0;
   std::vector<bool> arrived_;  // sync: who has sent this step's gradient
   int arrived_count_ = 0;
+  std::vector<bool> lost_;   // per slot: a lost worker's pushes are refused
+  int64_t called_off_ = -1;  // steps after this one are called off (-1: none)
+  std::string called_off_why_;
   std::vector<WaitingPull> waiting_;
   std::vector<WaitingPull> walking_;  // AnswerReady's: kept to reuse its memory
 };
@@ -177,6 +221,17 @@ Status UpdateCore::Push(int worker, int64_t step, const std::string& what, Alone
       break;
   }
   Applied(*take, worker);
+  return st;
+}
+
+template <typename ApplyGathered>
+Status UpdateCore::FinishWithout(int rank, int64_t last, const std::string& why,
+                                 ApplyGathered&& apply_gathered) {
+  StatusOr<bool> complete = DropLost(rank, last, why);
+  if (!complete.ok()) return complete.status();
+  if (!*complete) return Status::OK();
+  Status st = apply_gathered(1.0f / static_cast<float>(arrived_count_));
+  Applied(Take::kGatherAndApply, rank);
   return st;
 }
 

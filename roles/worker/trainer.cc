@@ -178,54 +178,6 @@ Status TrainJob::InitWeights(WorkerContext& ctx, const CheckpointRef& resume) {
   return ctx.kv->Run(ops).Wait().WithContext("initial pull");
 }
 
-Status TrainJob::StartGpu(WorkerContext& ctx) {
-  auto gpu = GpuModel::Build(model_config_, model_->params(), config_.train.seed);
-  if (!gpu.ok()) return gpu.status().WithContext("model.device: gpu");
-  gpu_ = std::move(*gpu);
-  ctx.log->info("worker {} trains on the GPU: {}", ctx.rank, GpuDescription());
-  const std::vector<Param*>& params = model_->params();
-  // Rows pulled from the servers land in the model's pinned memory, and go
-  // up from there with no staging copy.
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (!embeddings_->Holds(params[i])) continue;
-    auto pinned = gpu_->PinTable(i);
-    if (!pinned.ok()) return pinned.status().WithContext("model.device: gpu");
-    embeddings_->UseRowMemory(params[i], pinned->values, pinned->grads);
-  }
-  // NCCL averages the dense ps: false gradients during backward; compressed
-  // ones and mode average's weights go through the host ring
-  // (ctx.collective) after the gradients came back, like the CPU path.
-  const bool any_dense = std::any_of(params.begin(), params.end(), [this](const Param* p) {
-    return allreduced_->ReducesDense(p);
-  });
-  if (!any_dense || ctx.workers == 1) return Status::OK();
-  std::string id;
-  Status made = Status::OK();
-  if (ctx.rank == 0) {
-    auto made_id = NcclUniqueIdBytes();
-    made = made_id.status();
-    if (made_id.ok()) id = *made_id;
-  }
-  // Every worker enters the barrier, so a failure on worker 0 fails all.
-  auto shared = ctx.cluster->ShareFromOne(BarrierGroup::kWorkers, id);
-  PSTRAIN_RETURN_IF_ERROR(made.WithContext("NCCL unique id"));
-  if (!shared.ok()) return shared.status();
-  if (shared->empty()) return Unavailable("worker 0 could not make an NCCL unique id");
-  auto nccl = NcclCommunicator::Create(ctx.rank, ctx.workers, *shared, gpu_->stream());
-  if (!nccl.ok()) return nccl.status().WithContext("NCCL");
-  nccl_ = std::move(*nccl);
-  gpu_->on_device_grads = [this, &params](size_t i, float* grad, int64_t n) -> Status {
-    if (!allreduced_->ReducesDense(params[i])) return Status::OK();
-    return nccl_->AllReduce(grad, n, /*average=*/true);
-  };
-  gpu_->reduced_on_device = [this, &params](size_t i) {
-    return allreduced_->ReducesDense(params[i]);
-  };
-  ctx.log->info("worker {}: ps: false gradients are averaged with NCCL among {} GPU workers",
-                ctx.rank, ctx.workers);
-  return Status::OK();
-}
-
 StatusOr<float> TrainJob::ComputeGradients(const Batch& batch) {
   ++training_forwards_;
   if (!gpu_) {
@@ -342,6 +294,7 @@ Status TrainJob::Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batc
   if (!ops.empty()) pushed_and_pulled = ctx.kv->Run(std::move(ops));
   stats_.push_s += Since(start);
   Status st = ExchangeLocalState(ctx, step);
+  if (!st.ok() && !allreduced_->empty()) st = AfterRingLost(ctx, step, st);
   if (pushed_and_pulled) {
     const Clock::time_point waited = Clock::now();
     Status kv = pushed_and_pulled->Wait();
@@ -533,7 +486,13 @@ Status TrainJob::Run(WorkerContext& ctx) {
     // The next batch's embedding rows are pulled while this one computes.
     if (look_ahead && in_epoch + 1 < epoch_steps && step + 1 < total)
       have_next = batcher.Next(&next);
-    PSTRAIN_RETURN_IF_ERROR(Step(ctx, batch, step, have_next ? &next : nullptr));
+    if (Status st = Step(ctx, batch, step, have_next ? &next : nullptr); !st.ok()) {
+      if (!CalledOff(ctx, step)) return st;
+      ctx.log->info("worker {}: step {} was called off: a worker was lost ({})", ctx.rank, step + 1,
+                    st.message());
+      stopped_at = step;
+      break;
+    }
     epoch_samples += batch.size();
     report.Trained(ctx.cluster->generation(), step + 1, epoch, batch.sample_ids);
     const bool last = step + 1 == total;
@@ -558,7 +517,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
       const double rate = static_cast<double>(epoch_samples) / seconds;
       ctx.log->info("epoch: {} done: {:.0f} samples/s on this worker ({} workers)", epoch + 1, rate,
                     ctx.workers);
-      const bool evaluates = ctx.rank == 0 && !config_.data.test.empty();
+      const bool evaluates = ctx.rank == ChiefRank(ctx) && !config_.data.test.empty();
       // The test and the job's end take the servers' exact weights.
       if (evaluates || last)
         PSTRAIN_RETURN_IF_ERROR(PullWhole(ctx.kv, ps_params_, delta_pulls_, MinClock(step)));
@@ -568,16 +527,17 @@ Status TrainJob::Run(WorkerContext& ctx) {
                        evaluates ? (click ? "auc" : "accuracy") : nullptr, stats_.test_metric);
     }
   }
+  if (stopped_at > start_step) LogLostBatches(ctx, *data, plan, stopped_at - 1, report);
   report.Finish();
   PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());
   if (stopped_at >= 0) {
     // Every worker stopped here: what the job did so far is kept, unless the
-    // last periodic checkpoint already holds it.
+    // last periodic checkpoint already holds it (a lost chief's may not).
     if (config_.train.checkpoint && stopped_at > start_step &&
-        !CheckpointDue(config_, stopped_at, false) && CheckpointableAt(stopped_at))
+        !PeriodicCheckpointHolds(ctx, stopped_at) && CheckpointableAt(stopped_at))
       PSTRAIN_RETURN_IF_ERROR(Checkpoint(ctx, stopped_at, plan, /*wait=*/true));
     ctx.log->info("worker {} stopped on request after step {} of {}", ctx.rank, stopped_at, total);
-    if (ctx.rank == 0 && config_.train.checkpoint && !CheckpointableAt(stopped_at))
+    if (ctx.rank == ChiefRank(ctx) && config_.train.checkpoint && !CheckpointableAt(stopped_at))
       ctx.log->info(
           "no checkpoint of step {}: mode average checkpoints only where a round of averaging "
           "ended (every {} steps); the newest stays the job's resume point",

@@ -43,6 +43,7 @@ class CheckpointInFlight;
 class GpuModel;
 class Model;
 class NcclCommunicator;
+class TrainReport;
 class PsAveraging;
 class PsCompression;
 class RemoteEmbeddings;
@@ -137,6 +138,19 @@ class TrainJob : public WorkerJob {
                               int checkpoint_workers);
   // Completes the checkpoint in flight, if any (waits for its servers).
   Status FinishCheckpoint();
+  // A worker of a sync elastic job lost mid-step (roles/worker/trainer_lost.cc).
+  // The rank that writes checkpoints and evaluates: 0, or the lowest left.
+  int ChiefRank(WorkerContext& ctx) const;
+  // The ring failed at `step`: OK when the step finishes without it.
+  Status AfterRingLost(WorkerContext& ctx, int64_t step, const Status& ring);
+  // Stopped before `step`: whether the periodic checkpoint of it holds the
+  // job (else the chief writes one now).
+  bool PeriodicCheckpointHolds(WorkerContext& ctx, int64_t step);
+  // Step `step` failed: whether it was called off (the job stops before it).
+  bool CalledOff(WorkerContext& ctx, int64_t step);
+  // Stopped after `step`: the lost workers' batches of it, to the sample log.
+  void LogLostBatches(WorkerContext& ctx, const Dataset& data, const EpochPlan& plan, int64_t step,
+                      TrainReport& report) const;
   // This worker's place once `step` steps are done (roles/checkpoint/worker_place.h),
   // its epochs as `plan` lays them out.
   WorkerPlace PlaceAt(const WorkerContext& ctx, int64_t step, const EpochPlan& plan) const;
@@ -164,6 +178,7 @@ class TrainJob : public WorkerJob {
   // The chief's checkpoint whose servers may still be writing (training
   // goes on meanwhile: roles/worker/checkpointing.h).
   std::unique_ptr<CheckpointInFlight> checkpoint_;
+  int64_t chief_checkpoint_step_ = -1;         // the last one this worker began as the chief
   uint64_t training_forwards_ = 0;             // keys dropout; restored on resume
   AllReducedWeights::Traffic logged_traffic_;  // at the last traffic line
   TrainStats stats_;

@@ -236,7 +236,8 @@ int RunRole(const std::vector<std::string>& args) {
   options->cluster.recovery_wait_s = config->train.RecoveryWaitSeconds();
   options->cluster.max_failed_link_rollbacks = config->train.MaxFailedLinkRollbacks();
   if (const auto& e = config->train.elastic) {
-    options->cluster.elastic = {e->min_workers, e->max_workers, e->min_servers, e->max_servers};
+    options->cluster.elastic = {e->min_workers, e->max_workers, e->min_servers, e->max_servers,
+                                FinishesStepsWithoutLostWorkers(*config)};
   }
   return ReportingOutOfMemory(RoleName(options->role), [&] { return RunNode(*options, *config); });
 }

@@ -194,4 +194,10 @@ OptimizerConfig OptimizerFor(const Config& config, const std::string& name);
 // The compression for `name`: its rule's override, or train.compression.
 CompressionConfig CompressionFor(const Config& config, const std::string& name);
 
+// Whether an elastic job finishes the step under way without a lost worker
+// (roles/scheduler/lost_worker.cc): sync mode on the CPU, nothing
+// compressed. Otherwise a lost worker sends the job back to its newest
+// checkpoint.
+bool FinishesStepsWithoutLostWorkers(const Config& config);
+
 }  // namespace pstrain

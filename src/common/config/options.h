@@ -54,6 +54,10 @@ struct TlsFiles {
 struct ElasticBounds {
   int min_workers = 0, max_workers = 0;
   int min_servers = -1, max_servers = -1;
+  // A lost worker costs no step: the others finish the step under way
+  // without it (roles/scheduler/lost_worker.cc). Set for sync jobs on the CPU
+  // with no compression; others go back to their newest checkpoint.
+  bool finish_lost = false;
   bool enabled() const { return max_workers > 0; }
   bool servers_elastic() const { return enabled() && max_servers >= 0; }
   // Whether `role`'s count may change, and its bounds when it may.
@@ -68,7 +72,8 @@ struct ElasticBounds {
   }
   bool operator==(const ElasticBounds& o) const {
     return min_workers == o.min_workers && max_workers == o.max_workers &&
-           min_servers == o.min_servers && max_servers == o.max_servers;
+           min_servers == o.min_servers && max_servers == o.max_servers &&
+           finish_lost == o.finish_lost;
   }
 };
 

@@ -1,0 +1,111 @@
+// Scheduler step 15 (roles/scheduler/scheduler.h): a worker of a sync elastic
+// job is lost, and the job loses no step. The servers first refuse its
+// pushes and say the last step it pushed a gradient of, L (LoseWorker). The
+// other workers are told to stop before step L + 1 (Stop with lost), then
+// the servers finish step L without it and call off step L + 1
+// (roles/server/update_core.h): a worker whose step L + 1 is refused knows
+// it was called off. The workers stop at L + 1, the chief (the lowest rank
+// left) writes its checkpoint, and the change is applied there as any other
+// (roles/scheduler/elastic.cc): nothing is redone. Anything failing on the
+// way falls back to the drop of step 13: a rollback to the newest
+// checkpoint.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "comm/transport/completion.h"
+#include "roles/scheduler/scheduler.h"
+
+namespace pstrain {
+
+bool Scheduler::FinishWithoutLost(NodeEntry& node, const std::string& what) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  if (node.info.role != Role::kWorker || !elastic_.finish_lost || !topology_sent_ || paused_ ||
+      reshaping_ || shutting_down_ || !stop_reason_.empty() || !live_lost_.empty() ||
+      servers_.empty())
+    return false;
+  if (Count(Role::kWorker) - Leaving(Role::kWorker) - 1 < elastic_.min_workers) return false;
+  const std::string node_id = node.info.node_id;
+  const int rank = node.info.rank;
+  live_lost_.insert(node_id);
+  leaving_[node_id] = "lost";
+  reshaping_ = true;
+  reshape_step_ = -1;
+  log_->warn("{}; the other workers finish the step under way without it", what);
+  const std::string why = fmt::format(
+      "worker {} (node id {}) was lost mid-step; the job goes on without it", rank, node_id);
+  AskServers(LoseWorker{rank, -1, why}, [this, node_id, rank, why](const Status& st, int64_t last) {
+    if (!live_lost_.count(node_id)) return;  // a pause came first
+    if (!st.ok()) return BeginPause("finishing a step without a lost worker: " + st.message());
+    if (last < 0) return BeginPause(fmt::format("{} before it pushed any step", why));
+    reshape_step_ = last + 1;
+    leaving_[node_id] = fmt::format("lost: step {} finished without it, nothing redone", last + 1);
+    // The workers first: each knows where the job stops before a step of
+    // its own can be called off.
+    std::vector<NodeEntry*> told;
+    for (NodeEntry& w : workers_)
+      if (!live_lost_.count(w.info.node_id) && w.conn.lock()) told.push_back(&w);
+    auto stopped = std::make_shared<CountDown>(
+        told.size(), [this, node_id, rank, why, last](const Status& st) {
+          if (!live_lost_.count(node_id)) return;
+          if (!st.ok())
+            return BeginPause("finishing a step without a lost worker: " + st.message());
+          AskServers(
+              LoseWorker{rank, last, why}, [this, node_id, rank, last](const Status& st, int64_t) {
+                if (!live_lost_.count(node_id)) return;
+                if (!st.ok())
+                  return BeginPause("finishing a step without a lost worker: " + st.message());
+                log_->info(
+                    "step {} finished without worker {}; every worker stops before step "
+                    "{}, where the job changes shape",
+                    last + 1, rank, last + 2);
+              });
+        });
+    for (NodeEntry* w : told) {
+      w->conn.lock()->Call(Stop{why, last + 1, 0, {}, {rank}}, [stopped](StatusOr<Incoming> reply) {
+        stopped->Report(reply.status());
+      });
+    }
+  });
+  return true;
+}
+
+void Scheduler::AskServers(LoseWorker request, std::function<void(const Status&, int64_t)> then) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  auto last = std::make_shared<int64_t>(-1);
+  auto asked = std::make_shared<CountDown>(
+      servers_.size(), [last, then = std::move(then)](const Status& st) { then(st, *last); });
+  for (NodeEntry& s : servers_) {
+    auto conn = s.conn.lock();
+    if (!conn || conn->closed()) {
+      asked->Report(Unavailable(Describe(s) + " is not connected"));
+      continue;
+    }
+    conn->Call(request, [asked, last](StatusOr<Incoming> reply) {
+      if (!reply.ok()) return asked->Report(reply.status());
+      if (const auto* held = std::get_if<LoseWorkerReply>(&reply->message.body))
+        *last = std::max(*last, held->last_step);
+      asked->Report(Status::OK());
+    });
+  }
+}
+
+void Scheduler::ForgetLiveLoss(const std::string& why) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  if (live_lost_.empty()) return;
+  std::set<std::string> lost;
+  lost.swap(live_lost_);
+  for (const std::string& node_id : lost) leaving_.erase(node_id);
+  const int old_count = Count(Role::kWorker);
+  Renumber(
+      Role::kWorker, [&lost](const NodeEntry& n) { return !lost.count(n.info.node_id); }, 0);
+  const std::string line = fmt::format(
+      "elastic: workers {} -> {} from the newest checkpoint: worker node id:{} was lost, and the "
+      "step under way could not finish without it ({})",
+      old_count, Count(Role::kWorker), fmt::join(lost, ", "), why);
+  log_->warn("{}", line);
+  RecordChange(line);
+}
+
+}  // namespace pstrain
