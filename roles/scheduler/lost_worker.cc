@@ -32,7 +32,8 @@ bool Scheduler::FinishWithoutLost(NodeEntry& node, const std::string& what) {
   leaving_[node_id] = "lost";
   reshaping_ = true;
   reshape_step_ = -1;
-  log_->warn("{}; the other workers finish the step under way without it", what);
+  log_->warn("a worker was lost ({}); the other workers finish the step under way without it",
+             what);
   const std::string why = fmt::format(
       "worker {} (node id {}) was lost mid-step; the job goes on without it", rank, node_id);
   AskServers(LoseWorker{rank, -1, why}, [this, node_id, rank, why](const Status& st, int64_t last) {
@@ -46,6 +47,7 @@ bool Scheduler::FinishWithoutLost(NodeEntry& node, const std::string& what) {
     std::vector<NodeEntry*> told;
     for (NodeEntry& w : workers_)
       if (!live_lost_.count(w.info.node_id) && w.conn.lock()) told.push_back(&w);
+    if (told.empty()) return BeginPause(why + "; no other worker is connected");
     auto stopped = std::make_shared<CountDown>(
         told.size(), [this, node_id, rank, why, last](const Status& st) {
           if (!live_lost_.count(node_id)) return;

@@ -9,7 +9,8 @@
 #   "live change done", after which the held workers go on);
 # - leave: from SIGTERM to the process's exit, for a worker and a server
 #   (the last one, and server 0 once another has joined: that one takes
-#   rank 0);
+#   rank 0); a worker killed with SIGKILL: from the scheduler's "was lost"
+#   to every node back (the others finish its step without it);
 # - bytes moved per server join: the checkpoint of the change's step (each
 #   server's new shard is read back from it), or for a live join the
 #   partitions' values the chief moved (their optimizer state besides);
@@ -145,6 +146,12 @@ for RUN in $SCENARIOS; do
   wait_exit server_0 3000
   echo "  leave: server 0 exited $status $(($(now_ms) - sent)) ms after SIGTERM (server 3 takes rank 0)"
   change 6 "server 0 leave"
+  # A worker that joined is killed: the others finish its step without it.
+  join worker_3
+  change 7 "worker join"
+  sleep 2
+  kill -9 "$(node_pid worker_3)"
+  change 8 "worker killed (SIGKILL)"
   for n in scheduler server_3 server_1 worker_0 worker_1; do
     wait_exit "$n" 6000
     [ "$status" = 0 ] || fail "$RUN: $n exited $status"
