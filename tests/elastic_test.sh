@@ -31,11 +31,13 @@
 #   a better model is not a defect;
 # - lenet: refusals, each one line: a scale beyond the bounds, a scale of a
 #   job that is not elastic, a join with another config.
-# SCENARIO edges (the Wide&Deep job, workers [2, 3] and no server bounds):
-# a server cannot join (the server count is fixed), a worker joins, a
-# second is refused past the maximum, `pstrain scale --workers 2` sends the
-# highest rank away (exit 0), and a SIGTERM at the minimum stops the whole
-# job (every process exits 3).
+# SCENARIO edges (the Wide&Deep job in mode async, workers [2, 3] and no
+# server bounds): a server cannot join (the server count is fixed), a
+# worker joins, a second is refused past the maximum, the one that joined
+# is killed with SIGKILL (an async job cannot finish its step without it:
+# the others go back to the newest checkpoint), another joins and
+# `pstrain scale --workers 2` sends the highest rank away (exit 0), and a
+# SIGTERM at the minimum stops the whole job (every process exits 3).
 # Usage: sh tests/elastic_test.sh PSTRAIN_BIN [lenet|wide_deep|edges]
 set -u
 BIN="$1"
@@ -82,6 +84,7 @@ config() {
 BOUNDS="elastic: {workers: [2, 4], servers: [1, 3]}"
 [ "$SCENARIO" = edges ] && BOUNDS="elastic: {workers: [2, 3]}"
 config "$WORK/ckpt" "$BOUNDS" > "$WORK/elastic.yaml"
+[ "$SCENARIO" = edges ] && sed -i 's/^  mode: sync/  mode: async/' "$WORK/elastic.yaml"
 config "$WORK/ckpt-fixed" > "$WORK/fixed.yaml"
 if [ "$SCENARIO" = wide_deep ]; then
   # The deep table keeps most of its rows on each server's disk: moving
@@ -155,12 +158,19 @@ PY
   [ "$status" = 1 ] && grep -q "allows at most 3" "$(node_log worker_j2)" ||
     fail "a fourth worker joined a job of at most 3 (exit $status)"
   echo "  join past the maximum refused: $(grep -m 1 "allows at most" "$(node_log worker_j2)" | sed 's/.*refused this node: //' | cut -c 1-150)"
+  kill -9 "$(node_pid worker_j1)"
+  change 2
+  grep "elastic:" "$SCHED" | sed -n 2p |
+    grep -q "workers 3 -> 2 from the newest checkpoint: worker node id:$ID_PREFIX-worker_j1 was lost" ||
+    fail "the killed worker of an async job was not dropped"
+  join worker_j3
+  change 3
   "$BIN" scale --workers 2 > "$WORK/scale.out" 2> "$WORK/scale.err" || fail "scale to 2: $(cat "$WORK/scale.err")"
   echo "  pstrain scale --workers 2: $(cat "$WORK/scale.out")"
-  change 2
-  grep "elastic:" "$SCHED" | sed -n 2p | grep -q "worker node id:$ID_PREFIX-worker_j1 leaves (pstrain scale)" ||
+  change 4
+  grep "elastic:" "$SCHED" | sed -n 4p | grep -q "worker node id:$ID_PREFIX-worker_j3 leaves (pstrain scale)" ||
     fail "scale did not send the highest rank away"
-  wait_exit worker_j1 600
+  wait_exit worker_j3 600
   [ "$status" = 0 ] || fail "the worker scaled away exited $status"
   kill -TERM "$(node_pid worker_1)"
   for n in scheduler server_0 server_1 worker_0 worker_1; do

@@ -498,9 +498,13 @@ bool ClusterClient::BeginStep(int64_t step) {
 }
 
 int64_t ClusterClient::AwaitStopStep() {
+  // Only a job that finishes a lost worker's step is told where to stop;
+  // a verdict (a pause, the end) ends the wait too (SetVerdict notifies).
+  if (!options_.cluster.elastic.finish_lost) return -1;
   MutexLock lock(&stop_mutex_);
   const auto limit = std::chrono::milliseconds(2 * Millis(options_.cluster.heartbeat_timeout_s));
-  stop_changed_.WaitFor(&lock, limit, [this]() REQUIRES(stop_mutex_) { return stop_at_ >= 0; });
+  stop_changed_.WaitFor(
+      &lock, limit, [this]() REQUIRES(stop_mutex_) { return stop_at_ >= 0 || verdict_.IsSet(); });
   return stop_at_;
 }
 
@@ -521,9 +525,12 @@ int ClusterClient::GrowsAt(int64_t step, std::vector<int>* slots) {
 
 void ClusterClient::AdoptRank(int rank) {
   const int was = rank_.exchange(rank);
-  if (was != rank)
-    log_->info("this {} holds rank {} from now on (it held {}): the job's servers changed",
-               RoleName(options_.role), rank, was);
+  if (was == rank) return;
+  log_->info("this {} holds rank {} from now on (it held {}): the job's servers changed",
+             RoleName(options_.role), rank, was);
+  // Its log lines name the new rank; its metrics file keeps the name it
+  // opened with (another node may have written one under the new rank).
+  SetLogLabel(log_, fmt::format("{} {}", RoleName(options_.role), rank));
 }
 
 Status ClusterClient::ReportShapeChanged(int64_t step, int servers, int partitions) {

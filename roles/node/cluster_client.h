@@ -84,7 +84,9 @@ class ClusterClient {
   // timeout), so that no worker runs past it.
   bool BeginStep(int64_t step);
   // Workers, after a step failed: the step the job stops before, once the
-  // scheduler named one within twice the heartbeat timeout (-1: none). A step at or past it
+  // scheduler named one within twice the heartbeat timeout (-1: none, at
+  // once when the job does not finish a lost worker's step or a verdict
+  // came). A step at or past it
   // was called off: a worker was lost, and the job goes on without it from
   // there (roles/scheduler/lost_worker.cc).
   int64_t AwaitStopStep();
