@@ -508,6 +508,11 @@ int64_t ClusterClient::AwaitStopStep() {
   return stop_at_;
 }
 
+int64_t ClusterClient::StopStep() {
+  MutexLock lock(&stop_mutex_);
+  return stop_at_;
+}
+
 std::vector<int> ClusterClient::LostWorkers() {
   MutexLock lock(&stop_mutex_);
   return lost_workers_;

@@ -90,6 +90,8 @@ class ClusterClient {
   // was called off: a worker was lost, and the job goes on without it from
   // there (roles/scheduler/lost_worker.cc).
   int64_t AwaitStopStep();
+  // The step the job stops before, as known now (-1: none yet).
+  int64_t StopStep();
   // The worker ranks the job lost and finishes its step under way without
   // (the scheduler's Stop says which); empty: none. Any thread.
   std::vector<int> LostWorkers();

@@ -122,7 +122,8 @@ void TableHost::LoseWorker(int rank, int64_t last, const std::string& why,
                            std::function<void(StatusOr<int64_t>)> done) {
   thread_.Post([this, rank, last, why, done = std::move(done)] {
     int64_t held = -1;
-    for (auto& [name, t] : tables_) {
+    for (auto& named : tables_) {
+      HostedTable* t = named.second.get();  // a lambda below takes it: no structured binding
       if (last < 0) {
         StatusOr<int64_t> step = t->core.Lose(rank);
         if (!step.ok()) return done(step.status());

@@ -45,9 +45,10 @@ bool TrainJob::PeriodicCheckpointHolds(WorkerContext& ctx, int64_t step) {
          chief_checkpoint_step_ == step;
 }
 
+// No wait: the scheduler tells every worker where it stops before a server
+// refuses any step past it (roles/scheduler/lost_worker.cc).
 bool TrainJob::CalledOff(WorkerContext& ctx, int64_t step) {
-  if (!config_.train.elastic) return false;
-  const int64_t stop = ctx.cluster->AwaitStopStep();
+  const int64_t stop = ctx.cluster->StopStep();
   return stop >= 0 && step >= stop && !ctx.cluster->LostWorkers().empty();
 }
 
