@@ -153,18 +153,19 @@ void PsShard::PullFrom(PsPartition& partition, const PullRequest& request, Reply
                                partition.tensor(), partition.part(), request.worker, workers_)},
         {});
   // A pull waiting for a step called off (a lost worker) is refused.
-  auto refuse = [reply](const std::string& why) { reply(ErrorReply{why}, {}); };
   // A dense pull (every pull of most jobs) waits holding only its reply.
   if (!request.accept_delta)
     return partition.core().AnswerAt(
-        request.min_clock, [&partition, reply = std::move(reply)] { Answer(partition, reply); },
-        std::move(refuse));
+        request.min_clock, [&partition, reply = std::move(reply)](const std::string* refused) {
+          if (refused != nullptr) return reply(ErrorReply{*refused}, {});
+          Answer(partition, reply);
+        });
   partition.core().AnswerAt(
       request.min_clock,
-      [this, &partition, request, reply = std::move(reply)] {
+      [this, &partition, request, reply = std::move(reply)](const std::string* refused) {
+        if (refused != nullptr) return reply(ErrorReply{*refused}, {});
         AnswerDelta(partition, request, reply);
-      },
-      std::move(refuse));
+      });
 }
 
 void PsShard::AnswerDelta(PsPartition& partition, const PullRequest& request, const Reply& reply) {

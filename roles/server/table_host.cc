@@ -112,9 +112,10 @@ void TableHost::Pull(SparsePullRequest request, Buffer ids, Reply reply) {
                    {});
     if (std::string why = PlacementRefusal(request.table, request.servers); !why.empty())
       return reply(ErrorReply{"pull " + why}, {});
-    t->core.AnswerAt(
-        request.min_clock, [this, t, ids, reply] { DoPull(*t, ids, reply); },
-        [reply](const std::string& why) { reply(ErrorReply{why}, {}); });
+    t->core.AnswerAt(request.min_clock, [this, t, ids, reply](const std::string* refused) {
+      if (refused != nullptr) return reply(ErrorReply{*refused}, {});
+      DoPull(*t, ids, reply);
+    });
   });
 }
 

@@ -153,8 +153,8 @@ void UpdateCore::RefuseCalledOff() {
   for (WaitingPull& w : walking_) {
     if (!CalledOff(w.min_clock)) {
       waiting_.push_back(std::move(w));
-    } else if (w.refuse) {
-      w.refuse(called_off_why_);
+    } else {
+      w.answer(&called_off_why_);
     }
   }
   walking_.clear();
@@ -168,7 +168,7 @@ void UpdateCore::AnswerReady() {
   walking_.swap(waiting_);
   for (WaitingPull& w : walking_) {
     if (w.min_clock <= now) {
-      w.answer();
+      w.answer(nullptr);
     } else {
       waiting_.push_back(std::move(w));
     }

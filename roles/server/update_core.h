@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -104,21 +105,21 @@ class UpdateCore {
   // that follows the Push that gets the clock there. Pulls never answered are
   // dropped with the core.
   // Answering at once builds nothing: most pulls never wait.
+  // An `answer` taking a `const std::string*` is called with null to answer
+  // and with the reason to refuse, when the step the pull waits for is called
+  // off (FinishWithout); one taking nothing is dropped then.
   template <typename Answer>
   void AnswerAt(int64_t min_clock, Answer&& answer) {
-    AnswerAt(min_clock, std::forward<Answer>(answer), nullptr);
-  }
-  // The same; `refuse(why)` instead of `answer` when the step the pull waits
-  // for is called off (FinishWithout).
-  template <typename Answer>
-  void AnswerAt(int64_t min_clock, Answer&& answer,
-                std::function<void(const std::string&)> refuse) {
-    if (CalledOff(min_clock)) {
-      if (refuse) refuse(called_off_why_);
-      return;
+    if constexpr (std::is_invocable_v<Answer&, const std::string*>) {
+      if (CalledOff(min_clock)) return answer(&called_off_why_);
+      if (clock() >= min_clock) return answer(nullptr);
+      waiting_.push_back({min_clock, std::forward<Answer>(answer)});
+    } else {
+      AnswerAt(min_clock,
+               [plain = std::forward<Answer>(answer)](const std::string* refused) mutable {
+                 if (refused == nullptr) plain();
+               });
     }
-    if (clock() >= min_clock) return answer();
-    waiting_.push_back({min_clock, std::forward<Answer>(answer), std::move(refuse)});
   }
   // Answers the waiting pulls the clock allows; call after each Push.
   void AnswerReady();
@@ -166,8 +167,7 @@ class UpdateCore {
 
   struct WaitingPull {
     int64_t min_clock;
-    std::function<void()> answer;
-    std::function<void(const std::string&)> refuse;  // may be empty
+    std::function<void(const std::string* refused)> answer;  // null: answer
   };
   // FinishWithout, but for applying: drops `rank`, and what was gathered
   // for a step after `last`. True: the step is complete, apply it.
