@@ -2,10 +2,11 @@
 # Elastic jobs (train.elastic, docs/elastic.md): a sync job started as 2
 # servers and 2 workers in separate processes changes shape while it
 # trains. SCENARIO lenet (LeNet on a slice of Fashion-MNIST; skipped without
-# it): a worker joins, a server joins (live: its weights are all dense), a
-# worker and a server leave on SIGTERM, a worker and a server join
-# together, a worker above the minimum is killed with SIGKILL, and
-# `pstrain scale` takes the highest server rank out live. SCENARIO
+# it): a worker joins (live: the workers renumber and rebuild their ring,
+# roles/scheduler/live_workers.cc), a server joins (live: its weights are
+# all dense), a worker and a server leave on SIGTERM (live), a worker and a
+# server join together, a worker above the minimum is killed with SIGKILL,
+# and `pstrain scale` takes the highest server rank out live. SCENARIO
 # wide_deep (Wide&Deep with its tables on the servers, generated click
 # data; the deep table over a memory budget, most of its rows on each
 # server's disk): mid-epoch a server joins and another (rank 0) leaves on
@@ -17,9 +18,10 @@
 # worker joins and the chief (worker 0) is killed with SIGKILL. Checked:
 # - every process still running at the end, and every node that left,
 #   exits 0; the scheduler logged one "elastic:" line per change;
-# - no step is trained twice (every node resumes at the step the workers
-#   stopped at), the killed worker's too: the others finish the step it was
-#   on without it (roles/scheduler/lost_worker.cc);
+# - no step is trained twice (every live change goes on from its step, and
+#   every node resumes at the step the workers stopped at), the killed
+#   worker's too: the others finish the step it was on without it
+#   (roles/scheduler/lost_worker.cc);
 # - every epoch trained each sample exactly once (the workers'
 #   PSTRAIN_TEST_SAMPLE_LOG; the killed worker's last batch counts as used);
 # - the test metric (the mean of the last three epochs') is not far below
@@ -314,10 +316,17 @@ grep "elastic: workers" "$SCHED" | grep "(live" | sed 's/.*from step \([0-9]*\):
 for s in $(cat "$WORK/live"); do
   grep -q "live change done: .* from step $s," "$SCHED" ||
     fail "the live change at step $s was not done"
-  grep -q "the job runs with .* servers from step $s: .* moved live" "$(node_log worker_0)" ||
-    fail "worker_0 did not move partitions live at step $s"
+  if grep "elastic: workers" "$SCHED" | grep "from step $s:" | grep -q "no node starts again"; then
+    grep -q "goes on as rank .* from step $s " "$(node_log "$STAYER")" ||
+      fail "$STAYER did not go on live at step $s"
+  else
+    grep -q "the job runs with .* servers from step $s: .* moved live" "$(node_log worker_0)" ||
+      fail "worker_0 did not move partitions live at step $s"
+  fi
 done
-[ "$SCENARIO" != lenet ] || [ -s "$WORK/live" ] || fail "no server joined live"
+[ "$SCENARIO" != lenet ] || grep -q "servers 2 -> 3 .*(live" "$SCHED" || fail "no server joined live"
+[ "$SCENARIO" != lenet ] || grep -q "workers 2 -> 3, .*no node starts again" "$SCHED" ||
+  fail "no worker joined live"
 # Samples: the last generation's run of each step, then each epoch's count
 # of each sample. A killed worker's last step is logged by the chief on its
 # behalf (the job counts it as used): the same line when the worker had

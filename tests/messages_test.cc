@@ -117,6 +117,16 @@ TEST_CASE("every message type round-trips") {
   CHECK(lose.last_step == 40);
   CHECK(lose.reason == "lost");
   CHECK(std::get<LoseWorkerReply>(RoundTrip({7, true, LoseWorkerReply{39}}).body).last_step == 39);
+  // A live change of workers: worker 1 leaves, 2 takes its rank, a joiner takes 2.
+  auto change = std::get<Stop>(RoundTrip({7, false, Stop{"w", 40, 0, {}, {}, 3, {0, -1, 1}}}).body);
+  CHECK(change.workers == 3);
+  CHECK(change.ranks == std::vector<int>{0, -1, 1});
+  CHECK(std::get<ShapeChanged>(RoundTrip({7, false, ShapeChanged{40, 2, 0, 3}}).body).workers == 3);
+  auto renumber =
+      std::get<ChangeWorkers>(RoundTrip({7, false, ChangeWorkers{40, 3, {0, -1, 1}}}).body);
+  CHECK(renumber.step == 40);
+  CHECK(renumber.workers == 3);
+  CHECK(renumber.ranks == std::vector<int>{0, -1, 1});
   RegisterRequest finishing{Node("e", Role::kWorker, -1), 2, 2};
   finishing.elastic = ElasticBounds{2, 4, -1, -1, true};
   CHECK(std::get<RegisterRequest>(RoundTrip({7, false, finishing}).body).elastic.finish_lost);
@@ -233,6 +243,16 @@ TEST_CASE(
                                  MessageBody(LoseWorker{-1, 4, "x"}),
                                  MessageBody(LoseWorker{1, -2, "x"}),
                                  MessageBody(LoseWorkerReply{-2}),
+                                 MessageBody(Stop{"x", 4, 0, {}, {}, 2, {0, 0}}),
+                                 MessageBody(Stop{"x", 4, 0, {}, {}, 2, {0, 2}}),
+                                 MessageBody(Stop{"x", 4, 0, {}, {}, 2, {-1, -1}}),
+                                 MessageBody(Stop{"x", 4, 0, {}, {}, 0, {0}}),
+                                 MessageBody(Stop{"x", 4, 0, {}, {}, 2, {}}),
+                                 MessageBody(ShapeChanged{4, 2, 0, -1}),
+                                 MessageBody(ChangeWorkers{-1, 2, {0, 1}}),
+                                 MessageBody(ChangeWorkers{4, 1, {0, 1}}),
+                                 MessageBody(ChangeWorkers{4, 2, {-2, 1}}),
+                                 MessageBody(ChangeWorkers{4, 2, {}}),
                                  MessageBody(RowsHandOffRequest{2, 2}),
                                  MessageBody(RowsHandOffRequest{0, 0}),
                                  MessageBody(RowsTakeOverRequest{2, 4, -1}),

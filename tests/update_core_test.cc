@@ -286,5 +286,51 @@ TEST_CASE("lost worker: a core past the lost step drops what it gathered of the 
   CHECK_FALSE(async.Lose(1).ok());
 }
 
+TEST_CASE("renumber: the stayers take their new ranks, a joiner is a member, the divisor follows") {
+  UpdateCore core(3, UpdateMode::kSync);
+  Recorder r;
+  for (int w = 0; w < 3; ++w) REQUIRE(r.Push(core, w, 0).ok());
+  // Worker 1 leaves, worker 2 becomes 1, and a joiner takes rank 2.
+  REQUIRE(core.Renumber(1, {0, -1, 1}, 3).ok());
+  r.calls.clear();
+  for (int w : {2, 1, 0}) REQUIRE(r.Push(core, w, 1).ok());
+  CHECK(r.calls ==
+        std::vector<std::string>{"gather 2 first", "gather 1", "gather 0", "apply 0.33"});
+  // Down to two: rank 3 does not exist, the divisor is 2.
+  REQUIRE(core.Renumber(2, {0, 1, -1}, 2).ok());
+  CHECK_FALSE(r.Push(core, 2, 2).ok());
+  r.calls.clear();
+  REQUIRE(r.Push(core, 1, 2).ok());
+  REQUIRE(r.Push(core, 0, 2).ok());
+  CHECK(r.calls.back() == "apply 0.50");
+  CHECK(core.clock() == 3);
+}
+
+TEST_CASE(
+    "renumber: only between steps, at the core's step; a lost worker's call-off is forgotten") {
+  UpdateCore core(2, UpdateMode::kSync);
+  Recorder r;
+  REQUIRE(r.Push(core, 0, 0).ok());
+  CHECK_FALSE(core.Renumber(0, {0, 1}, 2).ok());  // worker 1's push of step 0 is to come
+  REQUIRE(r.Push(core, 1, 0).ok());
+  CHECK_FALSE(core.Renumber(0, {0, 1}, 2).ok());  // not the core's step
+  CHECK_FALSE(core.Renumber(1, {0}, 2).ok());     // a rank for each worker of today
+  // Worker 1 lost while step 1 is under way: step 1 finishes without it, 2 is called off.
+  REQUIRE(r.Push(core, 0, 1).ok());
+  REQUIRE(core.Lose(1).ok());
+  REQUIRE(Finish(core, r, 1, 1).ok());
+  CHECK(core.clock() == 2);
+  CHECK(r.Push(core, 0, 2).code() == StatusCode::kCancelled);
+  REQUIRE(core.Renumber(2, {0, -1}, 1).ok());
+  REQUIRE(r.Push(core, 0, 2).ok());  // alone now
+  CHECK(core.clock() == 3);
+  // ssp: a joiner's clock starts where the job is.
+  UpdateCore ssp(1, UpdateMode::kSsp);
+  Recorder s;
+  for (int step = 0; step < 3; ++step) REQUIRE(s.Push(ssp, 0, step).ok());
+  REQUIRE(ssp.Renumber(3, {0}, 2).ok());
+  CHECK(ssp.clock() == 3);
+}
+
 }  // namespace
 }  // namespace pstrain

@@ -124,6 +124,9 @@ class KvClient {
   // the connection to server rank r; no partition may be routed past them.
   // Blocks until the loop took them.
   Status UseServers(std::vector<std::shared_ptr<Connection>> servers);
+  // A live change of workers gave this worker another rank: requests name
+  // it from the next Run on. Not while one is in flight.
+  void UseWorkerRank(int rank) { worker_rank_ = rank; }
   // Routes every partition as `placement` (of the same tensors and cut)
   // places it, as of placement version `version`.
   Status UsePlacement(const PartitionMap& placement, int64_t version);
@@ -152,7 +155,7 @@ class KvClient {
 
   EventLoop* loop_;
   std::vector<std::shared_ptr<Connection>> servers_;
-  const int worker_rank_;
+  std::atomic<int> worker_rank_;
   PartitionMap map_;
   // Per tensor and partition: the server's name of the delta pull reply the
   // memory holds (0: none). Loop thread only.

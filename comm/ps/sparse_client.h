@@ -70,6 +70,8 @@ class SparseClient {
     servers_ = std::move(servers);
   }
   int servers() const { return static_cast<int>(servers_.size()); }
+  // A live change of workers gave this worker another rank. Not during a call.
+  void UseWorkerRank(int rank) { worker_ = rank; }
 
   // Bytes of rows the last Pull received.
   int64_t last_pull_bytes() const { return last_pull_bytes_; }
@@ -80,7 +82,7 @@ class SparseClient {
 
   EventLoop* loop_;
   std::vector<std::shared_ptr<Connection>> servers_;
-  const int worker_;
+  int worker_;
   std::vector<ServerGroups> groups_;
   std::vector<std::vector<float>> received_;  // Pull's, by table and server
   std::vector<bool> direct_;                  // Pull's: rows placed straight in the destination

@@ -33,6 +33,27 @@ StatusOr<std::string> Text(const fb::String* s, const char* field, bool required
   return s->str();
 }
 
+// A live change's new worker ranks, one per worker today: each -1 (it
+// leaves) or a distinct rank below `workers`, at least one worker staying.
+Status ReadRanks(const fb::Vector<int32_t>* ranks, int workers, const char* what,
+                 std::vector<int>* out) {
+  if (workers < 1 || workers > kMaxElasticNodes || ranks == nullptr || ranks->size() == 0 ||
+      ranks->size() > static_cast<fb::uoffset_t>(kMaxElasticNodes))
+    return InvalidArgument(fmt::format("{} to {} workers with {} ranks", what, workers,
+                                       ranks == nullptr ? 0 : ranks->size()));
+  std::vector<bool> taken(static_cast<size_t>(workers), false);
+  bool stays = false;
+  for (int rank : *ranks) {
+    if (rank < -1 || rank >= workers || (rank >= 0 && taken[static_cast<size_t>(rank)]))
+      return InvalidArgument(fmt::format("{} to {} workers names rank {} (twice, or out of range)",
+                                         what, workers, rank));
+    if (rank >= 0) taken[static_cast<size_t>(rank)] = stays = true;
+  }
+  if (!stays) return InvalidArgument(fmt::format("{} keeps no worker", what));
+  out->assign(ranks->begin(), ranks->end());
+  return Status::OK();
+}
+
 // A byte field of exactly out->size() bytes (nonces, MACs).
 template <size_t N>
 Status CopyExact(const fb::Vector<uint8_t>* v, const char* field, std::array<uint8_t, N>* out) {
@@ -254,7 +275,9 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
           m->partitions() < 0)
         return InvalidArgument(
             fmt::format("ShapeChanged to {} servers from step {}", m->servers(), m->step()));
-      return MessageBody(ShapeChanged{m->step(), m->servers(), m->partitions()});
+      if (m->workers() < 0 || m->workers() > kMaxElasticNodes)
+        return InvalidArgument(fmt::format("ShapeChanged to {} workers", m->workers()));
+      return MessageBody(ShapeChanged{m->step(), m->servers(), m->partitions(), m->workers()});
     }
     case w::Body_RowsHandOffRequest: {
       const int servers = h->body_as_RowsHandOffRequest()->servers();
@@ -316,7 +339,7 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       const int servers = h->body_as_Stop()->servers();
       if (servers < 0 || servers > kMaxElasticNodes)
         return InvalidArgument(fmt::format("Stop that grows the job to {} servers", servers));
-      Stop stop{*reason, h->body_as_Stop()->at_step(), servers, {}, {}};
+      Stop stop{*reason, h->body_as_Stop()->at_step(), servers, {}, {}, 0, {}};
       if (const auto* slots = h->body_as_Stop()->slots()) {
         // Each rank of the new placement, from a distinct rank of today's.
         if (slots->size() != static_cast<fb::uoffset_t>(servers))
@@ -338,6 +361,10 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
           stop.lost.push_back(rank);
         }
       }
+      stop.workers = h->body_as_Stop()->workers();
+      if (stop.workers != 0 || h->body_as_Stop()->ranks() != nullptr)
+        PSTRAIN_RETURN_IF_ERROR(
+            ReadRanks(h->body_as_Stop()->ranks(), stop.workers, "Stop", &stop.ranks));
       return MessageBody(std::move(stop));
     }
     case w::Body_LoseWorker: {
@@ -348,6 +375,13 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
         return InvalidArgument(
             fmt::format("LoseWorker of worker {} at step {}", m->rank(), m->last_step()));
       return MessageBody(LoseWorker{m->rank(), m->last_step(), *reason});
+    }
+    case w::Body_ChangeWorkers: {
+      const w::ChangeWorkers* m = h->body_as_ChangeWorkers();
+      if (m->step() < 0) return InvalidArgument(fmt::format("ChangeWorkers at step {}", m->step()));
+      ChangeWorkers change{m->step(), m->workers(), {}};
+      PSTRAIN_RETURN_IF_ERROR(ReadRanks(m->ranks(), m->workers(), "ChangeWorkers", &change.ranks));
+      return MessageBody(std::move(change));
     }
     case w::Body_LoseWorkerReply:
       if (h->body_as_LoseWorkerReply()->last_step() < -1)
@@ -521,7 +555,8 @@ const char* MessageName(const MessageBody& body) {
                                        "RowsDigestRequest",
                                        "RowsDigestReply",
                                        "LoseWorker",
-                                       "LoseWorkerReply"};
+                                       "LoseWorkerReply",
+                                       "ChangeWorkers"};
   static_assert(std::size(kNames) == std::variant_size_v<MessageBody>);
   return kNames[body.index()];
 }

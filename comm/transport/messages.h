@@ -130,6 +130,10 @@ struct Stop {
   // With at_step: the worker ranks lost; the others finish the step under
   // way without them, and stop before at_step.
   std::vector<int> lost;
+  // > 0: the job goes on with that many workers from at_step, live;
+  // ranks[r]: the rank worker r holds then (-1: it leaves).
+  int workers = 0;
+  std::vector<int> ranks;
 };
 // The chief to the scheduler: from `step` on the job runs with `servers`
 // servers, `partitions` of them moved live.
@@ -137,6 +141,7 @@ struct ShapeChanged {
   int64_t step = 0;
   int servers = 0;
   int partitions = 0;
+  int workers = 0;  // > 0: every worker is at `step` for a live change of workers
 };
 struct StopReply {
   int64_t step = 0;  // steps this worker has started
@@ -283,6 +288,12 @@ struct LoseWorker {
 struct LoseWorkerReply {
   int64_t last_step = -1;
 };
+// A live change of an elastic job's workers (comm/transport/wire.fbs).
+struct ChangeWorkers {
+  int64_t step = 0;
+  int workers = 0;
+  std::vector<int> ranks;  // per worker rank today: its rank from `step` (-1: it left)
+};
 struct RowsDigestRequest {};
 struct RowsDigestReply {
   std::vector<std::string> tables;
@@ -298,7 +309,7 @@ using MessageBody =
                  AuthProof, ScaleRequest, ScaleReply, Moved, HandOffRequest, HandOffReply,
                  TakeOverRequest, ShapeChanged, RowsHandOffRequest, RowsHandOffReply,
                  RowsTakeOverRequest, RowsDigestRequest, RowsDigestReply, LoseWorker,
-                 LoseWorkerReply>;
+                 LoseWorkerReply, ChangeWorkers>;
 
 struct Message {
   uint64_t request_id = 0;  // 0: one-way, no reply expected

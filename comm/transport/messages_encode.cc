@@ -107,7 +107,7 @@ struct BodyEncoder {
   }
   Out operator()(const ShapeChanged& m) {
     return {w::Body_ShapeChanged,
-            w::CreateShapeChanged(b, m.step, m.servers, m.partitions).Union()};
+            w::CreateShapeChanged(b, m.step, m.servers, m.partitions, m.workers).Union()};
   }
   Out operator()(const HandOffReply& m) {
     return {w::Body_HandOffReply, w::CreateHandOffReply(b, m.version).Union()};
@@ -139,12 +139,17 @@ struct BodyEncoder {
   Out operator()(const Stop& m) {
     return {w::Body_Stop, w::CreateStop(b, b.CreateString(m.reason), m.at_step, m.servers,
                                         m.slots.empty() ? 0 : b.CreateVector(m.slots),
-                                        m.lost.empty() ? 0 : b.CreateVector(m.lost))
+                                        m.lost.empty() ? 0 : b.CreateVector(m.lost), m.workers,
+                                        m.ranks.empty() ? 0 : b.CreateVector(m.ranks))
                               .Union()};
   }
   Out operator()(const LoseWorker& m) {
     return {w::Body_LoseWorker,
             w::CreateLoseWorker(b, m.rank, m.last_step, b.CreateString(m.reason)).Union()};
+  }
+  Out operator()(const ChangeWorkers& m) {
+    return {w::Body_ChangeWorkers,
+            w::CreateChangeWorkers(b, m.step, m.workers, b.CreateVector(m.ranks)).Union()};
   }
   Out operator()(const LoseWorkerReply& m) {
     return {w::Body_LoseWorkerReply, w::CreateLoseWorkerReply(b, m.last_step).Union()};

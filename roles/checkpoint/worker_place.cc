@@ -14,7 +14,9 @@ namespace {
 
 constexpr char kSection[] = "place";
 
-std::string Text(const WorkerPlace& p) {
+}  // namespace
+
+std::string WorkerPlaceText(const WorkerPlace& p) {
   return fmt::format(
       "step {}\nrank {}\nworkers {}\nbatch_size {}\nseed {}\nshuffle {}\nsteps_per_epoch {}\n"
       "epoch {}\nposition {}\nepoch_start {}\nskip_samples {}\ntraining_forwards {}\n"
@@ -22,6 +24,8 @@ std::string Text(const WorkerPlace& p) {
       p.step, p.rank, p.workers, p.batch_size, p.seed, p.shuffle ? 1 : 0, p.steps_per_epoch,
       p.epoch, p.position, p.epoch_start, p.skip_samples, p.training_forwards, p.lr_schedule);
 }
+
+namespace {
 
 template <typename T>
 bool ParseNumber(const std::string& text, T* out) {
@@ -39,7 +43,7 @@ std::string Schedule(const OptimizerConfig& o) {
 }  // namespace
 
 StatusOr<std::string> WriteWorkerPlace(const std::string& step_dir, const WorkerPlace& place) {
-  const std::string text = Text(place);
+  const std::string text = WorkerPlaceText(place);
   const std::string name = WorkerPlaceFileName(place.rank);
   PSTRAIN_RETURN_IF_ERROR(
       WriteCheckpointFile(step_dir + "/" + name, {{kSection, text.data(), text.size()}}));
@@ -52,8 +56,13 @@ StatusOr<WorkerPlace> ReadWorkerPlace(const std::string& path) {
   if (sections->size() != 1 || (*sections)[0].name != kSection)
     return InvalidArgument(
         fmt::format("{}: not a worker's place (no '{}' section)", path, kSection));
+  return ParseWorkerPlace(std::string((*sections)[0].bytes.begin(), (*sections)[0].bytes.end()),
+                          path);
+}
+
+StatusOr<WorkerPlace> ParseWorkerPlace(const std::string& text, const std::string& path) {
   std::map<std::string, std::string> values;
-  std::istringstream lines(std::string((*sections)[0].bytes.begin(), (*sections)[0].bytes.end()));
+  std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
     const size_t space = line.find(' ');
     if (space == std::string::npos) continue;

@@ -51,6 +51,10 @@ struct WorkerPlace {
   std::string lr_schedule;
 };
 
+// The "place" section's text, and its reading back (`path` names where it
+// came from in errors); ReadWorkerPlace is the second on a file.
+std::string WorkerPlaceText(const WorkerPlace& place);
+StatusOr<WorkerPlace> ParseWorkerPlace(const std::string& text, const std::string& path);
 // Writes `place` into `step_dir`; returns the file's name there.
 StatusOr<std::string> WriteWorkerPlace(const std::string& step_dir, const WorkerPlace& place);
 // Reads and checks one (every key present, epoch and position agreeing with

@@ -211,6 +211,11 @@ void ClusterClient::OnTopology(const Connection::Ptr& conn, uint64_t id, const T
     worker_num_ = topology.worker_num;
     if (elastic.servers_elastic()) server_num_ = topology.server_num;
   }
+  // 16. The list of a live change of workers: this worker's new rank with it.
+  if (rank_after_ >= 0 && topology.worker_num == workers_after_ && !topology.delta()) {
+    AdoptRank(rank_after_);
+    rank_after_ = -1;
+  }
   auto patched = ApplyTopology(topology_ ? &*topology_ : nullptr, topology, options_.role,
                                rank_.load(), server_num_, worker_num_);
   if (!patched.ok()) {
@@ -393,6 +398,9 @@ StatusOr<std::string> ClusterClient::ShareFromOne(BarrierGroup group, std::strin
 }
 
 Status ClusterClient::ReportDone() {
+  // 16. A worker that left live is no member to be done: the scheduler
+  // sends it off once the others go on.
+  if (leaves_live_.load()) return Status::OK();
   loop_->Post([this] { done_reported_ = true; });
   Status sent = CallScheduler(Done{}, "report Done").status();
   // The connection to the scheduler broke under the call: a rejoin (9)
@@ -438,6 +446,23 @@ void ClusterClient::OnStop(const Connection::Ptr& conn, uint64_t id, const Stop&
     hold_ = false;
     stop_changed_.NotifyAll();
     log_->info("the job gains servers: {} from step {} on ({})", stop.servers, stop.at_step,
+               stop.reason);
+    return conn->Reply(id, Ack{});
+  }
+  if (stop.workers > 0 && stop.at_step >= 0) {  // 16. not a stop: the workers change
+    const int rank = rank_.load();
+    if (rank < 0 || rank >= static_cast<int>(stop.ranks.size())) {
+      log_->warn("a change of workers names {} ranks; this is worker {}", stop.ranks.size(), rank);
+      return conn->Reply(id, ErrorReply{"a change of workers without this worker's rank"});
+    }
+    change_at_ = stop.at_step;
+    change_ = WorkersChange{stop.workers, stop.ranks};
+    rank_after_ = stop.ranks[static_cast<size_t>(rank)];
+    workers_after_ = stop.workers;
+    leaves_live_ = rank_after_ < 0;
+    hold_ = false;
+    stop_changed_.NotifyAll();
+    log_->info("the job's workers change: {} from step {} on ({})", stop.workers, stop.at_step,
                stop.reason);
     return conn->Reply(id, Ack{});
   }
@@ -518,6 +543,20 @@ std::vector<int> ClusterClient::LostWorkers() {
   return lost_workers_;
 }
 
+ClusterClient::WorkersChange ClusterClient::WorkersChangeAt(int64_t step) {
+  MutexLock lock(&stop_mutex_);
+  if (change_.workers == 0 || step < change_at_) return {};
+  WorkersChange change = std::move(change_);
+  change_ = {};
+  return change;
+}
+
+Status ClusterClient::ReportWorkersAt(int64_t step, int workers) {
+  return CallScheduler(ShapeChanged{step, server_num_.load(), 0, workers},
+                       "change the workers live")
+      .status();
+}
+
 int ClusterClient::GrowsAt(int64_t step, std::vector<int>* slots) {
   MutexLock lock(&stop_mutex_);
   if (grow_servers_ == 0 || step < grow_at_) return 0;
@@ -531,8 +570,8 @@ int ClusterClient::GrowsAt(int64_t step, std::vector<int>* slots) {
 void ClusterClient::AdoptRank(int rank) {
   const int was = rank_.exchange(rank);
   if (was == rank) return;
-  log_->info("this {} holds rank {} from now on (it held {}): the job's servers changed",
-             RoleName(options_.role), rank, was);
+  log_->info("this {} holds rank {} from now on (it held {}): the job's {}s changed",
+             RoleName(options_.role), rank, was, RoleName(options_.role));
   // Its log lines name the new rank; its metrics file keeps the name it
   // opened with (another node may have written one under the new rank).
   SetLogLabel(log_, fmt::format("{} {}", RoleName(options_.role), rank));

@@ -106,6 +106,19 @@ class ClusterClient {
   // *slots: for each rank of the new placement, the rank its server holds
   // now (empty: the ranks below the count keep theirs).
   int GrowsAt(int64_t step, std::vector<int>* slots);
+  // 16. Workers, after BeginStep(step): the live change of workers the job
+  // makes before this step (the scheduler's Stop with workers), once;
+  // workers 0: none. ranks[r]: the rank worker r holds after it (-1: it
+  // leaves). This worker takes its new rank when the topology of the new
+  // shape comes.
+  struct WorkersChange {
+    int workers = 0;
+    std::vector<int> ranks;
+  };
+  WorkersChange WorkersChangeAt(int64_t step);
+  // 16. The chief, once every worker is at `step`: the scheduler renumbers
+  // the workers there, admits the joiners and answers.
+  Status ReportWorkersAt(int64_t step, int workers);
   // 14. Servers: this server holds `rank` in the new placement of a live
   // change (the chief's take-over says so; the topology that follows lists
   // it there). Any thread.
@@ -176,6 +189,7 @@ class ClusterClient {
   std::atomic<int> server_num_, worker_num_;
   std::atomic<bool> paused_{false};
   std::atomic<bool> joined_live_{false};
+  std::atomic<bool> leaves_live_{false};    // 16. a live change of workers leaves it out
   std::atomic<int64_t> progress_step_{-1};  // ReportProgress, read by the loop
   std::atomic<double> progress_rate_{0};
 
@@ -204,6 +218,12 @@ class ClusterClient {
   int grow_servers_ GUARDED_BY(stop_mutex_) = 0;
   std::vector<int> grow_slots_ GUARDED_BY(stop_mutex_);
   std::vector<int> lost_workers_ GUARDED_BY(stop_mutex_);
+  int64_t change_at_ GUARDED_BY(stop_mutex_) = -1;  // WorkersChangeAt
+  WorkersChange change_ GUARDED_BY(stop_mutex_);
+  // 16. The rank this worker takes once the topology lists `workers_after_`
+  // workers (-1: none pending). Loop thread.
+  int rank_after_ = -1;
+  int workers_after_ = 0;
   // Asked where it is before StartingAt: answered then (loop thread).
   std::weak_ptr<Connection> asked_conn_ GUARDED_BY(stop_mutex_);
   uint64_t asked_id_ GUARDED_BY(stop_mutex_) = 0;

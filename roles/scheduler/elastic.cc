@@ -42,6 +42,7 @@ void Scheduler::RecordChange(const std::string& line) {
 int Scheduler::Joining(Role role) const {
   int n = 0;
   for (const Joiner& j : joiners_) n += j.info.role == role ? 1 : 0;
+  for (const Joiner& j : live_joiners_) n += j.info.role == role ? 1 : 0;
   return n;
 }
 
@@ -204,6 +205,7 @@ void Scheduler::MaybeReshape() {
                  joiners_.end());
   if (joiners_.empty() && leaving_.empty()) return;
   if (!topology_sent_ || paused_ || reshaping_ || shutting_down_ || !stop_reason_.empty()) return;
+  if (CanChangeWorkersLive()) return ChangeWorkersLive();
   if (CanGrowLive()) return GrowLive();
   if (CanShrinkLive()) return ShrinkLive();
   const std::string why = fmt::format("{}", fmt::join(reshape_reasons_, "; "));
@@ -225,6 +227,7 @@ void Scheduler::HoldForChange(const char* what, const std::string& why,
       // such (a pause in which every node registers again, joiners too).
       log_->warn("{}: {}", what, st.message());
       reshaping_ = false;
+      RequeueLiveJoiners();
       return;
     }
     reshape_step_ = furthest;
@@ -336,6 +339,7 @@ void Scheduler::ChangeServersLive(int old_servers, int servers, const std::strin
 void Scheduler::HandleShapeChanged(const Connection::Ptr& conn, uint64_t id,
                                    const ShapeChanged& changed) {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  if (changed.workers > 0) return FinishWorkersLive(conn, id, changed);
   conn->Reply(id, Ack{});
   if (!reshaping_ || changed.step != reshape_step_) return;  // a pause came first
   reshaping_ = false;

@@ -127,6 +127,7 @@ void Scheduler::BeginPause(const std::string& why, bool reshape) {
   // 13. A change of shape under way waits for the next: its joiners and
   // leavers are kept.
   reshaping_ = false;
+  RequeueLiveJoiners();  // 16. a live change of workers under way waits too
   best_step_at_rollback_ = best_step_;
   for (Barrier& barrier : barriers_) {
     for (const BarrierWaiter& w : barrier.waiters)

@@ -102,6 +102,13 @@
 //      workers drop leavers, and the chief sends ShapeChanged; only then do
 //      leavers get Shutdown. Nothing pauses, no checkpoint is written, and
 //      the change's line ends "(live: ...)".
+//  15. A lost worker of a sync elastic job on the CPU: the others finish
+//      the step under way without it (roles/scheduler/lost_worker.cc).
+//  16. In the same jobs, workers join and leave live
+//      (roles/scheduler/live_workers.cc): at the step S every worker
+//      reaches, the servers and the scheduler renumber the workers, the
+//      joiners are admitted, and the workers rebuild their ring and split
+//      the rest of the epoch anew. Nothing pauses, no checkpoint is written.
 //  12. With PSTRAIN_HTTP_PORT, the live view: GET /status (JSON) and GET
 //      /metrics (Prometheus text) on the scheduler's host, served on this
 //      loop from the state below (roles/scheduler/view.h). Workers' steps
@@ -294,6 +301,19 @@ class Scheduler {
   // 15. A pause came while a lost worker's step was being finished: it is
   // dropped as in 13 (the job resumes from the newest checkpoint).
   void ForgetLiveLoss(const std::string& why);
+  // 16. Workers joining and leaving a sync job on the CPU do so live
+  // (roles/scheduler/live_workers.cc): no checkpoint, no pause.
+  bool CanChangeWorkersLive() const;
+  void ChangeWorkersLive();
+  // The chief's ShapeChanged with workers: every worker is at the step.
+  void FinishWorkersLive(const Connection::Ptr& conn, uint64_t id, const ShapeChanged& changed);
+  // The servers renumbered their workers: so does the scheduler.
+  void ApplyWorkersLive(int64_t step);
+  // A change of workers that did not happen: its joiners wait for the next.
+  void RequeueLiveJoiners();
+  // `request` to every server; `then` with the first error, or OK once all
+  // answered.
+  void CallServers(MessageBody request, std::function<void(const Status&)> then);
   // Rebuilds `role`'s ranks: the nodes `keep` accepts in rank order, then
   // `extra` empty slots. Returns the node ids that did not stay.
   std::vector<NodeEntry> Renumber(Role role, const std::function<bool(const NodeEntry&)>& keep,
@@ -397,9 +417,15 @@ class Scheduler {
   bool reshaping_ = false;                                // workers stopping for a change
   bool admitting_live_ = false;                           // Admit answers RegisterReply live
   int64_t reshape_step_ = -1;
-  std::vector<int> live_slots_;             // of the live server change under way
-  std::set<std::string> live_leavers_;      // the servers it takes out
-  std::set<std::string> live_lost_;         // 15. workers whose step is finished without them
+  std::vector<int> live_slots_;         // of the live server change under way
+  std::set<std::string> live_leavers_;  // the servers it takes out
+  std::set<std::string> live_lost_;     // 15. workers whose step is finished without them
+  // 16. The live change of workers under way: who joins, who leaves, each
+  // worker's rank after it, and the worker count.
+  std::vector<Joiner> live_joiners_;
+  std::set<std::string> live_worker_leavers_;
+  std::vector<int> live_ranks_;
+  int live_workers_ = 0;
   std::vector<std::string> shape_changes_;  // the log lines of the changes, the last 32
 };
 

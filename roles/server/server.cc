@@ -60,9 +60,15 @@ Status Server::Run() { return node_.Outcome(RunOnce()); }
 Status Server::RunOnce() {
   node_.cluster().SetRequestHandler(
       [this](const Connection::Ptr& conn, uint64_t id, const MessageBody& body) {
-        const auto* lose = std::get_if<LoseWorker>(&body);
-        if (lose != nullptr) OnLoseWorker(conn, id, *lose);
-        return lose != nullptr;
+        if (const auto* lose = std::get_if<LoseWorker>(&body)) {
+          OnLoseWorker(conn, id, *lose);
+          return true;
+        }
+        if (const auto* change = std::get_if<ChangeWorkers>(&body)) {
+          OnChangeWorkers(conn, id, *change);
+          return true;
+        }
+        return false;
       });
   auto topology = node_.Start(
       [this](const Connection::Ptr& c, Incoming&& in) { OnPeerRequest(c, std::move(in)); },

@@ -26,7 +26,11 @@
 //      or pull of a partition handed off is answered Moved.
 //   8. From the scheduler: LoseWorker, a worker of a sync elastic job was
 //      lost; the step under way finishes without it on every partition and
-//      table (roles/server/lost_worker.cc).
+//      table (roles/server/worker_changes.cc).
+//   9. From the scheduler: ChangeWorkers, a live change of an elastic job's
+//      workers: from its step every partition and table counts the new set,
+//      and each worker connection speaks for its new rank
+//      (roles/server/worker_changes.cc).
 // The loop thread only routes: each partition belongs to one shard thread
 // (PsShard), which does the math and sends the reply.
 #pragma once
@@ -89,8 +93,10 @@ class Server {
   void OnRowsTakeOver(const Connection::Ptr& conn, uint64_t id, const RowsTakeOverRequest& request,
                       Buffer rows);
   void OnRowsDigest(const Connection::Ptr& conn, uint64_t id);
-  // A lost worker of a sync elastic job (roles/server/lost_worker.cc).
+  // A lost worker of a sync elastic job.
   void OnLoseWorker(const Connection::Ptr& conn, uint64_t id, const LoseWorker& request);
+  // A live change of workers (roles/server/worker_changes.cc).
+  void OnChangeWorkers(const Connection::Ptr& conn, uint64_t id, const ChangeWorkers& change);
   // The worker that checkpoints and moves: 0, or the lowest rank not lost.
   // Loop thread.
   int ChiefRank() const;

@@ -351,6 +351,19 @@ void PsShard::LoseWorker(int rank, int64_t last, const std::string& why,
   });
 }
 
+void PsShard::ChangeWorkers(int64_t step, std::vector<int> ranks, int workers,
+                            std::function<void(const Status&)> done) {
+  run_([this, step, ranks = std::move(ranks), workers, done = std::move(done)] {
+    workers_ = workers;
+    for (auto& [key, p] : partitions_) {
+      Status st = p->core().Renumber(step, ranks, workers);
+      if (!st.ok())
+        return done(st.WithContext(fmt::format("'{}' partition {}", key.first, key.second)));
+    }
+    done(Status::OK());
+  });
+}
+
 void PsShard::TakeOver(MovedPartition state, std::function<void(Status)> done) {
   run_([this, state = std::move(state), done = std::move(done)]() mutable {
     done(Install(state.partition, &state.core));

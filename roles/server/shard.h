@@ -68,6 +68,10 @@ class PsShard {
   // without it and later steps are called off with `why`.
   void LoseWorker(int rank, int64_t last, const std::string& why,
                   std::function<void(StatusOr<int64_t>)> done);
+  // A live change of workers at `step` (UpdateCore::Renumber), on every
+  // partition; partitions made later count `workers` too.
+  void ChangeWorkers(int64_t step, std::vector<int> ranks, int workers,
+                     std::function<void(const Status&)> done);
 
  private:
   using Key = std::pair<std::string, uint32_t>;
@@ -93,7 +97,7 @@ class PsShard {
   void Arrived(const Key& key, PsPartition& partition);
 
   const Config* config_;
-  const int workers_;
+  int workers_;  // the shard's thread
   Logger log_;
   std::map<Key, std::unique_ptr<PsPartition>> partitions_;
   // Pulls of partitions not initialized yet, until the chief's Init.

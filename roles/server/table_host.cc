@@ -144,6 +144,21 @@ void TableHost::LoseWorker(int rank, int64_t last, const std::string& why,
   });
 }
 
+void TableHost::ChangeWorkers(int64_t step, std::vector<int> ranks, int workers,
+                              std::function<void(const Status&)> done) {
+  thread_.Post([this, step, ranks = std::move(ranks), workers, done = std::move(done)] {
+    workers_ = workers;
+    for (auto& named : tables_) {
+      HostedTable& t = *named.second;
+      Status st = t.core.Renumber(step, ranks, workers);
+      if (!st.ok()) return done(st.WithContext(t.name));
+      t.pending_ids.assign(static_cast<size_t>(workers), {});
+      t.pending_grads.assign(static_cast<size_t>(workers), {});
+    }
+    done(Status::OK());
+  });
+}
+
 void TableHost::DoPull(HostedTable& t, const Buffer& ids, const Reply& reply) {
   const int64_t n = static_cast<int64_t>(ids.size / sizeof(int64_t));
   const std::vector<int64_t> id_list = ReadIds(ids.data, n);

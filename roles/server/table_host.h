@@ -70,6 +70,9 @@ class TableHost {
   // A lost worker of a sync job, on every table: as PsShard::LoseWorker.
   void LoseWorker(int rank, int64_t last, const std::string& why,
                   std::function<void(StatusOr<int64_t>)> done);
+  // A live change of workers, on every table: as PsShard::ChangeWorkers.
+  void ChangeWorkers(int64_t step, std::vector<int> ranks, int workers,
+                     std::function<void(const Status&)> done);
 
   // Checkpoints: every table's rows, optimizer state and clock, copied on
   // the table thread and handed to `done` there. In sync mode the copy waits
@@ -172,8 +175,8 @@ class TableHost {
 
   const Config config_;
   std::vector<ServerTable> specs_;  // by the config, set in Create
-  const int workers_;
-  int rank_;  // changes in a live change of the servers (TakeOverRows)
+  int workers_;                     // the table thread
+  int rank_;                        // changes in a live change of the servers (TakeOverRows)
   const UpdateMode mode_;
   int servers_;  // rows placed over this many servers; table thread
   std::shared_ptr<RowBuffers> row_buffers_ = std::make_shared<RowBuffers>();

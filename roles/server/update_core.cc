@@ -48,6 +48,34 @@ Status UpdateCore::ChangeMembers(int64_t from_step, std::vector<int> members) {
   return Status::OK();
 }
 
+Status UpdateCore::Renumber(int64_t step, const std::vector<int>& ranks, int workers) {
+  if (arrived_count_ > 0 || step != this->step() || !changes_.empty())
+    return FailedPrecondition(
+        fmt::format("a change of workers at step {}: this part is at step {}{}", step, this->step(),
+                    arrived_count_ > 0 ? ", whose pushes have begun" : ""));
+  if (workers < 1 || ranks.size() != pushes_.size())
+    return InvalidArgument(fmt::format("a change of workers names {} ranks, the job has {}",
+                                       ranks.size(), pushes_.size()));
+  const int64_t clock_now = clock();
+  std::vector<int64_t> pushes(static_cast<size_t>(workers), clock_now);
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    if (ranks[r] >= workers)
+      return InvalidArgument(fmt::format("worker {} takes rank {} of {}", r, ranks[r], workers));
+    if (ranks[r] >= 0) pushes[static_cast<size_t>(ranks[r])] = pushes_[r];
+  }
+  // async: the steps so far stay counted at the old member count.
+  async_base_step_ = step;
+  async_base_applied_ = applied_;
+  pushes_ = std::move(pushes);
+  members_.assign(static_cast<size_t>(workers), true);
+  member_count_ = workers;
+  arrived_.assign(static_cast<size_t>(workers), false);
+  lost_.assign(static_cast<size_t>(workers), false);
+  called_off_ = -1;
+  called_off_why_.clear();
+  return Status::OK();
+}
+
 void UpdateCore::TakeDueChange() {
   while (!changes_.empty() && changes_.front().from_step <= step()) {
     const int64_t clock_now = clock();

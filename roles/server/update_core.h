@@ -80,6 +80,13 @@ class UpdateCore {
   // clock of the step it joins at, so that it neither holds the others back
   // nor is waited for over the steps it never ran.
   Status ChangeMembers(int64_t from_step, std::vector<int> members);
+  // A live change of workers (roles/scheduler/live_workers.cc), between
+  // steps at `step` (this core's step()): the worker of rank r holds rank
+  // ranks[r] from now on (-1: it left), of `workers`, all members; a rank no
+  // worker of today takes is a joiner, whose ssp clock starts here. What a
+  // lost worker left (its refusal, steps called off) is forgotten: the job
+  // goes on with the new set.
+  Status Renumber(int64_t step, const std::vector<int>& ranks, int workers);
   int slots() const { return static_cast<int>(pushes_.size()); }
   // The members now, by increasing rank.
   std::vector<int> members() const;

@@ -5,11 +5,13 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "comm/collective/collective.h"
 #include "comm/ps/kv_client.h"
 #include "comm/ps/partition_map.h"
+#include "roles/checkpoint/worker_place.h"
 #include "roles/node/cluster_client.h"
 #include "src/common/checkpoint_file.h"
 #include "src/common/config/config.h"
@@ -43,6 +45,15 @@ struct WorkerContext {
   // (a shrink): for each new rank, the rank its server holds now (empty:
   // ranks below `servers` keep theirs).
   std::function<Status(int servers, const std::vector<int>& slots)> use_servers;
+  // A live change of workers (roles/worker/trainer_workers.cc): drop_ring
+  // forgets the ring before the change's barrier; connect_ring then makes
+  // the new one (this worker's rank and count as the cluster client has
+  // them) and returns its collectives.
+  std::function<Status()> drop_ring;
+  std::function<StatusOr<Collective*>()> connect_ring;
+  // A worker that joined a running job live (ClusterClient::joined_live):
+  // the chief's place in the data at the step it joins at; none otherwise.
+  std::optional<WorkerPlace> joined_at;
 };
 
 class WorkerJob {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "comm/transport/patient_connect.h"
 #include "roles/node/node.h"
 #include "roles/node/peers.h"
@@ -46,8 +48,10 @@ Status WorkerRing::Connect(const Topology& topology) {
         [this, loop, who, hello, rank, world, next, connected](StatusOr<Connection::Ptr> conn) {
           if (!conn.ok()) return connected.Set(conn.status().WithContext(who));
           ring_ = std::make_unique<RingCollective>(loop, rank, world, *conn);
+          outbound_ = *conn;
           if (!lost_early_.ok()) Lose(lost_early_);
-          (*conn)->Start(nullptr, [this, next](const Connection::Ptr&, const Status& why) {
+          (*conn)->Start(nullptr, [this, next](const Connection::Ptr& c, const Status& why) {
+            if (c != outbound_) return;  // a ring dropped since
             Lose(
                 Unavailable(fmt::format("ring rank {} (worker) is gone: {}", next, why.message())));
           });
@@ -83,7 +87,7 @@ Status WorkerRing::OfferSharedMemory(int rank, int world) {
       [&] {
         shm_ring_ = std::move(offer);
         offer_ready_ = true;
-        if (held_hello_conn_) AnswerHello(held_hello_conn_, held_hello_id_);
+        if (held_hello_conn_) AcceptHello(held_hello_conn_, held_hello_id_, held_hello_);
         held_hello_conn_ = nullptr;
         return Status::OK();
       },
@@ -136,8 +140,6 @@ void WorkerRing::AnswerHello(const Connection::Ptr& conn, uint64_t request_id) {
 }
 
 bool WorkerRing::OnPeerMessage(const Connection::Ptr& conn, Incoming& in) {
-  const int world = node_->cluster().worker_num();
-  const int prev = (node_->cluster().rank() + world - 1) % world;
   if (auto* chunk = std::get_if<RingChunk>(&in.message.body)) {
     if (conn != inbound_ || !ring_) {
       conn->Close(InvalidArgument("a ring chunk from a peer that is not the ring's"));
@@ -147,37 +149,59 @@ bool WorkerRing::OnPeerMessage(const Connection::Ptr& conn, Incoming& in) {
     return true;
   }
   if (auto* hello = std::get_if<Hello>(&in.message.body)) {
-    std::string refusal;
-    if (hello->node.role != Role::kWorker || hello->node.rank != prev)
-      refusal = fmt::format("worker rank {} takes ring chunks from worker rank {} only",
-                            node_->cluster().rank(), prev);
-    else if (inbound_ && !inbound_->closed())
-      refusal = fmt::format("worker rank {} is already connected to this ring", prev);
-    else
-      refusal = StaleHello(*hello, node_->cluster().generation());
-    if (!refusal.empty()) {
-      conn->Reply(in.message.request_id, ErrorReply{refusal});
-      return true;
-    }
-    inbound_ = conn;
-    // Its ring segments go where the ring says (straight into the tensor
-    // when kept as they come).
-    conn->SetRequestPlacer([this](const Connection::Ptr& from, const Message& m, uint64_t size) {
-      auto* chunk = std::get_if<RingChunk>(&m.body);
-      if (chunk == nullptr || from != inbound_ || !ring_) return Buffer{};
-      return ring_->PlaceChunk(from, *chunk, size);
-    });
     // With shared memory to offer, the answer names it; it may not exist
-    // yet (this worker is still connecting to servers): answered then.
+    // yet (this worker is still connecting to servers, or learning its rank
+    // in a live change of workers): checked and answered then.
     if (!offer_ready_) {
+      if (held_hello_conn_)
+        held_hello_conn_->Reply(held_hello_id_, ErrorReply{"another Hello came for this ring"});
       held_hello_conn_ = conn;
       held_hello_id_ = in.message.request_id;
+      held_hello_ = *hello;
     } else {
-      AnswerHello(conn, in.message.request_id);
+      AcceptHello(conn, in.message.request_id, *hello);
     }
     return true;
   }
   return false;
+}
+
+void WorkerRing::AcceptHello(const Connection::Ptr& conn, uint64_t request_id, const Hello& hello) {
+  const int world = node_->cluster().worker_num();
+  const int prev = (node_->cluster().rank() + world - 1) % world;
+  std::string refusal;
+  if (hello.node.role != Role::kWorker || hello.node.rank != prev)
+    refusal = fmt::format("worker rank {} takes ring chunks from worker rank {} only",
+                          node_->cluster().rank(), prev);
+  else if (inbound_ && !inbound_->closed())
+    refusal = fmt::format("worker rank {} is already connected to this ring", prev);
+  else
+    refusal = StaleHello(hello, node_->cluster().generation());
+  if (!refusal.empty()) return conn->Reply(request_id, ErrorReply{refusal});
+  inbound_ = conn;
+  // Its ring segments go where the ring says (straight into the tensor
+  // when kept as they come).
+  conn->SetRequestPlacer([this](const Connection::Ptr& from, const Message& m, uint64_t size) {
+    auto* chunk = std::get_if<RingChunk>(&m.body);
+    if (chunk == nullptr || from != inbound_ || !ring_) return Buffer{};
+    return ring_->PlaceChunk(from, *chunk, size);
+  });
+  AnswerHello(conn, request_id);
+}
+
+Status WorkerRing::Drop() {
+  return node_->loop().Call<Status>(
+      [&] {
+        for (Connection::Ptr* c : {&outbound_, &inbound_})
+          if (Connection::Ptr conn = std::exchange(*c, nullptr))
+            conn->Close(Cancelled("the workers' ring is rebuilt"));
+        ring_.reset();
+        shm_ring_.reset();
+        offer_ready_ = false;
+        lost_early_ = Status::OK();
+        return Status::OK();
+      },
+      Aborted("the worker is stopping"));
 }
 
 void WorkerRing::OnPeerClosed(const Connection::Ptr& conn, const Status& why) {

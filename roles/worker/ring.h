@@ -28,6 +28,11 @@ class WorkerRing {
   ~WorkerRing();
 
   Status Connect(const Topology& topology);
+  // A live change of workers (roles/worker/trainer_workers.cc): forgets the
+  // ring, closing its connections, so that the new ring's Hellos are taken
+  // (held until Connect offers its channel); Connect() then makes the new
+  // one, with this worker's rank and count as the cluster client has them.
+  Status Drop();
   // After Connect(): the ring's collectives.
   Collective* collective();
 
@@ -42,6 +47,8 @@ class WorkerRing {
   Status OfferSharedMemory(int rank, int world);
   Status ChooseTransport(const Hello& next);
   void Lose(const Status& why);
+  // The previous worker's Hello: refused, or taken and answered.
+  void AcceptHello(const Connection::Ptr& conn, uint64_t request_id, const Hello& hello);
   void AnswerHello(const Connection::Ptr& conn, uint64_t request_id);
 
   Node* node_;
@@ -49,9 +56,10 @@ class WorkerRing {
   // Hello held until the offer is ready, and a loss that came before ring_.
   std::unique_ptr<RingCollective> ring_;
   std::unique_ptr<ShmRingCollective> shm_ring_;  // null: TCP (ring_) is used
-  Connection::Ptr inbound_;
+  Connection::Ptr inbound_, outbound_;
   Connection::Ptr held_hello_conn_;
   uint64_t held_hello_id_ = 0;
+  Hello held_hello_;
   bool offer_ready_ = false;
   Status lost_early_;
 };

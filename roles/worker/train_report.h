@@ -46,6 +46,8 @@ class TrainReport {
   TrainReport(const TrainReport&) = delete;
   TrainReport& operator=(const TrainReport&) = delete;
 
+  // A live change of workers re-planned the job: it now ends at `total`.
+  void SetTotal(int64_t total) { total_ = total; }
   // After every step: `step` global steps done (1-based). Moves the bar.
   void AfterStep(int64_t step, const TrainCounters& now);
   // Every train.log_every global steps and at the last: the metrics "step"
@@ -73,7 +75,8 @@ class TrainReport {
   MetricsLog metrics_;
   ProgressBar bar_;
   const bool has_cache_;
-  const int64_t start_step_, total_;
+  const int64_t start_step_;
+  int64_t total_;
   const Clock::time_point begin_;
   // At the last metrics line, and at the last log line.
   Clock::time_point last_time_, last_log_time_;

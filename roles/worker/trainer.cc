@@ -15,6 +15,7 @@
 #include "roles/worker/checkpointing.h"
 #include "roles/worker/compressed_pulls.h"
 #include "roles/worker/data_cache.h"
+#include "roles/worker/data_run.h"
 #include "roles/worker/grow.h"
 #include "roles/worker/ps_averaging.h"
 #include "roles/worker/ps_compression.h"
@@ -154,12 +155,13 @@ int64_t TrainJob::MinClock(int64_t step) const {
 
 // The chief's initial weights go to the servers once (a restored checkpoint
 // keeps its own); everyone then pulls, waiting for the chief if need be. The
-// all-reduced weights come from the chief (its checkpoint file on resume).
-Status TrainJob::InitWeights(WorkerContext& ctx, const CheckpointRef& resume) {
+// all-reduced weights come from the chief (its checkpoint file on resume; a
+// worker joining live gets them from the chief's memory, at `step`).
+Status TrainJob::InitWeights(WorkerContext& ctx, const CheckpointRef& resume, int64_t step) {
   if (!allreduced_->empty()) {
     if (ctx.rank == 0 && resume.step > 0)
       PSTRAIN_RETURN_IF_ERROR(allreduced_->Load(resume.step_dir, resume.step));
-    PSTRAIN_RETURN_IF_ERROR(allreduced_->BroadcastFromChief(*ctx.collective, resume.step));
+    PSTRAIN_RETURN_IF_ERROR(allreduced_->BroadcastFromChief(*ctx.collective, step));
   }
   const std::vector<Param*>& params = ps_params_;
   if (params.empty()) return Status::OK();
@@ -366,57 +368,35 @@ Status TrainJob::Run(WorkerContext& ctx) {
   const DataFiles files = DataFilesOf(config_.data.format, config_.data.train, "train");
   PSTRAIN_RETURN_IF_ERROR(
       CheckFit(reads_, *data, files.features, files.labels).WithContext(config_.source));
-  const int batch_size = config_.train.batch_size;
-  // An elastic job's worker count changes within epochs: it keeps every tail.
-  const bool keep_tail = config_.train.elastic.has_value();
-  Batcher plain = Batcher::ForTraining(&*data, batch_size, ctx.rank, ctx.workers,
-                                       config_.train.seed, config_.data.shuffle, keep_tail);
-  plain.RecordSampleIds(!ctx.sample_log.empty());
-  int64_t steps_per_epoch = plain.StepsPerEpoch();
-  if (data->sharded_by_file) {
-    // Each worker reads its own files: agree on the shortest epoch, or sync
-    // mode would wait forever for a worker that has run out of data.
-    auto agreed = ctx.cluster->AgreeMin(BarrierGroup::kWorkers, steps_per_epoch);
-    if (!agreed.ok()) return agreed.status();
-    steps_per_epoch = *agreed;
-    plain.CapStepsPerEpoch(steps_per_epoch);
-  }
-  // A reader thread gathers the next batches while this one trains.
-  PrefetchingBatcher batcher(std::move(plain));
-  if (steps_per_epoch <= 0)
-    return FailedPrecondition(
-        fmt::format("{} training samples on worker {} make no batch of {} (times {} workers)",
-                    data->size(), ctx.rank, batch_size, ctx.workers));
   if (ctx.rank == 0 && config_.train.checkpoint && ctx.cluster->generation() == 0)
     ctx.log->info("checkpoints: {} (resolved from the config's directory when relative)",
                   AbsolutePath(config_.train.checkpoint->dir));
-  // Found and agreed on by every node before any trained (roles/worker/worker.cc).
+  // Found and agreed on by every node before any trained (roles/worker/worker.cc);
+  // a worker that joined live starts where the chief is.
   const CheckpointRef* resume = &ctx.resume;
-  const int64_t start_step = resume->step;
+  const int64_t start_step = ctx.joined_at ? ctx.joined_at->step : resume->step;
   ctx.cluster->StartingAt(start_step);
+  auto planned = MakeDataRun(ctx, data, start_step);
+  if (!planned.ok()) return planned.status();
+  DataRun run = std::move(*planned);
   // Where this worker's data and random draws continue: its place as the
   // checkpoint saved it, once checked against this run's config and data,
-  // and the epochs from there (re-sharded when the worker count changed).
-  EpochPlan plan;
-  plan.first_left = plan.steps_per_epoch = steps_per_epoch;
-  WorkerPlace start = PlaceAt(ctx, start_step, plan);
+  // or the chief's when it joined live; the epochs from there (re-sharded
+  // when the worker count changed).
+  WorkerPlace start = PlaceAt(ctx, start_step, run.plan);
   if (start_step > 0) {
-    const int64_t samples = data->sharded_by_file ? -1 : data->size();
-    auto place = ResumePlace(*resume, start, ctx.log, samples);
+    auto place = ctx.joined_at ? StatusOr<WorkerPlace>(*ctx.joined_at)
+                               : ResumePlace(*resume, start, ctx.log,
+                                             data->sharded_by_file ? -1 : data->size());
     if (!place.ok()) return place.status();
-    plan = PlanEpochs(*place, start, data->size(), data->sharded_by_file, [&](int64_t left) {
-      return Batcher::StepsFor(left, batch_size, ctx.workers, keep_tail);
-    });
-    if (place->workers != ctx.workers)
-      ctx.log->info("worker {}: {}", ctx.rank, DescribeReshard(*place, start, plan));
+    ContinueFrom(ctx, *data, *place, &run);
     start = *place;
   }
-  const int64_t total =
-      config_.train.steps > 0 ? config_.train.steps : plan.TotalSteps(config_.train.epochs);
+  const int64_t total = run.total;
   training_forwards_ = start.training_forwards;
   model_->SetTrainingForwards(training_forwards_);
-  total_steps_ = total;
-  PSTRAIN_RETURN_IF_ERROR(InitWeights(ctx, *resume));
+  total_steps_ = total;  // a live change of workers sets it again
+  PSTRAIN_RETURN_IF_ERROR(InitWeights(ctx, *resume, start_step));
   if (!ps_params_.empty()) {
     // Mode average pushes weight deltas, dense: only gradients are encoded.
     ps_compression_ = std::make_unique<PsCompression>(config_, ctx.kv->map(),
@@ -437,13 +417,15 @@ Status TrainJob::Run(WorkerContext& ctx) {
         ctx.rank, resume->step_dir, start_step, total,
         ctx.rank == 0 && !config_.data.test.empty() ? "; evaluating it on the test set" : "");
     if (ctx.rank == 0 && !config_.data.test.empty())
-      PSTRAIN_RETURN_IF_ERROR(Evaluate(ctx, static_cast<int>(plan.Epoch(start_step - 1) + 1)));
+      PSTRAIN_RETURN_IF_ERROR(Evaluate(ctx, static_cast<int>(run.plan.Epoch(start_step - 1) + 1)));
     return Status::OK();
   }
   ctx.log->info("worker {} trains {} steps ({} per epoch, batch {}) on {} samples", ctx.rank,
-                total - start_step, steps_per_epoch, batch_size, data->size());
+                total - start_step, run.plan.steps_per_epoch, config_.train.batch_size,
+                data->size());
 
-  TrainReport report(ctx.log_dir, ctx.rank, ctx.log, embeddings_->HasCache(), start_step, total);
+  TrainReport report(ctx.log_dir, ctx.rank, ctx.log, embeddings_->HasCache(), start_step,
+                     run.total);
   if (!ctx.sample_log.empty()) PSTRAIN_RETURN_IF_ERROR(report.OpenSampleLog(ctx.sample_log));
   Clock::time_point begin = Clock::now(), epoch_begin = begin;
   int64_t epoch_samples = 0;
@@ -452,7 +434,8 @@ Status TrainJob::Run(WorkerContext& ctx) {
   const bool look_ahead = sparse_ && embeddings_->CanPrefetch();
   int64_t stopped_at = -1;  // stopped on request before this step
   std::vector<int> slots;   // of a live change of the servers
-  for (int64_t step = start_step; step < total; ++step) {
+  bool left = false;        // left the job live at stopped_at
+  for (int64_t step = start_step; step < run.total; ++step) {
     if (!ctx.cluster->BeginStep(step)) {
       stopped_at = step;
       break;
@@ -460,14 +443,25 @@ Status TrainJob::Run(WorkerContext& ctx) {
     if (const int servers = ctx.cluster->GrowsAt(step, &slots); servers > 0)
       PSTRAIN_RETURN_IF_ERROR(
           ChangeServers(ctx, step, servers, slots, sparse_.get(), embeddings_.get()));
+    if (auto change = ctx.cluster->WorkersChangeAt(step); change.workers > 0) {
+      auto stays = ChangeWorkers(ctx, step, change, data, &run);
+      if (!stays.ok()) return stays.status();
+      if (!*stays) {
+        left = true;
+        stopped_at = step;
+        break;
+      }
+      report.SetTotal(run.total);
+    }
+    const EpochPlan& plan = run.plan;
     const int epoch = static_cast<int>(plan.Epoch(step));
     const int64_t in_epoch = plan.InEpoch(step);
     const int64_t epoch_steps = plan.EpochSteps(epoch);
-    if (in_epoch == 0 || step == start_step) {
-      if (step == start_step) {
-        batcher.StartEpoch(epoch, plan.first_done, plan.skip_samples);
+    if (in_epoch == 0 || step == run.start) {
+      if (step == run.start) {
+        run.batcher->StartEpoch(epoch, plan.first_done, plan.skip_samples);
       } else {
-        batcher.StartEpoch(epoch);
+        run.batcher->StartEpoch(epoch);
       }
       epoch_begin = Clock::now();
       epoch_samples = 0;
@@ -479,13 +473,13 @@ Status TrainJob::Run(WorkerContext& ctx) {
     if (have_next) {
       std::swap(batch, next);
       have_next = false;
-    } else if (!batcher.Next(&batch)) {
-      PSTRAIN_RETURN_IF_ERROR(batcher.status().WithContext(fmt::format("step {}", step + 1)));
+    } else if (!run.batcher->Next(&batch)) {
+      PSTRAIN_RETURN_IF_ERROR(run.batcher->status().WithContext(fmt::format("step {}", step + 1)));
       return Internal(fmt::format("worker {} ran out of batches at step {}", ctx.rank, step + 1));
     }
     // The next batch's embedding rows are pulled while this one computes.
-    if (look_ahead && in_epoch + 1 < epoch_steps && step + 1 < total)
-      have_next = batcher.Next(&next);
+    if (look_ahead && in_epoch + 1 < epoch_steps && step + 1 < run.total)
+      have_next = run.batcher->Next(&next);
     if (Status st = Step(ctx, batch, step, have_next ? &next : nullptr); !st.ok()) {
       if (!CalledOff(ctx, step)) return st;
       ctx.log->info("worker {}: step {} was called off: a worker was lost ({})", ctx.rank, step + 1,
@@ -495,7 +489,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
     }
     epoch_samples += batch.size();
     report.Trained(ctx.cluster->generation(), step + 1, epoch, batch.sample_ids);
-    const bool last = step + 1 == total;
+    const bool last = step + 1 == run.total;
     const TrainCounters counters = Counters(ctx);
     report.AfterStep(step + 1, counters);
     if ((step + 1) % config_.train.log_every == 0 || last)
@@ -527,16 +521,20 @@ Status TrainJob::Run(WorkerContext& ctx) {
                        evaluates ? (click ? "auc" : "accuracy") : nullptr, stats_.test_metric);
     }
   }
-  if (stopped_at > start_step) LogLostBatches(ctx, *data, plan, stopped_at - 1, report);
+  if (stopped_at > start_step) LogLostBatches(ctx, *data, run.plan, stopped_at - 1, report);
   report.Finish();
   PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());
-  if (stopped_at >= 0) {
+  if (left) {
+    ctx.log->info("worker {} left the job after step {}: the others go on without it", ctx.rank,
+                  stopped_at);
+  } else if (stopped_at >= 0) {
     // Every worker stopped here: what the job did so far is kept, unless the
     // last periodic checkpoint already holds it (a lost chief's may not).
     if (config_.train.checkpoint && stopped_at > start_step &&
         !PeriodicCheckpointHolds(ctx, stopped_at) && CheckpointableAt(stopped_at))
-      PSTRAIN_RETURN_IF_ERROR(Checkpoint(ctx, stopped_at, plan, /*wait=*/true));
-    ctx.log->info("worker {} stopped on request after step {} of {}", ctx.rank, stopped_at, total);
+      PSTRAIN_RETURN_IF_ERROR(Checkpoint(ctx, stopped_at, run.plan, /*wait=*/true));
+    ctx.log->info("worker {} stopped on request after step {} of {}", ctx.rank, stopped_at,
+                  run.total);
     if (ctx.rank == ChiefRank(ctx) && config_.train.checkpoint && !CheckpointableAt(stopped_at))
       ctx.log->info(
           "no checkpoint of step {}: mode average checkpoints only where a round of averaging "

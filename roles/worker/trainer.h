@@ -34,6 +34,7 @@ namespace pstrain {
 
 // Named here only; trainer*.cc include them.
 struct Batch;
+struct DataRun;
 struct Dataset;
 struct EpochPlan;
 struct Param;
@@ -96,7 +97,22 @@ class TrainJob : public WorkerJob {
 
  private:
   explicit TrainJob(const Config& config);
-  Status InitWeights(WorkerContext& ctx, const CheckpointRef& resume);
+  Status InitWeights(WorkerContext& ctx, const CheckpointRef& resume, int64_t step);
+  // This worker's batcher for its shard of `data` (its rank and the worker
+  // count in ctx) and the plan of a fresh run from `step`
+  // (roles/worker/trainer_workers.cc).
+  StatusOr<DataRun> MakeDataRun(WorkerContext& ctx, const std::shared_ptr<const Dataset>& data,
+                                int64_t step);
+  // `run` continues from `from` (a checkpoint's place, or the chief's at a
+  // live change of workers): the rest of its epoch split among this run's
+  // workers.
+  void ContinueFrom(WorkerContext& ctx, const Dataset& data, const WorkerPlace& from, DataRun* run);
+  // A live change of workers at `step` (roles/worker/trainer_workers.cc):
+  // false when this worker leaves; else it goes on with its new rank, the
+  // new ring and `run` planned anew.
+  StatusOr<bool> ChangeWorkers(WorkerContext& ctx, int64_t step,
+                               const ClusterClient::WorkersChange& change,
+                               const std::shared_ptr<const Dataset>& data, DataRun* run);
   // `next`: the batch after this one, when its rows may be prefetched.
   Status Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batch* next);
   Status ExchangeLocalState(WorkerContext& ctx, int64_t step);

@@ -8,7 +8,7 @@
 #include "comm/transport/completion.h"
 #include "comm/transport/patient_connect.h"
 #include "roles/worker/checkpointing.h"
-#include "src/common/random.h"
+#include "roles/worker/join_offer.h"
 
 namespace pstrain {
 
@@ -34,13 +34,25 @@ Status Worker::RunOnce() {
   PSTRAIN_RETURN_IF_ERROR(ConnectServers(*topology));
   // Checked first: workers with different models may not agree on needing
   // a ring either, and would wait for each other in different barriers.
+  // A worker joining a running job live gets the chief's tensors and place
+  // at the change's barrier (roles/worker/trainer_workers.cc), where the
+  // others rebuild their ring with it.
+  const bool joins_live = node_.cluster().joined_live();
   std::vector<TensorSpec> tensors;
+  WorkerContext context;
   if (job_) {
     tensors = job_->PsTensors();
-    PSTRAIN_RETURN_IF_ERROR(CheckSameTensors(tensors));
+    if (joins_live) {
+      auto offer = node_.cluster().ShareFromOne(BarrierGroup::kWorkers, "");
+      if (!offer.ok()) return offer.status().WithContext("joining the running job");
+      auto place = TakeJoinOffer(*offer, tensors, node_.cluster().rank());
+      if (!place.ok()) return place.status();
+      context.joined_at = std::move(*place);
+    } else {
+      PSTRAIN_RETURN_IF_ERROR(CheckSameTensors(tensors));
+    }
   }
   if (job_ && job_->NeedsCollective()) PSTRAIN_RETURN_IF_ERROR(ring_.Connect(*topology));
-  WorkerContext context;
   context.rank = node_.cluster().rank();
   context.workers = node_.cluster().worker_num();
   context.config = &config_;
@@ -52,6 +64,13 @@ Status Worker::RunOnce() {
   context.log_dir = node_.options().cluster.log_dir;
   context.sample_log = node_.options().cluster.test_sample_log;
   context.data_cache = data_cache_.get();
+  context.drop_ring = [this] { return ring_.Drop(); };
+  context.connect_ring = [this]() -> StatusOr<Collective*> {
+    auto held = node_.cluster().Held();
+    if (!held) return Internal("no topology to rebuild the ring from");
+    PSTRAIN_RETURN_IF_ERROR(ring_.Connect(*held));
+    return ring_.collective();
+  };
   context.use_servers = [this, &context](int servers, const std::vector<int>& slots) {
     PSTRAIN_RETURN_IF_ERROR(UseServers(servers, slots));
     context.servers = node_.loop().Call<std::vector<Connection::Ptr>>(
@@ -68,16 +87,18 @@ Status Worker::RunOnce() {
     kv_ = std::make_unique<KvClient>(&node_.loop(), servers_, context.rank, std::move(*map));
     context.kv = kv_.get();
   }
-  // The start barrier: every node, servers too, resumes from one step.
-  if (job_) {
+  // The start barrier: every node, servers too, resumes from one step. A
+  // worker that joined live starts where the others are.
+  if (job_ && !joins_live) {
     auto found = ResumeCheckpoint(config_, node_.log(), node_.cluster().generation() > 0);
     if (!found.ok()) return found.status();
     if (found->step > 0)
       node_.log()->info("resuming at step {} from {}", found->step, found->step_dir);
     context.resume = *found;
   }
-  PSTRAIN_RETURN_IF_ERROR(
-      AgreeOnResume(node_.cluster(), context.resume, fmt::format("worker {}", context.rank)));
+  if (!joins_live)
+    PSTRAIN_RETURN_IF_ERROR(
+        AgreeOnResume(node_.cluster(), context.resume, fmt::format("worker {}", context.rank)));
   if (job_) {
     PSTRAIN_RETURN_IF_ERROR(job_->Run(context));
   } else {
@@ -182,23 +203,6 @@ Status Worker::UseServers(int servers, const std::vector<int>& slots) {
                     joined.size(), servers);
   return kv_ ? kv_->UseServers(servers_) : Status::OK();
 }
-
-namespace {
-
-// "3 tensors, 1200 floats, fingerprint 0123456789abcdef": equal for equal
-// lists (names, sizes and order).
-std::string DescribeTensors(const std::vector<TensorSpec>& tensors) {
-  uint64_t fingerprint = 0;
-  int64_t floats = 0;
-  for (const TensorSpec& t : tensors) {
-    fingerprint = Mix64(fingerprint ^ HashString(t.name)) ^ static_cast<uint64_t>(t.elements);
-    floats += t.elements;
-  }
-  return fmt::format("{} tensors, {} floats, fingerprint {:016x}", tensors.size(), floats,
-                     fingerprint);
-}
-
-}  // namespace
 
 Status Worker::CheckSameTensors(const std::vector<TensorSpec>& tensors) {
   if (node_.cluster().worker_num() == 1) return Status::OK();

@@ -236,8 +236,11 @@ int RunRole(const std::vector<std::string>& args) {
   options->cluster.recovery_wait_s = config->train.RecoveryWaitSeconds();
   options->cluster.max_failed_link_rollbacks = config->train.MaxFailedLinkRollbacks();
   if (const auto& e = config->train.elastic) {
-    options->cluster.elastic = {e->min_workers, e->max_workers, e->min_servers, e->max_servers,
-                                FinishesStepsWithoutLostWorkers(*config)};
+    // Workers change live where a worker's samples do not depend on its
+    // rank (roles/scheduler/live_workers.cc).
+    options->cluster.elastic = {
+        e->min_workers, e->max_workers, e->min_servers, e->max_servers,
+        FinishesStepsWithoutLostWorkers(*config) && !SplitsTrainByFile(config->data)};
   }
   return ReportingOutOfMemory(RoleName(options->role), [&] { return RunNode(*options, *config); });
 }

@@ -237,4 +237,13 @@ StatusOr<Dataset> LoadTest(const DataConfig& config) {
   return UnknownFormat(config);
 }
 
+bool SplitsTrainByFile(const DataConfig& config) {
+  if (config.format != DataFormat::kCriteo) return false;
+  for (const std::string& p : config.train) {
+    auto shards = ListShards(p);
+    if (shards.ok() && !shards->empty()) return true;
+  }
+  return false;
+}
+
 }  // namespace pstrain

@@ -41,6 +41,12 @@ struct ShardFile {
 // The files "P-<digits>" next to P, by increasing suffix; empty when none.
 StatusOr<std::vector<ShardFile>> ListShards(const std::string& path);
 
+// Whether the training set is split among the workers by file (criteo
+// paths with shard files; see the top of this file): a worker's samples
+// then depend on its rank and the worker count. Unreadable paths count as
+// not split (loading names them).
+bool SplitsTrainByFile(const DataConfig& config);
+
 // The shards of `all` that worker `rank` of `workers` reads (suffix % workers
 // == rank), keeping their order.
 std::vector<ShardFile> ShardsOf(const std::vector<ShardFile>& all, int rank, int workers);

@@ -55,8 +55,11 @@ struct ElasticBounds {
   int min_workers = 0, max_workers = 0;
   int min_servers = -1, max_servers = -1;
   // A lost worker costs no step: the others finish the step under way
-  // without it (roles/scheduler/lost_worker.cc). Set for sync jobs on the CPU
-  // with no compression; others go back to their newest checkpoint.
+  // without it (roles/scheduler/lost_worker.cc), and workers join and leave
+  // live (roles/scheduler/live_workers.cc). Set for sync jobs on the CPU
+  // with no compression, whose training set is not split by file; the
+  // others go back to their newest checkpoint, and change workers through
+  // the checkpoint of the change's step.
   bool finish_lost = false;
   bool enabled() const { return max_workers > 0; }
   bool servers_elastic() const { return enabled() && max_servers >= 0; }

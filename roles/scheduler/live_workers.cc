@@ -1,0 +1,161 @@
+// Scheduler step 16 (roles/scheduler/scheduler.h): workers join and leave an
+// elastic job live. The job (sync, on the CPU, nothing compressed: the
+// jobs whose lost worker's step is finished without it) changes its workers
+// at a step S every worker reaches, without a checkpoint and without any
+// node starting again:
+//   1. The workers are held and told S, the new worker count and, for each
+//      rank today, its rank after S (Stop with workers and ranks; the nodes
+//      that stay keep their order, the joiners come after them).
+//   2. At S every worker enters a barrier of today's workers; the chief then
+//      says so (ShapeChanged with workers). Nothing is in flight: every
+//      server has applied step S - 1.
+//   3. Each server renumbers its workers from S (ChangeWorkers; roles/server/
+//      update_core.h, Renumber): a sync step waits for the new set.
+//   4. The scheduler renumbers its workers, admits the joiners (RegisterReply
+//      live), sends the leavers off and every worker the new topology, then
+//      answers the chief.
+//   5. The workers (roles/worker/trainer_workers.cc) rebuild the ring, the
+//      chief hands its weights and its place in the data to the joiners, and
+//      every worker splits the rest of the epoch anew.
+// Anything failing on the way pauses the job: every node goes back to the
+// newest checkpoint, as a lost node does.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "comm/transport/completion.h"
+#include "roles/scheduler/scheduler.h"
+
+namespace pstrain {
+
+bool Scheduler::CanChangeWorkersLive() const {
+  if (!elastic_.finish_lost || !live_lost_.empty()) return false;
+  if (joiners_.empty() && leaving_.empty()) return false;
+  for (const Joiner& j : joiners_)
+    if (j.info.role != Role::kWorker) return false;
+  if (Leaving(Role::kServer) > 0) return false;
+  for (const NodeEntry& w : workers_)
+    if (w.info.node_id.empty()) return false;
+  return true;
+}
+
+void Scheduler::ChangeWorkersLive() {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  const int old_workers = Count(Role::kWorker);
+  std::vector<int> ranks(static_cast<size_t>(old_workers), -1);
+  std::vector<std::string> who;
+  int next = 0;
+  live_worker_leavers_.clear();
+  for (int r = 0; r < old_workers; ++r) {
+    const std::string& node_id = workers_[static_cast<size_t>(r)].info.node_id;
+    if (auto it = leaving_.find(node_id); it != leaving_.end()) {
+      live_worker_leavers_.insert(node_id);
+      who.push_back(fmt::format("worker node id:{} leaves ({})", node_id, it->second));
+      continue;
+    }
+    if (next != r) who.push_back(fmt::format("worker node id:{} takes rank {}", node_id, next));
+    ranks[static_cast<size_t>(r)] = next++;
+  }
+  // Joiners that come meanwhile wait for the next change.
+  live_joiners_ = std::move(joiners_);
+  joiners_.clear();
+  for (Joiner& j : live_joiners_) {
+    j.info.rank = next++;
+    who.push_back(fmt::format("worker node id:{} joins as rank {}", j.info.node_id, j.info.rank));
+  }
+  live_ranks_ = ranks;
+  live_workers_ = next;
+  reshape_reasons_.clear();
+  const std::string why = fmt::format("{}", fmt::join(who, "; "));
+  HoldForChange(
+      "changing the job's workers live", why, [this, why, old_workers, ranks](int64_t furthest) {
+        const std::string line = fmt::format(
+            "elastic: workers {} -> {}, servers {} -> {} from step {}: {} (live: no "
+            "checkpoint, no node starts again)",
+            old_workers, live_workers_, Count(Role::kServer), Count(Role::kServer), furthest, why);
+        log_->info("{}", line);
+        RecordChange(line);
+        const Stop stop{
+            "the job's workers change: " + why, furthest, 0, {}, {}, live_workers_, ranks};
+        for (NodeEntry& w : workers_)
+          if (auto conn = w.conn.lock()) conn->Call(stop, [](StatusOr<Incoming>) {});
+      });
+}
+
+void Scheduler::RequeueLiveJoiners() {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  if (live_joiners_.empty() && live_ranks_.empty()) return;
+  for (Joiner& j : live_joiners_) joiners_.push_back(std::move(j));
+  live_joiners_.clear();
+  live_worker_leavers_.clear();
+  live_ranks_.clear();
+  live_workers_ = 0;
+}
+
+// 2-4: the chief's word that every worker is at the change's step.
+void Scheduler::FinishWorkersLive(const Connection::Ptr& conn, uint64_t id,
+                                  const ShapeChanged& changed) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  if (!reshaping_ || changed.step != reshape_step_ || live_ranks_.empty() ||
+      changed.workers != live_workers_)
+    return conn->Reply(id, ErrorReply{fmt::format("no live change to {} workers at step {} is "
+                                                  "under way",
+                                                  changed.workers, changed.step)});
+  const int64_t step = changed.step;
+  CallServers(
+      ChangeWorkers{step, live_workers_, live_ranks_}, [this, conn, id, step](const Status& st) {
+        if (!reshaping_ || reshape_step_ != step) {  // a pause came first
+          if (!conn->closed()) conn->Reply(id, ErrorReply{"the job was paused"});
+          return;
+        }
+        std::string failed = st.ok() ? "" : st.message();
+        for (const Joiner& j : live_joiners_)
+          if (auto c = j.conn.lock(); (!c || c->closed()) && failed.empty())
+            failed = fmt::format("worker node id:{} went away before it joined", j.info.node_id);
+        if (!failed.empty()) {
+          if (!conn->closed()) conn->Reply(id, ErrorReply{failed});
+          return BeginPause("changing the workers live: " + failed);
+        }
+        ApplyWorkersLive(step);
+        if (!conn->closed()) conn->Reply(id, Ack{});
+        MaybeReshape();  // changes asked for meanwhile
+      });
+}
+
+void Scheduler::ApplyWorkersLive(int64_t step) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  reshaping_ = false;
+  const std::set<std::string> leavers = std::move(live_worker_leavers_);
+  std::vector<NodeEntry> left = Renumber(
+      Role::kWorker, [&leavers](const NodeEntry& n) { return !leavers.count(n.info.node_id); }, 0);
+  for (const std::string& node_id : leavers) leaving_.erase(node_id);
+  std::vector<Joiner> joining = std::move(live_joiners_);
+  for (Joiner& j : joining) {
+    if (!reference_config_) reference_config_ = j.req.config;
+    NodesOf(Role::kWorker).emplace_back();
+    admitting_live_ = true;
+    Admit(j.conn.lock(), j.request_id, j.info, "joins the running job, assign", j.req);
+    admitting_live_ = false;
+  }
+  RequeueLiveJoiners();  // clears what is left of the change
+  SendOff(left, step);
+  if (joining.empty()) SendTopology();  // else the last Admit sent it
+  log_->info("live change done: the job runs with {} workers from step {}, {} joined and {} left",
+             Count(Role::kWorker), step, joining.size(), left.size());
+}
+
+void Scheduler::CallServers(MessageBody request, std::function<void(const Status&)> then) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  if (servers_.empty()) return then(Status::OK());
+  auto asked = std::make_shared<CountDown>(servers_.size(), std::move(then));
+  for (NodeEntry& s : servers_) {
+    auto conn = s.conn.lock();
+    if (!conn || conn->closed()) {
+      asked->Report(Unavailable(Describe(s) + " is not connected"));
+      continue;
+    }
+    conn->Call(request, [asked](StatusOr<Incoming> reply) { asked->Report(reply.status()); });
+  }
+}
+
+}  // namespace pstrain
