@@ -189,11 +189,15 @@ EpochPlan PlanEpochs(const WorkerPlace& start, const WorkerPlace& now, int64_t s
   return plan;
 }
 
-std::string DescribeReshard(const WorkerPlace& saved, const WorkerPlace& now,
-                            const EpochPlan& plan) {
-  std::string how = fmt::format(
-      "the checkpoint of step {} was written by {} workers, this run has {}: data re-sharded; ",
-      saved.step, saved.workers, now.workers);
+std::string DescribeReshard(const WorkerPlace& saved, const WorkerPlace& now, const EpochPlan& plan,
+                            bool live) {
+  std::string how =
+      live ? fmt::format("{} workers reached step {}, {} go on from it: data re-sharded; ",
+                         saved.workers, saved.step, now.workers)
+           : fmt::format(
+                 "the checkpoint of step {} was written by {} workers, this run has {}: "
+                 "data re-sharded; ",
+                 saved.step, saved.workers, now.workers);
   if (plan.first_epoch == saved.epoch && plan.skip_samples > 0) {
     how += fmt::format(
         "epoch {} goes on after the {} samples of its order already trained, with {} steps of {} "

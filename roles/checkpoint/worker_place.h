@@ -109,9 +109,10 @@ struct EpochPlan {
 EpochPlan PlanEpochs(const WorkerPlace& start, const WorkerPlace& now, int64_t samples,
                      bool by_file,
                      const std::function<int64_t(int64_t remaining)>& steps_for = nullptr);
-// One line for the log saying how a re-sharded run continues.
-std::string DescribeReshard(const WorkerPlace& saved, const WorkerPlace& now,
-                            const EpochPlan& plan);
+// One line for the log saying how a re-sharded run continues: from a
+// checkpoint, or (`live`) from a live change of workers.
+std::string DescribeReshard(const WorkerPlace& saved, const WorkerPlace& now, const EpochPlan& plan,
+                            bool live = false);
 
 // The lr schedule the optimizers of `params` follow under `config`, as one
 // line: "lr 0.05 x0.1 every 2340 updates: conv1.weight,conv1.bias; ...", or

@@ -457,6 +457,10 @@ void ClusterClient::OnStop(const Connection::Ptr& conn, uint64_t id, const Stop&
     }
     change_at_ = stop.at_step;
     change_ = WorkersChange{stop.workers, stop.ranks};
+    if (!stop.lost.empty()) {  // 15. the step before finishes without them
+      lost_workers_ = stop.lost;
+      lost_step_ = stop.at_step;
+    }
     rank_after_ = stop.ranks[static_cast<size_t>(rank)];
     workers_after_ = stop.workers;
     leaves_live_ = rank_after_ < 0;
@@ -478,7 +482,6 @@ void ClusterClient::OnStop(const Connection::Ptr& conn, uint64_t id, const Stop&
   }
   stop_at_ = stop.at_step;
   hold_ = false;
-  if (!stop.lost.empty()) lost_workers_ = stop.lost;
   stop_changed_.NotifyAll();
   log_->info("the job stops after step {}: {}", stop.at_step, stop.reason);
   conn->Reply(id, Ack{});
@@ -522,25 +525,32 @@ bool ClusterClient::BeginStep(int64_t step) {
   return true;
 }
 
-int64_t ClusterClient::AwaitStopStep() {
-  // Only a job that finishes a lost worker's step is told where to stop;
-  // a verdict (a pause, the end) ends the wait too (SetVerdict notifies).
+int64_t ClusterClient::AwaitLostStep() {
+  // Only a job that finishes a lost worker's step is told where it goes on
+  // without it; a verdict (a pause, the end) ends the wait too (SetVerdict
+  // notifies).
   if (!options_.cluster.elastic.finish_lost) return -1;
   MutexLock lock(&stop_mutex_);
   const auto limit = std::chrono::milliseconds(2 * Millis(options_.cluster.heartbeat_timeout_s));
   stop_changed_.WaitFor(
-      &lock, limit, [this]() REQUIRES(stop_mutex_) { return stop_at_ >= 0 || verdict_.IsSet(); });
-  return stop_at_;
+      &lock, limit, [this]() REQUIRES(stop_mutex_) { return lost_step_ >= 0 || verdict_.IsSet(); });
+  return lost_step_;
 }
 
-int64_t ClusterClient::StopStep() {
+int64_t ClusterClient::LostStep() {
   MutexLock lock(&stop_mutex_);
-  return stop_at_;
+  return lost_step_;
 }
 
 std::vector<int> ClusterClient::LostWorkers() {
   MutexLock lock(&stop_mutex_);
   return lost_workers_;
+}
+
+void ClusterClient::ForgetLostWorkers() {
+  MutexLock lock(&stop_mutex_);
+  lost_workers_.clear();
+  lost_step_ = -1;
 }
 
 ClusterClient::WorkersChange ClusterClient::WorkersChangeAt(int64_t step) {

@@ -83,18 +83,21 @@ class ClusterClient {
   // holds the caller at the step boundary (bounded by twice the heartbeat
   // timeout), so that no worker runs past it.
   bool BeginStep(int64_t step);
-  // Workers, after a step failed: the step the job stops before, once the
-  // scheduler named one within twice the heartbeat timeout (-1: none, at
-  // once when the job does not finish a lost worker's step or a verdict
-  // came). A step at or past it
-  // was called off: a worker was lost, and the job goes on without it from
-  // there (roles/scheduler/lost_worker.cc).
-  int64_t AwaitStopStep();
-  // The step the job stops before, as known now (-1: none yet).
-  int64_t StopStep();
+  // Workers, after a step failed: the step at which the job goes on without
+  // a lost worker (the scheduler's Stop with lost; roles/scheduler/
+  // lost_worker.cc), once the scheduler named one within twice the heartbeat
+  // timeout (-1: none, at once when the job does not finish a lost worker's
+  // step or a verdict came). A step at or past it was called off: it is
+  // trained again after the change of workers there.
+  int64_t AwaitLostStep();
+  // The same, as known now (-1: none yet).
+  int64_t LostStep();
   // The worker ranks the job lost and finishes its step under way without
   // (the scheduler's Stop says which); empty: none. Any thread.
   std::vector<int> LostWorkers();
+  // After the change of workers that dropped them: the lost workers are
+  // forgotten (their ranks are others' now). Any thread.
+  void ForgetLostWorkers();
   // Workers, once they know the step their training starts at (0, or the
   // checkpoint's): a question of where this worker is that came before is
   // answered with it, so a change of shape asked for right after a resume
@@ -218,6 +221,7 @@ class ClusterClient {
   int grow_servers_ GUARDED_BY(stop_mutex_) = 0;
   std::vector<int> grow_slots_ GUARDED_BY(stop_mutex_);
   std::vector<int> lost_workers_ GUARDED_BY(stop_mutex_);
+  int64_t lost_step_ GUARDED_BY(stop_mutex_) = -1;  // AwaitLostStep
   int64_t change_at_ GUARDED_BY(stop_mutex_) = -1;  // WorkersChangeAt
   WorkersChange change_ GUARDED_BY(stop_mutex_);
   // 16. The rank this worker takes once the topology lists `workers_after_`

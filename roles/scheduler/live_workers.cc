@@ -129,6 +129,7 @@ void Scheduler::ApplyWorkersLive(int64_t step) {
   std::vector<NodeEntry> left = Renumber(
       Role::kWorker, [&leavers](const NodeEntry& n) { return !leavers.count(n.info.node_id); }, 0);
   for (const std::string& node_id : leavers) leaving_.erase(node_id);
+  live_lost_.clear();  // 15. a lost worker's change: it was one of the leavers
   std::vector<Joiner> joining = std::move(live_joiners_);
   for (Joiner& j : joining) {
     if (!reference_config_) reference_config_ = j.req.config;

@@ -1,14 +1,14 @@
 // Scheduler step 15 (roles/scheduler/scheduler.h): a worker of a sync elastic
 // job is lost, and the job loses no step. The servers first refuse its
 // pushes and say the last step it pushed a gradient of, L (LoseWorker). The
-// other workers are told to stop before step L + 1 (Stop with lost), then
-// the servers finish step L without it and call off step L + 1
-// (roles/server/update_core.h): a worker whose step L + 1 is refused knows
-// it was called off. The workers stop at L + 1, the chief (the lowest rank
-// left) writes its checkpoint, and the change is applied there as any other
-// (roles/scheduler/elastic.cc): nothing is redone. Anything failing on the
-// way falls back to the drop of step 13: a rollback to the newest
-// checkpoint.
+// other workers are told that the job goes on without it from step L + 1
+// (Stop with lost, workers and ranks), then the servers finish step L
+// without it and call off step L + 1 (roles/server/update_core.h): a worker
+// whose step L + 1 is refused knows it was called off, and trains it again
+// after the change. At L + 1 the workers change live, as for a leave (step
+// 16, roles/scheduler/live_workers.cc): nothing is redone and no checkpoint
+// is written. Anything failing on the way falls back to the drop of step
+// 13: a rollback to the newest checkpoint.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -42,8 +42,31 @@ bool Scheduler::FinishWithoutLost(NodeEntry& node, const std::string& what) {
     if (last < 0) return BeginPause(fmt::format("{} before it pushed any step", why));
     reshape_step_ = last + 1;
     leaving_[node_id] = fmt::format("lost: step {} finished without it, nothing redone", last + 1);
-    // The workers first: each knows where the job stops before a step of
-    // its own can be called off.
+    // The change at L + 1 (step 16) drops it; the others keep their order.
+    std::vector<std::string> who{
+        fmt::format("worker node id:{} leaves ({})", node_id, leaving_[node_id])};
+    live_ranks_.assign(workers_.size(), -1);
+    int next = 0;
+    for (size_t r = 0; r < workers_.size(); ++r) {
+      if (workers_[r].info.node_id == node_id) continue;
+      if (next != static_cast<int>(r))
+        who.push_back(
+            fmt::format("worker node id:{} takes rank {}", workers_[r].info.node_id, next));
+      live_ranks_[r] = next++;
+    }
+    live_workers_ = next;
+    live_worker_leavers_ = {node_id};
+    const std::string line = fmt::format(
+        "elastic: workers {} -> {}, servers {} -> {} from step {}: {} (live: no checkpoint, no "
+        "node starts again)",
+        workers_.size(), next, servers_.size(), servers_.size(), last + 1, fmt::join(who, "; "));
+    log_->info("{}", line);
+    RecordChange(line);
+    // The workers first: each knows where the job goes on without it before
+    // a step of its own can be called off. Each acknowledges before it can
+    // reach that step's barrier (roles/worker/trainer_workers.cc), so the
+    // servers have LoseWorker(rank, L) before the chief's report there, and
+    // ahead of ChangeWorkers on each connection.
     std::vector<NodeEntry*> told;
     for (NodeEntry& w : workers_)
       if (!live_lost_.count(w.info.node_id) && w.conn.lock()) told.push_back(&w);
@@ -59,15 +82,15 @@ bool Scheduler::FinishWithoutLost(NodeEntry& node, const std::string& what) {
                 if (!st.ok())
                   return BeginPause("finishing a step without a lost worker: " + st.message());
                 log_->info(
-                    "step {} finished without worker {}; every worker stops before step "
-                    "{}, where the job changes shape",
+                    "step {} finished without worker {}; the others go on without it from step "
+                    "{}",
                     last + 1, rank, last + 2);
               });
         });
     for (NodeEntry* w : told) {
-      w->conn.lock()->Call(Stop{why, last + 1, 0, {}, {rank}}, [stopped](StatusOr<Incoming> reply) {
-        stopped->Report(reply.status());
-      });
+      w->conn.lock()->Call(
+          Stop{why, last + 1, 0, {}, {rank}, live_workers_, live_ranks_},
+          [stopped](StatusOr<Incoming> reply) { stopped->Report(reply.status()); });
     }
   });
   return true;

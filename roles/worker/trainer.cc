@@ -389,7 +389,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
                                : ResumePlace(*resume, start, ctx.log,
                                              data->sharded_by_file ? -1 : data->size());
     if (!place.ok()) return place.status();
-    ContinueFrom(ctx, *data, *place, &run);
+    ContinueFrom(ctx, *data, *place, /*live=*/ctx.joined_at.has_value(), &run);
     start = *place;
   }
   const int64_t total = run.total;
@@ -434,6 +434,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
   const bool look_ahead = sparse_ && embeddings_->CanPrefetch();
   int64_t stopped_at = -1;  // stopped on request before this step
   std::vector<int> slots;   // of a live change of the servers
+  int64_t called_off = -1;  // the step last called off (a worker was lost)
   bool left = false;        // left the job live at stopped_at
   for (int64_t step = start_step; step < run.total; ++step) {
     if (!ctx.cluster->BeginStep(step)) {
@@ -444,6 +445,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
       PSTRAIN_RETURN_IF_ERROR(
           ChangeServers(ctx, step, servers, slots, sparse_.get(), embeddings_.get()));
     if (auto change = ctx.cluster->WorkersChangeAt(step); change.workers > 0) {
+      if (step > start_step) LogLostBatches(ctx, *data, run.plan, step - 1, report);
       auto stays = ChangeWorkers(ctx, step, change, data, &run);
       if (!stays.ok()) return stays.status();
       if (!*stays) {
@@ -481,11 +483,13 @@ Status TrainJob::Run(WorkerContext& ctx) {
     if (look_ahead && in_epoch + 1 < epoch_steps && step + 1 < run.total)
       have_next = run.batcher->Next(&next);
     if (Status st = Step(ctx, batch, step, have_next ? &next : nullptr); !st.ok()) {
-      if (!CalledOff(ctx, step)) return st;
+      // Called off: the job goes on without the lost worker from this step,
+      // which is trained again after that change (once).
+      if (!CalledOff(ctx, step) || called_off == step) return st;
       ctx.log->info("worker {}: step {} was called off: a worker was lost ({})", ctx.rank, step + 1,
                     st.message());
-      stopped_at = step;
-      break;
+      called_off = step--;
+      continue;
     }
     epoch_samples += batch.size();
     report.Trained(ctx.cluster->generation(), step + 1, epoch, batch.sample_ids);
@@ -521,7 +525,6 @@ Status TrainJob::Run(WorkerContext& ctx) {
                        evaluates ? (click ? "auc" : "accuracy") : nullptr, stats_.test_metric);
     }
   }
-  if (stopped_at > start_step) LogLostBatches(ctx, *data, run.plan, stopped_at - 1, report);
   report.Finish();
   PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());
   if (left) {
@@ -529,9 +532,9 @@ Status TrainJob::Run(WorkerContext& ctx) {
                   stopped_at);
   } else if (stopped_at >= 0) {
     // Every worker stopped here: what the job did so far is kept, unless the
-    // last periodic checkpoint already holds it (a lost chief's may not).
+    // last periodic checkpoint already holds it.
     if (config_.train.checkpoint && stopped_at > start_step &&
-        !PeriodicCheckpointHolds(ctx, stopped_at) && CheckpointableAt(stopped_at))
+        !CheckpointDue(config_, stopped_at, false) && CheckpointableAt(stopped_at))
       PSTRAIN_RETURN_IF_ERROR(Checkpoint(ctx, stopped_at, run.plan, /*wait=*/true));
     ctx.log->info("worker {} stopped on request after step {} of {}", ctx.rank, stopped_at,
                   run.total);

@@ -103,10 +103,11 @@ class TrainJob : public WorkerJob {
   // (roles/worker/trainer_workers.cc).
   StatusOr<DataRun> MakeDataRun(WorkerContext& ctx, const std::shared_ptr<const Dataset>& data,
                                 int64_t step);
-  // `run` continues from `from` (a checkpoint's place, or the chief's at a
-  // live change of workers): the rest of its epoch split among this run's
-  // workers.
-  void ContinueFrom(WorkerContext& ctx, const Dataset& data, const WorkerPlace& from, DataRun* run);
+  // `run` continues from `from` (a checkpoint's place, or, `live`, the
+  // chief's at a live change of workers): the rest of its epoch split among
+  // this run's workers.
+  void ContinueFrom(WorkerContext& ctx, const Dataset& data, const WorkerPlace& from, bool live,
+                    DataRun* run);
   // A live change of workers at `step` (roles/worker/trainer_workers.cc):
   // false when this worker leaves; else it goes on with its new rank, the
   // new ring and `run` planned anew.
@@ -159,12 +160,11 @@ class TrainJob : public WorkerJob {
   int ChiefRank(WorkerContext& ctx) const;
   // The ring failed at `step`: OK when the step finishes without it.
   Status AfterRingLost(WorkerContext& ctx, int64_t step, const Status& ring);
-  // Stopped before `step`: whether the periodic checkpoint of it holds the
-  // job (else the chief writes one now).
-  bool PeriodicCheckpointHolds(WorkerContext& ctx, int64_t step);
-  // Step `step` failed: whether it was called off (the job stops before it).
+  // Step `step` failed: whether it was called off (the job goes on without
+  // a lost worker from there, and trains it again).
   bool CalledOff(WorkerContext& ctx, int64_t step);
-  // Stopped after `step`: the lost workers' batches of it, to the sample log.
+  // The step finished without them: the lost workers' batches of it, to the
+  // sample log.
   void LogLostBatches(WorkerContext& ctx, const Dataset& data, const EpochPlan& plan, int64_t step,
                       TrainReport& report) const;
   // This worker's place once `step` steps are done (roles/checkpoint/worker_place.h),
@@ -194,7 +194,6 @@ class TrainJob : public WorkerJob {
   // The chief's checkpoint whose servers may still be writing (training
   // goes on meanwhile: roles/worker/checkpointing.h).
   std::unique_ptr<CheckpointInFlight> checkpoint_;
-  int64_t chief_checkpoint_step_ = -1;         // the last one this worker began as the chief
   uint64_t training_forwards_ = 0;             // keys dropout; restored on resume
   AllReducedWeights::Traffic logged_traffic_;  // at the last traffic line
   TrainStats stats_;

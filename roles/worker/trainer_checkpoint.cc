@@ -37,7 +37,6 @@ Status TrainJob::Checkpoint(WorkerContext& ctx, int64_t steps_done, const EpochP
     for (int r = 0; r < ctx.workers; ++r) worker_files.push_back(PsWorkerStateFileName(r));
   }
   if (ctx.rank != ChiefRank(ctx)) return Status::OK();
-  chief_checkpoint_step_ = steps_done;
   PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());  // one in flight at a time
   const WorkerPlace place = PlaceAt(ctx, steps_done, plan);
   auto begun = BeginCheckpoint(ctx, steps_done, &place, allreduced_.get());

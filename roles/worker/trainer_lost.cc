@@ -1,6 +1,7 @@
 // TrainJob when a worker of a sync elastic job is lost mid-step
 // (roles/scheduler/lost_worker.cc): the step it was on finishes without it,
-// the next is called off, and the others stop there for the change.
+// the next is called off, and the others go on without it from there, live
+// (roles/worker/trainer_workers.cc), training the called-off step again.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,13 +22,14 @@ int TrainJob::ChiefRank(WorkerContext& ctx) const {
 }
 
 // The ring broke mid-step: a neighbour is gone. When the scheduler names a
-// step to stop at after this one, this step finishes without the ring: the
-// all-reduced weights skip its update (no worker's all-reduced gradient of
-// it is whole), while the servers apply its gradients without the lost
-// worker's. A step at or past the stop is called off (CalledOff).
+// step after this one where the job goes on without it, this step finishes
+// without the ring: the all-reduced weights skip its update (no worker's
+// all-reduced gradient of it is whole), while the servers apply its
+// gradients without the lost worker's. A step at or past that one is
+// called off (CalledOff).
 Status TrainJob::AfterRingLost(WorkerContext& ctx, int64_t step, const Status& ring) {
   if (!config_.train.elastic) return ring;
-  const int64_t stop = ctx.cluster->AwaitStopStep();
+  const int64_t stop = ctx.cluster->AwaitLostStep();
   const std::vector<int> lost = ctx.cluster->LostWorkers();
   if (stop < 0 || lost.empty() || step >= stop) return ring;
   ctx.log->warn(
@@ -37,18 +39,11 @@ Status TrainJob::AfterRingLost(WorkerContext& ctx, int64_t step, const Status& r
   return Status::OK();
 }
 
-bool TrainJob::PeriodicCheckpointHolds(WorkerContext& ctx, int64_t step) {
-  if (!CheckpointDue(config_, step, false)) return false;
-  // The chief lost after it began the checkpoint may not have finished it:
-  // the new chief writes it again.
-  return ctx.cluster->LostWorkers().empty() || ctx.rank != ChiefRank(ctx) ||
-         chief_checkpoint_step_ == step;
-}
-
-// No wait: the scheduler tells every worker where it stops before a server
-// refuses any step past it (roles/scheduler/lost_worker.cc).
+// No wait: the scheduler tells every worker where the job goes on without
+// the lost worker before a server refuses any step past it
+// (roles/scheduler/lost_worker.cc).
 bool TrainJob::CalledOff(WorkerContext& ctx, int64_t step) {
-  const int64_t stop = ctx.cluster->StopStep();
+  const int64_t stop = ctx.cluster->LostStep();
   return stop >= 0 && step >= stop && !ctx.cluster->LostWorkers().empty();
 }
 

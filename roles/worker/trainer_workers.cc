@@ -63,14 +63,14 @@ StatusOr<DataRun> TrainJob::MakeDataRun(WorkerContext& ctx,
 }
 
 void TrainJob::ContinueFrom(WorkerContext& ctx, const Dataset& data, const WorkerPlace& from,
-                            DataRun* run) {
+                            bool live, DataRun* run) {
   const WorkerPlace now = PlaceAt(ctx, run->start, run->plan);
   const bool keep_tail = config_.train.elastic.has_value();
   run->plan = PlanEpochs(from, now, data.size(), data.sharded_by_file, [&](int64_t left) {
     return Batcher::StepsFor(left, config_.train.batch_size, ctx.workers, keep_tail);
   });
   if (from.workers != ctx.workers)
-    ctx.log->info("worker {}: {}", ctx.rank, DescribeReshard(from, now, run->plan));
+    ctx.log->info("worker {}: {}", ctx.rank, DescribeReshard(from, now, run->plan, live));
   run->total =
       config_.train.steps > 0 ? config_.train.steps : run->plan.TotalSteps(config_.train.epochs);
 }
@@ -99,6 +99,7 @@ StatusOr<bool> TrainJob::ChangeWorkers(WorkerContext& ctx, int64_t step,
     PSTRAIN_RETURN_IF_ERROR(ctx.cluster->ReportWorkersAt(step, change.workers)
                                 .WithContext(where("the scheduler's change")));
   if (rank < 0) return false;
+  ctx.cluster->ForgetLostWorkers();  // their ranks are others' from here
   // 3. The new shape. The cluster client took its rank with the new
   // topology, which came before this barrier's answer.
   ctx.rank = rank;
@@ -125,7 +126,7 @@ StatusOr<bool> TrainJob::ChangeWorkers(WorkerContext& ctx, int64_t step,
   // 5. The rest of the epoch, split among the new set.
   auto remade = MakeDataRun(ctx, data, step);
   if (!remade.ok()) return remade.status();
-  ContinueFrom(ctx, *data, *chiefs, &*remade);
+  ContinueFrom(ctx, *data, *chiefs, /*live=*/true, &*remade);
   *run = std::move(*remade);
   total_steps_ = run->total;
   const double ms =
