@@ -466,8 +466,7 @@ void ClusterClient::OnStop(const Connection::Ptr& conn, uint64_t id, const Stop&
     leaves_live_ = rank_after_ < 0;
     hold_ = false;
     stop_changed_.NotifyAll();
-    log_->info("the job's workers change: {} from step {} on ({})", stop.workers, stop.at_step,
-               stop.reason);
+    log_->info("{}; {} workers from step {} on", stop.reason, stop.workers, stop.at_step);
     return conn->Reply(id, Ack{});
   }
   if (stop.at_step < 0) {

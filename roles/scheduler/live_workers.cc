@@ -129,6 +129,12 @@ void Scheduler::ApplyWorkersLive(int64_t step) {
   std::vector<NodeEntry> left = Renumber(
       Role::kWorker, [&leavers](const NodeEntry& n) { return !leavers.count(n.info.node_id); }, 0);
   for (const std::string& node_id : leavers) leaving_.erase(node_id);
+  // The worker count is in every node's list: the servers get a whole one
+  // too (a delta from a list of another count is refused).
+  for (NodeEntry& s : servers_) {
+    s.acked_round = 0;
+    s.acked_generation = -1;
+  }
   live_lost_.clear();  // 15. a lost worker's change: it was one of the leavers
   std::vector<Joiner> joining = std::move(live_joiners_);
   for (Joiner& j : joining) {

@@ -3,10 +3,11 @@
 # LeNet on Fashion-MNIST and for Wide&Deep on 1M generated rows, each
 # started as 2 servers and 2 workers in separate processes on this machine:
 # - join: from the scheduler's "registered while the job runs" line to the
-#   new worker's first step ("trains N steps"), and the same for a server
-#   (to the first step of worker 0 after the change; a server joining
-#   LeNet, whose weights are all dense, joins live: to the scheduler's
-#   "live change done", after which the held workers go on);
+#   new worker's first step, and the same for a server (to the first step
+#   of worker 0 after the change): for a live change (workers of these sync
+#   jobs, servers joining) the scheduler's "live change done", after which
+#   the held workers go on; for a change through a checkpoint the first
+#   "trains N steps" line after it;
 # - leave: from SIGTERM to the process's exit, for a worker and a server
 #   (the last one, and server 0 once another has joined: that one takes
 #   rank 0); a worker killed with SIGKILL: from the scheduler's "was lost"
@@ -74,7 +75,7 @@ SCHED() { node_log scheduler; }
 change() {
   wait_for_count "every node is back\|live change done" "$(SCHED)" "$1" 3000 ||
     fail "change $1 ($2) did not happen"
-  asked=$(ms "$(SCHED)" "changing the job's shape\|was lost" "$1")
+  asked=$(ms "$(SCHED)" "changing the job's\|was lost" "$1")
   back=$(ms "$(SCHED)" "every node is back\|live change done" "$1")
   sleep 4
   before=$(samples_per_s $((asked - 5000)) $((asked - 1000)))
@@ -85,7 +86,7 @@ change() {
   echo "  held from the scheduler's ask to every node back: $((back - asked)) ms;" \
     "samples/s: $before steady (the 4 s until 1 s before), $during over the 4 s from 1 s before;" \
     "last checkpoint: $bytes"
-  if echo "$line" | grep -q "(live"; then
+  if echo "$line" | grep -q "(live: partitions"; then
     echo "  moved live: $(grep "moved live" "$(node_log worker_0)" | tail -n 1 | sed 's/.*steps* [0-9]*: //')"
   fi
 }
