@@ -34,6 +34,10 @@
 #   a better model is not a defect;
 # - lenet: refusals, each one line: a scale beyond the bounds, a scale of a
 #   job that is not elastic, a join with another config.
+# SCENARIO ssp (the LeNet job in mode ssp, staleness 2): workers join and
+# leave live there too (a worker joins, a server joins, a worker leaves on
+# SIGTERM, a worker joins and `pstrain scale --workers 2` sends it away);
+# checked as lenet, against the same job at a fixed shape in mode ssp.
 # SCENARIO edges (the Wide&Deep job in mode async, workers [2, 3] and no
 # server bounds): a server cannot join (the server count is fixed), a
 # worker joins, a second is refused past the maximum, the one that joined
@@ -41,7 +45,7 @@
 # the others go back to the newest checkpoint), another joins and
 # `pstrain scale --workers 2` sends the highest rank away (exit 0), and a
 # SIGTERM at the minimum stops the whole job (every process exits 3).
-# Usage: sh tests/elastic_test.sh PSTRAIN_BIN [lenet|wide_deep|edges]
+# Usage: sh tests/elastic_test.sh PSTRAIN_BIN [lenet|wide_deep|ssp|edges]
 set -u
 BIN="$1"
 SCENARIO="${2:-lenet}"
@@ -57,7 +61,7 @@ trap cleanup EXIT
 echo "elastic_test: $SCENARIO in $WORK"
 
 case "$SCENARIO" in
-  lenet)
+  lenet | ssp)
     have_fmnist || exit 77
     # The slice CI trains, or ELASTIC_SAMPLES=60000: the whole training set,
     # where the issue's half point holds run after run (3.5 min here).
@@ -89,6 +93,12 @@ BOUNDS="elastic: {workers: [2, 4], servers: [1, 3]}"
 config "$WORK/ckpt" "$BOUNDS" > "$WORK/elastic.yaml"
 [ "$SCENARIO" = edges ] && sed -i 's/^  mode: sync/  mode: async/' "$WORK/elastic.yaml"
 config "$WORK/ckpt-fixed" > "$WORK/fixed.yaml"
+if [ "$SCENARIO" = ssp ]; then
+  for f in elastic fixed; do
+    sed -i 's/^  mode: sync/  mode: ssp\n  staleness: 2/' "$WORK/$f.yaml"
+    grep -q "staleness: 2" "$WORK/$f.yaml" || fail "no mode ssp in $f.yaml"
+  done
+fi
 if [ "$SCENARIO" = wide_deep ]; then
   # The deep table keeps most of its rows on each server's disk: moving
   # them reads and writes both tiers.
@@ -252,6 +262,26 @@ if [ "$SCENARIO" = wide_deep ]; then
     grep -q "worker_0 leaves (lost: step [0-9]* finished without it, nothing redone)" ||
     fail "the killed chief's step was not finished without it"
   ENDS="scheduler server_1 server_j1 worker_1 worker_j1" LEFT="server_0" STAYER=worker_1
+elif [ "$SCENARIO" = ssp ]; then
+  join worker_j1
+  change 1
+  join server_j1
+  change 2
+  kill -TERM "$(node_pid worker_1)"
+  change 3
+  join worker_j2
+  change 4
+  "$BIN" scale --workers 2 > "$WORK/scale.out" 2> "$WORK/scale.err" ||
+    fail "scale to 2 workers: $(cat "$WORK/scale.err")"
+  change 5
+  for s in 1 3 4 5; do
+    grep "elastic:" "$SCHED" | sed -n "${s}p" | grep -q "no node starts again" ||
+      fail "change $s of the ssp job was not live"
+  done
+  grep "elastic:" "$SCHED" | sed -n 5p | grep -q "worker_j2 leaves (pstrain scale)" ||
+    fail "scale did not send the highest rank away"
+  ENDS="scheduler server_0 server_1 server_j1 worker_0 worker_j1" LEFT="worker_1 worker_j2"
+  STAYER=worker_0
 else
   join worker_j1
   change 1

@@ -128,8 +128,11 @@ TEST_CASE("every message type round-trips") {
   CHECK(renumber.workers == 3);
   CHECK(renumber.ranks == std::vector<int>{0, -1, 1});
   RegisterRequest finishing{Node("e", Role::kWorker, -1), 2, 2};
-  finishing.elastic = ElasticBounds{2, 4, -1, -1, true};
-  CHECK(std::get<RegisterRequest>(RoundTrip({7, false, finishing}).body).elastic.finish_lost);
+  finishing.elastic = ElasticBounds{2, 4, -1, -1, true, true};
+  const ElasticBounds back =
+      std::get<RegisterRequest>(RoundTrip({7, false, finishing}).body).elastic;
+  CHECK(back.finish_lost);
+  CHECK(back.live_workers);
   // Live moves of table rows.
   auto off = std::get<RowsHandOffRequest>(RoundTrip({8, false, RowsHandOffRequest{2, -1}}).body);
   CHECK(off.servers == 2);

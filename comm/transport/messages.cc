@@ -144,7 +144,7 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
         return InvalidArgument(
             fmt::format("topology_generation {} (want -1 or more)", m->topology_generation()));
       const ElasticBounds elastic{m->min_workers(), m->max_workers(), m->min_servers(),
-                                  m->max_servers(), m->finish_lost()};
+                                  m->max_servers(), m->finish_lost(), m->live_workers()};
       if (elastic.enabled() &&
           !(elastic.min_workers >= 1 && elastic.min_workers <= elastic.max_workers &&
             elastic.max_workers <= kMaxElasticNodes && elastic.min_servers >= -1 &&

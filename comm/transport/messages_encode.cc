@@ -52,7 +52,7 @@ struct BodyEncoder {
                 b, node, m.server_num, m.worker_num, m.recovery_wait_s, m.rejoin, m.generation,
                 b.CreateString(m.config), m.topology_generation, m.topology_digest,
                 m.elastic.min_workers, m.elastic.max_workers, m.elastic.min_servers,
-                m.elastic.max_servers, m.elastic.finish_lost)
+                m.elastic.max_servers, m.elastic.finish_lost, m.elastic.live_workers)
                 .Union()};
   }
   Out operator()(const RegisterReply& m) {

@@ -1,8 +1,8 @@
 // Scheduler step 16 (roles/scheduler/scheduler.h): workers join and leave an
-// elastic job live. The job (sync, on the CPU, nothing compressed: the
-// jobs whose lost worker's step is finished without it) changes its workers
-// at a step S every worker reaches, without a checkpoint and without any
-// node starting again:
+// elastic job live. The job (sync, async or ssp, on the CPU, nothing
+// compressed, its data split by index: ElasticBounds::live_workers) changes
+// its workers at a step S every worker reaches, without a checkpoint and
+// without any node starting again:
 //   1. The workers are held and told S, the new worker count and, for each
 //      rank today, its rank after S (Stop with workers and ranks; the nodes
 //      that stay keep their order, the joiners come after them).
@@ -29,7 +29,7 @@
 namespace pstrain {
 
 bool Scheduler::CanChangeWorkersLive() const {
-  if (!elastic_.finish_lost || !live_lost_.empty()) return false;
+  if (!elastic_.live_workers || !live_lost_.empty()) return false;
   if (joiners_.empty() && leaving_.empty()) return false;
   for (const Joiner& j : joiners_)
     if (j.info.role != Role::kWorker) return false;

@@ -104,7 +104,7 @@
 //      the change's line ends "(live: ...)".
 //  15. A lost worker of a sync elastic job on the CPU: the others finish
 //      the step under way without it (roles/scheduler/lost_worker.cc).
-//  16. In the same jobs, workers join and leave live
+//  16. In such jobs, and in async and ssp ones, workers join and leave live
 //      (roles/scheduler/live_workers.cc): at the step S every worker
 //      reaches, the servers and the scheduler renumber the workers, the
 //      joiners are admitted, and the workers rebuild their ring and split

@@ -49,7 +49,9 @@ Status UpdateCore::ChangeMembers(int64_t from_step, std::vector<int> members) {
 }
 
 Status UpdateCore::Renumber(int64_t step, const std::vector<int>& ranks, int workers) {
-  if (arrived_count_ > 0 || step != this->step() || !changes_.empty())
+  // async and ssp count pushes: their step() is the job's only roughly.
+  const bool in_steps = mode_ == UpdateMode::kSync || mode_ == UpdateMode::kAverage;
+  if (arrived_count_ > 0 || (in_steps && step != this->step()) || !changes_.empty())
     return FailedPrecondition(
         fmt::format("a change of workers at step {}: this part is at step {}{}", step, this->step(),
                     arrived_count_ > 0 ? ", whose pushes have begun" : ""));

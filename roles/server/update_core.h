@@ -81,7 +81,8 @@ class UpdateCore {
   // nor is waited for over the steps it never ran.
   Status ChangeMembers(int64_t from_step, std::vector<int> members);
   // A live change of workers (roles/scheduler/live_workers.cc), between
-  // steps at `step` (this core's step()): the worker of rank r holds rank
+  // steps at the job's step `step` (in sync, this core's step(); async
+  // goes on counting from it): the worker of rank r holds rank
   // ranks[r] from now on (-1: it left), of `workers`, all members; a rank no
   // worker of today takes is a joiner, whose ssp clock starts here. What a
   // lost worker left (its refusal, steps called off) is forgotten: the job

@@ -80,6 +80,10 @@ void RemoteEmbeddings::UseServers(std::vector<std::shared_ptr<Connection>> serve
   if (prefetch_client_) prefetch_client_->UseServers(std::move(servers));
 }
 
+void RemoteEmbeddings::UseWorkerRank(int rank) {
+  if (prefetch_client_) prefetch_client_->UseWorkerRank(rank);
+}
+
 void RemoteEmbeddings::StartPrefetch(std::vector<int64_t> next_ids, int64_t step) {
   if (!prefetch_thread_ || prefetching_) return;
   prefetched_ = Completion<Status>();

@@ -88,6 +88,9 @@ class RemoteEmbeddings {
   // The job's servers changed live (roles/worker/grow.h): the prefetch
   // client places rows over `servers` from now on. Not during a prefetch.
   void UseServers(std::vector<std::shared_ptr<Connection>> servers);
+  // A live change of workers gave this worker another rank: the prefetch
+  // client's requests name it. Not during a prefetch.
+  void UseWorkerRank(int rank);
 
   // Counts since the start (ids: per table, unique per batch).
   struct Counts {

@@ -106,6 +106,7 @@ StatusOr<bool> TrainJob::ChangeWorkers(WorkerContext& ctx, int64_t step,
   ctx.workers = change.workers;
   if (ctx.kv != nullptr) ctx.kv->UseWorkerRank(rank);
   if (sparse_) sparse_->UseWorkerRank(rank);
+  if (embeddings_) embeddings_->UseWorkerRank(rank);
   const std::vector<TensorSpec> tensors = PsTensors();
   auto offer = ctx.cluster->ShareFromOne(BarrierGroup::kWorkers,
                                          rank == 0 ? JoinOffer(tensors, place) : std::string());

@@ -238,9 +238,13 @@ int RunRole(const std::vector<std::string>& args) {
   if (const auto& e = config->train.elastic) {
     // Workers change live where a worker's samples do not depend on its
     // rank (roles/scheduler/live_workers.cc).
-    options->cluster.elastic = {
-        e->min_workers, e->max_workers, e->min_servers, e->max_servers,
-        FinishesStepsWithoutLostWorkers(*config) && !SplitsTrainByFile(config->data)};
+    const bool by_index = !SplitsTrainByFile(config->data);
+    options->cluster.elastic = {e->min_workers,
+                                e->max_workers,
+                                e->min_servers,
+                                e->max_servers,
+                                FinishesStepsWithoutLostWorkers(*config) && by_index,
+                                ChangesWorkersLive(*config) && by_index};
   }
   return ReportingOutOfMemory(RoleName(options->role), [&] { return RunNode(*options, *config); });
 }

@@ -527,15 +527,20 @@ CompressionConfig CompressionFor(const Config& config, const std::string& name) 
   return rule != nullptr && rule->compression ? *rule->compression : config.train.compression;
 }
 
-bool FinishesStepsWithoutLostWorkers(const Config& config) {
-  // A compressed exchange keeps per-worker state in checkpoints, and NCCL
-  // cannot leave a lost peer behind mid-collective.
-  if (config.train.mode != UpdateMode::kSync || config.model.device != Device::kCpu ||
+bool ChangesWorkersLive(const Config& config) {
+  // A compressed exchange and mode average keep per-worker state in
+  // checkpoints, and NCCL cannot rebuild its communicator mid-job.
+  if (config.train.mode == UpdateMode::kAverage || config.model.device != Device::kCpu ||
       config.train.compression.enabled())
     return false;
   for (const ParameterRule& rule : config.parameters)
     if (rule.compression && rule.compression->enabled()) return false;
   return true;
+}
+
+bool FinishesStepsWithoutLostWorkers(const Config& config) {
+  // In async and ssp there is no step under way to finish.
+  return config.train.mode == UpdateMode::kSync && ChangesWorkersLive(config);
 }
 
 }  // namespace pstrain

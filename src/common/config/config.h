@@ -194,10 +194,15 @@ OptimizerConfig OptimizerFor(const Config& config, const std::string& name);
 // The compression for `name`: its rule's override, or train.compression.
 CompressionConfig CompressionFor(const Config& config, const std::string& name);
 
+// Whether workers join and leave an elastic job live (roles/scheduler/
+// live_workers.cc), as far as the config tells: on the CPU, nothing
+// compressed, not in mode average; the training data must not be split by
+// file either (src/data/dataset.h, SplitsTrainByFile). Otherwise a change
+// of workers passes through the checkpoint of its step.
+bool ChangesWorkersLive(const Config& config);
 // Whether an elastic job finishes the step under way without a lost worker
-// (roles/scheduler/lost_worker.cc): sync mode on the CPU, nothing
-// compressed. Otherwise a lost worker sends the job back to its newest
-// checkpoint.
+// (roles/scheduler/lost_worker.cc): such a job in sync mode. Otherwise a
+// lost worker sends the job back to its newest checkpoint.
 bool FinishesStepsWithoutLostWorkers(const Config& config);
 
 }  // namespace pstrain

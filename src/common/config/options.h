@@ -55,12 +55,14 @@ struct ElasticBounds {
   int min_workers = 0, max_workers = 0;
   int min_servers = -1, max_servers = -1;
   // A lost worker costs no step: the others finish the step under way
-  // without it (roles/scheduler/lost_worker.cc), and workers join and leave
-  // live (roles/scheduler/live_workers.cc). Set for sync jobs on the CPU
-  // with no compression, whose training set is not split by file; the
-  // others go back to their newest checkpoint, and change workers through
-  // the checkpoint of the change's step.
+  // without it (roles/scheduler/lost_worker.cc). Set for sync jobs with
+  // live_workers; the others go back to their newest checkpoint.
   bool finish_lost = false;
+  // Workers join and leave live (roles/scheduler/live_workers.cc). Set for
+  // sync, async and ssp jobs on the CPU with no compression, whose training
+  // set is not split by file; the others change workers through the
+  // checkpoint of the change's step.
+  bool live_workers = false;
   bool enabled() const { return max_workers > 0; }
   bool servers_elastic() const { return enabled() && max_servers >= 0; }
   // Whether `role`'s count may change, and its bounds when it may.
@@ -76,7 +78,7 @@ struct ElasticBounds {
   bool operator==(const ElasticBounds& o) const {
     return min_workers == o.min_workers && max_workers == o.max_workers &&
            min_servers == o.min_servers && max_servers == o.max_servers &&
-           finish_lost == o.finish_lost;
+           finish_lost == o.finish_lost && live_workers == o.live_workers;
   }
 };
 
