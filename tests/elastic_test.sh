@@ -35,8 +35,9 @@
 # - lenet: refusals, each one line: a scale beyond the bounds, a scale of a
 #   job that is not elastic, a join with another config.
 # SCENARIO ssp (the LeNet job in mode ssp, staleness 2): workers join and
-# leave live there too (a worker joins, a server joins, a worker leaves on
-# SIGTERM, a worker joins and `pstrain scale --workers 2` sends it away);
+# leave live there too (a worker joins, a server joins, the chief, worker
+# 0, leaves on SIGTERM with no one joining, a worker joins and `pstrain
+# scale --workers 2` sends it away);
 # checked as lenet, against the same job at a fixed shape in mode ssp.
 # SCENARIO edges (the Wide&Deep job in mode async, workers [2, 3] and no
 # server bounds): a server cannot join (the server count is fixed), a
@@ -267,8 +268,10 @@ elif [ "$SCENARIO" = ssp ]; then
   change 1
   join server_j1
   change 2
-  kill -TERM "$(node_pid worker_1)"
+  kill -TERM "$(node_pid worker_0)"
   change 3
+  grep "elastic:" "$SCHED" | sed -n 3p | grep -q "worker_1 takes rank 0" ||
+    fail "worker 1 did not take the chief's rank"
   join worker_j2
   change 4
   "$BIN" scale --workers 2 > "$WORK/scale.out" 2> "$WORK/scale.err" ||
@@ -280,8 +283,8 @@ elif [ "$SCENARIO" = ssp ]; then
   done
   grep "elastic:" "$SCHED" | sed -n 5p | grep -q "worker_j2 leaves (pstrain scale)" ||
     fail "scale did not send the highest rank away"
-  ENDS="scheduler server_0 server_1 server_j1 worker_0 worker_j1" LEFT="worker_1 worker_j2"
-  STAYER=worker_0
+  ENDS="scheduler server_0 server_1 server_j1 worker_1 worker_j1" LEFT="worker_0 worker_j2"
+  STAYER=worker_1
 else
   join worker_j1
   change 1

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "roles/node/peers.h"
 
@@ -211,10 +212,13 @@ void ClusterClient::OnTopology(const Connection::Ptr& conn, uint64_t id, const T
     worker_num_ = topology.worker_num;
     if (elastic.servers_elastic()) server_num_ = topology.server_num;
   }
-  // 16. The list of a live change of workers: this worker's new rank with it.
-  if (rank_after_ >= 0 && topology.worker_num == workers_after_ && !topology.delta()) {
+  // 16. The list of a live change of workers, which the scheduler sends
+  // once every worker is at its step: this worker's new rank with it.
+  if (in_workers_change_.load() && rank_after_ >= 0 && topology.worker_num == workers_after_ &&
+      !topology.delta()) {
     AdoptRank(rank_after_);
     rank_after_ = -1;
+    in_workers_change_ = false;
   }
   auto patched = ApplyTopology(topology_ ? &*topology_ : nullptr, topology, options_.role,
                                rank_.load(), server_num_, worker_num_);
@@ -400,7 +404,7 @@ StatusOr<std::string> ClusterClient::ShareFromOne(BarrierGroup group, std::strin
 Status ClusterClient::ReportDone() {
   // 16. A worker that left live is no member to be done: the scheduler
   // sends it off once the others go on.
-  if (leaves_live_.load()) return Status::OK();
+  if (left_live_.load()) return Status::OK();
   loop_->Post([this] { done_reported_ = true; });
   Status sent = CallScheduler(Done{}, "report Done").status();
   // The connection to the scheduler broke under the call: a rejoin (9)
@@ -456,14 +460,13 @@ void ClusterClient::OnStop(const Connection::Ptr& conn, uint64_t id, const Stop&
       return conn->Reply(id, ErrorReply{"a change of workers without this worker's rank"});
     }
     change_at_ = stop.at_step;
-    change_ = WorkersChange{stop.workers, stop.ranks};
+    change_ = WorkersChange{stop.at_step, stop.workers, stop.ranks};
     if (!stop.lost.empty()) {  // 15. the step before finishes without them
       lost_workers_ = stop.lost;
       lost_step_ = stop.at_step;
     }
     rank_after_ = stop.ranks[static_cast<size_t>(rank)];
     workers_after_ = stop.workers;
-    leaves_live_ = rank_after_ < 0;
     hold_ = false;
     stop_changed_.NotifyAll();
     log_->info("{}; {} workers from step {} on", stop.reason, stop.workers, stop.at_step);
@@ -558,6 +561,22 @@ ClusterClient::WorkersChange ClusterClient::WorkersChangeAt(int64_t step) {
   WorkersChange change = std::move(change_);
   change_ = {};
   return change;
+}
+
+void ClusterClient::EnterWorkersChange() { in_workers_change_ = true; }
+
+Status ClusterClient::AwaitRank(int rank, int workers) {
+  const auto limit = std::chrono::milliseconds(2 * Millis(options_.cluster.heartbeat_timeout_s));
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (rank_.load() != rank || worker_num_.load() != workers) {
+    if (std::chrono::steady_clock::now() >= deadline)
+      return DeadlineExceeded(fmt::format(
+          "the topology of {} workers naming this worker rank {} did not come within {} ms",
+          workers, rank, limit.count()));
+    if (verdict_.IsSet()) return Aborted("the job was paused or ended during a change of workers");
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return Status::OK();
 }
 
 Status ClusterClient::ReportWorkersAt(int64_t step, int workers) {

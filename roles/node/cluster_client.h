@@ -115,13 +115,23 @@ class ClusterClient {
   // leaves). This worker takes its new rank when the topology of the new
   // shape comes.
   struct WorkersChange {
+    int64_t at_step = -1;
     int workers = 0;
     std::vector<int> ranks;
   };
   WorkersChange WorkersChangeAt(int64_t step);
+  // 16. This worker is at the change's step: the topology of the new shape
+  // that comes from now on gives it its new rank. Any thread.
+  void EnterWorkersChange();
   // 16. The chief, once every worker is at `step`: the scheduler renumbers
   // the workers there, admits the joiners and answers.
   Status ReportWorkersAt(int64_t step, int workers);
+  // 16. After the change: waits (up to twice the heartbeat timeout) until
+  // the new topology gave this worker `rank` of `workers`.
+  Status AwaitRank(int rank, int workers);
+  // 16. This worker left the job in a live change: it is no member to
+  // report Done (the scheduler sends it off). Any thread.
+  void LeftLive() { left_live_ = true; }
   // 14. Servers: this server holds `rank` in the new placement of a live
   // change (the chief's take-over says so; the topology that follows lists
   // it there). Any thread.
@@ -192,8 +202,9 @@ class ClusterClient {
   std::atomic<int> server_num_, worker_num_;
   std::atomic<bool> paused_{false};
   std::atomic<bool> joined_live_{false};
-  std::atomic<bool> leaves_live_{false};    // 16. a live change of workers leaves it out
-  std::atomic<int64_t> progress_step_{-1};  // ReportProgress, read by the loop
+  std::atomic<bool> left_live_{false};          // 16. LeftLive
+  std::atomic<bool> in_workers_change_{false};  // 16. EnterWorkersChange
+  std::atomic<int64_t> progress_step_{-1};      // ReportProgress, read by the loop
   std::atomic<double> progress_rate_{0};
 
   // Loop-thread state.

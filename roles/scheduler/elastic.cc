@@ -228,6 +228,7 @@ void Scheduler::HoldForChange(const char* what, const std::string& why,
       log_->warn("{}: {}", what, st.message());
       reshaping_ = false;
       RequeueLiveJoiners();
+      StopIfAsked();
       return;
     }
     reshape_step_ = furthest;

@@ -3,6 +3,8 @@
 // replacement and resumes once every node is back.
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "roles/scheduler/scheduler.h"
 
 namespace pstrain {
@@ -128,6 +130,8 @@ void Scheduler::BeginPause(const std::string& why, bool reshape) {
   // leavers are kept.
   reshaping_ = false;
   RequeueLiveJoiners();  // 16. a live change of workers under way waits too
+  // A stop on request that waited for that change ends the paused job.
+  const std::string stop_asked = std::exchange(stop_after_change_, std::string());
   best_step_at_rollback_ = best_step_;
   for (Barrier& barrier : barriers_) {
     for (const BarrierWaiter& w : barrier.waiters)
@@ -165,6 +169,7 @@ void Scheduler::BeginPause(const std::string& why, bool reshape) {
                                      "(train.recovery.wait_s): missing {}",
                                      why, recovery_wait_s_, MissingRanks())));
   });
+  if (!stop_asked.empty()) BeginStop(stop_asked);
 }
 
 // 5. Each rollback for a link is counted; one where some worker got past

@@ -28,12 +28,11 @@
 
 namespace pstrain {
 
+// Servers joining or leaving meanwhile wait for the next change, which
+// takes them live too where it can (CanGrowLive, CanShrinkLive).
 bool Scheduler::CanChangeWorkersLive() const {
   if (!elastic_.live_workers || !live_lost_.empty()) return false;
-  if (joiners_.empty() && leaving_.empty()) return false;
-  for (const Joiner& j : joiners_)
-    if (j.info.role != Role::kWorker) return false;
-  if (Leaving(Role::kServer) > 0) return false;
+  if (Joining(Role::kWorker) == 0 && Leaving(Role::kWorker) == 0) return false;
   for (const NodeEntry& w : workers_)
     if (w.info.node_id.empty()) return false;
   return true;
@@ -56,9 +55,16 @@ void Scheduler::ChangeWorkersLive() {
     if (next != r) who.push_back(fmt::format("worker node id:{} takes rank {}", node_id, next));
     ranks[static_cast<size_t>(r)] = next++;
   }
-  // Joiners that come meanwhile wait for the next change.
-  live_joiners_ = std::move(joiners_);
-  joiners_.clear();
+  // Joiners that come meanwhile, and servers, wait for the next change.
+  live_joiners_.clear();
+  for (auto it = joiners_.begin(); it != joiners_.end();) {
+    if (it->info.role != Role::kWorker) {
+      ++it;
+      continue;
+    }
+    live_joiners_.push_back(std::move(*it));
+    it = joiners_.erase(it);
+  }
   for (Joiner& j : live_joiners_) {
     j.info.rank = next++;
     who.push_back(fmt::format("worker node id:{} joins as rank {}", j.info.node_id, j.info.rank));
@@ -118,6 +124,7 @@ void Scheduler::FinishWorkersLive(const Connection::Ptr& conn, uint64_t id,
         }
         ApplyWorkersLive(step);
         if (!conn->closed()) conn->Reply(id, Ack{});
+        if (!stop_after_change_.empty()) return StopIfAsked();
         MaybeReshape();  // changes asked for meanwhile
       });
 }
@@ -136,15 +143,21 @@ void Scheduler::ApplyWorkersLive(int64_t step) {
     s.acked_generation = -1;
   }
   live_lost_.clear();  // 15. a lost worker's change: it was one of the leavers
-  std::vector<Joiner> joining = std::move(live_joiners_);
+  std::vector<Joiner> joining;
+  joining.swap(live_joiners_);
   for (Joiner& j : joining) {
+    auto conn = j.conn.lock();  // FinishWorkersLive found each connected
+    if (!conn) continue;
     if (!reference_config_) reference_config_ = j.req.config;
     NodesOf(Role::kWorker).emplace_back();
     admitting_live_ = true;
-    Admit(j.conn.lock(), j.request_id, j.info, "joins the running job, assign", j.req);
+    Admit(conn, j.request_id, j.info, "joins the running job, assign", j.req);
     admitting_live_ = false;
   }
-  RequeueLiveJoiners();  // clears what is left of the change
+  RequeueLiveJoiners();  // clears the rest of the change (its joiners are in)
+  // Workers that stay may wait in a barrier counted for the old set.
+  ReleaseIfComplete(BarrierGroup::kWorkers);
+  ReleaseIfComplete(BarrierGroup::kAll);
   SendOff(left, step);
   if (joining.empty()) SendTopology();  // else the last Admit sent it
   log_->info("live change done: the job runs with {} workers from step {}, {} joined and {} left",

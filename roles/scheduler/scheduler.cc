@@ -230,6 +230,12 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
     return refuse(InvalidArgument(
         fmt::format("this connection is already registered as node id {}", it->second)));
   if (rank_of_.empty()) elastic_ = req.elastic;  // the config check keeps it the same
+  // Whether workers change live depends on the training files a worker
+  // sees too (split by file or not): every worker must say so.
+  if (info.role == Role::kWorker) {
+    elastic_.live_workers = elastic_.live_workers && req.elastic.live_workers;
+    elastic_.finish_lost = elastic_.finish_lost && req.elastic.finish_lost;
+  }
   if (req.recovery_wait_s != recovery_wait_s_) {
     if (rank_of_.empty()) {
       recovery_wait_s_ = req.recovery_wait_s;
@@ -402,7 +408,14 @@ void Scheduler::HandleBarrier(const Connection::Ptr& conn, uint64_t id, NodeEntr
   }
   log_->debug("{} entered the barrier of {} ({} of {})", Describe(node), BarrierGroupName(group),
               waiters.size(), GroupSize(group));
-  if (waiters.size() < GroupSize(group)) return;
+  ReleaseIfComplete(group);
+}
+
+void Scheduler::ReleaseIfComplete(BarrierGroup group) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  Barrier& barrier = barriers_[static_cast<size_t>(group)];
+  std::vector<BarrierWaiter>& waiters = barrier.waiters;
+  if (waiters.empty() || waiters.size() < GroupSize(group)) return;
   BarrierReply reply{waiters[0].value, ""};
   const BarrierWaiter* shared = nullptr;  // the lowest-ranked non-empty blob
   for (const BarrierWaiter& w : waiters) {
@@ -429,6 +442,12 @@ void Scheduler::HandleDone(const Connection::Ptr& conn, uint64_t id, NodeEntry& 
   if (paused_) return;
   for (const NodeEntry& w : workers_)
     if (!w.done && !live_lost_.count(w.info.node_id)) return;
+  // 16. The job ended before the step of a live change of workers: there
+  // is nothing left to change.
+  if (!live_ranks_.empty()) {
+    RequeueLiveJoiners();
+    reshaping_ = false;
+  }
   // 13. They stopped for a change of shape (or finished the job before it),
   // unless a stop on request came meanwhile (15: it waits for a lost
   // worker's step to finish).

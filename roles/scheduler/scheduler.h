@@ -202,6 +202,9 @@ class Scheduler {
   void OnRequest(const Connection::Ptr& conn, Incoming&& in);
   void OnClose(const Connection::Ptr& conn, const Status& reason);
   void HandleRegister(const Connection::Ptr& conn, uint64_t id, const RegisterRequest& req);
+  // Answers `group`'s barrier once all its members are in (GroupSize; a
+  // live change of workers changes it with members waiting).
+  void ReleaseIfComplete(BarrierGroup group);
   void HandleBarrier(const Connection::Ptr& conn, uint64_t id, NodeEntry& node,
                      const BarrierRequest& request);
   void HandleDone(const Connection::Ptr& conn, uint64_t id, NodeEntry& node);
@@ -249,6 +252,9 @@ class Scheduler {
   // and the new shape, and no replacement is awaited.
   void BeginPause(const std::string& why, bool reshape = false);
   void BeginStop(const std::string& why);
+  // A stop on request that waited for a live change of workers (16) goes
+  // ahead, once it is done or called off.
+  void StopIfAsked();
   // 10, 13. Asks every worker its step, holding it at its next boundary,
   // then calls `then` with the furthest (or why one did not answer), unless
   // the job was paused meanwhile.
@@ -426,6 +432,7 @@ class Scheduler {
   std::set<std::string> live_worker_leavers_;
   std::vector<int> live_ranks_;
   int live_workers_ = 0;
+  std::string stop_after_change_;           // a stop on request that waits for it
   std::vector<std::string> shape_changes_;  // the log lines of the changes, the last 32
 };
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <utility>
 
 #include "comm/transport/completion.h"
 #include "roles/scheduler/scheduler.h"
@@ -15,6 +16,14 @@ namespace pstrain {
 void Scheduler::BeginStop(const std::string& why) {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
   if (shutting_down_ || !stop_reason_.empty()) return;
+  if (!live_lost_.empty() || !live_ranks_.empty()) {
+    // 15, 16. A live change of workers under way finishes first: its
+    // workers are held between two barriers, its joiners half admitted.
+    if (stop_after_change_.empty())
+      log_->warn("stopping on request ({}) once the live change of workers is done", why);
+    stop_after_change_ = why;
+    return;
+  }
   stop_reason_ = why;
   if (!topology_sent_ || paused_) {
     log_->warn("stopping on request ({}) before the job runs: ending it now", why);
@@ -23,11 +32,6 @@ void Scheduler::BeginStop(const std::string& why) {
     return;
   }
   RefuseJoiners("the job is stopping");
-  if (!live_lost_.empty()) {
-    // 15. The workers already stop after the lost worker's step.
-    log_->warn("stopping on request ({}) once the lost worker's step is finished", why);
-    return;
-  }
   log_->warn("stopping on request ({}): asking the workers how far they are", why);
   if (reshaping_) {
     // The workers already stop for a change of shape: stopping wins.
@@ -38,6 +42,12 @@ void Scheduler::BeginStop(const std::string& why) {
     if (!st.ok()) return AbortOnLoop(st.WithContext("stopping on request"));
     StopAt(furthest, why);
   });
+}
+
+void Scheduler::StopIfAsked() {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  if (stop_after_change_.empty()) return;
+  BeginStop(std::exchange(stop_after_change_, std::string()));
 }
 
 void Scheduler::AskWorkersWhere(const std::string& why,

@@ -79,11 +79,18 @@ StatusOr<bool> TrainJob::ChangeWorkers(WorkerContext& ctx, int64_t step,
                                        const ClusterClient::WorkersChange& change,
                                        const std::shared_ptr<const Dataset>& data, DataRun* run) {
   const auto begin = std::chrono::steady_clock::now();
-  auto where = [&](const char* what) {
+  auto where = [&](const std::string& what) {
     return fmt::format("going on with {} workers at step {}: {}", change.workers, step, what);
   };
   if (ctx.rank >= static_cast<int>(change.ranks.size()))
     return InvalidArgument(where("the change names no rank for this worker"));
+  // A worker past the step (its hold timed out) cannot join the others'
+  // barrier there; a worker whose samples depend on its rank cannot split
+  // the epoch as the others do (the scheduler takes neither live).
+  if (step != change.at_step)
+    return FailedPrecondition(where(fmt::format("this worker is at step {}", step)));
+  if (data->sharded_by_file)
+    return FailedPrecondition(where("this worker's training set is split by file"));
   const int was = ctx.rank;
   const int rank = change.ranks[static_cast<size_t>(was)];
   const bool ring = !allreduced_->empty();
@@ -91,6 +98,7 @@ StatusOr<bool> TrainJob::ChangeWorkers(WorkerContext& ctx, int64_t step,
   const WorkerPlace place = PlaceAt(ctx, step, run->plan);
   if (embeddings_)
     PSTRAIN_RETURN_IF_ERROR(embeddings_->FinishPrefetch().WithContext(where("pulling rows ahead")));
+  ctx.cluster->EnterWorkersChange();
   PSTRAIN_RETURN_IF_ERROR(
       ctx.cluster->Barrier(BarrierGroup::kWorkers).WithContext(where("waiting for the workers")));
   // 2. Every neighbour is past its last collective of today's ring.
@@ -98,10 +106,13 @@ StatusOr<bool> TrainJob::ChangeWorkers(WorkerContext& ctx, int64_t step,
   if (was == ChiefRank(ctx))
     PSTRAIN_RETURN_IF_ERROR(ctx.cluster->ReportWorkersAt(step, change.workers)
                                 .WithContext(where("the scheduler's change")));
-  if (rank < 0) return false;
+  if (rank < 0) {
+    ctx.cluster->LeftLive();
+    return false;
+  }
   ctx.cluster->ForgetLostWorkers();  // their ranks are others' from here
-  // 3. The new shape. The cluster client took its rank with the new
-  // topology, which came before this barrier's answer.
+  // 3. The new shape (the cluster client takes this worker's rank with the
+  // new topology: AwaitRank below).
   ctx.rank = rank;
   ctx.workers = change.workers;
   if (ctx.kv != nullptr) ctx.kv->UseWorkerRank(rank);
@@ -113,10 +124,8 @@ StatusOr<bool> TrainJob::ChangeWorkers(WorkerContext& ctx, int64_t step,
   if (!offer.ok()) return offer.status().WithContext(where("meeting the joiners"));
   auto chiefs = TakeJoinOffer(*offer, tensors, rank);
   if (!chiefs.ok()) return chiefs.status();
-  if (ctx.cluster->rank() != rank || ctx.cluster->worker_num() != change.workers)
-    return Internal(where(fmt::format("the topology gives this worker rank {} of {}",
-                                      ctx.cluster->rank(), ctx.cluster->worker_num())
-                              .c_str()));
+  // Sent before this barrier's answer, unless a large job's lists queue.
+  PSTRAIN_RETURN_IF_ERROR(ctx.cluster->AwaitRank(rank, change.workers).WithContext(where("")));
   // 4. The new ring; the joiners take the all-reduced weights from it.
   if (ring) {
     auto collective = ctx.connect_ring();
