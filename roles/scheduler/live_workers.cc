@@ -38,49 +38,62 @@ bool Scheduler::CanChangeWorkersLive() const {
   return true;
 }
 
-void Scheduler::ChangeWorkersLive() {
+std::string Scheduler::PlanLiveWorkers(std::set<std::string> leavers, std::vector<Joiner> joining) {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
-  const int old_workers = Count(Role::kWorker);
-  std::vector<int> ranks(static_cast<size_t>(old_workers), -1);
   std::vector<std::string> who;
+  live_ranks_.assign(workers_.size(), -1);
   int next = 0;
-  live_worker_leavers_.clear();
-  for (int r = 0; r < old_workers; ++r) {
-    const std::string& node_id = workers_[static_cast<size_t>(r)].info.node_id;
-    if (auto it = leaving_.find(node_id); it != leaving_.end()) {
-      live_worker_leavers_.insert(node_id);
-      who.push_back(fmt::format("worker node id:{} leaves ({})", node_id, it->second));
+  for (size_t r = 0; r < workers_.size(); ++r) {
+    const std::string& node_id = workers_[r].info.node_id;
+    if (leavers.count(node_id)) {
+      who.push_back(fmt::format("worker node id:{} leaves ({})", node_id, leaving_[node_id]));
       continue;
     }
-    if (next != r) who.push_back(fmt::format("worker node id:{} takes rank {}", node_id, next));
-    ranks[static_cast<size_t>(r)] = next++;
+    if (next != static_cast<int>(r))
+      who.push_back(fmt::format("worker node id:{} takes rank {}", node_id, next));
+    live_ranks_[r] = next++;
   }
+  for (Joiner& j : joining) {
+    j.info.rank = next++;
+    who.push_back(fmt::format("worker node id:{} joins as rank {}", j.info.node_id, j.info.rank));
+  }
+  live_joiners_ = std::move(joining);
+  live_worker_leavers_ = std::move(leavers);
+  live_workers_ = next;
+  return fmt::format("{}", fmt::join(who, "; "));
+}
+
+void Scheduler::LogLiveWorkers(int old_workers, int64_t step, const std::string& who) {
+  const std::string line = fmt::format(
+      "elastic: workers {} -> {}, servers {} -> {} from step {}: {} (live: no checkpoint, no node "
+      "starts again)",
+      old_workers, live_workers_, Count(Role::kServer), Count(Role::kServer), step, who);
+  log_->info("{}", line);
+  RecordChange(line);
+}
+
+void Scheduler::ChangeWorkersLive() {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  std::set<std::string> leavers;
+  for (const NodeEntry& w : workers_)
+    if (leaving_.count(w.info.node_id)) leavers.insert(w.info.node_id);
   // Joiners that come meanwhile, and servers, wait for the next change.
-  live_joiners_.clear();
+  std::vector<Joiner> joining;
   for (auto it = joiners_.begin(); it != joiners_.end();) {
     if (it->info.role != Role::kWorker) {
       ++it;
       continue;
     }
-    live_joiners_.push_back(std::move(*it));
+    joining.push_back(std::move(*it));
     it = joiners_.erase(it);
   }
-  for (Joiner& j : live_joiners_) {
-    j.info.rank = next++;
-    who.push_back(fmt::format("worker node id:{} joins as rank {}", j.info.node_id, j.info.rank));
-  }
-  live_ranks_ = ranks;
-  live_workers_ = next;
+  const int old_workers = Count(Role::kWorker);
+  const std::string why = PlanLiveWorkers(std::move(leavers), std::move(joining));
   reshape_reasons_.clear();
-  const std::string why = fmt::format("{}", fmt::join(who, "; "));
   HoldForChange(
-      "changing the job's workers live", why, [this, why, old_workers, ranks](int64_t furthest) {
-        const std::string line = fmt::format(
-            "elastic: workers {} -> {}, servers {} -> {} from step {}: {} (live: no "
-            "checkpoint, no node starts again)",
-            old_workers, live_workers_, Count(Role::kServer), Count(Role::kServer), furthest, why);
-        log_->info("{}", line);
-        RecordChange(line);
+      "changing the job's workers live", why,
+      [this, why, old_workers, ranks = live_ranks_](int64_t furthest) {
+        LogLiveWorkers(old_workers, furthest, why);
         const Stop stop{
             "the job's workers change: " + why, furthest, 0, {}, {}, live_workers_, ranks};
         for (NodeEntry& w : workers_)

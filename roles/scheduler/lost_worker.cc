@@ -43,25 +43,7 @@ bool Scheduler::FinishWithoutLost(NodeEntry& node, const std::string& what) {
     reshape_step_ = last + 1;
     leaving_[node_id] = fmt::format("lost: step {} finished without it, nothing redone", last + 1);
     // The change at L + 1 (step 16) drops it; the others keep their order.
-    std::vector<std::string> who{
-        fmt::format("worker node id:{} leaves ({})", node_id, leaving_[node_id])};
-    live_ranks_.assign(workers_.size(), -1);
-    int next = 0;
-    for (size_t r = 0; r < workers_.size(); ++r) {
-      if (workers_[r].info.node_id == node_id) continue;
-      if (next != static_cast<int>(r))
-        who.push_back(
-            fmt::format("worker node id:{} takes rank {}", workers_[r].info.node_id, next));
-      live_ranks_[r] = next++;
-    }
-    live_workers_ = next;
-    live_worker_leavers_ = {node_id};
-    const std::string line = fmt::format(
-        "elastic: workers {} -> {}, servers {} -> {} from step {}: {} (live: no checkpoint, no "
-        "node starts again)",
-        workers_.size(), next, servers_.size(), servers_.size(), last + 1, fmt::join(who, "; "));
-    log_->info("{}", line);
-    RecordChange(line);
+    LogLiveWorkers(Count(Role::kWorker), last + 1, PlanLiveWorkers({node_id}, {}));
     // The workers first: each knows where the job goes on without it before
     // a step of its own can be called off. Each acknowledges before it can
     // reach that step's barrier (roles/worker/trainer_workers.cc), so the

@@ -307,10 +307,16 @@ class Scheduler {
   // 15. A pause came while a lost worker's step was being finished: it is
   // dropped as in 13 (the job resumes from the newest checkpoint).
   void ForgetLiveLoss(const std::string& why);
-  // 16. Workers joining and leaving a sync job on the CPU do so live
+  struct Joiner;  // a node waiting to join (below)
+  // 16. Workers joining and leaving a job on the CPU do so live
   // (roles/scheduler/live_workers.cc): no checkpoint, no pause.
   bool CanChangeWorkersLive() const;
   void ChangeWorkersLive();
+  // Sets the change's ranks (the workers not in `leavers` keep their
+  // order, the joiners come after them) and returns who moves, for its line.
+  std::string PlanLiveWorkers(std::set<std::string> leavers, std::vector<Joiner> joining);
+  // The change's "elastic:" line, at `step`.
+  void LogLiveWorkers(int old_workers, int64_t step, const std::string& who);
   // The chief's ShapeChanged with workers: every worker is at the step.
   void FinishWorkersLive(const Connection::Ptr& conn, uint64_t id, const ShapeChanged& changed);
   // The servers renumbered their workers: so does the scheduler.
