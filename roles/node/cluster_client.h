@@ -14,7 +14,8 @@
 // be reached again does the node's verdict become Unavailable.
 //
 // The public methods block and must be called from the node's own thread,
-// never from the loop thread; the protocol itself runs on the loop.
+// never from the loop thread; the protocol itself runs on the loop. The stop
+// gate and a running elastic job's changes are in roles/node/step_gate.cc.
 #pragma once
 
 #include <atomic>
@@ -171,6 +172,7 @@ class ClusterClient {
   int64_t generation() const { return generation_.load(); }
 
  private:
+  static uint64_t Millis(double seconds) { return static_cast<uint64_t>(seconds * 1000.0 + 0.5); }
   StatusOr<BarrierReply> EnterBarrier(BarrierRequest request);
   void TryConnect();
   void OnConnected(Connection::Ptr conn);
@@ -233,8 +235,7 @@ class ClusterClient {
   std::vector<int> grow_slots_ GUARDED_BY(stop_mutex_);
   std::vector<int> lost_workers_ GUARDED_BY(stop_mutex_);
   int64_t lost_step_ GUARDED_BY(stop_mutex_) = -1;  // AwaitLostStep
-  int64_t change_at_ GUARDED_BY(stop_mutex_) = -1;  // WorkersChangeAt
-  WorkersChange change_ GUARDED_BY(stop_mutex_);
+  WorkersChange change_ GUARDED_BY(stop_mutex_);    // WorkersChangeAt
   // 16. The rank this worker takes once the topology lists `workers_after_`
   // workers (-1: none pending). Loop thread.
   int rank_after_ = -1;

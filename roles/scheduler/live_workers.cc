@@ -177,7 +177,8 @@ void Scheduler::ApplyWorkersLive(int64_t step) {
              Count(Role::kWorker), step, joining.size(), left.size());
 }
 
-void Scheduler::CallServers(MessageBody request, std::function<void(const Status&)> then) {
+void Scheduler::CallServers(MessageBody request, std::function<void(const Status&)> then,
+                            std::function<void(const Incoming&)> each) {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
   if (servers_.empty()) return then(Status::OK());
   auto asked = std::make_shared<CountDown>(servers_.size(), std::move(then));
@@ -187,7 +188,10 @@ void Scheduler::CallServers(MessageBody request, std::function<void(const Status
       asked->Report(Unavailable(Describe(s) + " is not connected"));
       continue;
     }
-    conn->Call(request, [asked](StatusOr<Incoming> reply) { asked->Report(reply.status()); });
+    conn->Call(request, [asked, each](StatusOr<Incoming> reply) {
+      if (reply.ok() && each) each(*reply);
+      asked->Report(reply.status());
+    });
   }
 }
 

@@ -81,21 +81,12 @@ bool Scheduler::FinishWithoutLost(NodeEntry& node, const std::string& what) {
 void Scheduler::AskServers(LoseWorker request, std::function<void(const Status&, int64_t)> then) {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
   auto last = std::make_shared<int64_t>(-1);
-  auto asked = std::make_shared<CountDown>(
-      servers_.size(), [last, then = std::move(then)](const Status& st) { then(st, *last); });
-  for (NodeEntry& s : servers_) {
-    auto conn = s.conn.lock();
-    if (!conn || conn->closed()) {
-      asked->Report(Unavailable(Describe(s) + " is not connected"));
-      continue;
-    }
-    conn->Call(request, [asked, last](StatusOr<Incoming> reply) {
-      if (!reply.ok()) return asked->Report(reply.status());
-      if (const auto* held = std::get_if<LoseWorkerReply>(&reply->message.body))
-        *last = std::max(*last, held->last_step);
-      asked->Report(Status::OK());
-    });
-  }
+  CallServers(
+      request, [last, then = std::move(then)](const Status& st) { then(st, *last); },
+      [last](const Incoming& reply) {
+        if (const auto* held = std::get_if<LoseWorkerReply>(&reply.message.body))
+          *last = std::max(*last, held->last_step);
+      });
 }
 
 void Scheduler::ForgetLiveLoss(const std::string& why) {

@@ -323,9 +323,10 @@ class Scheduler {
   void ApplyWorkersLive(int64_t step);
   // A change of workers that did not happen: its joiners wait for the next.
   void RequeueLiveJoiners();
-  // `request` to every server; `then` with the first error, or OK once all
-  // answered.
-  void CallServers(MessageBody request, std::function<void(const Status&)> then);
+  // `request` to every server; `each` with every answer that is not an
+  // error, then `then` with the first error, or OK once all answered.
+  void CallServers(MessageBody request, std::function<void(const Status&)> then,
+                   std::function<void(const Incoming&)> each = nullptr);
   // Rebuilds `role`'s ranks: the nodes `keep` accepts in rank order, then
   // `extra` empty slots. Returns the node ids that did not stay.
   std::vector<NodeEntry> Renumber(Role role, const std::function<bool(const NodeEntry&)>& keep,
