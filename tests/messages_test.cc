@@ -141,6 +141,19 @@ TEST_CASE("every message type round-trips") {
       std::get<RowsTakeOverRequest>(RoundTrip({8, false, RowsTakeOverRequest{2, 40, 1}}).body);
   CHECK(over.step == 40);
   CHECK(over.rank == 1);
+  CHECK(over.phase == RowsPhase::kWhole);
+  // Copied ahead of the change, then the delta at it.
+  CHECK(std::get<RowsHandOffRequest>(
+            RoundTrip({8, false, RowsHandOffRequest{3, 1, RowsPhase::kCopy}}).body)
+            .phase == RowsPhase::kCopy);
+  CHECK(std::get<RowsTakeOverRequest>(
+            RoundTrip({8, false, RowsTakeOverRequest{3, 40, 2, RowsPhase::kDelta}}).body)
+            .phase == RowsPhase::kDelta);
+  auto ahead = std::get<PreCopyRows>(RoundTrip({8, false, PreCopyRows{3, 2, {2, 1}}}).body);
+  CHECK(ahead.from == 3);
+  CHECK(ahead.to == 2);
+  CHECK(ahead.slots == std::vector<int>{2, 1});
+  CHECK(std::get<PreCopyRows>(RoundTrip({8, false, PreCopyRows{2, 3, {}}}).body).slots.empty());
   auto digest = std::get<RowsDigestReply>(
       RoundTrip({9, true, RowsDigestReply{{"a", "b"}, {3, 4}, {5, 6}}}).body);
   CHECK(digest.tables == std::vector<std::string>{"a", "b"});
@@ -260,6 +273,14 @@ TEST_CASE(
                                  MessageBody(RowsHandOffRequest{0, 0}),
                                  MessageBody(RowsTakeOverRequest{2, 4, -1}),
                                  MessageBody(RowsTakeOverRequest{2, -1, 0}),
+                                 MessageBody(RowsHandOffRequest{2, 1, RowsPhase{3}}),
+                                 MessageBody(RowsTakeOverRequest{2, 4, 1, RowsPhase{-1}}),
+                                 MessageBody(PreCopyRows{2, 2, {}}),
+                                 MessageBody(PreCopyRows{0, 2, {}}),
+                                 MessageBody(PreCopyRows{2, 3, {0, 1, 2}}),
+                                 MessageBody(PreCopyRows{3, 2, {0}}),
+                                 MessageBody(PreCopyRows{3, 2, {1, 1}}),
+                                 MessageBody(PreCopyRows{3, 2, {0, 3}}),
                                  MessageBody(SparsePullRequest{"t", 0, 0, 0}),
                                  MessageBody(SparsePushRequest{"t", 0, 0, 1, 0})}) {
     const std::vector<uint8_t> header = EncodeHeader({1, false, bad});

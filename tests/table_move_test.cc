@@ -325,7 +325,8 @@ std::vector<MovedRows> TwoTables() {
   MovedRows a{"emb", 8, 2, 41, Rows(adam, {3, 9, 0}, {4, 7, 0})};
   a.rows.data[5] = -0.0f;
   a.rows.data[6] = std::nanf("0x1234");  // carried as bits, not as numbers
-  MovedRows b{"user.weight", 3, 0, 0, RowBatch(3)};
+  a.gone = {12, 15};                     // rows copied ahead that no longer exist
+  MovedRows b{"user.weight", 3, 0, 0, RowBatch(3), {}};
   return {a, b};
 }
 
@@ -346,6 +347,7 @@ TEST_CASE("moved rows travel bit for bit, and damaged bytes are refused") {
     CHECK(got.rows.ids == want.rows.ids);
     CHECK(got.rows.last_touched == want.rows.last_touched);
     CHECK(got.rows.updates == want.rows.updates);
+    CHECK(got.gone == want.gone);
     REQUIRE(got.rows.data.size() == want.rows.data.size());
     CHECK(std::memcmp(got.rows.data.data(), want.rows.data.data(),
                       want.rows.data.size() * sizeof(float)) == 0);
@@ -360,7 +362,7 @@ TEST_CASE("moved rows travel bit for bit, and damaged bytes are refused") {
     CHECK(cut.status().code() == StatusCode::kInvalidArgument);
   }
   // Field offsets: header 12; table "emb": name 4 + 3, dim 4, slots 4,
-  // table updates 8, rows 8.
+  // table updates 8, rows 8, then 3 rows of 3 x 8 and 24 floats, gone 8.
   const auto refused = [&](size_t at, const std::string& with, const std::string& why) {
     std::string damaged = bytes;
     damaged.replace(at, with.size(), with);
@@ -372,7 +374,7 @@ TEST_CASE("moved rows travel bit for bit, and damaged bytes are refused") {
   const auto u32 = [](uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); };
   const auto i64 = [](int64_t v) { return std::string(reinterpret_cast<const char*>(&v), 8); };
   refused(0, "PSRX", "no PSRM header");
-  refused(4, u32(2), "format 2");
+  refused(4, u32(3), "format 3");
   refused(8, u32(5000), "no count of tables");
   refused(8, u32(20), "20 tables do not fit");
   refused(16, "e\nb", "not plain text");
@@ -382,6 +384,9 @@ TEST_CASE("moved rows travel bit for bit, and damaged bytes are refused") {
   refused(35, i64(int64_t{1} << 40), "rows of 120 bytes do not fit");
   refused(43, i64(-3), "a negative id -3");
   refused(43 + 3 * 8 + 8, i64(-1), "row 9 has a negative step");
+  constexpr size_t kGone = 43 + 3 * (3 * 8 + 24 * 4);
+  refused(kGone, i64(int64_t{1} << 40), "gone ids do not fit");
+  refused(kGone + 8, i64(-4), "a negative gone id -4");
   std::string tail = bytes + "x";
   CHECK(DecodeMovedRows(tail.data(), tail.size()).status().message().find("1 bytes after") !=
         std::string::npos);

@@ -62,7 +62,8 @@ const char* MessageName(const MessageBody& body) {
                                        "RowsDigestReply",
                                        "LoseWorker",
                                        "LoseWorkerReply",
-                                       "ChangeWorkers"};
+                                       "ChangeWorkers",
+                                       "PreCopyRows"};
   static_assert(std::size(kNames) == std::variant_size_v<MessageBody>);
   return kNames[body.index()];
 }

@@ -54,6 +54,28 @@ Status ReadRanks(const fb::Vector<int32_t>* ranks, int workers, const char* what
   return Status::OK();
 }
 
+// Each rank of a new placement of `servers`, from a distinct rank of
+// today's (Stop, PreCopyRows); none: ranks stay.
+Status ReadSlots(const fb::Vector<int32_t>* slots, int servers, const char* what,
+                 std::vector<int>* out) {
+  if (slots == nullptr || slots->size() == 0) return Status::OK();
+  if (slots->size() != static_cast<fb::uoffset_t>(servers))
+    return InvalidArgument(
+        fmt::format("{} with {} slots for {} servers", what, slots->size(), servers));
+  std::set<int> seen;
+  for (int from : *slots) {
+    if (from < 0 || from >= kMaxElasticNodes || !seen.insert(from).second)
+      return InvalidArgument(fmt::format("{} with slot {} (twice, or out of range)", what, from));
+    out->push_back(from);
+  }
+  return Status::OK();
+}
+
+bool KnownPhase(int phase) {
+  return phase >= static_cast<int>(RowsPhase::kWhole) &&
+         phase <= static_cast<int>(RowsPhase::kDelta);
+}
+
 // A byte field of exactly out->size() bytes (nonces, MACs).
 template <size_t N>
 Status CopyExact(const fb::Vector<uint8_t>* v, const char* field, std::array<uint8_t, N>* out) {
@@ -280,12 +302,13 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       return MessageBody(ShapeChanged{m->step(), m->servers(), m->partitions(), m->workers()});
     }
     case w::Body_RowsHandOffRequest: {
-      const int servers = h->body_as_RowsHandOffRequest()->servers();
-      const int rank = h->body_as_RowsHandOffRequest()->rank();
-      if (servers < 1 || servers > kMaxElasticNodes || rank < -1 || rank >= servers)
-        return InvalidArgument(
-            fmt::format("RowsHandOffRequest for rank {} of {} servers", rank, servers));
-      return MessageBody(RowsHandOffRequest{servers, rank});
+      const w::RowsHandOffRequest* m = h->body_as_RowsHandOffRequest();
+      const int servers = m->servers(), rank = m->rank();
+      if (servers < 1 || servers > kMaxElasticNodes || rank < -1 || rank >= servers ||
+          !KnownPhase(m->phase()))
+        return InvalidArgument(fmt::format("RowsHandOffRequest for rank {} of {} servers, phase {}",
+                                           rank, servers, m->phase()));
+      return MessageBody(RowsHandOffRequest{servers, rank, static_cast<RowsPhase>(m->phase())});
     }
     case w::Body_RowsHandOffReply: {
       const w::RowsHandOffReply* m = h->body_as_RowsHandOffReply();
@@ -297,11 +320,27 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
     case w::Body_RowsTakeOverRequest: {
       const w::RowsTakeOverRequest* m = h->body_as_RowsTakeOverRequest();
       if (m->servers() < 1 || m->servers() > kMaxElasticNodes || m->step() < 0 || m->rank() < 0 ||
-          m->rank() >= m->servers())
+          m->rank() >= m->servers() || !KnownPhase(m->phase()))
         return InvalidArgument(
-            fmt::format("RowsTakeOverRequest for rank {} of {} servers at step {}", m->rank(),
-                        m->servers(), m->step()));
-      return MessageBody(RowsTakeOverRequest{m->servers(), m->step(), m->rank()});
+            fmt::format("RowsTakeOverRequest for rank {} of {} servers at step {}, phase {}",
+                        m->rank(), m->servers(), m->step(), m->phase()));
+      return MessageBody(RowsTakeOverRequest{m->servers(), m->step(), m->rank(),
+                                             static_cast<RowsPhase>(m->phase())});
+    }
+    case w::Body_PreCopyRows: {
+      const w::PreCopyRows* m = h->body_as_PreCopyRows();
+      if (m->from() < 1 || m->from() > kMaxElasticNodes || m->to() < 1 ||
+          m->to() > kMaxElasticNodes || m->from() == m->to() ||
+          (m->slots() != nullptr && m->slots()->size() > 0 && m->to() > m->from()))
+        return InvalidArgument(
+            fmt::format("PreCopyRows from {} servers to {}", m->from(), m->to()));
+      PreCopyRows copy{m->from(), m->to(), {}};
+      PSTRAIN_RETURN_IF_ERROR(ReadSlots(m->slots(), m->to(), "PreCopyRows", &copy.slots));
+      for (int from : copy.slots)
+        if (from >= copy.from)
+          return InvalidArgument(
+              fmt::format("PreCopyRows with slot {} of {} servers", from, copy.from));
+      return MessageBody(std::move(copy));
     }
     case w::Body_RowsDigestRequest:
       return MessageBody(RowsDigestRequest{});
@@ -340,18 +379,7 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       if (servers < 0 || servers > kMaxElasticNodes)
         return InvalidArgument(fmt::format("Stop that grows the job to {} servers", servers));
       Stop stop{*reason, h->body_as_Stop()->at_step(), servers, {}, {}, 0, {}};
-      if (const auto* slots = h->body_as_Stop()->slots()) {
-        // Each rank of the new placement, from a distinct rank of today's.
-        if (slots->size() != static_cast<fb::uoffset_t>(servers))
-          return InvalidArgument(
-              fmt::format("Stop with {} slots for {} servers", slots->size(), servers));
-        std::set<int> seen;
-        for (int from : *slots) {
-          if (from < 0 || from >= kMaxElasticNodes || !seen.insert(from).second)
-            return InvalidArgument(fmt::format("Stop with slot {} (twice, or out of range)", from));
-          stop.slots.push_back(from);
-        }
-      }
+      PSTRAIN_RETURN_IF_ERROR(ReadSlots(h->body_as_Stop()->slots(), servers, "Stop", &stop.slots));
       if (const auto* lost = h->body_as_Stop()->lost()) {
         if (lost->size() > static_cast<fb::uoffset_t>(kMaxElasticNodes))
           return InvalidArgument(fmt::format("Stop with {} lost workers", lost->size()));

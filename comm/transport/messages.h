@@ -259,12 +259,16 @@ struct TakeOverRequest {
   int64_t elements = 0;  // the partition's size
 };
 
-// Live moves of embedding-table rows (roles/server/table_moves.h).
+// Live moves of embedding-table rows (roles/server/table_moves.h), whole
+// at the change, or copied ahead while the job trains and then the delta
+// since the copy at the change.
+enum class RowsPhase : int { kWhole = 0, kCopy = 1, kDelta = 2 };
 // Chief -> a server: give up every row that a placement over `servers`
 // puts elsewhere; the reply carries them as the payload.
 struct RowsHandOffRequest {
   int servers = 0;
   int rank = 0;  // the server's rank in the new placement; -1: it leaves
+  RowsPhase phase = RowsPhase::kWhole;
 };
 struct RowsHandOffReply {
   int64_t rows = 0;
@@ -277,6 +281,14 @@ struct RowsTakeOverRequest {
   int servers = 0;
   int64_t step = 0;
   int rank = 0;  // the server's rank in the new placement, which it takes
+  RowsPhase phase = RowsPhase::kWhole;
+};
+// Scheduler -> the chief worker, before a live change of the servers from
+// `from` to `to` (slots: as Stop's): copy ahead the table rows it will move.
+struct PreCopyRows {
+  int from = 0;
+  int to = 0;
+  std::vector<int> slots;
 };
 // A fingerprint of every table's rows (ServerRows::Digest), for tests.
 // A lost worker of a sync elastic job (comm/transport/wire.fbs).
@@ -309,7 +321,7 @@ using MessageBody =
                  AuthProof, ScaleRequest, ScaleReply, Moved, HandOffRequest, HandOffReply,
                  TakeOverRequest, ShapeChanged, RowsHandOffRequest, RowsHandOffReply,
                  RowsTakeOverRequest, RowsDigestRequest, RowsDigestReply, LoseWorker,
-                 LoseWorkerReply, ChangeWorkers>;
+                 LoseWorkerReply, ChangeWorkers, PreCopyRows>;
 
 struct Message {
   uint64_t request_id = 0;  // 0: one-way, no reply expected

@@ -118,14 +118,16 @@ struct BodyEncoder {
                                          .Union()};
   }
   Out operator()(const RowsHandOffRequest& m) {
-    return {w::Body_RowsHandOffRequest, w::CreateRowsHandOffRequest(b, m.servers, m.rank).Union()};
+    return {w::Body_RowsHandOffRequest,
+            w::CreateRowsHandOffRequest(b, m.servers, m.rank, static_cast<int>(m.phase)).Union()};
   }
   Out operator()(const RowsHandOffReply& m) {
     return {w::Body_RowsHandOffReply, w::CreateRowsHandOffReply(b, m.rows, m.step).Union()};
   }
   Out operator()(const RowsTakeOverRequest& m) {
     return {w::Body_RowsTakeOverRequest,
-            w::CreateRowsTakeOverRequest(b, m.servers, m.step, m.rank).Union()};
+            w::CreateRowsTakeOverRequest(b, m.servers, m.step, m.rank, static_cast<int>(m.phase))
+                .Union()};
   }
   Out operator()(const RowsDigestRequest&) {
     return {w::Body_RowsDigestRequest, w::CreateRowsDigestRequest(b).Union()};
@@ -146,6 +148,11 @@ struct BodyEncoder {
   Out operator()(const LoseWorker& m) {
     return {w::Body_LoseWorker,
             w::CreateLoseWorker(b, m.rank, m.last_step, b.CreateString(m.reason)).Union()};
+  }
+  Out operator()(const PreCopyRows& m) {
+    return {w::Body_PreCopyRows,
+            w::CreatePreCopyRows(b, m.from, m.to, m.slots.empty() ? 0 : b.CreateVector(m.slots))
+                .Union()};
   }
   Out operator()(const ChangeWorkers& m) {
     return {w::Body_ChangeWorkers,

@@ -15,12 +15,13 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "the format is little-endian and written with memcpy");
 
 constexpr char kMagic[4] = {'P', 'S', 'R', 'M'};
-constexpr uint32_t kFormat = 1;
+constexpr uint32_t kFormat = 2;
 constexpr uint32_t kMaxTables = 4096;
 constexpr uint32_t kMaxName = 256;
 constexpr uint32_t kMaxSlots = 8;
-// Per table before its rows: name size, dim, slots, table updates, rows.
-constexpr size_t kTableHeaderBytes = 4 + 4 + 4 + 8 + 8;
+// Per table besides its rows: name size, dim, slots, table updates, rows,
+// gone.
+constexpr size_t kTableHeaderBytes = 4 + 4 + 4 + 8 + 8 + 8;
 
 template <typename T>
 void Put(std::string* out, const T& value) {
@@ -48,7 +49,7 @@ void EncodeMovedRows(const std::vector<MovedRows>& tables, std::string* out) {
   size_t size = sizeof(kMagic) + 4 + 4;
   for (const MovedRows& t : tables)
     size += kTableHeaderBytes + t.table.size() + t.rows.size() * 3 * sizeof(int64_t) +
-            t.rows.data.size() * sizeof(float);
+            t.rows.data.size() * sizeof(float) + t.gone.size() * sizeof(int64_t);
   out->reserve(out->size() + size);
   out->append(kMagic, sizeof(kMagic));
   Put(out, kFormat);
@@ -68,6 +69,8 @@ void EncodeMovedRows(const std::vector<MovedRows>& tables, std::string* out) {
     PutColumn(out, rows.last_touched);
     PutColumn(out, rows.updates);
     PutColumn(out, rows.data);
+    Put(out, static_cast<uint64_t>(t.gone.size()));
+    PutColumn(out, t.gone);
   }
 }
 
@@ -128,6 +131,13 @@ StatusOr<std::vector<MovedRows>> DecodeMovedRows(const void* data, size_t size) 
       if (t.rows.last_touched[i] < 0 || t.rows.updates[i] < 0)
         return bad_table(fmt::format("row {} has a negative step or update count", t.rows.ids[i]));
     }
+    uint64_t gone = 0;
+    if (!in.Get(&gone)) return bad_table("cut short");
+    if (gone > in.left() / sizeof(int64_t))
+      return bad_table(fmt::format("{} gone ids do not fit {} bytes", gone, in.left()));
+    GetColumn(in, static_cast<size_t>(gone), &t.gone);
+    for (int64_t id : t.gone)
+      if (id < 0) return bad_table(fmt::format("a negative gone id {}", id));
   }
   if (in.left() != 0) return bad(fmt::format("{} bytes after its end", in.left()));
   return tables;

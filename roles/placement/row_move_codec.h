@@ -4,7 +4,7 @@
 // roles/server/table_rows.h), in one message. Little-endian, fixed width,
 // checked whole before any memory is taken for it:
 //
-//   "PSRM"  u32 format (1)
+//   "PSRM"  u32 format (2)
 //   u32 tables
 //   per table:
 //     u32 name bytes, the name
@@ -12,6 +12,7 @@
 //     i64 table updates (the lr schedule's clock where they come from), u64 rows
 //     i64 ids[rows], i64 last_touched[rows], i64 updates[rows]
 //     f32 data[rows * dim * (1 + slots)]: each row's values, then its slots
+//     u64 gone, i64 gone_ids[gone]
 //
 // Columns, as RowBatch holds them, so that each is one copy each way.
 // No checksum, as for the dense partitions that move over the same
@@ -40,6 +41,9 @@ struct MovedRows {
   // live goes on from there.
   int64_t table_updates = 0;
   RowBatch rows;
+  // The last part of a move copied ahead (roles/server/table_moves.h): ids
+  // of rows copied earlier that no longer exist; empty otherwise.
+  std::vector<int64_t> gone;
 };
 
 // Appends the message for `tables` to *out. Each table's rows must have
@@ -49,8 +53,8 @@ void EncodeMovedRows(const std::vector<MovedRows>& tables, std::string* out);
 // The tables `size` bytes hold; InvalidArgument naming what is wrong (and
 // the table) unless the message is whole and nothing follows it, holds at
 // most 4096 tables of distinct names of 1 to 256 printable bytes, each of
-// dim >= 1 and at most 8 slots, with no negative id, step or update count
-// (of a row or of the table).
+// dim >= 1 and at most 8 slots, with no negative id (of a row or gone),
+// step or update count (of a row or of the table).
 // Ids are not compared with each other: PutRows refuses an id twice.
 StatusOr<std::vector<MovedRows>> DecodeMovedRows(const void* data, size_t size);
 

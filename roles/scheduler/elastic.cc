@@ -218,6 +218,7 @@ void Scheduler::HoldForChange(const char* what, const std::string& why,
                               std::function<void(int64_t furthest)> then) {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
   reshaping_ = true;
+  ++change_round_;     // a copy ahead still answering is for another change
   reshape_step_ = -1;  // known once every worker said where it is
   log_->info("{} ({}): asking the workers how far they are", what, why);
   AskWorkersWhere(why, [this, what, then = std::move(then)](const Status& st, int64_t furthest) {
@@ -320,6 +321,27 @@ void Scheduler::ChangeServersLive(int old_servers, int servers, const std::strin
                                   std::vector<int> slots) {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
   live_slots_ = slots;  // for HandleShapeChanged
+  reshaping_ = true;
+  reshape_step_ = -1;
+  // First the chief copies the table rows that move while the job trains
+  // (roles/worker/rows_ahead.h): at the change only what changed since
+  // moves. Not copied, they move whole then.
+  NodeEntry* chief = workers_.empty() ? nullptr : &workers_[0];
+  Connection::Ptr conn = chief ? chief->conn.lock() : nullptr;
+  if (!conn) return HoldForServers(old_servers, servers, why, std::move(slots));
+  const uint64_t round = ++change_round_;
+  conn->Call(PreCopyRows{old_servers, servers, slots},
+             [this, round, old_servers, servers, why, slots](StatusOr<Incoming> reply) {
+               if (round != change_round_ || !reshaping_) return;  // paused or stopped
+               if (!reply.ok())
+                 log_->warn("table rows not copied ahead ({}): they move whole at the change",
+                            reply.status().message());
+               HoldForServers(old_servers, servers, why, slots);
+             });
+}
+
+void Scheduler::HoldForServers(int old_servers, int servers, const std::string& why,
+                               std::vector<int> slots) {
   HoldForChange("changing the job's shape live", why,
                 [this, why, old_servers, servers, slots](int64_t furthest) {
                   const int workers = Count(Role::kWorker);

@@ -279,12 +279,14 @@ class Scheduler {
   bool CanGrowLive() const;
   bool CanShrinkLive() const;
   void ShrinkLive();
-  // Holds the workers and tells them to go on with `servers` servers at
-  // the step they all reach; logs the change. `slots`: for each rank of the
-  // new placement, the server's rank now (empty: ranks below `servers`
-  // stay).
+  // Has the chief copy ahead the table rows that move (roles/worker/
+  // rows_ahead.h), then HoldForServers. `slots`: for each rank of the new
+  // placement, the server's rank now (empty: ranks below `servers` stay).
   void ChangeServersLive(int old_servers, int servers, const std::string& why,
                          std::vector<int> slots = {});
+  // Holds the workers and tells them to go on with `servers` servers at
+  // the step they all reach; logs the change.
+  void HoldForServers(int old_servers, int servers, const std::string& why, std::vector<int> slots);
   // Shutdown to nodes that left the job after `step`; they exit 0.
   void SendOff(const std::vector<NodeEntry>& left, int64_t step);
   // Holds every worker at its next step boundary (as stopping does) and
@@ -438,6 +440,9 @@ class Scheduler {
   std::vector<Joiner> live_joiners_;
   std::set<std::string> live_worker_leavers_;
   std::vector<int> live_ranks_;
+  // Counts the changes begun (HoldForChange, ChangeServersLive): an answer
+  // to a copy ahead of an earlier one is ignored.
+  uint64_t change_round_ = 0;
   int live_workers_ = 0;
   std::string stop_after_change_;           // a stop on request that waits for it
   std::vector<std::string> shape_changes_;  // the log lines of the changes, the last 32

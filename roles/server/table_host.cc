@@ -164,6 +164,7 @@ void TableHost::DoPull(HostedTable& t, const Buffer& ids, const Reply& reply) {
   const std::vector<int64_t> id_list = ReadIds(ids.data, n);
   const size_t floats = static_cast<size_t>(n) * t.table.options().dim;
   std::shared_ptr<FloatBuffer> rows = GetRows(row_buffers_, floats);
+  Touched(t, id_list.data(), id_list.size());
   Status st = t.table.Lookup(id_list.data(), id_list.size(), rows->data(), t.core.step());
   if (!st.ok()) return reply(ErrorReply{st.message()}, {});
   Payload payload{reinterpret_cast<const uint8_t*>(rows->data()), floats * sizeof(float), rows};
@@ -224,7 +225,10 @@ Status TableHost::DoPush(HostedTable& t, const SparsePushRequest& request, const
       reinterpret_cast<const float*>(payload.data + request.rows * sizeof(int64_t));
   return t.core.Push(
       request.worker, request.clock, t.name,
-      [&] { return t.table.ApplyGradients(ids.data(), grads, ids.size(), t.core.step()); },
+      [&] {
+        Touched(t, ids.data(), ids.size());
+        return t.table.ApplyGradients(ids.data(), grads, ids.size(), t.core.step());
+      },
       [&](int worker, bool) {
         t.pending_ids[worker] = std::move(ids);
         t.pending_grads[worker].assign(grads, grads + request.rows * dim);
@@ -248,6 +252,8 @@ Status TableHost::ApplyGathered(HostedTable& t, float scale) {
   std::vector<float> summed;
   SumGradients(dedup.inverse(), dedup.unique().size(), all_grads.data(), dim, &summed);
   for (float& g : summed) g *= scale;
+  // A row changes when the step is applied, not when a push of it comes.
+  Touched(t, dedup.unique().data(), dedup.unique().size());
   return t.table.ApplyGradients(dedup.unique().data(), summed.data(), dedup.unique().size(),
                                 t.core.step());
 }
@@ -356,6 +362,7 @@ Status TableHost::Restore(std::vector<TableSnapshot> tables, const std::string& 
                           const std::vector<StoreFile>& store_files) {
   Completion<Status> done;
   thread_.Post([this, &tables, &store_checkpoint, &store_files, done] {
+    DropCopies();  // a change under way is called off with the rollback
     for (TableSnapshot& s : tables) {
       if (FindSpec(specs_, s.name) == nullptr)
         return done.Set(InvalidArgument(

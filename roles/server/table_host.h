@@ -34,15 +34,18 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "comm/transport/buffer.h"
 #include "comm/transport/messages.h"
+#include "embedding/id_map.h"
 #include "embedding/row_store.h"
 #include "roles/checkpoint/shard_file.h"
 #include "roles/checkpoint/store.h"
+#include "roles/placement/row_move_codec.h"
 #include "roles/placement/server_tables.h"
 #include "roles/server/table_rows.h"
 #include "roles/server/update_core.h"
@@ -100,19 +103,26 @@ class TableHost {
   // leaves, and gives every row up), and places rows over `servers` from
   // then on; `done` gets them (roles/placement/row_move_codec.h bytes),
   // their count and the steps the tables have applied. A failure puts back
-  // what was taken.
+  // what was taken. Phase kCopy copies the same rows of the tables all in
+  // memory instead, and from then on notes each id pulled or pushed;
+  // kDelta (after that copy, for the same placement) then takes them out
+  // but sends only the rows not copied or touched since, with the ids of
+  // rows copied that are gone (evicted).
   struct HandedRows {
     std::string bytes;
     int64_t rows = 0;
     int64_t step = 0;
   };
-  void HandOffRows(int servers, int rank, std::function<void(StatusOr<HandedRows>)> done);
+  void HandOffRows(int servers, int rank, RowsPhase phase,
+                   std::function<void(StatusOr<HandedRows>)> done);
   // Installs rows handed off by another server (every one must be placed
   // on `rank`, this server's rank from now on, over `servers`), and places
   // rows over `servers` from then on.
   // Tables that have applied no step yet (a server that joined live) start
-  // at `step`.
-  void TakeOverRows(int servers, int rank, int64_t step, Buffer rows,
+  // at `step`. Phase kCopy checks the rows and holds them aside, nothing
+  // else; kDelta installs them, less the gone ids and those `rows` brings
+  // again, with `rows`.
+  void TakeOverRows(int servers, int rank, int64_t step, RowsPhase phase, Buffer rows,
                     std::function<void(Status)> done);
   // Every table's ServerRows::Digest, by name.
   void Digest(std::function<void(StatusOr<RowsDigestReply>)> done);
@@ -135,6 +145,9 @@ class TableHost {
     std::vector<std::vector<int64_t>> pending_ids;
     std::vector<std::vector<float>> pending_grads;
     int64_t logged_step = 0;  // the last step counts were logged at
+    // Rows copied ahead of a move (HandOffRows kCopy) and not pulled or
+    // pushed since; null when none were.
+    std::unique_ptr<FlatIdMap<uint8_t>> copied_clean;
   };
   TableHost(const Config& config, int workers, int rank, int servers, Logger log)
       : config_(config),
@@ -160,6 +173,21 @@ class TableHost {
   Status ApplyGathered(HostedTable& t, float scale);
   void AfterPush(HostedTable& t);
 
+  // Rows moving live (roles/server/table_moves.cc).
+  HandedRows CopyRowsAhead(int servers, int rank);
+  StatusOr<HandedRows> HandOffDelta(int servers, int rank, RowsPhase phase);
+  // Notes the ids of a pull or push as touched since a copy ahead.
+  void Touched(HostedTable& t, const int64_t* ids, size_t n);
+  // Checks rows that move here: known tables of their dim, each row placed
+  // on `rank` over `servers`.
+  Status CheckRowsFit(int servers, int rank, const std::vector<MovedRows>& moved);
+  // Checks rows that move here and installs them (TakeOverRows).
+  Status InstallRows(int servers, int rank, int64_t step, std::vector<MovedRows> moved);
+  // A copy ahead held aside, the delta at the change: what to install.
+  StatusOr<std::vector<MovedRows>> WithRowsAside(int servers, int rank,
+                                                 std::vector<MovedRows> delta);
+  void DropCopies();
+
   bool ReadyFor(int64_t step) const;
   void TakeSnapshot(int64_t step, const SnapshotDone& done);
 
@@ -181,6 +209,15 @@ class TableHost {
   int servers_;  // rows placed over this many servers; table thread
   std::shared_ptr<RowBuffers> row_buffers_ = std::make_shared<RowBuffers>();
   std::vector<std::pair<int64_t, SnapshotDone>> waiting_snapshots_;  // table thread
+  // A move copied ahead, for the placement over `servers` where this server
+  // holds `rank`: as the server rows leave (the tables' copied_clean), or
+  // as the one they go to (the rows held aside). Table thread.
+  struct CopiedAhead {
+    int servers = 0;
+    int rank = 0;
+    std::vector<MovedRows> aside;
+  };
+  std::optional<CopiedAhead> rows_given_ahead_, rows_taken_ahead_;
   Logger log_;
   std::unique_ptr<RowStore> store_;  // before the tables, which use it
   std::map<std::string, std::unique_ptr<HostedTable>, std::less<>> tables_;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "comm/ps/row_placement.h"
 #include "roles/placement/row_move_codec.h"
@@ -20,82 +21,229 @@ double MsSince(std::chrono::steady_clock::time_point begin) {
       .count();
 }
 
+// Leaves in `m` only the rows `clean` (ids copied ahead and not touched
+// since) does not hold, and lists as gone the clean ids not among them.
+int64_t KeepChanged(FlatIdMap<uint8_t>& clean, MovedRows* m) {
+  constexpr uint8_t kTaken = 2;
+  RowBatch changed(m->rows.floats);
+  int64_t unchanged = 0;
+  for (size_t i = 0; i < m->rows.size(); ++i) {
+    if (uint8_t* copied = clean.Find(m->rows.ids[i])) {
+      *copied = kTaken;
+      ++unchanged;
+    } else {
+      changed.Add(m->rows.ids[i], m->rows.row(i), m->rows.last_touched[i], m->rows.updates[i]);
+    }
+  }
+  clean.ForEach([&](int64_t id, uint8_t& state) {
+    if (state != kTaken) m->gone.push_back(id);
+  });
+  m->rows = std::move(changed);
+  return unchanged;
+}
+
 }  // namespace
 
-void TableHost::HandOffRows(int servers, int rank, std::function<void(StatusOr<HandedRows>)> done) {
-  thread_.Post([this, servers, rank, done] {
-    const auto begin = std::chrono::steady_clock::now();
-    std::vector<MovedRows> taken;
-    HandedRows out;
-    auto elsewhere = [&](int64_t id) { return rank < 0 || ServerOfId(id, servers) != rank; };
-    for (auto& [name, t] : tables_) {
-      auto rows = t->table.TakeRows(elsewhere);
-      if (!rows.ok()) {
-        // Rows already taken go back where they were; should the disk fail
-        // that too, the move fails and the job recovers from its newest
-        // checkpoint (elastic jobs have one).
-        for (MovedRows& m : taken)
-          if (Status back = tables_[m.table]->table.PutRows(m.rows); !back.ok())
-            log_->error("rows of table '{}' not put back: {}", m.table, back.message());
-        return done(rows.status().WithContext(fmt::format("handing off rows of table '{}'", name)));
-      }
-      const uint32_t dim = static_cast<uint32_t>(t->table.options().dim);
-      const uint32_t slots = static_cast<uint32_t>(rows->floats / dim) - 1;
-      out.rows += static_cast<int64_t>(rows->size());
-      out.step = std::max(out.step, t->core.step());
-      taken.push_back(MovedRows{name, dim, slots, t->table.table_updates(), std::move(*rows)});
+void TableHost::Touched(HostedTable& t, const int64_t* ids, size_t n) {
+  if (!t.copied_clean) return;
+  for (size_t i = 0; i < n; ++i) t.copied_clean->Erase(ids[i]);
+}
+
+void TableHost::DropCopies() {
+  rows_given_ahead_.reset();
+  rows_taken_ahead_.reset();
+  for (auto& [name, t] : tables_)
+    if (t) t->copied_clean.reset();
+}
+
+TableHost::HandedRows TableHost::CopyRowsAhead(int servers, int rank) {
+  std::vector<MovedRows> copied;
+  HandedRows out;
+  auto elsewhere = [&](int64_t id) { return rank < 0 || ServerOfId(id, servers) != rank; };
+  for (auto& [name, t] : tables_) {
+    t->copied_clean.reset();
+    std::optional<RowBatch> rows = t->table.CopyRows(elsewhere);
+    if (!rows) continue;  // on disk too: it moves whole at the change
+    auto clean = std::make_unique<FlatIdMap<uint8_t>>();
+    clean->Reserve(rows->size());
+    for (int64_t id : rows->ids) clean->Insert(id, 1);
+    t->copied_clean = std::move(clean);
+    const uint32_t dim = static_cast<uint32_t>(t->table.options().dim);
+    const uint32_t slots = static_cast<uint32_t>(rows->floats / dim) - 1;
+    out.rows += static_cast<int64_t>(rows->size());
+    out.step = std::max(out.step, t->core.step());
+    copied.push_back(MovedRows{name, dim, slots, t->table.table_updates(), std::move(*rows), {}});
+  }
+  EncodeMovedRows(copied, &out.bytes);
+  rows_given_ahead_ = CopiedAhead{servers, rank, {}};
+  return out;
+}
+
+StatusOr<TableHost::HandedRows> TableHost::HandOffDelta(int servers, int rank, RowsPhase phase) {
+  if (phase == RowsPhase::kDelta && (!rows_given_ahead_ || rows_given_ahead_->servers != servers ||
+                                     rows_given_ahead_->rank != rank))
+    return FailedPrecondition(
+        fmt::format("the rows this server gives up to rank {} of {} servers were not copied ahead",
+                    rank, servers));
+  std::vector<MovedRows> taken;
+  HandedRows out;
+  auto elsewhere = [&](int64_t id) { return rank < 0 || ServerOfId(id, servers) != rank; };
+  for (auto& [name, t] : tables_) {
+    auto rows = t->table.TakeRows(elsewhere);
+    if (!rows.ok()) {
+      // Rows already taken go back where they were; should the disk fail
+      // that too, the move fails and the job recovers from its newest
+      // checkpoint (elastic jobs have one).
+      for (MovedRows& m : taken)
+        if (Status back = tables_[m.table]->table.PutRows(m.rows); !back.ok())
+          log_->error("rows of table '{}' not put back: {}", m.table, back.message());
+      return rows.status().WithContext(fmt::format("handing off rows of table '{}'", name));
     }
-    EncodeMovedRows(taken, &out.bytes);
-    servers_ = servers;
+    const uint32_t dim = static_cast<uint32_t>(t->table.options().dim);
+    const uint32_t slots = static_cast<uint32_t>(rows->floats / dim) - 1;
+    out.step = std::max(out.step, t->core.step());
+    taken.push_back(MovedRows{name, dim, slots, t->table.table_updates(), std::move(*rows), {}});
+  }
+  int64_t unchanged = 0, gone = 0;
+  for (MovedRows& m : taken) {
+    HostedTable& t = *tables_[m.table];
+    if (phase == RowsPhase::kDelta && t.copied_clean) {
+      unchanged += KeepChanged(*t.copied_clean, &m);
+      gone += static_cast<int64_t>(m.gone.size());
+    }
+    t.copied_clean.reset();
+    out.rows += static_cast<int64_t>(m.rows.size());
+  }
+  rows_given_ahead_.reset();
+  EncodeMovedRows(taken, &out.bytes);
+  servers_ = servers;
+  if (phase == RowsPhase::kDelta)
+    log_->info("of the table rows copied ahead, {} were unchanged and {} are gone", unchanged,
+               gone);
+  return out;
+}
+
+void TableHost::HandOffRows(int servers, int rank, RowsPhase phase,
+                            std::function<void(StatusOr<HandedRows>)> done) {
+  thread_.Post([this, servers, rank, phase, done] {
+    const auto begin = std::chrono::steady_clock::now();
+    if (phase == RowsPhase::kCopy) {
+      HandedRows copied = CopyRowsAhead(servers, rank);
+      log_->info(
+          "copied {} table rows ({} bytes) ahead in {:.0f} ms for a placement over {} servers; "
+          "the rows pulled or pushed from now on move again at the change",
+          copied.rows, copied.bytes.size(), MsSince(begin), servers);
+      return done(std::move(copied));
+    }
+    auto handed = HandOffDelta(servers, rank, phase);
+    if (!handed.ok()) return done(handed.status());
     log_->info(
         "handed off {} table rows ({} bytes) in {:.0f} ms: rows are placed over {} servers from "
         "now on",
-        out.rows, out.bytes.size(), MsSince(begin), servers);
-    done(std::move(out));
+        handed->rows, handed->bytes.size(), MsSince(begin), servers);
+    done(std::move(*handed));
   });
 }
 
-void TableHost::TakeOverRows(int servers, int rank, int64_t step, Buffer bytes,
+StatusOr<std::vector<MovedRows>> TableHost::WithRowsAside(int servers, int rank,
+                                                          std::vector<MovedRows> delta) {
+  if (!rows_taken_ahead_ || rows_taken_ahead_->servers != servers ||
+      rows_taken_ahead_->rank != rank)
+    return FailedPrecondition(
+        fmt::format("no rows copied ahead are held here for rank {} of {} servers", rank, servers));
+  std::vector<MovedRows> aside = std::move(rows_taken_ahead_->aside);
+  rows_taken_ahead_.reset();
+  for (const MovedRows& a : aside)
+    if (std::none_of(delta.begin(), delta.end(),
+                     [&](const MovedRows& m) { return m.table == a.table; }))
+      return InvalidArgument(
+          fmt::format("no delta came for the rows of table '{}' copied ahead", a.table));
+  for (MovedRows& m : delta) {
+    auto it = std::find_if(aside.begin(), aside.end(),
+                           [&](const MovedRows& a) { return a.table == m.table; });
+    if (it == aside.end()) continue;
+    if (it->rows.floats != m.rows.floats)
+      return InvalidArgument(fmt::format("rows of table '{}' copied ahead have {} floats, not {}",
+                                         m.table, it->rows.floats, m.rows.floats));
+    // What came again, or is gone, replaces or drops its copy.
+    FlatIdMap<uint8_t> stale;
+    stale.Reserve(m.rows.size() + m.gone.size());
+    for (int64_t id : m.rows.ids) stale.Insert(id, 1);
+    for (int64_t id : m.gone) stale.Insert(id, 1);
+    for (size_t i = 0; i < it->rows.size(); ++i)
+      if (!stale.Find(it->rows.ids[i]))
+        m.rows.Add(it->rows.ids[i], it->rows.row(i), it->rows.last_touched[i], it->rows.updates[i]);
+  }
+  return delta;
+}
+
+Status TableHost::CheckRowsFit(int servers, int rank, const std::vector<MovedRows>& moved) {
+  for (const MovedRows& m : moved) {
+    HostedTable* t = Find(m.table);
+    if (t == nullptr) return InvalidArgument(fmt::format("rows of unknown table '{}'", m.table));
+    if (static_cast<int>(m.dim) != t->table.options().dim)
+      return InvalidArgument(fmt::format("rows of table '{}' have dim {}, not {}", m.table, m.dim,
+                                         t->table.options().dim));
+    for (int64_t id : m.rows.ids)
+      if (ServerOfId(id, servers) != rank)
+        return InvalidArgument(
+            fmt::format("row {} of table '{}' belongs to server {} of {}, not to this one ({})", id,
+                        m.table, ServerOfId(id, servers), servers, rank));
+  }
+  return Status::OK();
+}
+
+Status TableHost::InstallRows(int servers, int rank, int64_t step, std::vector<MovedRows> moved) {
+  // Everything is checked before anything is installed.
+  PSTRAIN_RETURN_IF_ERROR(CheckRowsFit(servers, rank, moved));
+  for (const MovedRows& m : moved) {
+    // Rows it has, ids twice, another row width: refused before any is in.
+    if (Status st = Find(m.table)->table.CheckNewRows(m.rows); !st.ok()) return st;
+  }
+  // A server that joined live starts its tables at the job's step, and
+  // their lr schedules where their rows' were; so does one that gave its
+  // rows away earlier and takes some back (its tables stopped then).
+  for (const MovedRows& m : moved)
+    if (HostedTable* t = Find(m.table); t->core.step() < step)
+      t->table.CatchUpSchedule(m.table_updates);
+  for (auto& [name, t] : tables_)
+    if (t->core.step() < step) t->core.RestoreStep(step);
+  for (const MovedRows& m : moved) {
+    // Only the disk can fail here; the move then fails, and the job
+    // recovers from its newest checkpoint (elastic jobs have one).
+    Status st = Find(m.table)->table.PutCheckedRows(m.rows);
+    if (!st.ok()) return st.WithContext(fmt::format("taking over rows of '{}'", m.table));
+  }
+  servers_ = servers;
+  rank_ = rank;
+  return Status::OK();
+}
+
+void TableHost::TakeOverRows(int servers, int rank, int64_t step, RowsPhase phase, Buffer bytes,
                              std::function<void(Status)> done) {
-  thread_.Post([this, servers, rank, step, bytes = std::move(bytes), done] {
+  thread_.Post([this, servers, rank, step, phase, bytes = std::move(bytes), done] {
     const auto begin = std::chrono::steady_clock::now();
     auto moved = DecodeMovedRows(bytes.data, bytes.size);
     if (!moved.ok()) return done(moved.status().WithContext("rows taken over"));
-    // Everything is checked before anything is installed.
-    for (const MovedRows& m : *moved) {
-      HostedTable* t = Find(m.table);
-      if (t == nullptr)
-        return done(InvalidArgument(fmt::format("rows of unknown table '{}' taken over", m.table)));
-      if (static_cast<int>(m.dim) != t->table.options().dim)
-        return done(InvalidArgument(fmt::format("rows of table '{}' taken over have dim {}, not {}",
-                                                m.table, m.dim, t->table.options().dim)));
-      for (int64_t id : m.rows.ids)
-        if (ServerOfId(id, servers) != rank)
-          return done(InvalidArgument(fmt::format(
-              "row {} of table '{}' taken over belongs to server {} of {}, not to this one ({})",
-              id, m.table, ServerOfId(id, servers), servers, rank)));
-      // Rows it has, ids twice, another row width: refused before any is in.
-      if (Status st = t->table.CheckNewRows(m.rows); !st.ok())
-        return done(st.WithContext("rows taken over"));
+    if (phase == RowsPhase::kCopy) {
+      rows_taken_ahead_.reset();
+      if (Status st = CheckRowsFit(servers, rank, *moved); !st.ok())
+        return done(st.WithContext("rows copied ahead"));
+      int64_t rows = 0;
+      for (const MovedRows& m : *moved) rows += static_cast<int64_t>(m.rows.size());
+      rows_taken_ahead_ = CopiedAhead{servers, rank, std::move(*moved)};
+      log_->info("holds {} table rows copied ahead for rank {} of {} servers", rows, rank, servers);
+      return done(Status::OK());
     }
-    // A server that joined live starts its tables at the job's step, and
-    // their lr schedules where their rows' were; so does one that gave its
-    // rows away earlier and takes some back (its tables stopped then).
-    for (const MovedRows& m : *moved)
-      if (HostedTable* t = Find(m.table); t->core.step() < step)
-        t->table.CatchUpSchedule(m.table_updates);
-    for (auto& [name, t] : tables_)
-      if (t->core.step() < step) t->core.RestoreStep(step);
+    if (phase == RowsPhase::kDelta) {
+      moved = WithRowsAside(servers, rank, std::move(*moved));
+      if (!moved.ok()) return done(moved.status().WithContext("rows taken over"));
+    }
+    rows_taken_ahead_.reset();
     int64_t rows = 0;
-    for (const MovedRows& m : *moved) {
-      // Only the disk can fail here; the move then fails, and the job
-      // recovers from its newest checkpoint (elastic jobs have one).
-      Status st = Find(m.table)->table.PutCheckedRows(m.rows);
-      if (!st.ok()) return done(st.WithContext(fmt::format("taking over rows of '{}'", m.table)));
-      rows += static_cast<int64_t>(m.rows.size());
-    }
-    servers_ = servers;
-    rank_ = rank;
+    for (const MovedRows& m : *moved) rows += static_cast<int64_t>(m.rows.size());
+    if (Status st = InstallRows(servers, rank, step, std::move(*moved)); !st.ok())
+      return done(st.WithContext("rows taken over"));
     log_->info("took over {} table rows in {:.0f} ms: rows are placed over {} servers from now on",
                rows, MsSince(begin), servers);
     done(Status::OK());
@@ -121,9 +269,9 @@ void Server::OnRowsHandOff(const Connection::Ptr& conn, uint64_t id,
   std::string why = ChiefOnly(conn, "moves rows");
   if (why.empty() && !tables_) why = "this server holds no embedding tables";
   if (!why.empty()) return conn->Reply(id, ErrorReply{"hand-off of table rows: " + why});
-  if (request.rank < 0) left_placement_ = true;
+  if (request.rank < 0 && request.phase != RowsPhase::kCopy) left_placement_ = true;
   tables_->HandOffRows(
-      request.servers, request.rank,
+      request.servers, request.rank, request.phase,
       [reply = ReplyTo(conn, id)](StatusOr<TableHost::HandedRows> handed) {
         if (!handed.ok()) return reply(ErrorReply{handed.status().message()}, {});
         auto bytes = std::make_shared<std::string>(std::move(handed->bytes));
@@ -142,9 +290,11 @@ void Server::OnRowsTakeOver(const Connection::Ptr& conn, uint64_t id,
     why = fmt::format("this server keeps rank {} in a job of {} servers, not {}", rank(),
                       request.servers, request.rank);
   if (!why.empty()) return conn->Reply(id, ErrorReply{"take-over of table rows: " + why});
-  tables_->TakeOverRows(request.servers, request.rank, request.step, std::move(rows),
-                        [this, reply = ReplyTo(conn, id), rank = request.rank](Status st) {
+  tables_->TakeOverRows(request.servers, request.rank, request.step, request.phase, std::move(rows),
+                        [this, reply = ReplyTo(conn, id), rank = request.rank,
+                         ahead = request.phase == RowsPhase::kCopy](Status st) {
                           if (!st.ok()) return reply(ErrorReply{st.message()}, {});
+                          if (ahead) return reply(Ack{}, {});  // nothing changes yet
                           // Its checkpoint shards are named by it from now on.
                           node_.cluster().AdoptRank(rank);
                           reply(Ack{}, {});

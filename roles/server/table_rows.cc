@@ -133,14 +133,20 @@ std::string ServerRows::DescribeTiers() const {
 
 StatusOr<RowBatch> ServerRows::TakeRows(const std::function<bool(int64_t)>& leaving) {
   if (tiered_) return tiered_->TakeRows(leaving);
+  RowBatch taken = *CopyRows(leaving);
+  memory_->Remove(taken.ids);
+  return taken;
+}
+
+std::optional<RowBatch> ServerRows::CopyRows(const std::function<bool(int64_t)>& leaving) const {
+  if (tiered_) return std::nullopt;
   std::vector<int64_t> ids;
   for (int64_t id : memory_->Ids())
     if (leaving(id)) ids.push_back(id);
   const auto dim = static_cast<size_t>(memory_->options().dim);
-  RowBatch taken(dim * (1 + static_cast<size_t>(memory_->optimizer().num_slots())));
-  memory_->CopyRows(ids, &taken);
-  memory_->Remove(ids);
-  return taken;
+  RowBatch copied(dim * (1 + static_cast<size_t>(memory_->optimizer().num_slots())));
+  memory_->CopyRows(ids, &copied);
+  return copied;
 }
 
 Status ServerRows::CheckNewRows(const RowBatch& rows) {

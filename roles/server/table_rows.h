@@ -72,6 +72,11 @@ class ServerRows {
   // dim * (1 + slots)), last-touched step, update count. A failure (the
   // disk) changes nothing.
   StatusOr<RowBatch> TakeRows(const std::function<bool(int64_t)>& leaving);
+  // The same rows copied, left in place: a move copied ahead of its step
+  // (roles/server/table_moves.h). Tables all in memory only: a tiered
+  // table's rows are not copied (nullopt), as holding them aside would
+  // break the memory budget of the server they go to.
+  std::optional<RowBatch> CopyRows(const std::function<bool(int64_t)>& leaving) const;
   // Adds `rows` (from TakeRows of a table with the same options) as they
   // were: values, slots, last-touched step, update count; each takes its
   // place in the recency order by its last-touched step. An id that has a

@@ -11,6 +11,7 @@
 #include "roles/node/cluster_client.h"
 #include "roles/placement/server_tables.h"
 #include "roles/worker/remote_embeddings.h"
+#include "roles/worker/rows_ahead.h"
 #include "roles/worker/table_moves.h"
 
 namespace pstrain {
@@ -65,7 +66,11 @@ Status ChangeServers(WorkerContext& ctx, int64_t step, int servers, const std::v
   auto tables = ServerTables(*ctx.config);
   // Servers that take another rank are told so with the rows, tables or not.
   if (ctx.rank == 0 && ((tables.ok() && !tables->empty()) || !slots.empty())) {
+    // What was copied ahead for this change (roles/worker/rows_ahead.h)
+    // need not move again, but for what changed since.
+    const bool ahead = ctx.rows_ahead && ctx.rows_ahead->TakeCopied(had, servers, slots);
     auto moved_rows = MoveTableRows(ctx.loop, ctx.servers, had, servers, slots, step,
+                                    ahead ? RowsPhase::kDelta : RowsPhase::kWhole,
                                     std::getenv("PSTRAIN_TEST_CHECK_MOVES") != nullptr, ctx.log);
     if (!moved_rows.ok()) return moved_rows.status().WithContext(where("moving table rows"));
     rows = *moved_rows;

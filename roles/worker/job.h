@@ -19,6 +19,8 @@
 
 namespace pstrain {
 
+class RowsAhead;  // roles/worker/rows_ahead.h
+
 class DataCache;  // roles/worker/data_cache.h
 
 struct WorkerContext {
@@ -45,6 +47,9 @@ struct WorkerContext {
   // (a shrink): for each new rank, the rank its server holds now (empty:
   // ranks below `servers` keep theirs).
   std::function<Status(int servers, const std::vector<int>& slots)> use_servers;
+  // The chief's: table rows copied ahead of such a change
+  // (roles/worker/rows_ahead.h); null elsewhere.
+  RowsAhead* rows_ahead = nullptr;
   // A live change of workers (roles/worker/trainer_workers.cc): drop_ring
   // forgets the ring before the change's barrier; connect_ring then makes
   // the new one (this worker's rank and count as the cluster client has

@@ -93,7 +93,7 @@ StatusOr<Digests> DigestOf(EventLoop* loop, const std::vector<Connection::Ptr>& 
 
 StatusOr<RowMoves> MoveTableRows(EventLoop* loop, const std::vector<Connection::Ptr>& servers,
                                  int from, int to, const std::vector<int>& slots, int64_t step,
-                                 bool check, Logger log) {
+                                 RowsPhase phase, bool check, Logger log) {
   if (from == to) return RowMoves{};
   const bool grows = to > from;
   if (static_cast<int>(servers.size()) < std::max(from, to) ||
@@ -108,6 +108,7 @@ StatusOr<RowMoves> MoveTableRows(EventLoop* loop, const std::vector<Connection::
     old_of_new[s] = slots.empty() ? s : slots[s];
     new_of_old[old_of_new[s]] = s;
   }
+  check = check && phase != RowsPhase::kCopy;
   Digests before;
   if (check) {
     std::vector<int> ranks(static_cast<size_t>(from));
@@ -124,7 +125,7 @@ StatusOr<RowMoves> MoveTableRows(EventLoop* loop, const std::vector<Connection::
   std::vector<Request> hand_offs;
   for (int r = 0; r < from; ++r)
     if (grows || new_of_old[r] != r)
-      hand_offs.push_back({r, RowsHandOffRequest{to, new_of_old[r]}, nullptr});
+      hand_offs.push_back({r, RowsHandOffRequest{to, new_of_old[r], phase}, nullptr});
   const auto begin = std::chrono::steady_clock::now();
   auto handed = CallEach(loop, servers, std::move(hand_offs));
   const auto handed_at = std::chrono::steady_clock::now();
@@ -149,13 +150,16 @@ StatusOr<RowMoves> MoveTableRows(EventLoop* loop, const std::vector<Connection::
       MovedRows& seen = every_table[t.table];
       if (seen.table.empty()) seen = MovedRows{t.table, t.dim, t.slots, 0, RowBatch(t.rows.floats)};
       seen.table_updates = std::max(seen.table_updates, t.table_updates);
-      for (size_t i = 0; i < t.rows.size(); ++i) {
-        const int dest = ServerOfId(t.rows.ids[i], to);
-        MovedRows& into = to_server[dest][t.table];
-        if (into.table.empty())
-          into = MovedRows{t.table, t.dim, t.slots, 0, RowBatch(t.rows.floats)};
-        into.rows.Add(t.rows.ids[i], t.rows.row(i), t.rows.last_touched[i], t.rows.updates[i]);
-      }
+      const auto into = [&](int64_t id) -> MovedRows& {
+        MovedRows& dest = to_server[ServerOfId(id, to)][t.table];
+        if (dest.table.empty())
+          dest = MovedRows{t.table, t.dim, t.slots, 0, RowBatch(t.rows.floats)};
+        return dest;
+      };
+      for (size_t i = 0; i < t.rows.size(); ++i)
+        into(t.rows.ids[i])
+            .rows.Add(t.rows.ids[i], t.rows.row(i), t.rows.last_touched[i], t.rows.updates[i]);
+      for (int64_t id : t.gone) into(id).gone.push_back(id);
     }
   }
   std::vector<Request> take_overs;
@@ -173,7 +177,7 @@ StatusOr<RowMoves> MoveTableRows(EventLoop* loop, const std::vector<Connection::
     auto bytes = std::make_shared<std::string>();
     EncodeMovedRows(rows, bytes.get());
     take_overs.push_back(
-        {old_of_new[s], RowsTakeOverRequest{to, std::max(step, table_step), s}, bytes});
+        {old_of_new[s], RowsTakeOverRequest{to, std::max(step, table_step), s, phase}, bytes});
   }
   const auto split_at = std::chrono::steady_clock::now();
   auto taken = CallEach(loop, servers, std::move(take_overs));
@@ -181,7 +185,11 @@ StatusOr<RowMoves> MoveTableRows(EventLoop* loop, const std::vector<Connection::
     return std::chrono::duration<double, std::milli>(to - from).count();
   };
   log->info(
-      "table rows: handed off in {:.0f} ms, sorted by server in {:.0f} ms, taken over in {:.0f} ms",
+      "table rows{}: handed off in {:.0f} ms, sorted by server in {:.0f} ms, taken over in {:.0f} "
+      "ms",
+      phase == RowsPhase::kCopy    ? " copied ahead"
+      : phase == RowsPhase::kDelta ? " changed since the copy ahead"
+                                   : "",
       ms(begin, handed_at), ms(handed_at, split_at),
       ms(split_at, std::chrono::steady_clock::now()));
   if (!taken.ok()) return taken.status().WithContext("installing the rows handed off");

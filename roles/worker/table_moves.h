@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "comm/transport/connection.h"
+#include "comm/transport/messages.h"
 #include "src/common/logging.h"
 #include "src/common/status.h"
 
@@ -26,8 +27,12 @@ struct RowMoves {
 // that stays is told its new rank. With `check` (tests), every server's
 // tables are fingerprinted before and after, and a row lost, added or
 // changed fails the call naming the table.
+// `phase` (roles/server/table_moves.h): kWhole moves every row at the
+// change; kCopy, ahead of it while the job trains, copies them to be held
+// aside where they go (step is unused, nothing is checked); kDelta, at the
+// change after a kCopy of the same placement, moves what changed since.
 StatusOr<RowMoves> MoveTableRows(EventLoop* loop, const std::vector<Connection::Ptr>& servers,
                                  int from, int to, const std::vector<int>& slots, int64_t step,
-                                 bool check, Logger log);
+                                 RowsPhase phase, bool check, Logger log);
 
 }  // namespace pstrain

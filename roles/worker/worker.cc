@@ -7,6 +7,7 @@
 
 #include "comm/transport/completion.h"
 #include "comm/transport/patient_connect.h"
+#include "roles/placement/server_tables.h"
 #include "roles/worker/checkpointing.h"
 #include "roles/worker/join_offer.h"
 
@@ -18,11 +19,19 @@ Worker::Worker(NodeOptions options, Logger log, Config config, std::unique_ptr<W
 // The loop stops first: callbacks still pending on it may refer to the KV
 // client, which goes before the node. A handle left open is logged by ~Node,
 // whose Stop() gets the same error.
-Worker::~Worker() { node_.loop().Stop().IgnoreError(); }
+Worker::~Worker() {
+  rows_ahead_.reset();
+  node_.loop().Stop().IgnoreError();
+}
 
 Status Worker::Run() { return node_.Outcome(RunOnce()); }
 
 Status Worker::RunOnce() {
+  rows_ahead_ = std::make_unique<RowsAhead>(&node_.loop(), &node_.cluster(), node_.log());
+  node_.cluster().SetRequestHandler(
+      [this](const Connection::Ptr& conn, uint64_t id, const MessageBody& body) {
+        return OnSchedulerRequest(conn, id, body);
+      });
   auto topology = node_.Start(
       [this](const Connection::Ptr& c, Incoming&& in) {
         if (ring_.OnPeerMessage(c, in)) return;
@@ -71,6 +80,7 @@ Status Worker::RunOnce() {
     PSTRAIN_RETURN_IF_ERROR(ring_.Connect(*held));
     return ring_.collective();
   };
+  context.rows_ahead = rows_ahead_.get();
   context.use_servers = [this, &context](int servers, const std::vector<int>& slots) {
     PSTRAIN_RETURN_IF_ERROR(UseServers(servers, slots));
     context.servers = node_.loop().Call<std::vector<Connection::Ptr>>(
@@ -118,32 +128,46 @@ Status Worker::ConnectServers(const Topology& topology) {
   return ConnectTo(servers);
 }
 
-Status Worker::ConnectTo(const std::vector<NodeInfo>& servers) {
-  if (servers.empty()) return Status::OK();
-  Completion<Status> all_connected;
-  auto connected = CountDown::Into(all_connected, servers.size());
+Hello Worker::MakeHello() {
   Hello hello;
   hello.node.node_id = node_.options().node_id;
   hello.node.role = Role::kWorker;
   hello.node.rank = node_.cluster().rank();
   hello.generation = node_.cluster().generation();
-  bool posted = node_.loop().Post([this, servers, hello, connected] {
-    for (const NodeInfo& s : servers) {
-      std::string who = fmt::format("server rank {} at {}:{}", s.rank, s.host, s.port);
-      ConnectPatiently(&node_.loop(), node_.log(), s.host, s.port,
-                       PeerConnectPatienceMs(node_.loop()),
-                       [this, s, who, hello, connected](StatusOr<Connection::Ptr> conn) {
-                         if (!conn.ok()) return connected->Report(conn.status().WithContext(who));
-                         servers_[s.rank] = *conn;
-                         (*conn)->Start(nullptr, nullptr);
-                         (*conn)->Call(hello, [who, connected](StatusOr<Incoming> reply) {
-                           connected->Report(reply.status().WithContext(who));
-                         });
-                       });
-    }
-  });
-  if (!posted) return Aborted("the worker is stopping");
-  return all_connected.Wait();
+  return hello;
+}
+
+Status Worker::ConnectTo(const std::vector<NodeInfo>& servers) {
+  if (servers.empty()) return Status::OK();
+  const size_t count = node_.loop().Call<size_t>([this] { return servers_.size(); }, 0);
+  auto links = ConnectToServers(&node_.loop(), node_.log(), MakeHello(), servers, count);
+  if (!links.ok()) return links.status();
+  Completion<Status> kept;
+  if (!node_.loop().Post([this, links = std::move(*links), kept] {
+        for (size_t r = 0; r < links.size() && r < servers_.size(); ++r)
+          if (links[r]) servers_[r] = links[r];
+        kept.Set(Status::OK());
+      }))
+    return Aborted("the worker is stopping");
+  return kept.Wait();
+}
+
+bool Worker::OnSchedulerRequest(const Connection::Ptr& conn, uint64_t id, const MessageBody& body) {
+  const auto* copy = std::get_if<PreCopyRows>(&body);
+  if (copy == nullptr) return false;
+  auto tables = ServerTables(config_);
+  if (node_.cluster().rank() != 0) {
+    conn->Reply(id, ErrorReply{"only the chief worker copies table rows ahead"});
+  } else if (!tables.ok() || tables->empty()) {
+    conn->Reply(id, Ack{});  // nothing to copy: the change moves partitions only
+  } else {
+    rows_ahead_->Start(*copy, MakeHello(), [conn, id](const Status& st) {
+      if (conn->closed()) return;
+      // Not copied is no failure: the rows then move whole at the change.
+      conn->Reply(id, st.ok() ? MessageBody(Ack{}) : MessageBody(ErrorReply{st.message()}));
+    });
+  }
+  return true;
 }
 
 Status Worker::UseServers(int servers, const std::vector<int>& slots) {

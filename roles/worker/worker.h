@@ -13,6 +13,7 @@
 #include "roles/node/node.h"
 #include "roles/worker/job.h"
 #include "roles/worker/ring.h"
+#include "roles/worker/rows_ahead.h"
 #include "src/common/config/config.h"
 
 namespace pstrain {
@@ -52,6 +53,10 @@ class Worker {
   // scheduler): with different models, a pull could wait for a partition
   // nobody creates. Blocking; a barrier of the workers.
   Status CheckSameTensors(const std::vector<TensorSpec>& tensors);
+  // The scheduler's requests besides the cluster client's: the chief copies
+  // table rows ahead of a live change of the servers (rows_ahead.h).
+  bool OnSchedulerRequest(const Connection::Ptr& conn, uint64_t id, const MessageBody& body);
+  Hello MakeHello();
 
   Config config_;
   std::unique_ptr<WorkerJob> job_;
@@ -60,6 +65,8 @@ class Worker {
   std::unique_ptr<KvClient> kv_;
   WorkerRing ring_{&node_};  // after node_: goes before it
   std::shared_ptr<DataCache> data_cache_;
+  // Joined before the loop stops (~Worker): its copy calls the servers.
+  std::unique_ptr<RowsAhead> rows_ahead_;
 };
 
 }  // namespace pstrain

@@ -125,6 +125,8 @@ std::vector<std::pair<std::string, std::pair<Message, Bytes>>> Messages() {
       {"stop_change_workers", {{19, false, Stop{"w", 40, 0, {}, {}, 3, {0, -1, 1}}}, {}}},
       {"shape_changed_workers", {{19, false, ShapeChanged{40, 2, 0, 3}}, {}}},
       {"change_workers", {{20, false, ChangeWorkers{40, 3, {0, -1, 1}}}, {}}},
+      {"pre_copy_rows", {{21, false, PreCopyRows{3, 2, {2, 1}}}, {}}},
+      {"rows_hand_off_copy", {{22, false, RowsHandOffRequest{3, 1, RowsPhase::kCopy}}, {}}},
       {"rows_digest_reply", {{16, true, RowsDigestReply{{"emb", "wide"}, {10, 3}, {7, 9}}}, {}}},
       {"register_request_elastic",
        {{1, false, RegisterRequest{node, 2, 2, 30, false, 0, "", -1, 0, ElasticBounds{1, 4, 1, 3}}},
@@ -389,10 +391,11 @@ void HandOffSeeds() {
 }
 
 // Table rows in a live move (row_move_fuzz.cc): two tables, one with Adam's
-// two slots and one without, and a message of no table.
+// two slots and ids gone since a copy ahead, one without, and a message of
+// no table.
 void RowMoveSeeds() {
-  MovedRows adam{"emb", 4, 2, 7, RowBatch(12)};
-  MovedRows sgd{"user.weight", 3, 0, 0, RowBatch(3)};
+  MovedRows adam{"emb", 4, 2, 7, RowBatch(12), {5, 11}};
+  MovedRows sgd{"user.weight", 3, 0, 0, RowBatch(3), {}};
   const std::vector<float> row(12, 0.25f);
   for (int64_t id : {7, 2, 40}) {
     adam.rows.Add(id, row.data(), id + 1, 2);

@@ -1,7 +1,7 @@
 // DecodeMovedRows (roles/placement/row_move_codec.h) fed arbitrary bytes, as a
 // server takes the table rows moved to it (seeds: one table with optimizer
-// slots and one without, and a message of no table,
-// corpus/row_move_fuzz/).
+// slots and ids gone since a copy ahead, one without, and a message of no
+// table, corpus/row_move_fuzz/).
 // Beyond the sanitizers:
 //   - an error is one line;
 //   - rows taken are canonical: encoding them again gives the same bytes;
@@ -34,6 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (size_t i = 0; i < rows.size(); ++i)
       if (rows.ids[i] < 0 || rows.last_touched[i] < 0 || rows.updates[i] < 0)
         fuzz::Fail("a negative id, step or update count", t.table);
+    for (int64_t id : t.gone)
+      if (id < 0) fuzz::Fail("a negative gone id", t.table);
   }
   std::string again;
   EncodeMovedRows(*tables, &again);
