@@ -184,9 +184,14 @@ class TableHost {
   // Checks rows that move here and installs them (TakeOverRows).
   Status InstallRows(int servers, int rank, int64_t step, std::vector<MovedRows> moved);
   // A copy ahead held aside, the delta at the change: what to install.
+  // A copy installed early loses the rows that came again or are gone.
   StatusOr<std::vector<MovedRows>> WithRowsAside(int servers, int rank,
                                                  std::vector<MovedRows> delta);
   void DropCopies();
+  // Holds a copy ahead aside, or installs it (CopiedAhead::installed).
+  Status KeepCopyAhead(int servers, int rank, std::vector<MovedRows> moved);
+  // Removes a copy ahead installed early (the change moves rows whole).
+  Status RemoveInstalledCopy();
 
   bool ReadyFor(int64_t step) const;
   void TakeSnapshot(int64_t step, const SnapshotDone& done);
@@ -216,6 +221,11 @@ class TableHost {
     int servers = 0;
     int rank = 0;
     std::vector<MovedRows> aside;
+    // A server that joined, placing rows over `servers` already (no
+    // request reaches its tables before the change), installs the copy at
+    // once: the ids of each table's rows installed so, and `aside` holds
+    // no rows.
+    std::map<std::string, std::vector<int64_t>> installed;
   };
   std::optional<CopiedAhead> rows_given_ahead_, rows_taken_ahead_;
   Logger log_;

@@ -152,6 +152,7 @@ StatusOr<std::vector<MovedRows>> TableHost::WithRowsAside(int servers, int rank,
     return FailedPrecondition(
         fmt::format("no rows copied ahead are held here for rank {} of {} servers", rank, servers));
   std::vector<MovedRows> aside = std::move(rows_taken_ahead_->aside);
+  const bool installed = !rows_taken_ahead_->installed.empty();
   rows_taken_ahead_.reset();
   for (const MovedRows& a : aside)
     if (std::none_of(delta.begin(), delta.end(),
@@ -166,6 +167,12 @@ StatusOr<std::vector<MovedRows>> TableHost::WithRowsAside(int servers, int rank,
       return InvalidArgument(fmt::format("rows of table '{}' copied ahead have {} floats, not {}",
                                          m.table, it->rows.floats, m.rows.floats));
     // What came again, or is gone, replaces or drops its copy.
+    if (installed) {
+      std::vector<int64_t> stale = m.gone;
+      stale.insert(stale.end(), m.rows.ids.begin(), m.rows.ids.end());
+      PSTRAIN_RETURN_IF_ERROR(Find(m.table)->table.RemoveRows(stale));
+      continue;
+    }
     FlatIdMap<uint8_t> stale;
     stale.Reserve(m.rows.size() + m.gone.size());
     for (int64_t id : m.rows.ids) stale.Insert(id, 1);
@@ -175,6 +182,37 @@ StatusOr<std::vector<MovedRows>> TableHost::WithRowsAside(int servers, int rank,
         m.rows.Add(it->rows.ids[i], it->rows.row(i), it->rows.last_touched[i], it->rows.updates[i]);
   }
   return delta;
+}
+
+Status TableHost::KeepCopyAhead(int servers, int rank, std::vector<MovedRows> moved) {
+  PSTRAIN_RETURN_IF_ERROR(RemoveInstalledCopy());
+  rows_taken_ahead_.reset();
+  PSTRAIN_RETURN_IF_ERROR(CheckRowsFit(servers, rank, moved));
+  rows_taken_ahead_ = CopiedAhead{servers, rank, {}, {}};
+  // Rows placed over `servers` already: no request placed over today's
+  // count reaches these tables, nor a checkpoint (the chief asks the
+  // servers it routes to).
+  if (servers_ == servers && rank_ == rank) {
+    for (const MovedRows& m : moved)
+      PSTRAIN_RETURN_IF_ERROR(Find(m.table)->table.CheckNewRows(m.rows));
+    for (MovedRows& m : moved) {
+      // Only the disk can fail here; what was installed goes with the copy
+      // at the change, or the job rolls back.
+      rows_taken_ahead_->installed[m.table] = m.rows.ids;
+      PSTRAIN_RETURN_IF_ERROR(Find(m.table)->table.PutCheckedRows(m.rows));
+      m.rows = RowBatch(m.rows.floats);
+    }
+  }
+  rows_taken_ahead_->aside = std::move(moved);
+  return Status::OK();
+}
+
+Status TableHost::RemoveInstalledCopy() {
+  if (!rows_taken_ahead_) return Status::OK();
+  for (const auto& [table, ids] : rows_taken_ahead_->installed)
+    PSTRAIN_RETURN_IF_ERROR(Find(table)->table.RemoveRows(ids));
+  rows_taken_ahead_->installed.clear();
+  return Status::OK();
 }
 
 Status TableHost::CheckRowsFit(int servers, int rank, const std::vector<MovedRows>& moved) {
@@ -226,18 +264,20 @@ void TableHost::TakeOverRows(int servers, int rank, int64_t step, RowsPhase phas
     auto moved = DecodeMovedRows(bytes.data, bytes.size);
     if (!moved.ok()) return done(moved.status().WithContext("rows taken over"));
     if (phase == RowsPhase::kCopy) {
-      rows_taken_ahead_.reset();
-      if (Status st = CheckRowsFit(servers, rank, *moved); !st.ok())
-        return done(st.WithContext("rows copied ahead"));
       int64_t rows = 0;
       for (const MovedRows& m : *moved) rows += static_cast<int64_t>(m.rows.size());
-      rows_taken_ahead_ = CopiedAhead{servers, rank, std::move(*moved)};
-      log_->info("holds {} table rows copied ahead for rank {} of {} servers", rows, rank, servers);
+      if (Status st = KeepCopyAhead(servers, rank, std::move(*moved)); !st.ok())
+        return done(st.WithContext("rows copied ahead"));
+      log_->info("{} {} table rows copied ahead for rank {} of {} servers in {:.0f} ms",
+                 rows_taken_ahead_->installed.empty() ? "holds" : "installed", rows, rank, servers,
+                 MsSince(begin));
       return done(Status::OK());
     }
     if (phase == RowsPhase::kDelta) {
       moved = WithRowsAside(servers, rank, std::move(*moved));
       if (!moved.ok()) return done(moved.status().WithContext("rows taken over"));
+    } else if (Status st = RemoveInstalledCopy(); !st.ok()) {
+      return done(st.WithContext("rows taken over"));
     }
     rows_taken_ahead_.reset();
     int64_t rows = 0;

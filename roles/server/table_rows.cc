@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "embedding/id_map.h"
 #include "src/common/random.h"
 
 namespace pstrain {
@@ -147,6 +148,19 @@ std::optional<RowBatch> ServerRows::CopyRows(const std::function<bool(int64_t)>&
   RowBatch copied(dim * (1 + static_cast<size_t>(memory_->optimizer().num_slots())));
   memory_->CopyRows(ids, &copied);
   return copied;
+}
+
+Status ServerRows::RemoveRows(const std::vector<int64_t>& ids) {
+  if (tiered_) {
+    FlatIdMap<uint8_t> drop;
+    for (int64_t id : ids) drop.Insert(id, 1);
+    return tiered_->TakeRows([&](int64_t id) { return drop.Find(id) != nullptr; }).status();
+  }
+  std::vector<int64_t> here;
+  for (int64_t id : ids)
+    if (memory_->Find(id)) here.push_back(id);
+  memory_->Remove(here);
+  return Status::OK();
 }
 
 Status ServerRows::CheckNewRows(const RowBatch& rows) {

@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "embedding/row_store.h"
 #include "embedding/sparse_table.h"
@@ -77,6 +78,9 @@ class ServerRows {
   // table's rows are not copied (nullopt), as holding them aside would
   // break the memory budget of the server they go to.
   std::optional<RowBatch> CopyRows(const std::function<bool(int64_t)>& leaving) const;
+  // Removes the rows of `ids` that are here (a copy ahead installed early,
+  // replaced or dropped at the change).
+  Status RemoveRows(const std::vector<int64_t>& ids);
   // Adds `rows` (from TakeRows of a table with the same options) as they
   // were: values, slots, last-touched step, update count; each takes its
   // place in the recency order by its last-touched step. An id that has a

@@ -6,42 +6,10 @@
 #include <memory>
 #include <utility>
 
-#include "comm/transport/completion.h"
-#include "comm/transport/patient_connect.h"
+#include "roles/worker/server_links.h"
 #include "roles/worker/table_moves.h"
 
 namespace pstrain {
-
-StatusOr<std::vector<Connection::Ptr>> ConnectToServers(EventLoop* loop, Logger log,
-                                                        const Hello& hello,
-                                                        const std::vector<NodeInfo>& servers,
-                                                        size_t size) {
-  auto links = std::make_shared<std::vector<Connection::Ptr>>(size);
-  if (servers.empty()) return *links;
-  Completion<Status> all_connected;
-  auto connected = CountDown::Into(all_connected, servers.size());
-  bool posted = loop->Post([loop, log, servers, hello, links, connected] {
-    for (const NodeInfo& s : servers) {
-      std::string who = fmt::format("server rank {} at {}:{}", s.rank, s.host, s.port);
-      if (s.rank < 0 || static_cast<size_t>(s.rank) >= links->size()) {
-        connected->Report(Internal(who + ": a rank past the servers"));
-        continue;
-      }
-      ConnectPatiently(loop, log, s.host, s.port, PeerConnectPatienceMs(*loop),
-                       [s, who, hello, links, connected](StatusOr<Connection::Ptr> conn) {
-                         if (!conn.ok()) return connected->Report(conn.status().WithContext(who));
-                         (*links)[static_cast<size_t>(s.rank)] = *conn;
-                         (*conn)->Start(nullptr, nullptr);
-                         (*conn)->Call(hello, [who, connected](StatusOr<Incoming> reply) {
-                           connected->Report(reply.status().WithContext(who));
-                         });
-                       });
-    }
-  });
-  if (!posted) return Aborted("the worker is stopping");
-  PSTRAIN_RETURN_IF_ERROR(all_connected.Wait());
-  return *links;
-}
 
 RowsAhead::~RowsAhead() {
   if (thread_.joinable()) thread_.join();
@@ -85,17 +53,12 @@ bool RowsAhead::TakeCopied(int from, int to, const std::vector<int>& slots) {
 }
 
 Status RowsAhead::Copy(const PreCopyRows& request, const Hello& hello) {
-  // Every server there will be, each at its rank: the joiners are in the
-  // topology before the scheduler asks.
+  // Every server there will be, each at its rank; joiners were admitted
+  // before the scheduler asked, but their topology may still be on its way.
   const int count = std::max(request.from, request.to);
-  std::vector<NodeInfo> servers;
-  if (auto held = cluster_->Held())
-    for (const NodeInfo& n : held->nodes)
-      if (n.role == Role::kServer && n.rank < count) servers.push_back(n);
-  if (static_cast<int>(servers.size()) != count)
-    return FailedPrecondition(
-        fmt::format("the topology lists {} of the {} servers", servers.size(), count));
-  auto links = ConnectToServers(loop_, log_, hello, servers, static_cast<size_t>(count));
+  auto servers = AwaitServers(cluster_, 0, count, limit_);
+  if (!servers.ok()) return servers.status();
+  auto links = ConnectToServers(loop_, log_, hello, *servers, static_cast<size_t>(count));
   if (!links.ok()) return links.status().WithContext("connecting");
   auto copied = MoveTableRows(loop_, *links, request.from, request.to, request.slots, 0,
                               RowsPhase::kCopy, false, log_);

@@ -13,6 +13,7 @@
 // the delta).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <thread>
@@ -27,18 +28,11 @@
 
 namespace pstrain {
 
-// Connects to each of `servers` and introduces itself with `hello`; the
-// result holds each connection at its server's rank (`size` in all; the
-// other places null). Any failure, named by its server, fails the call.
-StatusOr<std::vector<Connection::Ptr>> ConnectToServers(EventLoop* loop, Logger log,
-                                                        const Hello& hello,
-                                                        const std::vector<NodeInfo>& servers,
-                                                        size_t size);
-
 class RowsAhead {
  public:
-  RowsAhead(EventLoop* loop, ClusterClient* cluster, Logger log)
-      : loop_(loop), cluster_(cluster), log_(log) {}
+  // `limit`: how long the topology may take to list the servers.
+  RowsAhead(EventLoop* loop, ClusterClient* cluster, Logger log, std::chrono::milliseconds limit)
+      : loop_(loop), cluster_(cluster), log_(log), limit_(limit) {}
   ~RowsAhead();  // waits for a copy under way
   RowsAhead(const RowsAhead&) = delete;
   RowsAhead& operator=(const RowsAhead&) = delete;
@@ -58,6 +52,7 @@ class RowsAhead {
   EventLoop* const loop_;
   ClusterClient* const cluster_;
   Logger log_;
+  const std::chrono::milliseconds limit_;
   Mutex mutex_;
   bool running_ GUARDED_BY(mutex_) = false;
   std::optional<PreCopyRows> copied_ GUARDED_BY(mutex_);

@@ -3,13 +3,12 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <thread>
 
 #include "comm/transport/completion.h"
-#include "comm/transport/patient_connect.h"
 #include "roles/placement/server_tables.h"
 #include "roles/worker/checkpointing.h"
 #include "roles/worker/join_offer.h"
+#include "roles/worker/server_links.h"
 
 namespace pstrain {
 
@@ -27,7 +26,8 @@ Worker::~Worker() {
 Status Worker::Run() { return node_.Outcome(RunOnce()); }
 
 Status Worker::RunOnce() {
-  rows_ahead_ = std::make_unique<RowsAhead>(&node_.loop(), &node_.cluster(), node_.log());
+  rows_ahead_ =
+      std::make_unique<RowsAhead>(&node_.loop(), &node_.cluster(), node_.log(), TopologyPatience());
   node_.cluster().SetRequestHandler(
       [this](const Connection::Ptr& conn, uint64_t id, const MessageBody& body) {
         return OnSchedulerRequest(conn, id, body);
@@ -128,6 +128,11 @@ Status Worker::ConnectServers(const Topology& topology) {
   return ConnectTo(servers);
 }
 
+std::chrono::milliseconds Worker::TopologyPatience() {
+  return std::chrono::milliseconds(
+      2 * static_cast<int64_t>(1000 * node_.options().cluster.heartbeat_timeout_s));
+}
+
 Hello Worker::MakeHello() {
   Hello hello;
   hello.node.node_id = node_.options().node_id;
@@ -196,24 +201,9 @@ Status Worker::UseServers(int servers, const std::vector<int>& slots) {
     return kv_ ? kv_->UseServers(servers_) : Status::OK();
   }
   if (servers == static_cast<int>(had)) return Status::OK();
-  // The topology that lists them may still be on its way (a delta refused
-  // is followed by the whole list).
-  const auto limit = std::chrono::milliseconds(
-      2 * static_cast<int64_t>(1000 * node_.options().cluster.heartbeat_timeout_s));
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  std::vector<NodeInfo> joined;
-  for (;;) {
-    joined.clear();
-    if (auto held = node_.cluster().Held())
-      for (const NodeInfo& n : held->nodes)
-        if (n.role == Role::kServer && n.rank >= static_cast<int>(had) && n.rank < servers)
-          joined.push_back(n);
-    if (joined.size() == servers - had) break;
-    if (std::chrono::steady_clock::now() >= deadline)
-      return DeadlineExceeded(fmt::format("the topology did not list servers {} to {} within {} ms",
-                                          had, servers - 1, limit.count()));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  auto listed = AwaitServers(&node_.cluster(), static_cast<int>(had), servers, TopologyPatience());
+  if (!listed.ok()) return listed.status();
+  const std::vector<NodeInfo>& joined = *listed;
   // Sized on the loop, which the connections' callbacks fill in.
   Completion<Status> sized;
   if (!node_.loop().Post([this, servers, sized] {

@@ -6,6 +6,7 @@
 // (src/app/main.cc refuses it, exit 2).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -57,6 +58,8 @@ class Worker {
   // table rows ahead of a live change of the servers (rows_ahead.h).
   bool OnSchedulerRequest(const Connection::Ptr& conn, uint64_t id, const MessageBody& body);
   Hello MakeHello();
+  // How long a topology listing new servers may take to come.
+  std::chrono::milliseconds TopologyPatience();
 
   Config config_;
   std::unique_ptr<WorkerJob> job_;
