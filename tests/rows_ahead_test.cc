@@ -1,0 +1,169 @@
+// Table rows copied ahead of a live change of the servers, then only the
+// delta at the change (roles/server/table_moves.h), on two TableHosts of
+// this process: server 0 of a job of 1 gives the rows a second server will
+// take. Between the copy and the change, pushes change some copied rows,
+// pulls create new ones and, the table being full (max_rows), evict
+// copied rows: those are "gone". The two servers then hold, bit for bit,
+// what a move of every row at the change gives (RowsPhase::kWhole). The
+// taker joined the job (it places rows over 2 servers already), so it
+// installs the copy at once; a change that moves the rows whole after a
+// copy removes that copy first. A delta with no copy ahead is refused.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/ps/row_placement.h"
+#include "comm/transport/completion.h"
+#include "roles/placement/server_tables.h"
+#include "roles/server/table_host.h"
+#include "tests/test_util.h"
+
+namespace pstrain {
+namespace {
+
+constexpr int kDim = 4;
+const std::string kTable = "emb.weight";
+
+Buffer BytesOf(const void* data, size_t size) {
+  auto owned = std::make_shared<std::vector<uint8_t>>(size);
+  if (size > 0) std::memcpy(owned->data(), data, size);
+  return Buffer{owned->data(), size, owned};
+}
+
+class Host {
+ public:
+  Host(const Config& config, int rank, int servers, std::shared_ptr<testing::CaptureSink> sink) {
+    auto host = TableHost::Create(config, 1, rank, servers,
+                                  testing::CaptureLogger(fmt::format("server {}", rank), sink));
+    REQUIRE_MESSAGE(host.ok(), host.status().message());
+    host_ = std::move(*host);
+  }
+  TableHost& operator*() { return *host_; }
+
+  void Pull(const std::vector<int64_t>& ids) {
+    Completion<Status> done;
+    host_->Pull(SparsePullRequest{kTable, 0, 0, 1}, BytesOf(ids.data(), ids.size() * 8),
+                [done](MessageBody body, Payload) {
+                  done.Set(std::holds_alternative<ErrorReply>(body)
+                               ? Internal(std::get<ErrorReply>(body).message)
+                               : Status::OK());
+                });
+    REQUIRE_MESSAGE(done.Wait().ok(), done.Wait().message());
+  }
+  void Push(const std::vector<int64_t>& ids, int64_t clock) {
+    std::vector<uint8_t> bytes(ids.size() * (8 + kDim * sizeof(float)));
+    std::memcpy(bytes.data(), ids.data(), ids.size() * 8);
+    auto* grads = reinterpret_cast<float*>(bytes.data() + ids.size() * 8);
+    for (size_t i = 0; i < ids.size() * kDim; ++i)
+      grads[i] = 0.01f * static_cast<float>((i * 7 + clock) % 13) - 0.05f;
+    Completion<Status> done;
+    host_->Push(SparsePushRequest{kTable, 0, clock, static_cast<int64_t>(ids.size()), 1},
+                BytesOf(bytes.data(), bytes.size()), [done](MessageBody body, Payload) {
+                  done.Set(std::holds_alternative<ErrorReply>(body)
+                               ? Internal(std::get<ErrorReply>(body).message)
+                               : Status::OK());
+                });
+    REQUIRE_MESSAGE(done.Wait().ok(), done.Wait().message());
+  }
+  StatusOr<std::string> HandOff(RowsPhase phase) {
+    Completion<StatusOr<std::string>> done;
+    host_->HandOffRows(2, 0, phase, [done](StatusOr<TableHost::HandedRows> handed) {
+      if (!handed.ok()) return done.Set(handed.status());
+      done.Set(std::move(handed->bytes));
+    });
+    return done.Wait();
+  }
+  Status TakeOver(RowsPhase phase, const std::string& bytes) {
+    Completion<Status> done;
+    host_->TakeOverRows(2, 1, 20, phase, BytesOf(bytes.data(), bytes.size()),
+                        [done](Status st) { done.Set(st); });
+    return done.Wait();
+  }
+  RowsDigestReply Digest() {
+    Completion<StatusOr<RowsDigestReply>> done;
+    host_->Digest([done](StatusOr<RowsDigestReply> d) { done.Set(std::move(d)); });
+    auto digest = done.Wait();
+    REQUIRE_MESSAGE(digest.ok(), digest.status().message());
+    return *digest;
+  }
+
+ private:
+  std::unique_ptr<TableHost> host_;
+};
+
+std::vector<int64_t> Range(int64_t from, int64_t to) {
+  std::vector<int64_t> ids;
+  for (int64_t id = from; id < to; ++id) ids.push_back(id);
+  return ids;
+}
+
+// Trains server 0 alone, moves to 2 servers with `phase` (after a copy
+// ahead for kDelta, and for kWhole when `copied`), and returns both
+// servers' digests.
+std::pair<RowsDigestReply, RowsDigestReply> Move(RowsPhase phase, bool copied,
+                                                 std::shared_ptr<testing::CaptureSink> sink) {
+  Config config = OneTableConfig("emb", kDim);
+  config.train.mode = UpdateMode::kAsync;
+  config.parameters[0].max_rows = 120;
+  Host giver(config, 0, 1, sink), taker(config, 1, 2, sink);
+  giver.Pull(Range(0, 100));
+  giver.Push(Range(0, 100), 0);
+  if (copied) {
+    auto ahead = giver.HandOff(RowsPhase::kCopy);
+    REQUIRE_MESSAGE(ahead.ok(), ahead.status().message());
+    Status st = taker.TakeOver(RowsPhase::kCopy, *ahead);
+    REQUIRE_MESSAGE(st.ok(), st.message());
+  }
+  giver.Push(Range(0, 30), 1);  // copied rows changed
+  giver.Pull(Range(100, 140));  // new rows; 20 copied ones evicted for room
+  giver.Push(Range(100, 140), 2);
+  auto handed = giver.HandOff(phase);
+  REQUIRE_MESSAGE(handed.ok(), handed.status().message());
+  Status st = taker.TakeOver(phase, *handed);
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  return {giver.Digest(), taker.Digest()};
+}
+
+TEST_CASE("rows copied ahead, then the delta: both servers hold what a whole move gives") {
+  auto sink = std::make_shared<testing::CaptureSink>();
+  const auto whole = Move(RowsPhase::kWhole, false, sink);
+  const auto delta = Move(RowsPhase::kDelta, true, sink);
+  const auto whole_after_copy = Move(RowsPhase::kWhole, true, sink);
+  for (const auto* moved : {&delta, &whole_after_copy}) {
+    CHECK(moved->first.rows == whole.first.rows);
+    CHECK(moved->first.sums == whole.first.sums);
+    CHECK(moved->second.rows == whole.second.rows);
+    CHECK(moved->second.sums == whole.second.sums);
+  }
+  REQUIRE(whole.second.rows.size() == 1);
+  CHECK(whole.second.rows[0] > 0);
+  // The delta left out rows copied and untouched since, and named the
+  // copied rows evicted meanwhile.
+  const std::vector<std::string> lines = sink->Matching("were unchanged");
+  REQUIRE(lines.size() == 1);
+  MESSAGE(lines[0]);
+  CHECK(lines[0].find("copied ahead, 0 were") == std::string::npos);
+  CHECK(lines[0].find("and 0 are gone") == std::string::npos);
+  CHECK(sink->Matching("installed").size() == 2);  // the taker joined: in at once
+}
+
+TEST_CASE("a delta with no copy ahead is refused, on both sides") {
+  auto sink = std::make_shared<testing::CaptureSink>();
+  Config config = OneTableConfig("emb", kDim);
+  Host giver(config, 0, 1, sink), taker(config, 1, 2, sink);
+  giver.Pull(Range(0, 10));
+  auto handed = giver.HandOff(RowsPhase::kDelta);
+  REQUIRE_FALSE(handed.ok());
+  CHECK(handed.status().message().find("were not copied ahead") != std::string::npos);
+  auto whole = giver.HandOff(RowsPhase::kWhole);  // nothing was taken by the refusal
+  REQUIRE_MESSAGE(whole.ok(), whole.status().message());
+  Status st = taker.TakeOver(RowsPhase::kDelta, *whole);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.message().find("no rows copied ahead") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace pstrain
