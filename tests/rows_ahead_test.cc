@@ -1,13 +1,16 @@
 // Table rows copied ahead of a live change of the servers, then only the
 // delta at the change (roles/server/table_moves.h), on two TableHosts of
 // this process: server 0 of a job of 1 gives the rows a second server will
-// take. Between the copy and the change, pushes change some copied rows,
-// pulls create new ones and, the table being full (max_rows), evict
-// copied rows: those are "gone". The two servers then hold, bit for bit,
-// what a move of every row at the change gives (RowsPhase::kWhole). The
-// taker joined the job (it places rows over 2 servers already), so it
-// installs the copy at once; a change that moves the rows whole after a
-// copy removes that copy first. A delta with no copy ahead is refused.
+// take. Between the copy and the change, pushes change some copied rows
+// and pulls create new ones; the table being full (max_rows), copied rows
+// are evicted for room: some untouched since the copy and, when the new
+// rows are many, every one, those pushed since too. The two servers then
+// hold, bit for bit, what a move of every row at the change gives
+// (RowsPhase::kWhole). A taker that joined the job (it places rows over 2
+// servers already) installs the copy at once when its table has no
+// max_rows, and holds it aside otherwise; a change that moves the rows
+// whole after a copy drops that copy first. A delta with no copy ahead is
+// refused.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -100,14 +103,19 @@ std::vector<int64_t> Range(int64_t from, int64_t to) {
   return ids;
 }
 
+struct Job {
+  int64_t max_rows = 0;  // 0: no limit
+  int64_t new_rows = 0;  // created between the copy and the change
+};
+
 // Trains server 0 alone, moves to 2 servers with `phase` (after a copy
 // ahead for kDelta, and for kWhole when `copied`), and returns both
 // servers' digests.
-std::pair<RowsDigestReply, RowsDigestReply> Move(RowsPhase phase, bool copied,
+std::pair<RowsDigestReply, RowsDigestReply> Move(const Job& job, RowsPhase phase, bool copied,
                                                  std::shared_ptr<testing::CaptureSink> sink) {
   Config config = OneTableConfig("emb", kDim);
   config.train.mode = UpdateMode::kAsync;
-  config.parameters[0].max_rows = 120;
+  config.parameters[0].max_rows = job.max_rows;
   Host giver(config, 0, 1, sink), taker(config, 1, 2, sink);
   giver.Pull(Range(0, 100));
   giver.Push(Range(0, 100), 0);
@@ -118,8 +126,8 @@ std::pair<RowsDigestReply, RowsDigestReply> Move(RowsPhase phase, bool copied,
     REQUIRE_MESSAGE(st.ok(), st.message());
   }
   giver.Push(Range(0, 30), 1);  // copied rows changed
-  giver.Pull(Range(100, 140));  // new rows; 20 copied ones evicted for room
-  giver.Push(Range(100, 140), 2);
+  giver.Pull(Range(100, 100 + job.new_rows));
+  giver.Push(Range(100, 100 + job.new_rows), 2);
   auto handed = giver.HandOff(phase);
   REQUIRE_MESSAGE(handed.ok(), handed.status().message());
   Status st = taker.TakeOver(phase, *handed);
@@ -127,11 +135,17 @@ std::pair<RowsDigestReply, RowsDigestReply> Move(RowsPhase phase, bool copied,
   return {giver.Digest(), taker.Digest()};
 }
 
-TEST_CASE("rows copied ahead, then the delta: both servers hold what a whole move gives") {
+// The servers' line on the delta, and how many installed the copy at once.
+struct Moved {
+  std::string delta_line;
+  size_t installed = 0;
+};
+
+Moved CheckSameAsWhole(const Job& job) {
   auto sink = std::make_shared<testing::CaptureSink>();
-  const auto whole = Move(RowsPhase::kWhole, false, sink);
-  const auto delta = Move(RowsPhase::kDelta, true, sink);
-  const auto whole_after_copy = Move(RowsPhase::kWhole, true, sink);
+  const auto whole = Move(job, RowsPhase::kWhole, false, sink);
+  const auto delta = Move(job, RowsPhase::kDelta, true, sink);
+  const auto whole_after_copy = Move(job, RowsPhase::kWhole, true, sink);
   for (const auto* moved : {&delta, &whole_after_copy}) {
     CHECK(moved->first.rows == whole.first.rows);
     CHECK(moved->first.sums == whole.first.sums);
@@ -140,14 +154,28 @@ TEST_CASE("rows copied ahead, then the delta: both servers hold what a whole mov
   }
   REQUIRE(whole.second.rows.size() == 1);
   CHECK(whole.second.rows[0] > 0);
-  // The delta left out rows copied and untouched since, and named the
-  // copied rows evicted meanwhile.
   const std::vector<std::string> lines = sink->Matching("were unchanged");
   REQUIRE(lines.size() == 1);
   MESSAGE(lines[0]);
-  CHECK(lines[0].find("copied ahead, 0 were") == std::string::npos);
-  CHECK(lines[0].find("and 0 are gone") == std::string::npos);
-  CHECK(sink->Matching("installed").size() == 2);  // the taker joined: in at once
+  return {lines[0], sink->Matching("installed").size()};
+}
+
+TEST_CASE("rows copied ahead, then the delta: both servers hold what a whole move gives") {
+  SUBCASE("a full table evicts some copied rows, untouched since the copy") {
+    const Moved moved = CheckSameAsWhole({120, 40});
+    CHECK(moved.delta_line.find("copied ahead, 0 were") == std::string::npos);
+    CHECK(moved.delta_line.find("and 0 are gone") == std::string::npos);
+    CHECK(moved.installed == 0);  // max_rows: held aside
+  }
+  SUBCASE("a full table evicts every copied row, those pushed since too") {
+    const Moved moved = CheckSameAsWhole({120, 140});
+    CHECK(moved.delta_line.find("copied ahead, 0 were unchanged") != std::string::npos);
+  }
+  SUBCASE("a joiner installs the copy at once") {
+    const Moved moved = CheckSameAsWhole({0, 40});
+    CHECK(moved.delta_line.find("copied ahead, 0 were") == std::string::npos);
+    CHECK(moved.installed == 2);  // the delta's copy, and the whole move's
+  }
 }
 
 TEST_CASE("a delta with no copy ahead is refused, on both sides") {

@@ -145,9 +145,9 @@ class TableHost {
     std::vector<std::vector<int64_t>> pending_ids;
     std::vector<std::vector<float>> pending_grads;
     int64_t logged_step = 0;  // the last step counts were logged at
-    // Rows copied ahead of a move (HandOffRows kCopy) and not pulled or
-    // pushed since; null when none were.
-    std::unique_ptr<FlatIdMap<uint8_t>> copied_clean;
+    // The ids of rows copied ahead of a move (HandOffRows kCopy), each
+    // marked when pulled or changed by a push since; null when none were.
+    std::unique_ptr<FlatIdMap<uint8_t>> copied_ahead;
   };
   TableHost(const Config& config, int workers, int rank, int servers, Logger log)
       : config_(config),
@@ -215,7 +215,7 @@ class TableHost {
   std::shared_ptr<RowBuffers> row_buffers_ = std::make_shared<RowBuffers>();
   std::vector<std::pair<int64_t, SnapshotDone>> waiting_snapshots_;  // table thread
   // A move copied ahead, for the placement over `servers` where this server
-  // holds `rank`: as the server rows leave (the tables' copied_clean), or
+  // holds `rank`: as the server rows leave (the tables' copied_ahead), or
   // as the one they go to (the rows held aside). Table thread.
   struct CopiedAhead {
     int servers = 0;

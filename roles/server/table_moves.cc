@@ -21,21 +21,27 @@ double MsSince(std::chrono::steady_clock::time_point begin) {
       .count();
 }
 
-// Leaves in `m` only the rows `clean` (ids copied ahead and not touched
-// since) does not hold, and lists as gone the clean ids not among them.
-int64_t KeepChanged(FlatIdMap<uint8_t>& clean, MovedRows* m) {
-  constexpr uint8_t kTaken = 2;
+// What a server giving rows up knows of each row it copied ahead.
+enum CopiedRow : uint8_t { kChanged = 0, kClean = 1, kTaken = 2 };
+
+// Leaves in `m` only the rows `copied` does not hold clean (copied ahead
+// and not touched since), and lists as gone every copied id not among the
+// rows taken: a row evicted, touched or not, must not come back from its
+// copy.
+int64_t KeepChanged(FlatIdMap<uint8_t>& copied, MovedRows* m) {
   RowBatch changed(m->rows.floats);
   int64_t unchanged = 0;
   for (size_t i = 0; i < m->rows.size(); ++i) {
-    if (uint8_t* copied = clean.Find(m->rows.ids[i])) {
-      *copied = kTaken;
+    uint8_t* state = copied.Find(m->rows.ids[i]);
+    const bool clean = state != nullptr && *state == kClean;
+    if (state != nullptr) *state = kTaken;
+    if (clean) {
       ++unchanged;
     } else {
       changed.Add(m->rows.ids[i], m->rows.row(i), m->rows.last_touched[i], m->rows.updates[i]);
     }
   }
-  clean.ForEach([&](int64_t id, uint8_t& state) {
+  copied.ForEach([&](int64_t id, uint8_t& state) {
     if (state != kTaken) m->gone.push_back(id);
   });
   m->rows = std::move(changed);
@@ -45,15 +51,16 @@ int64_t KeepChanged(FlatIdMap<uint8_t>& clean, MovedRows* m) {
 }  // namespace
 
 void TableHost::Touched(HostedTable& t, const int64_t* ids, size_t n) {
-  if (!t.copied_clean) return;
-  for (size_t i = 0; i < n; ++i) t.copied_clean->Erase(ids[i]);
+  if (!t.copied_ahead) return;
+  for (size_t i = 0; i < n; ++i)
+    if (uint8_t* state = t.copied_ahead->Find(ids[i])) *state = kChanged;
 }
 
 void TableHost::DropCopies() {
   rows_given_ahead_.reset();
   rows_taken_ahead_.reset();
   for (auto& [name, t] : tables_)
-    if (t) t->copied_clean.reset();
+    if (t) t->copied_ahead.reset();
 }
 
 TableHost::HandedRows TableHost::CopyRowsAhead(int servers, int rank) {
@@ -61,13 +68,13 @@ TableHost::HandedRows TableHost::CopyRowsAhead(int servers, int rank) {
   HandedRows out;
   auto elsewhere = [&](int64_t id) { return rank < 0 || ServerOfId(id, servers) != rank; };
   for (auto& [name, t] : tables_) {
-    t->copied_clean.reset();
+    t->copied_ahead.reset();
     std::optional<RowBatch> rows = t->table.CopyRows(elsewhere);
     if (!rows) continue;  // on disk too: it moves whole at the change
     auto clean = std::make_unique<FlatIdMap<uint8_t>>();
     clean->Reserve(rows->size());
-    for (int64_t id : rows->ids) clean->Insert(id, 1);
-    t->copied_clean = std::move(clean);
+    for (int64_t id : rows->ids) clean->Insert(id, kClean);
+    t->copied_ahead = std::move(clean);
     const uint32_t dim = static_cast<uint32_t>(t->table.options().dim);
     const uint32_t slots = static_cast<uint32_t>(rows->floats / dim) - 1;
     out.rows += static_cast<int64_t>(rows->size());
@@ -107,11 +114,11 @@ StatusOr<TableHost::HandedRows> TableHost::HandOffDelta(int servers, int rank, R
   int64_t unchanged = 0, gone = 0;
   for (MovedRows& m : taken) {
     HostedTable& t = *tables_[m.table];
-    if (phase == RowsPhase::kDelta && t.copied_clean) {
-      unchanged += KeepChanged(*t.copied_clean, &m);
+    if (phase == RowsPhase::kDelta && t.copied_ahead) {
+      unchanged += KeepChanged(*t.copied_ahead, &m);
       gone += static_cast<int64_t>(m.gone.size());
     }
-    t.copied_clean.reset();
+    t.copied_ahead.reset();
     out.rows += static_cast<int64_t>(m.rows.size());
   }
   rows_given_ahead_.reset();
@@ -192,7 +199,11 @@ Status TableHost::KeepCopyAhead(int servers, int rank, std::vector<MovedRows> mo
   // Rows placed over `servers` already: no request placed over today's
   // count reaches these tables, nor a checkpoint (the chief asks the
   // servers it routes to).
-  if (servers_ == servers && rank_ == rank) {
+  // A table with max_rows evicts as it fills: installed in two parts its
+  // rows could differ from one whole move's.
+  bool early = servers_ == servers && rank_ == rank;
+  for (const MovedRows& m : moved) early = early && Find(m.table)->table.options().max_rows == 0;
+  if (early) {
     for (const MovedRows& m : moved)
       PSTRAIN_RETURN_IF_ERROR(Find(m.table)->table.CheckNewRows(m.rows));
     for (MovedRows& m : moved) {
@@ -222,11 +233,12 @@ Status TableHost::CheckRowsFit(int servers, int rank, const std::vector<MovedRow
     if (static_cast<int>(m.dim) != t->table.options().dim)
       return InvalidArgument(fmt::format("rows of table '{}' have dim {}, not {}", m.table, m.dim,
                                          t->table.options().dim));
-    for (int64_t id : m.rows.ids)
-      if (ServerOfId(id, servers) != rank)
-        return InvalidArgument(
-            fmt::format("row {} of table '{}' belongs to server {} of {}, not to this one ({})", id,
-                        m.table, ServerOfId(id, servers), servers, rank));
+    for (const std::vector<int64_t>* ids : {&m.rows.ids, &m.gone})
+      for (int64_t id : *ids)
+        if (ServerOfId(id, servers) != rank)
+          return InvalidArgument(
+              fmt::format("row {} of table '{}' belongs to server {} of {}, not to this one ({})",
+                          id, m.table, ServerOfId(id, servers), servers, rank));
   }
   return Status::OK();
 }
@@ -263,6 +275,14 @@ void TableHost::TakeOverRows(int servers, int rank, int64_t step, RowsPhase phas
     const auto begin = std::chrono::steady_clock::now();
     auto moved = DecodeMovedRows(bytes.data, bytes.size);
     if (!moved.ok()) return done(moved.status().WithContext("rows taken over"));
+    // Checked before anything changes: a delta's gone ids, too, and only
+    // a delta has any.
+    if (Status st = CheckRowsFit(servers, rank, *moved); !st.ok())
+      return done(st.WithContext("rows taken over"));
+    for (const MovedRows& m : *moved)
+      if (!m.gone.empty() && phase != RowsPhase::kDelta)
+        return done(InvalidArgument(
+            fmt::format("rows taken over: gone ids of table '{}' outside a delta", m.table)));
     if (phase == RowsPhase::kCopy) {
       int64_t rows = 0;
       for (const MovedRows& m : *moved) rows += static_cast<int64_t>(m.rows.size());

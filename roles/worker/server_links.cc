@@ -38,7 +38,13 @@ StatusOr<std::vector<Connection::Ptr>> ConnectToServers(EventLoop* loop, Logger 
     }
   });
   if (!posted) return Aborted("the worker is stopping");
-  PSTRAIN_RETURN_IF_ERROR(all_connected.Wait());
+  if (Status st = all_connected.Wait(); !st.ok()) {
+    loop->Post([links, st] {
+      for (const Connection::Ptr& c : *links)
+        if (c) c->Close(st);
+    });
+    return st;
+  }
   return *links;
 }
 
