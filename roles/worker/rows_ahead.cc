@@ -11,19 +11,25 @@
 
 namespace pstrain {
 
-RowsAhead::~RowsAhead() {
-  if (thread_.joinable()) thread_.join();
+void RowsAhead::Close() {
+  std::thread last;
+  {
+    MutexLock lock(&mutex_);
+    closed_ = true;
+    last = std::move(thread_);
+  }
+  if (last.joinable()) last.join();
 }
 
 void RowsAhead::Start(const PreCopyRows& request, const Hello& hello,
                       std::function<void(Status)> answer) {
-  {
-    MutexLock lock(&mutex_);
-    if (running_) return answer(FailedPrecondition("rows are being copied ahead already"));
-    running_ = true;
-    copied_.reset();
-  }
-  if (thread_.joinable()) thread_.join();  // the last copy's, done
+  MutexLock lock(&mutex_);
+  if (closed_) return answer(Aborted("the worker is stopping"));
+  if (running_) return answer(FailedPrecondition("rows are being copied ahead already"));
+  running_ = true;
+  copied_.reset();
+  // The last copy's thread has finished with the mutex: it set running_.
+  if (thread_.joinable()) thread_.join();
   thread_ = std::thread([this, request, hello, answer = std::move(answer)] {
     const auto begin = std::chrono::steady_clock::now();
     Status st = Copy(request, hello);

@@ -33,7 +33,7 @@ class RowsAhead {
   // `limit`: how long the topology may take to list the servers.
   RowsAhead(EventLoop* loop, ClusterClient* cluster, Logger log, std::chrono::milliseconds limit)
       : loop_(loop), cluster_(cluster), log_(log), limit_(limit) {}
-  ~RowsAhead();  // waits for a copy under way
+  ~RowsAhead() { Close(); }
   RowsAhead(const RowsAhead&) = delete;
   RowsAhead& operator=(const RowsAhead&) = delete;
 
@@ -45,6 +45,8 @@ class RowsAhead {
   // rows were copied ahead for exactly that change. Once: the copy is
   // forgotten either way.
   bool TakeCopied(int from, int to, const std::vector<int>& slots);
+  // Waits for a copy under way; any Start after is refused.
+  void Close();
 
  private:
   Status Copy(const PreCopyRows& request, const Hello& hello);
@@ -55,8 +57,9 @@ class RowsAhead {
   const std::chrono::milliseconds limit_;
   Mutex mutex_;
   bool running_ GUARDED_BY(mutex_) = false;
+  bool closed_ GUARDED_BY(mutex_) = false;
   std::optional<PreCopyRows> copied_ GUARDED_BY(mutex_);
-  std::thread thread_;  // the loop's only
+  std::thread thread_ GUARDED_BY(mutex_);
 };
 
 }  // namespace pstrain

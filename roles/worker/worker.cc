@@ -19,15 +19,9 @@ Worker::Worker(NodeOptions options, Logger log, Config config, std::unique_ptr<W
 // client, which goes before the node. A handle left open is logged by ~Node,
 // whose Stop() gets the same error.
 Worker::~Worker() {
-  // No copy ahead starts once the handler is gone; one under way ends
-  // (its calls have the loop's deadlines) before the loop stops.
-  node_.loop().Call<bool>(
-      [this] {
-        node_.cluster().SetRequestHandler(nullptr);
-        return true;
-      },
-      false);
-  rows_ahead_.reset();
+  // A copy ahead under way ends (its calls have the loop's deadlines)
+  // before the loop stops, and none starts after.
+  if (rows_ahead_) rows_ahead_->Close();
   node_.loop().Stop().IgnoreError();
 }
 
