@@ -6,7 +6,9 @@
 # roles/scheduler/live_workers.cc), a server joins (live: its weights are
 # all dense), a worker and a server leave on SIGTERM (live), a worker and a
 # server join together, a worker above the minimum is killed with SIGKILL,
-# and `pstrain scale` takes the highest server rank out live. SCENARIO
+# `pstrain scale` takes the highest server rank out live, and a server is
+# replaced (it gets SIGTERM and a new one joins at once: two live
+# changes). SCENARIO
 # wide_deep (Wide&Deep with its tables on the servers, generated click
 # data; the deep table over a memory budget, most of its rows on each
 # server's disk): mid-epoch a server joins and another (rank 0) leaves on
@@ -324,7 +326,18 @@ else
   change "$next"
   grep "elastic:" "$SCHED" | tail -n 1 | grep -q "servers 3 -> 2 .*(live" ||
     fail "the scale to 2 servers was not live"
-  ENDS="scheduler server_1 server_j1 worker_0 worker_j1" LEFT="worker_1 server_0 server_j2" STAYER=worker_0
+  # A server replaced: server 1 gets SIGTERM and a new one joins at once
+  # (while the leave runs, or pending with it: two live changes either way).
+  next=$(($(count "elastic:" "$SCHED") + 1))
+  kill -TERM "$(node_pid server_1)"
+  join server_j3
+  change "$next"
+  change $((next + 1))
+  for s in "$next" $((next + 1)); do
+    grep "elastic:" "$SCHED" | sed -n "${s}p" | grep -q "(live" || fail "change $s was not live"
+  done
+  ENDS="scheduler server_j1 server_j3 worker_0 worker_j1"
+  LEFT="worker_1 server_0 server_j2 server_1" STAYER=worker_0
 fi
 
 for n in $ENDS; do

@@ -284,7 +284,10 @@ void Scheduler::ShrinkLive() {
 }
 
 bool Scheduler::CanGrowLive() const {
-  if (!options_.elastic.servers_elastic() || !leaving_.empty() || joiners_.empty()) return false;
+  // Servers leaving meanwhile leave in a live change of their own, next.
+  if (!options_.elastic.servers_elastic() || joiners_.empty() ||
+      Leaving(Role::kServer) != static_cast<int>(leaving_.size()))
+    return false;
   for (const Joiner& j : joiners_)
     if (j.info.role != Role::kServer) return false;
   return true;
@@ -342,21 +345,23 @@ void Scheduler::ChangeServersLive(int old_servers, int servers, const std::strin
 
 void Scheduler::HoldForServers(int old_servers, int servers, const std::string& why,
                                std::vector<int> slots) {
-  HoldForChange("changing the job's shape live", why,
-                [this, why, old_servers, servers, slots](int64_t furthest) {
-                  const int workers = Count(Role::kWorker);
-                  const std::string line = fmt::format(
-                      "elastic: workers {} -> {}, servers {} -> {} from step {}: {} (live: "
-                      "partitions and table rows move {} without a checkpoint)",
-                      workers, workers, old_servers, servers, furthest, why,
-                      servers > old_servers ? "to it" : "off it");
-                  log_->info("{}", line);
-                  RecordChange(line);
-                  for (NodeEntry& w : workers_)
-                    if (auto conn = w.conn.lock())
-                      conn->Call(Stop{"the job's servers change: " + why, furthest, servers, slots},
-                                 [](StatusOr<Incoming>) {});
-                });
+  HoldForChange(
+      "changing the job's shape live", why,
+      [this, why, old_servers, servers, slots](int64_t furthest) {
+        const int workers = Count(Role::kWorker);
+        const std::string line = fmt::format(
+            "elastic: workers {} -> {}, servers {} -> {} from step {}: {} (live: "
+            "partitions and table rows move {} without a checkpoint)",
+            workers, workers, old_servers, servers, furthest, why,
+            servers > old_servers ? "to it" : "off it");
+        log_->info("{}", line);
+        RecordChange(line);
+        for (NodeEntry& w : workers_)
+          if (auto conn = w.conn.lock())
+            conn->Call(
+                Stop{"the job's servers change: " + why, furthest, servers, slots, {}, 0, {}},
+                [](StatusOr<Incoming>) {});
+      });
 }
 
 void Scheduler::HandleShapeChanged(const Connection::Ptr& conn, uint64_t id,

@@ -92,11 +92,18 @@ Status AllReducedWeights::GatherEncoderStates(Collective& collective, int64_t st
 
 Status AllReducedWeights::ReduceAndApply(Collective& collective, bool dense_reduced,
                                          bool average_due) {
+  PSTRAIN_RETURN_IF_ERROR(Reduce(collective, dense_reduced));
+  return ApplyReduced(collective, average_due);
+}
+
+Status AllReducedWeights::ApplyReduced(Collective& collective, bool average_due) {
+  Apply();
+  return averaging_ && average_due ? AverageWeights(collective) : Status::OK();
+}
+
+Status AllReducedWeights::Reduce(Collective& collective, bool dense_reduced) {
   ++steps_;
-  if (averaging_) {
-    Apply();
-    return average_due ? AverageWeights(collective) : Status::OK();
-  }
+  if (averaging_) return Status::OK();  // each worker's own gradients
   if (!dense_reduced && dense_grad_floats_ > 0) {
     PSTRAIN_RETURN_IF_ERROR(
         grads_->AllReduce(collective, ReduceOp::kAverage).WithContext("all-reducing gradients"));
@@ -108,7 +115,6 @@ Status AllReducedWeights::ReduceAndApply(Collective& collective, bool dense_redu
     PSTRAIN_RETURN_IF_ERROR(compressed_.Exchange(collective));
     if (collective.world() > 1) collective_bytes_ += compressed_.counters().bytes - before;
   }
-  Apply();
   return Status::OK();
 }
 

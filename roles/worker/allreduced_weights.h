@@ -76,6 +76,12 @@ class AllReducedWeights {
   // gradients, then, if `average_due`, AverageWeights().
   Status ReduceAndApply(Collective& collective, bool dense_reduced = false,
                         bool average_due = false);
+  // ReduceAndApply in two: the gradients averaged among the workers, then
+  // (once the step is known to stand: a step of a sync elastic job can be
+  // called off and trained again, roles/worker/trainer_lost.cc) the
+  // optimizers, and the averaging when due.
+  Status Reduce(Collective& collective, bool dense_reduced);
+  Status ApplyReduced(Collective& collective, bool average_due);
   // Mode average: every value and optimizer slot becomes the workers' mean.
   Status AverageWeights(Collective& collective);
   bool Contains(const Param* param) const;
@@ -128,7 +134,7 @@ class AllReducedWeights {
   std::unique_ptr<TensorBuckets> state_;  // every value and optimizer slot
   int64_t state_floats_ = 0;
   int64_t collective_bytes_ = 0;
-  int64_t steps_ = 0;  // ReduceAndApply() calls
+  int64_t steps_ = 0;  // Reduce() calls
   // Every worker's encoder state: gathered at step encoder_states_step_ (for
   // Save), or read by Load (for BroadcastFromChief); indexed by rank.
   std::vector<std::vector<uint8_t>> encoder_states_;

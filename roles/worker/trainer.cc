@@ -207,8 +207,7 @@ Status TrainJob::ExchangeLocalState(WorkerContext& ctx, int64_t step) {
   stats_.push_s += Since(start);
   if (allreduced_->empty()) return Status::OK();
   start = Clock::now();
-  Status st = allreduced_->ReduceAndApply(*ctx.collective, /*dense_reduced=*/nccl_ != nullptr,
-                                          AverageDue(step + 1));
+  Status st = allreduced_->Reduce(*ctx.collective, /*dense_reduced=*/nccl_ != nullptr);
   // A checkpoint after this step saves every worker's residuals too.
   if (st.ok() && CheckpointDue(config_, step + 1, step + 1 == total_steps_))
     st = allreduced_->GatherEncoderStates(*ctx.collective, step + 1);
@@ -296,6 +295,9 @@ Status TrainJob::Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batc
   if (!ops.empty()) pushed_and_pulled = ctx.kv->Run(std::move(ops));
   stats_.push_s += Since(start);
   Status st = ExchangeLocalState(ctx, step);
+  // The all-reduced update waits for the servers' answer: a step they
+  // call off is trained again, and must not be applied twice.
+  bool apply_reduced = st.ok() && !allreduced_->empty();
   if (!st.ok() && !allreduced_->empty()) st = AfterRingLost(ctx, step, st);
   if (pushed_and_pulled) {
     const Clock::time_point waited = Clock::now();
@@ -303,6 +305,13 @@ Status TrainJob::Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batc
     stats_.pull_s += Since(waited);
     if (st.ok()) st = kv;
     if (kv.ok()) AfterPsRequests(step);
+    apply_reduced = apply_reduced && kv.ok();
+  }
+  if (apply_reduced) {
+    const Clock::time_point applied = Clock::now();
+    Status applied_st = allreduced_->ApplyReduced(*ctx.collective, AverageDue(step + 1));
+    stats_.allreduce_s += Since(applied);
+    if (st.ok()) st = applied_st;
   }
   stats_.comm_s += Since(start);
   ++stats_.steps;
