@@ -310,9 +310,8 @@ void SparseTable::MergeRows(const RowBatch& rows) {
   assert(rows.floats == stride_);
   if (rows.empty()) return;
   const size_t here = meta_.size(), total = here + rows.size();
-  std::vector<uint32_t> old_rows, new_rows;  // each least recent first
-  old_rows.reserve(here);
-  for (uint32_t row = lru_.back(); row != kNone; row = meta_[row].prev) old_rows.push_back(row);
+  std::vector<uint32_t> old_rows, new_rows;   // each least recent first
+  const uint32_t most_recent = lru_.front();  // kNone: no row here
   meta_.reserve(total);
   arena_.Resize(total);
   index_.Reserve(total);
@@ -329,6 +328,16 @@ void SparseTable::MergeRows(const RowBatch& rows) {
   const auto touched = [&](uint32_t row) { return meta_[row].last_touched; };
   std::stable_sort(new_rows.begin(), new_rows.end(),
                    [&](uint32_t a, uint32_t b) { return touched(a) < touched(b); });
+  // Rows touched no earlier than the most recent here (what changed since a
+  // copy ahead, roles/server/table_moves.h) go in front as they are: the
+  // merge below would put them there too, after walking every row here.
+  if (most_recent == kNone || touched(new_rows.front()) >= touched(most_recent)) {
+    for (uint32_t row : new_rows) lru_.PushFront(meta_, row);
+    EvictPastLimit();
+    return;
+  }
+  old_rows.reserve(here);
+  for (uint32_t row = lru_.back(); row != kNone; row = meta_[row].prev) old_rows.push_back(row);
   // A merge by hand, not std::merge: the rows here are in recency order,
   // which rows read back from disk (InsertRows) may leave unsorted by step.
   lru_.Clear();
@@ -338,6 +347,10 @@ void SparseTable::MergeRows(const RowBatch& rows) {
                           (k < new_rows.size() && touched(new_rows[k]) < touched(old_rows[o]));
     lru_.PushFront(meta_, take_new ? new_rows[k++] : old_rows[o++]);
   }
+  EvictPastLimit();
+}
+
+void SparseTable::EvictPastLimit() {
   while (meta_.size() > row_limit_) {
     RemoveRow(lru_.back());
     ++counters_.evictions;

@@ -191,6 +191,8 @@ class SparseTable {
   // A new row for id at the front, evicting the back row if the table is full.
   uint32_t AddRow(int64_t id, int64_t last_touched);
   void RemoveRow(uint32_t row);
+  // Past max_rows: the least recently touched rows go.
+  void EvictPastLimit();
   void Touch(uint32_t row);
   // Memory prefetching for one pass over a batch's ids (Lookup,
   // ApplyGradients).

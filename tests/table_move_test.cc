@@ -322,7 +322,7 @@ TEST_CASE("rows a share holds already are refused, changing nothing") {
 
 std::vector<MovedRows> TwoTables() {
   ServerTable adam = Spec(OptimizerType::kAdam, 0, 0);
-  MovedRows a{"emb", 8, 2, 41, Rows(adam, {3, 9, 0}, {4, 7, 0})};
+  MovedRows a{"emb", 8, 2, 41, Rows(adam, {3, 9, 0}, {4, 7, 0}), {}};
   a.rows.data[5] = -0.0f;
   a.rows.data[6] = std::nanf("0x1234");  // carried as bits, not as numbers
   a.gone = {12, 15};                     // rows copied ahead that no longer exist

@@ -82,7 +82,7 @@ TableHost::HandedRows TableHost::CopyRowsAhead(int servers, int rank) {
     copied.push_back(MovedRows{name, dim, slots, t->table.table_updates(), std::move(*rows), {}});
   }
   EncodeMovedRows(copied, &out.bytes);
-  rows_given_ahead_ = CopiedAhead{servers, rank, {}};
+  rows_given_ahead_ = CopiedAhead{servers, rank, {}, {}};
   return out;
 }
 

@@ -148,12 +148,13 @@ StatusOr<RowMoves> MoveTableRows(EventLoop* loop, const std::vector<Connection::
     for (MovedRows& t : *tables) {
       moves.rows += static_cast<int64_t>(t.rows.size());
       MovedRows& seen = every_table[t.table];
-      if (seen.table.empty()) seen = MovedRows{t.table, t.dim, t.slots, 0, RowBatch(t.rows.floats)};
+      if (seen.table.empty())
+        seen = MovedRows{t.table, t.dim, t.slots, 0, RowBatch(t.rows.floats), {}};
       seen.table_updates = std::max(seen.table_updates, t.table_updates);
       const auto into = [&](int64_t id) -> MovedRows& {
         MovedRows& dest = to_server[ServerOfId(id, to)][t.table];
         if (dest.table.empty())
-          dest = MovedRows{t.table, t.dim, t.slots, 0, RowBatch(t.rows.floats)};
+          dest = MovedRows{t.table, t.dim, t.slots, 0, RowBatch(t.rows.floats), {}};
         return dest;
       };
       for (size_t i = 0; i < t.rows.size(); ++i)

@@ -52,8 +52,12 @@ Status RunMoveBench(const std::vector<int>& dims, const TieredBenchOptions& opti
     t = BenchClock::now();
     std::string bytes;
     const uint32_t udim = static_cast<uint32_t>(dim);
-    EncodeMovedRows({MovedRows{"bench", udim, static_cast<uint32_t>(taken->floats / udim) - 1, 0,
-                               std::move(*taken)}},
+    EncodeMovedRows({MovedRows{"bench",
+                               udim,
+                               static_cast<uint32_t>(taken->floats / udim) - 1,
+                               0,
+                               std::move(*taken),
+                               {}}},
                     &bytes);
     const double encode_s = SecondsSince(t);
     t = BenchClock::now();
