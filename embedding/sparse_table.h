@@ -121,7 +121,10 @@ class SparseTable {
   // recent), so that it is evicted when it would have been had it always
   // been here. Past max_rows, the least recently touched rows are then
   // evicted, as Deserialize does. Not admissions; the clock and push count
-  // stay. O(rows here + rows added): it relinks the whole recency list.
+  // stay. O(rows here + rows added): it relinks the whole recency list;
+  // O(rows added) when none is older than the most recent row here (they
+  // go in front; the rows here are taken as ordered by step, as they are
+  // but for rows read back from disk out of order, InsertRows).
   void MergeRows(const RowBatch& rows);
 
   const EmbeddingTableOptions& options() const { return options_; }

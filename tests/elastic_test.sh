@@ -6,9 +6,9 @@
 # roles/scheduler/live_workers.cc), a server joins (live: its weights are
 # all dense), a worker and a server leave on SIGTERM (live), a worker and a
 # server join together, a worker above the minimum is killed with SIGKILL,
-# `pstrain scale` takes the highest server rank out live, and a server is
-# replaced (it gets SIGTERM and a new one joins at once: two live
-# changes). SCENARIO
+# a server is replaced at the job's maximum (it gets SIGTERM and a new one
+# joins: two live changes), and `pstrain scale` takes the highest server
+# rank out live. SCENARIO
 # wide_deep (Wide&Deep with its tables on the servers, generated click
 # data; the deep table over a memory budget, most of its rows on each
 # server's disk): mid-epoch a server joins and another (rank 0) leaves on
@@ -319,6 +319,20 @@ else
   grep "elastic:" "$SCHED" | tail -n 1 | grep -q "worker_j2 leaves (lost: step [0-9]* finished without it, nothing redone)" ||
     fail "the killed worker's step was not finished without it"
   grep -q "the others go on without it from step" "$SCHED" || fail "the scheduler does not say where the workers go on"
+  # A server replaced at the job's maximum of 3: server 1 gets SIGTERM, and
+  # once the scheduler has begun its leave a new one joins: two live
+  # changes (server_j2 takes rank 1, the joiner rank 2).
+  next=$(($(count "elastic:" "$SCHED") + 1))
+  copies=$(count "copied ahead of the change" "$SCHED")
+  kill -TERM "$(node_pid server_1)"
+  wait_for_count "copied ahead of the change" "$SCHED" $((copies + 1)) ||
+    fail "the scheduler did not begin server 1's leave"
+  join server_j3
+  change "$next"
+  change $((next + 1))
+  for s in "$next" $((next + 1)); do
+    grep "elastic:" "$SCHED" | sed -n "${s}p" | grep -q "(live" || fail "change $s was not live"
+  done
   # The highest server rank leaves live (its partitions move to the others).
   next=$(($(count "elastic:" "$SCHED") + 1))
   "$BIN" scale --servers 2 > "$WORK/scale.out" 2> "$WORK/scale.err" ||
@@ -326,18 +340,8 @@ else
   change "$next"
   grep "elastic:" "$SCHED" | tail -n 1 | grep -q "servers 3 -> 2 .*(live" ||
     fail "the scale to 2 servers was not live"
-  # A server replaced: server 1 gets SIGTERM and a new one joins at once
-  # (while the leave runs, or pending with it: two live changes either way).
-  next=$(($(count "elastic:" "$SCHED") + 1))
-  kill -TERM "$(node_pid server_1)"
-  join server_j3
-  change "$next"
-  change $((next + 1))
-  for s in "$next" $((next + 1)); do
-    grep "elastic:" "$SCHED" | sed -n "${s}p" | grep -q "(live" || fail "change $s was not live"
-  done
-  ENDS="scheduler server_j1 server_j3 worker_0 worker_j1"
-  LEFT="worker_1 server_0 server_j2 server_1" STAYER=worker_0
+  ENDS="scheduler server_j1 server_j2 worker_0 worker_j1"
+  LEFT="worker_1 server_0 server_1 server_j3" STAYER=worker_0
 fi
 
 for n in $ENDS; do

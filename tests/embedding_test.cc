@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "embedding/row_batch.h"
 #include "embedding/row_init.h"
 #include "embedding/sparse_optimizer.h"
 #include "embedding/sparse_table.h"
@@ -288,6 +289,34 @@ TEST_CASE("max_rows: a new row evicts the least recently touched one instead of 
   for (int64_t id = 100; id < 200; ++id) Lookup(table, {id, 1}, 3 + id);
   CHECK(table.rows() == 3);
   CHECK(table.Find(1).has_value());  // touched every step
+}
+
+// MergeRows (rows moving in from another server): rows no older than the
+// most recent row here go in front without a walk of the list; the order,
+// and what max_rows evicts, are those of merging every row at once.
+TEST_CASE("rows merged in two parts keep the recency order of one merge") {
+  SparseTable source = MakeTable(Options(2));
+  Lookup(source, {1, 2, 3}, 1);
+  Lookup(source, {4, 5}, 2);
+  Lookup(source, {9}, 2);  // a tie with the most recent row of the first part
+  Lookup(source, {6, 7, 8}, 3);
+  const size_t stride = 2 * (1 + source.optimizer().num_slots());
+  RowBatch older(stride), newer(stride), all(stride);
+  source.CopyRows({1, 2, 3, 4, 5}, &older);
+  source.CopyRows({9, 6, 7, 8}, &newer);
+  all.Append(older);
+  all.Append(newer);
+  EmbeddingTableOptions options = Options(2);
+  options.max_rows = 6;
+  SparseTable in_two = MakeTable(options), in_one = MakeTable(options);
+  in_two.MergeRows(older);
+  in_two.MergeRows(newer);
+  in_one.MergeRows(all);
+  const auto never = [](int64_t) { return false; };
+  CHECK(in_two.BackIds(10, never) == std::vector<int64_t>{4, 5, 9, 6, 7, 8});
+  CHECK(in_one.BackIds(10, never) == in_two.BackIds(10, never));
+  CHECK(in_two.counters().capacity_evictions == 3);
+  CHECK(in_one.counters().capacity_evictions == 3);
 }
 
 TEST_CASE("a bad id is an error naming the table and the id, and changes nothing") {

@@ -240,7 +240,11 @@ void Scheduler::HoldForChange(const char* what, const std::string& why,
 // 14. Only servers leave: those that stay keep their ranks, but for the
 // highest, which take the ranks of leavers below them.
 bool Scheduler::CanShrinkLive() const {
-  if (!options_.elastic.servers_elastic() || !joiners_.empty() || leaving_.empty()) return false;
+  if (!options_.elastic.servers_elastic() || leaving_.empty()) return false;
+  // Servers joining meanwhile join next, unless they could join first.
+  for (const Joiner& j : joiners_)
+    if (j.info.role != Role::kServer) return false;
+  if (!joiners_.empty() && CanGrowLive()) return false;
   const int servers = Count(Role::kServer), leaving = static_cast<int>(leaving_.size());
   return leaving < servers && Leaving(Role::kServer) == leaving;
 }
@@ -284,13 +288,15 @@ void Scheduler::ShrinkLive() {
 }
 
 bool Scheduler::CanGrowLive() const {
-  // Servers leaving meanwhile leave in a live change of their own, next.
+  // Servers leaving meanwhile leave in a live change of their own, next;
+  // first, when the joiners would take the job past its maximum (every
+  // node refuses a topology beyond its bounds).
   if (!options_.elastic.servers_elastic() || joiners_.empty() ||
       Leaving(Role::kServer) != static_cast<int>(leaving_.size()))
     return false;
   for (const Joiner& j : joiners_)
     if (j.info.role != Role::kServer) return false;
-  return true;
+  return Count(Role::kServer) + static_cast<int>(joiners_.size()) <= elastic_.Max(Role::kServer);
 }
 
 // 14. The joiners are admitted now, with ranks after the servers there are;
@@ -333,6 +339,8 @@ void Scheduler::ChangeServersLive(int old_servers, int servers, const std::strin
   Connection::Ptr conn = chief ? chief->conn.lock() : nullptr;
   if (!conn) return HoldForServers(old_servers, servers, why, std::move(slots));
   const uint64_t round = ++change_round_;
+  log_->info("the table rows that move are copied ahead of the change ({}) while the job trains",
+             why);
   conn->Call(PreCopyRows{old_servers, servers, slots},
              [this, round, old_servers, servers, why, slots](StatusOr<Incoming> reply) {
                if (round != change_round_ || !reshaping_) return;  // paused or stopped

@@ -140,6 +140,9 @@ class TrainJob : public WorkerJob {
   bool CheckpointableAt(int64_t steps_done) const;
   // Mode average: whether the ps: false copies are averaged once
   // `steps_done` steps are done.
+  // Whether the servers may call a step off (a lost worker), to be trained
+  // again: its all-reduced update then waits for their answer.
+  bool StepsCanBeCalledOff() const;
   bool AverageDue(int64_t steps_done) const;
   // This worker's counters so far, for its metrics (roles/worker/train_report.h).
   TrainCounters Counters(const WorkerContext& ctx) const;
