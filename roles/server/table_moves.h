@@ -31,6 +31,20 @@
 // it in between: if the chief fails there, the job recovers as from any
 // lost node, from its newest checkpoint.
 //
+// Copied ahead (RowsPhase, roles/worker/rows_ahead.h). Before that step,
+// while the job trains, the chief runs the same two requests in phase
+// kCopy: a server giving rows up copies those of its tables held all in
+// memory (a tiered table's move whole at the step) and from then on marks
+// each copied id that is pulled or changed by an applied push; a server
+// taking rows checks them and holds them aside, or installs them at once
+// when it places rows over M already (a joiner: nothing reaches its tables
+// before the step) and its tables have no max_rows. At the step, in phase
+// kDelta, a server giving rows up still takes every moving row out but
+// sends only those not copied or marked since, with the ids of copied rows
+// it no longer has (evicted, marked or not: "gone"); the taker drops its
+// copies of both and installs the rest. A delta with no copy behind it is
+// refused on either side, and a whole move (kWhole) drops a copy first.
+//
 // Pending admissions (ids seen fewer than admit_after times, with no row
 // yet) stay where they were counted: such an id starts counting again on
 // its new server.
