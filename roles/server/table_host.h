@@ -181,14 +181,15 @@ class TableHost {
   // Checks rows that move here: known tables of their dim, each row placed
   // on `rank` over `servers`.
   Status CheckRowsFit(int servers, int rank, const std::vector<MovedRows>& moved);
-  // Checks rows that move here and installs them (TakeOverRows).
+  // Installs rows that move here, CheckRowsFit already (TakeOverRows).
   Status InstallRows(int servers, int rank, int64_t step, std::vector<MovedRows> moved);
   // A copy ahead held aside, the delta at the change: what to install.
   // A copy installed early loses the rows that came again or are gone.
   StatusOr<std::vector<MovedRows>> WithRowsAside(int servers, int rank,
                                                  std::vector<MovedRows> delta);
   void DropCopies();
-  // Holds a copy ahead aside, or installs it (CopiedAhead::installed).
+  // Holds a copy ahead aside, or installs it (CopiedAhead::installed);
+  // CheckRowsFit already.
   Status KeepCopyAhead(int servers, int rank, std::vector<MovedRows> moved);
   // Removes a copy ahead installed early (the change moves rows whole).
   Status RemoveInstalledCopy();

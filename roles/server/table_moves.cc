@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <optional>
+#include <string>
 
 #include "comm/ps/row_placement.h"
 #include "roles/placement/row_move_codec.h"
@@ -48,6 +50,25 @@ int64_t KeepChanged(FlatIdMap<uint8_t>& copied, MovedRows* m) {
   return unchanged;
 }
 
+// The rows a placement over `servers` puts elsewhere than on `rank` (-1:
+// every row).
+std::function<bool(int64_t)> PlacedElsewhere(int servers, int rank) {
+  return [servers, rank](int64_t id) { return rank < 0 || ServerOfId(id, servers) != rank; };
+}
+
+// `rows` of `table` (named `name`), as they travel.
+MovedRows Moving(const std::string& name, const ServerRows& table, RowBatch rows) {
+  const auto dim = static_cast<uint32_t>(table.options().dim);
+  const auto slots = static_cast<uint32_t>(rows.floats / dim) - 1;
+  return MovedRows{name, dim, slots, table.table_updates(), std::move(rows), {}};
+}
+
+int64_t RowCount(const std::vector<MovedRows>& moved) {
+  int64_t rows = 0;
+  for (const MovedRows& m : moved) rows += static_cast<int64_t>(m.rows.size());
+  return rows;
+}
+
 }  // namespace
 
 void TableHost::Touched(HostedTable& t, const int64_t* ids, size_t n) {
@@ -66,7 +87,7 @@ void TableHost::DropCopies() {
 TableHost::HandedRows TableHost::CopyRowsAhead(int servers, int rank) {
   std::vector<MovedRows> copied;
   HandedRows out;
-  auto elsewhere = [&](int64_t id) { return rank < 0 || ServerOfId(id, servers) != rank; };
+  const auto elsewhere = PlacedElsewhere(servers, rank);
   for (auto& [name, t] : tables_) {
     t->copied_ahead.reset();
     std::optional<RowBatch> rows = t->table.CopyRows(elsewhere);
@@ -75,12 +96,10 @@ TableHost::HandedRows TableHost::CopyRowsAhead(int servers, int rank) {
     clean->Reserve(rows->size());
     for (int64_t id : rows->ids) clean->Insert(id, kClean);
     t->copied_ahead = std::move(clean);
-    const uint32_t dim = static_cast<uint32_t>(t->table.options().dim);
-    const uint32_t slots = static_cast<uint32_t>(rows->floats / dim) - 1;
-    out.rows += static_cast<int64_t>(rows->size());
     out.step = std::max(out.step, t->core.step());
-    copied.push_back(MovedRows{name, dim, slots, t->table.table_updates(), std::move(*rows), {}});
+    copied.push_back(Moving(name, t->table, std::move(*rows)));
   }
+  out.rows = RowCount(copied);
   EncodeMovedRows(copied, &out.bytes);
   rows_given_ahead_ = CopiedAhead{servers, rank, {}, {}};
   return out;
@@ -94,7 +113,7 @@ StatusOr<TableHost::HandedRows> TableHost::HandOffDelta(int servers, int rank, R
                     rank, servers));
   std::vector<MovedRows> taken;
   HandedRows out;
-  auto elsewhere = [&](int64_t id) { return rank < 0 || ServerOfId(id, servers) != rank; };
+  const auto elsewhere = PlacedElsewhere(servers, rank);
   for (auto& [name, t] : tables_) {
     auto rows = t->table.TakeRows(elsewhere);
     if (!rows.ok()) {
@@ -106,10 +125,8 @@ StatusOr<TableHost::HandedRows> TableHost::HandOffDelta(int servers, int rank, R
           log_->error("rows of table '{}' not put back: {}", m.table, back.message());
       return rows.status().WithContext(fmt::format("handing off rows of table '{}'", name));
     }
-    const uint32_t dim = static_cast<uint32_t>(t->table.options().dim);
-    const uint32_t slots = static_cast<uint32_t>(rows->floats / dim) - 1;
     out.step = std::max(out.step, t->core.step());
-    taken.push_back(MovedRows{name, dim, slots, t->table.table_updates(), std::move(*rows), {}});
+    taken.push_back(Moving(name, t->table, std::move(*rows)));
   }
   int64_t unchanged = 0, gone = 0;
   for (MovedRows& m : taken) {
@@ -119,8 +136,8 @@ StatusOr<TableHost::HandedRows> TableHost::HandOffDelta(int servers, int rank, R
       gone += static_cast<int64_t>(m.gone.size());
     }
     t.copied_ahead.reset();
-    out.rows += static_cast<int64_t>(m.rows.size());
   }
+  out.rows = RowCount(taken);
   rows_given_ahead_.reset();
   EncodeMovedRows(taken, &out.bytes);
   servers_ = servers;
@@ -193,8 +210,6 @@ StatusOr<std::vector<MovedRows>> TableHost::WithRowsAside(int servers, int rank,
 
 Status TableHost::KeepCopyAhead(int servers, int rank, std::vector<MovedRows> moved) {
   PSTRAIN_RETURN_IF_ERROR(RemoveInstalledCopy());
-  rows_taken_ahead_.reset();
-  PSTRAIN_RETURN_IF_ERROR(CheckRowsFit(servers, rank, moved));
   rows_taken_ahead_ = CopiedAhead{servers, rank, {}, {}};
   // Rows placed over `servers` already: no request placed over today's
   // count reaches these tables, nor a checkpoint (the chief asks the
@@ -244,8 +259,8 @@ Status TableHost::CheckRowsFit(int servers, int rank, const std::vector<MovedRow
 }
 
 Status TableHost::InstallRows(int servers, int rank, int64_t step, std::vector<MovedRows> moved) {
-  // Everything is checked before anything is installed.
-  PSTRAIN_RETURN_IF_ERROR(CheckRowsFit(servers, rank, moved));
+  // Everything is checked before anything is installed (CheckRowsFit came
+  // first, on these rows or on the copy and the delta they were made of).
   for (const MovedRows& m : moved) {
     // Rows it has, ids twice, another row width: refused before any is in.
     if (Status st = Find(m.table)->table.CheckNewRows(m.rows); !st.ok()) return st;
@@ -284,8 +299,7 @@ void TableHost::TakeOverRows(int servers, int rank, int64_t step, RowsPhase phas
         return done(InvalidArgument(
             fmt::format("rows taken over: gone ids of table '{}' outside a delta", m.table)));
     if (phase == RowsPhase::kCopy) {
-      int64_t rows = 0;
-      for (const MovedRows& m : *moved) rows += static_cast<int64_t>(m.rows.size());
+      const int64_t rows = RowCount(*moved);
       if (Status st = KeepCopyAhead(servers, rank, std::move(*moved)); !st.ok())
         return done(st.WithContext("rows copied ahead"));
       log_->info("{} {} table rows copied ahead for rank {} of {} servers in {:.0f} ms",
@@ -300,8 +314,7 @@ void TableHost::TakeOverRows(int servers, int rank, int64_t step, RowsPhase phas
       return done(st.WithContext("rows taken over"));
     }
     rows_taken_ahead_.reset();
-    int64_t rows = 0;
-    for (const MovedRows& m : *moved) rows += static_cast<int64_t>(m.rows.size());
+    const int64_t rows = RowCount(*moved);
     if (Status st = InstallRows(servers, rank, step, std::move(*moved)); !st.ok())
       return done(st.WithContext("rows taken over"));
     log_->info("took over {} table rows in {:.0f} ms: rows are placed over {} servers from now on",

@@ -96,7 +96,10 @@ StatusOr<std::unique_ptr<TrainJob>> TrainJob::Create(const Config& config) {
 }
 
 TrainJob::TrainJob(const Config& config)
-    : config_(config), own_data_(std::make_unique<DataCache>()) {}
+    : config_(config),
+      steps_can_be_called_off_(config.train.elastic.has_value() &&
+                               FinishesStepsWithoutLostWorkers(config)),
+      own_data_(std::make_unique<DataCache>()) {}
 TrainJob::~TrainJob() = default;
 
 bool TrainJob::NeedsCollective() { return !allreduced_->empty(); }
@@ -201,7 +204,7 @@ StatusOr<float> TrainJob::ComputeGradients(const Batch& batch) {
 // rows' gradients go to their servers, and the all-reduced weights are
 // averaged (dense ones by NCCL during backward on the GPU; compressed ones
 // all-gathered; mode average: the weights, when due) and updated, but in a
-// job whose steps can be called off (StepsCanBeCalledOff): there the update
+// job whose steps can be called off (steps_can_be_called_off_): there the update
 // waits for the servers' answer (Step).
 Status TrainJob::ExchangeLocalState(WorkerContext& ctx, int64_t step) {
   Clock::time_point start = Clock::now();
@@ -210,7 +213,7 @@ Status TrainJob::ExchangeLocalState(WorkerContext& ctx, int64_t step) {
   if (allreduced_->empty()) return Status::OK();
   start = Clock::now();
   Status st = allreduced_->Reduce(*ctx.collective, /*dense_reduced=*/nccl_ != nullptr);
-  if (st.ok() && !StepsCanBeCalledOff())
+  if (st.ok() && !steps_can_be_called_off_)
     st = allreduced_->ApplyReduced(*ctx.collective, AverageDue(step + 1));
   // A checkpoint after this step saves every worker's residuals too.
   if (st.ok() && CheckpointDue(config_, step + 1, step + 1 == total_steps_))
@@ -231,12 +234,6 @@ Status TrainJob::ExchangeLocalState(WorkerContext& ctx, int64_t step) {
 // for checkpoints, which are written only right after a round, where every
 // worker holds the same weights. Between rounds the chief evaluates its own
 // copy. Every worker reaches the same answer (same config, same total).
-bool TrainJob::StepsCanBeCalledOff() const {
-  // A sync elastic job finishes a lost worker's step without it and calls
-  // off the next (roles/worker/trainer_lost.cc).
-  return config_.train.elastic.has_value() && FinishesStepsWithoutLostWorkers(config_);
-}
-
 bool TrainJob::AverageDue(int64_t steps_done) const {
   if (config_.train.mode != UpdateMode::kAverage) return false;
   return steps_done % config_.train.average_every == 0 || steps_done == total_steps_;
@@ -307,7 +304,7 @@ Status TrainJob::Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batc
   Status st = ExchangeLocalState(ctx, step);
   // The all-reduced update waits for the servers' answer where a step they
   // call off is trained again: it must not be applied twice.
-  bool apply_reduced = st.ok() && !allreduced_->empty() && StepsCanBeCalledOff();
+  bool apply_reduced = st.ok() && !allreduced_->empty() && steps_can_be_called_off_;
   if (!st.ok() && !allreduced_->empty()) st = AfterRingLost(ctx, step, st);
   if (pushed_and_pulled) {
     const Clock::time_point waited = Clock::now();

@@ -140,9 +140,6 @@ class TrainJob : public WorkerJob {
   bool CheckpointableAt(int64_t steps_done) const;
   // Mode average: whether the ps: false copies are averaged once
   // `steps_done` steps are done.
-  // Whether the servers may call a step off (a lost worker), to be trained
-  // again: its all-reduced update then waits for their answer.
-  bool StepsCanBeCalledOff() const;
   bool AverageDue(int64_t steps_done) const;
   // This worker's counters so far, for its metrics (roles/worker/train_report.h).
   TrainCounters Counters(const WorkerContext& ctx) const;
@@ -175,6 +172,10 @@ class TrainJob : public WorkerJob {
   WorkerPlace PlaceAt(const WorkerContext& ctx, int64_t step, const EpochPlan& plan) const;
 
   Config config_;
+  // Whether the servers may call a step off (a lost worker of a sync
+  // elastic job, roles/worker/trainer_lost.cc), to be trained again: its
+  // all-reduced update then waits for their answer.
+  const bool steps_can_be_called_off_;
   // config_.model as the model was built: server-held tables hold one
   // batch's rows (roles/placement/placed_model.h).
   ModelConfig model_config_;
