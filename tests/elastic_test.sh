@@ -38,14 +38,17 @@
 #   job that is not elastic, a join with another config.
 # SCENARIO ssp (the LeNet job in mode ssp, staleness 2): workers join and
 # leave live there too (a worker joins, a server joins, the chief, worker
-# 0, leaves on SIGTERM with no one joining, a worker joins and `pstrain
-# scale --workers 2` sends it away);
+# 0, leaves on SIGTERM with no one joining, a worker joins, hangs while
+# the others run ahead and is killed with SIGKILL: it is dropped live and
+# the others train the batches it never pushed first; a worker joins and
+# `pstrain scale --workers 2` sends it away; every weight on the servers);
 # checked as lenet, against the same job at a fixed shape in mode ssp.
 # SCENARIO edges (the Wide&Deep job in mode async, workers [2, 3] and no
 # server bounds): a server cannot join (the server count is fixed), a
 # worker joins, a second is refused past the maximum, the one that joined
-# is killed with SIGKILL (an async job cannot finish its step without it:
-# the others go back to the newest checkpoint), another joins and
+# is killed with SIGKILL (dropped live, roles/scheduler/lost_worker.cc; or,
+# when the batches it never pushed straddle an epoch's end, through the
+# newest checkpoint), another joins and
 # `pstrain scale --workers 2` sends the highest rank away (exit 0), and a
 # SIGTERM at the minimum stops the whole job (every process exits 3).
 # Usage: sh tests/elastic_test.sh PSTRAIN_BIN [lenet|wide_deep|ssp|edges]
@@ -79,6 +82,8 @@ case "$SCENARIO" in
     # One file, split by sample index: file shards cannot be re-split exactly.
     mv "$WORK/data/train.txt-00000" "$WORK/data/train.txt"
     EPOCHS=12 SAMPLES=6000 TOLERANCE=0.005
+    # The edges job ends on a SIGTERM at its minimum: it must outlast its changes.
+    [ "$SCENARIO" = edges ] && EPOCHS=100
     MODEL=wide_deep TEST="[$WORK/data/test.txt]"
     ;;
   *) echo "unknown scenario '$SCENARIO'"; exit 2 ;;
@@ -97,9 +102,13 @@ config "$WORK/ckpt" "$BOUNDS" > "$WORK/elastic.yaml"
 [ "$SCENARIO" = edges ] && sed -i 's/^  mode: sync/  mode: async/' "$WORK/elastic.yaml"
 config "$WORK/ckpt-fixed" > "$WORK/fixed.yaml"
 if [ "$SCENARIO" = ssp ]; then
+  # Every weight on the servers: no ring holds the others back from
+  # running the staleness ahead of a worker that hangs.
   for f in elastic fixed; do
-    sed -i 's/^  mode: sync/  mode: ssp\n  staleness: 2/' "$WORK/$f.yaml"
+    sed -i -e 's/^  mode: sync/  mode: ssp\n  staleness: 2/' \
+      -e 's/{match: "fc\*", ps: false}/{match: "fc*", ps: true}/' "$WORK/$f.yaml"
     grep -q "staleness: 2" "$WORK/$f.yaml" || fail "no mode ssp in $f.yaml"
+    grep -q 'ps: false' "$WORK/$f.yaml" && fail "a weight of $f.yaml is all-reduced"
   done
 fi
 if [ "$SCENARIO" = wide_deep ]; then
@@ -181,9 +190,16 @@ PY
   echo "  join past the maximum refused: $(grep -m 1 "allows at most" "$(node_log worker_j2)" | sed 's/.*refused this node: //' | cut -c 1-150)"
   kill -9 "$(node_pid worker_j1)"
   change 2
-  grep "elastic:" "$SCHED" | sed -n 2p |
-    grep -q "workers 3 -> 2 from the newest checkpoint: worker node id:$ID_PREFIX-worker_j1 was lost" ||
-    fail "the killed worker of an async job was not dropped"
+  if grep -q "lie in an epoch the others have finished" "$SCHED"; then
+    # Its batches not pushed straddle an epoch's end: back to the checkpoint.
+    grep "elastic:" "$SCHED" | sed -n 2p |
+      grep -q "workers 3 -> 2 from the newest checkpoint: worker node id:$ID_PREFIX-worker_j1 was lost" ||
+      fail "the killed worker of an async job was not dropped"
+  else
+    grep "elastic:" "$SCHED" | sed -n 2p |
+      grep -q "worker node id:$ID_PREFIX-worker_j1 leaves (lost: .*nothing redone).*(live" ||
+      fail "the killed worker of an async job was not dropped live"
+  fi
   join worker_j3
   change 3
   "$BIN" scale --workers 2 > "$WORK/scale.out" 2> "$WORK/scale.err" || fail "scale to 2: $(cat "$WORK/scale.err")"
@@ -274,18 +290,34 @@ elif [ "$SCENARIO" = ssp ]; then
   change 3
   grep "elastic:" "$SCHED" | sed -n 3p | grep -q "worker_1 takes rank 0" ||
     fail "worker 1 did not take the chief's rank"
+  # A worker hangs (a test fault holds its push frame 200 for a minute)
+  # while the others run ahead of it by the staleness, and is killed: they
+  # go on without it live, training first the batches it never pushed.
+  PSTRAIN_TEST_FAULT=delay:200:60000
+  export PSTRAIN_TEST_FAULT
   join worker_j2
+  unset PSTRAIN_TEST_FAULT
   change 4
+  wait_for_count "test fault: holding push frame" "$(node_log worker_j2)" 1 600 ||
+    fail "worker_j2 did not hang"
+  sleep 1
+  kill -9 "$(node_pid worker_j2)"
+  change 5
+  join worker_j3
+  change 6
   "$BIN" scale --workers 2 > "$WORK/scale.out" 2> "$WORK/scale.err" ||
     fail "scale to 2 workers: $(cat "$WORK/scale.err")"
-  change 5
-  for s in 1 3 4 5; do
+  change 7
+  for s in 1 3 4 5 6 7; do
     grep "elastic:" "$SCHED" | sed -n "${s}p" | grep -q "no node starts again" ||
       fail "change $s of the ssp job was not live"
   done
-  grep "elastic:" "$SCHED" | sed -n 5p | grep -q "worker_j2 leaves (pstrain scale)" ||
+  grep "elastic:" "$SCHED" | sed -n 5p |
+    grep -q "worker_j2 leaves (lost: its batches of steps [0-9]* to [0-9]* trained first by the others" ||
+    fail "the hung worker's batches were not made up live"
+  grep "elastic:" "$SCHED" | sed -n 7p | grep -q "worker_j3 leaves (pstrain scale)" ||
     fail "scale did not send the highest rank away"
-  ENDS="scheduler server_0 server_1 server_j1 worker_1 worker_j1" LEFT="worker_0 worker_j2"
+  ENDS="scheduler server_0 server_1 server_j1 worker_1 worker_j1" LEFT="worker_0 worker_j3"
   STAYER=worker_1
 else
   join worker_j1

@@ -112,6 +112,15 @@ TEST_CASE("every message type round-trips") {
   // A worker lost: the others stop before step 41, finishing step 40 without it.
   auto lost = std::get<Stop>(RoundTrip({7, false, Stop{"lost", 41, 0, {}, {2}}}).body);
   CHECK(lost.lost == std::vector<int>{2});
+  CHECK(lost.lost_from == -1);
+  // async: worker 2 pushed nothing from step 38; the others drop it at 41.
+  auto dropped =
+      std::get<Stop>(RoundTrip({7, false, Stop{"lost", 41, 0, {}, {2}, 2, {0, 1, -1}, 38}}).body);
+  CHECK(dropped.lost_from == 38);
+  auto where = std::get<StopReply>(RoundTrip({7, true, StopReply{41, 30}}).body);
+  CHECK(where.step == 41);
+  CHECK(where.rest_from == 30);
+  CHECK(std::get<StopReply>(RoundTrip({7, true, StopReply{41}}).body).rest_from == -1);
   auto lose = std::get<LoseWorker>(RoundTrip({7, false, LoseWorker{2, 40, "lost"}}).body);
   CHECK(lose.rank == 2);
   CHECK(lose.last_step == 40);
@@ -133,6 +142,9 @@ TEST_CASE("every message type round-trips") {
       std::get<RegisterRequest>(RoundTrip({7, false, finishing}).body).elastic;
   CHECK(back.finish_lost);
   CHECK(back.live_workers);
+  CHECK_FALSE(back.drop_lost);
+  finishing.elastic = ElasticBounds{2, 4, -1, -1, false, true, true};
+  CHECK(std::get<RegisterRequest>(RoundTrip({7, false, finishing}).body).elastic.drop_lost);
   // Live moves of table rows.
   auto off = std::get<RowsHandOffRequest>(RoundTrip({8, false, RowsHandOffRequest{2, -1}}).body);
   CHECK(off.servers == 2);
@@ -259,6 +271,11 @@ TEST_CASE(
                                  MessageBody(LoseWorker{-1, 4, "x"}),
                                  MessageBody(LoseWorker{1, -2, "x"}),
                                  MessageBody(LoseWorkerReply{-2}),
+                                 MessageBody(Stop{"x", 4, 0, {}, {}, 2, {0, 1}, 3}),
+                                 MessageBody(Stop{"x", 4, 0, {}, {1}, 2, {0, -1}, 5}),
+                                 MessageBody(Stop{"x", 4, 0, {}, {1}, 2, {0, -1}, -2}),
+                                 MessageBody(StopReply{4, 5}),
+                                 MessageBody(StopReply{4, -2}),
                                  MessageBody(Stop{"x", 4, 0, {}, {}, 2, {0, 0}}),
                                  MessageBody(Stop{"x", 4, 0, {}, {}, 2, {0, 2}}),
                                  MessageBody(Stop{"x", 4, 0, {}, {}, 2, {-1, -1}}),

@@ -282,8 +282,57 @@ TEST_CASE("lost worker: a core past the lost step drops what it gathered of the 
   CHECK(core.clock() == 1);
   CHECK_FALSE(core.mid_step());
   CHECK_FALSE(Finish(core, r, 1, 5).ok());  // a step this core is not at
-  UpdateCore async(2, UpdateMode::kAsync);
-  CHECK_FALSE(async.Lose(1).ok());
+  UpdateCore average(2, UpdateMode::kAverage);
+  CHECK_FALSE(average.Lose(1).ok());
+}
+
+TEST_CASE("lost worker, ssp: it leaves the clock at once; the pulls it held back are answered") {
+  UpdateCore core(3, UpdateMode::kSsp);
+  Recorder r;
+  for (int step = 0; step < 3; ++step)
+    for (int w : {0, 1}) REQUIRE(r.Push(core, w, step).ok());
+  REQUIRE(r.Push(core, 2, 0).ok());
+  CHECK(core.clock() == 1);  // worker 2 is the slowest
+  bool answered = false;
+  core.AnswerAt(3, [&] { answered = true; });
+  auto last = core.Lose(2);
+  REQUIRE(last.ok());
+  CHECK(*last == 0);  // its one push, of step 0
+  CHECK(core.clock() == 3);
+  core.AnswerReady();
+  CHECK(answered);
+  CHECK_FALSE(r.Push(core, 2, 1).ok());  // a late push of the lost worker
+  CHECK(core.members() == std::vector<int>{0, 1});
+  // The live change drops it: the two others go on as they were.
+  REQUIRE(core.Renumber(3, {0, 1, -1}, 2).ok());
+  CHECK(core.clock() == 3);
+  REQUIRE(r.Push(core, 1, 3).ok());
+}
+
+TEST_CASE("lost worker, async: its last step is its pushes less one; step() goes on from there") {
+  UpdateCore core(2, UpdateMode::kAsync);
+  Recorder r;
+  for (int step = 0; step < 4; ++step) REQUIRE(r.Push(core, 0, step).ok());
+  for (int step = 0; step < 2; ++step) REQUIRE(r.Push(core, 1, step).ok());
+  CHECK(core.step() == 3);  // 6 pushes over 2 workers
+  auto last = core.Lose(1);
+  REQUIRE(last.ok());
+  CHECK(*last == 1);
+  CHECK_FALSE(r.Push(core, 1, 2).ok());
+  REQUIRE(r.Push(core, 0, 4).ok());
+  CHECK(core.step() == 4);  // one worker now: each push a step
+  UpdateCore alone(2, UpdateMode::kAsync);
+  REQUIRE(alone.Lose(1).ok());
+  CHECK_FALSE(alone.Lose(0).ok());  // the last member
+  // A joiner's pushes count from the step it joins at.
+  UpdateCore grown(1, UpdateMode::kAsync);
+  Recorder g;
+  for (int step = 0; step < 5; ++step) REQUIRE(g.Push(grown, 0, step).ok());
+  REQUIRE(grown.Renumber(5, {0}, 2).ok());
+  REQUIRE(g.Push(grown, 1, 5).ok());
+  auto joiner = grown.Lose(1);
+  REQUIRE(joiner.ok());
+  CHECK(*joiner == 5);
 }
 
 TEST_CASE("renumber: the stayers take their new ranks, a joiner is a member, the divisor follows") {

@@ -166,7 +166,8 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
         return InvalidArgument(
             fmt::format("topology_generation {} (want -1 or more)", m->topology_generation()));
       const ElasticBounds elastic{m->min_workers(), m->max_workers(), m->min_servers(),
-                                  m->max_servers(), m->finish_lost(), m->live_workers()};
+                                  m->max_servers(), m->finish_lost(), m->live_workers(),
+                                  m->drop_lost()};
       if (elastic.enabled() &&
           !(elastic.min_workers >= 1 && elastic.min_workers <= elastic.max_workers &&
             elastic.max_workers <= kMaxElasticNodes && elastic.min_servers >= -1 &&
@@ -378,7 +379,7 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       const int servers = h->body_as_Stop()->servers();
       if (servers < 0 || servers > kMaxElasticNodes)
         return InvalidArgument(fmt::format("Stop that grows the job to {} servers", servers));
-      Stop stop{*reason, h->body_as_Stop()->at_step(), servers, {}, {}, 0, {}};
+      Stop stop{*reason, h->body_as_Stop()->at_step(), servers, {}, {}, 0, {}, -1};
       PSTRAIN_RETURN_IF_ERROR(ReadSlots(h->body_as_Stop()->slots(), servers, "Stop", &stop.slots));
       if (const auto* lost = h->body_as_Stop()->lost()) {
         if (lost->size() > static_cast<fb::uoffset_t>(kMaxElasticNodes))
@@ -393,6 +394,11 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       if (stop.workers != 0 || h->body_as_Stop()->ranks() != nullptr)
         PSTRAIN_RETURN_IF_ERROR(
             ReadRanks(h->body_as_Stop()->ranks(), stop.workers, "Stop", &stop.ranks));
+      stop.lost_from = h->body_as_Stop()->lost_from();
+      if (stop.lost_from < -1 ||
+          (stop.lost_from >= 0 && (stop.lost.empty() || stop.lost_from > stop.at_step)))
+        return InvalidArgument(fmt::format("Stop at step {} with lost workers from step {}",
+                                           stop.at_step, stop.lost_from));
       return MessageBody(std::move(stop));
     }
     case w::Body_LoseWorker: {
@@ -415,8 +421,13 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       if (h->body_as_LoseWorkerReply()->last_step() < -1)
         return InvalidArgument("LoseWorkerReply of a step below -1");
       return MessageBody(LoseWorkerReply{h->body_as_LoseWorkerReply()->last_step()});
-    case w::Body_StopReply:
-      return MessageBody(StopReply{h->body_as_StopReply()->step()});
+    case w::Body_StopReply: {
+      const w::StopReply* m = h->body_as_StopReply();
+      if (m->rest_from() < -1 || m->rest_from() > m->step())
+        return InvalidArgument(fmt::format("StopReply at step {} whose epoch's rest began at {}",
+                                           m->step(), m->rest_from()));
+      return MessageBody(StopReply{m->step(), m->rest_from()});
+    }
     case w::Body_Hello: {
       auto node = FromWire(h->body_as_Hello()->node(), "node");
       if (!node.ok()) return node.status();

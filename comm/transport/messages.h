@@ -134,6 +134,10 @@ struct Stop {
   // ranks[r]: the rank worker r holds then (-1: it leaves).
   int workers = 0;
   std::vector<int> ranks;
+  // With lost: the first step they pushed nothing of (-1: at_step). The
+  // batches they had from there to at_step are made up by the others
+  // (roles/checkpoint/worker_place.h, WithUntrainedBatches).
+  int64_t lost_from = -1;
 };
 // The chief to the scheduler: from `step` on the job runs with `servers`
 // servers, `partitions` of them moved live.
@@ -145,6 +149,9 @@ struct ShapeChanged {
 };
 struct StopReply {
   int64_t step = 0;  // steps this worker has started
+  // The first step whose untrained batches can still be made up at `step`
+  // (where its epoch's rest begins; -1: unknown).
+  int64_t rest_from = -1;
 };
 struct Hello {
   NodeInfo node;

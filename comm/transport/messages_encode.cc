@@ -47,13 +47,14 @@ struct BodyEncoder {
 
   Out operator()(const RegisterRequest& m) {
     auto node = ToWire(b, m.node);
-    return {w::Body_RegisterRequest,
-            w::CreateRegisterRequest(
-                b, node, m.server_num, m.worker_num, m.recovery_wait_s, m.rejoin, m.generation,
-                b.CreateString(m.config), m.topology_generation, m.topology_digest,
-                m.elastic.min_workers, m.elastic.max_workers, m.elastic.min_servers,
-                m.elastic.max_servers, m.elastic.finish_lost, m.elastic.live_workers)
-                .Union()};
+    return {
+        w::Body_RegisterRequest,
+        w::CreateRegisterRequest(b, node, m.server_num, m.worker_num, m.recovery_wait_s, m.rejoin,
+                                 m.generation, b.CreateString(m.config), m.topology_generation,
+                                 m.topology_digest, m.elastic.min_workers, m.elastic.max_workers,
+                                 m.elastic.min_servers, m.elastic.max_servers,
+                                 m.elastic.finish_lost, m.elastic.live_workers, m.elastic.drop_lost)
+            .Union()};
   }
   Out operator()(const RegisterReply& m) {
     return {w::Body_RegisterReply, w::CreateRegisterReply(b, m.rank, m.generation, m.live).Union()};
@@ -142,7 +143,7 @@ struct BodyEncoder {
     return {w::Body_Stop, w::CreateStop(b, b.CreateString(m.reason), m.at_step, m.servers,
                                         m.slots.empty() ? 0 : b.CreateVector(m.slots),
                                         m.lost.empty() ? 0 : b.CreateVector(m.lost), m.workers,
-                                        m.ranks.empty() ? 0 : b.CreateVector(m.ranks))
+                                        m.ranks.empty() ? 0 : b.CreateVector(m.ranks), m.lost_from)
                               .Union()};
   }
   Out operator()(const LoseWorker& m) {
@@ -162,7 +163,7 @@ struct BodyEncoder {
     return {w::Body_LoseWorkerReply, w::CreateLoseWorkerReply(b, m.last_step).Union()};
   }
   Out operator()(const StopReply& m) {
-    return {w::Body_StopReply, w::CreateStopReply(b, m.step).Union()};
+    return {w::Body_StopReply, w::CreateStopReply(b, m.step, m.rest_from).Union()};
   }
   Out operator()(const Hello& m) {
     auto node = ToWire(b, m.node);

@@ -18,11 +18,14 @@ constexpr char kSection[] = "place";
 
 std::string WorkerPlaceText(const WorkerPlace& p) {
   return fmt::format(
-      "step {}\nrank {}\nworkers {}\nbatch_size {}\nseed {}\nshuffle {}\nsteps_per_epoch {}\n"
-      "epoch {}\nposition {}\nepoch_start {}\nskip_samples {}\ntraining_forwards {}\n"
-      "lr_schedule {}\n",
-      p.step, p.rank, p.workers, p.batch_size, p.seed, p.shuffle ? 1 : 0, p.steps_per_epoch,
-      p.epoch, p.position, p.epoch_start, p.skip_samples, p.training_forwards, p.lr_schedule);
+             "step {}\nrank {}\nworkers {}\nbatch_size {}\nseed {}\nshuffle {}\nsteps_per_epoch "
+             "{}\n"
+             "epoch {}\nposition {}\nepoch_start {}\nskip_samples {}\ntraining_forwards {}\n"
+             "lr_schedule {}\n",
+             p.step, p.rank, p.workers, p.batch_size, p.seed, p.shuffle ? 1 : 0, p.steps_per_epoch,
+             p.epoch, p.position, p.epoch_start, p.skip_samples, p.training_forwards,
+             p.lr_schedule) +
+         (p.make_up.empty() ? "" : "make_up " + PositionRangesText(p.make_up) + "\n");
 }
 
 namespace {
@@ -96,6 +99,12 @@ StatusOr<WorkerPlace> ParseWorkerPlace(const std::string& text, const std::strin
   if (values.count("epoch_start") > 0) number("epoch_start", &p.epoch_start);
   if (values.count("skip_samples") > 0) number("skip_samples", &p.skip_samples);
   PSTRAIN_RETURN_IF_ERROR(bad);
+  if (auto make_up = values.find("make_up"); make_up != values.end()) {
+    auto ranges = ParsePositionRanges(make_up->second);
+    if (!ranges.ok()) return ranges.status().WithContext(path + ": make_up");
+    p.make_up = std::move(*ranges);
+    PSTRAIN_RETURN_IF_ERROR(p.Rest().Check().WithContext(path));
+  }
   if (p.steps_per_epoch <= 0 || p.position < 0 || p.position >= p.steps_per_epoch || p.epoch < 0 ||
       p.epoch_start < 0 || p.skip_samples < 0 || p.epoch_start + p.position != p.step)
     return InvalidArgument(fmt::format(
@@ -168,25 +177,66 @@ EpochPlan PlanEpochs(const WorkerPlace& start, const WorkerPlace& now, int64_t s
   if (start.workers == now.workers) {
     plan.first_done = start.position;
     plan.skip_samples = start.skip_samples;
-    const int64_t epoch_steps =
-        start.skip_samples > 0 ? steps_of(samples - start.skip_samples) : now.steps_per_epoch;
+    plan.make_up = start.make_up;
+    const bool whole = start.skip_samples == 0 && start.make_up.empty();
+    const int64_t epoch_steps = whole ? now.steps_per_epoch : steps_of(start.Rest().Size(samples));
     plan.first_left = std::max<int64_t>(epoch_steps - start.position, 0);
   } else if (by_file) {
     // An interrupted epoch is left; one not begun is trained whole.
     plan.first_epoch = start.position > 0 || start.skip_samples > 0 ? start.epoch + 1 : start.epoch;
     plan.first_left = now.steps_per_epoch;
   } else {
-    plan.skip_samples =
-        start.skip_samples + start.position * start.workers * int64_t{start.batch_size};
-    plan.first_left = steps_of(std::max<int64_t>(0, samples - plan.skip_samples));
+    const EpochRest rest =
+        start.Rest().After(start.position * start.workers * int64_t{start.batch_size}, samples);
+    plan.skip_samples = rest.skip;
+    plan.make_up = rest.make_up;
+    plan.first_left = steps_of(rest.Size(samples));
   }
   if (plan.first_left == 0) {  // nothing left of it: the next epoch, whole
     plan.first_epoch = start.epoch + 1;
     plan.first_done = 0;
     plan.skip_samples = 0;
+    plan.make_up.clear();
     plan.first_left = now.steps_per_epoch;
   }
   return plan;
+}
+
+StatusOr<WorkerPlace> WithUntrainedBatches(const WorkerPlace& place, const std::vector<int>& lost,
+                                           int64_t from, int64_t samples) {
+  const int64_t batch = place.batch_size;
+  const int64_t global = batch * place.workers;
+  std::vector<int> ranks = lost;
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  for (int rank : ranks)
+    if (rank < 0 || rank >= place.workers || from < 0 || from > place.step || global <= 0)
+      return InvalidArgument(
+          fmt::format("worker {}'s batches from step {}: the place is of {} "
+                      "workers at step {}",
+                      rank, from + 1, place.workers, place.step));
+  const int64_t first = place.position - (place.step - from);  // the batch of `from`
+  if (first < 0)
+    return FailedPrecondition(fmt::format(
+        "the lost workers' batches from step {} lie in an epoch before step {}'s: they cannot be "
+        "made up in it",
+        from + 1, place.step + 1));
+  const EpochRest rest = place.Rest();
+  WorkerPlace out = place;
+  out.make_up.clear();
+  for (int64_t k = first; k < place.position; ++k) {
+    for (int rank : ranks) {
+      const int64_t begin = (k * place.workers + rank) * batch;
+      for (const PositionRange& r : rest.Slice(begin, begin + batch, samples))
+        AppendRange(&out.make_up, r);
+    }
+  }
+  const EpochRest after = rest.After(place.position * global, samples);
+  for (const PositionRange& r : after.make_up) AppendRange(&out.make_up, r);
+  out.skip_samples = after.skip;
+  out.position = 0;
+  out.epoch_start = place.step;
+  return out;
 }
 
 std::string DescribeReshard(const WorkerPlace& saved, const WorkerPlace& now, const EpochPlan& plan,
@@ -198,11 +248,14 @@ std::string DescribeReshard(const WorkerPlace& saved, const WorkerPlace& now, co
                  "the checkpoint of step {} was written by {} workers, this run has {}: "
                  "data re-sharded; ",
                  saved.step, saved.workers, now.workers);
-  if (plan.first_epoch == saved.epoch && plan.skip_samples > 0) {
+  const int64_t made_up = EpochRest{plan.make_up, 0}.MakeUpSize();
+  if (plan.first_epoch == saved.epoch && (plan.skip_samples > 0 || made_up > 0)) {
     how += fmt::format(
-        "epoch {} goes on after the {} samples of its order already trained, with {} steps of {} "
-        "x {}",
-        saved.epoch + 1, plan.skip_samples, plan.first_left, now.workers, now.batch_size);
+        "epoch {} goes on after the {} samples of its order already trained{}, with {} steps of "
+        "{} x {}",
+        saved.epoch + 1, plan.skip_samples - made_up,
+        made_up > 0 ? fmt::format(" ({} of a lost worker's first)", made_up) : "", plan.first_left,
+        now.workers, now.batch_size);
   } else if (plan.first_epoch == saved.epoch) {
     how += fmt::format("epoch {} starts from its beginning", saved.epoch + 1);
   } else {

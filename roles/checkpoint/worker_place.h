@@ -15,6 +15,9 @@
 //                           position counts the batches after them
 //                           (EpochPlan); both keys are absent in
 //                           checkpoints of older versions
+//   make_up 96-128,224-256  only when some: permutation positions below
+//                           skip_samples never trained (a lost worker's
+//                           batches), trained first (src/common/epoch_rest.h)
 //   training_forwards 40    the model's only random state (dropout masks)
 //   lr_schedule ...         the schedule every optimizer follows ("none ..."
 //                           when the lr is constant); where each is on it is
@@ -31,6 +34,7 @@
 
 #include "roles/checkpoint/step_files.h"
 #include "src/common/config/config.h"
+#include "src/common/epoch_rest.h"
 #include "src/common/status.h"
 
 namespace pstrain {
@@ -45,9 +49,12 @@ struct WorkerPlace {
   int64_t steps_per_epoch = 0;
   int64_t epoch = 0;
   int64_t position = 0;
-  int64_t epoch_start = 0;   // the step the epoch began at: step - position
-  int64_t skip_samples = 0;  // of the epoch's permutation, trained before a re-shard
+  int64_t epoch_start = 0;             // the step the epoch began at: step - position
+  int64_t skip_samples = 0;            // of the epoch's permutation, trained before a re-shard
+  std::vector<PositionRange> make_up;  // below skip_samples, trained first
   uint64_t training_forwards = 0;
+  // The epoch's positions left when its batch `position` begins.
+  EpochRest Rest() const { return EpochRest{make_up, skip_samples}; }
   std::string lr_schedule;
 };
 
@@ -86,18 +93,23 @@ Status CheckSameRun(const WorkerPlace& saved, const WorkerPlace& now, const std:
 // Either way the step counter goes on from the checkpoint's step, and later
 // epochs have this run's steps_per_epoch.
 struct EpochPlan {
-  int64_t start_step = 0;       // the run's first step
-  int64_t first_epoch = 0;      // the epoch of start_step
-  int64_t first_done = 0;       // its batches (after skip_samples) trained before
-  int64_t first_left = 0;       // its steps in this run
-  int64_t skip_samples = 0;     // its permutation positions trained before a re-shard
-  int64_t steps_per_epoch = 0;  // every later epoch
+  int64_t start_step = 0;              // the run's first step
+  int64_t first_epoch = 0;             // the epoch of start_step
+  int64_t first_done = 0;              // its batches (after skip_samples) trained before
+  int64_t first_left = 0;              // its steps in this run
+  int64_t skip_samples = 0;            // its permutation positions trained before a re-shard
+  std::vector<PositionRange> make_up;  // its positions to make up first (EpochRest)
+  int64_t steps_per_epoch = 0;         // every later epoch
 
   int64_t Epoch(int64_t step) const;
   int64_t InEpoch(int64_t step) const;       // 0-based, batches after skip_samples
   int64_t EpochSteps(int64_t epoch) const;   // first_done + first_left for the first
   int64_t TotalSteps(int64_t epochs) const;  // the last step + 1 of `epochs` epochs
   int64_t SkipAt(int64_t step) const { return Epoch(step) == first_epoch ? skip_samples : 0; }
+  // The positions left of step's epoch when the epoch's batch 0 of this run begins.
+  EpochRest RestAt(int64_t step) const {
+    return Epoch(step) == first_epoch ? EpochRest{make_up, skip_samples} : EpochRest{};
+  }
 };
 
 // The plan of a run starting at `start` (its place, as resumed) with
@@ -109,6 +121,14 @@ struct EpochPlan {
 EpochPlan PlanEpochs(const WorkerPlace& start, const WorkerPlace& now, int64_t samples,
                      bool by_file,
                      const std::function<int64_t(int64_t remaining)>& steps_for = nullptr);
+// `place` (of W workers at step S) with the batches the workers `lost` had
+// at steps [from, S) put back to be made up first: a lost worker of an
+// async or ssp job pushed nothing of them (roles/scheduler/lost_worker.cc).
+// The place returned begins its epoch at S (position 0), its rest
+// (make_up, skip_samples) naming every position not trained. Refused when
+// a step of them lies in an earlier epoch than S's.
+StatusOr<WorkerPlace> WithUntrainedBatches(const WorkerPlace& place, const std::vector<int>& lost,
+                                           int64_t from, int64_t samples);
 // One line for the log saying how a re-sharded run continues: from a
 // checkpoint, or (`live`) from a live change of workers.
 std::string DescribeReshard(const WorkerPlace& saved, const WorkerPlace& now, const EpochPlan& plan,

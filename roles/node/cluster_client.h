@@ -82,8 +82,10 @@ class ClusterClient {
   // Workers, before step `step` (0-based): false when the job stops before
   // it. While the scheduler settles on the step every worker stops at, this
   // holds the caller at the step boundary (bounded by twice the heartbeat
-  // timeout), so that no worker runs past it.
-  bool BeginStep(int64_t step);
+  // timeout), so that no worker runs past it. `next_rest_from`: the first
+  // step whose batches can still be made up at step + 1, where that step's
+  // epoch's rest began (the scheduler's question's answer; -1: unknown).
+  bool BeginStep(int64_t step, int64_t next_rest_from = -1);
   // Workers, after a step failed: the step at which the job goes on without
   // a lost worker (the scheduler's Stop with lost; roles/scheduler/
   // lost_worker.cc), once the scheduler named one within twice the heartbeat
@@ -102,8 +104,9 @@ class ClusterClient {
   // Workers, once they know the step their training starts at (0, or the
   // checkpoint's): a question of where this worker is that came before is
   // answered with it, so a change of shape asked for right after a resume
-  // stops at that step, not at 0. Any thread.
-  void StartingAt(int64_t step);
+  // stops at that step, not at 0. Any thread. `rest_from`: as BeginStep's
+  // next_rest_from, for `step`.
+  void StartingAt(int64_t step, int64_t rest_from = -1);
 
   // 14. Workers, after BeginStep(step): the server count the job changes to
   // before this step (the scheduler's Stop with servers), once; 0: none.
@@ -119,6 +122,11 @@ class ClusterClient {
     int64_t at_step = -1;
     int workers = 0;
     std::vector<int> ranks;
+    // A change that drops lost workers (15): their ranks, and the first
+    // step they pushed nothing of (their batches from there to at_step
+    // are made up first).
+    std::vector<int> lost;
+    int64_t lost_from = -1;
   };
   WorkersChange WorkersChangeAt(int64_t step);
   // 16. This worker is at the change's step: the topology of the new shape
@@ -227,10 +235,11 @@ class ClusterClient {
   Mutex stop_mutex_;
   CondVar stop_changed_;
   int64_t steps_started_ GUARDED_BY(stop_mutex_) = 0;
-  int64_t stop_at_ GUARDED_BY(stop_mutex_) = -1;  // stop before this step
-  bool hold_ GUARDED_BY(stop_mutex_) = false;     // asked, answer pending
-  bool started_ GUARDED_BY(stop_mutex_) = false;  // StartingAt came
-  int64_t grow_at_ GUARDED_BY(stop_mutex_) = -1;  // GrowsAt
+  int64_t rest_from_ GUARDED_BY(stop_mutex_) = -1;  // of step steps_started_
+  int64_t stop_at_ GUARDED_BY(stop_mutex_) = -1;    // stop before this step
+  bool hold_ GUARDED_BY(stop_mutex_) = false;       // asked, answer pending
+  bool started_ GUARDED_BY(stop_mutex_) = false;    // StartingAt came
+  int64_t grow_at_ GUARDED_BY(stop_mutex_) = -1;    // GrowsAt
   int grow_servers_ GUARDED_BY(stop_mutex_) = 0;
   std::vector<int> grow_slots_ GUARDED_BY(stop_mutex_);
   std::vector<int> lost_workers_ GUARDED_BY(stop_mutex_);
@@ -244,7 +253,7 @@ class ClusterClient {
   std::weak_ptr<Connection> asked_conn_ GUARDED_BY(stop_mutex_);
   uint64_t asked_id_ GUARDED_BY(stop_mutex_) = 0;
   void OnStop(const Connection::Ptr& conn, uint64_t id, const Stop& stop);
-  void StartingAtLocked(int64_t step) REQUIRES(stop_mutex_);
+  void StartingAtLocked(int64_t step, int64_t rest_from) REQUIRES(stop_mutex_);
   void ReleaseHold();
 
   // A copy of topology_ for Held(): the node keeps it across a rollback.

@@ -32,7 +32,10 @@ void ClusterClient::OnStop(const Connection::Ptr& conn, uint64_t id, const Stop&
       log_->warn("a change of workers names {} ranks; this is worker {}", stop.ranks.size(), rank);
       return conn->Reply(id, ErrorReply{"a change of workers without this worker's rank"});
     }
-    change_ = WorkersChange{stop.at_step, stop.workers, stop.ranks};
+    change_ = WorkersChange{stop.at_step, stop.workers, stop.ranks, stop.lost,
+                            stop.lost.empty()     ? -1
+                            : stop.lost_from >= 0 ? stop.lost_from
+                                                  : stop.at_step};
     if (!stop.lost.empty()) {  // 15. the step before finishes without them
       lost_workers_ = stop.lost;
       lost_step_ = stop.at_step;
@@ -47,7 +50,7 @@ void ClusterClient::OnStop(const Connection::Ptr& conn, uint64_t id, const Stop&
   if (stop.at_step < 0) {
     hold_ = true;
     if (started_) {
-      conn->Reply(id, StopReply{steps_started_});
+      conn->Reply(id, StopReply{steps_started_, rest_from_});
     } else {  // still resuming: StartingAt answers
       asked_conn_ = conn;
       asked_id_ = id;
@@ -67,25 +70,26 @@ void ClusterClient::ReleaseHold() {
   stop_changed_.NotifyAll();
 }
 
-void ClusterClient::StartingAt(int64_t step) {
+void ClusterClient::StartingAt(int64_t step, int64_t rest_from) {
   MutexLock lock(&stop_mutex_);
-  StartingAtLocked(step);
+  StartingAtLocked(step, rest_from);
 }
 
-void ClusterClient::StartingAtLocked(int64_t step) {
+void ClusterClient::StartingAtLocked(int64_t step, int64_t rest_from) {
   started_ = true;
   steps_started_ = step;
+  rest_from_ = rest_from;
   auto conn = asked_conn_.lock();
   asked_conn_.reset();
   if (!conn) return;
-  loop_->Post([conn, id = asked_id_, step] {
-    if (!conn->closed()) conn->Reply(id, StopReply{step});
+  loop_->Post([conn, id = asked_id_, step, rest_from] {
+    if (!conn->closed()) conn->Reply(id, StopReply{step, rest_from});
   });
 }
 
-bool ClusterClient::BeginStep(int64_t step) {
+bool ClusterClient::BeginStep(int64_t step, int64_t next_rest_from) {
   MutexLock lock(&stop_mutex_);
-  if (!started_) StartingAtLocked(step);
+  if (!started_) StartingAtLocked(step, -1);
   const auto limit = std::chrono::milliseconds(2 * Millis(options_.cluster.heartbeat_timeout_s));
   if (!stop_changed_.WaitFor(&lock, limit, [this]() REQUIRES(stop_mutex_) { return !hold_; })) {
     log_->warn(
@@ -95,7 +99,10 @@ bool ClusterClient::BeginStep(int64_t step) {
     hold_ = false;
   }
   if (stop_at_ >= 0 && step >= stop_at_) return false;
-  steps_started_ = std::max(steps_started_, step + 1);
+  if (step + 1 > steps_started_) {
+    steps_started_ = step + 1;
+    rest_from_ = next_rest_from;
+  }
   return true;
 }
 
@@ -103,7 +110,7 @@ int64_t ClusterClient::AwaitLostStep() {
   // Only a job that finishes a lost worker's step is told where it goes on
   // without it; a verdict (a pause, the end) ends the wait too (SetVerdict
   // notifies).
-  if (!options_.cluster.elastic.finish_lost) return -1;
+  if (!options_.cluster.elastic.GoesOnWithoutLost()) return -1;
   MutexLock lock(&stop_mutex_);
   const auto limit = std::chrono::milliseconds(2 * Millis(options_.cluster.heartbeat_timeout_s));
   stop_changed_.WaitFor(

@@ -221,20 +221,22 @@ void Scheduler::HoldForChange(const char* what, const std::string& why,
   ++change_round_;     // a copy ahead still answering is for another change
   reshape_step_ = -1;  // known once every worker said where it is
   log_->info("{} ({}): asking the workers how far they are", what, why);
-  AskWorkersWhere(why, [this, what, then = std::move(then)](const Status& st, int64_t furthest) {
-    if (!reshaping_) return;  // stopped or paused meanwhile
-    if (!st.ok()) {
-      // A worker did not answer: it is lost, and its loss is handled as
-      // such (a pause in which every node registers again, joiners too).
-      log_->warn("{}: {}", what, st.message());
-      reshaping_ = false;
-      RequeueLiveJoiners();
-      StopIfAsked();
-      return;
-    }
-    reshape_step_ = furthest;
-    then(furthest);
-  });
+  AskWorkersWhere(
+      why, [this, what, then = std::move(then)](const Status& st, const WorkersWhere& where) {
+        const int64_t furthest = where.furthest;
+        if (!reshaping_) return;  // stopped or paused meanwhile
+        if (!st.ok()) {
+          // A worker did not answer: it is lost, and its loss is handled as
+          // such (a pause in which every node registers again, joiners too).
+          log_->warn("{}: {}", what, st.message());
+          reshaping_ = false;
+          RequeueLiveJoiners();
+          StopIfAsked();
+          return;
+        }
+        reshape_step_ = furthest;
+        then(furthest);
+      });
 }
 
 // 14. Only servers leave: those that stay keep their ranks, but for the

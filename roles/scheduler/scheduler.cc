@@ -235,6 +235,7 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
   if (info.role == Role::kWorker) {
     elastic_.live_workers = elastic_.live_workers && req.elastic.live_workers;
     elastic_.finish_lost = elastic_.finish_lost && req.elastic.finish_lost;
+    elastic_.drop_lost = elastic_.drop_lost && req.elastic.drop_lost;
   }
   if (req.recovery_wait_s != recovery_wait_s_) {
     if (rank_of_.empty()) {

@@ -255,11 +255,15 @@ class Scheduler {
   // A stop on request that waited for a live change of workers (16) goes
   // ahead, once it is done or called off.
   void StopIfAsked();
-  // 10, 13. Asks every worker its step, holding it at its next boundary,
-  // then calls `then` with the furthest (or why one did not answer), unless
-  // the job was paused meanwhile.
+  // 10, 13. Asks every worker its step (but a lost one of 15), holding it
+  // at its next boundary, then calls `then` with the furthest (or why one
+  // did not answer), unless the job was paused meanwhile.
+  struct WorkersWhere {
+    int64_t furthest = 0;
+    int64_t rest_from = -1;  // at the furthest: StopReply's (-1: unknown)
+  };
   void AskWorkersWhere(const std::string& why,
-                       std::function<void(const Status&, int64_t furthest)> then);
+                       std::function<void(const Status&, const WorkersWhere&)> then);
   void StopAt(int64_t step, const std::string& why);
   // 13. Elastic jobs (roles/scheduler/elastic.cc).
   static std::string DescribeBounds(const ElasticBounds& bounds);
@@ -300,9 +304,12 @@ class Scheduler {
   void ApplyReshape();
   // A lost node of an elastic job above its minimum: true when dropped.
   bool DropLost(NodeEntry& node, const std::string& what);
-  // 15. A lost worker whose step under way the others finish without it:
-  // true when that is under way.
+  // 15. A lost worker the job goes on without, live: true when that is
+  // under way. GoOnWithoutLost: its last push was of step `last`, and the
+  // others drop it at step `at`.
   bool FinishWithoutLost(NodeEntry& node, const std::string& what);
+  void GoOnWithoutLost(const std::string& node_id, int rank, int64_t last, int64_t at,
+                       const std::string& why);
   // 15. Every server's answer to `request`: the largest last_step of their
   // LoseWorkerReply (-1: none), or the first error.
   void AskServers(LoseWorker request, std::function<void(const Status&, int64_t)> then);

@@ -38,9 +38,9 @@ void Scheduler::BeginStop(const std::string& why) {
     reshaping_ = false;
     if (reshape_step_ >= 0) return StopAt(reshape_step_, why);
   }
-  AskWorkersWhere(why, [this, why](const Status& st, int64_t furthest) {
+  AskWorkersWhere(why, [this, why](const Status& st, const WorkersWhere& where) {
     if (!st.ok()) return AbortOnLoop(st.WithContext("stopping on request"));
-    StopAt(furthest, why);
+    StopAt(where.furthest, why);
   });
 }
 
@@ -51,24 +51,33 @@ void Scheduler::StopIfAsked() {
 }
 
 void Scheduler::AskWorkersWhere(const std::string& why,
-                                std::function<void(const Status&, int64_t)> then) {
+                                std::function<void(const Status&, const WorkersWhere&)> then) {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
-  auto furthest = std::make_shared<int64_t>(0);
+  auto where = std::make_shared<WorkersWhere>();
+  std::vector<NodeEntry*> asking;
+  for (NodeEntry& w : workers_)
+    if (!live_lost_.count(w.info.node_id)) asking.push_back(&w);
+  if (asking.empty()) return then(Unavailable("no worker is left to ask"), *where);
   auto asked = std::make_shared<CountDown>(
-      workers_.size(), [this, furthest, generation = generation_, then](const Status& st) {
+      asking.size(), [this, where, generation = generation_, then](const Status& st) {
         if (generation != generation_) return;  // a pause came first: its own rules apply
-        then(st, *furthest);
+        then(st, *where);
       });
-  for (NodeEntry& w : workers_) {
-    auto conn = w.conn.lock();
+  for (NodeEntry* w : asking) {
+    auto conn = w->conn.lock();
     if (!conn) {
-      asked->Report(Unavailable(Describe(w) + " is not connected"));
+      asked->Report(Unavailable(Describe(*w) + " is not connected"));
       continue;
     }
-    conn->Call(Stop{why, -1}, [asked, furthest](StatusOr<Incoming> reply) {
+    conn->Call(Stop{why, -1}, [asked, where](StatusOr<Incoming> reply) {
       if (!reply.ok()) return asked->Report(reply.status());
-      if (auto* at = std::get_if<StopReply>(&reply->message.body))
-        *furthest = std::max(*furthest, at->step);
+      if (auto* at = std::get_if<StopReply>(&reply->message.body)) {
+        if (at->step > where->furthest) {
+          *where = {at->step, at->rest_from};
+        } else if (at->step == where->furthest) {
+          where->rest_from = std::min(where->rest_from, at->rest_from);  // -1 stays unknown
+        }
+      }
       asked->Report(Status::OK());
     });
   }

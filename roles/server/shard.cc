@@ -340,6 +340,7 @@ void PsShard::LoseWorker(int rank, int64_t last, const std::string& why,
       if (last < 0) {
         StatusOr<int64_t> step = p->core().Lose(rank);
         if (!step.ok()) return done(step.status());
+        p->core().AnswerReady();  // ssp: the pulls it held back
         held = std::max(held, *step);
         continue;
       }

@@ -128,6 +128,7 @@ void TableHost::LoseWorker(int rank, int64_t last, const std::string& why,
       if (last < 0) {
         StatusOr<int64_t> step = t->core.Lose(rank);
         if (!step.ok()) return done(step.status());
+        t->core.AnswerReady();  // ssp: the pulls it held back
         held = std::max(held, *step);
         continue;
       }

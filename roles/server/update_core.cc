@@ -58,8 +58,10 @@ Status UpdateCore::Renumber(int64_t step, const std::vector<int>& ranks, int wor
   if (workers < 1 || ranks.size() != pushes_.size())
     return InvalidArgument(fmt::format("a change of workers names {} ranks, the job has {}",
                                        ranks.size(), pushes_.size()));
-  const int64_t clock_now = clock();
-  std::vector<int64_t> pushes(static_cast<size_t>(workers), clock_now);
+  // A joiner's pushes count from here: they are steps (async's clock
+  // counts every push).
+  const int64_t start = mode_ == UpdateMode::kAsync ? step : clock();
+  std::vector<int64_t> pushes(static_cast<size_t>(workers), start);
   for (size_t r = 0; r < ranks.size(); ++r) {
     if (ranks[r] >= workers)
       return InvalidArgument(fmt::format("worker {} takes rank {} of {}", r, ranks[r], workers));
@@ -80,10 +82,10 @@ Status UpdateCore::Renumber(int64_t step, const std::vector<int>& ranks, int wor
 
 void UpdateCore::TakeDueChange() {
   while (!changes_.empty() && changes_.front().from_step <= step()) {
-    const int64_t clock_now = clock();
+    const int64_t start = mode_ == UpdateMode::kAsync ? step() : clock();
     std::vector<bool>& next = changes_.front().members;
     for (int r = 0; r < slots(); ++r)
-      if (next[r] && !members_[r]) pushes_[r] = clock_now;
+      if (next[r] && !members_[r]) pushes_[r] = start;
     // async: the steps so far stay counted at the old member count.
     async_base_step_ = step();
     async_base_applied_ = applied_;
@@ -146,13 +148,22 @@ int64_t UpdateCore::step() const {
 }
 
 StatusOr<int64_t> UpdateCore::Lose(int rank) {
-  if (mode_ != UpdateMode::kSync)
-    return FailedPrecondition("only a sync job finishes a step without a lost worker");
+  if (mode_ == UpdateMode::kAverage)
+    return FailedPrecondition("a job in mode average cannot go on without a lost worker");
   if (rank < 0 || rank >= slots())
     return InvalidArgument(fmt::format("lost worker {} is not in 0..{}", rank, slots() - 1));
   lost_[rank] = true;
   if (!members_[rank]) return int64_t{-1};
-  return arrived_[rank] ? applied_ : applied_ - 1;
+  if (mode_ == UpdateMode::kSync) return arrived_[rank] ? applied_ : applied_ - 1;
+  // async and ssp: its pushes are its steps, in order. It leaves the set at
+  // once, so that the ssp clock no longer waits for it.
+  if (member_count_ == 1)
+    return FailedPrecondition(fmt::format("worker {} was the only member", rank));
+  async_base_step_ = step();
+  async_base_applied_ = applied_;
+  members_[rank] = false;
+  --member_count_;
+  return pushes_[rank] - 1;
 }
 
 StatusOr<bool> UpdateCore::DropLost(int rank, int64_t last, const std::string& why) {

@@ -26,14 +26,15 @@
 // averages over it, the ssp clock is the slowest new member's, and a push
 // from a rank outside the set is refused.
 //
-// A lost worker (an elastic sync job that finishes the step under way
-// without it, roles/scheduler/lost_worker.cc): Lose(rank) refuses its
-// pushes from then on and says the last step it had a gradient in here;
-// FinishWithout(rank, last) then completes step `last` without it (its
-// gradient counts where it came, as the average's divisor does) and calls
-// off every later step: what was gathered for it is dropped, and its pushes
-// and the pulls waiting for it are refused, until the job resumes from the
-// checkpoint of step last + 1.
+// A lost worker (an elastic job that goes on without it, roles/scheduler/
+// lost_worker.cc): Lose(rank) refuses its pushes from then on and says the
+// last step it had a gradient in here. In sync, FinishWithout(rank, last)
+// then completes step `last` without it (its gradient counts where it
+// came, as the average's divisor does) and calls off every later step:
+// what was gathered for it is dropped, and its pushes and the pulls
+// waiting for it are refused, until the live change of workers at step
+// last + 1 (Renumber). In async and ssp nothing waits for it: Lose takes
+// it out of the members at once, and the others go on to the change.
 //
 // Threads: owned by one thread (the partition's or the table's); nothing
 // here locks. Waiting pulls run on that thread, from Push.
@@ -141,9 +142,12 @@ class UpdateCore {
   // Updates applied: steps in sync, pushes in async and ssp.
   int64_t applied() const { return applied_; }
 
-  // A lost worker (see the header comment); sync only. Lose: the last step
-  // whose gradient from `rank` this core holds or applied (-1: none), and
-  // its pushes are refused from now on.
+  // A lost worker (see the header comment); not in mode average. Lose: the
+  // last step whose gradient from `rank` this core holds or applied (-1:
+  // none), and its pushes are refused from now on. In async and ssp it
+  // also leaves the members at once (the ssp clock stops waiting for it;
+  // the caller answers the pulls, AnswerReady), and nothing is called off:
+  // the others go on to the live change that drops it.
   StatusOr<int64_t> Lose(int rank);
   // Step `last` completes without `rank` (at once, when every other
   // member's gradient is in: apply_gathered as Push's), and the steps

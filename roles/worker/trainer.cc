@@ -135,6 +135,7 @@ WorkerPlace TrainJob::PlaceAt(const WorkerContext& ctx, int64_t step, const Epoc
   p.position = plan.InEpoch(step);
   p.epoch_start = step - p.position;
   p.skip_samples = plan.SkipAt(step);
+  p.make_up = plan.RestAt(step).make_up;
   p.training_forwards = training_forwards_;
   std::vector<std::string> names;
   for (const Param* param : model_->params()) names.push_back(param->name);
@@ -405,7 +406,8 @@ Status TrainJob::Run(WorkerContext& ctx) {
                                : ResumePlace(*resume, start, ctx.log,
                                              data->sharded_by_file ? -1 : data->size());
     if (!place.ok()) return place.status();
-    ContinueFrom(ctx, *data, *place, /*live=*/ctx.joined_at.has_value(), &run);
+    PSTRAIN_RETURN_IF_ERROR(
+        ContinueFrom(ctx, *data, *place, /*live=*/ctx.joined_at.has_value(), &run));
     start = *place;
   }
   const int64_t total = run.total;
@@ -453,7 +455,11 @@ Status TrainJob::Run(WorkerContext& ctx) {
   int64_t called_off = -1;  // the step last called off (a worker was lost)
   bool left = false;        // left the job live at stopped_at
   for (int64_t step = start_step; step < run.total; ++step) {
-    if (!ctx.cluster->BeginStep(step)) {
+    // Where the next step's epoch rest began: how far back a lost worker's
+    // batches can be made up there (roles/scheduler/lost_worker.cc).
+    const int64_t next_rest_from =
+        step + 1 < run.total ? step + 1 - run.plan.InEpoch(step + 1) : -1;
+    if (!ctx.cluster->BeginStep(step, next_rest_from)) {
       stopped_at = step;
       break;
     }
@@ -461,7 +467,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
       PSTRAIN_RETURN_IF_ERROR(
           ChangeServers(ctx, step, servers, slots, sparse_.get(), embeddings_.get()));
     if (auto change = ctx.cluster->WorkersChangeAt(step); change.workers > 0) {
-      if (step > start_step) LogLostBatches(ctx, *data, run.plan, step - 1, report);
+      LogLostBatches(ctx, *data, run, change, report);
       auto stays = ChangeWorkers(ctx, step, change, data, &run);
       if (!stays.ok()) return stays.status();
       if (!*stays) {
@@ -477,7 +483,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
     const int64_t epoch_steps = plan.EpochSteps(epoch);
     if (in_epoch == 0 || step == run.start) {
       if (step == run.start) {
-        run.batcher->StartEpoch(epoch, plan.first_done, plan.skip_samples);
+        run.batcher->StartEpoch(epoch, plan.first_done, plan.RestAt(step));
       } else {
         run.batcher->StartEpoch(epoch);
       }

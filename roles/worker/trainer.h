@@ -106,8 +106,8 @@ class TrainJob : public WorkerJob {
   // `run` continues from `from` (a checkpoint's place, or, `live`, the
   // chief's at a live change of workers): the rest of its epoch split among
   // this run's workers.
-  void ContinueFrom(WorkerContext& ctx, const Dataset& data, const WorkerPlace& from, bool live,
-                    DataRun* run);
+  Status ContinueFrom(WorkerContext& ctx, const Dataset& data, const WorkerPlace& from, bool live,
+                      DataRun* run);
   // A live change of workers at `step` (roles/worker/trainer_workers.cc):
   // false when this worker leaves; else it goes on with its new rank, the
   // new ring and `run` planned anew.
@@ -163,10 +163,10 @@ class TrainJob : public WorkerJob {
   // Step `step` failed: whether it was called off (the job goes on without
   // a lost worker from there, and trains it again).
   bool CalledOff(WorkerContext& ctx, int64_t step);
-  // The step finished without them: the lost workers' batches of it, to the
-  // sample log.
-  void LogLostBatches(WorkerContext& ctx, const Dataset& data, const EpochPlan& plan, int64_t step,
-                      TrainReport& report) const;
+  // A change that drops lost workers: their batches of the last step they
+  // pushed (which the job counts as used), to the sample log.
+  void LogLostBatches(WorkerContext& ctx, const Dataset& data, const DataRun& run,
+                      const ClusterClient::WorkersChange& change, TrainReport& report) const;
   // This worker's place once `step` steps are done (roles/checkpoint/worker_place.h),
   // its epochs as `plan` lays them out.
   WorkerPlace PlaceAt(const WorkerContext& ctx, int64_t step, const EpochPlan& plan) const;

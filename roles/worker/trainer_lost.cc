@@ -8,6 +8,7 @@
 
 #include "roles/checkpoint/worker_place.h"
 #include "roles/worker/checkpointing.h"
+#include "roles/worker/data_run.h"
 #include "roles/worker/train_report.h"
 #include "roles/worker/trainer.h"
 #include "src/data/batcher.h"
@@ -47,19 +48,24 @@ bool TrainJob::CalledOff(WorkerContext& ctx, int64_t step) {
   return stop >= 0 && step >= stop && !ctx.cluster->LostWorkers().empty();
 }
 
-// The job counts a lost worker's batch of the step finished without it as
-// used (its gradient reached the servers it reached); the test hook's
-// sample log says so on its behalf.
-void TrainJob::LogLostBatches(WorkerContext& ctx, const Dataset& data, const EpochPlan& plan,
-                              int64_t step, TrainReport& report) const {
-  if (ctx.sample_log.empty() || data.sharded_by_file || ctx.rank != ChiefRank(ctx)) return;
-  for (int lost : ctx.cluster->LostWorkers()) {
+// The job counts a lost worker's batch of the last step it pushed as used
+// (its gradient reached the servers it reached); the test hook's sample log
+// says so on its behalf (the same line when the worker had logged it).
+void TrainJob::LogLostBatches(WorkerContext& ctx, const Dataset& data, const DataRun& run,
+                              const ClusterClient::WorkersChange& change,
+                              TrainReport& report) const {
+  const int64_t step = change.lost_from - 1;
+  if (ctx.sample_log.empty() || data.sharded_by_file || ctx.rank != ChiefRank(ctx) ||
+      step < run.start)  // before this plan: it was logged with the steps before the last change
+    return;
+  const EpochPlan& plan = run.plan;
+  for (int lost : change.lost) {
     Batcher theirs =
         Batcher::ForTraining(&data, config_.train.batch_size, lost, ctx.workers, config_.train.seed,
                              config_.data.shuffle, config_.train.elastic.has_value());
     theirs.RecordSampleIds(true);
     const int epoch = static_cast<int>(plan.Epoch(step));
-    theirs.StartEpoch(epoch, plan.InEpoch(step), plan.SkipAt(step));
+    theirs.StartEpoch(epoch, plan.InEpoch(step), plan.RestAt(step));
     Batch batch;
     if (theirs.Next(&batch))
       report.Trained(ctx.cluster->generation(), step + 1, epoch, batch.sample_ids);

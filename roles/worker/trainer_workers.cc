@@ -16,7 +16,8 @@
 //   5. every worker splits the rest of the epoch anew from the chief's
 //      place, as a resume with another worker count does
 //      (roles/checkpoint/worker_place.h, PlanEpochs): no sample is trained
-//      twice or skipped.
+//      twice or skipped. A lost worker's batches that it never pushed (an
+//      async or ssp job, roles/scheduler/lost_worker.cc) go first.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -62,8 +63,13 @@ StatusOr<DataRun> TrainJob::MakeDataRun(WorkerContext& ctx,
   return run;
 }
 
-void TrainJob::ContinueFrom(WorkerContext& ctx, const Dataset& data, const WorkerPlace& from,
-                            bool live, DataRun* run) {
+Status TrainJob::ContinueFrom(WorkerContext& ctx, const Dataset& data, const WorkerPlace& from,
+                              bool live, DataRun* run) {
+  // A checkpoint's or the chief's: the positions it names must be this
+  // data's.
+  PSTRAIN_RETURN_IF_ERROR(from.Rest()
+                              .Check(data.sharded_by_file ? -1 : data.size())
+                              .WithContext(fmt::format("going on from step {}", from.step)));
   const WorkerPlace now = PlaceAt(ctx, run->start, run->plan);
   const bool keep_tail = config_.train.elastic.has_value();
   run->plan = PlanEpochs(from, now, data.size(), data.sharded_by_file, [&](int64_t left) {
@@ -73,6 +79,7 @@ void TrainJob::ContinueFrom(WorkerContext& ctx, const Dataset& data, const Worke
     ctx.log->info("worker {}: {}", ctx.rank, DescribeReshard(from, now, run->plan, live));
   run->total =
       config_.train.steps > 0 ? config_.train.steps : run->plan.TotalSteps(config_.train.epochs);
+  return Status::OK();
 }
 
 StatusOr<bool> TrainJob::ChangeWorkers(WorkerContext& ctx, int64_t step,
@@ -94,8 +101,14 @@ StatusOr<bool> TrainJob::ChangeWorkers(WorkerContext& ctx, int64_t step,
   const int was = ctx.rank;
   const int rank = change.ranks[static_cast<size_t>(was)];
   const bool ring = !allreduced_->empty();
-  // 1. Where the data is today, which the chief hands out in 3.
-  const WorkerPlace place = PlaceAt(ctx, step, run->plan);
+  // 1. Where the data is today, which the chief hands out in 3, with what
+  // a lost worker never pushed put back.
+  WorkerPlace place = PlaceAt(ctx, step, run->plan);
+  if (!change.lost.empty() && change.lost_from < step) {
+    auto back = WithUntrainedBatches(place, change.lost, change.lost_from, data->size());
+    if (!back.ok()) return back.status().WithContext(where("a lost worker's batches"));
+    place = std::move(*back);
+  }
   if (embeddings_)
     PSTRAIN_RETURN_IF_ERROR(embeddings_->FinishPrefetch().WithContext(where("pulling rows ahead")));
   ctx.cluster->EnterWorkersChange();
@@ -136,7 +149,7 @@ StatusOr<bool> TrainJob::ChangeWorkers(WorkerContext& ctx, int64_t step,
   // 5. The rest of the epoch, split among the new set.
   auto remade = MakeDataRun(ctx, data, step);
   if (!remade.ok()) return remade.status();
-  ContinueFrom(ctx, *data, *chiefs, /*live=*/true, &*remade);
+  PSTRAIN_RETURN_IF_ERROR(ContinueFrom(ctx, *data, *chiefs, /*live=*/true, &*remade));
   *run = std::move(*remade);
   total_steps_ = run->total;
   const double ms =

@@ -244,7 +244,8 @@ int RunRole(const std::vector<std::string>& args) {
                                 e->min_servers,
                                 e->max_servers,
                                 FinishesStepsWithoutLostWorkers(*config) && by_index,
-                                ChangesWorkersLive(*config) && by_index};
+                                ChangesWorkersLive(*config) && by_index,
+                                DropsLostWorkersLive(*config) && by_index};
   }
   return ReportingOutOfMemory(RoleName(options->role), [&] { return RunNode(*options, *config); });
 }

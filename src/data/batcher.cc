@@ -48,7 +48,7 @@ int64_t Batcher::StepsPerEpoch() const {
   return cap_ >= 0 ? std::min(steps, cap_) : steps;
 }
 
-void Batcher::StartEpoch(int epoch, int64_t position, int64_t skip_samples) {
+void Batcher::StartEpoch(int epoch, int64_t position, const EpochRest& rest) {
   order_.resize(static_cast<size_t>(data_->size()));
   std::iota(order_.begin(), order_.end(), int64_t{0});
   if (shuffle_) {
@@ -58,23 +58,43 @@ void Batcher::StartEpoch(int epoch, int64_t position, int64_t skip_samples) {
   // The epoch's order is a function of (seed, epoch) alone: a resumed run
   // skips to its position without reading the batches before it.
   step_ = std::max<int64_t>(position, 0);
-  skip_ = std::clamp<int64_t>(skip_samples, 0, data_->size());
+  skip_ = std::clamp<int64_t>(rest.skip, 0, data_->size());
+  whole_ = skip_ == 0 && rest.make_up.empty();
+  if (!rest.make_up.empty()) {
+    // The positions to make up first, then the rest: checked where they
+    // were read (EpochRest::Check), clamped here all the same, and never
+    // more than the epoch's samples.
+    const int64_t n = data_->size();
+    std::vector<int64_t> left;
+    left.reserve(static_cast<size_t>(n));
+    auto take = [&](int64_t begin, int64_t end) {
+      begin = std::clamp<int64_t>(begin, 0, n);
+      end = std::clamp<int64_t>(end, begin, begin + n - static_cast<int64_t>(left.size()));
+      end = std::min(end, n);
+      left.insert(left.end(), order_.begin() + begin, order_.begin() + end);
+    };
+    for (const PositionRange& r : rest.make_up) take(r.begin, r.end);
+    take(skip_, n);
+    order_.swap(left);
+    skip_ = 0;
+  }
   started_ = true;
 }
 
 bool Batcher::Next(Batch* out) {
   if (!started_) return false;
-  const int64_t remaining = data_->size() - skip_;
+  const int64_t size = static_cast<int64_t>(order_.size());
+  const int64_t remaining = size - skip_;
   const int64_t steps =
-      skip_ == 0 ? StepsPerEpoch() : StepsFor(remaining, batch_size_, workers_, keep_tail_);
+      whole_ ? StepsPerEpoch() : StepsFor(remaining, batch_size_, workers_, keep_tail_);
   if (step_ >= steps) return false;
   const int64_t global = int64_t{batch_size_} * workers_;
   int64_t begin = skip_ + (step_ * workers_ + rank_) * batch_size_;
-  int64_t end = std::min<int64_t>(begin + batch_size_, data_->size());
+  int64_t end = std::min<int64_t>(begin + batch_size_, size);
   if (keep_tail_ && step_ + 1 == steps && cap_ < 0) {
     // The epoch's last step: what is left, split as evenly as it goes.
     const int64_t base = skip_ + step_ * global;
-    const int64_t left = data_->size() - base;
+    const int64_t left = size - base;
     const int64_t each = left / workers_, extra = left % workers_;
     begin = base + rank_ * each + std::min<int64_t>(rank_, extra);
     end = begin + each + (rank_ < extra ? 1 : 0);

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "src/common/batch.h"
+#include "src/common/epoch_rest.h"
 #include "src/data/dataset.h"
 
 namespace pstrain {
@@ -57,7 +58,12 @@ class Batcher {
   // another worker count): the first that many permutation positions were
   // trained already; the epoch's batches are cut from the rest, as if the
   // permutation began after them, (N - skip_samples) / (W * B) of them.
-  void StartEpoch(int epoch, int64_t position = 0, int64_t skip_samples = 0);
+  // `rest` (src/common/epoch_rest.h) also names positions below its skip
+  // to train first: the batches are cut from them, then the rest.
+  void StartEpoch(int epoch, int64_t position = 0, int64_t skip_samples = 0) {
+    StartEpoch(epoch, position, EpochRest{{}, skip_samples});
+  }
+  void StartEpoch(int epoch, int64_t position, const EpochRest& rest);
   // The next batch of the epoch into `out` (reusing its storage); false at
   // the epoch's end.
   bool Next(Batch* out);
@@ -83,10 +89,13 @@ class Batcher {
   bool keep_last_;
   bool keep_tail_;
   bool record_ids_ = false;
-  int64_t cap_ = -1;            // -1: no cap
-  std::vector<int64_t> order_;  // this epoch's permutation of sample indices
+  int64_t cap_ = -1;  // -1: no cap
+  // This epoch's permutation of sample indices; with a rest to make up,
+  // what is left of it in the order it is trained.
+  std::vector<int64_t> order_;
   int64_t step_ = 0;
-  int64_t skip_ = 0;  // this epoch's permutation positions already trained
+  int64_t skip_ = 0;   // order_'s positions already trained
+  bool whole_ = true;  // order_ is the whole permutation, skip_ 0
   bool started_ = false;
 };
 

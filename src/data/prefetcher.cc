@@ -26,13 +26,13 @@ PrefetchingBatcher::~PrefetchingBatcher() {
   reader_.join();
 }
 
-void PrefetchingBatcher::StartEpoch(int epoch, int64_t position, int64_t skip_samples) {
+void PrefetchingBatcher::StartEpoch(int epoch, int64_t position, EpochRest rest) {
   {
     MutexLock lock(&mutex_);
     ++generation_;
     epoch_ = epoch;
     position_ = position;
-    skip_ = skip_samples;
+    rest_ = std::move(rest);
     queue_.clear();
     epoch_done_ = false;
   }
@@ -66,9 +66,9 @@ void PrefetchingBatcher::Run() {
     served = generation_;
     const int epoch = epoch_;
     const int64_t position = position_;
-    const int64_t skip = skip_;
+    const EpochRest rest = rest_;
     lock.Unlock();
-    batcher_.StartEpoch(epoch, position, skip);
+    batcher_.StartEpoch(epoch, position, rest);
     for (;;) {
       Batch batch;
       bool more = false;

@@ -30,8 +30,8 @@ class PrefetchingBatcher {
   // Begins epoch `epoch` at batch `position` (Batcher::StartEpoch), dropping
   // what is left of the previous one. The reader keeps no state of its own
   // beyond (epoch, position): that pair is all a checkpoint needs.
-  // `skip_samples`: see Batcher::StartEpoch (a re-sharded resume).
-  void StartEpoch(int epoch, int64_t position = 0, int64_t skip_samples = 0);
+  // `rest`: see Batcher::StartEpoch (a re-sharded resume or live change).
+  void StartEpoch(int epoch, int64_t position = 0, EpochRest rest = {});
   // Blocks until the next batch is ready; false at the epoch's end, or
   // when the reader failed (status() then says why).
   bool Next(Batch* out);
@@ -55,7 +55,7 @@ class PrefetchingBatcher {
   uint64_t generation_ GUARDED_BY(mutex_) = 0;
   int epoch_ GUARDED_BY(mutex_) = 0;
   int64_t position_ GUARDED_BY(mutex_) = 0;
-  int64_t skip_ GUARDED_BY(mutex_) = 0;
+  EpochRest rest_ GUARDED_BY(mutex_);
   std::deque<Batch> queue_ GUARDED_BY(mutex_);  // this generation's batches
   bool epoch_done_ GUARDED_BY(mutex_) = true;   // no more batches will come
   bool stopping_ GUARDED_BY(mutex_) = false;

@@ -8,7 +8,10 @@
 //      SparseTable::Deserialize (its own CRC made right too, the options taken
 //      from the table's header), as a resuming server does, and listed by
 //      SparseTable::ReadSerializedRows, as pstrain export does (after
-//      TieredTable::ReadSerializedHeader for a tiered table's).
+//      TieredTable::ReadSerializedHeader for a tiered table's);
+//   4. a "place" section as a worker's place (ParseWorkerPlace, the text a
+//      chief also hands a joining worker), and a batcher started where it
+//      says.
 #include <zlib.h>
 
 #include <cstdint>
@@ -20,7 +23,9 @@
 #include "embedding/sparse_table.h"
 #include "embedding/tiered_table.h"
 #include "roles/checkpoint/shard_file.h"
+#include "roles/checkpoint/worker_place.h"
 #include "src/common/checkpoint_file.h"
+#include "src/data/batcher.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace pstrain {
@@ -81,6 +86,29 @@ void RestoreTable(const TableSnapshot& t) {
     fuzz::Fail("export's reader and a restore disagree on the rows");
 }
 
+// A place read back: its rest checks, and a batcher of 64 samples started
+// there yields batches of them only.
+void StartPlace(const std::string& text, const std::string& path) {
+  auto place = ParseWorkerPlace(text, path);
+  if (!place.ok()) return;
+  if (!place->Rest().Check().ok()) fuzz::Fail("a place whose rest does not check was read");
+  static const Dataset data = [] {
+    Dataset d;
+    d.sample_shape = {1};
+    for (int i = 0; i < 64; ++i) {
+      d.dense.push_back(static_cast<float>(i));
+      d.labels.push_back(0);
+    }
+    return d;
+  }();
+  Batcher batcher = Batcher::ForTraining(&data, 4, 0, 2, 1, true, /*keep_tail=*/true);
+  batcher.StartEpoch(0, place->position % 64, place->Rest());
+  Batch batch;
+  for (int i = 0; i < 20 && batcher.Next(&batch); ++i)
+    for (float v : batch.dense.data)
+      if (!(v >= 0 && v < 64)) fuzz::Fail("a batch of a sample outside the data");
+}
+
 }  // namespace
 }  // namespace pstrain
 
@@ -107,6 +135,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ShardMeta meta;
   const Section& first = (*sections)[0];
   std::string text(first.bytes.begin(), first.bytes.end());
+  if (first.name == "place") {
+    pstrain::StartPlace(text, path);
+    return 0;
+  }
   if (std::sscanf(text.c_str(), "server %d\nservers %d\nworkers %d\n", &meta.server, &meta.servers,
                   &meta.workers) != 3)
     return 0;

@@ -21,6 +21,7 @@
 #include "roles/checkpoint/shard_file.h"
 #include "roles/checkpoint/step_files.h"
 #include "roles/checkpoint/store.h"
+#include "roles/checkpoint/worker_place.h"
 #include "roles/placement/row_move_codec.h"
 #include "roles/server/handoff_codec.h"
 #include "src/common/checkpoint_file.h"
@@ -120,6 +121,8 @@ std::vector<std::pair<std::string, std::pair<Message, Bytes>>> Messages() {
       {"rows_take_over", {{15, false, RowsTakeOverRequest{3, 40, 2}}, Bytes(48, 1)}},
       {"rows_digest_request", {{16, false, RowsDigestRequest{}}, {}}},
       {"stop_lost", {{17, false, Stop{"lost", 41, 0, {}, {2}}}, {}}},
+      {"stop_lost_make_up", {{17, false, Stop{"lost", 41, 0, {}, {2}, 2, {0, 1, -1}, 38}}, {}}},
+      {"stop_reply_rest_from", {{17, true, StopReply{41, 30}}, {}}},
       {"lose_worker", {{18, false, LoseWorker{2, 40, "lost"}}, {}}},
       {"lose_worker_reply", {{18, true, LoseWorkerReply{39}}, {}}},
       {"stop_change_workers", {{19, false, Stop{"w", 40, 0, {}, {}, 3, {0, -1, 1}}}, {}}},
@@ -220,6 +223,21 @@ void CheckpointSeeds() {
   Status st =
       WriteCheckpointFile(file, {{"meta", "worker 0\n", 9}, {"w", values.data(), values.size()}});
   if (st.ok()) Write("checkpoint_fuzz", "two_sections", ReadFile(file));
+  // A worker's place with positions to make up (a lost worker's batches).
+  WorkerPlace place;
+  place.step = 50;
+  place.workers = 2;
+  place.batch_size = 8;
+  place.steps_per_epoch = 4;
+  place.epoch = 12;
+  place.position = 2;
+  place.epoch_start = 48;
+  place.skip_samples = 40;
+  place.make_up = {{8, 16}, {24, 32}};
+  place.lr_schedule = "none (constant lr) lr 0.1 constant: w";
+  auto place_file = WriteWorkerPlace(dir.string(), place);
+  if (place_file.ok())
+    Write("checkpoint_fuzz", "worker_place_make_up", ReadFile((dir / *place_file).string()));
 
   EmbeddingTableOptions options;
   options.name = "emb_user";

@@ -543,4 +543,9 @@ bool FinishesStepsWithoutLostWorkers(const Config& config) {
   return config.train.mode == UpdateMode::kSync && ChangesWorkersLive(config);
 }
 
+bool DropsLostWorkersLive(const Config& config) {
+  return (config.train.mode == UpdateMode::kAsync || config.train.mode == UpdateMode::kSsp) &&
+         ChangesWorkersLive(config);
+}
+
 }  // namespace pstrain

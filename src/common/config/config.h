@@ -201,8 +201,12 @@ CompressionConfig CompressionFor(const Config& config, const std::string& name);
 // of workers passes through the checkpoint of its step.
 bool ChangesWorkersLive(const Config& config);
 // Whether an elastic job finishes the step under way without a lost worker
-// (roles/scheduler/lost_worker.cc): such a job in sync mode. Otherwise a
-// lost worker sends the job back to its newest checkpoint.
+// (roles/scheduler/lost_worker.cc): such a job in sync mode.
 bool FinishesStepsWithoutLostWorkers(const Config& config);
+// Whether an elastic job drops a lost worker live at the furthest step the
+// others reach, making up the batches it never pushed (the same file): such
+// a job in async or ssp mode. Where neither holds, a lost worker sends the
+// job back to its newest checkpoint.
+bool DropsLostWorkersLive(const Config& config);
 
 }  // namespace pstrain

@@ -63,6 +63,13 @@ struct ElasticBounds {
   // set is not split by file; the others change workers through the
   // checkpoint of the change's step.
   bool live_workers = false;
+  // A lost worker is dropped live at the furthest step the others reach,
+  // and the batches it never pushed are trained by them first (roles/
+  // scheduler/lost_worker.cc). Set for async and ssp jobs with
+  // live_workers.
+  bool drop_lost = false;
+  // The job goes on live without a lost worker, one way or the other.
+  bool GoesOnWithoutLost() const { return finish_lost || drop_lost; }
   bool enabled() const { return max_workers > 0; }
   bool servers_elastic() const { return enabled() && max_servers >= 0; }
   // Whether `role`'s count may change, and its bounds when it may.
@@ -78,7 +85,8 @@ struct ElasticBounds {
   bool operator==(const ElasticBounds& o) const {
     return min_workers == o.min_workers && max_workers == o.max_workers &&
            min_servers == o.min_servers && max_servers == o.max_servers &&
-           finish_lost == o.finish_lost && live_workers == o.live_workers;
+           finish_lost == o.finish_lost && live_workers == o.live_workers &&
+           drop_lost == o.drop_lost;
   }
 };
 
