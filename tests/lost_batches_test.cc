@@ -11,23 +11,13 @@
 
 #include "roles/checkpoint/worker_place.h"
 #include "src/data/batcher.h"
+#include "tests/numbered_data.h"
 
 namespace pstrain {
 namespace {
 
 constexpr int kBatch = 8;
 constexpr uint64_t kSeed = 7;
-
-// Sample i has the single feature i, so a batch names its samples.
-Dataset Numbered(int64_t n) {
-  Dataset d;
-  d.sample_shape = {1};
-  for (int64_t i = 0; i < n; ++i) {
-    d.dense.push_back(static_cast<float>(i));
-    d.labels.push_back(0);
-  }
-  return d;
-}
 
 // Samples seen, counted, and the batches of one rank left out (the lost).
 struct Epoch {
@@ -102,7 +92,7 @@ TEST_CASE("epoch rest: slices walk the positions to make up, then the rest") {
 
 TEST_CASE("a lost worker's untrained batches are made up first: every sample once") {
   const int64_t n = 1000;
-  const Dataset data = Numbered(n);
+  const Dataset data = testing::NumberedDataset(n);
   // 3 workers, 41 steps per epoch. Worker 2 pushed its last at step 6 of
   // the epoch; the others went on to step 10, where it is dropped.
   for (int lost : {0, 2}) {
@@ -130,7 +120,7 @@ TEST_CASE("a lost worker's untrained batches are made up first: every sample onc
 
 TEST_CASE("losses one after another in an epoch, and a checkpoint between them") {
   const int64_t n = 1000;
-  const Dataset data = Numbered(n);
+  const Dataset data = testing::NumberedDataset(n);
   Epoch epoch{data, {}};
   auto steps_for = [](int workers) {
     return [workers](int64_t left) { return Batcher::StepsFor(left, kBatch, workers, true); };

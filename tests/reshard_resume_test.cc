@@ -15,6 +15,7 @@
 #include "roles/checkpoint/worker_place.h"
 #include "src/common/checkpoint_file.h"
 #include "src/data/batcher.h"
+#include "tests/numbered_data.h"
 #include "tests/test_util.h"
 #include "tests/train_util.h"
 
@@ -28,18 +29,6 @@ constexpr char kFashionMnist[] = "reshard_resume_fashion_mnist";
 const bool kSuiteRegistered = testing::SuiteNeeds(kFashionMnist, testing::FashionMnistInstalled);
 
 using testing::TempDir;
-
-// A dataset whose sample i has the single feature i (so a batch names its
-// samples).
-Dataset Numbered(int64_t n) {
-  Dataset d;
-  d.sample_shape = {1};
-  for (int64_t i = 0; i < n; ++i) {
-    d.dense.push_back(static_cast<float>(i));
-    d.labels.push_back(0);
-  }
-  return d;
-}
 
 // The samples `workers` workers train in `steps` steps of epoch `epoch` from
 // batch `position` after `skip` permutation positions.
@@ -63,7 +52,7 @@ std::vector<int64_t> Trained(const Dataset& data, int batch, int workers, int ep
 TEST_CASE("a re-sharded epoch trains every sample not yet trained, once") {
   const int64_t n = 1000;
   const int batch = 8;
-  const Dataset data = Numbered(n);
+  const Dataset data = testing::NumberedDataset(n);
   for (int before : {1, 2, 3}) {
     for (int after : {1, 2, 3, 4}) {
       if (before == after) continue;

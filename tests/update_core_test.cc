@@ -321,6 +321,15 @@ TEST_CASE("lost worker, async: its last step is its pushes less one; step() goes
   CHECK_FALSE(r.Push(core, 1, 2).ok());
   REQUIRE(r.Push(core, 0, 4).ok());
   CHECK(core.step() == 4);  // one worker now: each push a step
+  // Restored from the checkpoint of step 1000 (3 workers, 3000 pushes):
+  // each worker's pushes count from the step it resumes at.
+  UpdateCore restored(3, UpdateMode::kAsync);
+  restored.Restore(3000, 1000);
+  CHECK(restored.step() == 1000);
+  for (int step = 1000; step < 1010; ++step) REQUIRE(r.Push(restored, 2, step).ok());
+  auto since = restored.Lose(2);
+  REQUIRE(since.ok());
+  CHECK(*since == 1009);
   UpdateCore alone(2, UpdateMode::kAsync);
   REQUIRE(alone.Lose(1).ok());
   CHECK_FALSE(alone.Lose(0).ok());  // the last member

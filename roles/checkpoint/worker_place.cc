@@ -233,6 +233,11 @@ StatusOr<WorkerPlace> WithUntrainedBatches(const WorkerPlace& place, const std::
   }
   const EpochRest after = rest.After(place.position * global, samples);
   for (const PositionRange& r : after.make_up) AppendRange(&out.make_up, r);
+  if (out.make_up.size() > kMaxMakeUpRanges)
+    return FailedPrecondition(fmt::format(
+        "the lost workers' batches make {} ranges of the epoch's order to train first, more than "
+        "a place holds ({})",
+        out.make_up.size(), kMaxMakeUpRanges));
   out.skip_samples = after.skip;
   out.position = 0;
   out.epoch_start = place.step;

@@ -15,9 +15,11 @@
 //                           position counts the batches after them
 //                           (EpochPlan); both keys are absent in
 //                           checkpoints of older versions
-//   make_up 96-128,224-256  only when some: permutation positions below
-//                           skip_samples never trained (a lost worker's
-//                           batches), trained first (src/common/epoch_rest.h)
+//   make_up 96-128,224-256  only in an epoch that has some: permutation
+//                           positions below skip_samples a lost worker
+//                           never trained; the epoch's rest is them, then
+//                           the positions from skip_samples, and position
+//                           counts its batches (src/common/epoch_rest.h)
 //   training_forwards 40    the model's only random state (dropout masks)
 //   lr_schedule ...         the schedule every optimizer follows ("none ..."
 //                           when the lr is constant); where each is on it is

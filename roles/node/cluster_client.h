@@ -95,6 +95,12 @@ class ClusterClient {
   int64_t AwaitLostStep();
   // The same, as known now (-1: none yet).
   int64_t LostStep();
+  // The first step the lost workers pushed nothing of (-1: none known).
+  int64_t LostFrom();
+  // Workers, once the step `step` they start next is planned anew (a
+  // resume, a live change): where its epoch's rest began (BeginStep's
+  // next_rest_from). Any thread.
+  void PlannedRestFrom(int64_t step, int64_t rest_from);
   // The worker ranks the job lost and finishes its step under way without
   // (the scheduler's Stop says which); empty: none. Any thread.
   std::vector<int> LostWorkers();
@@ -244,6 +250,7 @@ class ClusterClient {
   std::vector<int> grow_slots_ GUARDED_BY(stop_mutex_);
   std::vector<int> lost_workers_ GUARDED_BY(stop_mutex_);
   int64_t lost_step_ GUARDED_BY(stop_mutex_) = -1;  // AwaitLostStep
+  int64_t lost_from_ GUARDED_BY(stop_mutex_) = -1;  // LostFrom
   WorkersChange change_ GUARDED_BY(stop_mutex_);    // WorkersChangeAt
   // 16. The rank this worker takes once the topology lists `workers_after_`
   // workers (-1: none pending). Loop thread.

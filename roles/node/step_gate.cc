@@ -39,6 +39,7 @@ void ClusterClient::OnStop(const Connection::Ptr& conn, uint64_t id, const Stop&
     if (!stop.lost.empty()) {  // 15. the step before finishes without them
       lost_workers_ = stop.lost;
       lost_step_ = stop.at_step;
+      lost_from_ = stop.lost_from >= 0 ? stop.lost_from : stop.at_step;
     }
     rank_after_ = stop.ranks[static_cast<size_t>(rank)];
     workers_after_ = stop.workers;
@@ -123,6 +124,16 @@ int64_t ClusterClient::LostStep() {
   return lost_step_;
 }
 
+int64_t ClusterClient::LostFrom() {
+  MutexLock lock(&stop_mutex_);
+  return lost_from_;
+}
+
+void ClusterClient::PlannedRestFrom(int64_t step, int64_t rest_from) {
+  MutexLock lock(&stop_mutex_);
+  if (steps_started_ == step) rest_from_ = rest_from;
+}
+
 std::vector<int> ClusterClient::LostWorkers() {
   MutexLock lock(&stop_mutex_);
   return lost_workers_;
@@ -132,6 +143,7 @@ void ClusterClient::ForgetLostWorkers() {
   MutexLock lock(&stop_mutex_);
   lost_workers_.clear();
   lost_step_ = -1;
+  lost_from_ = -1;
 }
 
 ClusterClient::WorkersChange ClusterClient::WorkersChangeAt(int64_t step) {

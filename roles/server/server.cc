@@ -423,6 +423,13 @@ Status Server::RestoreCheckpoint(const CheckpointRef& checkpoint) {
       p.clock = p.applied;
     }
   }
+  if (config_.train.mode == UpdateMode::kAsync || config_.train.mode == UpdateMode::kSsp) {
+    // Every worker resumes at the checkpoint's step: each one's count of
+    // pushes (the ssp clock, a lost worker's last step) starts there, not
+    // at the slowest worker's count when the checkpoint was taken.
+    for (PartitionSnapshot& p : contents->partitions) p.clock = checkpoint.step;
+    for (TableSnapshot& t : contents->tables) t.clock = checkpoint.step;
+  }
   if (contents->workers != workers)
     node_.log()->info("resuming a checkpoint of {} workers with {}", contents->workers, workers);
   const std::string store =

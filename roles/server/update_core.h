@@ -161,7 +161,8 @@ class UpdateCore {
   bool CalledOff(int64_t min_clock) const { return called_off_ >= 0 && min_clock > called_off_; }
 
   // Checkpoints. Restore(applied, clock): `applied` updates, and `clock`
-  // pushes from every worker. RestoreStep(step) is the same from step()
+  // pushes from every worker (async and ssp: the checkpoint's step, where
+  // every worker resumes). RestoreStep(step) is the same from step()
   // alone (tables keep only that): `step` pushes from every worker.
   void Restore(int64_t applied, int64_t clock);
   void RestoreStep(int64_t step);

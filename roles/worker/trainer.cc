@@ -381,6 +381,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
   auto loaded = ctx.data_cache->Train(config_.data, ctx.rank, ctx.workers);
   if (!loaded.ok()) return loaded.status();
   const std::shared_ptr<const Dataset> data = std::move(*loaded);
+  train_samples_ = data->sharded_by_file ? -1 : data->size();
   // The first batches were checked at start; this is every sample.
   const DataFiles files = DataFilesOf(config_.data.format, config_.data.train, "train");
   PSTRAIN_RETURN_IF_ERROR(
@@ -411,6 +412,8 @@ Status TrainJob::Run(WorkerContext& ctx) {
     start = *place;
   }
   const int64_t total = run.total;
+  if (start_step < total)
+    ctx.cluster->PlannedRestFrom(start_step, start_step - run.plan.InEpoch(start_step));
   training_forwards_ = start.training_forwards;
   model_->SetTrainingForwards(training_forwards_);
   total_steps_ = total;  // a live change of workers sets it again
@@ -476,6 +479,8 @@ Status TrainJob::Run(WorkerContext& ctx) {
         break;
       }
       report.SetTotal(run.total);
+      if (step + 1 < run.total)
+        ctx.cluster->PlannedRestFrom(step + 1, step + 1 - run.plan.InEpoch(step + 1));
     }
     const EpochPlan& plan = run.plan;
     const int epoch = static_cast<int>(plan.Epoch(step));

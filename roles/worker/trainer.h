@@ -188,6 +188,7 @@ class TrainJob : public WorkerJob {
   std::unique_ptr<PsCompression> ps_compression_;  // made in Run (needs the partition map)
   std::unique_ptr<PsAveraging> ps_averaging_;      // mode average only
   int64_t total_steps_ = 0;                        // of the job, set in Run
+  int64_t train_samples_ = 0;                      // the training set's, set in Run
   std::unique_ptr<RemoteEmbeddings> embeddings_;   // server-held tables
   std::unique_ptr<SparseClient> sparse_;           // their rows, when there are some
   std::unique_ptr<GpuModel> gpu_;                  // device: gpu only

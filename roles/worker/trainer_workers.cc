@@ -20,6 +20,7 @@
 //      async or ssp job, roles/scheduler/lost_worker.cc) go first.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "comm/ps/sparse_client.h"
@@ -104,8 +105,11 @@ StatusOr<bool> TrainJob::ChangeWorkers(WorkerContext& ctx, int64_t step,
   // 1. Where the data is today, which the chief hands out in 3, with what
   // a lost worker never pushed put back.
   WorkerPlace place = PlaceAt(ctx, step, run->plan);
-  if (!change.lost.empty() && change.lost_from < step) {
-    auto back = WithUntrainedBatches(place, change.lost, change.lost_from, data->size());
+  // Batches before this plan's start are trained (a checkpoint's, or a
+  // change's before): only a later one can be the lost workers'.
+  const int64_t lost_from = std::max(change.lost_from, run->start);
+  if (!change.lost.empty() && lost_from < step) {
+    auto back = WithUntrainedBatches(place, change.lost, lost_from, data->size());
     if (!back.ok()) return back.status().WithContext(where("a lost worker's batches"));
     place = std::move(*back);
   }

@@ -17,6 +17,9 @@
 #   partitions' values the chief moved (their optimizer state besides);
 # - throughput: the job's samples/s over the second after each change
 #   (workers' metrics files) against the second before it.
+# ELASTIC_BENCH_MODE=async or ssp (staleness 2) runs the jobs in that mode
+# (sync when unset): a killed worker is then dropped at the furthest step
+# the others reach.
 # Usage: sh tests/bench/elastic_bench.sh PSTRAIN_BIN [lenet|wide_deep]...
 # Prints one line per figure; logs stay in a temporary folder it names.
 set -u
@@ -135,6 +138,10 @@ for RUN in $SCENARIOS; do
       CONFIG=$WORK/wd.yaml WARM=15 BATCH=512
       ;;
   esac
+  MODE=${ELASTIC_BENCH_MODE:-sync}
+  sed -i "s/^  mode: sync.*/  mode: $MODE/" "$CONFIG"
+  [ "$MODE" = ssp ] && sed -i "s/^  mode: ssp/  mode: ssp\n  staleness: 2/" "$CONFIG"
+  grep -q "^  mode: $MODE" "$CONFIG" || fail "no mode $MODE in $CONFIG"
   export PSTRAIN_CONFIG=$CONFIG MS_SERVER_NUM=2 MS_WORKER_NUM=2 PSTRAIN_LOG_DIR=$WORK
   start_scheduler
   for n in server_0 server_1 worker_0 worker_1; do start "$n"; done
@@ -151,7 +158,8 @@ for RUN in $SCENARIOS; do
   wait_exit server_0 3000
   echo "  leave: server 0 exited $status $(($(now_ms) - sent)) ms after SIGTERM (server 3 takes rank 0)"
   change 6 "server 0 leave"
-  # A worker that joined is killed: the others finish its step without it.
+  # A worker that joined is killed: the others finish its step without it
+  # (async, ssp: go on without it from the furthest step).
   join worker_3
   change 7 "worker join"
   sleep 2
