@@ -19,7 +19,8 @@
 #   (workers' metrics files) against the second before it.
 # ELASTIC_BENCH_MODE=async or ssp (staleness 2) runs the jobs in that mode
 # (sync when unset): a killed worker is then dropped at the furthest step
-# the others reach.
+# the others reach. ELASTIC_BENCH_EPOCHS=N trains N epochs (a job that
+# ends before its last change fails the run).
 # Usage: sh tests/bench/elastic_bench.sh PSTRAIN_BIN [lenet|wide_deep]...
 # Prints one line per figure; logs stay in a temporary folder it names.
 set -u
@@ -142,6 +143,7 @@ for RUN in $SCENARIOS; do
   sed -i "s/^  mode: sync.*/  mode: $MODE/" "$CONFIG"
   [ "$MODE" = ssp ] && sed -i "s/^  mode: ssp/  mode: ssp\n  staleness: 2/" "$CONFIG"
   grep -q "^  mode: $MODE" "$CONFIG" || fail "no mode $MODE in $CONFIG"
+  [ -n "${ELASTIC_BENCH_EPOCHS:-}" ] && sed -i "s/^  epochs: [0-9]*/  epochs: $ELASTIC_BENCH_EPOCHS/" "$CONFIG"
   export PSTRAIN_CONFIG=$CONFIG MS_SERVER_NUM=2 MS_WORKER_NUM=2 PSTRAIN_LOG_DIR=$WORK
   start_scheduler
   for n in server_0 server_1 worker_0 worker_1; do start "$n"; done
