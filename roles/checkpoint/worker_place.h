@@ -104,7 +104,10 @@ struct EpochPlan {
   int64_t steps_per_epoch = 0;         // every later epoch
 
   int64_t Epoch(int64_t step) const;
-  int64_t InEpoch(int64_t step) const;       // 0-based, batches after skip_samples
+  int64_t InEpoch(int64_t step) const;  // 0-based, batches after skip_samples
+  // The step at which step's epoch rest began (step - InEpoch): a lost
+  // worker's batches from there on can be made up at `step`.
+  int64_t RestStart(int64_t step) const { return step - InEpoch(step); }
   int64_t EpochSteps(int64_t epoch) const;   // first_done + first_left for the first
   int64_t TotalSteps(int64_t epochs) const;  // the last step + 1 of `epochs` epochs
   int64_t SkipAt(int64_t step) const { return Epoch(step) == first_epoch ? skip_samples : 0; }

@@ -128,11 +128,6 @@ class ClusterClient {
     int64_t at_step = -1;
     int workers = 0;
     std::vector<int> ranks;
-    // A change that drops lost workers (15): their ranks, and the first
-    // step they pushed nothing of (their batches from there to at_step
-    // are made up first).
-    std::vector<int> lost;
-    int64_t lost_from = -1;
   };
   WorkersChange WorkersChangeAt(int64_t step);
   // 16. This worker is at the change's step: the topology of the new shape

@@ -32,10 +32,7 @@ void ClusterClient::OnStop(const Connection::Ptr& conn, uint64_t id, const Stop&
       log_->warn("a change of workers names {} ranks; this is worker {}", stop.ranks.size(), rank);
       return conn->Reply(id, ErrorReply{"a change of workers without this worker's rank"});
     }
-    change_ = WorkersChange{stop.at_step, stop.workers, stop.ranks, stop.lost,
-                            stop.lost.empty()     ? -1
-                            : stop.lost_from >= 0 ? stop.lost_from
-                                                  : stop.at_step};
+    change_ = WorkersChange{stop.at_step, stop.workers, stop.ranks};
     if (!stop.lost.empty()) {  // 15. the step before finishes without them
       lost_workers_ = stop.lost;
       lost_step_ = stop.at_step;

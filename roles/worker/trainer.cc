@@ -133,7 +133,7 @@ WorkerPlace TrainJob::PlaceAt(const WorkerContext& ctx, int64_t step, const Epoc
   p.steps_per_epoch = plan.steps_per_epoch;
   p.epoch = plan.Epoch(step);
   p.position = plan.InEpoch(step);
-  p.epoch_start = step - p.position;
+  p.epoch_start = plan.RestStart(step);
   p.skip_samples = plan.SkipAt(step);
   p.make_up = plan.RestAt(step).make_up;
   p.training_forwards = training_forwards_;
@@ -412,8 +412,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
     start = *place;
   }
   const int64_t total = run.total;
-  if (start_step < total)
-    ctx.cluster->PlannedRestFrom(start_step, start_step - run.plan.InEpoch(start_step));
+  if (start_step < total) ctx.cluster->PlannedRestFrom(start_step, run.plan.RestStart(start_step));
   training_forwards_ = start.training_forwards;
   model_->SetTrainingForwards(training_forwards_);
   total_steps_ = total;  // a live change of workers sets it again
@@ -460,8 +459,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
   for (int64_t step = start_step; step < run.total; ++step) {
     // Where the next step's epoch rest began: how far back a lost worker's
     // batches can be made up there (roles/scheduler/lost_worker.cc).
-    const int64_t next_rest_from =
-        step + 1 < run.total ? step + 1 - run.plan.InEpoch(step + 1) : -1;
+    const int64_t next_rest_from = step + 1 < run.total ? run.plan.RestStart(step + 1) : -1;
     if (!ctx.cluster->BeginStep(step, next_rest_from)) {
       stopped_at = step;
       break;
@@ -470,7 +468,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
       PSTRAIN_RETURN_IF_ERROR(
           ChangeServers(ctx, step, servers, slots, sparse_.get(), embeddings_.get()));
     if (auto change = ctx.cluster->WorkersChangeAt(step); change.workers > 0) {
-      LogLostBatches(ctx, *data, run, change, report);
+      LogLostBatches(ctx, *data, run, report);
       auto stays = ChangeWorkers(ctx, step, change, data, &run);
       if (!stays.ok()) return stays.status();
       if (!*stays) {
@@ -480,7 +478,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
       }
       report.SetTotal(run.total);
       if (step + 1 < run.total)
-        ctx.cluster->PlannedRestFrom(step + 1, step + 1 - run.plan.InEpoch(step + 1));
+        ctx.cluster->PlannedRestFrom(step + 1, run.plan.RestStart(step + 1));
     }
     const EpochPlan& plan = run.plan;
     const int epoch = static_cast<int>(plan.Epoch(step));

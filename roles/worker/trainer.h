@@ -166,10 +166,15 @@ class TrainJob : public WorkerJob {
   // A change that drops lost workers: their batches of the last step they
   // pushed (which the job counts as used), to the sample log.
   void LogLostBatches(WorkerContext& ctx, const Dataset& data, const DataRun& run,
-                      const ClusterClient::WorkersChange& change, TrainReport& report) const;
+                      TrainReport& report) const;
   // This worker's place once `step` steps are done (roles/checkpoint/worker_place.h),
   // its epochs as `plan` lays them out.
   WorkerPlace PlaceAt(const WorkerContext& ctx, int64_t step, const EpochPlan& plan) const;
+  // PlaceAt, with the batches lost workers had but never pushed up to
+  // `step` put back to train first (a lost async or ssp worker, dropped at
+  // the change ahead: roles/scheduler/lost_worker.cc).
+  StatusOr<WorkerPlace> PlaceWithLostBatches(WorkerContext& ctx, int64_t step,
+                                             const EpochPlan& plan) const;
 
   Config config_;
   // Whether the servers may call a step off (a lost worker of a sync

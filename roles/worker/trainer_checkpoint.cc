@@ -38,19 +38,12 @@ Status TrainJob::Checkpoint(WorkerContext& ctx, int64_t steps_done, const EpochP
   }
   if (ctx.rank != ChiefRank(ctx)) return Status::OK();
   PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());  // one in flight at a time
-  WorkerPlace place = PlaceAt(ctx, steps_done, plan);
-  // A lost worker's batches since its last push are trained at the change
-  // that drops it, still ahead: the checkpoint keeps them to train.
-  const std::vector<int> lost = ctx.cluster->LostWorkers();
-  const int64_t lost_from = ctx.cluster->LostFrom();
-  if (!lost.empty() && lost_from >= 0 && lost_from < steps_done && train_samples_ >= 0) {
-    auto back =
-        WithUntrainedBatches(place, lost, std::max(lost_from, plan.start_step), train_samples_);
-    if (!back.ok())
-      return back.status().WithContext(fmt::format("checkpoint of step {}", steps_done));
-    place = std::move(*back);
-  }
-  auto begun = BeginCheckpoint(ctx, steps_done, &place, allreduced_.get());
+  // A lost worker's batches it never pushed are trained at the change that
+  // drops it, still ahead: the checkpoint keeps them to train.
+  auto place = PlaceWithLostBatches(ctx, steps_done, plan);
+  if (!place.ok())
+    return place.status().WithContext(fmt::format("checkpoint of step {}", steps_done));
+  auto begun = BeginCheckpoint(ctx, steps_done, &*place, allreduced_.get());
   if (!begun.ok()) return begun.status();
   checkpoint_ = std::move(*begun);
   checkpoint_->AddWorkerFiles(worker_files);

@@ -52,14 +52,13 @@ bool TrainJob::CalledOff(WorkerContext& ctx, int64_t step) {
 // (its gradient reached the servers it reached); the test hook's sample log
 // says so on its behalf (the same line when the worker had logged it).
 void TrainJob::LogLostBatches(WorkerContext& ctx, const Dataset& data, const DataRun& run,
-                              const ClusterClient::WorkersChange& change,
                               TrainReport& report) const {
-  const int64_t step = change.lost_from - 1;
+  const int64_t step = ctx.cluster->LostFrom() - 1;
   if (ctx.sample_log.empty() || data.sharded_by_file || ctx.rank != ChiefRank(ctx) ||
       step < run.start)  // before this plan: it was logged with the steps before the last change
     return;
   const EpochPlan& plan = run.plan;
-  for (int lost : change.lost) {
+  for (int lost : ctx.cluster->LostWorkers()) {
     Batcher theirs =
         Batcher::ForTraining(&data, config_.train.batch_size, lost, ctx.workers, config_.train.seed,
                              config_.data.shuffle, config_.train.elastic.has_value());
@@ -70,6 +69,18 @@ void TrainJob::LogLostBatches(WorkerContext& ctx, const Dataset& data, const Dat
     if (theirs.Next(&batch))
       report.Trained(ctx.cluster->generation(), step + 1, epoch, batch.sample_ids);
   }
+}
+
+// Batches before the plan's start were trained (a checkpoint's, or those
+// of a change before it): only later ones can be the lost workers'.
+StatusOr<WorkerPlace> TrainJob::PlaceWithLostBatches(WorkerContext& ctx, int64_t step,
+                                                     const EpochPlan& plan) const {
+  WorkerPlace place = PlaceAt(ctx, step, plan);
+  const std::vector<int> lost = ctx.cluster->LostWorkers();
+  const int64_t lost_from = ctx.cluster->LostFrom();
+  const int64_t from = std::max(lost_from, plan.start_step);
+  if (lost.empty() || lost_from < 0 || from >= step || train_samples_ < 0) return place;
+  return WithUntrainedBatches(place, lost, from, train_samples_);
 }
 
 }  // namespace pstrain

@@ -20,7 +20,6 @@
 //      async or ssp job, roles/scheduler/lost_worker.cc) go first.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <chrono>
 
 #include "comm/ps/sparse_client.h"
@@ -104,15 +103,8 @@ StatusOr<bool> TrainJob::ChangeWorkers(WorkerContext& ctx, int64_t step,
   const bool ring = !allreduced_->empty();
   // 1. Where the data is today, which the chief hands out in 3, with what
   // a lost worker never pushed put back.
-  WorkerPlace place = PlaceAt(ctx, step, run->plan);
-  // Batches before this plan's start are trained (a checkpoint's, or a
-  // change's before): only a later one can be the lost workers'.
-  const int64_t lost_from = std::max(change.lost_from, run->start);
-  if (!change.lost.empty() && lost_from < step) {
-    auto back = WithUntrainedBatches(place, change.lost, lost_from, data->size());
-    if (!back.ok()) return back.status().WithContext(where("a lost worker's batches"));
-    place = std::move(*back);
-  }
+  auto place = PlaceWithLostBatches(ctx, step, run->plan);
+  if (!place.ok()) return place.status().WithContext(where(""));
   if (embeddings_)
     PSTRAIN_RETURN_IF_ERROR(embeddings_->FinishPrefetch().WithContext(where("pulling rows ahead")));
   ctx.cluster->EnterWorkersChange();
@@ -137,7 +129,7 @@ StatusOr<bool> TrainJob::ChangeWorkers(WorkerContext& ctx, int64_t step,
   if (embeddings_) embeddings_->UseWorkerRank(rank);
   const std::vector<TensorSpec> tensors = PsTensors();
   auto offer = ctx.cluster->ShareFromOne(BarrierGroup::kWorkers,
-                                         rank == 0 ? JoinOffer(tensors, place) : std::string());
+                                         rank == 0 ? JoinOffer(tensors, *place) : std::string());
   if (!offer.ok()) return offer.status().WithContext(where("meeting the joiners"));
   auto chiefs = TakeJoinOffer(*offer, tensors, rank);
   if (!chiefs.ok()) return chiefs.status();
