@@ -63,7 +63,8 @@ const char* MessageName(const MessageBody& body) {
                                        "LoseWorker",
                                        "LoseWorkerReply",
                                        "ChangeWorkers",
-                                       "PreCopyRows"};
+                                       "PreCopyRows",
+                                       "Replicate"};
   static_assert(std::size(kNames) == std::variant_size_v<MessageBody>);
   return kNames[body.index()];
 }
@@ -77,7 +78,8 @@ bool MayCarryPayload(const MessageBody& body) {
          std::holds_alternative<HandOffReply>(body) ||
          std::holds_alternative<TakeOverRequest>(body) ||
          std::holds_alternative<RowsHandOffReply>(body) ||
-         std::holds_alternative<RowsTakeOverRequest>(body);
+         std::holds_alternative<RowsTakeOverRequest>(body) ||
+         std::holds_alternative<Replicate>(body);
 }
 
 bool IsHandshake(const MessageBody& body) {

@@ -17,6 +17,7 @@ namespace {
 constexpr size_t kMaxText = 4096;  // node ids, hosts, error messages
 constexpr double kMaxWaitSeconds = 7 * 24 * 3600.0;
 constexpr int kMaxElasticNodes = 65536;  // MS_WORKER_NUM, MS_SERVER_NUM, train.elastic
+constexpr int kMaxReplicas = 8;  // train.replication.replicas (ReplicationConfig::kMaxReplicas)
 // Every server and every worker (MS_SERVER_NUM, MS_WORKER_NUM: 4096 each).
 constexpr size_t kMaxTopologyNodes = 8192;
 
@@ -178,10 +179,13 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
             "workers, and -1 for both or 0 <= min <= max <= {} servers)",
             elastic.min_workers, elastic.max_workers, elastic.min_servers, elastic.max_servers,
             kMaxElasticNodes, kMaxElasticNodes));
+      if (m->replicas() < 0 || m->replicas() > kMaxReplicas)
+        return InvalidArgument(
+            fmt::format("replicas {} (want 0 to {})", m->replicas(), kMaxReplicas));
       return MessageBody(RegisterRequest{
           *node, m->server_num(), m->worker_num(), m->recovery_wait_s(), m->rejoin(),
           m->generation(), m->config() ? m->config()->str() : "", m->topology_generation(),
-          m->topology_digest(), elastic.enabled() ? elastic : ElasticBounds{}});
+          m->topology_digest(), elastic.enabled() ? elastic : ElasticBounds{}, m->replicas()});
     }
     case w::Body_RegisterReply:
       return MessageBody(RegisterReply{h->body_as_RegisterReply()->rank(),
@@ -372,6 +376,19 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
                                            m->elements(), m->version()));
       return MessageBody(
           TakeOverRequest{*tensor, m->part(), m->version(), m->expect(), m->elements()});
+    }
+    case w::Body_Replicate: {
+      const w::Replicate* m = h->body_as_Replicate();
+      auto tensor = Text(m->tensor(), "tensor", true);
+      if (!tensor.ok()) return tensor.status();
+      if (tensor->empty()) return InvalidArgument("Replicate names no tensor");
+      const auto kind = static_cast<int>(m->kind());
+      if (kind != 0 && kind != 1) return InvalidArgument(fmt::format("Replicate of kind {}", kind));
+      if (m->seq() < 1 || m->worker() < -1 || m->worker() >= kMaxElasticNodes)
+        return InvalidArgument(
+            fmt::format("Replicate number {} of worker {}", m->seq(), m->worker()));
+      return MessageBody(
+          Replicate{*tensor, m->part(), static_cast<ReplicaKind>(kind), m->worker(), m->seq()});
     }
     case w::Body_Stop: {
       auto reason = Text(h->body_as_Stop()->reason(), "reason", false);

@@ -39,6 +39,7 @@ struct RegisterRequest {
   int64_t topology_generation = -1;
   uint64_t topology_digest = 0;
   ElasticBounds elastic;  // the node's config's train.elastic
+  int replicas = 0;       // the node's config's train.replication.replicas
 };
 struct RegisterReply {
   int rank = -1;
@@ -313,6 +314,16 @@ struct ChangeWorkers {
   int workers = 0;
   std::vector<int> ranks;  // per worker rank today: its rank from `step` (-1: it left)
 };
+// A primary's change of a partition, to a server backing it up
+// (comm/transport/wire.fbs, roles/server/replication.h).
+enum class ReplicaKind : int8_t { kState = 0, kUpdate = 1 };
+struct Replicate {
+  std::string tensor;
+  uint32_t part = 0;
+  ReplicaKind kind = ReplicaKind::kState;
+  int worker = -1;  // kUpdate: whose push it was (-1: a gathered step)
+  int64_t seq = 0;  // 1, 2, ... per partition
+};
 struct RowsDigestRequest {};
 struct RowsDigestReply {
   std::vector<std::string> tables;
@@ -328,7 +339,7 @@ using MessageBody =
                  AuthProof, ScaleRequest, ScaleReply, Moved, HandOffRequest, HandOffReply,
                  TakeOverRequest, ShapeChanged, RowsHandOffRequest, RowsHandOffReply,
                  RowsTakeOverRequest, RowsDigestRequest, RowsDigestReply, LoseWorker,
-                 LoseWorkerReply, ChangeWorkers, PreCopyRows>;
+                 LoseWorkerReply, ChangeWorkers, PreCopyRows, Replicate>;
 
 struct Message {
   uint64_t request_id = 0;  // 0: one-way, no reply expected

@@ -47,14 +47,14 @@ struct BodyEncoder {
 
   Out operator()(const RegisterRequest& m) {
     auto node = ToWire(b, m.node);
-    return {
-        w::Body_RegisterRequest,
-        w::CreateRegisterRequest(b, node, m.server_num, m.worker_num, m.recovery_wait_s, m.rejoin,
-                                 m.generation, b.CreateString(m.config), m.topology_generation,
-                                 m.topology_digest, m.elastic.min_workers, m.elastic.max_workers,
-                                 m.elastic.min_servers, m.elastic.max_servers,
-                                 m.elastic.finish_lost, m.elastic.live_workers, m.elastic.drop_lost)
-            .Union()};
+    return {w::Body_RegisterRequest,
+            w::CreateRegisterRequest(
+                b, node, m.server_num, m.worker_num, m.recovery_wait_s, m.rejoin, m.generation,
+                b.CreateString(m.config), m.topology_generation, m.topology_digest,
+                m.elastic.min_workers, m.elastic.max_workers, m.elastic.min_servers,
+                m.elastic.max_servers, m.elastic.finish_lost, m.elastic.live_workers,
+                m.elastic.drop_lost, m.replicas)
+                .Union()};
   }
   Out operator()(const RegisterReply& m) {
     return {w::Body_RegisterReply, w::CreateRegisterReply(b, m.rank, m.generation, m.live).Union()};
@@ -128,6 +128,12 @@ struct BodyEncoder {
   Out operator()(const RowsTakeOverRequest& m) {
     return {w::Body_RowsTakeOverRequest,
             w::CreateRowsTakeOverRequest(b, m.servers, m.step, m.rank, static_cast<int>(m.phase))
+                .Union()};
+  }
+  Out operator()(const Replicate& m) {
+    return {w::Body_Replicate,
+            w::CreateReplicate(b, b.CreateString(m.tensor), m.part,
+                               static_cast<w::ReplicaKind>(m.kind), m.worker, m.seq)
                 .Union()};
   }
   Out operator()(const RowsDigestRequest&) {

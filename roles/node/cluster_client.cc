@@ -90,6 +90,7 @@ void ClusterClient::OnConnected(Connection::Ptr conn) {
   req.generation = generation_.load();
   req.config = options_.cluster.job_config;
   req.elastic = options_.cluster.elastic;
+  req.replicas = options_.cluster.replicas;
   if (topology_) {
     req.topology_generation = topology_->generation;
     req.topology_digest = TopologyDigest(topology_->nodes, topology_->generation,
@@ -218,7 +219,7 @@ void ClusterClient::OnTopology(const Connection::Ptr& conn, uint64_t id, const T
     in_workers_change_ = false;
   }
   auto patched = ApplyTopology(topology_ ? &*topology_ : nullptr, topology, options_.role,
-                               rank_.load(), server_num_, worker_num_);
+                               rank_.load(), server_num_, worker_num_, options_.cluster.replicas);
   if (!patched.ok()) {
     conn->Reply(id, ErrorReply{patched.status().message()});
     if (patched.status().code() == StatusCode::kFailedPrecondition) {

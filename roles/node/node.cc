@@ -160,9 +160,10 @@ std::optional<NodeInfo> Node::LostPeer() {
       std::nullopt);
 }
 
-Status Node::Finish() {
+Status Node::Finish(const std::function<void()>& at_end) {
   if (options_.role == Role::kWorker) PSTRAIN_RETURN_IF_ERROR(cluster_.ReportDone());
   PSTRAIN_RETURN_IF_ERROR(cluster_.WaitForShutdown());
+  if (at_end) at_end();
   PSTRAIN_RETURN_IF_ERROR(loop_.Stop());
   log_->info("{} rank {} stops: the job is over", RoleName(options_.role), cluster_.rank());
   return Status::OK();

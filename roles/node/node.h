@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -43,7 +44,8 @@ class Node {
   // set, both on the loop thread) and joins the job.
   StatusOr<Topology> Start(RequestHandler on_peer_request, CloseHandler on_peer_closed = nullptr);
   // Reports Done (workers) and waits for the scheduler to end the job.
-  Status Finish();
+  // `at_end`, if set, runs once the job is over, before the loop stops.
+  Status Finish(const std::function<void()>& at_end = nullptr);
   // What a run of this node comes to, given what its work returned: the
   // scheduler's verdict (pause, end of the job) outranks the error that
   // interrupted work returns. A lost peer is probably lost to the scheduler

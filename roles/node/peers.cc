@@ -6,8 +6,11 @@
 
 namespace pstrain {
 
-std::vector<PeerRank> PeersOf(Role role, int rank, int servers, int workers) {
+std::vector<PeerRank> PeersOf(Role role, int rank, int servers, int workers, int replicas) {
   std::vector<PeerRank> peers;
+  if (role == Role::kServer && replicas > 0)
+    for (int s = 0; s < servers; ++s)
+      if (s != rank) peers.push_back({Role::kServer, s});
   if (role != Role::kWorker) return peers;
   peers.reserve(static_cast<size_t>(servers) + 2);
   for (int s = 0; s < servers; ++s) peers.push_back({Role::kServer, s});
@@ -27,12 +30,13 @@ std::string StaleHello(const Hello& hello, int64_t generation) {
 
 // Everything later finds its peers in the topology by rank and relies on
 // each being there once: a delta is held to the same rule, less the count.
-Status CheckTopology(const Topology& t, Role role, int rank, int servers, int workers) {
+Status CheckTopology(const Topology& t, Role role, int rank, int servers, int workers,
+                     int replicas) {
   if (t.server_num != servers || t.worker_num != workers)
     return InvalidArgument(
         fmt::format("topology for a job of {} servers and {} workers, this node's has {} and {}",
                     t.server_num, t.worker_num, servers, workers));
-  const std::vector<PeerRank> peers = PeersOf(role, rank, servers, workers);
+  const std::vector<PeerRank> peers = PeersOf(role, rank, servers, workers, replicas);
   std::map<std::pair<Role, int>, int> seen;  // peer -> times listed
   for (const PeerRank& p : peers) seen[{p.role, p.rank}] = 0;
   for (const NodeInfo& n : t.nodes) {
@@ -82,8 +86,8 @@ uint64_t TopologyDigest(const std::vector<NodeInfo>& nodes, int64_t generation, 
 }
 
 StatusOr<Topology> ApplyTopology(const Topology* held, const Topology& received, Role role,
-                                 int rank, int servers, int workers) {
-  PSTRAIN_RETURN_IF_ERROR(CheckTopology(received, role, rank, servers, workers));
+                                 int rank, int servers, int workers, int replicas) {
+  PSTRAIN_RETURN_IF_ERROR(CheckTopology(received, role, rank, servers, workers, replicas));
   if (!received.delta()) return received;
   if (held == nullptr)
     return FailedPrecondition(
@@ -96,7 +100,7 @@ StatusOr<Topology> ApplyTopology(const Topology* held, const Topology& received,
   // What this node holds is whole and was checked when it came, but for
   // this rank and shape? (A node's rank and shape do not change; say so if
   // they did rather than patch another node's list.)
-  if (Status st = CheckTopology(*held, role, rank, servers, workers); !st.ok())
+  if (Status st = CheckTopology(*held, role, rank, servers, workers, replicas); !st.ok())
     return FailedPrecondition("the topology this node holds does not fit: " + st.message());
   Topology patched = *held;
   patched.generation = received.generation;

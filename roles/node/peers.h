@@ -4,7 +4,9 @@
 //   worker r: every server (it pushes, pulls and asks for checkpoints), and
 //             its ring neighbours, workers r+1 (it dials it) and r-1 (which
 //             dials it), for the all-reduce of `ps: false` weights;
-//   server:   no one: workers dial it and introduce themselves.
+//   server:   no one: workers dial it and introduce themselves; with
+//             train.replication, every other server too (it dials those
+//             that back its partitions up, roles/server/replication.h).
 // What every worker must share beyond this (worker 0's model fingerprint, a
 // GPU communicator's id) travels through the scheduler's barriers, so a
 // job's Topology bytes grow with workers x servers, not with the square of
@@ -32,7 +34,8 @@ struct PeerRank {
 
 // The peers of `role` rank `rank` in a job of `servers` and `workers`,
 // servers first, each once, never the node itself.
-std::vector<PeerRank> PeersOf(Role role, int rank, int servers, int workers);
+// `replicas`: train.replication.replicas.
+std::vector<PeerRank> PeersOf(Role role, int rank, int servers, int workers, int replicas = 0);
 
 // Why a peer's Hello may not be taken by a node of `generation`, or "": the
 // peer registered for another generation. A node replaced while it was cut
@@ -43,7 +46,8 @@ std::string StaleHello(const Hello& hello, int64_t generation);
 // Whether `t` is a Topology for `role` rank `rank` of a job of `servers` and
 // `workers`: that shape, only this node's peers, each at most once, and
 // every one of them unless `t` is a delta.
-Status CheckTopology(const Topology& t, Role role, int rank, int servers, int workers);
+Status CheckTopology(const Topology& t, Role role, int rank, int servers, int workers,
+                     int replicas = 0);
 
 // A digest of the whole list `nodes` of generation `generation` in a job of
 // that shape, the same whatever the order of the entries: how a node tells
@@ -58,6 +62,6 @@ uint64_t TopologyDigest(const std::vector<NodeInfo>& nodes, int64_t generation, 
 // or another generation); the scheduler then sends the whole list.
 // InvalidArgument: `received` is wrong (CheckTopology).
 StatusOr<Topology> ApplyTopology(const Topology* held, const Topology& received, Role role,
-                                 int rank, int servers, int workers);
+                                 int rank, int servers, int workers, int replicas = 0);
 
 }  // namespace pstrain

@@ -229,7 +229,10 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
   if (auto it = node_of_.find(conn.get()); it != node_of_.end() && it->second != info.node_id)
     return refuse(InvalidArgument(
         fmt::format("this connection is already registered as node id {}", it->second)));
-  if (rank_of_.empty()) elastic_ = req.elastic;  // the config check keeps it the same
+  if (rank_of_.empty()) {  // the config check keeps these the same
+    elastic_ = req.elastic;
+    replicas_ = req.replicas;
+  }
   // Whether workers change live depends on the training files a worker
   // sees too (split by file or not): every worker must say so.
   if (info.role == Role::kWorker) {

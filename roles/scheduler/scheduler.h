@@ -433,6 +433,7 @@ class Scheduler {
     NodeInfo info;
   };
   ElasticBounds elastic_;        // the nodes' train.elastic (fixed shape: disabled)
+  int replicas_ = 0;             // the nodes' train.replication.replicas
   std::vector<Joiner> joiners_;  // to join at the next change
   std::unordered_map<std::string, std::string> leaving_;  // node id -> why, at the next change
   std::vector<std::string> reshape_reasons_;              // of the change asked for

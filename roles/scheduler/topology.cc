@@ -97,8 +97,8 @@ Topology Scheduler::TopologyFor(const NodeEntry& node, bool whole) const {
   const auto& nodes_of = [this](Role role) -> const std::vector<NodeEntry>& {
     return role == Role::kServer ? servers_ : workers_;
   };
-  for (const PeerRank& p :
-       PeersOf(node.info.role, node.info.rank, topology.server_num, topology.worker_num)) {
+  for (const PeerRank& p : PeersOf(node.info.role, node.info.rank, topology.server_num,
+                                   topology.worker_num, replicas_)) {
     const NodeEntry& peer = nodes_of(p.role)[p.rank];
     if (!delta || peer.entry_changed_round > node.acked_round) topology.nodes.push_back(peer.info);
   }

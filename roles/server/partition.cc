@@ -25,6 +25,7 @@ FloatBuffer& PsPartition::WritableValues() {
 // is (their own optimizers already made it); otherwise a gradient for the
 // optimizer.
 void PsPartition::Apply(const float* grad) {
+  last_update_ = grad;
   if (!average_) return optimizer_->Update(WritableValues().data(), grad);
   float* values = WritableValues().data();
   for (size_t i = 0; i < size(); ++i) values[i] += grad[i];
@@ -51,6 +52,12 @@ Status PsPartition::Push(int worker, int64_t clock, const float* grad) {
 Status PsPartition::ApplySum(float scale) {
   for (float& g : sum_) g *= scale;
   Apply(sum_.data());
+  return Status::OK();
+}
+
+Status PsPartition::Replay(int worker, const float* update) {
+  PSTRAIN_RETURN_IF_ERROR(core_.Replay(worker).WithContext(name_));
+  Apply(update);
   return Status::OK();
 }
 

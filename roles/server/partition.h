@@ -35,6 +35,15 @@ class PsPartition {
   // answers the pulls (core().AnswerReady).
   Status FinishWithout(int rank, int64_t last, const std::string& why);
 
+  // The vector the last update gave the optimizer (mode average: added to
+  // the values): valid until the next Push. A backup replays it
+  // (roles/server/replication.h).
+  const float* last_update() const { return last_update_; }
+  // A backup's copy applies `update`, the primary's last_update() of an
+  // update by `worker` (UpdateCore::Replay), with the same result bit for
+  // bit. `update` holds exactly size() floats.
+  Status Replay(int worker, const float* update);
+
   int64_t clock() const { return core_.clock(); }
   size_t size() const { return optimizer_->size(); }
   const std::string& tensor() const { return tensor_; }
@@ -62,6 +71,7 @@ class PsPartition {
   std::shared_ptr<FloatBuffer> values_;  // tensor memory: huge pages when large
   FloatBuffer sum_;     // sync, average: the running sum of this step's gradients (deltas)
   const bool average_;  // mode average: updates are weight deltas
+  const float* last_update_ = nullptr;
   UpdateCore core_;
 };
 

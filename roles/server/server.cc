@@ -50,6 +50,13 @@ void Server::MakeShards() {
           loop->Post(std::move(fn));
         }
       });
+  if (!backup_links_) return;
+  BackupLinks* links = backup_links_.get();
+  for (PsShard* shard : AllShards())
+    shard->ReplicateTo(
+        [links](Replicate change, Payload payload, std::function<void(const Status&)> done) {
+          links->Send(std::move(change), std::move(payload), std::move(done));
+        });
 }
 
 // A handle left open is logged by ~Node, whose Stop() gets the same error.
@@ -72,8 +79,14 @@ Status Server::RunOnce() {
       });
   auto topology = node_.Start(
       [this](const Connection::Ptr& c, Incoming&& in) { OnPeerRequest(c, std::move(in)); },
-      [this](const Connection::Ptr& c, const Status&) { worker_of_.erase(c.get()); });
+      [this](const Connection::Ptr& c, const Status&) {
+        worker_of_.erase(c.get());
+        primary_of_.erase(c.get());
+      });
   if (!topology.ok()) return topology.status();
+  const int replicas = config_.train.replication.replicas;
+  if (!BackupsOf(rank(), node_.cluster().server_num(), replicas).empty())
+    backup_links_ = std::make_unique<BackupLinks>(&node_.loop(), replicas);
   auto tables = TableHost::Create(config_, node_.cluster().worker_num(), rank(),
                                   node_.cluster().server_num(), node_.log());
   if (!tables.ok()) return tables.status();
@@ -101,6 +114,8 @@ Status Server::RunOnce() {
         "other servers",
         rank());
   } else {
+    // Before any partition is made or restored: each change goes to them.
+    PSTRAIN_RETURN_IF_ERROR(ConnectBackups(*topology));
     auto found = ResumeCheckpoint(config_, node_.log(), node_.cluster().generation() > 0);
     if (!found.ok()) return found.status();
     PSTRAIN_RETURN_IF_ERROR(RestoreCheckpoint(*found));
@@ -110,7 +125,9 @@ Status Server::RunOnce() {
   // Stopped before the tables go (Sample asks them for their rows).
   ServerMetrics metrics(node_.options().cluster.log_dir, rank(), node_.log(),
                         [this] { return Sample(); });
-  Status finished = node_.Finish();
+  Status finished = node_.Finish([&] {
+    if (replicas > 0) LogReplicas();
+  });
   metrics.Stop();
   return finished;
 }
@@ -173,6 +190,8 @@ PsShard::Reply Server::ReplyTo(const Connection::Ptr& conn, uint64_t request_id)
 void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
   const uint64_t id = in.message.request_id;
   if (auto* hello = std::get_if<Hello>(&in.message.body)) return OnHello(conn, id, *hello);
+  if (auto* change = std::get_if<Replicate>(&in.message.body))
+    return OnReplicate(conn, id, *change, std::move(in.payload));
   if (std::string why = Refusal(conn, in.message.body); !why.empty()) {
     node_.log()->warn("refused {} from {}: {}", MessageName(in.message.body), conn->peer(), why);
     return conn->Reply(id, ErrorReply{why});
@@ -234,6 +253,22 @@ void Server::OnHello(const Connection::Ptr& conn, uint64_t id, const Hello& hell
   const int workers = std::max(node_.cluster().worker_num(), elastic.max_workers);
   const NodeInfo& who = hello.node;
   std::string why;
+  if (who.role == Role::kServer) {
+    why = ServerHelloRefusal(who);
+    if (why.empty()) why = StaleHello(hello, node_.cluster().generation());
+    if (!why.empty()) {
+      node_.log()->warn("refused Hello from {}: {}", conn->peer(), why);
+      return conn->Reply(id, ErrorReply{why});
+    }
+    primary_of_[conn.get()] = who.rank;
+    node_.log()->info("server rank {} connected from {}: this server backs up its partitions",
+                      who.rank, conn->peer());
+    if (!ready_) {
+      early_hellos_.emplace_back(conn, id);
+      return;
+    }
+    return conn->Reply(id, Ack{});
+  }
   if (who.role != Role::kWorker) {
     why = fmt::format("only workers connect to a server, not a {}", RoleName(who.role));
   } else if (who.rank < 0 || who.rank >= workers) {

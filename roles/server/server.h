@@ -27,6 +27,9 @@
 //   8. From the scheduler: LoseWorker, a worker of a sync elastic job was
 //      lost; the step under way finishes without it on every partition and
 //      table (roles/server/worker_changes.cc).
+//  10. From another server, with train.replication: Hello as a server,
+//      then Replicate, a change of a partition this server backs up
+//      (roles/server/replication.h).
 //   9. From the scheduler: ChangeWorkers, a live change of an elastic job's
 //      workers: from its step every partition and table counts the new set,
 //      and each worker connection speaks for its new rank
@@ -50,6 +53,7 @@
 #include "roles/placement/server_tables.h"
 #include "roles/server/handoff.h"
 #include "roles/server/metrics.h"
+#include "roles/server/replication.h"
 #include "roles/server/shard.h"
 #include "src/common/checkpoint_file.h"
 #include "src/common/config/config.h"
@@ -80,6 +84,14 @@ class Server {
   // Why `conn` may not make this request (empty: it may).
   std::string Refusal(const Connection::Ptr& conn, const MessageBody& body);
   void OnHello(const Connection::Ptr& conn, uint64_t id, const Hello& hello);
+  // Replication (roles/server/replication.h): a server whose partitions
+  // this one backs up says Hello; its changes; this server's own backups.
+  std::string ServerHelloRefusal(const NodeInfo& who);
+  void OnReplicate(const Connection::Ptr& conn, uint64_t id, Replicate& change, Buffer payload);
+  Status ConnectBackups(const Topology& topology);
+  // At the end: a fingerprint of this server's partitions and of each
+  // primary's it backs up, and the bytes sent to backups.
+  void LogReplicas();
   void OnSave(const Connection::Ptr& conn, uint64_t id, const SaveRequest& save);
   // Live moves of a partition (roles/server/handoff.h, roles/server/handoff.cc).
   void OnHandOff(const Connection::Ptr& conn, uint64_t id, const HandOffRequest& request);
@@ -153,6 +165,11 @@ class Server {
   // The worker rank each peer connection introduced itself as (Hello);
   // loop thread only. Requests name their worker, which must match.
   std::unordered_map<const Connection*, int> worker_of_;
+  // The server rank each connection from a primary introduced itself as;
+  // loop thread only.
+  std::unordered_map<const Connection*, int> primary_of_;
+  // Links to the servers backing this one up (train.replication).
+  std::unique_ptr<BackupLinks> backup_links_;
   std::set<int> lost_workers_;  // loop thread: ranks lost mid-step (LoseWorker)
   // Steps the job has reached as this server saw them (clocks of pushes and
   // pulls, the restored checkpoint): a checkpoint of a later step is refused.

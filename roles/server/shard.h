@@ -17,6 +17,7 @@
 #include "roles/server/handoff_codec.h"
 #include "roles/server/partition.h"
 #include "roles/server/pull_deltas.h"
+#include "roles/server/replication.h"
 #include "src/common/config/config.h"
 #include "src/common/logging.h"
 #include "src/common/work_thread.h"
@@ -73,13 +74,44 @@ class PsShard {
   void ChangeWorkers(int64_t step, std::vector<int> ranks, int workers,
                      std::function<void(const Status&)> done);
 
+  // Replication (roles/server/replication.h). As a primary: every change of
+  // a partition is sent through `send`, and what tells a worker of it waits
+  // until the backups hold it. Call before any request.
+  void ReplicateTo(ReplicaSender send) { send_ = std::move(send); }
+  // As a backup: a change of a partition of server `primary`.
+  void TakeReplica(int primary, Replicate change, Buffer payload, Reply reply);
+  // A fingerprint of each copy here (ReplicaDigest), for a check that the
+  // backups agree with their primaries: `primary` -1 for this server's own.
+  struct CopyDigest {
+    int primary = -1;
+    uint64_t digest = 0;
+  };
+  void Digests(std::function<void(std::vector<CopyDigest>)> done);
+
  private:
   using Key = std::pair<std::string, uint32_t>;
+  StatusOr<std::unique_ptr<PsPartition>> Make(const Key& key, std::vector<float> values);
   Status Create(const Key& key, std::vector<float> values, PsPartition** out);
+  // Its values, clocks and optimizer state, copied.
+  static PartitionSnapshot SnapshotOf(PsPartition& p);
+  // A primary's partition: its changes go to the backups first (null: no
+  // replication).
+  ReplicationQueue* QueueOf(const Key& key);
+  // Sends the partition's whole state, or its last update, to the backups.
+  void SendState(PsPartition& p, ReplicationQueue& queue);
+  void SendUpdate(PsPartition& p, ReplicationQueue& queue);
+  // A push taken by a replicated partition: acknowledged once the backups
+  // hold its effect. `applied_before`: the updates applied before it.
+  void AckReplicated(PsPartition& p, ReplicationQueue& queue, int64_t applied_before, Reply reply);
+  // The backups hold change `seq` of `key` (or failed it).
+  void OnReplicated(const Key& key, int64_t seq, const Status& status);
+  Status HoldReplica(int primary, const Replicate& change, const Buffer& payload);
   // Push, on the shard's thread.
   void Take(PushRequest& request, Buffer& payload, Reply& reply);
-  // Answers now, or once the partition's clock reaches the pull's min_clock.
+  // Answers now, or once the partition's clock reaches the pull's min_clock
+  // (and, replicated, once the backups hold every change sent before it).
   void PullFrom(PsPartition& partition, const PullRequest& request, Reply reply);
+  void PullNow(PsPartition& partition, const PullRequest& request, Reply reply);
   // The partition's values, dense.
   static void Answer(const PsPartition& partition, const Reply& reply);
   // With accept_delta: the largest changes since the worker's last pull
@@ -114,6 +146,15 @@ class PsShard {
   std::vector<float> scratch_;
   // Partitions some worker pulls as deltas (created on the first such pull).
   std::map<Key, std::unique_ptr<PullDeltas>> pull_deltas_;
+  ReplicaSender send_;  // null: no replication
+  std::map<Key, ReplicationQueue> queues_;
+  // The partitions this server backs up, and the change each is at.
+  struct BackupCopy {
+    int primary = -1;
+    int64_t seq = 0;
+    std::unique_ptr<PsPartition> partition;
+  };
+  std::map<Key, BackupCopy> backups_;
   Executor run_;
   std::unique_ptr<WorkThread> thread_;  // last: joined before the state above goes
 };

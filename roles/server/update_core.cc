@@ -124,6 +124,7 @@ StatusOr<UpdateCore::Take> UpdateCore::Arrive(int worker, int64_t step, const st
 
 void UpdateCore::Applied(Take take, int worker) {
   ++applied_;
+  last_applied_worker_ = take == Take::kAlone ? worker : -1;
   if (take == Take::kAlone) {
     ++pushes_[worker];
   } else {
@@ -131,6 +132,16 @@ void UpdateCore::Applied(Take take, int worker) {
     arrived_count_ = 0;
   }
   TakeDueChange();
+}
+
+Status UpdateCore::Replay(int worker) {
+  if (worker < -1 || worker >= slots())
+    return InvalidArgument(
+        fmt::format("an update of worker {} replayed: the job has {} workers", worker, slots()));
+  if (arrived_count_ > 0)
+    return FailedPrecondition("an update replayed on a core that gathers a step itself");
+  Applied(worker < 0 ? Take::kGatherAndApply : Take::kAlone, worker);
+  return Status::OK();
 }
 
 int64_t UpdateCore::clock() const {

@@ -141,6 +141,13 @@ class UpdateCore {
   int64_t step() const;
   // Updates applied: steps in sync, pushes in async and ssp.
   int64_t applied() const { return applied_; }
+  // Whose push the last update applied was: a worker's taken alone, or -1
+  // for a step gathered from every member.
+  int last_applied_worker() const { return last_applied_worker_; }
+  // A backup's copy of this core (roles/server/replication.h) counts an
+  // update its primary applied: worker `worker`'s alone, or (-1) a step
+  // gathered from every member, exactly as Push counted it there.
+  Status Replay(int worker);
 
   // A lost worker (see the header comment); not in mode average. Lose: the
   // last step whose gradient from `rank` this core holds or applied (-1:
@@ -212,6 +219,7 @@ class UpdateCore {
   std::string called_off_why_;
   std::vector<WaitingPull> waiting_;
   std::vector<WaitingPull> walking_;  // AnswerReady's: kept to reuse its memory
+  int last_applied_worker_ = -1;
 };
 
 template <typename Alone, typename Gather, typename ApplyGathered>

@@ -6,7 +6,7 @@
 #include <memory>
 #include <utility>
 
-#include "roles/worker/server_links.h"
+#include "roles/node/server_links.h"
 #include "roles/worker/table_moves.h"
 
 namespace pstrain {

@@ -5,10 +5,10 @@
 #include <chrono>
 
 #include "comm/transport/completion.h"
+#include "roles/node/server_links.h"
 #include "roles/placement/server_tables.h"
 #include "roles/worker/checkpointing.h"
 #include "roles/worker/join_offer.h"
-#include "roles/worker/server_links.h"
 
 namespace pstrain {
 

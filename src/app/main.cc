@@ -222,6 +222,13 @@ StatusOr<Config> PrepareNodes(ClusterOptions* cluster, const std::string& config
   if (!config.ok()) return config.status();
   cluster->job_config = JobConfigText(*config);
   cluster->job_config_source = config->source;
+  const int replicas = config->train.replication.replicas;
+  if (replicas > 0 && replicas >= cluster->server_num)
+    return InvalidArgument(fmt::format(
+        "{}: train.replication.replicas {} needs at least {} servers (each backup on another "
+        "server), but the job has {} (MS_SERVER_NUM, --servers)",
+        config->source, replicas, replicas + 1, cluster->server_num));
+  cluster->replicas = replicas;
   return config;
 }
 

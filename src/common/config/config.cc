@@ -169,6 +169,14 @@ Status ReadElastic(const Value& v, std::optional<ElasticConfig>* out) {
   return ReadMap(v, ElasticFields(&out->emplace()));
 }
 
+std::vector<Field> ReplicationFields(ReplicationConfig* r) {
+  return {Int("replicas", &r->replicas, 0, ReplicationConfig::kMaxReplicas)};
+}
+
+Status ReadReplication(const Value& v, ReplicationConfig* out) {
+  return ReadMap(v, ReplicationFields(out));
+}
+
 std::vector<Field> TrainFields(TrainConfig* t) {
   using M = UpdateMode;
   return {
@@ -191,6 +199,8 @@ std::vector<Field> TrainFields(TrainConfig* t) {
               &KeysOf<CheckpointConfig, &CheckpointFields>),
       Section("recovery", &t->recovery, &ReadRecovery, &KeysOf<RecoveryConfig, &RecoveryFields>),
       Section("elastic", &t->elastic, &ReadElastic, &KeysOf<ElasticConfig, &ElasticFields>),
+      Section("replication", &t->replication, &ReadReplication,
+              &KeysOf<ReplicationConfig, &ReplicationFields>),
       NonEmptyString("store_dir", &t->store_dir)};
 }
 
@@ -219,6 +229,10 @@ Status ReadTrain(const Value& v, TrainConfig* t) {
         .Error(
             "needs train.recovery.wait_s above 0: every node registers again after a change "
             "of shape, within that wait");
+  // Backups follow the primary placement, which a change of shape moves.
+  if (t->elastic && t->replication.replicas > 0)
+    return v.Key("replication", lines["replication"])
+        .Error("does not work with train.elastic yet: backups follow a fixed placement");
   // A bound the chosen mode ignores is a mistake the user would not notice.
   if (t->staleness != 0 && t->mode != M::kSsp) {
     return v.Key("staleness", lines["staleness"])
@@ -313,6 +327,18 @@ int KeyLine(const YAML::Node& map, const char* key) {
 // mode: average sends weights every N steps, not gradients: a rule's
 // compression would be ignored, like train.compression.
 Status CheckRulesAgainstTrain(const Value& doc, const Config& config) {
+  // Backups hold dense partitions only: a table's rows would be lost with
+  // their server.
+  if (config.train.replication.replicas > 0) {
+    for (size_t i = 0; i < config.parameters.size(); ++i) {
+      if (!config.parameters[i].init_in_server) continue;
+      const YAML::Node rules = doc.node["parameters"];
+      const Value at{doc.source, rules[i], fmt::format("parameters[{}]", i),
+                     config.parameters[i].line};
+      return at.Key("init_in_server", KeyLine(rules[i], "init_in_server"))
+          .Error("server-held tables have no backups yet: train.replication.replicas must be 0");
+    }
+  }
   if (config.train.mode != UpdateMode::kAverage) return Status::OK();
   for (size_t i = 0; i < config.parameters.size(); ++i) {
     const ParameterRule& rule = config.parameters[i];

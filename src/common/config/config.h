@@ -17,7 +17,8 @@
 //          (fields and defaults: src/common/config/model_config.h)
 //   data: {format, train, test, vocab, limit, shuffle}
 //   train: {epochs, batch_size, steps, mode, staleness, optimizer, seed,
-//           log_every, partition_bytes, checkpoint, recovery, elastic}
+//           log_every, partition_bytes, checkpoint, recovery, elastic,
+//           replication}
 //   parameters: [{match, ps, init_in_server, cache_rows, optimizer}, ...]
 // configs/ps_example.yaml is a commented example of train and parameters;
 // configs/lenet_fashion_mnist.yaml and configs/mlp_fashion_mnist.yaml are
@@ -78,6 +79,14 @@ struct ElasticConfig {
   int min_servers = -1, max_servers = -1;
 };
 
+// Backups of every server's dense partitions on other servers
+// (roles/server/replication.h): each applied update reaches `replicas`
+// other servers before the workers hear it was taken. 0: none.
+struct ReplicationConfig {
+  int replicas = 0;  // 0..kMaxReplicas, below the job's server count
+  static constexpr int kMaxReplicas = 8;
+};
+
 struct TrainConfig {
   int epochs = 1;       // >= 1
   int batch_size = 64;  // per worker, 1..1048576
@@ -100,6 +109,7 @@ struct TrainConfig {
   // Unset: on (default wait) when there are checkpoints, off otherwise.
   std::optional<RecoveryConfig> recovery;
   std::optional<ElasticConfig> elastic;  // unset: a fixed shape
+  ReplicationConfig replication;
   // Seconds to wait for a lost node's replacement; 0 when the job cannot
   // recover (no checkpoints, or recovery.wait_s: 0).
   double RecoveryWaitSeconds() const {

@@ -110,6 +110,9 @@ struct ClusterOptions {
   int max_failed_link_rollbacks = 3;
   // train.elastic, from the config.
   ElasticBounds elastic;
+  // train.replication.replicas, from the config: servers then talk to each
+  // other (roles/node/peers.h).
+  int replicas = 0;
   // Set from the config too: its JobConfigText (src/common/config/identity.h)
   // and its file, so that every node of a job runs the same config. The
   // scheduler, when started with a config, is the reference; else the

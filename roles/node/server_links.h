@@ -1,6 +1,7 @@
-// A worker's connections to servers: made at the start, when servers join
+// Connections to servers: a worker's, made at the start, when servers join
 // a running job (roles/worker/worker.cc), and for a copy of table rows
-// ahead of such a change (roles/worker/rows_ahead.h).
+// ahead of such a change (roles/worker/rows_ahead.h); a server's to the
+// servers that back its partitions up (roles/server/replication.h).
 #pragma once
 
 #include <chrono>

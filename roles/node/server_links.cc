@@ -1,4 +1,4 @@
-#include "roles/worker/server_links.h"
+#include "roles/node/server_links.h"
 
 #include <fmt/format.h>
 

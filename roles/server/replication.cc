@@ -1,0 +1,123 @@
+#include "roles/server/replication.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "comm/transport/completion.h"
+#include "roles/node/server_links.h"
+
+namespace pstrain {
+
+std::vector<int> BackupsOf(int primary, int servers, int replicas) {
+  std::vector<int> backups;
+  if (replicas <= 0 || replicas >= servers) return backups;
+  for (int i = 1; i <= replicas; ++i) backups.push_back((primary + i) % servers);
+  return backups;
+}
+
+std::vector<int> PrimariesBackedUpBy(int rank, int servers, int replicas) {
+  std::vector<int> primaries;
+  if (replicas <= 0 || replicas >= servers) return primaries;
+  for (int i = 1; i <= replicas; ++i) primaries.push_back((rank - i + servers) % servers);
+  return primaries;
+}
+
+namespace {
+
+// FNV-1a, 64 bits.
+uint64_t Fnv(uint64_t h, const void* data, size_t size) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < size; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+// SplitMix64's finalizer: digests are summed, so each is mixed well.
+uint64_t Mix(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+uint64_t ReplicaDigest(const PartitionSnapshot& s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  h = Fnv(h, s.tensor.data(), s.tensor.size());
+  for (int64_t n :
+       {static_cast<int64_t>(s.part), s.applied, s.clock, static_cast<int64_t>(s.optimizer_steps)})
+    h = Fnv(h, &n, sizeof(n));
+  h = Fnv(h, s.values.data(), s.values.size() * sizeof(float));
+  for (const auto& [name, slot] : s.slots) {
+    h = Fnv(h, name.data(), name.size());
+    h = Fnv(h, slot.data(), slot.size() * sizeof(float));
+  }
+  return Mix(h);
+}
+
+void ReplicationQueue::AfterSent(Then then) {
+  if (!failed_.ok()) return then(failed_);
+  if (acked_ == sent_) return then(Status::OK());
+  waiting_.emplace_back(sent_, std::move(then));
+}
+
+void ReplicationQueue::StepSent() {
+  for (Then& then : step_) waiting_.emplace_back(sent_, std::move(then));
+  step_.clear();
+}
+
+void ReplicationQueue::Acked(int64_t seq, const Status& status) {
+  if (!status.ok() && failed_.ok()) failed_ = status;
+  acked_ = std::max(acked_, seq);
+  // Taken out before any runs: one may queue more.
+  std::vector<Then> due;
+  while (!waiting_.empty() && (waiting_.front().first <= acked_ || !failed_.ok())) {
+    due.push_back(std::move(waiting_.front().second));
+    waiting_.pop_front();
+  }
+  if (!failed_.ok()) {
+    for (Then& then : step_) due.push_back(std::move(then));
+    step_.clear();
+  }
+  for (Then& then : due) then(failed_);
+}
+
+Status BackupLinks::Connect(const Logger& log, const Hello& hello,
+                            const std::vector<NodeInfo>& backups, int servers) {
+  auto links = ConnectToServers(loop_, log, hello, backups, static_cast<size_t>(servers));
+  if (!links.ok()) return links.status().WithContext("a server backing this one up");
+  std::vector<Connection::Ptr> kept;
+  for (Connection::Ptr& c : *links)
+    if (c) kept.push_back(std::move(c));
+  return loop_->Call<Status>(
+      [&] {
+        links_ = std::move(kept);
+        return Status::OK();
+      },
+      Aborted("the server is stopping"));
+}
+
+void BackupLinks::Send(Replicate change, Payload payload, std::function<void(const Status&)> done) {
+  bool posted =
+      loop_->Post([this, change = std::move(change), payload = std::move(payload), done]() mutable {
+        // Before Connect, a change would reach no backup and count as held.
+        if (static_cast<int>(links_.size()) != count_)
+          return done(FailedPrecondition("this server is not linked to its backups yet"));
+        auto all =
+            std::make_shared<CountDown>(links_.size(), [done](const Status& st) { done(st); });
+        for (const Connection::Ptr& link : links_) {
+          changes_.fetch_add(1, std::memory_order_relaxed);
+          bytes_.fetch_add(static_cast<int64_t>(payload.size), std::memory_order_relaxed);
+          const std::string who = link->peer();
+          link->Call(
+              change,
+              [all, who](StatusOr<Incoming> reply) {
+                all->Report(reply.status().WithContext(fmt::format("the backup at {}", who)));
+              },
+              payload);
+        }
+      });
+  if (!posted) done(Aborted("the server is stopping"));
+}
+
+}  // namespace pstrain

@@ -1,0 +1,113 @@
+// PsShard's part in replication (roles/server/replication.h): a primary's
+// partitions send their changes to the backups before a worker hears of
+// them, and a backup's copies replay them.
+#include <fmt/format.h>
+
+#include "roles/server/handoff_codec.h"
+#include "roles/server/shard.h"
+
+namespace pstrain {
+
+namespace {
+
+MessageBody AckOr(const Status& st) {
+  return st.ok() ? MessageBody(Ack{}) : MessageBody(ErrorReply{st.message()});
+}
+
+}  // namespace
+
+ReplicationQueue* PsShard::QueueOf(const Key& key) {
+  if (!send_) return nullptr;
+  return &queues_[key];
+}
+
+void PsShard::SendState(PsPartition& p, ReplicationQueue& queue) {
+  const Key key{p.tensor(), p.part()};
+  const int64_t seq = queue.Next();
+  auto state = std::make_shared<std::vector<uint8_t>>(
+      EncodePartitionState(MovedPartition{SnapshotOf(p), p.core().Save()}));
+  Payload payload{state->data(), state->size(), state};
+  send_(Replicate{key.first, key.second, ReplicaKind::kState, -1, seq}, std::move(payload),
+        [this, key, seq](const Status& st) { run_([=] { OnReplicated(key, seq, st); }); });
+}
+
+void PsShard::SendUpdate(PsPartition& p, ReplicationQueue& queue) {
+  const Key key{p.tensor(), p.part()};
+  const int64_t seq = queue.Next();
+  queue.StepSent();
+  // Copied: the vector is the push's buffer or the step's sum, both reused.
+  auto update = std::make_shared<FloatBuffer>(p.last_update(), p.last_update() + p.size());
+  Payload payload{reinterpret_cast<const uint8_t*>(update->data()), update->size() * sizeof(float),
+                  update};
+  send_(Replicate{key.first, key.second, ReplicaKind::kUpdate, p.core().last_applied_worker(), seq},
+        std::move(payload),
+        [this, key, seq](const Status& st) { run_([=] { OnReplicated(key, seq, st); }); });
+}
+
+void PsShard::AckReplicated(PsPartition& p, ReplicationQueue& queue, int64_t applied_before,
+                            Reply reply) {
+  auto ack = [reply = std::move(reply)](const Status& st) { reply(AckOr(st), {}); };
+  // Sync: gathered for a step not applied yet; acknowledged with the step.
+  if (p.applied() == applied_before) return queue.HoldForStep(std::move(ack));
+  SendUpdate(p, queue);
+  queue.AfterSent(std::move(ack));
+}
+
+void PsShard::OnReplicated(const Key& key, int64_t seq, const Status& status) {
+  auto queue = queues_.find(key);
+  if (queue == queues_.end()) return;
+  if (!status.ok())
+    log_->error("'{}' partition {}: change {} did not reach its backups: {}", key.first, key.second,
+                seq, status.message());
+  queue->second.Acked(seq, status);
+  // The pulls the applied updates freed, held until now.
+  if (auto it = partitions_.find(key); it != partitions_.end()) it->second->core().AnswerReady();
+}
+
+void PsShard::TakeReplica(int primary, Replicate change, Buffer payload, Reply reply) {
+  run_([this, primary, change = std::move(change), payload = std::move(payload),
+        reply = std::move(reply)] { reply(AckOr(HoldReplica(primary, change, payload)), {}); });
+}
+
+Status PsShard::HoldReplica(int primary, const Replicate& change, const Buffer& payload) {
+  const Key key{change.tensor, change.part};
+  const std::string what = fmt::format("change {} of the backup of '{}' partition {}", change.seq,
+                                       key.first, key.second);
+  if (change.kind == ReplicaKind::kState) {
+    auto state = DecodePartitionState(payload.data, payload.size, key.first, key.second,
+                                      config_->train.partition_bytes / 4);
+    if (!state.ok()) return state.status().WithContext(what);
+    auto made = Make(key, std::move(state->partition.values));
+    if (!made.ok()) return made.status().WithContext(what);
+    PSTRAIN_RETURN_IF_ERROR(RestoreState(**made, state->partition, &state->core).WithContext(what));
+    backups_[key] = BackupCopy{primary, change.seq, std::move(*made)};
+    return Status::OK();
+  }
+  auto it = backups_.find(key);
+  if (it == backups_.end()) return FailedPrecondition(what + ": no state of it came before");
+  BackupCopy& copy = it->second;
+  if (copy.primary != primary)
+    return FailedPrecondition(fmt::format("{}: it came from server {}, the copy from server {}",
+                                          what, primary, copy.primary));
+  if (change.seq != copy.seq + 1)
+    return FailedPrecondition(fmt::format("{}: the copy holds change {}", what, copy.seq));
+  PsPartition& p = *copy.partition;
+  if (payload.size != p.size() * sizeof(float))
+    return InvalidArgument(fmt::format("{}: {} bytes for {} floats", what, payload.size, p.size()));
+  PSTRAIN_RETURN_IF_ERROR(
+      p.Replay(change.worker, reinterpret_cast<const float*>(payload.data)).WithContext(what));
+  copy.seq = change.seq;
+  return Status::OK();
+}
+
+void PsShard::Digests(std::function<void(std::vector<CopyDigest>)> done) {
+  run_([this, done = std::move(done)] {
+    std::vector<CopyDigest> out;
+    for (auto& [key, p] : partitions_) out.push_back({-1, ReplicaDigest(SnapshotOf(*p))});
+    for (auto& [key, copy] : backups_)
+      out.push_back({copy.primary, ReplicaDigest(SnapshotOf(*copy.partition))});
+    done(std::move(out));
+  });
+}
+
+}  // namespace pstrain
