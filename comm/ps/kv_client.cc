@@ -10,6 +10,7 @@
 #include "comm/ps/pull_reply.h"
 #include "comm/transport/connection.h"
 #include "comm/transport/event_loop.h"
+#include "comm/transport/timer.h"
 
 namespace pstrain {
 
@@ -125,6 +126,7 @@ void KvClient::IssuePart(const KvOp& op, const Partition& p,
                                              had_view =
                                                  pull.have_seq != 0](StatusOr<Incoming> reply) {
       if (const Moved* moved = MovedIn(reply)) return Reroute(op, p, *moved, batch, hops);
+      if (FailOver(op, p, batch, hops, server, reply.status())) return;
       Status st = reply.status();
       if (st.ok()) {
         const auto* answer = std::get_if<PullReply>(&reply->message.body);
@@ -165,10 +167,84 @@ void KvClient::IssuePart(const KvOp& op, const Partition& p,
       [this, op, batch, hops, &name, p, server](StatusOr<Incoming> reply) {
         if (const Moved* moved = MovedIn(reply)) return Reroute(op, p, *moved, batch, hops);
         if (reply.ok()) return batch->Report(Status::OK());
+        if (FailOver(op, p, batch, hops, server, reply.status())) return;
         batch->Report(reply.status().WithContext(
             fmt::format("{} '{}' partition {} on server {}", Verb(op.kind), name, p.part, server)));
       },
       std::move(payload), std::move(reply_into));
+}
+
+void KvClient::EnableFailover(std::chrono::milliseconds patience) {
+  loop_->Post([this, patience] { failover_patience_ = patience; });
+}
+
+bool KvClient::FailOver(const KvOp& op, const Partition& p, const std::shared_ptr<CountDown>& batch,
+                        int hops, int server, const Status& status) {
+  PSTRAIN_DCHECK_ON_LOOP(loop_);
+  // Only a link that is gone: a server's refusal stands.
+  if (failover_patience_.count() <= 0 || status.code() != StatusCode::kUnavailable) return false;
+  if (hops + 1 >= kMaxMovedHops) return false;
+  const int now_at = route_[op.tensor][p.part];
+  if (now_at != server && servers_[now_at] && !servers_[now_at]->closed()) {
+    ++failover_retries_;
+    IssuePart(op, p, batch, hops + 1);
+    return true;
+  }
+  const uint64_t patience = static_cast<uint64_t>(failover_patience_.count());
+  parked_.push_back({op, p, batch, hops, server, loop_->NowMs() + patience, status});
+  RunAfter(loop_, patience + 1, [this](bool fired) {
+    if (!fired) {  // this worker stops: nothing waits any more
+      for (Parked& w : parked_) w.batch->Report(Aborted("the worker is stopping"));
+      parked_.clear();
+      return;
+    }
+    ExpireParked();
+  });
+  return true;
+}
+
+void KvClient::ExpireParked() {
+  PSTRAIN_DCHECK_ON_LOOP(loop_);
+  const uint64_t now = loop_->NowMs();
+  std::vector<Parked> kept;
+  for (Parked& w : parked_) {
+    if (w.deadline_ms > now) {
+      kept.push_back(std::move(w));
+      continue;
+    }
+    w.batch->Report(w.why.WithContext(fmt::format(
+        "{} '{}' partition {} on server {}: no backup took it over within {} ms", Verb(w.op.kind),
+        map_.tensors()[w.op.tensor].name, w.p.part, w.server, failover_patience_.count())));
+  }
+  parked_ = std::move(kept);
+}
+
+void KvClient::UseServerView(const ServerView& view) {
+  PSTRAIN_DCHECK_ON_LOOP(loop_);
+  if (view.view <= view_) return;  // an older view's answer came late
+  view_ = view.view;
+  for (size_t t = 0; t < route_.size(); ++t)
+    for (const Partition& p : map_.partitions(static_cast<int>(t))) {
+      if (p.server >= static_cast<int>(view.owners.size())) continue;
+      route_[t][p.part] = view.owners[static_cast<size_t>(p.server)];
+      route_version_[t][p.part] = view.view;
+    }
+  // What is still in flight to the lost server fails now and goes where
+  // its partition went (a stopped server would hold it until it woke).
+  if (view.lost >= 0 && view.lost < static_cast<int>(servers_.size()) && servers_[view.lost])
+    servers_[view.lost]->Close(
+        Unavailable(fmt::format("server {} was lost; its backup took over", view.lost)));
+  std::vector<Parked> parked = std::move(parked_);
+  parked_.clear();
+  for (Parked& w : parked) {
+    const int now_at = route_[w.op.tensor][w.p.part];
+    if (now_at == w.server) {
+      parked_.push_back(std::move(w));
+      continue;
+    }
+    ++failover_retries_;
+    IssuePart(w.op, w.p, w.batch, w.hops + 1);
+  }
 }
 
 void KvClient::Reroute(const KvOp& op, const Partition& p, const Moved& moved,

@@ -11,11 +11,19 @@
 // (roles/server/handoff.h): a request its old server answers Moved is sent
 // again to the server named, and the partition is routed there from then on.
 //
+// With replicated servers (roles/server/replication.h, EnableFailover), a
+// request whose server's connection closes is not failed: it waits for the
+// scheduler's next ServerView, which names the server now holding the
+// partition, and is sent again there (UseServerView). A push its old server
+// applied before it died is answered by the new one without applying it
+// twice.
+//
 // Thread-safety: any thread may call; the requests are issued on the loop
 // (Issue, checked there where asserts are on: PSTRAIN_DCHECK_ON_LOOP).
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -132,6 +140,16 @@ class KvClient {
   Status UsePlacement(const PartitionMap& placement, int64_t version);
   // Requests answered Moved and sent again to the server named.
   int64_t moved_retries() const { return moved_retries_.load(); }
+
+  // A request whose server is lost waits up to `patience` for a ServerView
+  // that names where its partition went, instead of failing at once.
+  void EnableFailover(std::chrono::milliseconds patience);
+  // The servers holding each partition from now on (comm/transport/
+  // messages.h, ServerView); the lost server's connection is closed and
+  // what waited on it is sent again where it went. Loop thread.
+  void UseServerView(const ServerView& view);
+  // Requests sent again after their server was lost.
+  int64_t failover_retries() const { return failover_retries_.load(); }
   // Partitions this client moved (a move to where one is already is none),
   // and the bytes of their values.
   struct MovedCounts {
@@ -152,6 +170,22 @@ class KvClient {
   void Reroute(const KvOp& op, const Partition& p, const Moved& moved,
                const std::shared_ptr<CountDown>& batch, int hops);
   KvHandle Failed(Status status);
+  // A request to `server` failed with `status`: with failover on and the
+  // link gone, it is sent again where its partition went, or waits for the
+  // view that says where (true); otherwise the caller reports it (false).
+  bool FailOver(const KvOp& op, const Partition& p, const std::shared_ptr<CountDown>& batch,
+                int hops, int server, const Status& status);
+  // Fails the requests that waited past their deadline.
+  void ExpireParked();
+  struct Parked {
+    KvOp op;
+    Partition p;
+    std::shared_ptr<CountDown> batch;
+    int hops;
+    int server;  // the lost server it was sent to
+    uint64_t deadline_ms;
+    Status why;
+  };
 
   EventLoop* loop_;
   std::vector<std::shared_ptr<Connection>> servers_;
@@ -166,6 +200,11 @@ class KvClient {
   std::vector<std::vector<int>> route_;
   std::vector<std::vector<int64_t>> route_version_;
   std::atomic<int64_t> moved_retries_{0};
+  std::atomic<int64_t> failover_retries_{0};
+  // Failover: off until EnableFailover; loop thread after.
+  std::chrono::milliseconds failover_patience_{0};
+  std::vector<Parked> parked_;
+  int64_t view_ = 0;  // the newest ServerView taken
   std::atomic<int> server_count_{0};
   MovedCounts moved_;
 };

@@ -64,7 +64,8 @@ const char* MessageName(const MessageBody& body) {
                                        "LoseWorkerReply",
                                        "ChangeWorkers",
                                        "PreCopyRows",
-                                       "Replicate"};
+                                       "Replicate",
+                                       "ServerView"};
   static_assert(std::size(kNames) == std::variant_size_v<MessageBody>);
   return kNames[body.index()];
 }

@@ -390,6 +390,35 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       return MessageBody(
           Replicate{*tensor, m->part(), static_cast<ReplicaKind>(kind), m->worker(), m->seq()});
     }
+    case w::Body_ServerView: {
+      const w::ServerView* m = h->body_as_ServerView();
+      const auto* owners = m->owners();
+      const auto* live = m->live();
+      const int servers = owners == nullptr ? 0 : static_cast<int>(owners->size());
+      if (m->view() < 1 || servers < 1 || servers > kMaxElasticNodes || live == nullptr ||
+          live->size() == 0 || live->size() > owners->size() || m->lost() < -1 ||
+          m->lost() >= servers)
+        return InvalidArgument(fmt::format("ServerView {} of {} servers, {} live, lost {}",
+                                           m->view(), servers, live == nullptr ? 0 : live->size(),
+                                           m->lost()));
+      ServerView view{m->view(), m->lost(), {}, {}};
+      std::vector<bool> is_live(static_cast<size_t>(servers), false);
+      for (int r : *live) {
+        if (r < 0 || r >= servers || is_live[static_cast<size_t>(r)] ||
+            (!view.live.empty() && r < view.live.back()) || r == m->lost())
+          return InvalidArgument(
+              fmt::format("ServerView {} lists live server {} wrongly", m->view(), r));
+        is_live[static_cast<size_t>(r)] = true;
+        view.live.push_back(r);
+      }
+      for (int o : *owners) {
+        if (o < 0 || o >= servers || !is_live[static_cast<size_t>(o)])
+          return InvalidArgument(fmt::format(
+              "ServerView {} names server {}, not a live one, as an owner", m->view(), o));
+        view.owners.push_back(o);
+      }
+      return MessageBody(std::move(view));
+    }
     case w::Body_Stop: {
       auto reason = Text(h->body_as_Stop()->reason(), "reason", false);
       if (!reason.ok()) return reason.status();

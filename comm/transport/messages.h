@@ -324,6 +324,14 @@ struct Replicate {
   int worker = -1;  // kUpdate: whose push it was (-1: a gathered step)
   int64_t seq = 0;  // 1, 2, ... per partition
 };
+// Which servers are live and which holds each server's partitions
+// (comm/transport/wire.fbs, roles/scheduler/promotion.cc).
+struct ServerView {
+  int64_t view = 0;
+  int lost = -1;
+  std::vector<int> live;    // ranks, increasing
+  std::vector<int> owners;  // per rank of the partition map: the server holding its partitions
+};
 struct RowsDigestRequest {};
 struct RowsDigestReply {
   std::vector<std::string> tables;
@@ -339,7 +347,7 @@ using MessageBody =
                  AuthProof, ScaleRequest, ScaleReply, Moved, HandOffRequest, HandOffReply,
                  TakeOverRequest, ShapeChanged, RowsHandOffRequest, RowsHandOffReply,
                  RowsTakeOverRequest, RowsDigestRequest, RowsDigestReply, LoseWorker,
-                 LoseWorkerReply, ChangeWorkers, PreCopyRows, Replicate>;
+                 LoseWorkerReply, ChangeWorkers, PreCopyRows, Replicate, ServerView>;
 
 struct Message {
   uint64_t request_id = 0;  // 0: one-way, no reply expected

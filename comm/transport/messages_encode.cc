@@ -136,6 +136,11 @@ struct BodyEncoder {
                                static_cast<w::ReplicaKind>(m.kind), m.worker, m.seq)
                 .Union()};
   }
+  Out operator()(const ServerView& m) {
+    return {w::Body_ServerView,
+            w::CreateServerView(b, m.view, m.lost, b.CreateVector(m.live), b.CreateVector(m.owners))
+                .Union()};
+  }
   Out operator()(const RowsDigestRequest&) {
     return {w::Body_RowsDigestRequest, w::CreateRowsDigestRequest(b).Union()};
   }

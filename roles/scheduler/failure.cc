@@ -105,7 +105,8 @@ void Scheduler::LoseNode(NodeEntry& node, const std::string& why) {
   const std::string what =
       fmt::format("lost the {} rank {} (node id {}): {}", RoleName(node.info.role), node.info.rank,
                   node.info.node_id, why);
-  if (!topology_sent_) return;  // before the job starts nothing is lost: wait for it
+  if (!topology_sent_) return;             // before the job starts nothing is lost: wait for it
+  if (PromoteBackups(node, what)) return;  // 17. replication needs no checkpoint
   if (recovery_wait_s_ <= 0 || !stop_reason_.empty())
     return AbortOnLoop(Aborted(fmt::format(
         "{}; the job cannot recover (recovery needs train.checkpoint, and train.recovery.wait_s "

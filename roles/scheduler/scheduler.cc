@@ -297,6 +297,12 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
 
   if (known != rank_of_.end()) {
     NodeEntry& node = NodesOf(info.role)[known->second.second];
+    // 17. Its heir holds its partitions: it has nothing to hold.
+    if (node.lost && info.role == Role::kServer && server_view_.view > 0 && !paused_)
+      return refuse(FailedPrecondition(fmt::format(
+          "server rank {} was lost and server {} holds its partitions now; a server does not "
+          "join a running replicated job yet",
+          node.info.rank, server_view_.owners[static_cast<size_t>(node.info.rank)])));
     // 4. Registered again while the job runs: the node restarted and its
     // state is gone. (Before the job starts, or while it is paused, a
     // restart loses nothing.)

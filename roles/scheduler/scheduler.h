@@ -109,6 +109,15 @@
 //      reaches, the servers and the scheduler renumber the workers, the
 //      joiners are admitted, and the workers rebuild their ring and split
 //      the rest of the epoch anew. Nothing pauses, no checkpoint is written.
+//  17. A job with train.replication (roles/scheduler/promotion.cc): a lost
+//      server's partitions are held by its first live backup, its heir.
+//      Every live server, then every worker, gets a ServerView naming the
+//      live servers and who holds each one's partitions; the workers send
+//      what the lost server had not answered to the heir, and the servers
+//      link to their new backups. Nothing pauses or rolls back, and no
+//      checkpoint is needed. Its line:
+//        lost server <r>: server <h> holds its partitions now (view <v>): no
+//        step is redone
 //  12. With PSTRAIN_HTTP_PORT, the live view: GET /status (JSON) and GET
 //      /metrics (Prometheus text) on the scheduler's host, served on this
 //      loop from the state below (roles/scheduler/view.h). Workers' steps
@@ -304,6 +313,12 @@ class Scheduler {
   void ApplyReshape();
   // A lost node of an elastic job above its minimum: true when dropped.
   bool DropLost(NodeEntry& node, const std::string& what);
+  // 17. A lost server of a replicated job: true when its heir takes over
+  // (roles/scheduler/promotion.cc).
+  bool PromoteBackups(NodeEntry& node, const std::string& what);
+  // Sends `view` to every live server, then, once they took it, to every
+  // worker.
+  void SendServerView(const ServerView& view);
   // 15. A lost worker the job goes on without, live: true when that is
   // under way. GoOnWithoutLost: its last push was of step `last`, and the
   // others drop it at step `at`.
@@ -432,9 +447,12 @@ class Scheduler {
     RegisterRequest req;
     NodeInfo info;
   };
-  ElasticBounds elastic_;        // the nodes' train.elastic (fixed shape: disabled)
-  int replicas_ = 0;             // the nodes' train.replication.replicas
-  std::vector<Joiner> joiners_;  // to join at the next change
+  ElasticBounds elastic_;  // the nodes' train.elastic (fixed shape: disabled)
+  int replicas_ = 0;       // the nodes' train.replication.replicas
+  // 17. The servers' view: which are live, which holds each one's
+  // partitions (empty until the first loss).
+  ServerView server_view_;
+  std::vector<Joiner> joiners_;                           // to join at the next change
   std::unordered_map<std::string, std::string> leaving_;  // node id -> why, at the next change
   std::vector<std::string> reshape_reasons_;              // of the change asked for
   bool reshaping_ = false;                                // workers stopping for a change

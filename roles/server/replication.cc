@@ -9,20 +9,6 @@
 
 namespace pstrain {
 
-std::vector<int> BackupsOf(int primary, int servers, int replicas) {
-  std::vector<int> backups;
-  if (replicas <= 0 || replicas >= servers) return backups;
-  for (int i = 1; i <= replicas; ++i) backups.push_back((primary + i) % servers);
-  return backups;
-}
-
-std::vector<int> PrimariesBackedUpBy(int rank, int servers, int replicas) {
-  std::vector<int> primaries;
-  if (replicas <= 0 || replicas >= servers) return primaries;
-  for (int i = 1; i <= replicas; ++i) primaries.push_back((rank - i + servers) % servers);
-  return primaries;
-}
-
 namespace {
 
 // FNV-1a, 64 bits.
@@ -84,39 +70,60 @@ void ReplicationQueue::Acked(int64_t seq, const Status& status) {
 
 Status BackupLinks::Connect(const Logger& log, const Hello& hello,
                             const std::vector<NodeInfo>& backups, int servers) {
-  auto links = ConnectToServers(loop_, log, hello, backups, static_cast<size_t>(servers));
-  if (!links.ok()) return links.status().WithContext("a server backing this one up");
-  std::vector<Connection::Ptr> kept;
-  for (Connection::Ptr& c : *links)
-    if (c) kept.push_back(std::move(c));
+  std::vector<NodeInfo> dial;
+  PSTRAIN_RETURN_IF_ERROR(loop_->Call<Status>(
+      [&] {
+        std::map<int, Link> kept;
+        for (const NodeInfo& n : backups) {
+          auto it = links_.find(n.rank);
+          if (it != links_.end() && !it->second.conn->closed()) {
+            kept.emplace(n.rank, std::move(it->second));
+            links_.erase(it);
+          } else {
+            dial.push_back(n);
+          }
+        }
+        for (auto& [rank, link] : links_)
+          link.conn->Close(Cancelled("no longer a backup of this server"));
+        links_ = std::move(kept);
+        return Status::OK();
+      },
+      Aborted("the server is stopping")));
+  auto dialed = ConnectToServers(loop_, log, hello, dial, static_cast<size_t>(servers));
+  if (!dialed.ok()) return dialed.status().WithContext("a server backing this one up");
   return loop_->Call<Status>(
       [&] {
-        links_ = std::move(kept);
+        for (size_t r = 0; r < dialed->size(); ++r)
+          if ((*dialed)[r]) links_[static_cast<int>(r)] = Link{(*dialed)[r], {}};
         return Status::OK();
       },
       Aborted("the server is stopping"));
 }
 
 void BackupLinks::Send(Replicate change, Payload payload, std::function<void(const Status&)> done) {
-  bool posted =
-      loop_->Post([this, change = std::move(change), payload = std::move(payload), done]() mutable {
-        // Before Connect, a change would reach no backup and count as held.
-        if (static_cast<int>(links_.size()) != count_)
-          return done(FailedPrecondition("this server is not linked to its backups yet"));
-        auto all =
-            std::make_shared<CountDown>(links_.size(), [done](const Status& st) { done(st); });
-        for (const Connection::Ptr& link : links_) {
-          changes_.fetch_add(1, std::memory_order_relaxed);
-          bytes_.fetch_add(static_cast<int64_t>(payload.size), std::memory_order_relaxed);
-          const std::string who = link->peer();
-          link->Call(
-              change,
-              [all, who](StatusOr<Incoming> reply) {
-                all->Report(reply.status().WithContext(fmt::format("the backup at {}", who)));
-              },
-              payload);
-        }
-      });
+  bool posted = loop_->Post([this, change = std::move(change), payload = std::move(payload),
+                             done]() mutable {
+    if (links_.empty()) return done(Status::OK());
+    auto all = std::make_shared<CountDown>(links_.size(), [done](const Status& st) { done(st); });
+    const std::pair<std::string, uint32_t> key{change.tensor, change.part};
+    for (auto& [rank, link] : links_) {
+      if (change.kind == ReplicaKind::kState) {
+        link.has_state.insert(key);
+      } else if (!link.has_state.count(key)) {
+        continue;  // its state comes next and stands in for this change
+      }
+      changes_.fetch_add(1, std::memory_order_relaxed);
+      bytes_.fetch_add(static_cast<int64_t>(payload.size), std::memory_order_relaxed);
+      link.conn->Call(
+          change,
+          [all, rank = rank](StatusOr<Incoming> reply) {
+            // A link gone: the next view's states stand in for this change.
+            if (reply.status().code() == StatusCode::kUnavailable) return;
+            all->Report(reply.status().WithContext(fmt::format("the backup on server {}", rank)));
+          },
+          payload);
+    }
+  });
   if (!posted) done(Aborted("the server is stopping"));
 }
 

@@ -32,7 +32,10 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -41,16 +44,11 @@
 #include "comm/transport/event_loop.h"
 #include "comm/transport/messages.h"
 #include "roles/checkpoint/shard_file.h"
+#include "roles/node/server_view.h"
 #include "src/common/logging.h"
 #include "src/common/status.h"
 
 namespace pstrain {
-
-// The servers backing up server `primary`'s partitions: the `replicas`
-// ranks after it, wrapping (none when replicas is 0 or not below servers).
-std::vector<int> BackupsOf(int primary, int servers, int replicas);
-// The servers whose partitions server `rank` backs up.
-std::vector<int> PrimariesBackedUpBy(int rank, int servers, int replicas);
 
 // A fingerprint of a copy of a partition: its name, values, optimizer
 // state and counts. Copies that agree bit for bit have the same one; a sum
@@ -94,21 +92,32 @@ class ReplicationQueue {
 // A server's links to the servers backing up its partitions.
 class BackupLinks {
  public:
-  // `count`: the backups it will link to.
-  BackupLinks(EventLoop* loop, int count) : loop_(loop), count_(count) {}
-  // Dials each of `backups` and says `hello`; blocks until all answered.
+  explicit BackupLinks(EventLoop* loop) : loop_(loop) {}
+  // Links to exactly `backups`: keeps the links to those already linked,
+  // closes the others, and dials the rest, saying `hello`; blocks until
+  // all answered.
   Status Connect(const Logger& log, const Hello& hello, const std::vector<NodeInfo>& backups,
                  int servers);
-  // A ReplicaSender over these links.
+  // A ReplicaSender over these links. A change no backup is linked for is
+  // held at once (a job whose other servers are all lost goes on). One
+  // whose link closes never completes: what waits for it waits for the
+  // states every partition sends again once the scheduler names the new
+  // backups (roles/server/server_replication.cc). Nor does an update over a
+  // link that has not carried the partition's state yet (a new backup, or
+  // a partition this server took over): it is not sent there, and the
+  // state that follows stands in for it.
   void Send(Replicate change, Payload payload, std::function<void(const Status&)> done);
   // Changes and payload bytes sent to backups (one count per backup).
   int64_t changes_sent() const { return changes_.load(); }
   int64_t bytes_sent() const { return bytes_.load(); }
 
  private:
+  struct Link {
+    Connection::Ptr conn;
+    std::set<std::pair<std::string, uint32_t>> has_state;  // partitions sent whole
+  };
   EventLoop* loop_;
-  const int count_;
-  std::vector<Connection::Ptr> links_;  // set by Connect, then only read on the loop
+  std::map<int, Link> links_;  // by server rank; loop thread
   std::atomic<int64_t> changes_{0};
   std::atomic<int64_t> bytes_{0};
 };

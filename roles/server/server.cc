@@ -60,7 +60,10 @@ void Server::MakeShards() {
 }
 
 // A handle left open is logged by ~Node, whose Stop() gets the same error.
-Server::~Server() { node_.loop().Stop().IgnoreError(); }
+Server::~Server() {
+  stopping_ = true;
+  node_.loop().Stop().IgnoreError();
+}
 
 Status Server::Run() { return node_.Outcome(RunOnce()); }
 
@@ -75,6 +78,10 @@ Status Server::RunOnce() {
           OnChangeWorkers(conn, id, *change);
           return true;
         }
+        if (const auto* view = std::get_if<ServerView>(&body)) {
+          OnServerView(conn, id, *view);
+          return true;
+        }
         return false;
       });
   auto topology = node_.Start(
@@ -85,8 +92,11 @@ Status Server::RunOnce() {
       });
   if (!topology.ok()) return topology.status();
   const int replicas = config_.train.replication.replicas;
-  if (!BackupsOf(rank(), node_.cluster().server_num(), replicas).empty())
-    backup_links_ = std::make_unique<BackupLinks>(&node_.loop(), replicas);
+  if (replicas > 0) {
+    backup_links_ = std::make_unique<BackupLinks>(&node_.loop());
+    view_ = ServerView{0, -1, AllServers(node_.cluster().server_num()),
+                       AllServers(node_.cluster().server_num())};
+  }
   auto tables = TableHost::Create(config_, node_.cluster().worker_num(), rank(),
                                   node_.cluster().server_num(), node_.log());
   if (!tables.ok()) return tables.status();

@@ -89,6 +89,12 @@ class Server {
   std::string ServerHelloRefusal(const NodeInfo& who);
   void OnReplicate(const Connection::Ptr& conn, uint64_t id, Replicate& change, Buffer payload);
   Status ConnectBackups(const Topology& topology);
+  // The scheduler's new view of the live servers (roles/scheduler/
+  // promotion.cc): the heir of a lost server takes over its partitions,
+  // every server drops the copies it no longer backs up, then links to its
+  // backups of this view and sends them every partition's state.
+  void OnServerView(const Connection::Ptr& conn, uint64_t id, const ServerView& view);
+  void Rereplicate(const ServerView& view);
   // At the end: a fingerprint of this server's partitions and of each
   // primary's it backs up, and the bytes sent to backups.
   void LogReplicas();
@@ -170,6 +176,11 @@ class Server {
   std::unordered_map<const Connection*, int> primary_of_;
   // Links to the servers backing this one up (train.replication).
   std::unique_ptr<BackupLinks> backup_links_;
+  ServerView view_;  // the newest the scheduler sent; loop thread only
+  // Links again and sends the states of a new view, off the loop; it stops
+  // waiting once the server stops.
+  WorkThread replica_thread_;
+  std::atomic<bool> stopping_{false};
   std::set<int> lost_workers_;  // loop thread: ranks lost mid-step (LoseWorker)
   // Steps the job has reached as this server saw them (clocks of pushes and
   // pulls, the restored checkpoint): a checkpoint of a later step is refused.

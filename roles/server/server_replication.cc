@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
 
 #include "comm/transport/completion.h"
 #include "roles/node/peers.h"
@@ -11,16 +12,15 @@
 
 namespace pstrain {
 
+// Any server of the job may: a primary of a view this one has not heard
+// of yet dials it before the view comes here.
 std::string Server::ServerHelloRefusal(const NodeInfo& who) {
   const int servers = node_.cluster().server_num();
-  const int replicas = config_.train.replication.replicas;
-  if (replicas == 0) return "only workers connect to a server of a job without train.replication";
-  if (who.rank < 0 || who.rank >= servers)
-    return fmt::format("server rank {} is outside the job's 0..{}", who.rank, servers - 1);
-  for (int primary : PrimariesBackedUpBy(node_.cluster().rank(), servers, replicas))
-    if (primary == who.rank) return "";
-  return fmt::format("server {} does not back up server {}'s partitions", node_.cluster().rank(),
-                     who.rank);
+  if (config_.train.replication.replicas == 0)
+    return "only workers connect to a server of a job without train.replication";
+  if (who.rank < 0 || who.rank >= servers || who.rank == rank())
+    return fmt::format("server rank {} is not another of the job's 0..{}", who.rank, servers - 1);
+  return "";
 }
 
 void Server::OnReplicate(const Connection::Ptr& conn, uint64_t id, Replicate& change,
@@ -45,8 +45,10 @@ void Server::OnReplicate(const Connection::Ptr& conn, uint64_t id, Replicate& ch
 Status Server::ConnectBackups(const Topology& topology) {
   if (!backup_links_) return Status::OK();
   const int servers = node_.cluster().server_num();
+  const std::vector<int> live =
+      node_.loop().Call<std::vector<int>>([this] { return view_.live; }, {});
   std::vector<NodeInfo> backups;
-  for (int rank : BackupsOf(rank(), servers, config_.train.replication.replicas))
+  for (int rank : BackupsOf(rank(), live, config_.train.replication.replicas))
     for (const NodeInfo& n : topology.nodes)
       if (n.role == Role::kServer && n.rank == rank) backups.push_back(n);
   Hello hello;
@@ -60,6 +62,83 @@ Status Server::ConnectBackups(const Topology& topology) {
   node_.log()->info("replication: server {}'s partitions are backed up on server {}", rank(),
                     ranks);
   return Status::OK();
+}
+
+void Server::OnServerView(const Connection::Ptr& conn, uint64_t id, const ServerView& view) {
+  const int servers = node_.cluster().server_num();
+  if (!backup_links_ || static_cast<int>(view.owners.size()) != servers)
+    return conn->Reply(
+        id, ErrorReply{fmt::format("a server view of {} servers, to a server of a job of {}{}",
+                                   view.owners.size(), servers,
+                                   backup_links_ ? "" : " without train.replication")});
+  if (view.view <= view_.view) return conn->Reply(id, Ack{});  // already taken
+  view_ = view;
+  const int replicas = config_.train.replication.replicas;
+  const bool heir = view.lost >= 0 && HeirOf(view.lost, view.live) == rank();
+  const std::vector<int> primaries = PrimariesBackedUpBy(rank(), view.live, replicas);
+  // Posted before the Ack: a worker's request sent after the view reaches
+  // the shard after the promotion.
+  for (PsShard* shard : AllShards()) shard->ApplyView(heir ? view.lost : -1, primaries);
+  if (heir)
+    node_.log()->warn(
+        "replication: server {} was lost; this server holds its partitions now "
+        "(view {})",
+        view.lost, view.view);
+  conn->Reply(id, Ack{});
+  replica_thread_.Post([this, view] { Rereplicate(view); });
+}
+
+void Server::Rereplicate(const ServerView& view) {
+  auto held = node_.cluster().Held();
+  if (!held) return;
+  const auto start = std::chrono::steady_clock::now();
+  if (Status st = ConnectBackups(*held); !st.ok()) {
+    node_.log()->error("replication: view {}: {}", view.view, st.message());
+    return;
+  }
+  struct Sent {
+    Mutex mutex;
+    int64_t partitions GUARDED_BY(mutex) = 0;
+    int64_t bytes GUARDED_BY(mutex) = 0;
+  };
+  auto sent = std::make_shared<Sent>();
+  std::vector<PsShard*> shards = AllShards();
+  Completion<Status> all;
+  auto done = CountDown::Into(all, shards.size());
+  for (PsShard* shard : shards)
+    shard->SendStates([sent, done](const Status& st, int64_t partitions, int64_t bytes) {
+      {
+        MutexLock lock(&sent->mutex);
+        sent->partitions += partitions;
+        sent->bytes += bytes;
+      }
+      done->Report(st);
+    });
+  // Bounded: a server that stops while its backups are away does not wait.
+  std::optional<Status> waited;
+  while (!stopping_.load() && !(waited = all.WaitFor(std::chrono::milliseconds(100)))) {
+  }
+  if (!waited) return;
+  const Status st = *waited;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const int replicas = config_.train.replication.replicas;
+  const std::vector<int> backups = BackupsOf(rank(), view.live, replicas);
+  MutexLock lock(&sent->mutex);
+  if (!st.ok()) {
+    node_.log()->error("replication: view {}: the partitions' states did not reach the backups: {}",
+                       view.view, st.message());
+  } else {
+    node_.log()->info(
+        "replication: view {}: server {}'s {} partitions ({} bytes) are on its {} backups again "
+        "in {:.3f} s",
+        view.view, rank(), sent->partitions, sent->bytes, backups.size(), seconds);
+  }
+  if (static_cast<int>(backups.size()) < replicas)
+    node_.log()->warn(
+        "replication: server {}'s partitions have {} backups of train.replication.replicas {} "
+        "until more servers are live",
+        rank(), backups.size(), replicas);
 }
 
 void Server::LogReplicas() {

@@ -140,6 +140,12 @@ void PsShard::Take(PushRequest& request, Buffer& payload, Reply& reply) {
                  {});
   }
   ReplicationQueue* queue = QueueOf(key);
+  if (queue != nullptr && IsResentStep(partition, request)) {
+    queue->AfterSent([reply = std::move(reply)](const Status& st) {
+      reply(st.ok() ? MessageBody(Ack{}) : MessageBody(ErrorReply{st.message()}), {});
+    });
+    return;
+  }
   const int64_t applied_before = partition.applied();
   Status st = partition.Push(request.worker, request.clock, data);
   if (!st.ok()) return reply(ErrorReply{st.message()}, {});

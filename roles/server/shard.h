@@ -78,6 +78,13 @@ class PsShard {
   // a partition is sent through `send`, and what tells a worker of it waits
   // until the backups hold it. Call before any request.
   void ReplicateTo(ReplicaSender send) { send_ = std::move(send); }
+  // A new view of the servers (roles/server/server_replication.cc): the
+  // copies of server `promote_from` (-1: none) become this server's own
+  // partitions, and the copies of servers not in `primaries` are dropped.
+  void ApplyView(int promote_from, std::vector<int> primaries);
+  // Sends every partition's state to the backups; `done` once all hold
+  // them, with the partitions and bytes sent.
+  void SendStates(std::function<void(const Status&, int64_t partitions, int64_t bytes)> done);
   // As a backup: a change of a partition of server `primary`.
   void TakeReplica(int primary, Replicate change, Buffer payload, Reply reply);
   // A fingerprint of each copy here (ReplicaDigest), for a check that the
@@ -97,9 +104,16 @@ class PsShard {
   // A primary's partition: its changes go to the backups first (null: no
   // replication).
   ReplicationQueue* QueueOf(const Key& key);
-  // Sends the partition's whole state, or its last update, to the backups.
-  void SendState(PsPartition& p, ReplicationQueue& queue);
+  // Sends the partition's whole state (returns its bytes), or its last
+  // update, to the backups.
+  int64_t SendState(PsPartition& p, ReplicationQueue& queue);
   void SendUpdate(PsPartition& p, ReplicationQueue& queue);
+  // Sync and average, replicated: a push of the step before the
+  // partition's clock. Every worker's push of that step was in before it
+  // was applied, and none was acknowledged before the backups held it, so
+  // this is one sent again after a lost primary applied it: it is
+  // acknowledged, not applied twice.
+  bool IsResentStep(const PsPartition& p, const PushRequest& request) const;
   // A push taken by a replicated partition: acknowledged once the backups
   // hold its effect. `applied_before`: the updates applied before it.
   void AckReplicated(PsPartition& p, ReplicationQueue& queue, int64_t applied_before, Reply reply);

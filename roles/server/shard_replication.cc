@@ -3,6 +3,8 @@
 // them, and a backup's copies replay them.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "roles/server/handoff_codec.h"
 #include "roles/server/shard.h"
 
@@ -21,7 +23,7 @@ ReplicationQueue* PsShard::QueueOf(const Key& key) {
   return &queues_[key];
 }
 
-void PsShard::SendState(PsPartition& p, ReplicationQueue& queue) {
+int64_t PsShard::SendState(PsPartition& p, ReplicationQueue& queue) {
   const Key key{p.tensor(), p.part()};
   const int64_t seq = queue.Next();
   auto state = std::make_shared<std::vector<uint8_t>>(
@@ -29,6 +31,7 @@ void PsShard::SendState(PsPartition& p, ReplicationQueue& queue) {
   Payload payload{state->data(), state->size(), state};
   send_(Replicate{key.first, key.second, ReplicaKind::kState, -1, seq}, std::move(payload),
         [this, key, seq](const Status& st) { run_([=] { OnReplicated(key, seq, st); }); });
+  return static_cast<int64_t>(state->size());
 }
 
 void PsShard::SendUpdate(PsPartition& p, ReplicationQueue& queue) {
@@ -42,6 +45,12 @@ void PsShard::SendUpdate(PsPartition& p, ReplicationQueue& queue) {
   send_(Replicate{key.first, key.second, ReplicaKind::kUpdate, p.core().last_applied_worker(), seq},
         std::move(payload),
         [this, key, seq](const Status& st) { run_([=] { OnReplicated(key, seq, st); }); });
+}
+
+bool PsShard::IsResentStep(const PsPartition& p, const PushRequest& request) const {
+  const UpdateMode mode = config_->train.mode;
+  return (mode == UpdateMode::kSync || mode == UpdateMode::kAverage) &&
+         request.kind != PushKind::kInit && request.clock + 1 == p.clock();
 }
 
 void PsShard::AckReplicated(PsPartition& p, ReplicationQueue& queue, int64_t applied_before,
@@ -107,6 +116,46 @@ void PsShard::Digests(std::function<void(std::vector<CopyDigest>)> done) {
     for (auto& [key, copy] : backups_)
       out.push_back({copy.primary, ReplicaDigest(SnapshotOf(*copy.partition))});
     done(std::move(out));
+  });
+}
+
+void PsShard::ApplyView(int promote_from, std::vector<int> primaries) {
+  run_([this, promote_from, primaries = std::move(primaries)] {
+    for (auto it = backups_.begin(); it != backups_.end();) {
+      BackupCopy& copy = it->second;
+      if (copy.primary == promote_from && !partitions_.count(it->first)) {
+        // Its core replayed every update the lost primary applied: the
+        // workers send what it had not acknowledged again, here.
+        PsPartition& promoted = *(partitions_[it->first] = std::move(copy.partition));
+        queues_.erase(it->first);
+        Arrived(it->first, promoted);
+        it = backups_.erase(it);
+      } else if (std::find(primaries.begin(), primaries.end(), copy.primary) == primaries.end()) {
+        it = backups_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  });
+}
+
+void PsShard::SendStates(
+    std::function<void(const Status&, int64_t partitions, int64_t bytes)> done) {
+  run_([this, done = std::move(done)] {
+    if (!send_ || partitions_.empty()) return done(Status::OK(), 0, 0);
+    // The answers run on this thread, as this does: no lock.
+    struct Tally {
+      int64_t partitions = 0, bytes = 0, left = 0;
+      Status first_error;
+    };
+    auto tally = std::make_shared<Tally>();
+    tally->partitions = tally->left = static_cast<int64_t>(partitions_.size());
+    for (auto& [key, p] : partitions_) tally->bytes += SendState(*p, *QueueOf(key));
+    for (auto& [key, p] : partitions_)
+      QueueOf(key)->AfterSent([done, tally](const Status& st) {
+        if (!st.ok() && tally->first_error.ok()) tally->first_error = st;
+        if (--tally->left == 0) done(tally->first_error, tally->partitions, tally->bytes);
+      });
   });
 }
 

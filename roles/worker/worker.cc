@@ -98,6 +98,13 @@ Status Worker::RunOnce() {
     if (!map.ok()) return map.status().WithContext("partition map");
     kv_ = std::make_unique<KvClient>(&node_.loop(), servers_, context.rank, std::move(*map));
     context.kv = kv_.get();
+    if (config_.train.replication.replicas > 0) {
+      kv_->EnableFailover(TopologyPatience());
+      node_.loop().Post([this, kv = kv_.get()] {
+        kv_on_loop_ = kv;
+        if (server_view_) kv->UseServerView(*server_view_);
+      });
+    }
   }
   // The start barrier: every node, servers too, resumes from one step. A
   // worker that joined live starts where the others are.
@@ -160,6 +167,13 @@ Status Worker::ConnectTo(const std::vector<NodeInfo>& servers) {
 }
 
 bool Worker::OnSchedulerRequest(const Connection::Ptr& conn, uint64_t id, const MessageBody& body) {
+  if (const auto* view = std::get_if<ServerView>(&body)) {
+    // Kept for a client made later; the newest view wins.
+    if (!server_view_ || view->view > server_view_->view) server_view_ = *view;
+    if (kv_on_loop_ != nullptr) kv_on_loop_->UseServerView(*server_view_);
+    conn->Reply(id, Ack{});
+    return true;
+  }
   const auto* copy = std::get_if<PreCopyRows>(&body);
   if (copy == nullptr) return false;
   auto tables = ServerTables(config_);

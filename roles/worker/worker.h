@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "comm/ps/kv_client.h"
@@ -66,6 +67,10 @@ class Worker {
   Node node_;
   std::vector<Connection::Ptr> servers_;  // by server rank
   std::unique_ptr<KvClient> kv_;
+  // Replication (roles/server/replication.h): the client, once made, and
+  // the newest ServerView the scheduler sent; loop thread only.
+  KvClient* kv_on_loop_ = nullptr;
+  std::optional<ServerView> server_view_;
   WorkerRing ring_{&node_};  // after node_: goes before it
   std::shared_ptr<DataCache> data_cache_;
   // Joined before the loop stops (~Worker): its copy calls the servers.
