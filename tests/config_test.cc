@@ -305,7 +305,7 @@ TEST_CASE("a value shown in an error stays on one line") {
   CHECK(ErrorOf("train:\n  ? |\n    se\n    ed\n  : 1\n") ==
         "x.yaml:2: train.se\\ned\\n: unknown key (allowed: epochs, batch_size, steps, mode, "
         "staleness, average_every, optimizer, compression, seed, log_every, partition_bytes, "
-        "checkpoint, recovery, elastic, store_dir)");
+        "checkpoint, recovery, elastic, replication, store_dir)");
   CHECK(ErrorOf("train: {seed: '" + std::string(300, 'x') + "'}\n") ==
         "x.yaml:1: train.seed: expected an integer >= 0, got '" + std::string(200, 'x') + "...'");
 }

@@ -121,6 +121,21 @@ TEST_CASE("every message type round-trips") {
   CHECK(where.step == 41);
   CHECK(where.rest_from == 30);
   CHECK(std::get<StopReply>(RoundTrip({7, true, StopReply{41}}).body).rest_from == -1);
+  auto replicated_change = std::get<Replicate>(
+      RoundTrip({7, false, Replicate{"fc.w", 3, ReplicaKind::kUpdate, 1, 12}}).body);
+  CHECK(replicated_change.tensor == "fc.w");
+  CHECK(replicated_change.part == 3);
+  CHECK(replicated_change.kind == ReplicaKind::kUpdate);
+  CHECK(replicated_change.worker == 1);
+  CHECK(replicated_change.seq == 12);
+  auto view = std::get<ServerView>(RoundTrip({7, false, ServerView{2, 1, {0, 2}, {0, 2, 2}}}).body);
+  CHECK(view.view == 2);
+  CHECK(view.lost == 1);
+  CHECK(view.live == std::vector<int>{0, 2});
+  CHECK(view.owners == std::vector<int>{0, 2, 2});
+  RegisterRequest replicated{Node("a", Role::kServer, 0), 3, 1, 0, false, 0};
+  replicated.replicas = 2;
+  CHECK(std::get<RegisterRequest>(RoundTrip({7, false, replicated}).body).replicas == 2);
   auto lose = std::get<LoseWorker>(RoundTrip({7, false, LoseWorker{2, 40, "lost"}}).body);
   CHECK(lose.rank == 2);
   CHECK(lose.last_step == 40);
@@ -298,6 +313,17 @@ TEST_CASE(
                                  MessageBody(PreCopyRows{3, 2, {0}}),
                                  MessageBody(PreCopyRows{3, 2, {1, 1}}),
                                  MessageBody(PreCopyRows{3, 2, {0, 3}}),
+                                 MessageBody(Replicate{"", 0, ReplicaKind::kUpdate, -1, 1}),
+                                 MessageBody(Replicate{"w", 0, ReplicaKind::kUpdate, -1, 0}),
+                                 MessageBody(Replicate{"w", 0, ReplicaKind::kUpdate, -2, 1}),
+                                 MessageBody(Replicate{"w", 0, ReplicaKind{2}, -1, 1}),
+                                 MessageBody(ServerView{0, -1, {0}, {0}}),
+                                 MessageBody(ServerView{1, -1, {}, {0}}),
+                                 MessageBody(ServerView{1, 2, {0}, {0, 0}}),
+                                 MessageBody(ServerView{1, 1, {0, 1}, {0, 0}}),
+                                 MessageBody(ServerView{1, 1, {0}, {0, 1}}),
+                                 MessageBody(ServerView{1, -1, {1, 0}, {0, 1}}),
+                                 MessageBody(ServerView{1, -1, {0, 0}, {0, 0}}),
                                  MessageBody(SparsePullRequest{"t", 0, 0, 0}),
                                  MessageBody(SparsePushRequest{"t", 0, 0, 1, 0})}) {
     const std::vector<uint8_t> header = EncodeHeader({1, false, bad});

@@ -172,7 +172,9 @@ TEST_CASE("a worker's topology lists the servers and its ring neighbours, a serv
   CHECK(scheduler.Wait().ok());
 }
 
-TEST_CASE("peers: a worker talks to every server and its ring neighbours, a server to no one") {
+TEST_CASE(
+    "peers: a worker talks to every server and its ring neighbours, a server to no one (or, "
+    "replicated, to every other server)") {
   using P = PeerRank;
   CHECK(PeersOf(Role::kServer, 0, 3, 8).empty());
   CHECK(PeersOf(Role::kWorker, 0, 2, 4) ==
@@ -182,6 +184,10 @@ TEST_CASE("peers: a worker talks to every server and its ring neighbours, a serv
   CHECK(PeersOf(Role::kWorker, 1, 0, 2) == std::vector<P>{{Role::kWorker, 0}});
   // One worker: no ring.
   CHECK(PeersOf(Role::kWorker, 0, 1, 1) == std::vector<P>{{Role::kServer, 0}});
+  // Replicated (train.replication): a server talks to every other server.
+  CHECK(PeersOf(Role::kServer, 1, 3, 8, 1) ==
+        std::vector<P>{{Role::kServer, 0}, {Role::kServer, 2}});
+  CHECK(PeersOf(Role::kWorker, 1, 0, 2, 1) == std::vector<P>{{Role::kWorker, 0}});
 }
 
 TEST_CASE("garbage on the scheduler port closes that connection only") {

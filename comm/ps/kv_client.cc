@@ -221,7 +221,8 @@ void KvClient::ExpireParked() {
 
 void KvClient::UseServerView(const ServerView& view) {
   PSTRAIN_DCHECK_ON_LOOP(loop_);
-  if (view.view <= view_) return;  // an older view's answer came late
+  if (view.view <= view_) return;                     // an older view's answer came late
+  if (view.owners.size() != servers_.size()) return;  // not this job's servers
   view_ = view.view;
   for (size_t t = 0; t < route_.size(); ++t)
     for (const Partition& p : map_.partitions(static_cast<int>(t))) {

@@ -4,6 +4,8 @@
 
 #include <map>
 
+#include "src/common/fnv.h"
+
 namespace pstrain {
 
 std::vector<PeerRank> PeersOf(Role role, int rank, int servers, int workers, int replicas) {
@@ -51,30 +53,12 @@ Status CheckTopology(const Topology& t, Role role, int rank, int servers, int wo
   return Status::OK();
 }
 
-namespace {
-
-// FNV-1a, 64 bits.
-uint64_t Fnv(uint64_t h, const void* data, size_t size) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < size; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
-  return h;
-}
-
-// SplitMix64's finalizer: entries' hashes are summed, so each is mixed well.
-uint64_t Mix(uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
 uint64_t TopologyDigest(const std::vector<NodeInfo>& nodes, int64_t generation, int server_num,
                         int worker_num) {
   uint64_t sum = Mix(static_cast<uint64_t>(generation) ^ nodes.size()) +
                  Mix((static_cast<uint64_t>(server_num) << 32) ^ static_cast<uint32_t>(worker_num));
   for (const NodeInfo& n : nodes) {
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t h = kFnvOffset;
     const int32_t fields[] = {static_cast<int32_t>(n.role), n.rank, n.port,
                               static_cast<int32_t>(n.node_id.size())};
     h = Fnv(h, fields, sizeof fields);

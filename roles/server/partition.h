@@ -53,6 +53,7 @@ class PsPartition {
   std::shared_ptr<const FloatBuffer> values() const { return values_; }
   DenseOptimizer& optimizer() { return *optimizer_; }
   UpdateCore& core() { return core_; }
+  const UpdateCore& core() const { return core_; }
   // Restores the counts of a checkpoint: `applied` updates, and `clock`
   // pushes from every worker.
   void RestoreClock(int64_t applied, int64_t clock) { core_.Restore(applied, clock); }

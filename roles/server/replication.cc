@@ -6,29 +6,12 @@
 
 #include "comm/transport/completion.h"
 #include "roles/node/server_links.h"
+#include "src/common/fnv.h"
 
 namespace pstrain {
 
-namespace {
-
-// FNV-1a, 64 bits.
-uint64_t Fnv(uint64_t h, const void* data, size_t size) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < size; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
-  return h;
-}
-
-// SplitMix64's finalizer: digests are summed, so each is mixed well.
-uint64_t Mix(uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
 uint64_t ReplicaDigest(const PartitionSnapshot& s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
+  uint64_t h = kFnvOffset;
   h = Fnv(h, s.tensor.data(), s.tensor.size());
   for (int64_t n :
        {static_cast<int64_t>(s.part), s.applied, s.clock, static_cast<int64_t>(s.optimizer_steps)})

@@ -84,6 +84,13 @@ Status Server::RunOnce() {
         }
         return false;
       });
+  // Before Start: the scheduler's first view may come as soon as it runs.
+  const int replicas = config_.train.replication.replicas;
+  if (replicas > 0) {
+    backup_links_ = std::make_unique<BackupLinks>(&node_.loop());
+    const int servers = node_.options().cluster.server_num;
+    view_ = ServerView{0, -1, AllServers(servers), AllServers(servers)};
+  }
   auto topology = node_.Start(
       [this](const Connection::Ptr& c, Incoming&& in) { OnPeerRequest(c, std::move(in)); },
       [this](const Connection::Ptr& c, const Status&) {
@@ -91,12 +98,6 @@ Status Server::RunOnce() {
         primary_of_.erase(c.get());
       });
   if (!topology.ok()) return topology.status();
-  const int replicas = config_.train.replication.replicas;
-  if (replicas > 0) {
-    backup_links_ = std::make_unique<BackupLinks>(&node_.loop());
-    view_ = ServerView{0, -1, AllServers(node_.cluster().server_num()),
-                       AllServers(node_.cluster().server_num())};
-  }
   auto tables = TableHost::Create(config_, node_.cluster().worker_num(), rank(),
                                   node_.cluster().server_num(), node_.log());
   if (!tables.ok()) return tables.status();

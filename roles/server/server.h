@@ -146,6 +146,11 @@ class Server {
   // The store checkpoints' checksums, known per file (io_thread_ only).
   StoreDigests store_digests_;
   WorkThread io_thread_;  // writes checkpoint files off the loop and the shards
+  // Links to the servers backing this one up (train.replication); before
+  // the shards, which send through them until they join.
+  std::unique_ptr<BackupLinks> backup_links_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int64_t> newest_view_{0};
   // Declared after node_: the destructor stops the loop first (no more
   // requests reach the shards), then the shards join (their last replies
   // are dropped by the stopped loop), then the node goes.
@@ -174,13 +179,10 @@ class Server {
   // The server rank each connection from a primary introduced itself as;
   // loop thread only.
   std::unordered_map<const Connection*, int> primary_of_;
-  // Links to the servers backing this one up (train.replication).
-  std::unique_ptr<BackupLinks> backup_links_;
   ServerView view_;  // the newest the scheduler sent; loop thread only
   // Links again and sends the states of a new view, off the loop; it stops
-  // waiting once the server stops.
+  // waiting once the server stops or a newer view came.
   WorkThread replica_thread_;
-  std::atomic<bool> stopping_{false};
   std::set<int> lost_workers_;  // loop thread: ranks lost mid-step (LoseWorker)
   // Steps the job has reached as this server saw them (clocks of pushes and
   // pulls, the restored checkpoint): a checkpoint of a later step is refused.

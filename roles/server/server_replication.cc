@@ -73,12 +73,13 @@ void Server::OnServerView(const Connection::Ptr& conn, uint64_t id, const Server
                                    backup_links_ ? "" : " without train.replication")});
   if (view.view <= view_.view) return conn->Reply(id, Ack{});  // already taken
   view_ = view;
+  newest_view_ = view.view;
   const int replicas = config_.train.replication.replicas;
   const bool heir = view.lost >= 0 && HeirOf(view.lost, view.live) == rank();
-  const std::vector<int> primaries = PrimariesBackedUpBy(rank(), view.live, replicas);
   // Posted before the Ack: a worker's request sent after the view reaches
   // the shard after the promotion.
-  for (PsShard* shard : AllShards()) shard->ApplyView(heir ? view.lost : -1, primaries);
+  for (PsShard* shard : AllShards())
+    shard->ApplyView(rank(), view, PrimariesBackedUpBy(rank(), view.live, replicas));
   if (heir)
     node_.log()->warn(
         "replication: server {} was lost; this server holds its partitions now "
@@ -90,7 +91,7 @@ void Server::OnServerView(const Connection::Ptr& conn, uint64_t id, const Server
 
 void Server::Rereplicate(const ServerView& view) {
   auto held = node_.cluster().Held();
-  if (!held) return;
+  if (!held || newest_view_.load() != view.view) return;
   const auto start = std::chrono::steady_clock::now();
   if (Status st = ConnectBackups(*held); !st.ok()) {
     node_.log()->error("replication: view {}: {}", view.view, st.message());
@@ -116,7 +117,9 @@ void Server::Rereplicate(const ServerView& view) {
     });
   // Bounded: a server that stops while its backups are away does not wait.
   std::optional<Status> waited;
-  while (!stopping_.load() && !(waited = all.WaitFor(std::chrono::milliseconds(100)))) {
+  // A newer view's states stand in for these: it goes on to that one.
+  while (!stopping_.load() && newest_view_.load() == view.view &&
+         !(waited = all.WaitFor(std::chrono::milliseconds(100)))) {
   }
   if (!waited) return;
   const Status st = *waited;

@@ -78,10 +78,13 @@ class PsShard {
   // a partition is sent through `send`, and what tells a worker of it waits
   // until the backups hold it. Call before any request.
   void ReplicateTo(ReplicaSender send) { send_ = std::move(send); }
-  // A new view of the servers (roles/server/server_replication.cc): the
-  // copies of server `promote_from` (-1: none) become this server's own
-  // partitions, and the copies of servers not in `primaries` are dropped.
-  void ApplyView(int promote_from, std::vector<int> primaries);
+  // A new view of the servers (roles/server/server_replication.cc) on
+  // server `self`: the copies of every server no longer live whose
+  // partitions the view gives this one become its own (their state goes to
+  // the backups first), the other copies of lost servers stay until their
+  // new primary's state replaces them, and those of live servers not in
+  // `primaries` are dropped.
+  void ApplyView(int self, ServerView view, std::vector<int> primaries);
   // Sends every partition's state to the backups; `done` once all hold
   // them, with the partitions and bytes sent.
   void SendStates(std::function<void(const Status&, int64_t partitions, int64_t bytes)> done);
@@ -108,11 +111,12 @@ class PsShard {
   // update, to the backups.
   int64_t SendState(PsPartition& p, ReplicationQueue& queue);
   void SendUpdate(PsPartition& p, ReplicationQueue& queue);
-  // Sync and average, replicated: a push of the step before the
-  // partition's clock. Every worker's push of that step was in before it
-  // was applied, and none was acknowledged before the backups held it, so
-  // this is one sent again after a lost primary applied it: it is
-  // acknowledged, not applied twice.
+  // Replicated: a push this partition applied already, sent again after
+  // its primary was lost (it is acknowledged, not applied twice). Sync and
+  // average: a push of the step before the clock (every worker's push of
+  // that step was in before it was applied, and none was acknowledged
+  // before the backups held it). Async and ssp: a push of a step below the
+  // count of that worker's pushes applied (one per step).
   bool IsResentStep(const PsPartition& p, const PushRequest& request) const;
   // A push taken by a replicated partition: acknowledged once the backups
   // hold its effect. `applied_before`: the updates applied before it.

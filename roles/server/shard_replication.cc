@@ -48,9 +48,11 @@ void PsShard::SendUpdate(PsPartition& p, ReplicationQueue& queue) {
 }
 
 bool PsShard::IsResentStep(const PsPartition& p, const PushRequest& request) const {
+  if (request.kind == PushKind::kInit) return false;
   const UpdateMode mode = config_->train.mode;
-  return (mode == UpdateMode::kSync || mode == UpdateMode::kAverage) &&
-         request.kind != PushKind::kInit && request.clock + 1 == p.clock();
+  if (mode == UpdateMode::kSync || mode == UpdateMode::kAverage)
+    return request.clock + 1 == p.clock();
+  return request.clock < p.core().pushes_of(request.worker);
 }
 
 void PsShard::AckReplicated(PsPartition& p, ReplicationQueue& queue, int64_t applied_before,
@@ -69,7 +71,12 @@ void PsShard::OnReplicated(const Key& key, int64_t seq, const Status& status) {
     log_->error("'{}' partition {}: change {} did not reach its backups: {}", key.first, key.second,
                 seq, status.message());
   queue->second.Acked(seq, status);
-  // The pulls the applied updates freed, held until now.
+  // The pulls the applied updates freed, held until now: in sync and
+  // average once the backups hold every update sent (a pull must not see
+  // one they may lack); async and ssp pulls see what is there.
+  const UpdateMode mode = config_->train.mode;
+  const bool exact = mode == UpdateMode::kSync || mode == UpdateMode::kAverage;
+  if (exact && !queue->second.caught_up()) return;
   if (auto it = partitions_.find(key); it != partitions_.end()) it->second->core().AnswerReady();
 }
 
@@ -119,18 +126,27 @@ void PsShard::Digests(std::function<void(std::vector<CopyDigest>)> done) {
   });
 }
 
-void PsShard::ApplyView(int promote_from, std::vector<int> primaries) {
-  run_([this, promote_from, primaries = std::move(primaries)] {
+void PsShard::ApplyView(int self, ServerView view, std::vector<int> primaries) {
+  run_([this, self, view = std::move(view), primaries = std::move(primaries)] {
+    auto live = [&view](int r) {
+      return std::binary_search(view.live.begin(), view.live.end(), r);
+    };
     for (auto it = backups_.begin(); it != backups_.end();) {
-      BackupCopy& copy = it->second;
-      if (copy.primary == promote_from && !partitions_.count(it->first)) {
+      const Key key = it->first;
+      const int primary = it->second.primary;
+      const bool lost = !live(primary);
+      if (lost && primary >= 0 && primary < static_cast<int>(view.owners.size()) &&
+          view.owners[static_cast<size_t>(primary)] == self && !partitions_.count(key)) {
         // Its core replayed every update the lost primary applied: the
-        // workers send what it had not acknowledged again, here.
-        PsPartition& promoted = *(partitions_[it->first] = std::move(copy.partition));
-        queues_.erase(it->first);
-        Arrived(it->first, promoted);
+        // workers send what it had not acknowledged again, here, and what
+        // they hear back waits for the backups to hold its state.
+        PsPartition& promoted = *(partitions_[key] = std::move(it->second.partition));
         it = backups_.erase(it);
-      } else if (std::find(primaries.begin(), primaries.end(), copy.primary) == primaries.end()) {
+        queues_.erase(key);
+        if (ReplicationQueue* queue = QueueOf(key)) SendState(promoted, *queue);
+        Arrived(key, promoted);
+      } else if (!lost &&
+                 std::find(primaries.begin(), primaries.end(), primary) == primaries.end()) {
         it = backups_.erase(it);
       } else {
         ++it;

@@ -141,6 +141,12 @@ class UpdateCore {
   int64_t step() const;
   // Updates applied: steps in sync, pushes in async and ssp.
   int64_t applied() const { return applied_; }
+  // Async and ssp: the pushes applied from worker `worker` (0 for a rank
+  // out of range). Each worker pushes once per step from the step the
+  // core started at, so this is the step its next push is of.
+  int64_t pushes_of(int worker) const {
+    return worker >= 0 && worker < slots() ? pushes_[static_cast<size_t>(worker)] : 0;
+  }
   // Whose push the last update applied was: a worker's taken alone, or -1
   // for a step gathered from every member.
   int last_applied_worker() const { return last_applied_worker_; }
