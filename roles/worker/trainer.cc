@@ -544,7 +544,9 @@ Status TrainJob::Run(WorkerContext& ctx) {
       // The test and the job's end take the servers' exact weights.
       if (evaluates || last)
         PSTRAIN_RETURN_IF_ERROR(PullWhole(ctx.kv, ps_params_, delta_pulls_, MinClock(step)));
-      if (evaluates) PSTRAIN_RETURN_IF_ERROR(Evaluate(ctx, epoch + 1));
+      if (evaluates)
+        PSTRAIN_RETURN_IF_ERROR(
+            Evaluate(ctx, epoch + 1, config_.train.mode == UpdateMode::kSync ? step + 1 : 0));
       const bool click = config_.model.loss == LossType::kBceWithLogits;
       report.EpochLine(step + 1, epoch + 1, rate,
                        evaluates ? (click ? "auc" : "accuracy") : nullptr, stats_.test_metric);

@@ -117,7 +117,10 @@ class TrainJob : public WorkerJob {
   // `next`: the batch after this one, when its rows may be prefetched.
   Status Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batch* next);
   Status ExchangeLocalState(WorkerContext& ctx, int64_t step);
-  Status Evaluate(WorkerContext& ctx, int epoch);
+  // `rows_min_clock`: the clock the server-held tables' rows must have
+  // reached (sync: the step after the last one trained, so that the test
+  // sees its updates, as the dense pull before it does).
+  Status Evaluate(WorkerContext& ctx, int epoch, int64_t rows_min_clock = 0);
   // At the end: bytes pushed and pulled, samples/s, the GPU's copies.
   void LogTotals(WorkerContext& ctx);
   // device: gpu: the model on the GPU and, with ps: false weights and

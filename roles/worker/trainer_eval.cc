@@ -26,7 +26,7 @@ StatusOr<const Tensor*> TrainJob::Logits(const Batch& batch) {
   return gpu_->Forward(batch, /*training=*/false);
 }
 
-Status TrainJob::Evaluate(WorkerContext& ctx, int epoch) {
+Status TrainJob::Evaluate(WorkerContext& ctx, int epoch, int64_t rows_min_clock) {
   if (!test_) {
     auto test = (ctx.data_cache ? ctx.data_cache : own_data_.get())->Test(config_.data);
     if (!test.ok()) return test.status();
@@ -45,7 +45,8 @@ Status TrainJob::Evaluate(WorkerContext& ctx, int epoch) {
   if (gpu_) PSTRAIN_RETURN_IF_ERROR(gpu_->UploadWeights());
   while (batcher.Next(&batch)) {
     if (sparse_)
-      PSTRAIN_RETURN_IF_ERROR(embeddings_->Gather(*sparse_, &batch, 0, 0, /*use_cache=*/false));
+      PSTRAIN_RETURN_IF_ERROR(
+          embeddings_->Gather(*sparse_, &batch, rows_min_clock, 0, /*use_cache=*/false));
     auto computed = Logits(batch);
     if (!computed.ok()) return computed.status().WithContext("evaluation");
     const Tensor& logits = **computed;
