@@ -248,6 +248,22 @@ void KvClient::UseServerView(const ServerView& view) {
   }
 }
 
+void KvClient::UseServerConnection(int rank, std::shared_ptr<Connection> conn) {
+  PSTRAIN_DCHECK_ON_LOOP(loop_);
+  if (rank < 0 || rank >= static_cast<int>(servers_.size())) return;
+  servers_[static_cast<size_t>(rank)] = std::move(conn);
+  std::vector<Parked> parked = std::move(parked_);
+  parked_.clear();
+  for (Parked& w : parked) {
+    if (route_[w.op.tensor][w.p.part] != rank) {
+      parked_.push_back(std::move(w));
+      continue;
+    }
+    ++failover_retries_;
+    IssuePart(w.op, w.p, w.batch, w.hops + 1);
+  }
+}
+
 void KvClient::Reroute(const KvOp& op, const Partition& p, const Moved& moved,
                        const std::shared_ptr<CountDown>& batch, int hops) {
   const std::string& name = map_.tensors()[op.tensor].name;

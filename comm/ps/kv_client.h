@@ -148,6 +148,9 @@ class KvClient {
   // messages.h, ServerView); the lost server's connection is closed and
   // what waited on it is sent again where it went. Loop thread.
   void UseServerView(const ServerView& view);
+  // A new connection to server `rank` (a server that joined the running
+  // job again); what waits for it is sent. Loop thread.
+  void UseServerConnection(int rank, std::shared_ptr<Connection> conn);
   // Requests sent again after their server was lost.
   int64_t failover_retries() const { return failover_retries_.load(); }
   // Partitions this client moved (a move to where one is already is none),

@@ -20,6 +20,7 @@
 // rank, and a lost rank could write none, so it rolls back as before.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "roles/node/server_view.h"
@@ -57,6 +58,25 @@ bool Scheduler::PromoteBackups(NodeEntry& node, const std::string& what) {
         live.size(), live.size() - 1, replicas_);
   SendServerView(view);
   return true;
+}
+
+void Scheduler::JoinAsBackup(const Connection::Ptr& conn, uint64_t id, NodeInfo info,
+                             const RegisterRequest& req) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  if (!reference_config_) reference_config_ = req.config;
+  admitting_live_ = true;
+  Admit(conn, id, info, "joins the running job as a backup, takes", req);
+  admitting_live_ = false;
+  // The topology with its entry went out (Admit): the view that follows
+  // reaches every node after it, on the same connection.
+  ServerView view = server_view_;
+  ++view.view;
+  view.lost = -1;
+  view.live.insert(std::upper_bound(view.live.begin(), view.live.end(), info.rank), info.rank);
+  server_view_ = view;
+  log_->info("server {} joins as a backup (view {}): {} servers are live", info.rank, view.view,
+             view.live.size());
+  SendServerView(view);
 }
 
 void Scheduler::SendServerView(const ServerView& view) {

@@ -297,12 +297,11 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
 
   if (known != rank_of_.end()) {
     NodeEntry& node = NodesOf(info.role)[known->second.second];
-    // 17. Its heir holds its partitions: it has nothing to hold.
-    if (node.lost && info.role == Role::kServer && server_view_.view > 0 && !paused_)
-      return refuse(FailedPrecondition(fmt::format(
-          "server rank {} was lost and server {} holds its partitions now; a server does not "
-          "join a running replicated job yet",
-          node.info.rank, server_view_.owners[static_cast<size_t>(node.info.rank)])));
+    // 17. Its heir holds its partitions: it joins as a backup.
+    if (node.lost && info.role == Role::kServer && server_view_.view > 0 && !paused_) {
+      info.rank = known->second.second;
+      return JoinAsBackup(conn, id, info, req);
+    }
     // 4. Registered again while the job runs: the node restarted and its
     // state is gone. (Before the job starts, or while it is paused, a
     // restart loses nothing.)
@@ -316,6 +315,11 @@ void Scheduler::HandleRegister(const Connection::Ptr& conn, uint64_t id,
     return admit(info, "registered again, keeps");
   }
   auto rank = PickRank(info.role, info.rank);
+  if (rank.ok() && info.role == Role::kServer && server_view_.view > 0 && !paused_ &&
+      servers_[static_cast<size_t>(*rank)].lost) {
+    info.rank = *rank;
+    return JoinAsBackup(conn, id, info, req);
+  }
   // 13. No rank free in a running elastic job: a join (a rank asked for
   // past the current shape, such as a new pod's index, is not kept).
   if (!rank.ok() && elastic_.enabled() && topology_sent_ &&
@@ -331,7 +335,9 @@ StatusOr<int> Scheduler::PickRank(Role role, int requested) const {
   const char* count_var = role == Role::kServer ? "MS_SERVER_NUM" : "MS_WORKER_NUM";
   auto free = [&](const NodeEntry& n) {
     // A lost rank is free while the job waits for its replacement.
-    return n.info.node_id.empty() || (n.lost && (paused_ || !topology_sent_));
+    // 17. So is a lost server's of a replicated job (its heir took over).
+    return n.info.node_id.empty() || (n.lost && (paused_ || !topology_sent_)) ||
+           (n.lost && role == Role::kServer && server_view_.view > 0);
   };
   if (requested >= 0) {
     if (requested >= static_cast<int>(nodes.size()))

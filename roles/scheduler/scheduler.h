@@ -319,6 +319,11 @@ class Scheduler {
   // Sends `view` to every live server, then, once they took it, to every
   // worker.
   void SendServerView(const ServerView& view);
+  // 17. A server registering for a lost rank of a replicated job joins the
+  // running job live, holding nothing: the next view makes it live again,
+  // and the servers it now backs up send it their partitions.
+  void JoinAsBackup(const Connection::Ptr& conn, uint64_t id, NodeInfo info,
+                    const RegisterRequest& req);
   // 15. A lost worker the job goes on without, live: true when that is
   // under way. GoOnWithoutLost: its last push was of step `last`, and the
   // others drop it at step `at`.

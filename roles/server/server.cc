@@ -111,6 +111,11 @@ Status Server::RunOnce() {
         ready_ = true;
         for (const auto& [conn, id] : early_hellos_) conn->Reply(id, Ack{});
         early_hellos_.clear();
+        if (early_view_) {
+          EarlyView early = std::move(*early_view_);
+          early_view_.reset();
+          OnServerView(early.conn, early.id, early.view);
+        }
         return Status::OK();
       },
       Aborted("the server is stopping")));

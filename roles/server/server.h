@@ -41,6 +41,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -180,6 +181,13 @@ class Server {
   // loop thread only.
   std::unordered_map<const Connection*, int> primary_of_;
   ServerView view_;  // the newest the scheduler sent; loop thread only
+  // One that came before the shards were made, taken once they are.
+  struct EarlyView {
+    Connection::Ptr conn;
+    uint64_t id = 0;
+    ServerView view;
+  };
+  std::optional<EarlyView> early_view_;
   // Links again and sends the states of a new view, off the loop; it stops
   // waiting once the server stops or a newer view came.
   WorkThread replica_thread_;

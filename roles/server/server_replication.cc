@@ -2,6 +2,7 @@
 // servers it backs up dial it; it dials the servers that back it up.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -31,6 +32,12 @@ void Server::OnReplicate(const Connection::Ptr& conn, uint64_t id, Replicate& ch
     return conn->Reply(id, ErrorReply{"Replicate from a connection that is not a server's whose "
                                       "partitions this one backs up (Hello first)"});
   }
+  // A server the view counts as lost (one stopped that woke, still holding
+  // what its heir took over) changes no copy.
+  if (!std::binary_search(view_.live.begin(), view_.live.end(), it->second))
+    return conn->Reply(
+        id, ErrorReply{fmt::format("server {} is lost in view {}: its heir holds its partitions",
+                                   it->second, view_.view)});
   const int64_t largest = config_.train.partition_bytes;
   if (change.kind == ReplicaKind::kUpdate && static_cast<int64_t>(payload.size) > largest)
     return conn->Reply(id,
@@ -72,6 +79,10 @@ void Server::OnServerView(const Connection::Ptr& conn, uint64_t id, const Server
                                    view.owners.size(), servers,
                                    backup_links_ ? "" : " without train.replication")});
   if (view.view <= view_.view) return conn->Reply(id, Ack{});  // already taken
+  if (!ready_) {  // a server joining the running job: once its shards are made
+    early_view_ = {conn, id, view};
+    return;
+  }
   view_ = view;
   newest_view_ = view.view;
   const int replicas = config_.train.replication.replicas;

@@ -171,6 +171,7 @@ bool Worker::OnSchedulerRequest(const Connection::Ptr& conn, uint64_t id, const 
     // Kept for a client made later; the newest view wins.
     if (!server_view_ || view->view > server_view_->view) server_view_ = *view;
     if (kv_on_loop_ != nullptr) kv_on_loop_->UseServerView(*server_view_);
+    ReconnectServers(*server_view_);
     conn->Reply(id, Ack{});
     return true;
   }
@@ -189,6 +190,38 @@ bool Worker::OnSchedulerRequest(const Connection::Ptr& conn, uint64_t id, const 
     });
   }
   return true;
+}
+
+// A live server this worker has no link to (one that joined the running
+// job again) is dialed off the loop; its requests go once it answers.
+void Worker::ReconnectServers(const ServerView& view) {
+  for (int r : view.live) {
+    const auto at = static_cast<size_t>(r);
+    if (at >= servers_.size() || (servers_[at] && !servers_[at]->closed()) ||
+        !reconnecting_.insert(r).second)
+      continue;
+    reconnect_thread_.Post([this, r] {
+      std::vector<NodeInfo> server;
+      if (auto held = node_.cluster().Held())
+        for (const NodeInfo& n : held->nodes)
+          if (n.role == Role::kServer && n.rank == r) server.push_back(n);
+      const size_t count = node_.loop().Call<size_t>([this] { return servers_.size(); }, 0);
+      auto links = ConnectToServers(&node_.loop(), node_.log(), MakeHello(), server, count);
+      node_.loop().Post([this, r, links = std::move(links)] {
+        reconnecting_.erase(r);
+        if (!links.ok() || static_cast<size_t>(r) >= links->size() ||
+            !(*links)[static_cast<size_t>(r)]) {
+          node_.log()->warn("could not connect to server {} again: {}", r,
+                            links.ok() ? "it is not in the topology" : links.status().message());
+          return;
+        }
+        servers_[static_cast<size_t>(r)] = (*links)[static_cast<size_t>(r)];
+        node_.log()->info("connected to server {} again", r);
+        if (kv_on_loop_ != nullptr)
+          kv_on_loop_->UseServerConnection(r, servers_[static_cast<size_t>(r)]);
+      });
+    });
+  }
 }
 
 Status Worker::UseServers(int servers, const std::vector<int>& slots) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "comm/ps/kv_client.h"
@@ -17,6 +18,7 @@
 #include "roles/worker/ring.h"
 #include "roles/worker/rows_ahead.h"
 #include "src/common/config/config.h"
+#include "src/common/work_thread.h"
 
 namespace pstrain {
 
@@ -58,6 +60,8 @@ class Worker {
   // The scheduler's requests besides the cluster client's: the chief copies
   // table rows ahead of a live change of the servers (rows_ahead.h).
   bool OnSchedulerRequest(const Connection::Ptr& conn, uint64_t id, const MessageBody& body);
+  // Dials the live servers of `view` it has no link to; loop thread.
+  void ReconnectServers(const ServerView& view);
   Hello MakeHello();
   // How long a topology listing new servers may take to come.
   std::chrono::milliseconds TopologyPatience();
@@ -75,6 +79,9 @@ class Worker {
   std::shared_ptr<DataCache> data_cache_;
   // Joined before the loop stops (~Worker): its copy calls the servers.
   std::unique_ptr<RowsAhead> rows_ahead_;
+  // Servers being dialed again (ReconnectServers); loop thread only.
+  std::set<int> reconnecting_;
+  WorkThread reconnect_thread_;  // last: joined first
 };
 
 }  // namespace pstrain
