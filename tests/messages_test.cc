@@ -128,6 +128,12 @@ TEST_CASE("every message type round-trips") {
   CHECK(replicated_change.kind == ReplicaKind::kUpdate);
   CHECK(replicated_change.worker == 1);
   CHECK(replicated_change.seq == 12);
+  CHECK(replicated_change.origin == -1);
+  CHECK(std::get<Replicate>(
+            RoundTrip({7, false, Replicate{"w", 0, ReplicaKind::kState, -1, 1, 2}}).body)
+            .origin == 2);
+  CHECK(std::get<SaveRequest>(RoundTrip({7, false, SaveRequest{40, 3, 1}}).body).origin == 1);
+  CHECK(std::get<SaveRequest>(RoundTrip({7, false, SaveRequest{40, 3}}).body).origin == -1);
   auto view = std::get<ServerView>(RoundTrip({7, false, ServerView{2, 1, {0, 2}, {0, 2, 2}}}).body);
   CHECK(view.view == 2);
   CHECK(view.lost == 1);
@@ -318,6 +324,8 @@ TEST_CASE(
                                  MessageBody(Replicate{"w", 0, ReplicaKind::kUpdate, -2, 1}),
                                  MessageBody(Replicate{"w", 0, ReplicaKind{2}, -1, 1}),
                                  MessageBody(ServerView{0, -1, {0}, {0}}),
+                                 MessageBody(SaveRequest{4, 2, -2}),
+                                 MessageBody(Replicate{"w", 0, ReplicaKind::kState, -1, 1, -2}),
                                  MessageBody(ServerView{1, -1, {}, {0}}),
                                  MessageBody(ServerView{1, 2, {0}, {0, 0}}),
                                  MessageBody(ServerView{1, 1, {0, 1}, {0, 0}}),

@@ -12,10 +12,14 @@
 # woken (SIGCONT) it learns it was counted lost, drops what it held and
 # joins again as a backup: it never serves the workers again.
 #
+# With EVERY=N in the environment the job checkpoints every N steps, and
+# the checkpoints are compared file by file: each rank's file is written by
+# the server holding that rank's partitions then.
+#
 # Usage: replication_test.sh PSTRAIN_BINARY [KILLS] [kill|stop]
 # The weights are compared by the servers' fingerprints at the end
-# ("replication: server N's own ... digest"), whose sum over the live
-# servers fingerprints the whole model wherever its partitions are.
+# ("replication: server N's own ... digest"), whose sum over the servers
+# fingerprints the whole model wherever its partitions are.
 set -u
 BIN="$1"
 KILLS="${2:-2}"
@@ -64,6 +68,11 @@ train:
   log_every: 20
   replication: {replicas: $2}
 YAML
+  # EVERY=N: a checkpoint every N steps (and at the end), compared file by
+  # file; nothing ever rolls back to one.
+  [ -n "${EVERY:-}" ] &&
+    echo "  checkpoint: {dir: $WORK/$1-checkpoints, every_steps: $EVERY}" >> "$WORK/$1.yaml"
+  return 0
 }
 
 export MS_SERVER_NUM=3 MS_WORKER_NUM=2 MS_SCHED_HOST=127.0.0.1
@@ -136,6 +145,14 @@ print('%016x %s' % (sum(int(l, 16) for l in open(sys.argv[1]).read().split()) % 
 
 run calm 0
 run killed "$KILLS"
+# The checkpoints, written by whichever server held each rank's partitions
+# then: the same bytes.
+[ -n "${EVERY:-}" ] && for f in "$WORK"/calm-checkpoints/step-*/server-*.ckpt; do
+  cmp -s "$f" "$WORK/killed-checkpoints/$(basename "$(dirname "$f")")/$(basename "$f")" ||
+    fail "the killed job's checkpoint file $(basename "$f") differs from the calm one's"
+done
+[ -n "${EVERY:-}" ] &&
+  echo "  the checkpoints' $(ls "$WORK"/calm-checkpoints/step-*/server-*.ckpt | wc -l) server files are the same bytes"
 grep -h "lost server\|joins as a backup (" "$(node_log scheduler)" | cut -c 1-200
 [ "$(cat "$WORK/calm.model")" = "$(cat "$WORK/killed.model")" ] ||
   fail "the killed job's weights differ from the calm one's"

@@ -224,6 +224,7 @@ void KvClient::UseServerView(const ServerView& view) {
   if (view.view <= view_) return;                     // an older view's answer came late
   if (view.owners.size() != servers_.size()) return;  // not this job's servers
   view_ = view.view;
+  owners_ = view.owners;
   for (size_t t = 0; t < route_.size(); ++t)
     for (const Partition& p : map_.partitions(static_cast<int>(t))) {
       if (p.server >= static_cast<int>(view.owners.size())) continue;
@@ -459,21 +460,36 @@ KvHandle KvClient::Save(int64_t step, std::vector<std::string>* files) {
   auto batch = CountDown::Into(handle.done_, servers_.size());
   bool posted = loop_->Post([this, step, files, batch] {
     PSTRAIN_DCHECK_ON_LOOP(loop_);
-    for (size_t r = 0; r < servers_.size(); ++r) {
-      // `files` stays valid: the handle completes only after the last reply.
-      servers_[r]->Call(SaveRequest{step, static_cast<int>(servers_.size())},
-                        [files, r, batch](StatusOr<Incoming> reply) {
-                          if (!reply.ok())
-                            return batch->Report(reply.status().WithContext(
-                                fmt::format("checkpoint on server {}", r)));
-                          if (auto* saved = std::get_if<SaveReply>(&reply->message.body))
-                            (*files)[r] = saved->file;
-                          batch->Report(Status::OK());
-                        });
-    }
+    const int patience = static_cast<int>(failover_patience_.count() / kSaveRetryMs);
+    for (size_t r = 0; r < servers_.size(); ++r)
+      SaveShard(step, static_cast<int>(r), files, batch, patience);
   });
   if (!posted) return Failed(Aborted("the worker is stopping"));
   return handle;
+}
+
+// `files` stays valid: the handle completes only after the last reply.
+void KvClient::SaveShard(int64_t step, int rank, std::vector<std::string>* files,
+                         const std::shared_ptr<CountDown>& batch, int retries) {
+  PSTRAIN_DCHECK_ON_LOOP(loop_);
+  // Replicated: the server holding that rank's partitions writes its file.
+  const int at = owners_.empty() ? rank : owners_[static_cast<size_t>(rank)];
+  auto answer = [this, step, rank, at, files, batch, retries](StatusOr<Incoming> reply) {
+    // Its server was lost: once a view names its heir, that one writes it.
+    if (!reply.ok() && reply.status().code() == StatusCode::kUnavailable && retries > 0)
+      return RunAfter(loop_, kSaveRetryMs, [this, step, rank, files, batch, retries](bool fired) {
+        if (!fired) return batch->Report(Aborted("the worker is stopping"));
+        SaveShard(step, rank, files, batch, retries - 1);
+      });
+    if (!reply.ok())
+      return batch->Report(reply.status().WithContext(fmt::format("checkpoint on server {}", at)));
+    if (auto* saved = std::get_if<SaveReply>(&reply->message.body))
+      (*files)[static_cast<size_t>(rank)] = saved->file;
+    batch->Report(Status::OK());
+  };
+  servers_[static_cast<size_t>(at)]->Call(
+      SaveRequest{step, static_cast<int>(servers_.size()), owners_.empty() ? -1 : rank},
+      std::move(answer));
 }
 
 KvHandle KvClient::Push(const std::string& name, const float* gradient, int64_t clock) {

@@ -207,7 +207,14 @@ class KvClient {
   // Failover: off until EnableFailover; loop thread after.
   std::chrono::milliseconds failover_patience_{0};
   std::vector<Parked> parked_;
-  int64_t view_ = 0;  // the newest ServerView taken
+  int64_t view_ = 0;         // the newest ServerView taken
+  std::vector<int> owners_;  // its owners (empty: every server holds its own)
+  // A checkpoint's shard of server `rank`, asked of whoever holds its
+  // partitions; a lost one is asked again every kSaveRetryMs, `retries`
+  // times at most, until a view names its heir.
+  void SaveShard(int64_t step, int rank, std::vector<std::string>* files,
+                 const std::shared_ptr<CountDown>& batch, int retries);
+  static constexpr int64_t kSaveRetryMs = 100;
   std::atomic<int> server_count_{0};
   MovedCounts moved_;
 };

@@ -384,11 +384,12 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       if (tensor->empty()) return InvalidArgument("Replicate names no tensor");
       const auto kind = static_cast<int>(m->kind());
       if (kind != 0 && kind != 1) return InvalidArgument(fmt::format("Replicate of kind {}", kind));
-      if (m->seq() < 1 || m->worker() < -1 || m->worker() >= kMaxElasticNodes)
-        return InvalidArgument(
-            fmt::format("Replicate number {} of worker {}", m->seq(), m->worker()));
-      return MessageBody(
-          Replicate{*tensor, m->part(), static_cast<ReplicaKind>(kind), m->worker(), m->seq()});
+      if (m->seq() < 1 || m->worker() < -1 || m->worker() >= kMaxElasticNodes || m->origin() < -1 ||
+          m->origin() >= kMaxElasticNodes)
+        return InvalidArgument(fmt::format("Replicate number {} of worker {}, of server {}'s",
+                                           m->seq(), m->worker(), m->origin()));
+      return MessageBody(Replicate{*tensor, m->part(), static_cast<ReplicaKind>(kind), m->worker(),
+                                   m->seq(), m->origin()});
     }
     case w::Body_ServerView: {
       const w::ServerView* m = h->body_as_ServerView();
@@ -529,9 +530,11 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
     }
     case w::Body_SaveRequest: {
       const w::SaveRequest* m = h->body_as_SaveRequest();
-      if (m->servers() < 0 || m->servers() > kMaxElasticNodes)
-        return InvalidArgument(fmt::format("SaveRequest for {} servers", m->servers()));
-      return MessageBody(SaveRequest{m->step(), m->servers()});
+      if (m->servers() < 0 || m->servers() > kMaxElasticNodes || m->origin() < -1 ||
+          m->origin() >= kMaxElasticNodes)
+        return InvalidArgument(fmt::format("SaveRequest for {} servers, of server {}'s partitions",
+                                           m->servers(), m->origin()));
+      return MessageBody(SaveRequest{m->step(), m->servers(), m->origin()});
     }
     case w::Body_SaveReply: {
       auto file = Text(h->body_as_SaveReply()->file(), "file", true);

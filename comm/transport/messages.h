@@ -215,6 +215,7 @@ struct PullReply {
 struct SaveRequest {
   int64_t step = 0;  // written to the server's own checkpoint dir
   int servers = 0;   // the chief's placement's server count (0: the server's own)
+  int origin = -1;   // whose partitions, as that rank's file (-1: the server's own)
 };
 struct SaveReply {
   std::string file;  // written inside the step's directory
@@ -323,6 +324,7 @@ struct Replicate {
   ReplicaKind kind = ReplicaKind::kState;
   int worker = -1;  // kUpdate: whose push it was (-1: a gathered step)
   int64_t seq = 0;  // 1, 2, ... per partition
+  int origin = -1;  // kState: the rank the partition map places it on
 };
 // Which servers are live and which holds each server's partitions
 // (comm/transport/wire.fbs, roles/scheduler/promotion.cc).

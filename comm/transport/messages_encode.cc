@@ -133,7 +133,7 @@ struct BodyEncoder {
   Out operator()(const Replicate& m) {
     return {w::Body_Replicate,
             w::CreateReplicate(b, b.CreateString(m.tensor), m.part,
-                               static_cast<w::ReplicaKind>(m.kind), m.worker, m.seq)
+                               static_cast<w::ReplicaKind>(m.kind), m.worker, m.seq, m.origin)
                 .Union()};
   }
   Out operator()(const ServerView& m) {
@@ -207,7 +207,7 @@ struct BodyEncoder {
     return {w::Body_PullReply, w::CreatePullReply(b, m.clock, encoding, m.seq).Union()};
   }
   Out operator()(const SaveRequest& m) {
-    return {w::Body_SaveRequest, w::CreateSaveRequest(b, m.step, m.servers).Union()};
+    return {w::Body_SaveRequest, w::CreateSaveRequest(b, m.step, m.servers, m.origin).Union()};
   }
   Out operator()(const BarrierReply& m) {
     return {w::Body_BarrierReply,

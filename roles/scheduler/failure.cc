@@ -127,6 +127,7 @@ void Scheduler::BeginPause(const std::string& why, bool reshape) {
   }
   SetGeneration(generation_ + 1);
   paused_ = true;
+  server_view_ = ServerView{};  // 17. every server starts again from the checkpoint
   // 13. A change of shape under way waits for the next: its joiners and
   // leavers are kept.
   reshaping_ = false;

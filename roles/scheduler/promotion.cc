@@ -15,9 +15,9 @@
 //      routes the lost server's partitions to the heir and sends again what
 //      it had sent there unanswered (comm/ps/kv_client.h).
 // Not promoted (the job then ends or rolls back as without replication):
-// a job paused or elastic, or one whose last server is lost, and a job
-// with checkpoints and recovery: its checkpoints are written per server
-// rank, and a lost rank could write none, so it rolls back as before.
+// a job paused or elastic, or one whose last server is lost. A checkpoint
+// stays as it would have been: the heir writes the lost rank's file
+// (SaveRequest.origin), and a rollback starts every server afresh from it.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,8 +30,7 @@ namespace pstrain {
 
 bool Scheduler::PromoteBackups(NodeEntry& node, const std::string& what) {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
-  if (replicas_ <= 0 || node.info.role != Role::kServer || paused_ || elastic_.enabled() ||
-      recovery_wait_s_ > 0)
+  if (replicas_ <= 0 || node.info.role != Role::kServer || paused_ || elastic_.enabled())
     return false;
   const int servers = Count(Role::kServer);
   if (server_view_.owners.empty())

@@ -52,11 +52,13 @@ void Server::MakeShards() {
       });
   if (!backup_links_) return;
   BackupLinks* links = backup_links_.get();
+  const int self = rank();
   for (PsShard* shard : AllShards())
     shard->ReplicateTo(
         [links](Replicate change, Payload payload, std::function<void(const Status&)> done) {
           links->Send(std::move(change), std::move(payload), std::move(done));
-        });
+        },
+        self);
 }
 
 // A handle left open is logged by ~Node, whose Stop() gets the same error.
@@ -358,7 +360,7 @@ void Server::OnSave(const Connection::Ptr& conn, uint64_t id, const SaveRequest&
     node_.log()->warn("refused SaveRequest from {}: {}", conn->peer(), why);
     return conn->Reply(id, ErrorReply{why});
   }
-  Save(save.step, save.servers, ReplyTo(conn, id));
+  Save(save.step, save.servers, save.origin, ReplyTo(conn, id));
 }
 
 std::vector<PsShard*> Server::AllShards() {
@@ -374,7 +376,7 @@ ShardMeta Server::Meta() {
 
 // Every shard copies out its partitions; the last one to finish hands the
 // lot to the I/O thread, which writes the file and answers.
-void Server::Save(int64_t step, int servers, PsShard::Reply reply) {
+void Server::Save(int64_t step, int servers, int origin, PsShard::Reply reply) {
   if (!config_.train.checkpoint)
     return reply(ErrorReply{"this server's config has no train.checkpoint.dir"}, {});
   struct Gather {
@@ -385,8 +387,17 @@ void Server::Save(int64_t step, int servers, PsShard::Reply reply) {
   std::vector<PsShard*> shards = AllShards();
   auto gather = std::make_shared<Gather>();
   std::string dir = CheckpointStepDir(config_.train.checkpoint->dir, step);
-  std::string file = ShardFileName(node_.cluster().rank());
+  // A replicated job's heir writes a lost server's file too, as that rank.
+  const bool own = origin < 0 || origin == node_.cluster().rank();
+  if (!own && !backup_links_)
+    return reply(ErrorReply{fmt::format("a checkpoint of server {}'s partitions, asked of server "
+                                        "{} of a job without train.replication",
+                                        origin, node_.cluster().rank())},
+                 {});
+  const int rank = own ? node_.cluster().rank() : origin;
+  std::string file = ShardFileName(rank);
   ShardMeta meta = Meta();
+  meta.server = rank;
   if (servers > 0) meta.servers = servers;  // the chief's placement (live growth)
   // The last part in hands the lot to the I/O thread.
   auto parts = std::make_shared<CountDown>(
@@ -419,14 +430,17 @@ void Server::Save(int64_t step, int servers, PsShard::Reply reply) {
         });
       });
   for (PsShard* shard : shards) {
-    shard->Snapshot([gather, parts](std::vector<PartitionSnapshot> part) {
-      {
-        MutexLock lock(&gather->mutex);
-        for (auto& p : part) gather->partitions.push_back(std::move(p));
-      }
-      parts->Report(Status::OK());
-    });
+    shard->Snapshot(
+        [gather, parts](std::vector<PartitionSnapshot> part) {
+          {
+            MutexLock lock(&gather->mutex);
+            for (auto& p : part) gather->partitions.push_back(std::move(p));
+          }
+          parts->Report(Status::OK());
+        },
+        backup_links_ ? rank : -1);
   }
+  if (!own) return parts->Report(Status::OK());  // tables are never replicated
   tables_->Snapshot(step, [gather, parts](StatusOr<TableHost::Snapshots> tables) {
     {
       MutexLock lock(&gather->mutex);

@@ -133,7 +133,8 @@ class Server {
   // ResumeCheckpoint; step 0: nothing to restore).
   // `servers`: the shard's job shape as the chief's SaveRequest says (0: this
   // server's own count).
-  void Save(int64_t step, int servers, PsShard::Reply reply);
+  // `origin`: whose partitions, as that rank's file (-1: this server's).
+  void Save(int64_t step, int servers, int origin, PsShard::Reply reply);
   Status RestoreCheckpoint(const CheckpointRef& checkpoint);
   std::vector<PsShard*> AllShards();
   // For the metrics file (roles/server/metrics.h); any thread.

@@ -244,10 +244,11 @@ void PsShard::Answer(const PsPartition& partition, const Reply& reply) {
   reply(PullReply{partition.clock()}, std::move(payload));
 }
 
-void PsShard::Snapshot(std::function<void(std::vector<PartitionSnapshot>)> done) {
-  run_([this, done = std::move(done)] {
+void PsShard::Snapshot(std::function<void(std::vector<PartitionSnapshot>)> done, int origin) {
+  run_([this, done = std::move(done), origin] {
     std::vector<PartitionSnapshot> out;
-    for (auto& [key, p] : partitions_) out.push_back(SnapshotOf(*p));
+    for (auto& [key, p] : partitions_)
+      if (origin < 0 || OriginOf(key) == origin) out.push_back(SnapshotOf(*p));
     done(std::move(out));
   });
 }

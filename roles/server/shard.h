@@ -44,7 +44,10 @@ class PsShard {
   // (roles/server/update_core.h).
   void Pull(PullRequest request, Reply reply);
   // Copies out every partition, for a checkpoint.
-  void Snapshot(std::function<void(std::vector<PartitionSnapshot>)> done);
+  // `origin` >= 0 (replicated): only the partitions the partition map
+  // places on server `origin` (this server's own, or a lost one's it took
+  // over), for that rank's file of the checkpoint.
+  void Snapshot(std::function<void(std::vector<PartitionSnapshot>)> done, int origin = -1);
   // Installs partitions read from a checkpoint (before any worker connects).
   void Restore(std::vector<PartitionSnapshot> partitions, std::function<void(Status)> done);
 
@@ -77,7 +80,11 @@ class PsShard {
   // Replication (roles/server/replication.h). As a primary: every change of
   // a partition is sent through `send`, and what tells a worker of it waits
   // until the backups hold it. Call before any request.
-  void ReplicateTo(ReplicaSender send) { send_ = std::move(send); }
+  // `self`: this server's rank, where its partitions are placed.
+  void ReplicateTo(ReplicaSender send, int self) {
+    send_ = std::move(send);
+    self_ = self;
+  }
   // A new view of the servers (roles/server/server_replication.cc) on
   // server `self`: the copies of every server no longer live whose
   // partitions the view gives this one become its own (their state goes to
@@ -165,10 +172,19 @@ class PsShard {
   // Partitions some worker pulls as deltas (created on the first such pull).
   std::map<Key, std::unique_ptr<PullDeltas>> pull_deltas_;
   ReplicaSender send_;  // null: no replication
+  int self_ = -1;
+  // The rank the partition map places a partition on, where it is not this
+  // server's (one taken over from a lost server).
+  std::map<Key, int> origins_;
+  int OriginOf(const Key& key) const {
+    auto it = origins_.find(key);
+    return it == origins_.end() ? self_ : it->second;
+  }
   std::map<Key, ReplicationQueue> queues_;
   // The partitions this server backs up, and the change each is at.
   struct BackupCopy {
     int primary = -1;
+    int origin = -1;  // the rank the partition map places it on
     int64_t seq = 0;
     std::unique_ptr<PsPartition> partition;
   };

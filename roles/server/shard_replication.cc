@@ -29,7 +29,8 @@ int64_t PsShard::SendState(PsPartition& p, ReplicationQueue& queue) {
   auto state = std::make_shared<std::vector<uint8_t>>(
       EncodePartitionState(MovedPartition{SnapshotOf(p), p.core().Save()}));
   Payload payload{state->data(), state->size(), state};
-  send_(Replicate{key.first, key.second, ReplicaKind::kState, -1, seq}, std::move(payload),
+  send_(Replicate{key.first, key.second, ReplicaKind::kState, -1, seq, OriginOf(key)},
+        std::move(payload),
         [this, key, seq](const Status& st) { run_([=] { OnReplicated(key, seq, st); }); });
   return static_cast<int64_t>(state->size());
 }
@@ -96,7 +97,8 @@ Status PsShard::HoldReplica(int primary, const Replicate& change, const Buffer& 
     auto made = Make(key, std::move(state->partition.values));
     if (!made.ok()) return made.status().WithContext(what);
     PSTRAIN_RETURN_IF_ERROR(RestoreState(**made, state->partition, &state->core).WithContext(what));
-    backups_[key] = BackupCopy{primary, change.seq, std::move(*made)};
+    backups_[key] = BackupCopy{primary, change.origin < 0 ? primary : change.origin, change.seq,
+                               std::move(*made)};
     return Status::OK();
   }
   auto it = backups_.find(key);
@@ -141,6 +143,7 @@ void PsShard::ApplyView(int self, ServerView view, std::vector<int> primaries) {
         // workers send what it had not acknowledged again, here, and what
         // they hear back waits for the backups to hold its state.
         PsPartition& promoted = *(partitions_[key] = std::move(it->second.partition));
+        if (it->second.origin != self) origins_[key] = it->second.origin;
         it = backups_.erase(it);
         queues_.erase(key);
         if (ReplicationQueue* queue = QueueOf(key)) SendState(promoted, *queue);

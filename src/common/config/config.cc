@@ -233,14 +233,6 @@ Status ReadTrain(const Value& v, TrainConfig* t) {
   if (t->elastic && t->replication.replicas > 0)
     return v.Key("replication", lines["replication"])
         .Error("does not work with train.elastic yet: backups follow a fixed placement");
-  // With checkpoints a lost server of a replicated job rolls back (they are
-  // written per server rank, and a lost rank writes none): that needs the
-  // recovery wait.
-  if (t->replication.replicas > 0 && t->checkpoint && t->recovery && t->recovery->wait_s == 0)
-    return v.Key("replication", lines["replication"])
-        .Error(
-            "with train.checkpoint needs train.recovery.wait_s above 0: a lost server then rolls "
-            "back to the newest checkpoint");
   // A bound the chosen mode ignores is a mistake the user would not notice.
   if (t->staleness != 0 && t->mode != M::kSsp) {
     return v.Key("staleness", lines["staleness"])
