@@ -1,7 +1,8 @@
 # Replicated servers (train.replication, roles/server/replication.h): a
 # sync LeNet job of 3 servers and 2 workers with replicas: 1 and no
 # checkpoints, whose servers are killed with SIGKILL at random while it
-# trains, each started again once its backup took over, ends with exit 0
+# trains, each started again as a new node (a process with a node id never
+# seen) once its backup took over, ends with exit 0
 # and the same weights, bit for bit, as the same job never killed: each
 # lost server's partitions are taken over by its backup
 # (roles/scheduler/promotion.cc), the restarted one joins as a backup, no
@@ -88,22 +89,25 @@ run() {
   export PSTRAIN_CONFIG="$WORK/$RUN.yaml" ID_PREFIX="$RUN"
   start_scheduler
   for n in $NODES; do start "$n"; done
+  # The process holding each server rank now (NAME for start and node_log).
+  now_0=server_0 now_1=server_1 now_2=server_2
   k=0
   while [ "$k" -lt "$2" ]; do
     # A step well into the job, then a random server.
     wait_for_count "epoch: [0-9]* step: " "$(node_log worker_0)" $((k * 3 + 2)) 1200 ||
       fail "$RUN: worker 0 did not get to its progress line $((k * 3 + 2))"
     victim=$(awk -v s="$$" -v k="$k" 'BEGIN { srand(s * 10 + k); print int(rand() * 3) }')
+    eval "proc=\$now_$victim"
     lost=$(count "lost server $victim:" "$(node_log scheduler)")
     joined=$(count "server $victim joins as a backup" "$(node_log scheduler)")
     k=$((k + 1))
     if [ "$HOW" = stop ]; then
-      kill -STOP "$(node_pid server_$victim)"
+      kill -STOP "$(node_pid "$proc")"
       T0=$(now_ms)
       echo "  $RUN: stop $k: server $victim (SIGSTOP)"
     else
-      kill -9 "$(node_pid server_$victim)"
-      wait "$(node_pid server_$victim)" 2> /dev/null
+      kill -9 "$(node_pid "$proc")"
+      wait "$(node_pid "$proc")" 2> /dev/null
       echo "  $RUN: kill $k: server $victim (SIGKILL)"
     fi
     wait_for_count "lost server $victim: server [0-9]* holds its partitions now" \
@@ -111,9 +115,11 @@ run() {
     if [ "$HOW" = stop ]; then
       echo "  $RUN: its backup took over $(($(now_ms) - T0)) ms after the stop" \
         "(heartbeat timeout $PSTRAIN_HEARTBEAT_TIMEOUT s)"
-      kill -CONT "$(node_pid server_$victim)"
+      kill -CONT "$(node_pid "$proc")"
     else
-      start "server_$victim"
+      # A new node: a process of its own, with a node id never seen.
+      eval "now_$victim=server_$victim-restart$k"
+      eval "start \$now_$victim"
     fi
     # Started again or woken: it joins as a backup, and the servers before
     # it send it their partitions before the next kill.
@@ -126,12 +132,14 @@ run() {
     [ "$status" = 0 ] || fail "$RUN: $n exited $status"
   done
   for s in 0 1 2; do
-    wait_exit "server_$s" 300
-    [ "$status" = 0 ] || fail "$RUN: server_$s exited $status"
+    eval "proc=\$now_$s"
+    wait_exit "$proc" 300
+    [ "$status" = 0 ] || fail "$RUN: $proc exited $status"
   done
   # The sum of the servers' own partitions' fingerprints.
   for s in 0 1 2; do
-    grep -o "server $s's own [0-9]* partitions, digest [0-9a-f]*" "$(node_log "server_$s")" | tail -n 1
+    eval "proc=\$now_$s"
+    grep -o "server $s's own [0-9]* partitions, digest [0-9a-f]*" "$(node_log "$proc")" | tail -n 1
   done | awk '{ n += $4; print $7 }
     END { print "partitions " n > "/dev/stderr" }' > "$WORK/$RUN.digests" 2> "$WORK/$RUN.count"
   python3 -c "
