@@ -100,8 +100,11 @@ void BackupLinks::Send(Replicate change, Payload payload, std::function<void(con
       link.conn->Call(
           change,
           [all, rank = rank](StatusOr<Incoming> reply) {
-            // A link gone: the next view's states stand in for this change.
-            if (reply.status().code() == StatusCode::kUnavailable) return;
+            // A link gone, or a backup that no longer holds the copy: the
+            // next view's states stand in for this change.
+            if (reply.status().code() == StatusCode::kUnavailable ||
+                reply.status().message().find(kNoCopy) != std::string::npos)
+              return;
             all->Report(reply.status().WithContext(fmt::format("the backup on server {}", rank)));
           },
           payload);

@@ -89,6 +89,12 @@ class ReplicationQueue {
   std::vector<Then> step_;
 };
 
+// How a backup refuses an update of a copy it does not hold (it dropped it
+// when a new view said it no longer backs that primary up, which the
+// primary may not have heard yet): the primary then waits for the states
+// of its new view, as for a link that closed.
+inline constexpr const char* kNoCopy = "no state of it came before";
+
 // A server's links to the servers backing up its partitions.
 class BackupLinks {
  public:

@@ -102,7 +102,7 @@ Status PsShard::HoldReplica(int primary, const Replicate& change, const Buffer& 
     return Status::OK();
   }
   auto it = backups_.find(key);
-  if (it == backups_.end()) return FailedPrecondition(what + ": no state of it came before");
+  if (it == backups_.end()) return FailedPrecondition(what + ": " + kNoCopy);
   BackupCopy& copy = it->second;
   if (copy.primary != primary)
     return FailedPrecondition(fmt::format("{}: it came from server {}, the copy from server {}",
