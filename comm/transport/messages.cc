@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "comm/transport/message_checks.h"
 #include "comm/transport/wire_generated.h"
 
 namespace pstrain {
@@ -14,141 +15,7 @@ namespace w = ::pstrain::wire;
 
 namespace {
 
-constexpr size_t kMaxText = 4096;  // node ids, hosts, error messages
-constexpr double kMaxWaitSeconds = 7 * 24 * 3600.0;
-constexpr int kMaxElasticNodes = 65536;  // MS_WORKER_NUM, MS_SERVER_NUM, train.elastic
-constexpr int kMaxReplicas = 8;  // train.replication.replicas (ReplicationConfig::kMaxReplicas)
-// Every server and every worker (MS_SERVER_NUM, MS_WORKER_NUM: 4096 each).
-constexpr size_t kMaxTopologyNodes = 8192;
-
-// Field checks beyond what the Verifier knows: required fields present, text
-// of sane length, enums in range.
-StatusOr<std::string> Text(const fb::String* s, const char* field, bool required) {
-  if (s == nullptr) {
-    if (required) return InvalidArgument(fmt::format("missing field {}", field));
-    return std::string();
-  }
-  if (s->size() > kMaxText)
-    return InvalidArgument(
-        fmt::format("field {} is {} bytes long (limit {})", field, s->size(), kMaxText));
-  return s->str();
-}
-
-// A live change's new worker ranks, one per worker today: each -1 (it
-// leaves) or a distinct rank below `workers`, at least one worker staying.
-Status ReadRanks(const fb::Vector<int32_t>* ranks, int workers, const char* what,
-                 std::vector<int>* out) {
-  if (workers < 1 || workers > kMaxElasticNodes || ranks == nullptr || ranks->size() == 0 ||
-      ranks->size() > static_cast<fb::uoffset_t>(kMaxElasticNodes))
-    return InvalidArgument(fmt::format("{} to {} workers with {} ranks", what, workers,
-                                       ranks == nullptr ? 0 : ranks->size()));
-  std::vector<bool> taken(static_cast<size_t>(workers), false);
-  bool stays = false;
-  for (int rank : *ranks) {
-    if (rank < -1 || rank >= workers || (rank >= 0 && taken[static_cast<size_t>(rank)]))
-      return InvalidArgument(fmt::format("{} to {} workers names rank {} (twice, or out of range)",
-                                         what, workers, rank));
-    if (rank >= 0) taken[static_cast<size_t>(rank)] = stays = true;
-  }
-  if (!stays) return InvalidArgument(fmt::format("{} keeps no worker", what));
-  out->assign(ranks->begin(), ranks->end());
-  return Status::OK();
-}
-
-// Each rank of a new placement of `servers`, from a distinct rank of
-// today's (Stop, PreCopyRows); none: ranks stay.
-Status ReadSlots(const fb::Vector<int32_t>* slots, int servers, const char* what,
-                 std::vector<int>* out) {
-  if (slots == nullptr || slots->size() == 0) return Status::OK();
-  if (slots->size() != static_cast<fb::uoffset_t>(servers))
-    return InvalidArgument(
-        fmt::format("{} with {} slots for {} servers", what, slots->size(), servers));
-  std::set<int> seen;
-  for (int from : *slots) {
-    if (from < 0 || from >= kMaxElasticNodes || !seen.insert(from).second)
-      return InvalidArgument(fmt::format("{} with slot {} (twice, or out of range)", what, from));
-    out->push_back(from);
-  }
-  return Status::OK();
-}
-
-bool KnownPhase(int phase) {
-  return phase >= static_cast<int>(RowsPhase::kWhole) &&
-         phase <= static_cast<int>(RowsPhase::kDelta);
-}
-
-// A byte field of exactly out->size() bytes (nonces, MACs).
-template <size_t N>
-Status CopyExact(const fb::Vector<uint8_t>* v, const char* field, std::array<uint8_t, N>* out) {
-  if (v == nullptr) return InvalidArgument(fmt::format("missing field {}", field));
-  if (v->size() != N)
-    return InvalidArgument(
-        fmt::format("field {} is {} bytes long, expected {}", field, v->size(), N));
-  std::copy(v->begin(), v->end(), out->begin());
-  return Status::OK();
-}
-
-StatusOr<Role> FromWire(w::Role r) {
-  switch (r) {
-    case w::Role_Scheduler:
-      return Role::kScheduler;
-    case w::Role_Server:
-      return Role::kServer;
-    case w::Role_Worker:
-      return Role::kWorker;
-  }
-  return InvalidArgument(fmt::format("unknown role {}", static_cast<int>(r)));
-}
-
-StatusOr<NodeInfo> FromWire(const w::NodeInfo* n, const char* field) {
-  if (n == nullptr) return InvalidArgument(fmt::format("missing field {}", field));
-  NodeInfo out;
-  auto id = Text(n->node_id(), "node_id", true);
-  if (!id.ok()) return id.status();
-  if (id->empty()) return InvalidArgument("empty node_id");
-  auto host = Text(n->host(), "host", true);
-  if (!host.ok()) return host.status();
-  auto role = FromWire(n->role());
-  if (!role.ok()) return role.status();
-  out.node_id = *id;
-  out.host = *host;
-  out.role = *role;
-  out.port = n->port();
-  out.rank = n->rank();
-  return out;
-}
-
-// A FlatBuffer may point many vector entries at one table or string, so a
-// small header can stand for far more text than it holds. Honest senders
-// never share (CreateString), so what a node list decodes to is at most the
-// header's own size.
-Status CheckNodeList(const fb::Vector<fb::Offset<w::NodeInfo>>& nodes, size_t header_size) {
-  if (nodes.size() > kMaxTopologyNodes)
-    return InvalidArgument(
-        fmt::format("topology of {} nodes (at most {})", nodes.size(), kMaxTopologyNodes));
-  size_t text = 0;
-  for (const w::NodeInfo* n : nodes) {
-    if (n == nullptr) continue;
-    text += (n->node_id() ? n->node_id()->size() : 0) + (n->host() ? n->host()->size() : 0);
-  }
-  if (text > header_size)
-    return InvalidArgument(fmt::format(
-        "topology of {} nodes names {} bytes of text in a {}-byte header (shared strings)",
-        nodes.size(), text, header_size));
-  return Status::OK();
-}
-
-// A push's or a pull reply's encoding as read from the wire.
-StatusOr<PushEncoding> PushEncodingOf(w::PushEncoding encoding) {
-  switch (encoding) {
-    case w::PushEncoding_Dense:
-      return PushEncoding::kDense;
-    case w::PushEncoding_Threshold:
-      return PushEncoding::kThreshold;
-    default:
-      return InvalidArgument(fmt::format("unknown encoding {}", static_cast<int>(encoding)));
-  }
-}
+using namespace wire_checks;  // NOLINT: the decoders' own checks
 
 StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
   // The Verifier accepts a union whose type is set but whose table is absent.
