@@ -236,11 +236,14 @@ void KvClient::UseServerView(const ServerView& view) {
   if (view.lost >= 0 && view.lost < static_cast<int>(servers_.size()) && servers_[view.lost])
     servers_[view.lost]->Close(
         Unavailable(fmt::format("server {} was lost; its backup took over", view.lost)));
+  ResendParked([this](const Parked& w) { return route_[w.op.tensor][w.p.part] != w.server; });
+}
+
+void KvClient::ResendParked(const std::function<bool(const Parked&)>& routed) {
   std::vector<Parked> parked = std::move(parked_);
   parked_.clear();
   for (Parked& w : parked) {
-    const int now_at = route_[w.op.tensor][w.p.part];
-    if (now_at == w.server) {
+    if (!routed(w)) {
       parked_.push_back(std::move(w));
       continue;
     }
@@ -253,16 +256,7 @@ void KvClient::UseServerConnection(int rank, std::shared_ptr<Connection> conn) {
   PSTRAIN_DCHECK_ON_LOOP(loop_);
   if (rank < 0 || rank >= static_cast<int>(servers_.size())) return;
   servers_[static_cast<size_t>(rank)] = std::move(conn);
-  std::vector<Parked> parked = std::move(parked_);
-  parked_.clear();
-  for (Parked& w : parked) {
-    if (route_[w.op.tensor][w.p.part] != rank) {
-      parked_.push_back(std::move(w));
-      continue;
-    }
-    ++failover_retries_;
-    IssuePart(w.op, w.p, w.batch, w.hops + 1);
-  }
+  ResendParked([this, rank](const Parked& w) { return route_[w.op.tensor][w.p.part] == rank; });
 }
 
 void KvClient::Reroute(const KvOp& op, const Partition& p, const Moved& moved,

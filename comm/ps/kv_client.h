@@ -24,6 +24,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -189,6 +190,8 @@ class KvClient {
     uint64_t deadline_ms;
     Status why;
   };
+  // Sends again the waiting requests `routed` says have a server now.
+  void ResendParked(const std::function<bool(const Parked&)>& routed);
 
   EventLoop* loop_;
   std::vector<std::shared_ptr<Connection>> servers_;

@@ -62,7 +62,6 @@ bool Scheduler::PromoteBackups(NodeEntry& node, const std::string& what) {
 void Scheduler::JoinAsBackup(const Connection::Ptr& conn, uint64_t id, NodeInfo info,
                              const RegisterRequest& req) {
   PSTRAIN_DCHECK_ON_LOOP(&loop_);
-  if (!reference_config_) reference_config_ = req.config;
   admitting_live_ = true;
   Admit(conn, id, info, "joins the running job as a backup, takes", req);
   admitting_live_ = false;

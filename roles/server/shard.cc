@@ -92,9 +92,7 @@ void PsShard::Take(PushRequest& request, Buffer& payload, Reply& reply) {
       if (!st.ok()) return reply(ErrorReply{st.message()}, {});
       if (ReplicationQueue* queue = QueueOf(key)) {
         SendState(*created, *queue);
-        queue->AfterSent([reply](const Status& sent) {
-          reply(sent.ok() ? MessageBody(Ack{}) : MessageBody(ErrorReply{sent.message()}), {});
-        });
+        queue->AfterSent(AckOnceHeld(std::move(reply)));
         Arrived(key, *created);
         return;
       }
@@ -141,9 +139,7 @@ void PsShard::Take(PushRequest& request, Buffer& payload, Reply& reply) {
   }
   ReplicationQueue* queue = QueueOf(key);
   if (queue != nullptr && IsResentStep(partition, request)) {
-    queue->AfterSent([reply = std::move(reply)](const Status& st) {
-      reply(st.ok() ? MessageBody(Ack{}) : MessageBody(ErrorReply{st.message()}), {});
-    });
+    queue->AfterSent(AckOnceHeld(std::move(reply)));
     return;
   }
   const int64_t applied_before = partition.applied();

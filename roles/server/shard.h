@@ -125,6 +125,9 @@ class PsShard {
   // before the backups held it). Async and ssp: a push of a step below the
   // count of that worker's pushes applied (one per step).
   bool IsResentStep(const PsPartition& p, const PushRequest& request) const;
+  // A push's acknowledgement, for once the backups hold what it waits for
+  // (or the error if they failed it).
+  static ReplicationQueue::Then AckOnceHeld(Reply reply);
   // A push taken by a replicated partition: acknowledged once the backups
   // hold its effect. `applied_before`: the updates applied before it.
   void AckReplicated(PsPartition& p, ReplicationQueue& queue, int64_t applied_before, Reply reply);

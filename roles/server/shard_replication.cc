@@ -56,9 +56,13 @@ bool PsShard::IsResentStep(const PsPartition& p, const PushRequest& request) con
   return request.clock < p.core().pushes_of(request.worker);
 }
 
+ReplicationQueue::Then PsShard::AckOnceHeld(Reply reply) {
+  return [reply = std::move(reply)](const Status& held) { reply(AckOr(held), {}); };
+}
+
 void PsShard::AckReplicated(PsPartition& p, ReplicationQueue& queue, int64_t applied_before,
                             Reply reply) {
-  auto ack = [reply = std::move(reply)](const Status& st) { reply(AckOr(st), {}); };
+  auto ack = AckOnceHeld(std::move(reply));
   // Sync: gathered for a step not applied yet; acknowledged with the step.
   if (p.applied() == applied_before) return queue.HoldForStep(std::move(ack));
   SendUpdate(p, queue);
