@@ -132,6 +132,13 @@ TEST_CASE("every message type round-trips") {
   CHECK(std::get<Replicate>(
             RoundTrip({7, false, Replicate{"w", 0, ReplicaKind::kState, -1, 1, 2}}).body)
             .origin == 2);
+  CHECK(std::get<Replicate>(
+            RoundTrip({7, false, Replicate{"emb.weight", 0, ReplicaKind::kTableOps, 1, 4, 2}}).body)
+            .kind == ReplicaKind::kTableOps);
+  CHECK(std::get<SparsePullRequest>(RoundTrip({7, false, SparsePullRequest{"t", 0, 0, 3, 2}}).body)
+            .origin == 2);
+  CHECK(std::get<SparsePushRequest>(RoundTrip({7, false, SparsePushRequest{"t", 0, 0, 1, 3}}).body)
+            .origin == -1);
   CHECK(std::get<SaveRequest>(RoundTrip({7, false, SaveRequest{40, 3, 1}}).body).origin == 1);
   CHECK(std::get<SaveRequest>(RoundTrip({7, false, SaveRequest{40, 3}}).body).origin == -1);
   auto view = std::get<ServerView>(RoundTrip({7, false, ServerView{2, 1, {0, 2}, {0, 2, 2}}}).body);
@@ -322,7 +329,7 @@ TEST_CASE(
                                  MessageBody(Replicate{"", 0, ReplicaKind::kUpdate, -1, 1}),
                                  MessageBody(Replicate{"w", 0, ReplicaKind::kUpdate, -1, 0}),
                                  MessageBody(Replicate{"w", 0, ReplicaKind::kUpdate, -2, 1}),
-                                 MessageBody(Replicate{"w", 0, ReplicaKind{2}, -1, 1}),
+                                 MessageBody(Replicate{"w", 0, ReplicaKind{4}, -1, 1}),
                                  MessageBody(ServerView{0, -1, {0}, {0}}),
                                  MessageBody(SaveRequest{4, 2, -2}),
                                  MessageBody(Replicate{"w", 0, ReplicaKind::kState, -1, 1, -2}),
@@ -333,7 +340,9 @@ TEST_CASE(
                                  MessageBody(ServerView{1, -1, {1, 0}, {0, 1}}),
                                  MessageBody(ServerView{1, -1, {0, 0}, {0, 0}}),
                                  MessageBody(SparsePullRequest{"t", 0, 0, 0}),
-                                 MessageBody(SparsePushRequest{"t", 0, 0, 1, 0})}) {
+                                 MessageBody(SparsePushRequest{"t", 0, 0, 1, 0}),
+                                 MessageBody(SparsePullRequest{"t", 0, 0, 2, 2}),
+                                 MessageBody(SparsePushRequest{"t", 0, 0, 1, 2, -2})}) {
     const std::vector<uint8_t> header = EncodeHeader({1, false, bad});
     CHECK_FALSE(DecodeHeader(header.data(), header.size()).ok());
   }

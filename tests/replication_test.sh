@@ -17,6 +17,17 @@
 # the checkpoints are compared file by file: each rank's file is written by
 # the server holding that rank's partitions then.
 #
+# With MODEL=wide_deep the job is an async Wide&Deep on generated click
+# data, its embedding tables on the servers: async runs differ from run to
+# run, so the killed job must end with every table row the calm one has and
+# every update applied exactly once (the rows' count and the sum of their
+# update counts over the primaries, which do not depend on the order the
+# pushes came in), each backup's copy of every table share the same as its
+# primary's (their digests), and a test AUC within 0.002 of the calm job's
+# (the mean of the last three epochs').
+#
+# VICTIMS="2 1 0 ..." picks the servers lost, in turn, instead of at random.
+#
 # Usage: replication_test.sh PSTRAIN_BINARY [KILLS] [kill|stop]
 # The weights are compared by the servers' fingerprints at the end
 # ("replication: server N's own ... digest"), whose sum over the servers
@@ -33,11 +44,55 @@ cleanup() {
 }
 trap cleanup EXIT
 [ -n "${REPLICATION_KEEP:-}" ] && trap - EXIT
-have_fmnist || exit 77
+MODEL="${MODEL:-lenet}"
+[ "$MODEL" = lenet ] && { have_fmnist || exit 77; }
 command -v python3 > /dev/null || { echo "skipped: python3 is not installed"; exit 77; }
+if [ "$MODEL" = wide_deep ]; then
+  "$BIN" gen criteo --rows 20000 --test-rows 4000 --out "$WORK/data" > "$WORK/gen.out" 2>&1 ||
+    fail "gen criteo"
+fi
+
+# wide_deep_config NAME REPLICAS: an async Wide&Deep job, tables on the servers.
+wide_deep_config() {
+  cat > "$WORK/$1.yaml" << YAML
+model:
+  input: [13]
+  sparse_fields: 26
+  loss: bce_with_logits
+  wide:
+    - {name: wide_emb, type: embedding_bag, vocab: 65536, dim: 1, mode: sum, init: zeros}
+  deep:
+    - {name: deep_emb, type: embedding_bag, vocab: 65536, dim: 8, mode: concat, init: normal,
+       init_scale: 0.05}
+    - concat
+    - {name: fc1, type: linear, out: 32}
+    - relu
+    - {name: fc2, type: linear, out: 1}
+data:
+  format: criteo
+  train: [$WORK/data/train.txt-00000]
+  test: [$WORK/data/test.txt]
+  vocab: 65536
+parameters:
+  - {match: "wide_emb.weight", ps: true, init_in_server: true, optimizer: {type: adagrad, lr: 0.5}}
+  - {match: "deep_emb.weight", ps: true, init_in_server: true, optimizer: {type: adagrad, lr: 0.05}}
+  - {match: "fc2*", ps: true}
+  - {match: "fc*", ps: false}
+train:
+  epochs: ${EPOCHS:-40}
+  batch_size: 128
+  mode: async
+  optimizer: {type: adam, lr: 0.0005}
+  seed: 3
+  log_every: 20
+  partition_bytes: 16384
+  replication: {replicas: $2}
+YAML
+}
 
 # config NAME REPLICAS: a sync LeNet job on a slice of Fashion-MNIST.
 config() {
+  [ "$MODEL" = wide_deep ] && { wide_deep_config "$@"; return 0; }
   cat > "$WORK/$1.yaml" << YAML
 model:
   input: [1, 28, 28]
@@ -97,6 +152,8 @@ run() {
     wait_for_count "epoch: [0-9]* step: " "$(node_log worker_0)" $((k * 3 + 2)) 1200 ||
       fail "$RUN: worker 0 did not get to its progress line $((k * 3 + 2))"
     victim=$(awk -v s="$$" -v k="$k" 'BEGIN { srand(s * 10 + k); print int(rand() * 3) }')
+    # VICTIMS="2 1 0": these servers, in turn (to replay a run).
+    [ -n "${VICTIMS:-}" ] && victim=$(echo "$VICTIMS" | cut -d' ' -f$((k + 1)))
     eval "proc=\$now_$victim"
     lost=$(count "lost server $victim:" "$(node_log scheduler)")
     joined=$(count "server $victim joins as a backup" "$(node_log scheduler)")
@@ -149,6 +206,45 @@ print('%016x %s' % (sum(int(l, 16) for l in open(sys.argv[1]).read().split()) % 
     > "$WORK/$RUN.model"
   echo "  $RUN: model fingerprint $(cat "$WORK/$RUN.model") partitions"
   if grep -q "pausing the job" "$(node_log scheduler)"; then fail "$RUN: the job rolled back"; fi
+  [ "$MODEL" = wide_deep ] && check_tables
+  return 0
+}
+
+# check_tables: every table share's backups hold what its primary holds;
+# RUN.rows gets the rows of each table over the primaries, RUN.auc the
+# mean test AUC of the last three epochs.
+check_tables() {
+  for s in 0 1 2; do
+    eval "proc=\$now_$s"
+    grep -o "replication: table .*" "$(node_log "$proc")"
+  done > "$WORK/$RUN.shares"
+  python3 - "$WORK/$RUN.shares" "$WORK/$RUN.rows" << 'PY' || fail "$RUN: a backup's table copy differs from its primary's"
+import re, sys
+shares, rows = {}, {}
+for line in open(sys.argv[1]):
+    m = re.match(r"replication: table '(.*)' of server (\d+)'s rows \((\w+)\): (\d+) rows, (\d+) updates, digest (\w+)", line)
+    if not m:
+        continue
+    table, origin, role, n, updates, digest = m.groups()
+    shares.setdefault((table, origin), {}).setdefault(role, []).append((int(n), int(updates), digest))
+bad = 0
+for (table, origin), by_role in sorted(shares.items()):
+    primary = by_role.get("primary", [])
+    backups = by_role.get("backup", [])
+    if len(primary) != 1 or not backups or any(b != primary[0] for b in backups):
+        print("  table %s of server %s: primary %s, backups %s" % (table, origin, primary, backups))
+        bad += 1
+        continue
+    n, updates = rows.get(table, (0, 0))
+    rows[table] = (n + primary[0][0], updates + primary[0][1])
+open(sys.argv[2], "w").write(", ".join("'%s' %d rows %d updates" % (t, n, u)
+                                       for t, (n, u) in sorted(rows.items())) + "\n")
+print("  %d table shares: each backup's copy is its primary's, bit for bit" % len(shares))
+sys.exit(1 if bad or not shares else 0)
+PY
+  grep "test AUC" "$(node_log worker_0)" | tail -n 3 | sed 's/.*test AUC: \([0-9.]*\).*/\1/' |
+    awk '{ s += $1 } END { if (NR) printf "%.5f\n", s / NR }' > "$WORK/$RUN.auc"
+  echo "  $RUN: tables $(cat "$WORK/$RUN.rows"); test AUC $(cat "$WORK/$RUN.auc") (last three epochs)"
 }
 
 run calm 0
@@ -162,6 +258,15 @@ done
 [ -n "${EVERY:-}" ] &&
   echo "  the checkpoints' $(ls "$WORK"/calm-checkpoints/step-*/server-*.ckpt | wc -l) server files are the same bytes"
 grep -h "lost server\|joins as a backup (" "$(node_log scheduler)" | cut -c 1-200
+if [ "$MODEL" = wide_deep ]; then
+  [ "$(cat "$WORK/calm.rows")" = "$(cat "$WORK/killed.rows")" ] ||
+    fail "the killed job's tables hold $(cat "$WORK/killed.rows") the calm one's $(cat "$WORK/calm.rows")"
+  awk -v a="$(cat "$WORK/calm.auc")" -v b="$(cat "$WORK/killed.auc")" \
+    'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.002) }' ||
+    fail "the killed job's test AUC $(cat "$WORK/killed.auc") is not within 0.002 of $(cat "$WORK/calm.auc")"
+  echo "replication_test: passed ($KILLS servers lost ($HOW), every table row and update kept, AUC within 0.002)"
+  exit 0
+fi
 [ "$(cat "$WORK/calm.model")" = "$(cat "$WORK/killed.model")" ] ||
   fail "the killed job's weights differ from the calm one's"
 echo "replication_test: passed ($KILLS servers lost ($HOW), the same weights bit for bit)"

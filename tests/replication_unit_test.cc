@@ -241,7 +241,7 @@ TEST_CASE("a backup refuses an update out of order, of another size, or before t
   CHECK(error.find("change 1 of the backup of 'w' partition 0") != std::string::npos);
 }
 
-TEST_CASE("train.replication: replicas 0 to 8, not with an elastic job or server-held tables") {
+TEST_CASE("train.replication: replicas 0 to 8, not with an elastic job or tables on disk") {
   CHECK(testing::Parse("train: {replication: {replicas: 2}}").train.replication.replicas == 2);
   CHECK(testing::Parse("train: {}").train.replication.replicas == 0);
   CHECK(testing::ErrorOf("train: {replication: {replicas: 9}}").find("replicas") !=
@@ -250,9 +250,12 @@ TEST_CASE("train.replication: replicas 0 to 8, not with an elastic job or server
   CHECK(testing::ErrorOf("train: {checkpoint: {dir: /tmp/x}, elastic: {workers: [1, 2]}, "
                          "replication: {replicas: 1}}")
             .find("does not work with train.elastic yet") != std::string::npos);
+  CHECK(testing::Parse("train: {replication: {replicas: 1}}\n"
+                       "parameters: [{match: emb, init_in_server: true}]")
+            .train.replication.replicas == 1);
   CHECK(testing::ErrorOf("train: {replication: {replicas: 1}}\n"
-                         "parameters: [{match: emb, init_in_server: true}]")
-            .find("server-held tables have no backups yet") != std::string::npos);
+                         "parameters: [{match: emb, init_in_server: true, server_cache_rows: 10}]")
+            .find("tables with rows on disk have no backups yet") != std::string::npos);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "comm/transport/completion.h"
 #include "roles/placement/server_tables.h"
 #include "roles/server/table_host.h"
+#include "tests/table_host_util.h"
 #include "tests/test_util.h"
 
 namespace pstrain {
@@ -30,72 +31,7 @@ namespace {
 constexpr int kDim = 4;
 const std::string kTable = "emb.weight";
 
-Buffer BytesOf(const void* data, size_t size) {
-  auto owned = std::make_shared<std::vector<uint8_t>>(size);
-  if (size > 0) std::memcpy(owned->data(), data, size);
-  return Buffer{owned->data(), size, owned};
-}
-
-class Host {
- public:
-  Host(const Config& config, int rank, int servers, std::shared_ptr<testing::CaptureSink> sink) {
-    auto host = TableHost::Create(config, 1, rank, servers,
-                                  testing::CaptureLogger(fmt::format("server {}", rank), sink));
-    REQUIRE_MESSAGE(host.ok(), host.status().message());
-    host_ = std::move(*host);
-  }
-  TableHost& operator*() { return *host_; }
-
-  void Pull(const std::vector<int64_t>& ids) {
-    Completion<Status> done;
-    host_->Pull(SparsePullRequest{kTable, 0, 0, 1}, BytesOf(ids.data(), ids.size() * 8),
-                [done](MessageBody body, Payload) {
-                  done.Set(std::holds_alternative<ErrorReply>(body)
-                               ? Internal(std::get<ErrorReply>(body).message)
-                               : Status::OK());
-                });
-    REQUIRE_MESSAGE(done.Wait().ok(), done.Wait().message());
-  }
-  void Push(const std::vector<int64_t>& ids, int64_t clock) {
-    std::vector<uint8_t> bytes(ids.size() * (8 + kDim * sizeof(float)));
-    std::memcpy(bytes.data(), ids.data(), ids.size() * 8);
-    auto* grads = reinterpret_cast<float*>(bytes.data() + ids.size() * 8);
-    for (size_t i = 0; i < ids.size() * kDim; ++i)
-      grads[i] = 0.01f * static_cast<float>((i * 7 + clock) % 13) - 0.05f;
-    Completion<Status> done;
-    host_->Push(SparsePushRequest{kTable, 0, clock, static_cast<int64_t>(ids.size()), 1},
-                BytesOf(bytes.data(), bytes.size()), [done](MessageBody body, Payload) {
-                  done.Set(std::holds_alternative<ErrorReply>(body)
-                               ? Internal(std::get<ErrorReply>(body).message)
-                               : Status::OK());
-                });
-    REQUIRE_MESSAGE(done.Wait().ok(), done.Wait().message());
-  }
-  StatusOr<std::string> HandOff(RowsPhase phase) {
-    Completion<StatusOr<std::string>> done;
-    host_->HandOffRows(2, 0, phase, [done](StatusOr<TableHost::HandedRows> handed) {
-      if (!handed.ok()) return done.Set(handed.status());
-      done.Set(std::move(handed->bytes));
-    });
-    return done.Wait();
-  }
-  Status TakeOver(RowsPhase phase, const std::string& bytes) {
-    Completion<Status> done;
-    host_->TakeOverRows(2, 1, 20, phase, BytesOf(bytes.data(), bytes.size()),
-                        [done](Status st) { done.Set(st); });
-    return done.Wait();
-  }
-  RowsDigestReply Digest() {
-    Completion<StatusOr<RowsDigestReply>> done;
-    host_->Digest([done](StatusOr<RowsDigestReply> d) { done.Set(std::move(d)); });
-    auto digest = done.Wait();
-    REQUIRE_MESSAGE(digest.ok(), digest.status().message());
-    return *digest;
-  }
-
- private:
-  std::unique_ptr<TableHost> host_;
-};
+using Host = testing::TableHostFixture;
 
 std::vector<int64_t> Range(int64_t from, int64_t to) {
   std::vector<int64_t> ids;

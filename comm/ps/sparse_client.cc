@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include "comm/transport/completion.h"
 #include "comm/transport/connection.h"
@@ -25,6 +26,7 @@ Status SparseClient::Pull(const std::vector<RowTransfer>& transfers, int64_t min
   std::vector<std::vector<float>>& received = received_;
   received.resize(transfers.size() * servers);
   direct_.assign(transfers.size() * servers, false);
+  std::vector<Request> requests;
   for (size_t t = 0; t < transfers.size(); ++t)
     for (size_t s = 0; s < servers; ++s) {
       const ServerGroups& g = groups_[t];
@@ -32,58 +34,35 @@ Status SparseClient::Pull(const std::vector<RowTransfer>& transfers, int64_t min
       const size_t n = g.size(static_cast<int>(s));
       bool run = true;
       for (size_t k = 1; k < n && run; ++k) run = index[k] == index[0] + k;
+      // Rows whose places are one run (one server, or ids ordered by
+      // server) land straight in the destination.
       direct_[t * servers + s] = run;
+      if (!run) received[t * servers + s].resize(n * transfers[t].dim);
+      const size_t per_request = IdsPerPull(transfers[t].dim);
+      for (size_t first = 0; first < n; first += per_request)
+        requests.push_back({t, s, first, std::min(per_request, n - first)});
     }
-  size_t requests = 0;
-  for (size_t t = 0; t < transfers.size(); ++t)
-    for (size_t s = 0; s < servers; ++s)
-      requests += (groups_[t].size(static_cast<int>(s)) + IdsPerPull(transfers[t].dim) - 1) /
-                  IdsPerPull(transfers[t].dim);
   last_pull_bytes_ = 0;
-  if (requests == 0) return Status::OK();
-  Completion<Status> done;
-  // One part more than the requests: the posted loop itself, reported last.
-  // A call on a closed connection answers at once, inside the loop below;
-  // without it the last such answer would free this caller (and its frame,
-  // which the loop still reads) before the loop is done.
-  auto answers = CountDown::Into(done, requests + 1);
-  bool posted = loop_->Post([&, answers] {
-    PSTRAIN_DCHECK_ON_LOOP(loop_);
-    for (size_t t = 0; t < transfers.size(); ++t) {
-      const RowTransfer& x = transfers[t];
-      for (size_t s = 0; s < servers; ++s) {
-        const size_t n = groups_[t].size(static_cast<int>(s));
-        if (n == 0) continue;
-        // Rows whose places are one run (one server, or ids ordered by
-        // server) land straight in the destination.
-        const uint32_t* index = groups_[t].unique_index.data() + groups_[t].offsets[s];
-        float* into = x.rows + static_cast<size_t>(index[0]) * x.dim;
-        if (!direct_[t * servers + s]) {
-          received[t * servers + s].resize(n * x.dim);
-          into = received[t * servers + s].data();
-        }
-        const size_t per_request = IdsPerPull(x.dim);
-        for (size_t first = 0; first < n; first += per_request) {
-          const size_t count = std::min(per_request, n - first);
-          Payload ids{
-              reinterpret_cast<const uint8_t*>(groups_[t].ids_of(static_cast<int>(s)) + first),
-              count * sizeof(int64_t), nullptr};
-          Buffer place{reinterpret_cast<uint8_t*>(into + first * x.dim),
-                       count * x.dim * sizeof(float), nullptr};
-          servers_[s]->Call(
-              SparsePullRequest{*x.table, worker_, min_clock, static_cast<int>(servers)},
-              [answers, s, table = x.table](StatusOr<Incoming> reply) {
-                answers->Report(reply.status().WithContext(
-                    fmt::format("pull of table '{}' rows from server {}", *table, s)));
-              },
-              std::move(ids), place);
-        }
-      }
-    }
-    answers->Report(Status::OK());
-  });
-  if (!posted) return Aborted("the worker is stopping");
-  PSTRAIN_RETURN_IF_ERROR(done.Wait());
+  if (requests.empty()) return Status::OK();
+  PSTRAIN_RETURN_IF_ERROR(
+      Send(requests, [&](const Request& r, Connection& conn, int origin, Answer answer) {
+        const RowTransfer& x = transfers[r.t];
+        const int s = static_cast<int>(r.s);
+        const uint32_t* index = groups_[r.t].unique_index.data() + groups_[r.t].offsets[r.s];
+        float* into = direct_[r.t * servers + r.s] ? x.rows + static_cast<size_t>(index[0]) * x.dim
+                                                   : received[r.t * servers + r.s].data();
+        Payload ids{reinterpret_cast<const uint8_t*>(groups_[r.t].ids_of(s) + r.first),
+                    r.count * sizeof(int64_t), nullptr};
+        Buffer place{reinterpret_cast<uint8_t*>(into + r.first * x.dim),
+                     r.count * x.dim * sizeof(float), nullptr};
+        conn.Call(
+            SparsePullRequest{*x.table, worker_, min_clock, static_cast<int>(servers), origin},
+            [answer, s, table = x.table](StatusOr<Incoming> reply) {
+              answer(reply.status().WithContext(
+                  fmt::format("pull of table '{}' rows from server {}", *table, s)));
+            },
+            std::move(ids), place);
+      }));
   for (size_t t = 0; t < transfers.size(); ++t) {
     const RowTransfer& x = transfers[t];
     for (size_t s = 0; s < servers; ++s) {
@@ -105,6 +84,7 @@ Status SparseClient::Push(const std::vector<RowTransfer>& transfers, int64_t clo
   Group(transfers);
   // payloads[t * servers + s]: ids then rows, as the wire wants them.
   std::vector<std::vector<uint8_t>> payloads(transfers.size() * servers);
+  std::vector<Request> requests;
   for (size_t t = 0; t < transfers.size(); ++t) {
     const RowTransfer& x = transfers[t];
     const ServerGroups& g = groups_[t];
@@ -118,31 +98,97 @@ Status SparseClient::Push(const std::vector<RowTransfer>& transfers, int64_t clo
       for (size_t k = 0; k < n; ++k)
         std::memcpy(rows + k * x.dim, x.rows + static_cast<size_t>(index[k]) * x.dim,
                     x.dim * sizeof(float));
+      requests.push_back({t, s, 0, n});
     }
   }
-  if (payloads.empty()) return Status::OK();
-  Completion<Status> done;
-  // One part more than the pushes: the posted loop itself (as in Pull).
-  auto answers = CountDown::Into(done, payloads.size() + 1);
-  bool posted = loop_->Post([&, answers] {
-    PSTRAIN_DCHECK_ON_LOOP(loop_);
-    for (size_t t = 0; t < transfers.size(); ++t) {
-      for (size_t s = 0; s < servers; ++s) {
-        const std::vector<uint8_t>& p = payloads[t * servers + s];
-        const int64_t n = static_cast<int64_t>(groups_[t].size(static_cast<int>(s)));
-        servers_[s]->Call(
-            SparsePushRequest{*transfers[t].table, worker_, clock, n, static_cast<int>(servers)},
-            [answers, s, table = transfers[t].table](StatusOr<Incoming> reply) {
-              answers->Report(reply.status().WithContext(
-                  fmt::format("push of table '{}' rows to server {}", *table, s)));
-            },
-            Payload{p.data(), p.size(), nullptr});
-      }
-    }
-    answers->Report(Status::OK());
+  if (requests.empty()) return Status::OK();
+  return Send(requests, [&](const Request& r, Connection& conn, int origin, Answer answer) {
+    const std::vector<uint8_t>& p = payloads[r.t * servers + r.s];
+    conn.Call(
+        SparsePushRequest{*transfers[r.t].table, worker_, clock, static_cast<int64_t>(r.count),
+                          static_cast<int>(servers), origin},
+        [answer, s = r.s, table = transfers[r.t].table](StatusOr<Incoming> reply) {
+          answer(reply.status().WithContext(
+              fmt::format("push of table '{}' rows to server {}", *table, s)));
+        },
+        Payload{p.data(), p.size(), nullptr});
   });
-  if (!posted) return Aborted("the worker is stopping");
-  return done.Wait();
+}
+
+Connection::Ptr SparseClient::Route(size_t server) const {
+  if (routes_) return routes_->Route(static_cast<int>(server));
+  return server < servers_.size() ? servers_[server] : nullptr;
+}
+
+Status SparseClient::Send(const std::vector<Request>& requests, const Issue& issue) {
+  std::vector<size_t> todo(requests.size());
+  for (size_t k = 0; k < todo.size(); ++k) todo[k] = k;
+  const auto deadline = std::chrono::steady_clock::now() + patience_;
+  for (;;) {
+    std::vector<Status> outcome(todo.size());
+    std::vector<const Connection*> used(todo.size(), nullptr);
+    Completion<Status> done;
+    // One part more than the requests: the posted loop itself, reported
+    // last. A call on a closed connection answers at once, inside the loop
+    // below; without it the last such answer would free this caller (and
+    // its frame, which the loop still reads) before the loop is done.
+    auto answers = CountDown::Into(done, todo.size() + 1);
+    bool posted = loop_->Post([&, answers] {
+      PSTRAIN_DCHECK_ON_LOOP(loop_);
+      for (size_t k = 0; k < todo.size(); ++k) {
+        const Request& r = requests[todo[k]];
+        Connection::Ptr conn = Route(r.s);
+        used[k] = conn.get();
+        auto answer = [answers, &outcome, k](const Status& st) {
+          outcome[k] = st;
+          answers->Report(st);
+        };
+        if (!conn) {
+          answer(Unavailable(fmt::format("no link to the server holding server {}'s rows", r.s)));
+          continue;
+        }
+        issue(r, *conn, routes_ ? static_cast<int>(r.s) : -1, answer);
+      }
+      answers->Report(Status::OK());
+    });
+    if (!posted) return Aborted("the worker is stopping");
+    const Status st = done.Wait();
+    if (st.ok() || !routes_) return st;
+    // Requests whose server's link is gone wait for the view naming the
+    // server that holds their rows now, and go there; a refusal stands.
+    std::vector<size_t> again;
+    std::vector<const Connection*> failed_on;
+    for (size_t k = 0; k < todo.size(); ++k) {
+      if (outcome[k].ok()) continue;
+      if (outcome[k].code() != StatusCode::kUnavailable) return outcome[k];
+      again.push_back(todo[k]);
+      failed_on.push_back(used[k]);
+    }
+    if (!WaitForRoutes(requests, again, failed_on, deadline))
+      return st.WithContext(
+          fmt::format("no server took the rows over within {} ms", patience_.count()));
+    todo = std::move(again);
+  }
+}
+
+bool SparseClient::WaitForRoutes(const std::vector<Request>& requests,
+                                 const std::vector<size_t>& which,
+                                 const std::vector<const Connection*>& failed_on,
+                                 std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    const bool routed = loop_->Call<bool>(
+        [&] {
+          for (size_t k = 0; k < which.size(); ++k) {
+            Connection::Ptr now = Route(requests[which[k]].s);
+            if (!now || now->closed() || now.get() == failed_on[k]) return false;
+          }
+          return true;
+        },
+        false);
+    if (routed) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 }  // namespace pstrain

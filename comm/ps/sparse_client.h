@@ -16,19 +16,21 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "comm/ps/row_placement.h"
+#include "comm/ps/server_routes.h"
 #include "src/common/status.h"
 
 namespace pstrain {
 
-class Connection;  // comm/transport/connection.h
-class EventLoop;   // comm/transport/event_loop.h
+class EventLoop;  // comm/transport/event_loop.h
 
 // One table's part of a call: `ids` (distinct) and their rows, dim floats
 // each: where a pull puts them, or what a push sends.
@@ -72,6 +74,15 @@ class SparseClient {
   int servers() const { return static_cast<int>(servers_.size()); }
   // A live change of workers gave this worker another rank. Not during a call.
   void UseWorkerRank(int rank) { worker_ = rank; }
+  // Replicated servers: each request goes where `routes` says the rows of
+  // its server rank are, naming that rank, and one whose link closes waits
+  // at most `patience` for the view that names the server holding them
+  // now, then goes there (a push its old server applied before it died is
+  // acknowledged there, not applied twice). Not during a call.
+  void EnableFailover(std::shared_ptr<ServerRoutes> routes, std::chrono::milliseconds patience) {
+    routes_ = std::move(routes);
+    patience_ = patience;
+  }
 
   // Bytes of rows the last Pull received.
   int64_t last_pull_bytes() const { return last_pull_bytes_; }
@@ -80,6 +91,25 @@ class SparseClient {
   // groups_[t]: transfer t's ids by server.
   void Group(const std::vector<RowTransfer>& transfers);
 
+  // One request of a call: transfer t's ids of server s, from `first`,
+  // `count` of them.
+  struct Request {
+    size_t t = 0, s = 0, first = 0, count = 0;
+  };
+  using Answer = std::function<void(const Status&)>;
+  // Makes the call for a request on `conn` (origin: the rank to name, -1
+  // for none) and answers once its reply is in; on the loop thread.
+  using Issue = std::function<void(const Request&, Connection& conn, int origin, Answer)>;
+  // Issues every request at once and waits for their answers; with
+  // failover, those whose link closed go again once routed elsewhere.
+  Status Send(const std::vector<Request>& requests, const Issue& issue);
+  // Until each request in `which` has a live route other than the link it
+  // failed on, or `deadline`; false when that passed.
+  bool WaitForRoutes(const std::vector<Request>& requests, const std::vector<size_t>& which,
+                     const std::vector<const Connection*>& failed_on,
+                     std::chrono::steady_clock::time_point deadline);
+  Connection::Ptr Route(size_t server) const;  // loop thread
+
   EventLoop* loop_;
   std::vector<std::shared_ptr<Connection>> servers_;
   int worker_;
@@ -87,6 +117,8 @@ class SparseClient {
   std::vector<std::vector<float>> received_;  // Pull's, by table and server
   std::vector<bool> direct_;                  // Pull's: rows placed straight in the destination
   int64_t last_pull_bytes_ = 0;
+  std::shared_ptr<ServerRoutes> routes_;  // null: no failover
+  std::chrono::milliseconds patience_{0};
 };
 
 }  // namespace pstrain

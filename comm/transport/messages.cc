@@ -250,7 +250,7 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       if (!tensor.ok()) return tensor.status();
       if (tensor->empty()) return InvalidArgument("Replicate names no tensor");
       const auto kind = static_cast<int>(m->kind());
-      if (kind != 0 && kind != 1) return InvalidArgument(fmt::format("Replicate of kind {}", kind));
+      if (kind < 0 || kind > 3) return InvalidArgument(fmt::format("Replicate of kind {}", kind));
       if (m->seq() < 1 || m->worker() < -1 || m->worker() >= kMaxElasticNodes || m->origin() < -1 ||
           m->origin() >= kMaxElasticNodes)
         return InvalidArgument(fmt::format("Replicate number {} of worker {}, of server {}'s",
@@ -415,7 +415,11 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       if (m->servers() < 1 || m->servers() > kMaxElasticNodes)
         return InvalidArgument(
             fmt::format("SparsePullRequest placed over {} servers", m->servers()));
-      return MessageBody(SparsePullRequest{*table, m->worker(), m->min_clock(), m->servers()});
+      if (m->origin() < -1 || m->origin() >= m->servers())
+        return InvalidArgument(
+            fmt::format("SparsePullRequest of server {}'s rows of {}", m->origin(), m->servers()));
+      return MessageBody(
+          SparsePullRequest{*table, m->worker(), m->min_clock(), m->servers(), m->origin()});
     }
     case w::Body_SparsePullReply:
       return MessageBody(SparsePullReply{h->body_as_SparsePullReply()->clock()});
@@ -427,8 +431,11 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       if (m->servers() < 1 || m->servers() > kMaxElasticNodes)
         return InvalidArgument(
             fmt::format("SparsePushRequest placed over {} servers", m->servers()));
+      if (m->origin() < -1 || m->origin() >= m->servers())
+        return InvalidArgument(
+            fmt::format("SparsePushRequest of server {}'s rows of {}", m->origin(), m->servers()));
       return MessageBody(
-          SparsePushRequest{*table, m->worker(), m->clock(), m->rows(), m->servers()});
+          SparsePushRequest{*table, m->worker(), m->clock(), m->rows(), m->servers(), m->origin()});
     }
     case w::Body_RingChunk:
       return MessageBody(RingChunk{h->body_as_RingChunk()->op(), h->body_as_RingChunk()->step(),

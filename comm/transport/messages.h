@@ -227,6 +227,7 @@ struct SparsePullRequest {
   int worker = 0;
   int64_t min_clock = 0;  // answer once the table has applied this many steps
   int servers = 0;        // the placement the ids were grouped by
+  int origin = -1;        // the rank that placement puts them on (-1: the receiver's)
 };
 struct SparsePullReply {
   int64_t clock = 0;
@@ -237,6 +238,7 @@ struct SparsePushRequest {
   int64_t clock = 0;  // the worker's step
   int64_t rows = 0;   // ids in the payload, each followed later by a row
   int servers = 0;    // the placement the ids were grouped by
+  int origin = -1;    // the rank that placement puts them on (-1: the receiver's)
 };
 
 // Live moves of a partition between servers (roles/server/handoff.h).
@@ -317,7 +319,7 @@ struct ChangeWorkers {
 };
 // A primary's change of a partition, to a server backing it up
 // (comm/transport/wire.fbs, roles/server/replication.h).
-enum class ReplicaKind : int8_t { kState = 0, kUpdate = 1 };
+enum class ReplicaKind : int8_t { kState = 0, kUpdate = 1, kTableState = 2, kTableOps = 3 };
 struct Replicate {
   std::string tensor;
   uint32_t part = 0;

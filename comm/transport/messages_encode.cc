@@ -218,17 +218,18 @@ struct BodyEncoder {
   }
   Out operator()(const SparsePullRequest& m) {
     return {w::Body_SparsePullRequest,
-            w::CreateSparsePullRequest(b, b.CreateString(m.table), m.worker, m.min_clock, m.servers)
+            w::CreateSparsePullRequest(b, b.CreateString(m.table), m.worker, m.min_clock, m.servers,
+                                       m.origin)
                 .Union()};
   }
   Out operator()(const SparsePullReply& m) {
     return {w::Body_SparsePullReply, w::CreateSparsePullReply(b, m.clock).Union()};
   }
   Out operator()(const SparsePushRequest& m) {
-    return {
-        w::Body_SparsePushRequest,
-        w::CreateSparsePushRequest(b, b.CreateString(m.table), m.worker, m.clock, m.rows, m.servers)
-            .Union()};
+    return {w::Body_SparsePushRequest,
+            w::CreateSparsePushRequest(b, b.CreateString(m.table), m.worker, m.clock, m.rows,
+                                       m.servers, m.origin)
+                .Union()};
   }
   Out operator()(const AuthHello& m) {
     auto nonce = b.CreateVector(m.nonce.data(), m.nonce.size());

@@ -60,7 +60,8 @@ std::vector<uint8_t> EncodePartitionState(const MovedPartition& moved) {
   const size_t n = core.pushes.size();
   size_t size = 4 + 4 + 3 * 8 + 8 + 4 + floats;
   for (const auto& [name, slot] : p.slots) size += 4 + name.size() + floats;
-  size += 4 + 3 * 8 + n * 9 + 4 + core.changes.size() * (8 + n);
+  const std::vector<uint8_t> core_bytes = EncodeCoreState(core);
+  size += core_bytes.size();
   Writer out(size);
   out.Bytes(kMagic, 4);
   out.Put(kFormat);
@@ -75,6 +76,13 @@ std::vector<uint8_t> EncodePartitionState(const MovedPartition& moved) {
     out.Bytes(name.data(), name.size());
     out.Bytes(slot.data(), floats);  // every slot has the values' size
   }
+  out.Bytes(core_bytes.data(), core_bytes.size());
+  return out.Take();
+}
+
+std::vector<uint8_t> EncodeCoreState(const UpdateCore::State& core) {
+  const size_t n = core.pushes.size();
+  Writer out(4 + 3 * 8 + n * 9 + 4 + core.changes.size() * (8 + n));
   out.Put(static_cast<uint32_t>(n));
   out.Put(core.applied);
   out.Put(core.async_base_step);
@@ -87,6 +95,39 @@ std::vector<uint8_t> EncodePartitionState(const MovedPartition& moved) {
     out.Members(members);
   }
   return out.Take();
+}
+
+StatusOr<UpdateCore::State> DecodeCoreState(const uint8_t* data, size_t size) {
+  ByteReader in(data, size);
+  auto bad = [](const std::string& what) { return InvalidArgument(what); };
+  UpdateCore::State core;
+  uint32_t n = 0, changes = 0;
+  if (!in.Get(&n) || !in.Get(&core.applied) || !in.Get(&core.async_base_step) ||
+      !in.Get(&core.async_base_applied))
+    return bad("cut short in its update state");
+  if (n == 0 || n > kMaxWorkerSlots)
+    return bad(fmt::format("{} worker slots, expected 1 to {}", n, kMaxWorkerSlots));
+  if (core.applied < 0 || core.async_base_step < 0 || core.async_base_applied < 0)
+    return bad("a negative count in its update state");
+  if (in.left() < size_t{n} * 9) return bad("cut short in its workers' pushes");
+  core.pushes.resize(n);
+  in.Bytes(core.pushes.data(), n * sizeof(int64_t));
+  for (int64_t pushes : core.pushes)
+    if (pushes < 0) return bad("a negative count of pushes");
+  if (!GetMembers(in, n, &core.members)) return bad("members that are not 0 or 1");
+  if (std::find(core.members.begin(), core.members.end(), true) == core.members.end())
+    return bad("no member");
+  if (!in.Get(&changes) || changes > kMaxChanges)
+    return bad(fmt::format("no count of announced changes from 0 to {}", kMaxChanges));
+  for (uint32_t c = 0; c < changes; ++c) {
+    int64_t step = 0;
+    std::vector<bool> members;
+    if (!in.Get(&step) || step < 0 || !GetMembers(in, n, &members))
+      return bad(fmt::format("announced change {} is cut short or holds a bad step or member", c));
+    core.changes.emplace_back(step, std::move(members));
+  }
+  if (in.left() != 0) return bad(fmt::format("{} bytes after its end", in.left()));
+  return core;
 }
 
 StatusOr<MovedPartition> DecodePartitionState(const uint8_t* data, size_t size,
@@ -134,34 +175,9 @@ StatusOr<MovedPartition> DecodePartitionState(const uint8_t* data, size_t size,
     if (!in.Bytes(slot.data(), floats)) return bad(fmt::format("slot '{}' cut short", name));
     p.slots.emplace_back(std::move(name), std::move(slot));
   }
-  UpdateCore::State core;
-  uint32_t n = 0, changes = 0;
-  if (!in.Get(&n) || !in.Get(&core.applied) || !in.Get(&core.async_base_step) ||
-      !in.Get(&core.async_base_applied))
-    return bad("cut short in its update state");
-  if (n == 0 || n > kMaxWorkerSlots)
-    return bad(fmt::format("{} worker slots, expected 1 to {}", n, kMaxWorkerSlots));
-  if (core.applied < 0 || core.async_base_step < 0 || core.async_base_applied < 0)
-    return bad("a negative count in its update state");
-  if (in.left() < size_t{n} * 9) return bad("cut short in its workers' pushes");
-  core.pushes.resize(n);
-  in.Bytes(core.pushes.data(), n * sizeof(int64_t));
-  for (int64_t pushes : core.pushes)
-    if (pushes < 0) return bad("a negative count of pushes");
-  if (!GetMembers(in, n, &core.members)) return bad("members that are not 0 or 1");
-  if (std::find(core.members.begin(), core.members.end(), true) == core.members.end())
-    return bad("no member");
-  if (!in.Get(&changes) || changes > kMaxChanges)
-    return bad(fmt::format("no count of announced changes from 0 to {}", kMaxChanges));
-  for (uint32_t c = 0; c < changes; ++c) {
-    int64_t step = 0;
-    std::vector<bool> members;
-    if (!in.Get(&step) || step < 0 || !GetMembers(in, n, &members))
-      return bad(fmt::format("announced change {} is cut short or holds a bad step or member", c));
-    core.changes.emplace_back(step, std::move(members));
-  }
-  if (in.left() != 0) return bad(fmt::format("{} bytes after its end", in.left()));
-  return MovedPartition{std::move(p), std::move(core)};
+  auto core = DecodeCoreState(in.at(), in.left());
+  if (!core.ok()) return bad(core.status().message());
+  return MovedPartition{std::move(p), std::move(*core)};
 }
 
 }  // namespace pstrain

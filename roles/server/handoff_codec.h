@@ -42,4 +42,10 @@ StatusOr<MovedPartition> DecodePartitionState(const uint8_t* data, size_t size,
                                               const std::string& tensor, uint32_t part,
                                               int64_t max_elements);
 
+// The update rule's state alone (the tail of a partition's state above),
+// also carried by a replicated table's state (roles/server/table_replica_codec.h).
+std::vector<uint8_t> EncodeCoreState(const UpdateCore::State& core);
+// Refused as the partition's tail is, and unless it ends at `size`.
+StatusOr<UpdateCore::State> DecodeCoreState(const uint8_t* data, size_t size);
+
 }  // namespace pstrain

@@ -83,14 +83,24 @@ Status BackupLinks::Connect(const Logger& log, const Hello& hello,
       Aborted("the server is stopping"));
 }
 
+BackupLinks::Link::Key BackupLinks::KeyOf(const Replicate& change) {
+  const bool table =
+      change.kind == ReplicaKind::kTableState || change.kind == ReplicaKind::kTableOps;
+  // A table's share is the primary's, and a server may send those of
+  // several (its own and a lost server's it holds now).
+  return {table, change.tensor, table ? change.origin : static_cast<int64_t>(change.part)};
+}
+
 void BackupLinks::Send(Replicate change, Payload payload, std::function<void(const Status&)> done) {
   bool posted = loop_->Post([this, change = std::move(change), payload = std::move(payload),
                              done]() mutable {
     if (links_.empty()) return done(Status::OK());
     auto all = std::make_shared<CountDown>(links_.size(), [done](const Status& st) { done(st); });
-    const std::pair<std::string, uint32_t> key{change.tensor, change.part};
+    const Link::Key key = KeyOf(change);
+    const bool state =
+        change.kind == ReplicaKind::kState || change.kind == ReplicaKind::kTableState;
     for (auto& [rank, link] : links_) {
-      if (change.kind == ReplicaKind::kState) {
+      if (state) {
         link.has_state.insert(key);
       } else if (!link.has_state.count(key)) {
         continue;  // its state comes next and stands in for this change

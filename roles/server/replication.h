@@ -36,6 +36,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -68,6 +69,8 @@ class ReplicationQueue {
   using Then = std::function<void(const Status&)>;
   // Numbers a change about to be sent.
   int64_t Next() { return ++sent_; }
+  // Changes numbered so far.
+  int64_t sent() const { return sent_; }
   // Every change sent is held by every backup.
   bool caught_up() const { return acked_ == sent_ && failed_.ok(); }
   // Runs `then` once every change sent so far is held by every backup
@@ -120,8 +123,12 @@ class BackupLinks {
  private:
   struct Link {
     Connection::Ptr conn;
-    std::set<std::pair<std::string, uint32_t>> has_state;  // partitions sent whole
+    // A partition (false, tensor, part) or a table's share (true, table,
+    // origin): what was sent whole over this link.
+    using Key = std::tuple<bool, std::string, int64_t>;
+    std::set<Key> has_state;
   };
+  static Link::Key KeyOf(const Replicate& change);
   EventLoop* loop_;
   std::map<int, Link> links_;  // by server rank; loop thread
   std::atomic<int64_t> changes_{0};

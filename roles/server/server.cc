@@ -109,6 +109,7 @@ Status Server::RunOnce() {
       [&] {
         MakeShards();
         tables_ = std::move(*tables);
+        ReplicateTables(*tables_);
         // Workers that said Hello meanwhile may send requests now.
         ready_ = true;
         for (const auto& [conn, id] : early_hellos_) conn->Reply(id, Ack{});
@@ -137,6 +138,12 @@ Status Server::RunOnce() {
     auto found = ResumeCheckpoint(config_, node_.log(), node_.cluster().generation() > 0);
     if (!found.ok()) return found.status();
     PSTRAIN_RETURN_IF_ERROR(RestoreCheckpoint(*found));
+    // The tables' shares, empty or restored, go to the backups ahead of
+    // any change a worker's request makes.
+    if (backup_links_ && tables_)
+      tables_->SendStates([log = node_.log()](const Status& st, int64_t, int64_t) {
+        if (!st.ok()) log->error("replication: the tables' states: {}", st.message());
+      });
     PSTRAIN_RETURN_IF_ERROR(
         AgreeOnResume(node_.cluster(), *found, fmt::format("server {}", rank())));
   }
@@ -238,12 +245,14 @@ void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
     if (shard == nullptr) return RefuseNewPartition(conn, id, pull->tensor, pull->part);
     shard->Pull(std::move(*pull), ReplyTo(conn, id));
   } else if (auto* pull = std::get_if<SparsePullRequest>(&in.message.body)) {
-    if (!tables_) return conn->Reply(id, ErrorReply{"this server holds no embedding tables yet"});
-    tables_->Pull(std::move(*pull), std::move(in.payload), ReplyTo(conn, id));
+    TableHost* tables = TablesOf(pull->origin);
+    if (tables == nullptr) return RefuseTables(conn, id, pull->origin);
+    tables->Pull(std::move(*pull), std::move(in.payload), ReplyTo(conn, id));
   } else if (auto* push = std::get_if<SparsePushRequest>(&in.message.body)) {
-    if (!tables_) return conn->Reply(id, ErrorReply{"this server holds no embedding tables yet"});
+    TableHost* tables = TablesOf(push->origin);
+    if (tables == nullptr) return RefuseTables(conn, id, push->origin);
     updates_.fetch_add(1, std::memory_order_relaxed);
-    tables_->Push(std::move(*push), std::move(in.payload), ReplyTo(conn, id));
+    tables->Push(std::move(*push), std::move(in.payload), ReplyTo(conn, id));
   } else if (auto* save = std::get_if<SaveRequest>(&in.message.body)) {
     OnSave(conn, id, *save);
   } else if (auto* hand_off = std::get_if<HandOffRequest>(&in.message.body)) {
@@ -440,8 +449,16 @@ void Server::Save(int64_t step, int servers, int origin, PsShard::Reply reply) {
         },
         backup_links_ ? rank : -1);
   }
-  if (!own) return parts->Report(Status::OK());  // tables are never replicated
-  tables_->Snapshot(step, [gather, parts](StatusOr<TableHost::Snapshots> tables) {
+  TableHost* tables = TablesOf(rank);
+  if (tables == nullptr) {  // no tables were replicated: the config has none
+    if (!table_names_.empty()) {
+      MutexLock lock(&gather->mutex);
+      gather->tables = FailedPrecondition(fmt::format("server {} holds no table rows of server {}",
+                                                      node_.cluster().rank(), origin));
+    }
+    return parts->Report(Status::OK());
+  }
+  tables->Snapshot(step, [gather, parts](StatusOr<TableHost::Snapshots> tables) {
     {
       MutexLock lock(&gather->mutex);
       gather->tables = std::move(tables);

@@ -90,6 +90,23 @@ class Server {
   std::string ServerHelloRefusal(const NodeInfo& who);
   void OnReplicate(const Connection::Ptr& conn, uint64_t id, Replicate& change, Buffer payload);
   Status ConnectBackups(const Topology& topology);
+  // A change of a table's share whose rows `origin`'s placement holds, from
+  // the server holding them (`primary`).
+  void OnTableReplica(const Connection::Ptr& conn, uint64_t id, int primary, Replicate& change,
+                      Buffer payload);
+  // A view's part for tables: as PsShard::ApplyView.
+  void ApplyTableView(const ServerView& view, const std::vector<int>& primaries);
+  // Sends each share through the backup links (own and taken over).
+  void ReplicateTables(TableHost& host);
+  // The tables of `origin`'s rows this server answers for (-1: its own);
+  // null when none. Loop thread.
+  TableHost* TablesOf(int origin);
+  // Every table host this server is primary of; loop thread.
+  std::vector<TableHost*> PrimaryTables();
+  void RefuseTables(const Connection::Ptr& conn, uint64_t id, int origin);
+  // Whether the view leaves this server's own rows with it (not so for
+  // one that joined again as a backup); loop thread.
+  bool OwnsOwnTables();
   // The scheduler's new view of the live servers (roles/scheduler/
   // promotion.cc): the heir of a lost server takes over its partitions,
   // every server drops the copies it no longer backs up, then links to its
@@ -99,6 +116,7 @@ class Server {
   // At the end: a fingerprint of this server's partitions and of each
   // primary's it backs up, and the bytes sent to backups.
   void LogReplicas();
+  void LogTableReplicas();
   void OnSave(const Connection::Ptr& conn, uint64_t id, const SaveRequest& save);
   // Live moves of a partition (roles/server/handoff.h, roles/server/handoff.cc).
   void OnHandOff(const Connection::Ptr& conn, uint64_t id, const HandOffRequest& request);
@@ -163,6 +181,16 @@ class Server {
   // The server-held embedding tables (none unless the config has some);
   // made in Run(), before any worker may send to them.
   std::unique_ptr<TableHost> tables_;
+  // Replicated tables (roles/server/server_replication.cc), loop thread
+  // only: the copies this server holds as a backup, by the rank whose rows
+  // they are (`primary`: the server that sends their changes), and the
+  // tables of lost servers this one holds now, by their rank.
+  struct TableCopy {
+    int primary = -1;
+    std::unique_ptr<TableHost> host;
+  };
+  std::map<int, TableCopy> table_copies_;
+  std::map<int, std::unique_ptr<TableHost>> taken_tables_;
   // Which shard owns each (tensor, part); loop thread only.
   using RoutesOfTensor = std::map<uint32_t, PsShard*>;
   std::map<std::string, RoutesOfTensor, std::less<>> routes_;

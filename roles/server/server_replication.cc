@@ -9,6 +9,7 @@
 #include "comm/transport/completion.h"
 #include "roles/node/peers.h"
 #include "roles/server/server.h"
+#include "roles/server/table_host.h"
 #include "src/common/mutex.h"
 
 namespace pstrain {
@@ -38,6 +39,8 @@ void Server::OnReplicate(const Connection::Ptr& conn, uint64_t id, Replicate& ch
     return conn->Reply(
         id, ErrorReply{fmt::format("server {} is lost in view {}: its heir holds its partitions",
                                    it->second, view_.view)});
+  if (change.kind == ReplicaKind::kTableState || change.kind == ReplicaKind::kTableOps)
+    return OnTableReplica(conn, id, it->second, change, std::move(payload));
   const int64_t largest = config_.train.partition_bytes;
   if (change.kind == ReplicaKind::kUpdate && static_cast<int64_t>(payload.size) > largest)
     return conn->Reply(id,
@@ -47,6 +50,95 @@ void Server::OnReplicate(const Connection::Ptr& conn, uint64_t id, Replicate& ch
   PsShard* shard = ShardFor(change.tensor, change.part, static_cast<int64_t>(payload.size));
   if (shard == nullptr) return RefuseNewPartition(conn, id, change.tensor, change.part);
   shard->TakeReplica(it->second, std::move(change), std::move(payload), ReplyTo(conn, id));
+}
+
+void Server::OnTableReplica(const Connection::Ptr& conn, uint64_t id, int primary,
+                            Replicate& change, Buffer payload) {
+  const int origin = change.origin;
+  const int servers = node_.cluster().server_num();
+  if (origin < 0 || origin >= servers)
+    return conn->Reply(id, ErrorReply{fmt::format("a table change of server {}'s rows, in a job "
+                                                  "of {} servers",
+                                                  origin, servers)});
+  TableCopy& copy = table_copies_[origin];
+  if (change.kind == ReplicaKind::kTableState && copy.primary != primary) {
+    // The first state, or a new primary's (its heir's): it replaces the copy.
+    auto host =
+        TableHost::Create(config_, node_.cluster().worker_num(), origin, servers, node_.log());
+    if (!host.ok()) return conn->Reply(id, ErrorReply{host.status().message()});
+    copy = TableCopy{primary, std::move(*host)};
+  }
+  if (!copy.host) {
+    table_copies_.erase(origin);
+    return conn->Reply(id, ErrorReply{fmt::format("change {} of server {}'s table '{}': {}",
+                                                  change.seq, origin, change.tensor, kNoCopy)});
+  }
+  if (copy.primary != primary)
+    return conn->Reply(
+        id, ErrorReply{fmt::format("change {} of server {}'s table '{}' came from server {}, the "
+                                   "copy from server {}",
+                                   change.seq, origin, change.tensor, primary, copy.primary)});
+  copy.host->TakeReplica(std::move(change), std::move(payload), ReplyTo(conn, id));
+}
+
+void Server::ReplicateTables(TableHost& host) {
+  if (!backup_links_) return;
+  BackupLinks* links = backup_links_.get();
+  host.ReplicateTo(
+      [links](Replicate change, Payload payload, std::function<void(const Status&)> done) {
+        links->Send(std::move(change), std::move(payload), std::move(done));
+      });
+}
+
+bool Server::OwnsOwnTables() {
+  if (!backup_links_) return true;
+  // A server that joined again as a backup made its tables empty: its
+  // rank's rows are wherever the view says, as a copy taken over there
+  // (here too, once this server is the heir of the one holding them).
+  const auto self = static_cast<size_t>(rank());
+  return !node_.cluster().joined_live() && self < view_.owners.size() &&
+         view_.owners[self] == static_cast<int>(self);
+}
+
+TableHost* Server::TablesOf(int origin) {
+  if (origin < 0) origin = rank();
+  if (auto it = taken_tables_.find(origin); it != taken_tables_.end()) return it->second.get();
+  return origin == rank() && OwnsOwnTables() ? tables_.get() : nullptr;
+}
+
+std::vector<TableHost*> Server::PrimaryTables() {
+  std::vector<TableHost*> out;
+  if (tables_ && OwnsOwnTables()) out.push_back(tables_.get());
+  for (auto& [origin, host] : taken_tables_) out.push_back(host.get());
+  return out;
+}
+
+void Server::RefuseTables(const Connection::Ptr& conn, uint64_t id, int origin) {
+  if (!tables_) return conn->Reply(id, ErrorReply{"this server holds no embedding tables yet"});
+  conn->Reply(id, ErrorReply{fmt::format("server {} holds no table rows of server {} (view {})",
+                                         rank(), origin, view_.view)});
+}
+
+void Server::ApplyTableView(const ServerView& view, const std::vector<int>& primaries) {
+  auto live = [&view](int r) { return std::binary_search(view.live.begin(), view.live.end(), r); };
+  for (auto it = table_copies_.begin(); it != table_copies_.end();) {
+    const int origin = it->first;
+    const int primary = it->second.primary;
+    if (!live(primary) && view.owners[static_cast<size_t>(origin)] == rank() &&
+        TablesOf(origin) == nullptr) {
+      // As a promoted partition (PsShard::ApplyView): its changes go to
+      // the backups from now on, its state first (Rereplicate sends it).
+      ReplicateTables(*it->second.host);
+      it->second.host->SendStates([](const Status&, int64_t, int64_t) {});
+      taken_tables_[origin] = std::move(it->second.host);
+      it = table_copies_.erase(it);
+    } else if (!live(primary) ||
+               std::find(primaries.begin(), primaries.end(), primary) == primaries.end()) {
+      it = table_copies_.erase(it);  // as PsShard::ApplyView: it would go stale
+    } else {
+      ++it;
+    }
+  }
 }
 
 Status Server::ConnectBackups(const Topology& topology) {
@@ -89,8 +181,9 @@ void Server::OnServerView(const Connection::Ptr& conn, uint64_t id, const Server
   const bool heir = view.lost >= 0 && HeirOf(view.lost, view.live) == rank();
   // Posted before the Ack: a worker's request sent after the view reaches
   // the shard after the promotion.
-  for (PsShard* shard : AllShards())
-    shard->ApplyView(rank(), view, PrimariesBackedUpBy(rank(), view.live, replicas));
+  const std::vector<int> primaries = PrimariesBackedUpBy(rank(), view.live, replicas);
+  for (PsShard* shard : AllShards()) shard->ApplyView(rank(), view, primaries);
+  ApplyTableView(view, primaries);
   if (heir)
     node_.log()->warn(
         "replication: server {} was lost; this server holds its partitions now "
@@ -115,17 +208,20 @@ void Server::Rereplicate(const ServerView& view) {
   };
   auto sent = std::make_shared<Sent>();
   std::vector<PsShard*> shards = AllShards();
+  const std::vector<TableHost*> tables =
+      node_.loop().Call<std::vector<TableHost*>>([this] { return PrimaryTables(); }, {});
   Completion<Status> all;
-  auto done = CountDown::Into(all, shards.size());
-  for (PsShard* shard : shards)
-    shard->SendStates([sent, done](const Status& st, int64_t partitions, int64_t bytes) {
-      {
-        MutexLock lock(&sent->mutex);
-        sent->partitions += partitions;
-        sent->bytes += bytes;
-      }
-      done->Report(st);
-    });
+  auto done = CountDown::Into(all, shards.size() + tables.size());
+  auto count = [sent, done](const Status& st, int64_t parts, int64_t bytes) {
+    {
+      MutexLock lock(&sent->mutex);
+      sent->partitions += parts;
+      sent->bytes += bytes;
+    }
+    done->Report(st);
+  };
+  for (PsShard* shard : shards) shard->SendStates(count);
+  for (TableHost* host : tables) host->SendStates(count);
   // Bounded: a server that stops while its backups are away does not wait.
   std::optional<Status> waited;
   // A newer view's states stand in for these: it goes on to that one.
@@ -144,8 +240,8 @@ void Server::Rereplicate(const ServerView& view) {
                        view.view, st.message());
   } else {
     node_.log()->info(
-        "replication: view {}: server {}'s {} partitions ({} bytes) are on its {} backups again "
-        "in {:.3f} s",
+        "replication: view {}: server {}'s {} partitions and table shares ({} bytes) are on its "
+        "{} backups again in {:.3f} s",
         view.view, rank(), sent->partitions, sent->bytes, backups.size(), seconds);
   }
   if (static_cast<int>(backups.size()) < replicas)
@@ -177,6 +273,7 @@ void Server::LogReplicas() {
       done->Report(Status::OK());
     });
   if (!all.WaitFor(std::chrono::seconds(30)).has_value()) return;
+  LogTableReplicas();
   MutexLock lock(&sums->mutex);
   for (const auto& [primary, entry] : sums->by_primary) {
     const std::string whose = primary < 0 ? fmt::format("server {}'s own", rank())
@@ -187,6 +284,42 @@ void Server::LogReplicas() {
   if (backup_links_)
     node_.log()->info("replication: sent {} changes, {} bytes, to the backups",
                       backup_links_->changes_sent(), backup_links_->bytes_sent());
+}
+
+}  // namespace pstrain
+
+namespace pstrain {
+
+// One line per table share: a primary's and each backup's of the same rows
+// agree when the backups hold every change.
+void Server::LogTableReplicas() {
+  struct Share {
+    int origin;
+    const char* role;
+    TableHost* host;
+  };
+  const std::vector<Share> shares = node_.loop().Call<std::vector<Share>>(
+      [this] {
+        std::vector<Share> out;
+        if (tables_ && OwnsOwnTables()) out.push_back({rank(), "primary", tables_.get()});
+        for (auto& [origin, host] : taken_tables_) out.push_back({origin, "primary", host.get()});
+        for (auto& [origin, copy] : table_copies_)
+          out.push_back({origin, "backup", copy.host.get()});
+        return out;
+      },
+      {});
+  for (const Share& share : shares) {
+    if (share.host->empty()) continue;
+    Completion<StatusOr<TableHost::NamedDigests>> digests;
+    share.host->Digests(
+        [digests](StatusOr<TableHost::NamedDigests> d) { digests.Set(std::move(d)); });
+    auto got = digests.WaitFor(std::chrono::seconds(30));
+    if (!got || !got->ok()) continue;
+    for (const auto& [table, d] : **got)
+      node_.log()->info(
+          "replication: table '{}' of server {}'s rows ({}): {} rows, {} updates, digest {:016x}",
+          table, share.origin, share.role, d.rows, d.updates, d.sum);
+  }
 }
 
 }  // namespace pstrain

@@ -88,9 +88,9 @@ class PsShard {
   // A new view of the servers (roles/server/server_replication.cc) on
   // server `self`: the copies of every server no longer live whose
   // partitions the view gives this one become its own (their state goes to
-  // the backups first), the other copies of lost servers stay until their
-  // new primary's state replaces them, and those of live servers not in
-  // `primaries` are dropped.
+  // the backups first); the other copies of lost servers, and those of live
+  // servers not in `primaries`, are dropped (the new primaries send their
+  // state to their backups).
   void ApplyView(int self, ServerView view, std::vector<int> primaries);
   // Sends every partition's state to the backups; `done` once all hold
   // them, with the partitions and bytes sent.

@@ -140,9 +140,11 @@ void PsShard::ApplyView(int self, ServerView view, std::vector<int> primaries) {
     for (auto it = backups_.begin(); it != backups_.end();) {
       const Key key = it->first;
       const int primary = it->second.primary;
+      // Placed on `origin`: the primary's own, or one it took over.
+      const int origin = it->second.origin;
       const bool lost = !live(primary);
-      if (lost && primary >= 0 && primary < static_cast<int>(view.owners.size()) &&
-          view.owners[static_cast<size_t>(primary)] == self && !partitions_.count(key)) {
+      if (lost && origin >= 0 && origin < static_cast<int>(view.owners.size()) &&
+          view.owners[static_cast<size_t>(origin)] == self && !partitions_.count(key)) {
         // Its core replayed every update the lost primary applied: the
         // workers send what it had not acknowledged again, here, and what
         // they hear back waits for the backups to hold its state.
@@ -152,8 +154,11 @@ void PsShard::ApplyView(int self, ServerView view, std::vector<int> primaries) {
         queues_.erase(key);
         if (ReplicationQueue* queue = QueueOf(key)) SendState(promoted, *queue);
         Arrived(key, promoted);
-      } else if (!lost &&
+      } else if (lost ||
                  std::find(primaries.begin(), primaries.end(), primary) == primaries.end()) {
+        // A lost primary's copy another server took over: its new primary
+        // changes it from now on, and sends its state to its own backups;
+        // kept here, it would go stale.
         it = backups_.erase(it);
       } else {
         ++it;

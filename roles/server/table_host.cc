@@ -169,7 +169,15 @@ void TableHost::DoPull(HostedTable& t, const Buffer& ids, const Reply& reply) {
   Status st = t.table.Lookup(id_list.data(), id_list.size(), rows->data(), t.core.step());
   if (!st.ok()) return reply(ErrorReply{st.message()}, {});
   Payload payload{reinterpret_cast<const uint8_t*>(rows->data()), floats * sizeof(float), rows};
-  reply(SparsePullReply{t.core.clock()}, std::move(payload));
+  if (!send_) return reply(SparsePullReply{t.core.clock()}, std::move(payload));
+  // Rows a backup may lack are not shown: the lookup (which may have
+  // created rows) and every update before it are held there first.
+  if (!id_list.empty())
+    SendChange(t, TableOp::kLookup, -1, id_list.data(), id_list.size(), nullptr);
+  t.queue.AfterSent([reply, clock = t.core.clock(), payload](const Status& held) {
+    if (!held.ok()) return reply(ErrorReply{held.message()}, {});
+    reply(SparsePullReply{clock}, payload);
+  });
 }
 
 std::shared_ptr<FloatBuffer> TableHost::GetRows(const std::shared_ptr<RowBuffers>& pool,
@@ -202,11 +210,22 @@ void TableHost::Push(SparsePushRequest request, Buffer payload, Reply reply) {
       return reply(ErrorReply{fmt::format("push to unknown table '{}'", request.table)}, {});
     if (std::string why = PlacementRefusal(request.table, request.servers); !why.empty())
       return reply(ErrorReply{"push " + why}, {});
+    if (IsResentPush(*t, request))  // its update was applied: acknowledged once held
+      return t->queue.AfterSent(AckOnceHeld(reply));
+    const int64_t sent_before = t->queue.sent();
     Status st = DoPush(*t, request, payload);
     if (!st.ok()) {
       reply(ErrorReply{st.message()}, {});
-    } else {
+    } else if (!send_) {
       reply(Ack{}, {});  // first, as a dense partition does (roles/server/shard.cc)
+    } else {
+      // Once the backups hold the update: this push's (async, ssp), or in
+      // sync the step's, when the last worker's push of it comes.
+      if (t->queue.sent() == sent_before) {
+        t->queue.HoldForStep(AckOnceHeld(reply));
+      } else {
+        t->queue.AfterSent(AckOnceHeld(reply));
+      }
     }
     t->core.AnswerReady();
     AfterPush(*t);
@@ -228,7 +247,10 @@ Status TableHost::DoPush(HostedTable& t, const SparsePushRequest& request, const
       request.worker, request.clock, t.name,
       [&] {
         Touched(t, ids.data(), ids.size());
-        return t.table.ApplyGradients(ids.data(), grads, ids.size(), t.core.step());
+        PSTRAIN_RETURN_IF_ERROR(
+            t.table.ApplyGradients(ids.data(), grads, ids.size(), t.core.step()));
+        SendChange(t, TableOp::kApply, request.worker, ids.data(), ids.size(), grads);
+        return Status::OK();
       },
       [&](int worker, bool) {
         t.pending_ids[worker] = std::move(ids);
@@ -255,8 +277,11 @@ Status TableHost::ApplyGathered(HostedTable& t, float scale) {
   for (float& g : summed) g *= scale;
   // A row changes when the step is applied, not when a push of it comes.
   Touched(t, dedup.unique().data(), dedup.unique().size());
-  return t.table.ApplyGradients(dedup.unique().data(), summed.data(), dedup.unique().size(),
-                                t.core.step());
+  PSTRAIN_RETURN_IF_ERROR(t.table.ApplyGradients(dedup.unique().data(), summed.data(),
+                                                 dedup.unique().size(), t.core.step()));
+  SendChange(t, TableOp::kApply, -1, dedup.unique().data(), dedup.unique().size(), summed.data());
+  if (send_) t.queue.StepSent();
+  return Status::OK();
 }
 
 // After a push: now and then drop idle rows and log the table's counts; then
@@ -269,6 +294,7 @@ void TableHost::AfterPush(HostedTable& t) {
     // A failed eviction (the disk) leaves every row where it was: the next
     // round tries again.
     auto evicted = t.table.EvictUntouched(step);
+    if (evicted.ok()) SendChange(t, TableOp::kEvict, -1, nullptr, 0, nullptr);
     if (!evicted.ok())
       log_->warn("table '{}' at step {}: idle rows not dropped: {}", t.table.options().name, step,
                  evicted.status().message());

@@ -47,6 +47,8 @@
 #include "roles/checkpoint/store.h"
 #include "roles/placement/row_move_codec.h"
 #include "roles/placement/server_tables.h"
+#include "roles/server/replication.h"
+#include "roles/server/table_replica_codec.h"
 #include "roles/server/table_rows.h"
 #include "roles/server/update_core.h"
 #include "src/common/config/config.h"
@@ -126,6 +128,23 @@ class TableHost {
                     std::function<void(Status)> done);
   // Every table's ServerRows::Digest, by name.
   void Digest(std::function<void(StatusOr<RowsDigestReply>)> done);
+  using NamedDigests = std::vector<std::pair<std::string, RowsDigest>>;
+  void Digests(std::function<void(StatusOr<NamedDigests>)> done);
+
+  // Replication (roles/server/replication.h, roles/server/table_replication.cc).
+  // As a primary of the rows placed on this host's rank: from now on each
+  // change of a table (a pull's lookup, an update, an eviction) is sent
+  // through `send` as it is made, and what tells a worker of it (a push's
+  // Ack, a pull's rows) waits until the backups hold it; a push resent
+  // after its update was applied is acknowledged, not applied again.
+  // Then SendStates, before any change.
+  void ReplicateTo(ReplicaSender send);
+  // Every table's whole state to the backups; `done` once all hold them
+  // (tables and bytes sent). At once when not replicating.
+  void SendStates(std::function<void(const Status&, int64_t tables, int64_t bytes)> done);
+  // As a backup of the server whose rank this host was made for: holds a
+  // change of one of its tables (a Replicate of kind TableState or TableOps).
+  void TakeReplica(Replicate change, Buffer payload, Reply reply);
 
   // Table statistics, on the table thread (tests).
   StatusOr<EmbeddingTableCounters> Counters(const std::string& table);
@@ -148,6 +167,11 @@ class TableHost {
     // The ids of rows copied ahead of a move (HandOffRows kCopy), each
     // marked when pulled or changed by a push since; null when none were.
     std::unique_ptr<FlatIdMap<uint8_t>> copied_ahead;
+    // A primary's changes on their way to the backups (ReplicateTo).
+    ReplicationQueue queue;
+    // A backup's: the last change of the primary's table it holds (0: its
+    // state has not come yet).
+    int64_t copy_seq = 0;
   };
   TableHost(const Config& config, int workers, int rank, int servers, Logger log)
       : config_(config),
@@ -194,6 +218,17 @@ class TableHost {
   // Removes a copy ahead installed early (the change moves rows whole).
   Status RemoveInstalledCopy();
 
+  // Replication (roles/server/table_replication.cc).
+  // Sends a change just made to the backups (when replicating).
+  void SendChange(HostedTable& t, TableOp op, int worker, const int64_t* ids, size_t n,
+                  const float* grads);
+  void OnReplicated(const std::string& table, int64_t seq, const Status& status);
+  // A push whose update this table applied already (sent again after its
+  // server was lost).
+  bool IsResentPush(const HostedTable& t, const SparsePushRequest& request) const;
+  Status HoldReplica(const Replicate& change, const Buffer& payload);
+  static ReplicationQueue::Then AckOnceHeld(Reply reply);
+
   bool ReadyFor(int64_t step) const;
   void TakeSnapshot(int64_t step, const SnapshotDone& done);
 
@@ -215,6 +250,8 @@ class TableHost {
   int servers_;  // rows placed over this many servers; table thread
   std::shared_ptr<RowBuffers> row_buffers_ = std::make_shared<RowBuffers>();
   std::vector<std::pair<int64_t, SnapshotDone>> waiting_snapshots_;  // table thread
+  ReplicaSender send_;           // null: not replicating; table thread
+  std::vector<float> replayed_;  // a backup's lookups write here
   // A move copied ahead, for the placement over `servers` where this server
   // holds `rank`: as the server rows leave (the tables' copied_ahead), or
   // as the one they go to (the rows held aside). Table thread.

@@ -323,15 +323,26 @@ void TableHost::TakeOverRows(int servers, int rank, int64_t step, RowsPhase phas
   });
 }
 
-void TableHost::Digest(std::function<void(StatusOr<RowsDigestReply>)> done) {
+void TableHost::Digests(std::function<void(StatusOr<NamedDigests>)> done) {
   thread_.Post([this, done] {
-    RowsDigestReply out;
+    NamedDigests out;
     for (auto& [name, t] : tables_) {
       auto digest = t->table.Digest();
       if (!digest.ok()) return done(digest.status().WithContext("table " + name));
+      out.emplace_back(name, *digest);
+    }
+    done(std::move(out));
+  });
+}
+
+void TableHost::Digest(std::function<void(StatusOr<RowsDigestReply>)> done) {
+  Digests([done](StatusOr<NamedDigests> digests) {
+    if (!digests.ok()) return done(digests.status());
+    RowsDigestReply out;
+    for (const auto& [name, digest] : *digests) {
       out.tables.push_back(name);
-      out.rows.push_back(digest->rows);
-      out.sums.push_back(digest->sum);
+      out.rows.push_back(digest.rows);
+      out.sums.push_back(digest.sum);
     }
     done(std::move(out));
   });

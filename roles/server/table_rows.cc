@@ -186,6 +186,7 @@ StatusOr<RowsDigest> ServerRows::Digest() const {
   const auto add = [&](int64_t id, const SparseTable::RowView& row) {
     ++digest.rows;
     digest.sum += HashRow(id, row, dim, slot_floats);
+    digest.updates += row.updates;
   };
   if (tiered_) {
     PSTRAIN_RETURN_IF_ERROR(tiered_->ForEachRow([&](int64_t id, const SparseTable::RowView& row) {

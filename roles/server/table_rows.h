@@ -29,10 +29,12 @@ namespace pstrain {
 struct RowsDigest {
   int64_t rows = 0;
   uint64_t sum = 0;
+  int64_t updates = 0;  // the rows' update counts, summed
 
   RowsDigest& operator+=(const RowsDigest& other) {
     rows += other.rows;
     sum += other.sum;
+    updates += other.updates;
     return *this;
   }
   bool operator==(const RowsDigest& other) const { return rows == other.rows && sum == other.sum; }

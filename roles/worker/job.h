@@ -3,6 +3,7 @@
 // (scheduler, servers, the KV client) and then hands over.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "comm/collective/collective.h"
 #include "comm/ps/kv_client.h"
 #include "comm/ps/partition_map.h"
+#include "comm/ps/server_routes.h"
 #include "roles/checkpoint/worker_place.h"
 #include "roles/node/cluster_client.h"
 #include "src/common/checkpoint_file.h"
@@ -32,9 +34,14 @@ struct WorkerContext {
   Logger log;
   EventLoop* loop = nullptr;             // the worker's loop
   std::vector<Connection::Ptr> servers;  // by server rank; use on `loop` only
-  Collective* collective = nullptr;      // when the job NeedsCollective()
-  std::string log_dir = ".";             // metrics files go here (PSTRAIN_LOG_DIR)
-  std::string sample_log;                // PSTRAIN_TEST_SAMPLE_LOG (tests only)
+  // Replicated servers: where each server rank's table rows are now
+  // (comm/ps/server_routes.h), and how long a request waits for a lost
+  // server's heir; null without train.replication.
+  std::shared_ptr<ServerRoutes> routes;
+  std::chrono::milliseconds failover_patience{0};
+  Collective* collective = nullptr;  // when the job NeedsCollective()
+  std::string log_dir = ".";         // metrics files go here (PSTRAIN_LOG_DIR)
+  std::string sample_log;            // PSTRAIN_TEST_SAMPLE_LOG (tests only)
   // The data sets this process read in earlier runs (roles/worker/data_cache.h);
   // null: read them.
   DataCache* data_cache = nullptr;

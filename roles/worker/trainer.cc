@@ -367,9 +367,13 @@ Status TrainJob::Run(WorkerContext& ctx) {
   if (!embeddings_->empty()) {
     if (ctx.servers.empty())
       return FailedPrecondition("server-held embedding tables need at least one server");
-    sparse_ = std::make_unique<SparseClient>(ctx.loop, ctx.servers, ctx.rank);
-    if (embeddings_->CanPrefetch())
-      embeddings_->EnablePrefetch(std::make_unique<SparseClient>(ctx.loop, ctx.servers, ctx.rank));
+    auto make_client = [&ctx] {
+      auto client = std::make_unique<SparseClient>(ctx.loop, ctx.servers, ctx.rank);
+      if (ctx.routes) client->EnableFailover(ctx.routes, ctx.failover_patience);
+      return client;
+    };
+    sparse_ = make_client();
+    if (embeddings_->CanPrefetch()) embeddings_->EnablePrefetch(make_client());
   }
   if (ctx.rank == 0 && ctx.cluster->generation() == 0) {
     const std::string unused = RemoteEmbeddings::UnusedCacheWarning(config_);

@@ -100,9 +100,16 @@ Status Worker::RunOnce() {
     context.kv = kv_.get();
     if (config_.train.replication.replicas > 0) {
       kv_->EnableFailover(TopologyPatience());
-      node_.loop().Post([this, kv = kv_.get()] {
+      auto routes = std::make_shared<ServerRoutes>(context.servers);
+      context.routes = routes;
+      context.failover_patience = TopologyPatience();
+      node_.loop().Post([this, kv = kv_.get(), routes] {
         kv_on_loop_ = kv;
-        if (server_view_) kv->UseServerView(*server_view_);
+        routes_ = routes;
+        if (server_view_) {
+          kv->UseServerView(*server_view_);
+          routes->UseOwners(server_view_->owners);
+        }
       });
     }
   }
@@ -171,6 +178,7 @@ bool Worker::OnSchedulerRequest(const Connection::Ptr& conn, uint64_t id, const 
     // Kept for a client made later; the newest view wins.
     if (!server_view_ || view->view > server_view_->view) server_view_ = *view;
     if (kv_on_loop_ != nullptr) kv_on_loop_->UseServerView(*server_view_);
+    if (routes_) routes_->UseOwners(server_view_->owners);
     ReconnectServers(*server_view_);
     conn->Reply(id, Ack{});
     return true;
@@ -219,6 +227,7 @@ void Worker::ReconnectServers(const ServerView& view) {
         node_.log()->info("connected to server {} again", r);
         if (kv_on_loop_ != nullptr)
           kv_on_loop_->UseServerConnection(r, servers_[static_cast<size_t>(r)]);
+        if (routes_) routes_->UseConnection(r, servers_[static_cast<size_t>(r)]);
       });
     });
   }

@@ -75,6 +75,8 @@ class Worker {
   // the newest ServerView the scheduler sent; loop thread only.
   KvClient* kv_on_loop_ = nullptr;
   std::optional<ServerView> server_view_;
+  // Where each server rank's table rows are (replicated servers); loop.
+  std::shared_ptr<ServerRoutes> routes_;
   WorkerRing ring_{&node_};  // after node_: goes before it
   std::shared_ptr<DataCache> data_cache_;
   // Joined before the loop stops (~Worker): its copy calls the servers.

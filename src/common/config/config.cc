@@ -327,16 +327,20 @@ int KeyLine(const YAML::Node& map, const char* key) {
 // mode: average sends weights every N steps, not gradients: a rule's
 // compression would be ignored, like train.compression.
 Status CheckRulesAgainstTrain(const Value& doc, const Config& config) {
-  // Backups hold dense partitions only: a table's rows would be lost with
-  // their server.
+  // A backup's copy of a table is in memory: rows on a server's disk are
+  // not sent to it whole.
   if (config.train.replication.replicas > 0) {
     for (size_t i = 0; i < config.parameters.size(); ++i) {
-      if (!config.parameters[i].init_in_server) continue;
+      const ParameterRule& rule = config.parameters[i];
+      if (!rule.init_in_server || (rule.server_cache_rows == 0 && rule.server_cache_bytes == 0))
+        continue;
       const YAML::Node rules = doc.node["parameters"];
-      const Value at{doc.source, rules[i], fmt::format("parameters[{}]", i),
-                     config.parameters[i].line};
-      return at.Key("init_in_server", KeyLine(rules[i], "init_in_server"))
-          .Error("server-held tables have no backups yet: train.replication.replicas must be 0");
+      const Value at{doc.source, rules[i], fmt::format("parameters[{}]", i), rule.line};
+      const char* key = rule.server_cache_rows > 0 ? "server_cache_rows" : "server_cache_bytes";
+      return at.Key(key, KeyLine(rules[i], key))
+          .Error(
+              "tables with rows on disk have no backups yet: train.replication.replicas must "
+              "be 0, or keep the table in memory");
     }
   }
   if (config.train.mode != UpdateMode::kAverage) return Status::OK();

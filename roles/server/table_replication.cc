@@ -1,0 +1,147 @@
+// TableHost's part in replication (roles/server/replication.h): a primary's
+// tables send each change to the backups as they make it, and a backup's
+// copies make the same changes in the same order
+// (roles/server/table_replica_codec.h). Rows are created from their id
+// alone (embedding/row_init.h), and admission, eviction and the touch
+// order depend only on the changes made, so a copy that makes them holds
+// the primary's rows, optimizer slots and counts bit for bit.
+#include <fmt/format.h>
+
+#include "roles/server/table_host.h"
+
+namespace pstrain {
+namespace {
+
+MessageBody AckOr(const Status& st) {
+  return st.ok() ? MessageBody(Ack{}) : MessageBody(ErrorReply{st.message()});
+}
+
+// Ids one change may carry, as one request (table_host.cc).
+constexpr int64_t kMaxIdsPerChange = int64_t{1} << 24;
+
+}  // namespace
+
+ReplicationQueue::Then TableHost::AckOnceHeld(Reply reply) {
+  return [reply = std::move(reply)](const Status& held) { reply(AckOr(held), {}); };
+}
+
+void TableHost::ReplicateTo(ReplicaSender send) {
+  thread_.Post([this, send = std::move(send)]() mutable { send_ = std::move(send); });
+}
+
+void TableHost::SendChange(HostedTable& t, TableOp op, int worker, const int64_t* ids, size_t n,
+                           const float* grads) {
+  if (!send_) return;
+  const int64_t seq = t.queue.Next();
+  auto bytes = std::make_shared<std::vector<uint8_t>>(
+      EncodeTableChange(op, t.core.step(), ids, n, grads, t.table.options().dim));
+  Payload payload{bytes->data(), bytes->size(), bytes};
+  const std::string& name = t.table.options().name;
+  send_(Replicate{name, 0, ReplicaKind::kTableOps, worker, seq, rank_}, std::move(payload),
+        [this, name, seq](const Status& st) {
+          thread_.Post([this, name, seq, st] { OnReplicated(name, seq, st); });
+        });
+}
+
+void TableHost::OnReplicated(const std::string& table, int64_t seq, const Status& status) {
+  HostedTable* t = Find(table);
+  if (t == nullptr) return;
+  if (!status.ok())
+    log_->error("table '{}': change {} did not reach its backups: {}", table, seq,
+                status.message());
+  t->queue.Acked(seq, status);
+}
+
+bool TableHost::IsResentPush(const HostedTable& t, const SparsePushRequest& request) const {
+  if (!send_) return false;
+  if (mode_ == UpdateMode::kSync || mode_ == UpdateMode::kAverage)
+    return request.clock + 1 == t.core.clock();
+  return request.worker >= 0 && request.clock < t.core.pushes_of(request.worker);
+}
+
+void TableHost::SendStates(std::function<void(const Status&, int64_t tables, int64_t bytes)> done) {
+  thread_.Post([this, done = std::move(done)] {
+    if (!send_ || tables_.empty()) return done(Status::OK(), 0, 0);
+    // The answers run on this thread, as this does: no lock.
+    struct Tally {
+      int64_t tables = 0, bytes = 0, left = 0;
+      Status first_error;
+    };
+    auto tally = std::make_shared<Tally>();
+    tally->tables = tally->left = static_cast<int64_t>(tables_.size());
+    for (auto& [name, t] : tables_) {
+      std::string rows;
+      t->table.Serialize(&rows);
+      auto bytes = std::make_shared<std::vector<uint8_t>>(EncodeTableState(t->core.Save(), rows));
+      tally->bytes += static_cast<int64_t>(bytes->size());
+      const int64_t seq = t->queue.Next();
+      Payload payload{bytes->data(), bytes->size(), bytes};
+      send_(Replicate{name, 0, ReplicaKind::kTableState, -1, seq, rank_}, std::move(payload),
+            [this, name = name, seq](const Status& st) {
+              thread_.Post([this, name, seq, st] { OnReplicated(name, seq, st); });
+            });
+    }
+    for (auto& [name, t] : tables_)
+      t->queue.AfterSent([done, tally](const Status& st) {
+        if (!st.ok() && tally->first_error.ok()) tally->first_error = st;
+        if (--tally->left == 0) done(tally->first_error, tally->tables, tally->bytes);
+      });
+  });
+}
+
+void TableHost::TakeReplica(Replicate change, Buffer payload, Reply reply) {
+  thread_.Post([this, change = std::move(change), payload = std::move(payload),
+                reply = std::move(reply)] { reply(AckOr(HoldReplica(change, payload)), {}); });
+}
+
+Status TableHost::HoldReplica(const Replicate& change, const Buffer& payload) {
+  const std::string what = fmt::format("change {} of the backup of server {}'s table '{}'",
+                                       change.seq, rank_, change.tensor);
+  HostedTable* t = Find(change.tensor);
+  const ServerTable* spec = nullptr;
+  for (const ServerTable& s : specs_)
+    if (s.options.name == change.tensor) spec = &s;
+  if (t == nullptr || spec == nullptr)
+    return InvalidArgument(what + ": the config has no such server-held table");
+  if (change.kind == ReplicaKind::kTableState) {
+    auto state = DecodeTableState(payload.data, payload.size, change.tensor);
+    if (!state.ok()) return state.status().WithContext(what);
+    auto rows = ServerRows::Deserialize(*spec, store_.get(), /*tiered=*/false, state->rows);
+    if (!rows.ok()) return rows.status().WithContext(what);
+    auto fresh = MakeHosted(std::move(*rows));
+    PSTRAIN_RETURN_IF_ERROR(fresh->core.Load(state->core).WithContext(what));
+    fresh->copy_seq = change.seq;
+    tables_[change.tensor] = std::move(fresh);
+    return Status::OK();
+  }
+  if (t->copy_seq == 0) return FailedPrecondition(what + ": " + kNoCopy);
+  if (change.seq != t->copy_seq + 1)
+    return FailedPrecondition(fmt::format("{}: the copy holds change {}", what, t->copy_seq));
+  const int dim = t->table.options().dim;
+  auto made = DecodeTableChange(payload.data, payload.size, change.tensor, dim, kMaxIdsPerChange);
+  if (!made.ok()) return made.status().WithContext(what);
+  const TableChange& c = *made;
+  switch (c.op) {
+    case TableOp::kLookup:
+      replayed_.resize(c.ids.size() * static_cast<size_t>(dim));
+      PSTRAIN_RETURN_IF_ERROR(
+          t->table.Lookup(c.ids.data(), c.ids.size(), replayed_.data(), c.step).WithContext(what));
+      break;
+    case TableOp::kApply:
+      for (int64_t id : c.ids) PSTRAIN_RETURN_IF_ERROR(t->table.CheckId(id).WithContext(what));
+      PSTRAIN_RETURN_IF_ERROR(
+          t->table.ApplyGradients(c.ids.data(), c.grads.data(), c.ids.size(), c.step)
+              .WithContext(what));
+      PSTRAIN_RETURN_IF_ERROR(t->core.Replay(change.worker).WithContext(what));
+      break;
+    case TableOp::kEvict: {
+      auto evicted = t->table.EvictUntouched(c.step);
+      if (!evicted.ok()) return evicted.status().WithContext(what);
+      break;
+    }
+  }
+  t->copy_seq = change.seq;
+  return Status::OK();
+}
+
+}  // namespace pstrain

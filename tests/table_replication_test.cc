@@ -1,0 +1,232 @@
+// Replicated server-held tables (roles/server/table_replication.cc): a
+// primary TableHost wired by hand to a backup's copy keeps that copy the
+// same bit for bit (rows created by pulls, optimizer slots, counts), in
+// async and sync; a push is acknowledged only once the backup holds its
+// update; a push resent to the promoted copy after its update was applied
+// is acknowledged and not applied again; a backup refuses changes out of
+// order or before the state; the change codec refuses what is not whole.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "roles/placement/server_tables.h"
+#include "roles/server/table_replica_codec.h"
+#include "tests/table_host_util.h"
+
+namespace pstrain {
+namespace {
+
+using Host = testing::TableHostFixture;
+using testing::BytesOf;
+using testing::StatusOfReply;
+
+std::vector<int64_t> Range(int64_t from, int64_t to) {
+  std::vector<int64_t> ids;
+  for (int64_t id = from; id < to; ++id) ids.push_back(id);
+  return ids;
+}
+
+// A primary's link to its backup: each change goes to the backup's
+// TakeReplica; while `hold` is set, the backup's answers wait for Release.
+class Wire {
+ public:
+  explicit Wire(Host* backup) : backup_(backup) {}
+  ReplicaSender Sender() {
+    return [this](Replicate change, Payload payload, std::function<void(const Status&)> done) {
+      (*backup_)->TakeReplica(change, BytesOf(payload.data, payload.size),
+                              [this, done](MessageBody body, Payload) {
+                                const Status st = StatusOfReply(body);
+                                std::unique_lock<std::mutex> lock(mutex_);
+                                if (hold_) return held_.push_back([done, st] { done(st); });
+                                lock.unlock();
+                                done(st);
+                              });
+    };
+  }
+  void Hold() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    hold_ = true;
+  }
+  void Release() {
+    std::vector<std::function<void()>> due;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      hold_ = false;
+      due.swap(held_);
+    }
+    for (auto& answer : due) answer();
+  }
+
+ private:
+  Host* backup_;
+  std::mutex mutex_;
+  bool hold_ = false;
+  std::vector<std::function<void()>> held_;
+};
+
+// A copy promoted after its primary was lost sends to backups no one runs:
+// each change is held at once.
+ReplicaSender NoBackups() {
+  return [](Replicate, Payload, std::function<void(const Status&)> done) { done(Status::OK()); };
+}
+
+void SendStates(Host& host) {
+  Completion<Status> done;
+  host->SendStates([done](const Status& st, int64_t, int64_t) { done.Set(st); });
+  REQUIRE_MESSAGE(done.Wait().ok(), done.Wait().message());
+}
+
+bool SameRows(Host& a, Host& b) {
+  const RowsDigestReply x = a.Digest(), y = b.Digest();
+  return x.rows == y.rows && x.sums == y.sums;
+}
+
+Config TableConfig(UpdateMode mode) {
+  Config config = OneTableConfig("emb", Host::kDim);
+  config.train.mode = mode;
+  config.parameters[0].optimizer = OptimizerConfig{};
+  config.parameters[0].optimizer->type = OptimizerType::kAdam;
+  return config;
+}
+
+TEST_CASE("a backup's copy of a table is its primary's, bit for bit, and the primary unchanged") {
+  for (UpdateMode mode : {UpdateMode::kAsync, UpdateMode::kSync}) {
+    CAPTURE(static_cast<int>(mode));
+    auto sink = std::make_shared<testing::CaptureSink>();
+    const Config config = TableConfig(mode);
+    Host primary(config, 0, 1, sink, 2), backup(config, 0, 1, sink, 2),
+        alone(config, 0, 1, sink, 2);
+    Wire wire(&backup);
+    primary->ReplicateTo(wire.Sender());
+    SendStates(primary);
+    for (int64_t step = 0; step < 6; ++step) {
+      for (Host* h : {&primary, &alone}) {
+        // Each worker pulls rows (new ones are created) and pushes them.
+        h->Pull(Range(step * 10, step * 10 + 40), 0);
+        h->Pull(Range(step * 7, step * 7 + 30), 1);
+        Completion<Status> a, b;
+        h->PushAsync(Range(step * 10, step * 10 + 40), step, 0, a);
+        h->PushAsync(Range(step * 7, step * 7 + 30), step, 1, b);
+        REQUIRE_MESSAGE(a.Wait().ok(), a.Wait().message());
+        REQUIRE_MESSAGE(b.Wait().ok(), b.Wait().message());
+      }
+    }
+    CHECK(primary.Digest().rows[0] == 90);
+    CHECK(SameRows(primary, backup));
+    CHECK(SameRows(primary, alone));  // replicating changes nothing it computes
+  }
+}
+
+TEST_CASE("a table push is acknowledged only once the backup holds its update") {
+  auto sink = std::make_shared<testing::CaptureSink>();
+  const Config config = TableConfig(UpdateMode::kSync);
+  Host primary(config, 0, 1, sink, 2), backup(config, 0, 1, sink, 2);
+  Wire wire(&backup);
+  primary->ReplicateTo(wire.Sender());
+  SendStates(primary);
+  wire.Hold();
+  Completion<Status> first, second;
+  primary.PushAsync(Range(0, 20), 0, 0, first);
+  primary.PushAsync(Range(10, 30), 0, 1, second);  // the step is complete: applied, sent
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK_FALSE(first.IsSet());
+  CHECK_FALSE(second.IsSet());
+  wire.Release();
+  CHECK(first.Wait().ok());
+  CHECK(second.Wait().ok());
+  CHECK(SameRows(primary, backup));
+}
+
+TEST_CASE("a push resent to the promoted copy after its update was applied is applied once") {
+  for (UpdateMode mode : {UpdateMode::kAsync, UpdateMode::kSync}) {
+    CAPTURE(static_cast<int>(mode));
+    auto sink = std::make_shared<testing::CaptureSink>();
+    const Config config = TableConfig(mode);
+    Host primary(config, 0, 1, sink, 2), backup(config, 0, 1, sink, 2),
+        reference(config, 0, 1, sink, 2);
+    Wire wire(&backup);
+    primary->ReplicateTo(wire.Sender());
+    SendStates(primary);
+    for (Host* h : {&primary, &reference}) {
+      h->Pull(Range(0, 30));
+      Completion<Status> a, b;
+      h->PushAsync(Range(0, 20), 0, 0, a);
+      h->PushAsync(Range(10, 30), 0, 1, b);
+      REQUIRE(a.Wait().ok());
+      REQUIRE(b.Wait().ok());
+    }
+    // The primary dies before worker 1 hears of its push: the worker sends
+    // it again to the copy, now primary.
+    backup->ReplicateTo(NoBackups());
+    backup.Push(Range(10, 30), 0, 1);
+    CHECK(SameRows(backup, reference));
+    // And the job goes on there as it would have.
+    for (Host* h : {&backup, &reference}) {
+      Completion<Status> a, b;
+      h->PushAsync(Range(5, 25), 1, 0, a);
+      h->PushAsync(Range(0, 10), 1, 1, b);
+      REQUIRE_MESSAGE(a.Wait().ok(), a.Wait().message());
+      REQUIRE_MESSAGE(b.Wait().ok(), b.Wait().message());
+    }
+    CHECK(SameRows(backup, reference));
+  }
+}
+
+StatusOr<MessageBody> Take(Host& backup, Replicate change, const std::vector<uint8_t>& bytes) {
+  Completion<MessageBody> done;
+  backup->TakeReplica(std::move(change), BytesOf(bytes.data(), bytes.size()),
+                      [done](MessageBody body, Payload) { done.Set(std::move(body)); });
+  return done.Wait();
+}
+
+std::string ErrorOf(const StatusOr<MessageBody>& body) { return StatusOfReply(*body).message(); }
+
+TEST_CASE("a table's backup refuses a change before the state, out of order, or not whole") {
+  auto sink = std::make_shared<testing::CaptureSink>();
+  const Config config = TableConfig(UpdateMode::kAsync);
+  Host backup(config, 0, 1, sink, 1);
+  const std::vector<int64_t> ids = Range(0, 3);
+  const std::vector<float> grads(ids.size() * Host::kDim, 0.5f);
+  const auto apply =
+      EncodeTableChange(TableOp::kApply, 0, ids.data(), ids.size(), grads.data(), Host::kDim);
+  const Replicate op{Host::kTable, 0, ReplicaKind::kTableOps, 0, 1, 0};
+  CHECK(ErrorOf(Take(backup, op, apply)).find(kNoCopy) != std::string::npos);
+  UpdateCore core(1, UpdateMode::kAsync);
+  auto empty = ServerRows::Create(ServerTables(config)->at(0), nullptr);
+  REQUIRE(empty.ok());
+  std::string rows;
+  empty->Serialize(&rows);
+  const auto state = EncodeTableState(core.Save(), rows);
+  CHECK(
+      ErrorOf(Take(backup, {Host::kTable, 0, ReplicaKind::kTableState, -1, 1, 0}, state)).empty());
+  Replicate skipped = op;
+  skipped.seq = 3;
+  CHECK(ErrorOf(Take(backup, skipped, apply)).find("the copy holds change 1") != std::string::npos);
+  std::vector<uint8_t> cut(apply.begin(), apply.end() - 1);
+  Replicate next = op;
+  next.seq = 2;
+  CHECK(ErrorOf(Take(backup, next, cut)).find("bytes for 3 ids") != std::string::npos);
+  Replicate unknown = next;
+  unknown.tensor = "other.weight";
+  CHECK(ErrorOf(Take(backup, unknown, apply)).find("no such server-held table") !=
+        std::string::npos);
+  CHECK(ErrorOf(Take(backup, next, apply)).empty());
+  // The codecs: a change of an unknown operation, or a state of another format.
+  std::vector<uint8_t> bad_op = apply;
+  bad_op[0] = 7;
+  CHECK_FALSE(DecodeTableChange(bad_op.data(), bad_op.size(), "t", Host::kDim, 100).ok());
+  CHECK_FALSE(DecodeTableChange(apply.data(), apply.size(), "t", Host::kDim, 2).ok());
+  std::vector<uint8_t> bad_state = state;
+  bad_state[4] = 9;
+  CHECK(DecodeTableState(bad_state.data(), bad_state.size(), "t")
+            .status()
+            .message()
+            .find("format 9") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace pstrain
