@@ -17,7 +17,8 @@
 # the checkpoints are compared file by file: each rank's file is written by
 # the server holding that rank's partitions then.
 #
-# With MODEL=wide_deep the job is an async Wide&Deep on generated click
+# With MODEL=wide_deep the job is an async Wide&Deep (MODE=sync: sync, and
+# its tables' rows must then be the same bit for bit) on generated click
 # data, its embedding tables on the servers: async runs differ from run to
 # run, so the killed job must end with every table row the calm one has and
 # every update applied exactly once (the rows' count and the sum of their
@@ -81,7 +82,7 @@ parameters:
 train:
   epochs: ${EPOCHS:-40}
   batch_size: 128
-  mode: async
+  mode: ${MODE:-async}
   optimizer: {type: adam, lr: 0.0005}
   seed: 3
   log_every: 20
@@ -218,7 +219,7 @@ check_tables() {
     eval "proc=\$now_$s"
     grep -o "replication: table .*" "$(node_log "$proc")"
   done > "$WORK/$RUN.shares"
-  python3 - "$WORK/$RUN.shares" "$WORK/$RUN.rows" << 'PY' || fail "$RUN: a backup's table copy differs from its primary's"
+  python3 - "$WORK/$RUN.shares" "$WORK/$RUN.rows" "${MODE:-async}" << 'PY' || fail "$RUN: a backup's table copy differs from its primary's"
 import re, sys
 shares, rows = {}, {}
 for line in open(sys.argv[1]):
@@ -235,10 +236,14 @@ for (table, origin), by_role in sorted(shares.items()):
         print("  table %s of server %s: primary %s, backups %s" % (table, origin, primary, backups))
         bad += 1
         continue
-    n, updates = rows.get(table, (0, 0))
-    rows[table] = (n + primary[0][0], updates + primary[0][1])
-open(sys.argv[2], "w").write(", ".join("'%s' %d rows %d updates" % (t, n, u)
-                                       for t, (n, u) in sorted(rows.items())) + "\n")
+    n, updates, digest = rows.get(table, (0, 0, 0))
+    rows[table] = (n + primary[0][0], updates + primary[0][1],
+                   (digest + int(primary[0][2], 16)) % 2**64)
+# In sync the rows themselves are the same in every run: their digest too.
+exact = sys.argv[3] == "sync"
+open(sys.argv[2], "w").write(", ".join(
+    "'%s' %d rows %d updates%s" % (t, n, u, " digest %016x" % d if exact else "")
+    for t, (n, u, d) in sorted(rows.items())) + "\n")
 print("  %d table shares: each backup's copy is its primary's, bit for bit" % len(shares))
 sys.exit(1 if bad or not shares else 0)
 PY
@@ -264,6 +269,10 @@ if [ "$MODEL" = wide_deep ]; then
   awk -v a="$(cat "$WORK/calm.auc")" -v b="$(cat "$WORK/killed.auc")" \
     'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.002) }' ||
     fail "the killed job's test AUC $(cat "$WORK/killed.auc") is not within 0.002 of $(cat "$WORK/calm.auc")"
+  if [ "${MODE:-async}" = sync ]; then
+    [ "$(cat "$WORK/calm.model")" = "$(cat "$WORK/killed.model")" ] ||
+      fail "the killed job's dense weights differ from the calm one's"
+  fi
   echo "replication_test: passed ($KILLS servers lost ($HOW), every table row and update kept, AUC within 0.002)"
   exit 0
 fi
