@@ -29,7 +29,10 @@
 #
 # VICTIMS="2 1 0 ..." picks the servers lost, in turn, instead of at random.
 #
-# Usage: replication_test.sh PSTRAIN_BINARY [KILLS] [kill|stop]
+# With "double", two servers are killed at once instead: the job ends with
+# an error naming the server ranks whose partitions had no whole copy.
+#
+# Usage: replication_test.sh PSTRAIN_BINARY [KILLS] [kill|stop|double]
 # The weights are compared by the servers' fingerprints at the end
 # ("replication: server N's own ... digest"), whose sum over the servers
 # fingerprints the whole model wherever its partitions are.
@@ -143,7 +146,8 @@ run() {
   RUN=$1
   config "$RUN" 1
   export PSTRAIN_CONFIG="$WORK/$RUN.yaml" ID_PREFIX="$RUN"
-  start_scheduler
+  HTTP=$(($(pick_port 9) + 1))
+  PSTRAIN_HTTP_PORT=$HTTP start_scheduler
   for n in $NODES; do start "$n"; done
   # The process holding each server rank now (NAME for start and node_log).
   now_0=server_0 now_1=server_1 now_2=server_2
@@ -179,11 +183,16 @@ run() {
       eval "now_$victim=server_$victim-restart$k"
       eval "start \$now_$victim"
     fi
-    # Started again or woken: it joins as a backup, and the servers before
-    # it send it their partitions before the next kill.
+    # Started again or woken: it joins as a backup, and the next kill waits
+    # until the scheduler hears that every server's backups hold all it
+    # holds in that view (a loss before then rolls back, or ends the job).
     wait_for_count "server $victim joins as a backup" "$(node_log scheduler)" $((joined + 1)) 300 ||
       fail "$RUN: server $victim did not join again as a backup"
-    sleep 1
+    view=$(grep -o "server $victim joins as a backup (view [0-9]*" "$(node_log scheduler)" |
+      tail -n 1 | grep -o "[0-9]*$")
+    wait_for_count "backups of every live server hold all it holds (view $view)" \
+      "$(node_log scheduler)" 1 300 || fail "$RUN: the backups did not hold everything in view $view"
+    [ "$k" = 1 ] && check_live_view "$view"
   done
   for n in scheduler worker_0 worker_1; do
     wait_exit "$n" 3000
@@ -209,6 +218,26 @@ print('%016x %s' % (sum(int(l, 16) for l in open(sys.argv[1]).read().split()) % 
   if grep -q "pausing the job" "$(node_log scheduler)"; then fail "$RUN: the job rolled back"; fi
   [ "$MODEL" = wide_deep ] && check_tables
   return 0
+}
+
+# check_live_view VIEW: the scheduler's /status and /metrics show each
+# server rank's primary and its one backup, holding all it holds.
+check_live_view() {
+  command -v curl > /dev/null || return 0
+  curl -s -m 5 "http://127.0.0.1:$HTTP/status" > "$WORK/status.json" ||
+    fail "$RUN: no /status from the scheduler"
+  python3 - "$WORK/status.json" "$1" << 'PY' || fail "$RUN: /status does not show the replicas"
+import json, sys
+r = json.load(open(sys.argv[1]))["job"]["replication"]
+assert r["replicas"] == 1 and r["view"] == int(sys.argv[2]), r
+assert [s["rank"] for s in r["shards"]] == [0, 1, 2], r
+for s in r["shards"]:
+    assert len(s["backups"]) == 1 and s["primary"] not in s["backups"], s
+    assert s["backups_hold_all"], s
+print("  /status: view %d, primaries %s" % (r["view"], [s["primary"] for s in r["shards"]]))
+PY
+  curl -s -m 5 "http://127.0.0.1:$HTTP/metrics" | grep -q '^pstrain_replication_backups_hold_all{rank="0"} 1$' ||
+    fail "$RUN: /metrics does not show the replicas"
 }
 
 # check_tables: every table share's backups hold what its primary holds;
@@ -251,6 +280,28 @@ PY
     awk '{ s += $1 } END { if (NR) printf "%.5f\n", s / NR }' > "$WORK/$RUN.auc"
   echo "  $RUN: tables $(cat "$WORK/$RUN.rows"); test AUC $(cat "$WORK/$RUN.auc") (last three epochs)"
 }
+
+# double: two servers killed at once, with no checkpoint: the second is lost
+# before its backups hold all it holds, so the job ends with an error
+# naming what was lost (with a checkpoint it would roll back).
+if [ "$HOW" = double ]; then
+  RUN=double
+  config "$RUN" 1
+  export PSTRAIN_CONFIG="$WORK/$RUN.yaml" ID_PREFIX="$RUN"
+  start_scheduler
+  for n in $NODES; do start "$n"; done
+  wait_for_count "epoch: [0-9]* step: " "$(node_log worker_0)" 2 1200 ||
+    fail "$RUN: worker 0 did not get to its second progress line"
+  kill -9 "$(node_pid server_0)" "$(node_pid server_1)"
+  for n in scheduler worker_0 worker_1 server_2; do
+    wait_exit "$n" 1200
+    [ "$status" = 0 ] && fail "$RUN: $n exited 0 after two of three servers were lost at once"
+  done
+  grep "before its backups held all it holds" "$(node_log scheduler)" | cut -c 1-300 |
+    grep . || fail "$RUN: the scheduler did not say what was lost"
+  echo "replication_test: passed (two servers lost at once: the job ended, naming what was lost)"
+  exit 0
+fi
 
 run calm 0
 run killed "$KILLS"

@@ -83,11 +83,13 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
     }
     case w::Body_Heartbeat: {
       const w::Heartbeat* hb = h->body_as_Heartbeat();
-      Heartbeat out{hb->step(), hb->samples_per_s()};
-      if (out.step < -1 || !std::isfinite(out.samples_per_s) || out.samples_per_s < 0)
+      Heartbeat out{hb->step(), hb->samples_per_s(), hb->held_view()};
+      if (out.step < -1 || !std::isfinite(out.samples_per_s) || out.samples_per_s < 0 ||
+          out.held_view < -1)
         return InvalidArgument(fmt::format(
-            "Heartbeat with step {} and samples/s {} (want >= -1 and a finite rate >= 0)", out.step,
-            out.samples_per_s));
+            "Heartbeat with step {}, samples/s {} and view {} (want >= -1, a finite rate >= 0, "
+            ">= -1)",
+            out.step, out.samples_per_s, out.held_view));
       return MessageBody(out);
     }
     case w::Body_BarrierRequest: {

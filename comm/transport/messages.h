@@ -59,6 +59,7 @@ struct Topology {
 struct Heartbeat {
   int64_t step = -1;         // a worker's steps done; -1: nothing to report
   double samples_per_s = 0;  // its training rate, finite and >= 0
+  int64_t held_view = -1;    // a server's backups hold all it holds as of this view
 };
 struct BarrierRequest {
   BarrierGroup group = BarrierGroup::kAll;

@@ -67,7 +67,7 @@ struct BodyEncoder {
                                   .Union()};
   }
   Out operator()(const Heartbeat& m) {
-    return {w::Body_Heartbeat, w::CreateHeartbeat(b, m.step, m.samples_per_s).Union()};
+    return {w::Body_Heartbeat, w::CreateHeartbeat(b, m.step, m.samples_per_s, m.held_view).Union()};
   }
   Out operator()(const BarrierRequest& m) {
     return {w::Body_BarrierRequest,

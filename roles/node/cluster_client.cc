@@ -286,6 +286,16 @@ void ClusterClient::ReportProgress(int64_t step, double samples_per_s) {
   progress_rate_.store(std::isfinite(samples_per_s) ? std::max(samples_per_s, 0.0) : 0.0);
 }
 
+void ClusterClient::ReportReplicasHeld(int64_t view) {
+  if (view <= held_view_.load()) return;
+  held_view_.store(view);
+  loop_->Post([this] {
+    if (scheduler_)
+      scheduler_->Notify(
+          Heartbeat{progress_step_.load(), progress_rate_.load(), held_view_.load()});
+  });
+}
+
 // Heartbeats go out, and a scheduler silent past the timeout counts as lost.
 void ClusterClient::CheckSchedulerHeard() {
   const uint64_t now = loop_->NowMs();
@@ -303,7 +313,7 @@ void ClusterClient::CheckSchedulerHeard() {
     return;
   }
   if (!scheduler_) return;
-  scheduler_->Notify(Heartbeat{progress_step_.load(), progress_rate_.load()});
+  scheduler_->Notify(Heartbeat{progress_step_.load(), progress_rate_.load(), held_view_.load()});
   if (stalled) return;  // what came meanwhile is read after this
   if (now - last_heard_ms_ > timeout)
     scheduler_->Close(DeadlineExceeded(fmt::format("the scheduler has been silent for {:.1f} s",

@@ -155,6 +155,9 @@ class ClusterClient {
   // Workers: the steps done and the training rate, sent with the next
   // heartbeats for the scheduler's live view. Any thread; never blocks.
   void ReportProgress(int64_t step, double samples_per_s);
+  // A server of a replicated job: its backups hold all it holds as of
+  // server view `view`. Told the scheduler at once, and with each heartbeat.
+  void ReportReplicasHeld(int64_t view);
 
   int rank() const { return rank_.load(); }  // valid after Join
   // The topology as last received (deltas applied); null before. Loop
@@ -217,6 +220,7 @@ class ClusterClient {
   std::atomic<bool> in_workers_change_{false};  // 16. EnterWorkersChange
   std::atomic<int64_t> progress_step_{-1};      // ReportProgress, read by the loop
   std::atomic<double> progress_rate_{0};
+  std::atomic<int64_t> held_view_{-1};
 
   // Loop-thread state.
   Connection::Ptr scheduler_;

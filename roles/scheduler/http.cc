@@ -2,6 +2,7 @@
 // the snapshot of the job they render. Loop thread, like all the state read.
 #include <fmt/format.h>
 
+#include "roles/node/server_view.h"
 #include "roles/scheduler/scheduler.h"
 
 namespace pstrain {
@@ -81,6 +82,19 @@ JobView Scheduler::View() {
                                                 : "running";
       }
       view.nodes.push_back(std::move(v));
+    }
+  }
+  if (replicas_ > 0) {
+    const int servers = static_cast<int>(servers_.size());
+    const ServerView held = server_view_.owners.empty()
+                                ? ServerView{0, -1, AllServers(servers), AllServers(servers)}
+                                : server_view_;
+    view.replicas = replicas_;
+    view.server_view = held.view;
+    for (size_t o = 0; o < held.owners.size(); ++o) {
+      const int primary = held.owners[o];
+      view.shards.push_back({static_cast<int>(o), primary, BackupsOf(primary, held.live, replicas_),
+                             servers_[static_cast<size_t>(primary)].held_view >= held.view});
     }
   }
   return view;

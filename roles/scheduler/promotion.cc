@@ -44,6 +44,18 @@ bool Scheduler::PromoteBackups(NodeEntry& node, const std::string& what) {
     log_->error("{}: no server is left to hold its partitions", what);
     return false;
   }
+  // What it held (its own rank's rows and partitions, and those it took
+  // over) has whole copies only once its backups of this view hold them.
+  std::string held;
+  for (size_t o = 0; o < server_view_.owners.size(); ++o)
+    if (server_view_.owners[o] == lost) held += fmt::format("{}{}", held.empty() ? "" : ", ", o);
+  if (!held.empty() && node.held_view < server_view_.view) {
+    log_->error(
+        "lost server {} before its backups held all it holds (view {}, they hold view {}'s): the "
+        "partitions and table rows placed on server {} have no whole copy",
+        lost, server_view_.view, node.held_view, held);
+    return false;
+  }
   ServerView view{server_view_.view + 1, lost, live, server_view_.owners};
   for (int& owner : view.owners)
     if (owner == lost) owner = heir;
@@ -75,6 +87,15 @@ void Scheduler::JoinAsBackup(const Connection::Ptr& conn, uint64_t id, NodeInfo 
   log_->info("server {} joins as a backup (view {}): {} servers are live", info.rank, view.view,
              view.live.size());
   SendServerView(view);
+}
+
+void Scheduler::NoteReplicasHeld(NodeEntry& node, int64_t view) {
+  PSTRAIN_DCHECK_ON_LOOP(&loop_);
+  node.held_view = view;
+  if (view != server_view_.view || view == 0) return;
+  for (int r : server_view_.live)
+    if (servers_[static_cast<size_t>(r)].held_view < view) return;
+  log_->info("replication: the backups of every live server hold all it holds (view {})", view);
 }
 
 void Scheduler::SendServerView(const ServerView& view) {

@@ -139,6 +139,8 @@ void Scheduler::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
       node->samples_per_s = heartbeat->samples_per_s;
       best_step_ = std::max(best_step_, heartbeat->step);
     }
+    if (heartbeat->held_view > node->held_view && node->info.role == Role::kServer)
+      NoteReplicasHeld(*node, heartbeat->held_view);
     return;
   }
   if (auto* barrier = std::get_if<BarrierRequest>(&in.message.body)) {

@@ -174,6 +174,10 @@ class Scheduler {
     bool shut_down = false;   // acknowledged Shutdown or gone
     int64_t step = -1;        // 12. a worker's last reported step and rate
     double samples_per_s = 0;
+    // 17. A server's: the newest server view for which its backups hold
+    // all it holds (0: the job's start, when every copy is made before a
+    // worker hears of a change).
+    int64_t held_view = 0;
     bool awaiting_rejoin = false;  // 4. its connection closed during a stall of ours
     // 3. The topology round in which this rank's entry (node id, host,
     // port) last changed; the last round this node acknowledged (0: none,
@@ -316,6 +320,9 @@ class Scheduler {
   // 17. A lost server of a replicated job: true when its heir takes over
   // (roles/scheduler/promotion.cc).
   bool PromoteBackups(NodeEntry& node, const std::string& what);
+  // A server's backups hold all it holds as of view `view`; once every
+  // live server's do for the newest view, the log says so.
+  void NoteReplicasHeld(NodeEntry& node, int64_t view);
   // Sends `view` to every live server, then, once they took it, to every
   // worker.
   void SendServerView(const ServerView& view);

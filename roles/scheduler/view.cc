@@ -81,6 +81,16 @@ std::string StatusJson(const JobView& view) {
               {"generation", view.generation},
               {"phase", view.phase},
               {"uptime_s", view.uptime_s}};
+  if (view.replicas > 0) {
+    json shards = json::array();
+    for (const JobView::Shard& s : view.shards)
+      shards.push_back({{"rank", s.rank},
+                        {"primary", s.primary},
+                        {"backups", s.backups},
+                        {"backups_hold_all", s.backups_hold_all}});
+    job["replication"] = {
+        {"replicas", view.replicas}, {"view", view.server_view}, {"shards", shards}};
+  }
   if (!view.elastic.empty())
     job["elastic"] = {{"bounds", view.elastic},
                       {"joining", view.joining},
@@ -147,6 +157,25 @@ std::string MetricsText(const JobView& view) {
     out += fmt::format("pstrain_job_min_step {}\n", t.min_step);
     Family(&out, "pstrain_job_max_step", "gauge", "The fastest worker's step.");
     out += fmt::format("pstrain_job_max_step {}\n", t.max_step);
+  }
+  if (view.replicas > 0) {
+    Family(&out, "pstrain_replication_view", "gauge",
+           "The server view in force (train.replication): changes of the live servers so far.");
+    out += fmt::format("pstrain_replication_view {}\n", view.server_view);
+    Family(&out, "pstrain_replication_primary", "gauge",
+           "The server holding this server rank's partitions and table rows.");
+    for (const JobView::Shard& s : view.shards)
+      out += fmt::format("pstrain_replication_primary{{rank=\"{}\"}} {}\n", s.rank, s.primary);
+    Family(&out, "pstrain_replication_backups", "gauge",
+           "Servers holding copies of this server rank's partitions and table rows.");
+    for (const JobView::Shard& s : view.shards)
+      out +=
+          fmt::format("pstrain_replication_backups{{rank=\"{}\"}} {}\n", s.rank, s.backups.size());
+    Family(&out, "pstrain_replication_backups_hold_all", "gauge",
+           "1 when those copies hold all the primary holds as of the view in force.");
+    for (const JobView::Shard& s : view.shards)
+      out += fmt::format("pstrain_replication_backups_hold_all{{rank=\"{}\"}} {}\n", s.rank,
+                         s.backups_hold_all ? 1 : 0);
   }
   return out;
 }

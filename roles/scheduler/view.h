@@ -44,6 +44,20 @@ struct JobView {
   int joining = 0;
   int leaving = 0;
   std::vector<std::string> shape_changes;
+  // A job with replicated servers (train.replication): the server view in
+  // force, and for each server rank's rows and partitions the server
+  // holding them (its primary), the servers holding their copies, and
+  // whether those hold all the primary holds as of this view (false while
+  // the primary sends them its state after a change of servers).
+  struct Shard {
+    int rank = 0;
+    int primary = 0;
+    std::vector<int> backups;
+    bool backups_hold_all = false;
+  };
+  int replicas = 0;  // 0: not replicated
+  int64_t server_view = 0;
+  std::vector<Shard> shards;
 };
 
 // GET /status: {"job": {...}, "nodes": [...], "totals": {...}}.

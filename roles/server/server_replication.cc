@@ -243,6 +243,7 @@ void Server::Rereplicate(const ServerView& view) {
         "replication: view {}: server {}'s {} partitions and table shares ({} bytes) are on its "
         "{} backups again in {:.3f} s",
         view.view, rank(), sent->partitions, sent->bytes, backups.size(), seconds);
+    node_.cluster().ReportReplicasHeld(view.view);
   }
   if (static_cast<int>(backups.size()) < replicas)
     node_.log()->warn(

@@ -14,6 +14,13 @@
 # - a large shard: an MLP whose servers hold about 53 MiB each (784 -> 8192
 #   -> 4096 -> 10, sgd), replicas 1, server 1 killed at step 5: the
 #   re-replication lines (bytes, seconds) of the servers left.
+# - Wide&Deep (configs/wide_deep_criteo.yaml, sync, its two tables on the
+#   servers) on 1M generated click rows, 300 steps, in the same shapes and
+#   turns as LeNet: worker 0's samples/s and the bytes sent to backups;
+# - a large table share: that Wide&Deep in processes, 3 servers x 2
+#   workers, replicas 1, server 1 killed at step 950 (most of the data's
+#   ids seen): the heir's re-replication line (bytes, seconds) and the rows
+#   each server's tables hold at the end.
 # Usage: sh tests/bench/replication_bench.sh PSTRAIN_BIN
 # Prints one line per figure; logs stay in a temporary folder it names.
 set -u
@@ -36,24 +43,56 @@ yaml.safe_dump(c, open(sys.argv[2], 'w'))
 PY
 }
 
-echo "== throughput (LeNet, 300 steps, pstrain local)"
-for round in 1 2; do
-  for shape in "2 0" "2 1" "3 0" "3 1" "3 2"; do
-    set -- $shape
-    name="tp-$1-$2-$round"
-    lenet "$name" "$2" 300 100
-    "$BIN" local --config "$WORK/$name.yaml" --servers "$1" --workers 2 > "$WORK/$name.log" 2>&1 ||
-      { echo "$name failed"; tail -3 "$WORK/$name.log"; exit 1; }
-    rate=$(grep -o "worker 0 finished [0-9]* steps in [0-9.]* s: [0-9]* samples/s" "$WORK/$name.log" |
-      awk '{ print $9 }')
-    sent=$(grep -o "replication: sent [0-9]* changes, [0-9]* bytes" "$WORK/$name.log" |
-      awk '{ s += $5 } END { print s + 0 }')
-    # LeNet's PS bytes: 61706 floats; 300 steps, 2 workers.
-    pushed=$((300 * 2 * 61706 * 4))
-    echo "servers $1 replicas $2 round $round: $rate samples/s, replication bytes $sent =" \
-      "$(awk -v s="$sent" -v p="$pushed" 'BEGIN { printf "%.3f", s / p }') of the pushed $pushed"
+# wide_deep NAME REPLICAS STEPS LOG_EVERY: the shipped Wide&Deep config on
+# the generated data, changed.
+wide_deep() {
+  python3 - "$REPO/configs/wide_deep_criteo.yaml" "$WORK/$1.yaml" "$2" "$3" "$4" "$WORK/data" \
+    << 'PY'
+import sys, yaml
+c = yaml.safe_load(open(sys.argv[1]))
+c['data']['train'] = [sys.argv[6] + '/train.txt']
+c['data']['test'] = [sys.argv[6] + '/test.txt']
+c['train']['steps'] = int(sys.argv[4])
+c['train']['log_every'] = int(sys.argv[5])
+c['train']['replication'] = {'replicas': int(sys.argv[3])}
+yaml.safe_dump(c, open(sys.argv[2], 'w'))
+PY
+}
+"$BIN" gen criteo --rows 1000000 --shards 2 --test-rows 20000 --out "$WORK/data" > /dev/null ||
+  { echo "gen criteo failed"; exit 1; }
+
+# throughput MODEL STEPS: each shape and replica count, twice in turns.
+throughput() {
+  model=$1 steps=$2
+  for round in 1 2; do
+    for shape in "2 0" "2 1" "3 0" "3 1" "3 2"; do
+      set -- $shape
+      name="tp-$model-$1-$2-$round"
+      "$model" "$name" "$2" "$steps" 100
+      "$BIN" local --config "$WORK/$name.yaml" --servers "$1" --workers 2 > "$WORK/$name.log" 2>&1 ||
+        { echo "$name failed"; tail -3 "$WORK/$name.log"; exit 1; }
+      rate=$(grep -o "worker 0 finished [0-9]* steps in [0-9.]* s: [0-9]* samples/s" \
+        "$WORK/$name.log" | awk '{ print $9 }')
+      sent=$(grep -o "replication: sent [0-9]* changes, [0-9]* bytes" "$WORK/$name.log" |
+        awk '{ s += $5 } END { print s + 0 }')
+      echo "$model servers $1 replicas $2 round $round: $rate samples/s, replication bytes $sent" \
+        "$(pushed_share "$model" "$steps" "$sent")"
+    done
   done
-done
+}
+# pushed_share MODEL STEPS SENT: LeNet's replication bytes against the
+# gradient bytes pushed (61706 PS floats, 2 workers); nothing for tables,
+# whose pushes carry a batch's ids.
+pushed_share() {
+  [ "$1" = lenet ] || return 0
+  pushed=$(($2 * 2 * 61706 * 4))
+  echo "= $(awk -v s="$3" -v p="$pushed" 'BEGIN { printf "%.3f", s / p }') of the pushed $pushed"
+}
+
+echo "== throughput (LeNet, 300 steps, pstrain local)"
+throughput lenet 300
+echo "== throughput (Wide&Deep, 1M rows, 300 steps, pstrain local)"
+throughput wide_deep 300
 
 export MS_SERVER_NUM=3 MS_WORKER_NUM=2 MS_SCHED_HOST=127.0.0.1
 export PSTRAIN_CONNECT_TIMEOUT=60 PSTRAIN_HEARTBEAT_TIMEOUT=10
@@ -120,3 +159,9 @@ train:
 YAML
 export PSTRAIN_CONFIG="$WORK/big.yaml"
 killed big 5
+
+echo "== a large table share (Wide&Deep, 1M rows, replicas 1)"
+wide_deep wdkill 1 1200 50
+export PSTRAIN_CONFIG="$WORK/wdkill.yaml"
+killed wdkill 950
+grep -h "rows (primary)" "$WORK"/wdkill-server_*.log | sed 's/.*replication: /  /'
