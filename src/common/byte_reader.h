@@ -23,7 +23,7 @@ class ByteReader {
   }
   bool Bytes(void* dst, size_t n) {
     if (n > left_) return false;
-    std::memcpy(dst, data_, n);
+    if (n > 0) std::memcpy(dst, data_, n);  // an empty vector's data() may be null
     data_ += n;
     left_ -= n;
     return true;
