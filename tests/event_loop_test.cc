@@ -84,6 +84,9 @@ TEST_CASE("while no loop thread runs, its owner may touch loop state") {
   CHECK(stopped.MayTouchLoopState());  // after Stop(): tearing down
   LoopOnlyStep(&stopped);
   CHECK(failures.empty());
+  // A call to a loop that stopped returns what it is given for that, at
+  // once: it must not wait for a closure the loop will never run.
+  CHECK(stopped.Call<int>([] { return 1; }, 7) == 7);
 }
 
 }  // namespace

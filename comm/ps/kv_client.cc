@@ -182,7 +182,9 @@ bool KvClient::FailOver(const KvOp& op, const Partition& p, const std::shared_pt
                         int hops, int server, const Status& status) {
   PSTRAIN_DCHECK_ON_LOOP(loop_);
   // Only a link that is gone: a server's refusal stands.
-  if (failover_patience_.count() <= 0 || status.code() != StatusCode::kUnavailable) return false;
+  if (failover_patience_.count() <= 0 || failover_stopped_ ||
+      status.code() != StatusCode::kUnavailable)
+    return false;
   if (hops + 1 >= kMaxMovedHops) return false;
   const int now_at = route_[op.tensor][p.part];
   if (now_at != server && servers_[now_at] && !servers_[now_at]->closed()) {
@@ -217,6 +219,14 @@ void KvClient::ExpireParked() {
         map_.tensors()[w.op.tensor].name, w.p.part, w.server, failover_patience_.count())));
   }
   parked_ = std::move(kept);
+}
+
+void KvClient::FailParked(const Status& why) {
+  PSTRAIN_DCHECK_ON_LOOP(loop_);
+  failover_stopped_ = true;
+  std::vector<Parked> parked = std::move(parked_);
+  parked_.clear();
+  for (Parked& w : parked) w.batch->Report(why);
 }
 
 void KvClient::UseServerView(const ServerView& view) {

@@ -145,6 +145,9 @@ class KvClient {
   // A request whose server is lost waits up to `patience` for a ServerView
   // that names where its partition went, instead of failing at once.
   void EnableFailover(std::chrono::milliseconds patience);
+  // The job is over or paused: no view will come, and every request that
+  // waits for one fails now with `why`. Loop thread.
+  void FailParked(const Status& why);
   // The servers holding each partition from now on (comm/transport/
   // messages.h, ServerView); the lost server's connection is closed and
   // what waited on it is sent again where it went. Loop thread.
@@ -209,6 +212,7 @@ class KvClient {
   std::atomic<int64_t> failover_retries_{0};
   // Failover: off until EnableFailover; loop thread after.
   std::chrono::milliseconds failover_patience_{0};
+  bool failover_stopped_ = false;  // FailParked: nothing waits for a view any more
   std::vector<Parked> parked_;
   int64_t view_ = 0;         // the newest ServerView taken
   std::vector<int> owners_;  // its owners (empty: every server holds its own)

@@ -27,6 +27,9 @@ class ServerRoutes {
     if (rank >= 0 && static_cast<size_t>(rank) < servers_.size())
       servers_[static_cast<size_t>(rank)] = std::move(conn);
   }
+  // The job is over or paused: no view will come, and nothing waits for one.
+  void Stop() { stopped_ = true; }
+  bool stopped() const { return stopped_; }
   // The link to the server holding rank `origin`'s rows (null: none yet).
   Connection::Ptr Route(int origin) const {
     int at = origin;
@@ -38,6 +41,7 @@ class ServerRoutes {
  private:
   std::vector<Connection::Ptr> servers_;
   std::vector<int> owners_;  // empty: each rank holds its own
+  bool stopped_ = false;
 };
 
 }  // namespace pstrain

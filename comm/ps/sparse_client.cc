@@ -176,8 +176,10 @@ bool SparseClient::WaitForRoutes(const std::vector<Request>& requests,
                                  const std::vector<const Connection*>& failed_on,
                                  std::chrono::steady_clock::time_point deadline) {
   for (;;) {
+    bool stopped = false;
     const bool routed = loop_->Call<bool>(
         [&] {
+          stopped = routes_->stopped();
           for (size_t k = 0; k < which.size(); ++k) {
             Connection::Ptr now = Route(requests[which[k]].s);
             if (!now || now->closed() || now.get() == failed_on[k]) return false;
@@ -186,7 +188,7 @@ bool SparseClient::WaitForRoutes(const std::vector<Request>& requests,
         },
         false);
     if (routed) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+    if (stopped || std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }

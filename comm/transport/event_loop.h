@@ -212,9 +212,11 @@ template <typename T>
 T EventLoop::Call(std::function<T()> fn, T if_stopped) {
   auto result = std::make_shared<std::promise<T>>();
   std::future<T> future = result->get_future();
-  // The promise lives in the closure: if the closure is dropped unrun (the
-  // loop stopped), the future reports a broken promise.
-  Post([fn = std::move(fn), result] { result->set_value(fn()); });
+  // The promise lives in the closure alone (moved there): if the closure is
+  // dropped unrun, the future reports a broken promise. A loop that stopped
+  // refuses it at once.
+  if (!Post([fn = std::move(fn), result = std::move(result)] { result->set_value(fn()); }))
+    return if_stopped;
   try {
     return future.get();
   } catch (const std::future_error&) {

@@ -13,9 +13,16 @@ Node::Node(NodeOptions options, Logger log)
       log_(std::move(log)),
       listener_(&loop_, log_),
       cluster_(&loop_, options_, log_) {
-  cluster_.SetInterruptHook([this](const Status& why) { CloseAllConnections(&loop_, why); });
+  cluster_.SetInterruptHook([this](const Status& why) {
+    CloseAllConnections(&loop_, why);
+    if (on_interrupt_) on_interrupt_(why);
+  });
   loop_.SetTestFault(options_.cluster.test_fault);
   loop_.SetSecurity(SecurityFrom(options_.cluster));
+}
+
+void Node::OnInterrupt(std::function<void(const Status&)> hook) {
+  loop_.Post([this, hook = std::move(hook)]() mutable { on_interrupt_ = std::move(hook); });
 }
 
 Node::~Node() {

@@ -63,6 +63,11 @@ class Node {
   // What this run keeps for the next. Any thread.
   NodeMemory Kept();
 
+  // Also runs `hook` (on the loop) when the job's verdict interrupts this
+  // node (a pause, the end of the job): for what waits on no connection.
+  // Any thread.
+  void OnInterrupt(std::function<void(const Status&)> hook);
+
   EventLoop& loop() { return loop_; }
   ClusterClient& cluster() { return cluster_; }
   const NodeOptions& options() const { return options_; }
@@ -78,7 +83,8 @@ class Node {
   ClusterClient cluster_;
   SignalWatcher signals_{&loop_};  // SIGTERM / SIGINT: ask the scheduler to stop the job
   uint16_t recalled_port_ = 0;     // Recall(), before Start()
-  std::atomic<uint16_t> port_{0};  // listened on, once Start() got that far
+  std::function<void(const Status&)> on_interrupt_;  // loop thread
+  std::atomic<uint16_t> port_{0};                    // listened on, once Start() got that far
 };
 
 }  // namespace pstrain

@@ -125,7 +125,7 @@ void Server::ApplyTableView(const ServerView& view, const std::vector<int>& prim
     const int origin = it->first;
     const int primary = it->second.primary;
     if (!live(primary) && view.owners[static_cast<size_t>(origin)] == rank() &&
-        TablesOf(origin) == nullptr) {
+        TablesOf(origin) == nullptr && it->second.host->CopiesWhole()) {
       // As a promoted partition (PsShard::ApplyView): its changes go to
       // the backups from now on, its state first (Rereplicate sends it).
       ReplicateTables(*it->second.host);

@@ -145,6 +145,9 @@ class TableHost {
   // As a backup of the server whose rank this host was made for: holds a
   // change of one of its tables (a Replicate of kind TableState or TableOps).
   void TakeReplica(Replicate change, Buffer payload, Reply reply);
+  // False when a change it acknowledged could not be made on some copy
+  // (never expected): such a copy must not be promoted. Blocks.
+  bool CopiesWhole();
 
   // Table statistics, on the table thread (tests).
   StatusOr<EmbeddingTableCounters> Counters(const std::string& table);
@@ -172,6 +175,7 @@ class TableHost {
     // A backup's: the last change of the primary's table it holds (0: its
     // state has not come yet).
     int64_t copy_seq = 0;
+    Status copy_failed;  // a change held but not made: never promoted
   };
   TableHost(const Config& config, int workers, int rank, int servers, Logger log)
       : config_(config),
@@ -226,7 +230,11 @@ class TableHost {
   // A push whose update this table applied already (sent again after its
   // server was lost).
   bool IsResentPush(const HostedTable& t, const SparsePushRequest& request) const;
-  Status HoldReplica(const Replicate& change, const Buffer& payload);
+  // Answers `ack` once it holds the change (a state, or a change checked
+  // whole and in order, before it is made); an error is returned instead.
+  Status HoldReplica(const Replicate& change, const Buffer& payload, const Reply& ack);
+  // Makes a primary's change on a backup's copy of table `t`.
+  Status Replay(HostedTable& t, int worker, const TableChange& change);
   static ReplicationQueue::Then AckOnceHeld(Reply reply);
 
   bool ReadyFor(int64_t step) const;

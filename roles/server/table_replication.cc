@@ -7,6 +7,7 @@
 // the primary's rows, optimizer slots and counts bit for bit.
 #include <fmt/format.h>
 
+#include "comm/transport/completion.h"
 #include "roles/server/table_host.h"
 
 namespace pstrain {
@@ -90,11 +91,14 @@ void TableHost::SendStates(std::function<void(const Status&, int64_t tables, int
 }
 
 void TableHost::TakeReplica(Replicate change, Buffer payload, Reply reply) {
-  thread_.Post([this, change = std::move(change), payload = std::move(payload),
-                reply = std::move(reply)] { reply(AckOr(HoldReplica(change, payload)), {}); });
+  thread_.Post(
+      [this, change = std::move(change), payload = std::move(payload), reply = std::move(reply)] {
+        Status st = HoldReplica(change, payload, reply);
+        if (!st.ok()) reply(AckOr(st), {});
+      });
 }
 
-Status TableHost::HoldReplica(const Replicate& change, const Buffer& payload) {
+Status TableHost::HoldReplica(const Replicate& change, const Buffer& payload, const Reply& ack) {
   const std::string what = fmt::format("change {} of the backup of server {}'s table '{}'",
                                        change.seq, rank_, change.tensor);
   HostedTable* t = Find(change.tensor);
@@ -112,36 +116,61 @@ Status TableHost::HoldReplica(const Replicate& change, const Buffer& payload) {
     PSTRAIN_RETURN_IF_ERROR(fresh->core.Load(state->core).WithContext(what));
     fresh->copy_seq = change.seq;
     tables_[change.tensor] = std::move(fresh);
+    ack(Ack{}, {});
     return Status::OK();
   }
   if (t->copy_seq == 0) return FailedPrecondition(what + ": " + kNoCopy);
+  if (!t->copy_failed.ok()) return t->copy_failed;
   if (change.seq != t->copy_seq + 1)
     return FailedPrecondition(fmt::format("{}: the copy holds change {}", what, t->copy_seq));
   const int dim = t->table.options().dim;
   auto made = DecodeTableChange(payload.data, payload.size, change.tensor, dim, kMaxIdsPerChange);
   if (!made.ok()) return made.status().WithContext(what);
-  const TableChange& c = *made;
+  // Held once it is here, whole and in order: this thread makes it before
+  // anything after it, a promotion included. Acknowledged before it is
+  // made, so that the primary's push and pull wait for the link, not for
+  // this copy's work too.
+  t->copy_seq = change.seq;
+  ack(Ack{}, {});
+  Status made_here = Replay(*t, change.worker, *made);
+  if (!made_here.ok()) {
+    // Never expected (the change was checked); the copy can no longer be
+    // promoted, and every later change is refused with why.
+    t->copy_failed = made_here.WithContext(what);
+    log_->error("{}", t->copy_failed.message());
+  }
+  return Status::OK();
+}
+
+Status TableHost::Replay(HostedTable& table, int worker, const TableChange& c) {
+  HostedTable* t = &table;
+  const int dim = t->table.options().dim;
   switch (c.op) {
     case TableOp::kLookup:
       replayed_.resize(c.ids.size() * static_cast<size_t>(dim));
       PSTRAIN_RETURN_IF_ERROR(
-          t->table.Lookup(c.ids.data(), c.ids.size(), replayed_.data(), c.step).WithContext(what));
+          t->table.Lookup(c.ids.data(), c.ids.size(), replayed_.data(), c.step));
       break;
     case TableOp::kApply:
-      for (int64_t id : c.ids) PSTRAIN_RETURN_IF_ERROR(t->table.CheckId(id).WithContext(what));
+      for (int64_t id : c.ids) PSTRAIN_RETURN_IF_ERROR(t->table.CheckId(id));
       PSTRAIN_RETURN_IF_ERROR(
-          t->table.ApplyGradients(c.ids.data(), c.grads.data(), c.ids.size(), c.step)
-              .WithContext(what));
-      PSTRAIN_RETURN_IF_ERROR(t->core.Replay(change.worker).WithContext(what));
+          t->table.ApplyGradients(c.ids.data(), c.grads.data(), c.ids.size(), c.step));
+      PSTRAIN_RETURN_IF_ERROR(t->core.Replay(worker));
       break;
-    case TableOp::kEvict: {
-      auto evicted = t->table.EvictUntouched(c.step);
-      if (!evicted.ok()) return evicted.status().WithContext(what);
-      break;
-    }
+    case TableOp::kEvict:
+      return t->table.EvictUntouched(c.step).status();
   }
-  t->copy_seq = change.seq;
   return Status::OK();
+}
+
+bool TableHost::CopiesWhole() {
+  Completion<bool> whole;
+  thread_.Post([this, whole] {
+    for (auto& [name, t] : tables_)
+      if (!t->copy_failed.ok()) return whole.Set(false);
+    whole.Set(true);
+  });
+  return whole.Wait();
 }
 
 }  // namespace pstrain

@@ -103,6 +103,10 @@ Status Worker::RunOnce() {
       auto routes = std::make_shared<ServerRoutes>(context.servers);
       context.routes = routes;
       context.failover_patience = TopologyPatience();
+      node_.OnInterrupt([this](const Status& why) {
+        if (kv_on_loop_ != nullptr) kv_on_loop_->FailParked(why);
+        if (routes_) routes_->Stop();
+      });
       node_.loop().Post([this, kv = kv_.get(), routes] {
         kv_on_loop_ = kv;
         routes_ = routes;
