@@ -3,8 +3,9 @@
 // same bit for bit (rows created by pulls, optimizer slots, counts), in
 // async and sync; a push is acknowledged only once the backup holds its
 // update; a push resent to the promoted copy after its update was applied
-// is acknowledged and not applied again; a backup refuses changes out of
-// order or before the state; the change codec refuses what is not whole.
+// is acknowledged and not applied again; a copy promoted without its state
+// refuses requests; a backup refuses changes out of order or before the
+// state; the change codec refuses what is not whole.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -161,7 +162,7 @@ TEST_CASE("a push resent to the promoted copy after its update was applied is ap
     }
     // The primary dies before worker 1 hears of its push: the worker sends
     // it again to the copy, now primary.
-    backup->ReplicateTo(NoBackups());
+    backup->Promote(NoBackups());
     backup.Push(Range(10, 30), 0, 1);
     CHECK(SameRows(backup, reference));
     // And the job goes on there as it would have.
@@ -174,6 +175,17 @@ TEST_CASE("a push resent to the promoted copy after its update was applied is ap
     }
     CHECK(SameRows(backup, reference));
   }
+}
+
+TEST_CASE("a copy promoted before its state came refuses every request, naming why") {
+  auto sink = std::make_shared<testing::CaptureSink>();
+  Host copy(TableConfig(UpdateMode::kAsync), 2, 1, sink, 1);
+  copy->Promote(NoBackups());
+  Completion<Status> pushed;
+  copy.PushAsync(Range(0, 4), 0, 0, pushed);
+  CHECK(pushed.Wait().message().find("the rows of server 2's table 'emb.weight' are lost") !=
+        std::string::npos);
+  CHECK(pushed.Wait().message().find("its state had not come") != std::string::npos);
 }
 
 StatusOr<MessageBody> Take(Host& backup, Replicate change, const std::vector<uint8_t>& bytes) {

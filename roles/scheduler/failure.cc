@@ -128,6 +128,7 @@ void Scheduler::BeginPause(const std::string& why, bool reshape) {
   SetGeneration(generation_ + 1);
   paused_ = true;
   server_view_ = ServerView{};  // 17. every server starts again from the checkpoint
+  for (NodeEntry& s : servers_) s.held_view = -1;  // and sends its backups its states again
   // 13. A change of shape under way waits for the next: its joiners and
   // leavers are kept.
   reshaping_ = false;

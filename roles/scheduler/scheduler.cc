@@ -139,7 +139,9 @@ void Scheduler::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
       node->samples_per_s = heartbeat->samples_per_s;
       best_step_ = std::max(best_step_, heartbeat->step);
     }
-    if (heartbeat->held_view > node->held_view && node->info.role == Role::kServer)
+    // Never a view this scheduler has not sent (a stale or confused report).
+    if (heartbeat->held_view > node->held_view && heartbeat->held_view <= server_view_.view &&
+        node->info.role == Role::kServer)
       NoteReplicasHeld(*node, heartbeat->held_view);
     return;
   }

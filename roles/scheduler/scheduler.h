@@ -175,9 +175,8 @@ class Scheduler {
     int64_t step = -1;        // 12. a worker's last reported step and rate
     double samples_per_s = 0;
     // 17. A server's: the newest server view for which its backups hold
-    // all it holds (0: the job's start, when every copy is made before a
-    // worker hears of a change).
-    int64_t held_view = 0;
+    // all it holds (-1: none yet; 0: the tables' states sent at the start).
+    int64_t held_view = -1;
     bool awaiting_rejoin = false;  // 4. its connection closed during a stall of ours
     // 3. The topology round in which this rank's entry (node id, host,
     // port) last changed; the last round this node acknowledged (0: none,

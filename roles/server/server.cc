@@ -141,8 +141,10 @@ Status Server::RunOnce() {
     // The tables' shares, empty or restored, go to the backups ahead of
     // any change a worker's request makes.
     if (backup_links_ && tables_)
-      tables_->SendStates([log = node_.log()](const Status& st, int64_t, int64_t) {
-        if (!st.ok()) log->error("replication: the tables' states: {}", st.message());
+      tables_->SendStates([this](const Status& st, int64_t, int64_t) {
+        if (!st.ok())
+          return node_.log()->error("replication: the tables' states: {}", st.message());
+        node_.cluster().ReportReplicasHeld(0);  // until then it cannot be taken over
       });
     PSTRAIN_RETURN_IF_ERROR(
         AgreeOnResume(node_.cluster(), *found, fmt::format("server {}", rank())));

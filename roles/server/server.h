@@ -98,6 +98,8 @@ class Server {
   void ApplyTableView(const ServerView& view, const std::vector<int>& primaries);
   // Sends each share through the backup links (own and taken over).
   void ReplicateTables(TableHost& host);
+  // A copy no longer held, destroyed off the loop.
+  void DropTables(std::shared_ptr<TableHost> host);
   // The tables of `origin`'s rows this server answers for (-1: its own);
   // null when none. Loop thread.
   TableHost* TablesOf(int origin);
@@ -187,10 +189,10 @@ class Server {
   // tables of lost servers this one holds now, by their rank.
   struct TableCopy {
     int primary = -1;
-    std::unique_ptr<TableHost> host;
+    std::shared_ptr<TableHost> host;
   };
   std::map<int, TableCopy> table_copies_;
-  std::map<int, std::unique_ptr<TableHost>> taken_tables_;
+  std::map<int, std::shared_ptr<TableHost>> taken_tables_;
   // Which shard owns each (tensor, part); loop thread only.
   using RoutesOfTensor = std::map<uint32_t, PsShard*>;
   std::map<std::string, RoutesOfTensor, std::less<>> routes_;

@@ -60,25 +60,32 @@ void Server::OnTableReplica(const Connection::Ptr& conn, uint64_t id, int primar
     return conn->Reply(id, ErrorReply{fmt::format("a table change of server {}'s rows, in a job "
                                                   "of {} servers",
                                                   origin, servers)});
-  TableCopy& copy = table_copies_[origin];
-  if (change.kind == ReplicaKind::kTableState && copy.primary != primary) {
+  auto found = table_copies_.find(origin);
+  if (change.kind == ReplicaKind::kTableState &&
+      (found == table_copies_.end() || found->second.primary != primary)) {
     // The first state, or a new primary's (its heir's): it replaces the copy.
     auto host =
         TableHost::Create(config_, node_.cluster().worker_num(), origin, servers, node_.log());
     if (!host.ok()) return conn->Reply(id, ErrorReply{host.status().message()});
-    copy = TableCopy{primary, std::move(*host)};
+    if (found != table_copies_.end()) DropTables(std::move(found->second.host));
+    found = table_copies_.insert_or_assign(origin, TableCopy{primary, std::move(*host)}).first;
   }
-  if (!copy.host) {
-    table_copies_.erase(origin);
+  if (found == table_copies_.end())
     return conn->Reply(id, ErrorReply{fmt::format("change {} of server {}'s table '{}': {}",
                                                   change.seq, origin, change.tensor, kNoCopy)});
-  }
+  TableCopy& copy = found->second;
   if (copy.primary != primary)
     return conn->Reply(
         id, ErrorReply{fmt::format("change {} of server {}'s table '{}' came from server {}, the "
                                    "copy from server {}",
                                    change.seq, origin, change.tensor, primary, copy.primary)});
   copy.host->TakeReplica(std::move(change), std::move(payload), ReplyTo(conn, id));
+}
+
+void Server::DropTables(std::shared_ptr<TableHost> host) {
+  // Off the loop: a host joins its thread, which first makes what it holds.
+  if (!host) return;
+  replica_thread_.Post([host = std::move(host)]() mutable { host.reset(); });
 }
 
 void Server::ReplicateTables(TableHost& host) {
@@ -125,16 +132,21 @@ void Server::ApplyTableView(const ServerView& view, const std::vector<int>& prim
     const int origin = it->first;
     const int primary = it->second.primary;
     if (!live(primary) && view.owners[static_cast<size_t>(origin)] == rank() &&
-        TablesOf(origin) == nullptr && it->second.host->CopiesWhole()) {
+        TablesOf(origin) == nullptr) {
       // As a promoted partition (PsShard::ApplyView): its changes go to
-      // the backups from now on, its state first (Rereplicate sends it).
-      ReplicateTables(*it->second.host);
-      it->second.host->SendStates([](const Status&, int64_t, int64_t) {});
+      // the backups from now on, after its state (Rereplicate sends it). A
+      // copy that is not whole refuses every request, naming why.
+      BackupLinks* links = backup_links_.get();
+      it->second.host->Promote(
+          [links](Replicate change, Payload payload, std::function<void(const Status&)> done) {
+            links->Send(std::move(change), std::move(payload), std::move(done));
+          });
       taken_tables_[origin] = std::move(it->second.host);
       it = table_copies_.erase(it);
     } else if (!live(primary) ||
                std::find(primaries.begin(), primaries.end(), primary) == primaries.end()) {
-      it = table_copies_.erase(it);  // as PsShard::ApplyView: it would go stale
+      DropTables(std::move(it->second.host));  // as PsShard::ApplyView: it would go stale
+      it = table_copies_.erase(it);
     } else {
       ++it;
     }
@@ -298,19 +310,18 @@ void Server::LogTableReplicas() {
     int origin;
     const char* role;
     TableHost* host;
+    std::shared_ptr<TableHost> keep;  // a copy a view may drop meanwhile
   };
   const std::vector<Share> shares = node_.loop().Call<std::vector<Share>>(
       [this] {
         std::vector<Share> out;
-        if (tables_ && OwnsOwnTables()) out.push_back({rank(), "primary", tables_.get()});
-        for (auto& [origin, host] : taken_tables_) out.push_back({origin, "primary", host.get()});
+        for (TableHost* host : PrimaryTables()) out.push_back({host->rank(), "primary", host, {}});
         for (auto& [origin, copy] : table_copies_)
-          out.push_back({origin, "backup", copy.host.get()});
+          out.push_back({origin, "backup", copy.host.get(), copy.host});
         return out;
       },
       {});
   for (const Share& share : shares) {
-    if (share.host->empty()) continue;
     Completion<StatusOr<TableHost::NamedDigests>> digests;
     share.host->Digests(
         [digests](StatusOr<TableHost::NamedDigests> d) { digests.Set(std::move(d)); });

@@ -112,6 +112,7 @@ void TableHost::Pull(SparsePullRequest request, Buffer ids, Reply reply) {
                    {});
     if (std::string why = PlacementRefusal(request.table, request.servers); !why.empty())
       return reply(ErrorReply{"pull " + why}, {});
+    if (!not_whole_.ok()) return reply(ErrorReply{not_whole_.message()}, {});
     t->core.AnswerAt(request.min_clock, [this, t, ids, reply](const std::string* refused) {
       if (refused != nullptr) return reply(ErrorReply{*refused}, {});
       DoPull(*t, ids, reply);
@@ -210,6 +211,7 @@ void TableHost::Push(SparsePushRequest request, Buffer payload, Reply reply) {
       return reply(ErrorReply{fmt::format("push to unknown table '{}'", request.table)}, {});
     if (std::string why = PlacementRefusal(request.table, request.servers); !why.empty())
       return reply(ErrorReply{"push " + why}, {});
+    if (!not_whole_.ok()) return reply(ErrorReply{not_whole_.message()}, {});
     if (IsResentPush(*t, request))  // its update was applied: acknowledged once held
       return t->queue.AfterSent(AckOnceHeld(reply));
     const int64_t sent_before = t->queue.sent();

@@ -145,9 +145,13 @@ class TableHost {
   // As a backup of the server whose rank this host was made for: holds a
   // change of one of its tables (a Replicate of kind TableState or TableOps).
   void TakeReplica(Replicate change, Buffer payload, Reply reply);
-  // False when a change it acknowledged could not be made on some copy
-  // (never expected): such a copy must not be promoted. Blocks.
-  bool CopiesWhole();
+  // A backup's copy of a lost server's tables becomes their primary: as
+  // ReplicateTo, once every table's state has come and every change it
+  // acknowledged was made; otherwise it answers every request with why
+  // (its rows are lost), and logs it.
+  void Promote(ReplicaSender send);
+  // The server rank whose rows these are.
+  int rank() const { return rank_; }
 
   // Table statistics, on the table thread (tests).
   StatusOr<EmbeddingTableCounters> Counters(const std::string& table);
@@ -259,6 +263,7 @@ class TableHost {
   std::shared_ptr<RowBuffers> row_buffers_ = std::make_shared<RowBuffers>();
   std::vector<std::pair<int64_t, SnapshotDone>> waiting_snapshots_;  // table thread
   ReplicaSender send_;           // null: not replicating; table thread
+  Status not_whole_;             // a copy promoted without all of it; table thread
   std::vector<float> replayed_;  // a backup's lookups write here
   // A move copied ahead, for the placement over `servers` where this server
   // holds `rank`: as the server rows leave (the tables' copied_ahead), or

@@ -7,7 +7,6 @@
 // the primary's rows, optimizer slots and counts bit for bit.
 #include <fmt/format.h>
 
-#include "comm/transport/completion.h"
 #include "roles/server/table_host.h"
 
 namespace pstrain {
@@ -163,14 +162,19 @@ Status TableHost::Replay(HostedTable& table, int worker, const TableChange& c) {
   return Status::OK();
 }
 
-bool TableHost::CopiesWhole() {
-  Completion<bool> whole;
-  thread_.Post([this, whole] {
-    for (auto& [name, t] : tables_)
-      if (!t->copy_failed.ok()) return whole.Set(false);
-    whole.Set(true);
+void TableHost::Promote(ReplicaSender send) {
+  thread_.Post([this, send = std::move(send)]() mutable {
+    for (auto& [name, t] : tables_) {
+      if (t->copy_seq > 0 && t->copy_failed.ok()) continue;
+      not_whole_ = FailedPrecondition(fmt::format(
+          "the rows of server {}'s table '{}' are lost: this server's copy was not whole when "
+          "it took them over ({})",
+          rank_, name, t->copy_seq == 0 ? "its state had not come" : t->copy_failed.message()));
+      log_->error("replication: {}", not_whole_.message());
+      return;
+    }
+    send_ = std::move(send);
   });
-  return whole.Wait();
 }
 
 }  // namespace pstrain
