@@ -56,42 +56,16 @@ if [ "$MODEL" = wide_deep ]; then
     fail "gen criteo"
 fi
 
-# wide_deep_config NAME REPLICAS: an async Wide&Deep job, tables on the servers.
+# wide_deep_config NAME REPLICAS: an async Wide&Deep job (tests/cluster_util.sh),
+# tables on the servers.
 wide_deep_config() {
-  cat > "$WORK/$1.yaml" << YAML
-model:
-  input: [13]
-  sparse_fields: 26
-  loss: bce_with_logits
-  wide:
-    - {name: wide_emb, type: embedding_bag, vocab: 65536, dim: 1, mode: sum, init: zeros}
-  deep:
-    - {name: deep_emb, type: embedding_bag, vocab: 65536, dim: 8, mode: concat, init: normal,
-       init_scale: 0.05}
-    - concat
-    - {name: fc1, type: linear, out: 32}
-    - relu
-    - {name: fc2, type: linear, out: 1}
-data:
-  format: criteo
-  train: [$WORK/data/train.txt-00000]
-  test: [$WORK/data/test.txt]
-  vocab: 65536
-parameters:
-  - {match: "wide_emb.weight", ps: true, init_in_server: true, optimizer: {type: adagrad, lr: 0.5}}
-  - {match: "deep_emb.weight", ps: true, init_in_server: true, optimizer: {type: adagrad, lr: 0.05}}
-  - {match: "fc2*", ps: true}
-  - {match: "fc*", ps: false}
-train:
-  epochs: ${EPOCHS:-40}
-  batch_size: 128
-  mode: ${MODE:-async}
-  optimizer: {type: adam, lr: 0.0005}
-  seed: 3
-  log_every: 20
-  partition_bytes: 16384
-  replication: {replicas: $2}
-YAML
+  job_config wide_deep "$WORK/data" "${EPOCHS:-40}" - "partition_bytes: 16384" \
+    "replication: {replicas: $2}" |
+    sed -e "s|^  vocab: 65536|  vocab: 65536\n  test: [$WORK/data/test.txt]|" \
+      -e "s|train.txt\]|train.txt-00000]|" -e "s/adagrad, lr: 1.0/adagrad, lr: 0.5/" \
+      -e "s/adam, lr: 0.001/adam, lr: 0.0005/" \
+      -e "s/^  batch_size: 16/  batch_size: 128/" -e "s/^  mode: sync/  mode: ${MODE:-async}/" \
+      -e "s/^  log_every: 1000/  log_every: 20/" > "$WORK/$1.yaml"
 }
 
 # config NAME REPLICAS: a sync LeNet job on a slice of Fashion-MNIST.

@@ -94,16 +94,29 @@ Config TableConfig(UpdateMode mode) {
   return config;
 }
 
+// A primary of 2 workers wired to its backup, and a third host that takes
+// the same requests unreplicated.
+struct Replicated {
+  explicit Replicated(UpdateMode mode)
+      : config(TableConfig(mode)),
+        primary(config, 0, 1, sink, 2),
+        backup(config, 0, 1, sink, 2),
+        alone(config, 0, 1, sink, 2),
+        wire(&backup) {
+    primary->ReplicateTo(wire.Sender());
+    SendStates(primary);
+  }
+  std::shared_ptr<testing::CaptureSink> sink = std::make_shared<testing::CaptureSink>();
+  Config config;
+  Host primary, backup, alone;
+  Wire wire;
+};
+
 TEST_CASE("a backup's copy of a table is its primary's, bit for bit, and the primary unchanged") {
   for (UpdateMode mode : {UpdateMode::kAsync, UpdateMode::kSync}) {
     CAPTURE(static_cast<int>(mode));
-    auto sink = std::make_shared<testing::CaptureSink>();
-    const Config config = TableConfig(mode);
-    Host primary(config, 0, 1, sink, 2), backup(config, 0, 1, sink, 2),
-        alone(config, 0, 1, sink, 2);
-    Wire wire(&backup);
-    primary->ReplicateTo(wire.Sender());
-    SendStates(primary);
+    Replicated job(mode);
+    Host &primary = job.primary, &backup = job.backup, &alone = job.alone;
     for (int64_t step = 0; step < 6; ++step) {
       for (Host* h : {&primary, &alone}) {
         // Each worker pulls rows (new ones are created) and pushes them.
@@ -145,13 +158,8 @@ TEST_CASE("a table push is acknowledged only once the backup holds its update") 
 TEST_CASE("a push resent to the promoted copy after its update was applied is applied once") {
   for (UpdateMode mode : {UpdateMode::kAsync, UpdateMode::kSync}) {
     CAPTURE(static_cast<int>(mode));
-    auto sink = std::make_shared<testing::CaptureSink>();
-    const Config config = TableConfig(mode);
-    Host primary(config, 0, 1, sink, 2), backup(config, 0, 1, sink, 2),
-        reference(config, 0, 1, sink, 2);
-    Wire wire(&backup);
-    primary->ReplicateTo(wire.Sender());
-    SendStates(primary);
+    Replicated job(mode);
+    Host &primary = job.primary, &backup = job.backup, &reference = job.alone;
     for (Host* h : {&primary, &reference}) {
       h->Pull(Range(0, 30));
       Completion<Status> a, b;
