@@ -171,6 +171,11 @@ TEST_CASE("a push resent to the promoted copy after its update was applied is ap
     // The primary dies before worker 1 hears of its push: the worker sends
     // it again to the copy, now primary.
     backup->Promote(NoBackups());
+    // Sent again whole, it is acknowledged; cut short, it is refused.
+    Completion<Status> cut;
+    backup->Push(SparsePushRequest{Host::kTable, 1, 0, 20, 1}, BytesOf("short", 5),
+                 [cut](MessageBody body, Payload) { cut.Set(StatusOfReply(body)); });
+    CHECK(cut.Wait().message().find("expected 24 bytes per row") != std::string::npos);
     backup.Push(Range(10, 30), 0, 1);
     CHECK(SameRows(backup, reference));
     // And the job goes on there as it would have.

@@ -212,8 +212,13 @@ void TableHost::Push(SparsePushRequest request, Buffer payload, Reply reply) {
     if (std::string why = PlacementRefusal(request.table, request.servers); !why.empty())
       return reply(ErrorReply{"push " + why}, {});
     if (!not_whole_.ok()) return reply(ErrorReply{not_whole_.message()}, {});
-    if (IsResentPush(*t, request))  // its update was applied: acknowledged once held
+    // A push sent again after its update was applied is acknowledged once
+    // held, not applied twice; checked whole first, as any push.
+    if (IsResentPush(*t, request)) {
+      Status whole = CheckPush(*t, request, payload);
+      if (!whole.ok()) return reply(ErrorReply{whole.message()}, {});
       return t->queue.AfterSent(AckOnceHeld(reply));
+    }
     const int64_t sent_before = t->queue.sent();
     Status st = DoPush(*t, request, payload);
     if (!st.ok()) {
@@ -234,15 +239,26 @@ void TableHost::Push(SparsePushRequest request, Buffer payload, Reply reply) {
   });
 }
 
-Status TableHost::DoPush(HostedTable& t, const SparsePushRequest& request, const Buffer& payload) {
+Status TableHost::CheckPush(HostedTable& t, const SparsePushRequest& request,
+                            const Buffer& payload) {
   const int dim = t.table.options().dim;
   if (request.rows > kMaxIdsPerRequest ||
       payload.size != static_cast<uint64_t>(request.rows) * (sizeof(int64_t) + dim * sizeof(float)))
     return InvalidArgument(fmt::format(
         "push to table '{}' of {} rows in {} bytes: expected {} bytes per row (id and {} floats)",
         request.table, request.rows, payload.size, sizeof(int64_t) + dim * sizeof(float), dim));
+  for (int64_t r = 0; r < request.rows; ++r) {
+    int64_t id;
+    std::memcpy(&id, payload.data + r * sizeof(int64_t), sizeof(id));
+    PSTRAIN_RETURN_IF_ERROR(t.table.CheckId(id));
+  }
+  return Status::OK();
+}
+
+Status TableHost::DoPush(HostedTable& t, const SparsePushRequest& request, const Buffer& payload) {
+  PSTRAIN_RETURN_IF_ERROR(CheckPush(t, request, payload));
+  const int dim = t.table.options().dim;
   std::vector<int64_t> ids = ReadIds(payload.data, request.rows);
-  for (int64_t id : ids) PSTRAIN_RETURN_IF_ERROR(t.table.CheckId(id));
   const float* grads =
       reinterpret_cast<const float*>(payload.data + request.rows * sizeof(int64_t));
   return t.core.Push(

@@ -201,6 +201,8 @@ class TableHost {
   // Why a request placed over `servers` servers is refused (empty: it is not).
   std::string PlacementRefusal(const std::string& table, int servers) const;
   void DoPull(HostedTable& t, const Buffer& ids, const Reply& reply);
+  // A push's size and ids, checked before anything is taken from it.
+  Status CheckPush(HostedTable& t, const SparsePushRequest& request, const Buffer& payload);
   Status DoPush(HostedTable& t, const SparsePushRequest& request, const Buffer& payload);
   Status ApplyGathered(HostedTable& t, float scale);
   void AfterPush(HostedTable& t);
