@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <thread>
 
 #include "comm/transport/completion.h"
@@ -121,22 +122,24 @@ Connection::Ptr SparseClient::Route(size_t server) const {
 }
 
 Status SparseClient::Send(const std::vector<Request>& requests, const Issue& issue) {
-  std::vector<size_t> todo(requests.size());
-  for (size_t k = 0; k < todo.size(); ++k) todo[k] = k;
+  // The requests not answered yet, by index: all of them, then those
+  // whose link closed.
+  std::vector<size_t> pending(requests.size());
+  std::iota(pending.begin(), pending.end(), size_t{0});
   const auto deadline = std::chrono::steady_clock::now() + patience_;
   for (;;) {
-    std::vector<Status> outcome(todo.size());
-    std::vector<const Connection*> used(todo.size(), nullptr);
+    std::vector<Status> outcome(pending.size());
+    std::vector<const Connection*> used(pending.size(), nullptr);
     Completion<Status> done;
     // One part more than the requests: the posted loop itself, reported
     // last. A call on a closed connection answers at once, inside the loop
     // below; without it the last such answer would free this caller (and
     // its frame, which the loop still reads) before the loop is done.
-    auto answers = CountDown::Into(done, todo.size() + 1);
+    auto answers = CountDown::Into(done, pending.size() + 1);
     bool posted = loop_->Post([&, answers] {
       PSTRAIN_DCHECK_ON_LOOP(loop_);
-      for (size_t k = 0; k < todo.size(); ++k) {
-        const Request& r = requests[todo[k]];
+      for (size_t k = 0; k < pending.size(); ++k) {
+        const Request& r = requests[pending[k]];
         Connection::Ptr conn = Route(r.s);
         used[k] = conn.get();
         auto answer = [answers, &outcome, k](const Status& st) {
@@ -158,16 +161,16 @@ Status SparseClient::Send(const std::vector<Request>& requests, const Issue& iss
     // server that holds their rows now, and go there; a refusal stands.
     std::vector<size_t> again;
     std::vector<const Connection*> failed_on;
-    for (size_t k = 0; k < todo.size(); ++k) {
+    for (size_t k = 0; k < pending.size(); ++k) {
       if (outcome[k].ok()) continue;
       if (outcome[k].code() != StatusCode::kUnavailable) return outcome[k];
-      again.push_back(todo[k]);
+      again.push_back(pending[k]);
       failed_on.push_back(used[k]);
     }
     if (!WaitForRoutes(requests, again, failed_on, deadline))
       return st.WithContext(
           fmt::format("no server took the rows over within {} ms", patience_.count()));
-    todo = std::move(again);
+    pending = std::move(again);
   }
 }
 

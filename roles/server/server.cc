@@ -51,14 +51,7 @@ void Server::MakeShards() {
         }
       });
   if (!backup_links_) return;
-  BackupLinks* links = backup_links_.get();
-  const int self = rank();
-  for (PsShard* shard : AllShards())
-    shard->ReplicateTo(
-        [links](Replicate change, Payload payload, std::function<void(const Status&)> done) {
-          links->Send(std::move(change), std::move(payload), std::move(done));
-        },
-        self);
+  for (PsShard* shard : AllShards()) shard->ReplicateTo(ToBackups(), rank());
 }
 
 // A handle left open is logged by ~Node, whose Stop() gets the same error.
@@ -109,7 +102,7 @@ Status Server::RunOnce() {
       [&] {
         MakeShards();
         tables_ = std::move(*tables);
-        ReplicateTables(*tables_);
+        if (backup_links_) tables_->ReplicateTo(ToBackups());
         // Workers that said Hello meanwhile may send requests now.
         ready_ = true;
         for (const auto& [conn, id] : early_hellos_) conn->Reply(id, Ack{});

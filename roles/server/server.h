@@ -96,8 +96,8 @@ class Server {
                       Buffer payload);
   // A view's part for tables: as PsShard::ApplyView.
   void ApplyTableView(const ServerView& view, const std::vector<int>& primaries);
-  // Sends each share through the backup links (own and taken over).
-  void ReplicateTables(TableHost& host);
+  // Sends a change through the backup links (train.replication).
+  ReplicaSender ToBackups();
   // A copy no longer held, destroyed off the loop.
   void DropTables(std::shared_ptr<TableHost> host);
   // The tables of `origin`'s rows this server answers for (-1: its own);

@@ -88,13 +88,11 @@ void Server::DropTables(std::shared_ptr<TableHost> host) {
   replica_thread_.Post([host = std::move(host)]() mutable { host.reset(); });
 }
 
-void Server::ReplicateTables(TableHost& host) {
-  if (!backup_links_) return;
+ReplicaSender Server::ToBackups() {
   BackupLinks* links = backup_links_.get();
-  host.ReplicateTo(
-      [links](Replicate change, Payload payload, std::function<void(const Status&)> done) {
-        links->Send(std::move(change), std::move(payload), std::move(done));
-      });
+  return [links](Replicate change, Payload payload, std::function<void(const Status&)> done) {
+    links->Send(std::move(change), std::move(payload), std::move(done));
+  };
 }
 
 bool Server::OwnsOwnTables() {
@@ -136,11 +134,7 @@ void Server::ApplyTableView(const ServerView& view, const std::vector<int>& prim
       // As a promoted partition (PsShard::ApplyView): its changes go to
       // the backups from now on, after its state (Rereplicate sends it). A
       // copy that is not whole refuses every request, naming why.
-      BackupLinks* links = backup_links_.get();
-      it->second.host->Promote(
-          [links](Replicate change, Payload payload, std::function<void(const Status&)> done) {
-            links->Send(std::move(change), std::move(payload), std::move(done));
-          });
+      it->second.host->Promote(ToBackups());
       taken_tables_[origin] = std::move(it->second.host);
       it = table_copies_.erase(it);
     } else if (!live(primary) ||
@@ -298,10 +292,6 @@ void Server::LogReplicas() {
     node_.log()->info("replication: sent {} changes, {} bytes, to the backups",
                       backup_links_->changes_sent(), backup_links_->bytes_sent());
 }
-
-}  // namespace pstrain
-
-namespace pstrain {
 
 // One line per table share: a primary's and each backup's of the same rows
 // agree when the backups hold every change.

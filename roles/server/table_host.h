@@ -233,6 +233,8 @@ class TableHost {
   void SendChange(HostedTable& t, TableOp op, int worker, const int64_t* ids, size_t n,
                   const float* grads);
   void OnReplicated(const std::string& table, int64_t seq, const Status& status);
+  // What a change's answer from the backups runs: OnReplicated, here.
+  std::function<void(const Status&)> WhenHeld(const std::string& table, int64_t seq);
   // A push whose update this table applied already (sent again after its
   // server was lost).
   bool IsResentPush(const HostedTable& t, const SparsePushRequest& request) const;

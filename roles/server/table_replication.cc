@@ -38,9 +38,13 @@ void TableHost::SendChange(HostedTable& t, TableOp op, int worker, const int64_t
   Payload payload{bytes->data(), bytes->size(), bytes};
   const std::string& name = t.table.options().name;
   send_(Replicate{name, 0, ReplicaKind::kTableOps, worker, seq, rank_}, std::move(payload),
-        [this, name, seq](const Status& st) {
-          thread_.Post([this, name, seq, st] { OnReplicated(name, seq, st); });
-        });
+        WhenHeld(name, seq));
+}
+
+std::function<void(const Status&)> TableHost::WhenHeld(const std::string& table, int64_t seq) {
+  return [this, table, seq](const Status& st) {
+    thread_.Post([this, table, seq, st] { OnReplicated(table, seq, st); });
+  };
 }
 
 void TableHost::OnReplicated(const std::string& table, int64_t seq, const Status& status) {
@@ -77,9 +81,7 @@ void TableHost::SendStates(std::function<void(const Status&, int64_t tables, int
       const int64_t seq = t->queue.Next();
       Payload payload{bytes->data(), bytes->size(), bytes};
       send_(Replicate{name, 0, ReplicaKind::kTableState, -1, seq, rank_}, std::move(payload),
-            [this, name = name, seq](const Status& st) {
-              thread_.Post([this, name, seq, st] { OnReplicated(name, seq, st); });
-            });
+            WhenHeld(name, seq));
     }
     for (auto& [name, t] : tables_)
       t->queue.AfterSent([done, tally](const Status& st) {
@@ -141,23 +143,21 @@ Status TableHost::HoldReplica(const Replicate& change, const Buffer& payload, co
   return Status::OK();
 }
 
-Status TableHost::Replay(HostedTable& table, int worker, const TableChange& c) {
-  HostedTable* t = &table;
-  const int dim = t->table.options().dim;
+Status TableHost::Replay(HostedTable& t, int worker, const TableChange& c) {
+  const int dim = t.table.options().dim;
   switch (c.op) {
     case TableOp::kLookup:
       replayed_.resize(c.ids.size() * static_cast<size_t>(dim));
-      PSTRAIN_RETURN_IF_ERROR(
-          t->table.Lookup(c.ids.data(), c.ids.size(), replayed_.data(), c.step));
+      PSTRAIN_RETURN_IF_ERROR(t.table.Lookup(c.ids.data(), c.ids.size(), replayed_.data(), c.step));
       break;
     case TableOp::kApply:
-      for (int64_t id : c.ids) PSTRAIN_RETURN_IF_ERROR(t->table.CheckId(id));
+      for (int64_t id : c.ids) PSTRAIN_RETURN_IF_ERROR(t.table.CheckId(id));
       PSTRAIN_RETURN_IF_ERROR(
-          t->table.ApplyGradients(c.ids.data(), c.grads.data(), c.ids.size(), c.step));
-      PSTRAIN_RETURN_IF_ERROR(t->core.Replay(worker));
+          t.table.ApplyGradients(c.ids.data(), c.grads.data(), c.ids.size(), c.step));
+      PSTRAIN_RETURN_IF_ERROR(t.core.Replay(worker));
       break;
     case TableOp::kEvict:
-      return t->table.EvictUntouched(c.step).status();
+      return t.table.EvictUntouched(c.step).status();
   }
   return Status::OK();
 }
