@@ -11,7 +11,9 @@
 # With "stop", each server is stopped (SIGSTOP) instead of killed: its
 # backup takes over after the heartbeat timeout, and once the server is
 # woken (SIGCONT) it learns it was counted lost, drops what it held and
-# joins again as a backup: it never serves the workers again.
+# joins again as a backup: it never serves the workers again. With PROBE
+# (tests/stale_pull_probe.cc), a pull sent to it while it sleeps is never
+# answered.
 #
 # With EVERY=N in the environment the job checkpoints every N steps, and
 # the checkpoints are compared file by file: each rank's file is written by
@@ -151,7 +153,9 @@ run() {
     if [ "$HOW" = stop ]; then
       echo "  $RUN: its backup took over $(($(now_ms) - T0)) ms after the stop" \
         "(heartbeat timeout $PSTRAIN_HEARTBEAT_TIMEOUT s)"
+      [ -n "${PROBE:-}" ] && start_probe "$proc" "$victim"
       kill -CONT "$(node_pid "$proc")"
+      [ -n "${PROBE:-}" ] && check_probe
     else
       # A new node: a process of its own, with a node id never seen.
       eval "now_$victim=server_$victim-restart$k"
@@ -192,6 +196,29 @@ print('%016x %s' % (sum(int(l, 16) for l in open(sys.argv[1]).read().split()) % 
   if grep -q "pausing the job" "$(node_log scheduler)"; then fail "$RUN: the job rolled back"; fi
   [ "$MODEL" = wide_deep ] && check_tables
   return 0
+}
+
+# start_probe PROC RANK: while server PROC (rank RANK) sleeps, a pull of
+# its first partition is sent to it as worker 0 of its generation
+# (tests/stale_pull_probe.cc); it waits in the server's socket until the
+# server wakes.
+start_probe() {
+  addr=$(grep "node id:$ID_PREFIX-$1,node ip" "$(node_log scheduler)" | tail -n 1)
+  port=$(echo "$addr" | sed 's/.*node port:\([0-9]*\).*/\1/')
+  gen=$(grep -o "(node id $ID_PREFIX-$1, generation [0-9]*)" "$(node_log "$1")" | tail -n 1 |
+    grep -o "[0-9]*)$" | tr -d ')')
+  [ -n "$port" ] && [ -n "$gen" ] || fail "$RUN: no port or generation of $1 to probe"
+  timeout 120 "$PROBE" "$PSTRAIN_CONFIG" 127.0.0.1 "$port" "$2" 3 "$gen" > "$WORK/probe.out" 2>&1 &
+  probe_pid=$!
+  sleep 0.5  # its link made and its Hello queued in the sleeping server's socket
+}
+# check_probe: the woken server took the probe's Hello and never answered
+# its pull.
+check_probe() {
+  wait "$probe_pid"
+  rc=$?
+  [ "$rc" = 0 ] || fail "$RUN: the woken server: $(cat "$WORK/probe.out") (probe exit $rc)"
+  echo "  $RUN: $(grep "not answered" "$WORK/probe.out")"
 }
 
 # check_live_view VIEW: the scheduler's /status and /metrics show each

@@ -135,6 +135,7 @@ void ClusterClient::OnRegistered(StatusOr<Incoming> reply) {
       return SetVerdict(stale);
     }
     rejoining_ = false;
+    doubted_ = false;  // registered again at its generation: counted in
     log_->info("re-joined the restarted scheduler at {} as {} rank {}", SchedulerAddress(),
                RoleName(options_.role), rank_.load());
     if (done_reported_) scheduler_->Call(Done{}, [](StatusOr<Incoming>) {});
@@ -323,17 +324,43 @@ void ClusterClient::CheckSchedulerHeard() {
 
 // A node stopped or starved past half the heartbeat timeout has not read
 // the scheduler's heartbeats of that time: its silence is no evidence
-// (roles/node/stall_watch.h).
+// (roles/node/stall_watch.h). Nor has it sent its own: the scheduler may
+// have counted it lost meanwhile.
 bool ClusterClient::NoticeStall(uint64_t now, uint64_t timeout) {
   const uint64_t late =
       stall_watch_.Check(now, Millis(options_.cluster.heartbeat_interval_s), timeout);
   if (late == 0) return false;
+  DoubtStanding();
   log_->warn(
       "this node was stalled for {:.1f} s (a stopped process, a paused machine or a starved "
       "CPU): the scheduler gets a fresh heartbeat timeout instead of being judged on it",
       late / 1000.0);
   last_heard_ms_ = now;
   return true;
+}
+
+bool ClusterClient::CountedIn() {
+  PSTRAIN_DCHECK_ON_LOOP(loop_);
+  if (verdict_.IsSet() || paused_.load() || rejoining_ || !scheduler_) return false;
+  // Stalled, and the heartbeat check has not run since: the scheduler sees
+  // this node's last heartbeat as old as that check (it sends one).
+  if (!doubted_ &&
+      stall_watch_.Overdue(loop_->NowMs(), Millis(options_.cluster.heartbeat_interval_s),
+                           Millis(options_.cluster.heartbeat_timeout_s)))
+    DoubtStanding();
+  return !doubted_;
+}
+
+// The scheduler answers a heartbeat sent as a call only while it counts
+// this node in: it closed a lost node's connection, and what it sent
+// before that (read after the stall) proves nothing.
+void ClusterClient::DoubtStanding() {
+  if (doubted_ || !scheduler_) return;
+  doubted_ = true;
+  scheduler_->Call(Heartbeat{progress_step_.load(), progress_rate_.load(), held_view_.load()},
+                   [this](StatusOr<Incoming> reply) {
+                     if (reply.ok()) doubted_ = false;
+                   });
 }
 
 void ClusterClient::OnSchedulerLost(const Status& reason) {

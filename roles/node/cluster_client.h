@@ -159,6 +159,15 @@ class ClusterClient {
   // server view `view`. Told the scheduler at once, and with each heartbeat.
   void ReportReplicasHeld(int64_t view);
 
+  // Whether the scheduler still counts this node in, as far as this node
+  // can tell: false while it has no link to the scheduler (rejoining it),
+  // after a pause or verdict, and after this node's loop stalled long
+  // enough that its heartbeats may have stopped for the timeout (a
+  // SIGSTOP): then until the scheduler answers a heartbeat sent after the
+  // stall. A server of a replicated job serves workers only while this
+  // holds: its backup may have taken its rows over (roles/server/server.h,
+  // FenceRequest). Loop thread.
+  bool CountedIn();
   int rank() const { return rank_.load(); }  // valid after Join
   // The topology as last received (deltas applied); null before. Loop
   // thread only.
@@ -197,6 +206,9 @@ class ClusterClient {
   // (the scheduler's rule, roles/scheduler/scheduler.h step 4); if so, the scheduler
   // gets a fresh timeout.
   bool NoticeStall(uint64_t now, uint64_t timeout);
+  // After a stall: asks the scheduler whether it still counts this node in
+  // (CountedIn is false until it answers).
+  void DoubtStanding();
   // The end of this node's part: set once, then interrupt the node.
   void SetVerdict(const Status& verdict);
   // Calls made while reconnecting wait here; sent (or failed) once that ends.
@@ -233,6 +245,7 @@ class ClusterClient {
   Status last_connect_error_;
   bool joined_once_ = false;  // registered at least once: a loss means rejoin
   bool rejoining_ = false;
+  bool doubted_ = false;        // DoubtStanding asked, not yet answered
   bool done_reported_ = false;  // re-sent after a rejoin
   std::vector<std::pair<MessageBody, Connection::ReplyCallback>> waiting_calls_;
 

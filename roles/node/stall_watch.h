@@ -29,6 +29,11 @@ class StallWatch {
     if (first || now <= due || now - due <= timeout_ms / 2) return 0;
     return now - due;
   }
+  // Whether, at `now`, the check due after the last one is late by more
+  // than half `timeout_ms`: as Check would say, before the check has run.
+  bool Overdue(uint64_t now, uint64_t interval_ms, uint64_t timeout_ms) const {
+    return last_check_ms_ != 0 && now > last_check_ms_ + interval_ms + timeout_ms / 2;
+  }
 
  private:
   uint64_t last_check_ms_ = 0;

@@ -143,6 +143,8 @@ void Scheduler::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
     if (heartbeat->held_view > node->held_view && heartbeat->held_view <= server_view_.view &&
         node->info.role == Role::kServer)
       NoteReplicasHeld(*node, heartbeat->held_view);
+    // A node that stalled asks whether it is still counted in: it is.
+    if (id != 0) conn->Reply(id, Ack{});
     return;
   }
   if (auto* barrier = std::get_if<BarrierRequest>(&in.message.body)) {

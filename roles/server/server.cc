@@ -85,6 +85,7 @@ Status Server::RunOnce() {
     backup_links_ = std::make_unique<BackupLinks>(&node_.loop());
     const int servers = node_.options().cluster.server_num;
     view_ = ServerView{0, -1, AllServers(servers), AllServers(servers)};
+    MakeFence();
   }
   auto topology = node_.Start(
       [this](const Connection::Ptr& c, Incoming&& in) { OnPeerRequest(c, std::move(in)); },
@@ -216,6 +217,7 @@ void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
     node_.log()->warn("refused {} from {}: {}", MessageName(in.message.body), conn->peer(), why);
     return conn->Reply(id, ErrorReply{why});
   }
+  if (Fenced(conn, in)) return;
   const int64_t largest = config_.train.partition_bytes;  // as the partition map cuts tensors
   if (auto* push = std::get_if<PushRequest>(&in.message.body)) {
     if (static_cast<int64_t>(in.payload.size) > largest)

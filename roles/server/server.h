@@ -55,6 +55,7 @@
 #include "roles/server/handoff.h"
 #include "roles/server/metrics.h"
 #include "roles/server/replication.h"
+#include "roles/server/request_fence.h"
 #include "roles/server/shard.h"
 #include "src/common/checkpoint_file.h"
 #include "src/common/config/config.h"
@@ -114,6 +115,11 @@ class Server {
   // every server drops the copies it no longer backs up, then links to its
   // backups of this view and sends them every partition's state.
   void OnServerView(const Connection::Ptr& conn, uint64_t id, const ServerView& view);
+  // Whether a worker's request waits until the scheduler vouches for this
+  // server (roles/server/request_fence.h); true: it took `in`.
+  bool Fenced(const Connection::Ptr& conn, Incoming& in);
+  // Made before the node starts; the verdict drops what waits.
+  void MakeFence();
   void Rereplicate(const ServerView& view);
   // At the end: a fingerprint of this server's partitions and of each
   // primary's it backs up, and the bytes sent to backups.
@@ -171,6 +177,7 @@ class Server {
   // Links to the servers backing this one up (train.replication); before
   // the shards, which send through them until they join.
   std::unique_ptr<BackupLinks> backup_links_;
+  std::unique_ptr<RequestFence> fence_;  // train.replication: loop thread
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> newest_view_{0};
   // Declared after node_: the destructor stops the loop first (no more

@@ -147,6 +147,37 @@ void Server::ApplyTableView(const ServerView& view, const std::vector<int>& prim
   }
 }
 
+void Server::MakeFence() {
+  const double timeout_s = node_.options().cluster.heartbeat_timeout_s;
+  fence_ = std::make_unique<RequestFence>(
+      &node_.loop(), [this] { return node_.cluster().CountedIn(); },
+      [this](const Connection::Ptr& conn, Incoming&& in) { OnPeerRequest(conn, std::move(in)); },
+      static_cast<uint64_t>(2000 * timeout_s));
+  node_.OnInterrupt([this](const Status& why) {
+    const size_t waiting = fence_->waiting();
+    if (waiting == 0) return;
+    // Their workers send them where the next view says.
+    fence_->Drop(Unavailable("this server's part in the job is over: " + why.message()));
+    node_.log()->warn(
+        "refused {} requests of workers that came while this server could not "
+        "tell whether it was counted lost: {}",
+        waiting, why.message());
+  });
+}
+
+// What a worker reads or writes waits while this server may have been
+// counted lost; a backup's changes and the scheduler's messages do not.
+bool Server::Fenced(const Connection::Ptr& conn, Incoming& in) {
+  if (!fence_) return false;
+  const MessageBody& body = in.message.body;
+  if (!std::holds_alternative<PushRequest>(body) && !std::holds_alternative<PullRequest>(body) &&
+      !std::holds_alternative<SparsePullRequest>(body) &&
+      !std::holds_alternative<SparsePushRequest>(body) &&
+      !std::holds_alternative<SaveRequest>(body))
+    return false;
+  return fence_->Hold(conn, in);
+}
+
 Status Server::ConnectBackups(const Topology& topology) {
   if (!backup_links_) return Status::OK();
   const int servers = node_.cluster().server_num();
