@@ -284,6 +284,23 @@ StatusOr<RowStore::TableId> RowStore::OpenTable(const std::string& name, size_t 
   return static_cast<TableId>(impl_->tables.size() - 1);
 }
 
+Status RowStore::DropTable(const std::string& name) {
+  for (Impl::Table& t : impl_->tables) {
+    if (t.name != name) continue;
+    for (rocksdb::ColumnFamilyHandle* h : {t.data, t.recency}) {
+      if (h == nullptr) continue;
+      rocksdb::Status st = impl_->db->DropColumnFamily(h);
+      if (!st.ok())
+        return FailedPrecondition(fmt::format("embedding store {}: cannot drop table '{}': {}",
+                                              dir_, name, st.ToString()));
+      impl_->handles.erase(std::find(impl_->handles.begin(), impl_->handles.end(), h));
+      impl_->db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    }
+    t = Impl::Table{"", t.floats};  // its id stays taken: ids are indices
+  }
+  return Status::OK();
+}
+
 const std::string& RowStore::table_name(TableId table) const { return impl_->tables[table].name; }
 
 namespace {

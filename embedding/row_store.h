@@ -78,6 +78,10 @@ class RowStore {
   // error (a fresh table must not see rows of another run).
   StatusOr<TableId> OpenTable(const std::string& name, size_t floats, bool by_recency,
                               bool must_be_new);
+  // Drops table `name` and its rows, if open, so that OpenTable may make it
+  // new (a backup's copy made again from its primary's state). The table
+  // over it must be gone first; other tables keep their ids.
+  Status DropTable(const std::string& name);
 
   // Looks up ids[0, n) in one batched read; appends the rows found to
   // *found (ids absent from disk are left out). An IO error or a damaged

@@ -133,6 +133,12 @@ class TieredTable {
   // It reads every record on disk once. A failed read or write changes
   // nothing.
   StatusOr<RowBatch> TakeRows(const std::function<bool(int64_t)>& leaving);
+  // The rows on disk alone (not in memory), in id order, to `fn` in
+  // batches of at most `max_rows`: with Serialize's bytes, they are the
+  // whole table (a backup's copy, roles/server/table_replication.cc).
+  // Reads every record on disk once; changes nothing. Between batches only,
+  // as TakeRows.
+  Status ForEachDiskBatch(size_t max_rows, const std::function<Status(const RowBatch&)>& fn) const;
   // PutRows adds rows that SparseTable::CheckNewRows accepts and that have
   // no row on disk here either (else InvalidArgument, changing nothing),
   // as they were. Memory keeps at most its budget: the least recently

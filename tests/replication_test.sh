@@ -29,6 +29,9 @@
 # primary's (their digests), and a test AUC within 0.002 of the calm job's
 # (the mean of the last three epochs').
 #
+# With TIERED=1 (and MODEL=wide_deep), most of the deep table's rows are
+# on the servers' disks (server_cache_rows), and so are their backups'.
+#
 # VICTIMS="2 1 0 ..." picks the servers lost, in turn, instead of at random.
 #
 # With "double", two servers are killed at once instead: the job ends with
@@ -68,6 +71,15 @@ wide_deep_config() {
       -e "s/adam, lr: 0.001/adam, lr: 0.0005/" \
       -e "s/^  batch_size: 16/  batch_size: 128/" -e "s/^  mode: sync/  mode: ${MODE:-async}/" \
       -e "s/^  log_every: 1000/  log_every: 20/" > "$WORK/$1.yaml"
+  # TIERED=1: each server keeps at most 10000 rows of the deep table in
+  # memory (about half of its share), the rest on its disk (copies too, in
+  # stores of their own).
+  if [ -n "${TIERED:-}" ]; then
+    mkdir -p "$WORK/$1-store"
+    sed -i -e 's/\("deep_emb.weight", ps: true, init_in_server: true,\)/\1 server_cache_rows: 10000,/' \
+      -e "s|^train:|train:\n  store_dir: $WORK/$1-store|" "$WORK/$1.yaml"
+    grep -q "server_cache_rows: 10000" "$WORK/$1.yaml" || fail "no memory budget in $1.yaml"
+  fi
 }
 
 # config NAME REPLICAS: a sync LeNet job on a slice of Fashion-MNIST.

@@ -241,7 +241,7 @@ TEST_CASE("a backup refuses an update out of order, of another size, or before t
   CHECK(error.find("change 1 of the backup of 'w' partition 0") != std::string::npos);
 }
 
-TEST_CASE("train.replication: replicas 0 to 8, not with an elastic job or tables on disk") {
+TEST_CASE("train.replication: replicas 0 to 8, not with an elastic job or max_rows on disk") {
   CHECK(testing::Parse("train: {replication: {replicas: 2}}").train.replication.replicas == 2);
   CHECK(testing::Parse("train: {}").train.replication.replicas == 0);
   CHECK(testing::ErrorOf("train: {replication: {replicas: 9}}").find("replicas") !=
@@ -253,9 +253,14 @@ TEST_CASE("train.replication: replicas 0 to 8, not with an elastic job or tables
   CHECK(testing::Parse("train: {replication: {replicas: 1}}\n"
                        "parameters: [{match: emb, init_in_server: true}]")
             .train.replication.replicas == 1);
+  CHECK(testing::Parse("train: {replication: {replicas: 1}}\n"
+                       "parameters: [{match: emb, init_in_server: true, server_cache_rows: 10}]")
+            .train.replication.replicas == 1);
   CHECK(testing::ErrorOf("train: {replication: {replicas: 1}}\n"
-                         "parameters: [{match: emb, init_in_server: true, server_cache_rows: 10}]")
-            .find("tables with rows on disk have no backups yet") != std::string::npos);
+                         "parameters: [{match: emb, init_in_server: true, server_cache_rows: 10, "
+                         "max_rows: 100}]")
+            .find("a table with rows on disk and max_rows has no backups yet") !=
+        std::string::npos);
 }
 
 }  // namespace

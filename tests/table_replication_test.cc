@@ -135,6 +135,76 @@ TEST_CASE("a backup's copy of a table is its primary's, bit for bit, and the pri
   }
 }
 
+// Rows past a budget of 16 go to disk, in `store`.
+Config TieredConfig(const testing::TempDir& store) {
+  Config config = TableConfig(UpdateMode::kAsync);
+  config.parameters[0].server_cache_rows = 16;
+  config.train.store_dir = store.path();
+  return config;
+}
+
+// Rows 0..n pulled and pushed by worker 0 at clocks from `clock`.
+void Train(Host& h, int64_t from, int64_t to, int64_t clock) {
+  for (int64_t id = from; id < to; id += 20, ++clock) {
+    h.Pull(Range(id, id + 20));
+    h.Push(Range(id, id + 20), clock);
+  }
+}
+
+TEST_CASE("a tiered table's backup gets its rows on disk after its state, and stays the same") {
+  auto sink = std::make_shared<testing::CaptureSink>();
+  testing::TempDir store;
+  const Config config = TieredConfig(store);
+  Host primary(config, 0, 1, sink, 1), backup(config, 0, 1, sink, 1);
+  // Most rows on disk before the backup is linked: its state is the rows in
+  // memory, then those on disk.
+  Train(primary, 0, 200, 0);
+  Wire wire(&backup);
+  primary->ReplicateTo(wire.Sender());
+  SendStates(primary);
+  CHECK(backup.Digest().rows[0] == 200);
+  CHECK(SameRows(primary, backup));
+  // Changes after it reach rows on disk on both (read back, spilled again).
+  Train(primary, 100, 300, 10);
+  CHECK(SameRows(primary, backup));
+  // A state sent again (a new view) makes the copy anew, in its store.
+  SendStates(primary);
+  Train(primary, 0, 60, 20);
+  CHECK(primary.Digest().rows[0] == 300);
+  CHECK(SameRows(primary, backup));
+  // Promoted, the copy answers from its rows on disk too.
+  primary->ReplicateTo(NoBackups());
+  backup->Promote(NoBackups());
+  Train(backup, 250, 300, 30);
+  Train(primary, 250, 300, 30);
+  CHECK(SameRows(primary, backup));
+}
+
+TEST_CASE("a tiered copy is not whole until its rows on disk came") {
+  auto sink = std::make_shared<testing::CaptureSink>();
+  testing::TempDir store;
+  const Config config = TieredConfig(store);
+  Host primary(config, 0, 1, sink, 1), backup(config, 0, 1, sink, 1);
+  Train(primary, 0, 100, 0);
+  // Only the state reaches the backup: the rows on disk are lost on the way.
+  primary->ReplicateTo(
+      [&backup](Replicate change, Payload payload, std::function<void(const Status&)> done) {
+        if (change.kind == ReplicaKind::kTableRows) return done(Status::OK());
+        backup->TakeReplica(change, BytesOf(payload.data, payload.size),
+                            [done](MessageBody body, Payload) { done(StatusOfReply(body)); });
+      });
+  SendStates(primary);
+  // The next change is refused (one is missing), and the copy, promoted,
+  // refuses every request, naming why.
+  Completion<Status> pushed;
+  primary.PushAsync(Range(0, 4), 9, 0, pushed);
+  CHECK(pushed.Wait().message().find("the copy holds change 1") != std::string::npos);
+  backup->Promote(NoBackups());
+  Completion<Status> refused;
+  backup.PushAsync(Range(0, 4), 9, 0, refused);
+  CHECK(refused.Wait().message().find("rows on disk had not come") != std::string::npos);
+}
+
 TEST_CASE("a table push is acknowledged only once the backup holds its update") {
   auto sink = std::make_shared<testing::CaptureSink>();
   const Config config = TableConfig(UpdateMode::kSync);

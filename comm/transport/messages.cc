@@ -252,7 +252,7 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       if (!tensor.ok()) return tensor.status();
       if (tensor->empty()) return InvalidArgument("Replicate names no tensor");
       const auto kind = static_cast<int>(m->kind());
-      if (kind < 0 || kind > 3) return InvalidArgument(fmt::format("Replicate of kind {}", kind));
+      if (kind < 0 || kind > 4) return InvalidArgument(fmt::format("Replicate of kind {}", kind));
       if (m->seq() < 1 || m->worker() < -1 || m->worker() >= kMaxElasticNodes || m->origin() < -1 ||
           m->origin() >= kMaxElasticNodes)
         return InvalidArgument(fmt::format("Replicate number {} of worker {}, of server {}'s",

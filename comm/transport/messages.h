@@ -320,7 +320,18 @@ struct ChangeWorkers {
 };
 // A primary's change of a partition, to a server backing it up
 // (comm/transport/wire.fbs, roles/server/replication.h).
-enum class ReplicaKind : int8_t { kState = 0, kUpdate = 1, kTableState = 2, kTableOps = 3 };
+enum class ReplicaKind : int8_t {
+  kState = 0,
+  kUpdate = 1,
+  kTableState = 2,
+  kTableOps = 3,
+  kTableRows = 4,  // a tiered table's rows on disk, after its kTableState
+};
+// The kinds a server-held table's share sends (roles/server/table_host.h).
+inline bool IsTableReplica(ReplicaKind kind) {
+  return kind == ReplicaKind::kTableState || kind == ReplicaKind::kTableOps ||
+         kind == ReplicaKind::kTableRows;
+}
 struct Replicate {
   std::string tensor;
   uint32_t part = 0;

@@ -84,8 +84,7 @@ Status BackupLinks::Connect(const Logger& log, const Hello& hello,
 }
 
 BackupLinks::Link::Key BackupLinks::KeyOf(const Replicate& change) {
-  const bool table =
-      change.kind == ReplicaKind::kTableState || change.kind == ReplicaKind::kTableOps;
+  const bool table = IsTableReplica(change.kind);
   // A table's share is the primary's, and a server may send those of
   // several (its own and a lost server's it holds now).
   return {table, change.tensor, table ? change.origin : static_cast<int64_t>(change.part)};

@@ -39,7 +39,7 @@ void Server::OnReplicate(const Connection::Ptr& conn, uint64_t id, Replicate& ch
     return conn->Reply(
         id, ErrorReply{fmt::format("server {} is lost in view {}: its heir holds its partitions",
                                    it->second, view_.view)});
-  if (change.kind == ReplicaKind::kTableState || change.kind == ReplicaKind::kTableOps)
+  if (IsTableReplica(change.kind))
     return OnTableReplica(conn, id, it->second, change, std::move(payload));
   const int64_t largest = config_.train.partition_bytes;
   if (change.kind == ReplicaKind::kUpdate && static_cast<int64_t>(payload.size) > largest)
@@ -64,8 +64,12 @@ void Server::OnTableReplica(const Connection::Ptr& conn, uint64_t id, int primar
   if (change.kind == ReplicaKind::kTableState &&
       (found == table_copies_.end() || found->second.primary != primary)) {
     // The first state, or a new primary's (its heir's): it replaces the copy.
+    // Its rows beyond a memory budget go to a store of its own, removed
+    // with it (the copy it replaces may not be gone yet).
     auto host =
-        TableHost::Create(config_, node_.cluster().worker_num(), origin, servers, node_.log());
+        TableHost::Create(config_, node_.cluster().worker_num(), origin, servers, node_.log(),
+                          fmt::format("{}.copy-on-server-{}-from-server-{}",
+                                      ServerStoreDir(config_, origin), rank(), primary));
     if (!host.ok()) return conn->Reply(id, ErrorReply{host.status().message()});
     if (found != table_copies_.end()) DropTables(std::move(found->second.host));
     found = table_copies_.insert_or_assign(origin, TableCopy{primary, std::move(*host)}).first;

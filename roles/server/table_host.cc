@@ -26,11 +26,13 @@ std::vector<int64_t> ReadIds(const uint8_t* data, int64_t n) {
 }  // namespace
 
 StatusOr<std::unique_ptr<TableHost>> TableHost::Create(const Config& config, int workers, int rank,
-                                                       int servers, Logger log) {
+                                                       int servers, Logger log,
+                                                       std::string store_dir) {
   auto tables = ServerTables(config);
   if (!tables.ok()) return tables.status();
   std::unique_ptr<TableHost> host(new TableHost(config, workers, rank, servers, std::move(log)));
   host->specs_ = std::move(*tables);
+  host->store_dir_ = std::move(store_dir);
   PSTRAIN_RETURN_IF_ERROR(host->OpenStore());
   for (const ServerTable& t : host->specs_) {
     auto table = ServerRows::Create(t, host->store_.get());
@@ -61,23 +63,30 @@ Status TableHost::OpenStore() {
   // A server that took another's rank in a live change keeps the store it
   // opened under its old rank until it restarts; a server joining as that
   // rank on the same disk finds it locked and takes the next name free.
-  std::string dir = ServerStoreDir(config_, rank_);
+  const std::string first = store_dir_.empty() ? ServerStoreDir(config_, rank_) : store_dir_;
+  std::string dir = first;
   auto store = RowStore::Open(dir);
   // RocksDB says "lock" when another store holds the directory.
   for (int n = 2;
        !store.ok() && n <= 8 && store.status().message().find("lock") != std::string::npos; ++n) {
     log_->warn("{}", store.status().message());
-    dir = fmt::format("{}.{}", ServerStoreDir(config_, rank_), n);
+    dir = fmt::format("{}.{}", first, n);
     store = RowStore::Open(dir);
   }
   if (!store.ok()) return store.status();
   store_ = std::move(*store);
+  if (!store_dir_.empty()) removed_at_end_.dir = dir;
   log_->info("table rows beyond their memory budget go to {}",
              std::filesystem::absolute(dir).string());
   return Status::OK();
 }
 
 TableHost::~TableHost() = default;
+
+TableHost::RemovedAtEnd::~RemovedAtEnd() {
+  std::error_code ec;
+  if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+}
 
 std::unique_ptr<TableHost::HostedTable> TableHost::MakeHosted(ServerRows table) const {
   return std::make_unique<HostedTable>(std::move(table), workers_, mode_);

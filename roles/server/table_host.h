@@ -65,8 +65,11 @@ class TableHost {
 
   // `rank`: this server's, naming its store directory; `servers`: the
   // placement its rows follow (ServerOfId over that many servers).
+  // `store_dir`: where rows beyond a memory budget go, when not rank's
+  // (a backup's copy of another server's tables).
   static StatusOr<std::unique_ptr<TableHost>> Create(const Config& config, int workers, int rank,
-                                                     int servers, Logger log);
+                                                     int servers, Logger log,
+                                                     std::string store_dir = "");
   ~TableHost();
 
   bool empty() const { return tables_.empty(); }
@@ -180,6 +183,9 @@ class TableHost {
     // state has not come yet).
     int64_t copy_seq = 0;
     Status copy_failed;  // a change held but not made: never promoted
+    // A backup's copy of a tiered table: rows on the primary's disk still
+    // to come after its state (kTableRows); whole at 0.
+    int64_t rows_to_come = 0;
   };
   TableHost(const Config& config, int workers, int rank, int servers, Logger log)
       : config_(config),
@@ -243,6 +249,14 @@ class TableHost {
   Status HoldReplica(const Replicate& change, const Buffer& payload, const Reply& ack);
   // Makes a primary's change on a backup's copy of table `t`.
   Status Replay(HostedTable& t, int worker, const TableChange& change);
+  // A backup's copy from its primary's state (ServerRows::Serialize's
+  // bytes), with the rows on disk still to come; and those rows.
+  StatusOr<std::pair<ServerRows, int64_t>> CopyFromState(const ServerTable& spec,
+                                                         const std::string& bytes);
+  Status HoldDiskRows(HostedTable& t, int64_t seq, const Buffer& payload, const Reply& ack);
+  // A primary's tiered table: its rows on disk alone, after its state; adds
+  // the bytes sent to *bytes.
+  Status SendDiskRows(HostedTable& t, int64_t* bytes);
   static ReplicationQueue::Then AckOnceHeld(Reply reply);
 
   bool ReadyFor(int64_t step) const;
@@ -284,6 +298,13 @@ class TableHost {
   };
   std::optional<CopiedAhead> rows_given_ahead_, rows_taken_ahead_;
   Logger log_;
+  std::string store_dir_;  // empty: ServerStoreDir of rank_
+  // A copy's store (store_dir_ set) holds nothing once the copy is gone:
+  // its directory goes after the store closes.
+  struct RemovedAtEnd {
+    ~RemovedAtEnd();
+    std::string dir;
+  } removed_at_end_;
   std::unique_ptr<RowStore> store_;  // before the tables, which use it
   std::map<std::string, std::unique_ptr<HostedTable>, std::less<>> tables_;
   WorkThread thread_;  // last: joins before the tables go

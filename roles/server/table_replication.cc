@@ -18,6 +18,9 @@ MessageBody AckOr(const Status& st) {
 
 // Ids one change may carry, as one request (table_host.cc).
 constexpr int64_t kMaxIdsPerChange = int64_t{1} << 24;
+// Rows on a primary's disk sent in one message after its state: 64 Ki rows
+// of a 16-float row with Adam's two slots are 12 MiB.
+constexpr size_t kRowsPerMessage = 65536;
 
 }  // namespace
 
@@ -82,12 +85,37 @@ void TableHost::SendStates(std::function<void(const Status&, int64_t tables, int
       Payload payload{bytes->data(), bytes->size(), bytes};
       send_(Replicate{name, 0, ReplicaKind::kTableState, -1, seq, rank_}, std::move(payload),
             WhenHeld(name, seq));
+      Status sent = SendDiskRows(*t, &tally->bytes);
+      if (!sent.ok() && tally->first_error.ok()) tally->first_error = sent;
     }
     for (auto& [name, t] : tables_)
       t->queue.AfterSent([done, tally](const Status& st) {
         if (!st.ok() && tally->first_error.ok()) tally->first_error = st;
         if (--tally->left == 0) done(tally->first_error, tally->tables, tally->bytes);
       });
+  });
+}
+
+// A tiered table's rows on disk alone follow its state, read as they go
+// out, so that no more than one message of them is made at a time here.
+Status TableHost::SendDiskRows(HostedTable& t, int64_t* bytes) {
+  const std::string& name = t.table.options().name;
+  const auto dim = static_cast<uint32_t>(t.table.options().dim);
+  return t.table.ForEachDiskBatch(kRowsPerMessage, [&](const RowBatch& batch) {
+    std::vector<MovedRows> rows(1);
+    rows[0].table = name;
+    rows[0].dim = dim;
+    rows[0].slots = static_cast<uint32_t>(batch.floats / dim - 1);
+    rows[0].table_updates = t.table.table_updates();
+    rows[0].rows = batch;
+    auto encoded = std::make_shared<std::string>();
+    EncodeMovedRows(rows, encoded.get());
+    *bytes += static_cast<int64_t>(encoded->size());
+    const int64_t seq = t.queue.Next();
+    Payload payload{reinterpret_cast<const uint8_t*>(encoded->data()), encoded->size(), encoded};
+    send_(Replicate{name, 0, ReplicaKind::kTableRows, -1, seq, rank_}, std::move(payload),
+          WhenHeld(name, seq));
+    return Status::OK();
   });
 }
 
@@ -111,11 +139,12 @@ Status TableHost::HoldReplica(const Replicate& change, const Buffer& payload, co
   if (change.kind == ReplicaKind::kTableState) {
     auto state = DecodeTableState(payload.data, payload.size, change.tensor);
     if (!state.ok()) return state.status().WithContext(what);
-    auto rows = ServerRows::Deserialize(*spec, store_.get(), /*tiered=*/false, state->rows);
+    auto rows = CopyFromState(*spec, state->rows);
     if (!rows.ok()) return rows.status().WithContext(what);
-    auto fresh = MakeHosted(std::move(*rows));
+    auto fresh = MakeHosted(std::move(rows->first));
     PSTRAIN_RETURN_IF_ERROR(fresh->core.Load(state->core).WithContext(what));
     fresh->copy_seq = change.seq;
+    fresh->rows_to_come = rows->second;
     tables_[change.tensor] = std::move(fresh);
     ack(Ack{}, {});
     return Status::OK();
@@ -124,6 +153,10 @@ Status TableHost::HoldReplica(const Replicate& change, const Buffer& payload, co
   if (!t->copy_failed.ok()) return t->copy_failed;
   if (change.seq != t->copy_seq + 1)
     return FailedPrecondition(fmt::format("{}: the copy holds change {}", what, t->copy_seq));
+  if (change.kind == ReplicaKind::kTableRows) return HoldDiskRows(*t, change.seq, payload, ack);
+  if (t->rows_to_come > 0)
+    return FailedPrecondition(
+        fmt::format("{}: {} rows of the state are still to come", what, t->rows_to_come));
   const int dim = t->table.options().dim;
   auto made = DecodeTableChange(payload.data, payload.size, change.tensor, dim, kMaxIdsPerChange);
   if (!made.ok()) return made.status().WithContext(what);
@@ -140,6 +173,47 @@ Status TableHost::HoldReplica(const Replicate& change, const Buffer& payload, co
     t->copy_failed = made_here.WithContext(what);
     log_->error("{}", t->copy_failed.message());
   }
+  return Status::OK();
+}
+
+// A tiered copy is made anew in the store: its table there goes first (and
+// comes back empty, not whole, if the state cannot be taken).
+StatusOr<std::pair<ServerRows, int64_t>> TableHost::CopyFromState(const ServerTable& spec,
+                                                                  const std::string& bytes) {
+  const std::string& name = spec.options.name;
+  if (store_ && spec.memory_rows > 0) {
+    tables_.erase(name);
+    PSTRAIN_RETURN_IF_ERROR(store_->DropTable(name));
+  }
+  int64_t rows_to_come = 0;
+  auto rows = ServerRows::ReplicaFrom(spec, store_.get(), bytes, &rows_to_come);
+  if (rows.ok()) return std::make_pair(std::move(*rows), rows_to_come);
+  if (!Find(name)) {
+    auto empty = ServerRows::Create(spec, store_.get());
+    if (empty.ok()) tables_[name] = MakeHosted(std::move(*empty));
+  }
+  return rows.status();
+}
+
+// Rows the primary holds on disk: put as they were (values, slots, steps,
+// counts), checked before the ack, as the state is.
+Status TableHost::HoldDiskRows(HostedTable& t, int64_t seq, const Buffer& payload,
+                               const Reply& ack) {
+  const std::string what = fmt::format("rows on disk of the backup of server {}'s table '{}'",
+                                       rank_, t.table.options().name);
+  auto moved = DecodeMovedRows(payload.data, payload.size);
+  if (!moved.ok()) return moved.status().WithContext(what);
+  if (moved->size() != 1 || (*moved)[0].table != t.table.options().name ||
+      static_cast<int>((*moved)[0].dim) != t.table.options().dim)
+    return InvalidArgument(what + ": not this table's rows");
+  const RowBatch& rows = (*moved)[0].rows;
+  if (static_cast<int64_t>(rows.size()) > t.rows_to_come)
+    return InvalidArgument(
+        fmt::format("{}: {} rows, {} to come", what, rows.size(), t.rows_to_come));
+  PSTRAIN_RETURN_IF_ERROR(t.table.PutRows(rows).WithContext(what));
+  t.rows_to_come -= static_cast<int64_t>(rows.size());
+  t.copy_seq = seq;
+  ack(Ack{}, {});
   return Status::OK();
 }
 
@@ -165,11 +239,15 @@ Status TableHost::Replay(HostedTable& t, int worker, const TableChange& c) {
 void TableHost::Promote(ReplicaSender send) {
   thread_.Post([this, send = std::move(send)]() mutable {
     for (auto& [name, t] : tables_) {
-      if (t->copy_seq > 0 && t->copy_failed.ok()) continue;
+      if (t->copy_seq > 0 && t->copy_failed.ok() && t->rows_to_come == 0) continue;
+      const std::string why = t->copy_seq == 0 ? "its state had not come"
+                              : t->rows_to_come > 0
+                                  ? fmt::format("{} rows on disk had not come", t->rows_to_come)
+                                  : t->copy_failed.message();
       not_whole_ = FailedPrecondition(fmt::format(
           "the rows of server {}'s table '{}' are lost: this server's copy was not whole when "
           "it took them over ({})",
-          rank_, name, t->copy_seq == 0 ? "its state had not come" : t->copy_failed.message()));
+          rank_, name, why));
       log_->error("replication: {}", not_whole_.message());
       return;
     }

@@ -82,6 +82,29 @@ StatusOr<ServerRows> ServerRows::Deserialize(const ServerTable& table, RowStore*
   return ServerRows(std::move(*restored));
 }
 
+StatusOr<ServerRows> ServerRows::ReplicaFrom(const ServerTable& table, RowStore* store,
+                                             const std::string& bytes, int64_t* disk_rows_to_come) {
+  *disk_rows_to_come = 0;
+  if (table.memory_rows == 0) return Deserialize(table, store, /*tiered=*/false, bytes);
+  auto header = TieredTable::ReadSerializedHeader(table.options.name, bytes.data(), bytes.size());
+  if (!header.ok()) return header.status();
+  if (header->disk_rows < 0)
+    return InvalidArgument(fmt::format("table '{}': {} rows on disk", table.options.name,
+                                       header->disk_rows));
+  // The rows in memory, in a new table: those on disk come after.
+  auto tiered =
+      TieredTable::FromSparseTable(table.options, table.memory_rows, store,
+                                   bytes.data() + header->rows_at, bytes.size() - header->rows_at);
+  if (!tiered.ok()) return tiered.status();
+  *disk_rows_to_come = header->disk_rows;
+  return ServerRows(std::move(*tiered));
+}
+
+Status ServerRows::ForEachDiskBatch(size_t max_rows,
+                                    const std::function<Status(const RowBatch&)>& fn) const {
+  return tiered_ ? tiered_->ForEachDiskBatch(max_rows, fn) : Status::OK();
+}
+
 Status ServerRows::Lookup(const int64_t* ids, size_t n, float* out, int64_t step) {
   return tiered_ ? tiered_->Lookup(ids, n, out, step) : memory_->Lookup(ids, n, out, step);
 }

@@ -52,6 +52,16 @@ class ServerRows {
   static StatusOr<ServerRows> Deserialize(const ServerTable& table, RowStore* store, bool tiered,
                                           const std::string& bytes);
 
+  // A backup's copy (roles/server/table_replication.cc): the primary sends
+  // Serialize's bytes and then, for a tiered table, its rows on disk alone
+  // (ForEachDiskBatch, in batches of at most `max_rows`); the copy starts
+  // from the bytes (ReplicaFrom, opening a new table in `store` for a
+  // tiered one) and is whole once *disk_rows_to_come more rows came
+  // (PutRows).
+  static StatusOr<ServerRows> ReplicaFrom(const ServerTable& table, RowStore* store,
+                                          const std::string& bytes, int64_t* disk_rows_to_come);
+  Status ForEachDiskBatch(size_t max_rows, const std::function<Status(const RowBatch&)>& fn) const;
+
   ServerRows(ServerRows&&) = default;
   ServerRows& operator=(ServerRows&&) = delete;
 

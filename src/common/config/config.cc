@@ -327,20 +327,22 @@ int KeyLine(const YAML::Node& map, const char* key) {
 // mode: average sends weights every N steps, not gradients: a rule's
 // compression would be ignored, like train.compression.
 Status CheckRulesAgainstTrain(const Value& doc, const Config& config) {
-  // A backup's copy of a table is in memory: rows on a server's disk are
-  // not sent to it whole.
+  // Which rows max_rows drops among rows touched at the same step depends
+  // on where they are (memory or disk), which a backup's copy of a table
+  // with rows on disk does not share with its primary.
   if (config.train.replication.replicas > 0) {
     for (size_t i = 0; i < config.parameters.size(); ++i) {
       const ParameterRule& rule = config.parameters[i];
-      if (!rule.init_in_server || (rule.server_cache_rows == 0 && rule.server_cache_bytes == 0))
+      if (!rule.init_in_server || rule.max_rows == 0 ||
+          (rule.server_cache_rows == 0 && rule.server_cache_bytes == 0))
         continue;
       const YAML::Node rules = doc.node["parameters"];
       const Value at{doc.source, rules[i], fmt::format("parameters[{}]", i), rule.line};
-      const char* key = rule.server_cache_rows > 0 ? "server_cache_rows" : "server_cache_bytes";
-      return at.Key(key, KeyLine(rules[i], key))
+      return at.Key("max_rows", KeyLine(rules[i], "max_rows"))
           .Error(
-              "tables with rows on disk have no backups yet: train.replication.replicas must "
-              "be 0, or keep the table in memory");
+              "a table with rows on disk and max_rows has no backups yet: with "
+              "train.replication, drop max_rows (evict_after_steps bounds it too), or keep the "
+              "table in memory");
     }
   }
   if (config.train.mode != UpdateMode::kAverage) return Status::OK();
