@@ -135,6 +135,10 @@ TEST_CASE("every message type round-trips") {
   CHECK(std::get<Replicate>(
             RoundTrip({7, false, Replicate{"emb.weight", 0, ReplicaKind::kTableOps, 1, 4, 2}}).body)
             .kind == ReplicaKind::kTableOps);
+  CHECK(
+      std::get<Replicate>(
+          RoundTrip({7, false, Replicate{"emb.weight", 0, ReplicaKind::kTableRows, -1, 5, 2}}).body)
+          .kind == ReplicaKind::kTableRows);
   CHECK(std::get<SparsePullRequest>(RoundTrip({7, false, SparsePullRequest{"t", 0, 0, 3, 2}}).body)
             .origin == 2);
   CHECK(std::get<SparsePushRequest>(RoundTrip({7, false, SparsePushRequest{"t", 0, 0, 1, 3}}).body)
@@ -329,7 +333,7 @@ TEST_CASE(
                                  MessageBody(Replicate{"", 0, ReplicaKind::kUpdate, -1, 1}),
                                  MessageBody(Replicate{"w", 0, ReplicaKind::kUpdate, -1, 0}),
                                  MessageBody(Replicate{"w", 0, ReplicaKind::kUpdate, -2, 1}),
-                                 MessageBody(Replicate{"w", 0, ReplicaKind{4}, -1, 1}),
+                                 MessageBody(Replicate{"w", 0, ReplicaKind{5}, -1, 1}),
                                  MessageBody(ServerView{0, -1, {0}, {0}}),
                                  MessageBody(SaveRequest{4, 2, -2}),
                                  MessageBody(Replicate{"w", 0, ReplicaKind::kState, -1, 1, -2}),

@@ -126,6 +126,29 @@ TEST_CASE("a fresh store holds no rows of the one before it in the same director
   CHECK(found.empty());
 }
 
+TEST_CASE("a dropped table is made anew, empty, and the other tables keep their rows and ids") {
+  TempDir tmp;
+  auto store = OpenStore(tmp / "store");
+  auto first = store->OpenTable("a", kFloats, true, true);
+  auto second = store->OpenTable("b", kFloats, false, true);
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  REQUIRE(store->Write(*first, Rows(Range(0, 50), 1), {}).ok());
+  REQUIRE(store->Write(*second, Rows(Range(0, 50), 1), {}).ok());
+  CHECK(store->OpenTable("a", kFloats, true, true).status().message().find("opened twice") !=
+        std::string::npos);
+  REQUIRE(store->DropTable("a").ok());
+  auto again = store->OpenTable("a", kFloats, true, true);
+  REQUIRE_MESSAGE(again.ok(), again.status().ToString());
+  const std::vector<int64_t> ids = Range(0, 50);
+  RowBatch found(kFloats);
+  REQUIRE(store->MultiGet(*again, ids.data(), ids.size(), &found).ok());
+  CHECK(found.empty());
+  REQUIRE(store->MultiGet(*second, ids.data(), ids.size(), &found).ok());
+  CHECK(found.size() == 50);
+  CHECK(store->DropTable("none").ok());  // nothing open by that name
+}
+
 TEST_CASE("a negative id is refused, not read (its key would sort out of order)") {
   TempDir tmp;
   auto store = OpenStore(tmp / "store");
