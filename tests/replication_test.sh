@@ -37,7 +37,11 @@
 # With "double", two servers are killed at once instead: the job ends with
 # an error naming the server ranks whose partitions had no whole copy.
 #
-# Usage: replication_test.sh PSTRAIN_BINARY [KILLS] [kill|stop|double]
+# With "cut", no server is lost: server 1 closes its link to its backup
+# (PSTRAIN_TEST_FAULT=close:40, its 40th change), links again and sends
+# every state again, and the job ends with the same weights, bit for bit.
+#
+# Usage: replication_test.sh PSTRAIN_BINARY [KILLS] [kill|stop|double|cut]
 # The weights are compared by the servers' fingerprints at the end
 # ("replication: server N's own ... digest"), whose sum over the servers
 # fingerprints the whole model wherever its partitions are.
@@ -136,7 +140,16 @@ run() {
   export PSTRAIN_CONFIG="$WORK/$RUN.yaml" ID_PREFIX="$RUN"
   HTTP=$(($(pick_port 9) + 1))
   PSTRAIN_HTTP_PORT=$HTTP start_scheduler
-  for n in $NODES; do start "$n"; done
+  for n in $NODES; do
+    # "cut": server 1 closes its link to its backup at its 40th change.
+    if [ "$HOW" = cut ] && [ "$RUN" = killed ] && [ "$n" = server_1 ]; then
+      export PSTRAIN_TEST_FAULT=close:40
+      start "$n"
+      unset PSTRAIN_TEST_FAULT
+    else
+      start "$n"
+    fi
+  done
   # The process holding each server rank now (NAME for start and node_log).
   now_0=server_0 now_1=server_1 now_2=server_2
   k=0
@@ -316,8 +329,18 @@ if [ "$HOW" = double ]; then
   exit 0
 fi
 
+[ "$HOW" = cut ] && KILLS=0
 run calm 0
 run killed "$KILLS"
+if [ "$HOW" = cut ]; then
+  grep -q "test fault: closing the connection" "$(node_log server_1)" ||
+    fail "server 1 did not close its link to its backup"
+  grep "linking again and sending it every state" "$(node_log server_1)" | cut -c 1-250 | grep . ||
+    fail "server 1 did not link to its backup again"
+  if grep -q "lost server\|pausing the job" "$(node_log scheduler)"; then
+    fail "a link cut while both servers lived cost a server or a rollback"
+  fi
+fi
 # The checkpoints, written by whichever server held each rank's partitions
 # then: the same bytes.
 [ -n "${EVERY:-}" ] && for f in "$WORK"/calm-checkpoints/step-*/server-*.ckpt; do

@@ -431,10 +431,13 @@ void Connection::Send(const Message& message, Payload payload) {
   outbox_.push_back(std::move(frame));
 }
 
-// PSTRAIN_TEST_FAULT: true when the frame must not go out as usual.
+// PSTRAIN_TEST_FAULT: true when the frame must not go out as usual. A
+// worker's pushes count, and a server's changes to its backups (no node
+// sends both).
 bool Connection::InjectTestFault(const Message& message) {
   if (!std::holds_alternative<PushRequest>(message.body) &&
-      !std::holds_alternative<SparsePushRequest>(message.body))
+      !std::holds_alternative<SparsePushRequest>(message.body) &&
+      !std::holds_alternative<Replicate>(message.body))
     return false;
   const TestFault& fault = loop_->test_fault();
   if (loop_->CountPushFrame() != fault.after) return false;

@@ -90,6 +90,13 @@ BackupLinks::Link::Key BackupLinks::KeyOf(const Replicate& change) {
   return {table, change.tensor, table ? change.origin : static_cast<int64_t>(change.part)};
 }
 
+void BackupLinks::TellClosed(int rank, const Connection* conn, const Status& why) {
+  auto it = links_.find(rank);
+  if (it == links_.end() || it->second.conn.get() != conn || it->second.closed_told) return;
+  it->second.closed_told = true;
+  if (on_closed_) on_closed_(rank, why);
+}
+
 void BackupLinks::Send(Replicate change, Payload payload, std::function<void(const Status&)> done) {
   bool posted = loop_->Post([this, change = std::move(change), payload = std::move(payload),
                              done]() mutable {
@@ -108,12 +115,13 @@ void BackupLinks::Send(Replicate change, Payload payload, std::function<void(con
       bytes_.fetch_add(static_cast<int64_t>(payload.size), std::memory_order_relaxed);
       link.conn->Call(
           change,
-          [all, rank = rank](StatusOr<Incoming> reply) {
+          [this, all, rank = rank, conn = link.conn.get()](StatusOr<Incoming> reply) {
             // A link gone, or a backup that no longer holds the copy: the
-            // next view's states stand in for this change.
-            if (reply.status().code() == StatusCode::kUnavailable ||
-                reply.status().message().find(kNoCopy) != std::string::npos)
-              return;
+            // states sent again (the next view's, or this one's once the
+            // link is made again) stand in for this change.
+            if (reply.status().code() == StatusCode::kUnavailable)
+              return TellClosed(rank, conn, reply.status());
+            if (reply.status().message().find(kNoCopy) != std::string::npos) return;
             all->Report(reply.status().WithContext(fmt::format("the backup on server {}", rank)));
           },
           payload);

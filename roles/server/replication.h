@@ -116,6 +116,11 @@ class BackupLinks {
   // a partition this server took over): it is not sent there, and the
   // state that follows stands in for it.
   void Send(Replicate change, Payload payload, std::function<void(const Status&)> done);
+  // Called on the loop thread, once per link, when a change finds the link
+  // to backup `rank` closed. Set before the first Send.
+  void OnClosed(std::function<void(int rank, const Status& why)> closed) {
+    on_closed_ = std::move(closed);
+  }
   // Changes and payload bytes sent to backups (one count per backup).
   int64_t changes_sent() const { return changes_.load(); }
   int64_t bytes_sent() const { return bytes_.load(); }
@@ -127,7 +132,10 @@ class BackupLinks {
     // origin): what was sent whole over this link.
     using Key = std::tuple<bool, std::string, int64_t>;
     std::set<Key> has_state;
+    bool closed_told = false;  // OnClosed's hook heard of it
   };
+  void TellClosed(int rank, const Connection* conn, const Status& why);
+  std::function<void(int, const Status&)> on_closed_;
   static Link::Key KeyOf(const Replicate& change);
   EventLoop* loop_;
   std::map<int, Link> links_;  // by server rank; loop thread

@@ -83,6 +83,8 @@ Status Server::RunOnce() {
   const int replicas = config_.train.replication.replicas;
   if (replicas > 0) {
     backup_links_ = std::make_unique<BackupLinks>(&node_.loop());
+    backup_links_->OnClosed(
+        [this](int backup, const Status& why) { OnBackupLinkClosed(backup, why); });
     const int servers = node_.options().cluster.server_num;
     view_ = ServerView{0, -1, AllServers(servers), AllServers(servers)};
     MakeFence();

@@ -120,6 +120,9 @@ class Server {
   bool Fenced(const Connection::Ptr& conn, Incoming& in);
   // Made before the node starts; the verdict drops what waits.
   void MakeFence();
+  // A link to a backup closed: linked again and every state sent again,
+  // unless a new view came meanwhile (the backup was lost). Loop thread.
+  void OnBackupLinkClosed(int backup, const Status& why);
   void Rereplicate(const ServerView& view);
   // At the end: a fingerprint of this server's partitions and of each
   // primary's it backs up, and the bytes sent to backups.

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "comm/transport/completion.h"
+#include "comm/transport/timer.h"
 #include "roles/node/peers.h"
 #include "roles/server/server.h"
 #include "roles/server/table_host.h"
@@ -169,6 +170,25 @@ void Server::MakeFence() {
   });
 }
 
+// A closed link's backup is most often lost, and the scheduler's new view
+// (which re-replicates) comes within a round trip; a link cut while both
+// servers live brings none. So the link is made again only if no view came
+// within a second (at most half the heartbeat timeout): its changes wait
+// for the states sent then.
+void Server::OnBackupLinkClosed(int backup, const Status& why) {
+  const ServerView view = view_;
+  const double timeout_s = node_.options().cluster.heartbeat_timeout_s;
+  const auto wait_ms = static_cast<uint64_t>(std::min(1000.0, 500.0 * timeout_s));
+  RunAfter(&node_.loop(), wait_ms, [this, view, backup, why](bool fired) {
+    if (!fired || stopping_.load() || view_.view != view.view) return;
+    node_.log()->warn(
+        "replication: the link to backup server {} closed ({}) while both servers are live "
+        "(view {}): linking again and sending it every state",
+        backup, why.message(), view.view);
+    replica_thread_.Post([this, view] { Rereplicate(view); });
+  });
+}
+
 // What a worker reads or writes waits while this server may have been
 // counted lost; a backup's changes and the scheduler's messages do not.
 bool Server::Fenced(const Connection::Ptr& conn, Incoming& in) {
@@ -240,6 +260,14 @@ void Server::Rereplicate(const ServerView& view) {
   const auto start = std::chrono::steady_clock::now();
   if (Status st = ConnectBackups(*held); !st.ok()) {
     node_.log()->error("replication: view {}: {}", view.view, st.message());
+    // Still this view's backup after a patient try: what this server holds
+    // has no whole copy, and its acknowledgements would wait for ever. The
+    // scheduler rolls the job back, or ends it, naming why.
+    if (!stopping_.load() && newest_view_.load() == view.view)
+      node_.cluster().ReportFailure(
+          st.WithContext(
+              fmt::format("server {} cannot reach its backups in view {}", rank(), view.view)),
+          /*recoverable=*/true);
     return;
   }
   struct Sent {

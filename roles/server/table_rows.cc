@@ -89,8 +89,8 @@ StatusOr<ServerRows> ServerRows::ReplicaFrom(const ServerTable& table, RowStore*
   auto header = TieredTable::ReadSerializedHeader(table.options.name, bytes.data(), bytes.size());
   if (!header.ok()) return header.status();
   if (header->disk_rows < 0)
-    return InvalidArgument(fmt::format("table '{}': {} rows on disk", table.options.name,
-                                       header->disk_rows));
+    return InvalidArgument(
+        fmt::format("table '{}': {} rows on disk", table.options.name, header->disk_rows));
   // The rows in memory, in a new table: those on disk come after.
   auto tiered =
       TieredTable::FromSparseTable(table.options, table.memory_rows, store,
