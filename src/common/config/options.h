@@ -30,7 +30,8 @@ enum class Role { kScheduler, kServer, kWorker };
 const char* RoleName(Role role);
 
 // A fault a test injects into this process's pushes (PSTRAIN_TEST_FAULT;
-// never set in production): on its `after`-th push or sparse push frame,
+// never set in production): on its `after`-th push or sparse push frame (on
+// a server: its `after`-th change to its backups),
 // close the connection instead (kClose), never send the frame (kDrop), or
 // send it `delay_ms` late (kDelay). Fires in a node's first run only.
 struct TestFault {
