@@ -79,6 +79,17 @@ TEST_CASE("the queue releases what waits for a change once the backups hold it, 
   CHECK(done.back() == "failed");
 }
 
+TEST_CASE("a step whose change cannot be made fails the pushes held for it") {
+  ReplicationQueue q;
+  std::vector<std::string> done;
+  q.HoldForStep([&done](const Status& st) { done.push_back(st.message()); });
+  q.HoldForStep([&done](const Status& st) { done.push_back(st.message()); });
+  q.FailStep(Internal("the disk is full"));
+  CHECK(done == std::vector<std::string>{"the disk is full", "the disk is full"});
+  q.StepSent();  // nothing is held any more
+  CHECK(done.size() == 2);
+}
+
 TEST_CASE("a replayed update counts as the primary's: a gathered step or one worker's push") {
   UpdateCore sync(2, UpdateMode::kSync);
   CHECK(sync.Replay(-1).ok());

@@ -35,6 +35,12 @@ void ReplicationQueue::StepSent() {
   step_.clear();
 }
 
+void ReplicationQueue::FailStep(const Status& why) {
+  std::vector<Then> held = std::move(step_);
+  step_.clear();
+  for (Then& then : held) then(why);
+}
+
 void ReplicationQueue::Acked(int64_t seq, const Status& status) {
   if (!status.ok() && failed_.ok()) failed_ = status;
   acked_ = std::max(acked_, seq);

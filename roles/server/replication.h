@@ -81,6 +81,9 @@ class ReplicationQueue {
   void HoldForStep(Then then) { step_.push_back(std::move(then)); }
   // The step's change was just numbered: what HoldForStep kept waits for it.
   void StepSent();
+  // The step's change could not be made: what HoldForStep kept fails with
+  // `why` now.
+  void FailStep(const Status& why);
   // Change `seq` is held by every backup (or failed: then every change
   // after it fails too). Runs what waited for it, in order.
   void Acked(int64_t seq, const Status& status);

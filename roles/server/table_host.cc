@@ -304,8 +304,13 @@ Status TableHost::ApplyGathered(HostedTable& t, float scale) {
   for (float& g : summed) g *= scale;
   // A row changes when the step is applied, not when a push of it comes.
   Touched(t, dedup.unique().data(), dedup.unique().size());
-  PSTRAIN_RETURN_IF_ERROR(t.table.ApplyGradients(dedup.unique().data(), summed.data(),
-                                                 dedup.unique().size(), t.core.step()));
+  if (Status applied = t.table.ApplyGradients(dedup.unique().data(), summed.data(),
+                                              dedup.unique().size(), t.core.step());
+      !applied.ok()) {
+    // The other workers' pushes of the step, held for it, fail as this one.
+    t.queue.FailStep(applied);
+    return applied;
+  }
   SendChange(t, TableOp::kApply, -1, dedup.unique().data(), dedup.unique().size(), summed.data());
   if (send_) t.queue.StepSent();
   return Status::OK();
