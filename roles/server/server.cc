@@ -160,9 +160,14 @@ ServerSample Server::Sample() {
   s.updates = updates_.load(std::memory_order_relaxed);
   s.bytes_sent = node_.loop().bytes_sent();
   s.bytes_received = node_.loop().bytes_received();
-  if (tables_) {
+  // The rows this server answers for: its own and those of lost servers it
+  // took over (its own alone once the loop has stopped).
+  const std::vector<TableHost*> hosts = node_.loop().Call<std::vector<TableHost*>>(
+      [this] { return PrimaryTables(); }, {tables_.get()});
+  for (TableHost* host : hosts) {
+    if (host == nullptr) continue;
     for (const std::string& name : table_names_) {
-      auto counters = tables_->Counters(name);
+      auto counters = host->Counters(name);
       if (counters.ok()) s.rows += counters->rows;
     }
   }
