@@ -285,20 +285,24 @@ StatusOr<RowStore::TableId> RowStore::OpenTable(const std::string& name, size_t 
 }
 
 Status RowStore::DropTable(const std::string& name) {
+  Status first_error;
   for (Impl::Table& t : impl_->tables) {
     if (t.name != name) continue;
-    for (rocksdb::ColumnFamilyHandle* h : {t.data, t.recency}) {
-      if (h == nullptr) continue;
-      rocksdb::Status st = impl_->db->DropColumnFamily(h);
-      if (!st.ok())
-        return FailedPrecondition(fmt::format("embedding store {}: cannot drop table '{}': {}",
-                                              dir_, name, st.ToString()));
-      impl_->handles.erase(std::find(impl_->handles.begin(), impl_->handles.end(), h));
-      impl_->db->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    // Its id stays taken (ids are indices); its name and handles go at
+    // once, so that a failure leaves nothing to drop twice.
+    t.name.clear();
+    for (rocksdb::ColumnFamilyHandle** h : {&t.data, &t.recency}) {
+      if (*h == nullptr) continue;
+      rocksdb::Status st = impl_->db->DropColumnFamily(*h);
+      if (!st.ok() && first_error.ok())
+        first_error = FailedPrecondition(fmt::format(
+            "embedding store {}: cannot drop table '{}': {}", dir_, name, st.ToString()));
+      impl_->handles.erase(std::find(impl_->handles.begin(), impl_->handles.end(), *h));
+      impl_->db->DestroyColumnFamilyHandle(*h).PermitUncheckedError();
+      *h = nullptr;
     }
-    t = Impl::Table{"", t.floats};  // its id stays taken: ids are indices
   }
-  return Status::OK();
+  return first_error;
 }
 
 const std::string& RowStore::table_name(TableId table) const { return impl_->tables[table].name; }

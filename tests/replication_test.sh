@@ -165,6 +165,13 @@ run() {
     joined=$(count "server $victim joins as a backup" "$(node_log scheduler)")
     k=$((k + 1))
     if [ "$HOW" = stop ]; then
+      if [ -n "${PROBE:-}" ] && [ "$k" = 1 ]; then
+        # The probe itself: a live server answers its pull.
+        start_probe "$proc" "$victim"
+        touch "$WORK/go"
+        check_probe 1
+      fi
+      [ -n "${PROBE:-}" ] && start_probe "$proc" "$victim"
       kill -STOP "$(node_pid "$proc")"
       T0=$(now_ms)
       echo "  $RUN: stop $k: server $victim (SIGSTOP)"
@@ -178,9 +185,12 @@ run() {
     if [ "$HOW" = stop ]; then
       echo "  $RUN: its backup took over $(($(now_ms) - T0)) ms after the stop" \
         "(heartbeat timeout $PSTRAIN_HEARTBEAT_TIMEOUT s)"
-      [ -n "${PROBE:-}" ] && start_probe "$proc" "$victim"
+      if [ -n "${PROBE:-}" ]; then
+        touch "$WORK/go"  # its pull waits in the sleeping server's socket
+        sleep 0.3
+      fi
       kill -CONT "$(node_pid "$proc")"
-      [ -n "${PROBE:-}" ] && check_probe
+      [ -n "${PROBE:-}" ] && check_probe 0
     else
       # A new node: a process of its own, with a node id never seen.
       eval "now_$victim=server_$victim-restart$k"
@@ -223,27 +233,29 @@ print('%016x %s' % (sum(int(l, 16) for l in open(sys.argv[1]).read().split()) % 
   return 0
 }
 
-# start_probe PROC RANK: while server PROC (rank RANK) sleeps, a pull of
-# its first partition is sent to it as worker 0 of its generation
-# (tests/stale_pull_probe.cc); it waits in the server's socket until the
-# server wakes.
+# start_probe PROC RANK: a probe (tests/stale_pull_probe.cc) introduces
+# itself to server PROC (rank RANK) as worker 0 of its generation, and
+# sends a pull of the server's first partition once $WORK/go exists.
 start_probe() {
   addr=$(grep "node id:$ID_PREFIX-$1,node ip" "$(node_log scheduler)" | tail -n 1)
   port=$(echo "$addr" | sed 's/.*node port:\([0-9]*\).*/\1/')
   gen=$(grep -o "(node id $ID_PREFIX-$1, generation [0-9]*)" "$(node_log "$1")" | tail -n 1 |
     grep -o "[0-9]*)$" | tr -d ')')
   [ -n "$port" ] && [ -n "$gen" ] || fail "$RUN: no port or generation of $1 to probe"
-  timeout 120 "$PROBE" "$PSTRAIN_CONFIG" 127.0.0.1 "$port" "$2" 3 "$gen" > "$WORK/probe.out" 2>&1 &
+  rm -f "$WORK/go"
+  timeout 180 "$PROBE" "$PSTRAIN_CONFIG" 127.0.0.1 "$port" "$2" 3 "$gen" "$WORK/go" \
+    > "$WORK/probe.out" 2>&1 &
   probe_pid=$!
-  sleep 0.5  # its link made and its Hello queued in the sleeping server's socket
+  wait_for_count "took the Hello" "$WORK/probe.out" 1 300 ||
+    fail "$RUN: the probe could not introduce itself: $(cat "$WORK/probe.out")"
 }
-# check_probe: the woken server took the probe's Hello and never answered
-# its pull.
+# check_probe RC: the probe's exit: 1, the pull answered (a live server); 0,
+# its link closed unanswered (a server woken after its backup took over).
 check_probe() {
   wait "$probe_pid"
   rc=$?
-  [ "$rc" = 0 ] || fail "$RUN: the woken server: $(cat "$WORK/probe.out") (probe exit $rc)"
-  echo "  $RUN: $(grep "not answered" "$WORK/probe.out")"
+  [ "$rc" = "$1" ] || fail "$RUN: probe exit $rc, expected $1: $(cat "$WORK/probe.out")"
+  echo "  $RUN: $(tail -n 1 "$WORK/probe.out")"
 }
 
 # check_live_view VIEW: the scheduler's /status and /metrics show each

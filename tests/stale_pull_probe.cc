@@ -1,20 +1,26 @@
-// stale_pull_probe: pulls, as worker 0, the first partition a server rank
-// holds, and says whether the server answered with its weights.
+// stale_pull_probe: introduces itself to a server as worker 0, waits until
+// the file GO exists, then pulls the first partition the server's rank
+// holds, and says how the server answered.
 //
-// tests/replication_test.sh ("stop") starts it against a server stopped
-// with SIGSTOP after its backup took its partitions over, then wakes the
-// server: whatever it holds then is stale, and it must never answer.
+// tests/replication_test.sh ("stop") starts it against a live server,
+// stops the server (SIGSTOP), lets its backup take its partitions over,
+// creates GO (the pull then waits in the sleeping server's socket) and
+// wakes the server: whatever it holds then is stale, and it must never
+// answer. Against a live server it gets the weights.
 //
-// Usage: stale_pull_probe CONFIG HOST PORT RANK SERVERS GENERATION
-// Exit: 0 the pull was refused or its link closed unanswered (it says
-// which), 1 the server answered with weights, 2 the probe could not ask
-// (bad arguments, no link, its Hello refused).
+// Usage: stale_pull_probe CONFIG HOST PORT RANK SERVERS GENERATION GO
+// Exit: 0 the link closed with the pull unanswered, 1 the server answered
+// with weights, 3 it refused the pull with an error (both print it), 2 the
+// probe could not ask (bad arguments, no link, its Hello refused, no GO
+// within 120 s).
 #include <fmt/format.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/ps/partition_map.h"
@@ -50,7 +56,7 @@ StatusOr<std::pair<std::string, Partition>> FirstPartitionOf(const Config& confi
 }
 
 int Probe(int argc, char** argv) {
-  if (argc != 7) return Inconclusive("usage: CONFIG HOST PORT RANK SERVERS GENERATION");
+  if (argc != 8) return Inconclusive("usage: CONFIG HOST PORT RANK SERVERS GENERATION GO");
   auto config = LoadConfig(argv[1]);
   if (!config.ok()) return Inconclusive(config.status().message());
   const int rank = std::atoi(argv[4]);
@@ -67,8 +73,15 @@ int Probe(int argc, char** argv) {
   auto links =
       ConnectToServers(&loop, MakeLogger("probe"), hello, {server}, static_cast<size_t>(rank) + 1);
   if (!links.ok()) return Inconclusive("Hello: " + links.status().message());
-  std::printf("stale_pull_probe: server %d took the Hello; pulling '%s' partition %u\n", rank,
-              tensor.c_str(), part.part);
+  std::printf("stale_pull_probe: server %d took the Hello\n", rank);
+  std::fflush(stdout);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!std::filesystem::exists(argv[7])) {
+    if (std::chrono::steady_clock::now() > deadline) return Inconclusive("no GO within 120 s");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::printf("stale_pull_probe: pulling '%s' partition %u\n", tensor.c_str(), part.part);
+  std::fflush(stdout);
 
   Completion<StatusOr<Incoming>> answer;
   PullRequest pull{tensor, part.part, 0, 0, part.elements};
@@ -79,12 +92,15 @@ int Probe(int argc, char** argv) {
   auto reply = answer.WaitFor(std::chrono::seconds(60));
   if (!reply) return Inconclusive("no answer and no close within 60 s");
   if (!reply->ok()) {
-    std::printf("stale_pull_probe: not answered: %s\n", reply->status().message().c_str());
-    return 0;
+    // A refusal comes as FailedPrecondition (comm/transport/connection.cc).
+    const bool refused = reply->status().code() == StatusCode::kFailedPrecondition;
+    std::printf("stale_pull_probe: %s: %s\n", refused ? "refused" : "not answered",
+                reply->status().message().c_str());
+    return refused ? 3 : 0;
   }
   if (std::holds_alternative<Moved>((*reply)->message.body)) {
-    std::printf("stale_pull_probe: not answered: the partition moved\n");
-    return 0;
+    std::printf("stale_pull_probe: refused: the partition moved\n");
+    return 3;
   }
   std::printf("stale_pull_probe: answered with %s, %llu payload bytes\n",
               MessageName((*reply)->message.body),

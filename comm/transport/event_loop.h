@@ -109,6 +109,13 @@ class EventLoop {
   // The loop's clock in milliseconds, as of the start of this iteration.
   // Loop thread only.
   uint64_t NowMs() { return uv_now(&loop_); }
+  // The same clock read now, not as of this round of callbacks: one that
+  // took long (or a process stopped inside it) leaves NowMs behind. Loop
+  // thread.
+  uint64_t FreshNowMs() {
+    uv_update_time(&loop_);
+    return uv_now(&loop_);
+  }
 
   // Tests only (PSTRAIN_TEST_FAULT, see TestFault): the fault this loop's
   // connections inject, and the push frames counted towards it. Set before

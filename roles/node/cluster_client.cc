@@ -316,9 +316,12 @@ void ClusterClient::CheckSchedulerHeard() {
   if (!scheduler_) return;
   scheduler_->Notify(Heartbeat{progress_step_.load(), progress_rate_.load(), held_view_.load()});
   if (stalled) return;  // what came meanwhile is read after this
-  if (now - last_heard_ms_ > timeout)
+  if (now - last_heard_ms_ > timeout) {
+    // Its silence may be a cut that kept this node's heartbeats from it too.
+    DoubtStanding();
     scheduler_->Close(DeadlineExceeded(fmt::format("the scheduler has been silent for {:.1f} s",
                                                    (now - last_heard_ms_) / 1000.0)));
+  }
   ExpireOverdueCalls(loop_, 2 * timeout);
 }
 
@@ -341,25 +344,33 @@ bool ClusterClient::NoticeStall(uint64_t now, uint64_t timeout) {
 
 bool ClusterClient::CountedIn() {
   PSTRAIN_DCHECK_ON_LOOP(loop_);
-  if (verdict_.IsSet() || paused_.load() || rejoining_ || !scheduler_) return false;
+  if (verdict_.IsSet() || paused_.load()) return false;
   // Stalled, and the heartbeat check has not run since: the scheduler sees
-  // this node's last heartbeat as old as that check (it sends one).
+  // this node's last heartbeat as old as that check (it sends one). The
+  // loop's clock is read afresh: a stall inside one round of callbacks
+  // leaves the cached one behind.
   if (!doubted_ &&
-      stall_watch_.Overdue(loop_->NowMs(), Millis(options_.cluster.heartbeat_interval_s),
+      stall_watch_.Overdue(loop_->FreshNowMs(), Millis(options_.cluster.heartbeat_interval_s),
                            Millis(options_.cluster.heartbeat_timeout_s)))
     DoubtStanding();
+  // A scheduler that closed its link (or stopped) with no doubt is no
+  // reason to stop: training needs no scheduler, and none can have taken
+  // this node's place without hearing it fall silent.
   return !doubted_;
 }
 
 // The scheduler answers a heartbeat sent as a call only while it counts
 // this node in: it closed a lost node's connection, and what it sent
-// before that (read after the stall) proves nothing.
+// before that (read after the stall) proves nothing. Each doubt asks
+// again: only the answer to the newest question counts. Without a link,
+// the doubt stays until this node registers again.
 void ClusterClient::DoubtStanding() {
-  if (doubted_ || !scheduler_) return;
   doubted_ = true;
+  const uint64_t asked = ++doubts_;
+  if (!scheduler_ || rejoining_) return;
   scheduler_->Call(Heartbeat{progress_step_.load(), progress_rate_.load(), held_view_.load()},
-                   [this](StatusOr<Incoming> reply) {
-                     if (reply.ok()) doubted_ = false;
+                   [this, asked](StatusOr<Incoming> reply) {
+                     if (reply.ok() && asked == doubts_) doubted_ = false;
                    });
 }
 

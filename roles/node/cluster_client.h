@@ -160,12 +160,13 @@ class ClusterClient {
   void ReportReplicasHeld(int64_t view);
 
   // Whether the scheduler still counts this node in, as far as this node
-  // can tell: false while it has no link to the scheduler (rejoining it),
-  // after a pause or verdict, and after this node's loop stalled long
-  // enough that its heartbeats may have stopped for the timeout (a
-  // SIGSTOP): then until the scheduler answers a heartbeat sent after the
-  // stall. A server of a replicated job serves workers only while this
-  // holds: its backup may have taken its rows over (roles/server/server.h,
+  // can tell: false after a pause or verdict, and after this node's loop
+  // stalled long enough that its heartbeats may have stopped for the
+  // timeout (a SIGSTOP), or it heard nothing from the scheduler for the
+  // timeout (a cut): then until the scheduler answers a heartbeat sent
+  // after that, or this node registers with it again. A scheduler that
+  // merely went away (restarted) is no doubt. A server of a replicated job serves workers only
+  // while this holds: its backup may have taken its rows over (roles/server/server.h,
   // FenceRequest). Loop thread.
   bool CountedIn();
   int rank() const { return rank_.load(); }  // valid after Join
@@ -246,6 +247,7 @@ class ClusterClient {
   bool joined_once_ = false;  // registered at least once: a loss means rejoin
   bool rejoining_ = false;
   bool doubted_ = false;        // DoubtStanding asked, not yet answered
+  uint64_t doubts_ = 0;         // questions DoubtStanding asked
   bool done_reported_ = false;  // re-sent after a rejoin
   std::vector<std::pair<MessageBody, Connection::ReplyCallback>> waiting_calls_;
 

@@ -181,6 +181,7 @@ class Server {
   // the shards, which send through them until they join.
   std::unique_ptr<BackupLinks> backup_links_;
   std::unique_ptr<RequestFence> fence_;  // train.replication: loop thread
+  int64_t copies_made_ = 0;              // of other servers' tables; loop thread
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> newest_view_{0};
   // Declared after node_: the destructor stops the loop first (no more

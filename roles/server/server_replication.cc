@@ -66,11 +66,11 @@ void Server::OnTableReplica(const Connection::Ptr& conn, uint64_t id, int primar
       (found == table_copies_.end() || found->second.primary != primary)) {
     // The first state, or a new primary's (its heir's): it replaces the copy.
     // Its rows beyond a memory budget go to a store of its own, removed
-    // with it (the copy it replaces may not be gone yet).
-    auto host =
-        TableHost::Create(config_, node_.cluster().worker_num(), origin, servers, node_.log(),
-                          fmt::format("{}.copy-on-server-{}-from-server-{}",
-                                      ServerStoreDir(config_, origin), rank(), primary));
+    // with it (the copy it replaces may not be gone yet: a new name each).
+    auto host = TableHost::Create(
+        config_, node_.cluster().worker_num(), origin, servers, node_.log(),
+        fmt::format("{}.copy-on-server-{}-from-server-{}.{}", ServerStoreDir(config_, origin),
+                    rank(), primary, ++copies_made_));
     if (!host.ok()) return conn->Reply(id, ErrorReply{host.status().message()});
     if (found != table_copies_.end()) DropTables(std::move(found->second.host));
     found = table_copies_.insert_or_assign(origin, TableCopy{primary, std::move(*host)}).first;
@@ -153,11 +153,15 @@ void Server::ApplyTableView(const ServerView& view, const std::vector<int>& prim
 }
 
 void Server::MakeFence() {
-  const double timeout_s = node_.options().cluster.heartbeat_timeout_s;
+  // Past the verdict's own deadlines: a doubt is answered within twice the
+  // heartbeat timeout, or the scheduler's link closes and a rejoin has the
+  // connect timeout.
+  const ClusterOptions& cluster = node_.options().cluster;
+  const double patience_s = cluster.connect_timeout_s + 2 * cluster.heartbeat_timeout_s;
   fence_ = std::make_unique<RequestFence>(
       &node_.loop(), [this] { return node_.cluster().CountedIn(); },
       [this](const Connection::Ptr& conn, Incoming&& in) { OnPeerRequest(conn, std::move(in)); },
-      static_cast<uint64_t>(2000 * timeout_s));
+      static_cast<uint64_t>(1000 * patience_s));
   node_.OnInterrupt([this](const Status& why) {
     const size_t waiting = fence_->waiting();
     if (waiting == 0) return;

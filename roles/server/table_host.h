@@ -249,10 +249,9 @@ class TableHost {
   Status HoldReplica(const Replicate& change, const Buffer& payload, const Reply& ack);
   // Makes a primary's change on a backup's copy of table `t`.
   Status Replay(HostedTable& t, int worker, const TableChange& change);
-  // A backup's copy from its primary's state (ServerRows::Serialize's
-  // bytes), with the rows on disk still to come; and those rows.
-  StatusOr<std::pair<ServerRows, int64_t>> CopyFromState(const ServerTable& spec,
-                                                         const std::string& bytes);
+  // A backup's copy from its primary's state (change `seq`), with the
+  // rows on disk still to come; and those rows.
+  Status TakeState(const ServerTable& spec, int64_t seq, const TableState& state);
   Status HoldDiskRows(HostedTable& t, int64_t seq, const Buffer& payload, const Reply& ack);
   // A primary's tiered table: its rows on disk alone, after its state; adds
   // the bytes sent to *bytes.

@@ -7,7 +7,11 @@
 // the primary's rows, optimizer slots and counts bit for bit.
 #include <fmt/format.h>
 
+#include <chrono>
+#include <memory>
+
 #include "roles/server/table_host.h"
+#include "src/common/mutex.h"
 
 namespace pstrain {
 namespace {
@@ -21,6 +25,38 @@ constexpr int64_t kMaxIdsPerChange = int64_t{1} << 24;
 // Rows on a primary's disk sent in one message after its state: 64 Ki rows
 // of a 16-float row with Adam's two slots are 12 MiB.
 constexpr size_t kRowsPerMessage = 65536;
+
+// Bytes of rows on disk sent and not yet held by every backup: the table
+// thread sends more only below kWindowBytes (the answers, on the loop
+// thread, make room), so that a share far larger than memory is not read
+// into the link's queue whole. A backup that holds nothing more within
+// kWindowPatience (its link closed: the states are sent again then) ends
+// the copy.
+constexpr int64_t kWindowBytes = int64_t{64} << 20;
+constexpr auto kWindowPatience = std::chrono::seconds(60);
+
+class SendWindow {
+ public:
+  // Whether `bytes` more may go out now (false: none made room in time).
+  bool Take(int64_t bytes) {
+    MutexLock lock(&mutex_);
+    if (!room_.WaitFor(&lock, kWindowPatience,
+                       [&] { return out_ == 0 || out_ + bytes <= kWindowBytes; }))
+      return false;
+    out_ += bytes;
+    return true;
+  }
+  void Give(int64_t bytes) {
+    MutexLock lock(&mutex_);
+    out_ -= bytes;
+    room_.NotifyAll();
+  }
+
+ private:
+  Mutex mutex_;
+  CondVar room_;
+  int64_t out_ GUARDED_BY(mutex_) = 0;
+};
 
 }  // namespace
 
@@ -97,11 +133,12 @@ void TableHost::SendStates(std::function<void(const Status&, int64_t tables, int
 }
 
 // A tiered table's rows on disk alone follow its state, read as they go
-// out, so that no more than one message of them is made at a time here.
+// out, at most kWindowBytes of them on their way at a time.
 Status TableHost::SendDiskRows(HostedTable& t, int64_t* bytes) {
   const std::string& name = t.table.options().name;
   const auto dim = static_cast<uint32_t>(t.table.options().dim);
-  return t.table.ForEachDiskBatch(kRowsPerMessage, [&](const RowBatch& batch) {
+  auto window = std::make_shared<SendWindow>();
+  return t.table.ForEachDiskBatch(kRowsPerMessage, [&](const RowBatch& batch) -> Status {
     std::vector<MovedRows> rows(1);
     rows[0].table = name;
     rows[0].dim = dim;
@@ -110,11 +147,20 @@ Status TableHost::SendDiskRows(HostedTable& t, int64_t* bytes) {
     rows[0].rows = batch;
     auto encoded = std::make_shared<std::string>();
     EncodeMovedRows(rows, encoded.get());
-    *bytes += static_cast<int64_t>(encoded->size());
+    const auto size = static_cast<int64_t>(encoded->size());
+    if (!window->Take(size))
+      return Unavailable(fmt::format(
+          "table '{}': the backups held none of its rows on disk sent within {} s", name,
+          std::chrono::duration_cast<std::chrono::seconds>(kWindowPatience).count()));
+    *bytes += size;
     const int64_t seq = t.queue.Next();
     Payload payload{reinterpret_cast<const uint8_t*>(encoded->data()), encoded->size(), encoded};
+    auto held = WhenHeld(name, seq);
     send_(Replicate{name, 0, ReplicaKind::kTableRows, -1, seq, rank_}, std::move(payload),
-          WhenHeld(name, seq));
+          [window, size, held](const Status& st) {
+            window->Give(size);
+            held(st);
+          });
     return Status::OK();
   });
 }
@@ -134,22 +180,15 @@ Status TableHost::HoldReplica(const Replicate& change, const Buffer& payload, co
   const ServerTable* spec = nullptr;
   for (const ServerTable& s : specs_)
     if (s.options.name == change.tensor) spec = &s;
-  if (t == nullptr || spec == nullptr)
-    return InvalidArgument(what + ": the config has no such server-held table");
+  if (spec == nullptr) return InvalidArgument(what + ": the config has no such server-held table");
   if (change.kind == ReplicaKind::kTableState) {
     auto state = DecodeTableState(payload.data, payload.size, change.tensor);
     if (!state.ok()) return state.status().WithContext(what);
-    auto rows = CopyFromState(*spec, state->rows);
-    if (!rows.ok()) return rows.status().WithContext(what);
-    auto fresh = MakeHosted(std::move(rows->first));
-    PSTRAIN_RETURN_IF_ERROR(fresh->core.Load(state->core).WithContext(what));
-    fresh->copy_seq = change.seq;
-    fresh->rows_to_come = rows->second;
-    tables_[change.tensor] = std::move(fresh);
+    PSTRAIN_RETURN_IF_ERROR(TakeState(*spec, change.seq, *state).WithContext(what));
     ack(Ack{}, {});
     return Status::OK();
   }
-  if (t->copy_seq == 0) return FailedPrecondition(what + ": " + kNoCopy);
+  if (t == nullptr || t->copy_seq == 0) return FailedPrecondition(what + ": " + kNoCopy);
   if (!t->copy_failed.ok()) return t->copy_failed;
   if (change.seq != t->copy_seq + 1)
     return FailedPrecondition(fmt::format("{}: the copy holds change {}", what, t->copy_seq));
@@ -176,23 +215,33 @@ Status TableHost::HoldReplica(const Replicate& change, const Buffer& payload, co
   return Status::OK();
 }
 
-// A tiered copy is made anew in the store: its table there goes first (and
-// comes back empty, not whole, if the state cannot be taken).
-StatusOr<std::pair<ServerRows, int64_t>> TableHost::CopyFromState(const ServerTable& spec,
-                                                                  const std::string& bytes) {
+// A tiered copy is made anew in the store: its table there goes first. A
+// copy that cannot be made is left empty and not whole (no state held):
+// later changes are refused, and it is never promoted.
+Status TableHost::TakeState(const ServerTable& spec, int64_t seq, const TableState& state) {
   const std::string& name = spec.options.name;
-  if (store_ && spec.memory_rows > 0) {
-    tables_.erase(name);
-    PSTRAIN_RETURN_IF_ERROR(store_->DropTable(name));
-  }
-  int64_t rows_to_come = 0;
-  auto rows = ServerRows::ReplicaFrom(spec, store_.get(), bytes, &rows_to_come);
-  if (rows.ok()) return std::make_pair(std::move(*rows), rows_to_come);
-  if (!Find(name)) {
-    auto empty = ServerRows::Create(spec, store_.get());
-    if (empty.ok()) tables_[name] = MakeHosted(std::move(*empty));
-  }
-  return rows.status();
+  const bool tiered = store_ && spec.memory_rows > 0;
+  Status made = [&]() -> Status {
+    if (tiered) {
+      tables_.erase(name);
+      PSTRAIN_RETURN_IF_ERROR(store_->DropTable(name));
+    }
+    int64_t rows_to_come = 0;
+    auto rows = ServerRows::ReplicaFrom(spec, store_.get(), state.rows, &rows_to_come);
+    if (!rows.ok()) return rows.status();
+    auto fresh = MakeHosted(std::move(*rows));
+    PSTRAIN_RETURN_IF_ERROR(fresh->core.Load(state.core));
+    fresh->copy_seq = seq;
+    fresh->rows_to_come = rows_to_come;
+    tables_[name] = std::move(fresh);
+    return Status::OK();
+  }();
+  if (made.ok()) return made;
+  tables_.erase(name);
+  if (tiered) store_->DropTable(name).IgnoreError();
+  auto empty = ServerRows::Create(spec, store_.get());
+  if (empty.ok()) tables_[name] = MakeHosted(std::move(*empty));
+  return made;
 }
 
 // Rows the primary holds on disk: put as they were (values, slots, steps,
@@ -238,9 +287,11 @@ Status TableHost::Replay(HostedTable& t, int worker, const TableChange& c) {
 
 void TableHost::Promote(ReplicaSender send) {
   thread_.Post([this, send = std::move(send)]() mutable {
-    for (auto& [name, t] : tables_) {
-      if (t->copy_seq > 0 && t->copy_failed.ok() && t->rows_to_come == 0) continue;
-      const std::string why = t->copy_seq == 0 ? "its state had not come"
+    for (const ServerTable& spec : specs_) {
+      const std::string& name = spec.options.name;
+      const HostedTable* t = Find(name);
+      if (t != nullptr && t->copy_seq > 0 && t->copy_failed.ok() && t->rows_to_come == 0) continue;
+      const std::string why = t == nullptr || t->copy_seq == 0 ? "its state had not come"
                               : t->rows_to_come > 0
                                   ? fmt::format("{} rows on disk had not come", t->rows_to_come)
                                   : t->copy_failed.message();

@@ -20,7 +20,9 @@
 # - a large table share: that Wide&Deep in processes, 3 servers x 2
 #   workers, replicas 1, server 1 killed at step 950 (most of the data's
 #   ids seen): the heir's re-replication line (bytes, seconds) and the rows
-#   each server's tables hold at the end.
+#   each server's tables hold at the end;
+# - the same with at most 100,000 rows of the deep table in memory per
+#   server (server_cache_rows), the rest on disk, copies too.
 # Usage: sh tests/bench/replication_bench.sh PSTRAIN_BIN
 # Prints one line per figure; logs stay in a temporary folder it names.
 set -u
@@ -165,3 +167,20 @@ wide_deep wdkill 1 1200 50
 export PSTRAIN_CONFIG="$WORK/wdkill.yaml"
 killed wdkill 950
 grep -h "rows (primary)" "$WORK"/wdkill-server_*.log | sed 's/.*replication: /  /'
+
+echo "== a large table share with rows on disk (the same, 100,000 deep rows in memory per server)"
+wide_deep wdtier 1 1200 50
+mkdir -p "$WORK/wdtier-store"
+python3 - "$WORK/wdtier.yaml" "$WORK/wdtier-store" << 'PY'
+import sys, yaml
+c = yaml.safe_load(open(sys.argv[1]))
+c['train']['store_dir'] = sys.argv[2]
+for rule in c['parameters']:
+    if rule.get('match') == 'deep_emb.weight':
+        rule['server_cache_rows'] = 100000
+yaml.safe_dump(c, open(sys.argv[1], 'w'))
+PY
+export PSTRAIN_CONFIG="$WORK/wdtier.yaml"
+killed wdtier 950
+grep -h "rows (primary)" "$WORK"/wdtier-server_*.log | sed 's/.*replication: /  /'
+grep -h "'deep_emb.weight' at step 1000:" "$WORK"/wdtier-server_*.log | sed 's/.*\] /  /' | cut -c 1-160
