@@ -151,14 +151,24 @@ void Train(Host& h, int64_t from, int64_t to, int64_t clock) {
   }
 }
 
-TEST_CASE("a tiered table's backup gets its rows on disk after its state, and stays the same") {
-  auto sink = std::make_shared<testing::CaptureSink>();
+// A primary and its backup-to-be of a tiered table, the primary trained on
+// `rows` rows first (most of them on disk).
+struct TieredPair {
+  explicit TieredPair(int64_t rows)
+      : config(TieredConfig(store)), primary(config, 0, 1, sink, 1), backup(config, 0, 1, sink, 1) {
+    Train(primary, 0, rows, 0);
+  }
+  std::shared_ptr<testing::CaptureSink> sink = std::make_shared<testing::CaptureSink>();
   testing::TempDir store;
-  const Config config = TieredConfig(store);
-  Host primary(config, 0, 1, sink, 1), backup(config, 0, 1, sink, 1);
+  Config config;
+  Host primary, backup;
+};
+
+TEST_CASE("a tiered table's backup gets its rows on disk after its state, and stays the same") {
   // Most rows on disk before the backup is linked: its state is the rows in
   // memory, then those on disk.
-  Train(primary, 0, 200, 0);
+  TieredPair pair(200);
+  Host &primary = pair.primary, &backup = pair.backup;
   Wire wire(&backup);
   primary->ReplicateTo(wire.Sender());
   SendStates(primary);
@@ -181,11 +191,8 @@ TEST_CASE("a tiered table's backup gets its rows on disk after its state, and st
 }
 
 TEST_CASE("a tiered copy is not whole until its rows on disk came") {
-  auto sink = std::make_shared<testing::CaptureSink>();
-  testing::TempDir store;
-  const Config config = TieredConfig(store);
-  Host primary(config, 0, 1, sink, 1), backup(config, 0, 1, sink, 1);
-  Train(primary, 0, 100, 0);
+  TieredPair pair(100);
+  Host &primary = pair.primary, &backup = pair.backup;
   // Only the state reaches the backup: the rows on disk are lost on the way.
   primary->ReplicateTo(
       [&backup](Replicate change, Payload payload, std::function<void(const Status&)> done) {
