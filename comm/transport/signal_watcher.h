@@ -3,10 +3,13 @@
 //
 // The first signal calls `on_first` on the loop thread; a second one (of
 // either kind) ends the process at once with status 128 + its number, as a
-// shell user pressing Ctrl-C twice expects. Like Timer, the handles are
-// opened on Watch() and closed by Close() or EventLoop::Stop(); the owner
-// keeps the watcher alive until then. Loop-thread only, except the
-// constructor.
+// shell user pressing Ctrl-C twice expects. While no watcher of the process
+// is open (its node between two runs, or ending), a first signal waits for
+// the next watcher, so that an ending node's own exit status stands (a
+// launcher's SIGTERM that comes late), and one after a signal was taken
+// still ends it at once. Like Timer, the handles are opened on Watch() and
+// closed by Close() or EventLoop::Stop(); the owner keeps the watcher alive
+// until then. Loop-thread only, except the constructor.
 #pragma once
 
 #include <uv.h>
@@ -31,6 +34,7 @@ class SignalWatcher : public HandleOwner {
 
  private:
   static void OnSignal(uv_signal_t* handle, int signum);
+  void Take(int signum);
 
   EventLoop* loop_;
   uv_signal_t term_{}, interrupt_{};
