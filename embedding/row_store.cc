@@ -297,7 +297,8 @@ Status RowStore::DropTable(const std::string& name) {
       if (!st.ok() && first_error.ok())
         first_error = FailedPrecondition(fmt::format(
             "embedding store {}: cannot drop table '{}': {}", dir_, name, st.ToString()));
-      impl_->handles.erase(std::find(impl_->handles.begin(), impl_->handles.end(), *h));
+      auto listed = std::find(impl_->handles.begin(), impl_->handles.end(), *h);
+      if (listed != impl_->handles.end()) impl_->handles.erase(listed);
       impl_->db->DestroyColumnFamilyHandle(*h).PermitUncheckedError();
       *h = nullptr;
     }

@@ -138,7 +138,7 @@ class TieredTable {
   // whole table (a backup's copy, roles/server/table_replication.cc).
   // Reads every record on disk once; changes nothing. Between batches only,
   // as TakeRows.
-  Status ForEachDiskBatch(size_t max_rows, const std::function<Status(const RowBatch&)>& fn) const;
+  Status ForEachDiskBatch(size_t max_rows, const std::function<Status(RowBatch batch)>& fn) const;
   // PutRows adds rows that SparseTable::CheckNewRows accepts and that have
   // no row on disk here either (else InvalidArgument, changing nothing),
   // as they were. Memory keeps at most its budget: the least recently

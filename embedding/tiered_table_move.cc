@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <utility>
 
 #include "embedding/tiered_table.h"
 
@@ -57,7 +58,7 @@ StatusOr<RowBatch> TieredTable::TakeRows(const std::function<bool(int64_t)>& lea
 }
 
 Status TieredTable::ForEachDiskBatch(size_t max_rows,
-                                     const std::function<Status(const RowBatch&)>& fn) const {
+                                     const std::function<Status(RowBatch batch)>& fn) const {
   if (disk_rows_ == 0) return Status::OK();
   RowBatch batch(spilled_.floats);
   std::unique_ptr<RowStore::Iterator> it = store_->NewIterator(table_);
@@ -65,12 +66,11 @@ Status TieredTable::ForEachDiskBatch(size_t max_rows,
     if (memory_.Find(it->id())) continue;  // memory's row is current; a disk copy is old
     batch.Add(it->id(), it->data(), it->last_touched(), it->updates());
     if (batch.size() < max_rows) continue;
-    PSTRAIN_RETURN_IF_ERROR(fn(batch));
-    batch.Clear();
+    PSTRAIN_RETURN_IF_ERROR(fn(std::exchange(batch, RowBatch(spilled_.floats))));
   }
   PSTRAIN_RETURN_IF_ERROR(it->status().WithContext(
       fmt::format("embedding table '{}': reading the rows on disk", options_.name)));
-  return batch.empty() ? Status::OK() : fn(batch);
+  return batch.empty() ? Status::OK() : fn(std::move(batch));
 }
 
 Status TieredTable::CheckNewRows(const RowBatch& rows) {

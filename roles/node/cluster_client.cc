@@ -287,13 +287,15 @@ void ClusterClient::ReportProgress(int64_t step, double samples_per_s) {
   progress_rate_.store(std::isfinite(samples_per_s) ? std::max(samples_per_s, 0.0) : 0.0);
 }
 
+Heartbeat ClusterClient::CurrentHeartbeat() const {
+  return Heartbeat{progress_step_.load(), progress_rate_.load(), held_view_.load()};
+}
+
 void ClusterClient::ReportReplicasHeld(int64_t view) {
   if (view <= held_view_.load()) return;
   held_view_.store(view);
   loop_->Post([this] {
-    if (scheduler_)
-      scheduler_->Notify(
-          Heartbeat{progress_step_.load(), progress_rate_.load(), held_view_.load()});
+    if (scheduler_) scheduler_->Notify(CurrentHeartbeat());
   });
 }
 
@@ -314,7 +316,7 @@ void ClusterClient::CheckSchedulerHeard() {
     return;
   }
   if (!scheduler_) return;
-  scheduler_->Notify(Heartbeat{progress_step_.load(), progress_rate_.load(), held_view_.load()});
+  scheduler_->Notify(CurrentHeartbeat());
   if (stalled) return;  // what came meanwhile is read after this
   if (now - last_heard_ms_ > timeout) {
     // Its silence may be a cut that kept this node's heartbeats from it too.
@@ -368,10 +370,9 @@ void ClusterClient::DoubtStanding() {
   doubted_ = true;
   const uint64_t asked = ++doubts_;
   if (!scheduler_ || rejoining_) return;
-  scheduler_->Call(Heartbeat{progress_step_.load(), progress_rate_.load(), held_view_.load()},
-                   [this, asked](StatusOr<Incoming> reply) {
-                     if (reply.ok() && asked == doubts_) doubted_ = false;
-                   });
+  scheduler_->Call(CurrentHeartbeat(), [this, asked](StatusOr<Incoming> reply) {
+    if (reply.ok() && asked == doubts_) doubted_ = false;
+  });
 }
 
 void ClusterClient::OnSchedulerLost(const Status& reason) {

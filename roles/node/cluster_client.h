@@ -165,9 +165,9 @@ class ClusterClient {
   // timeout (a SIGSTOP), or it heard nothing from the scheduler for the
   // timeout (a cut): then until the scheduler answers a heartbeat sent
   // after that, or this node registers with it again. A scheduler that
-  // merely went away (restarted) is no doubt. A server of a replicated job serves workers only
-  // while this holds: its backup may have taken its rows over (roles/server/server.h,
-  // FenceRequest). Loop thread.
+  // merely went away (restarted) is no doubt. A server of a replicated job
+  // serves workers only while this holds: its backup may have taken its
+  // rows over (roles/server/request_fence.h). Loop thread.
   bool CountedIn();
   int rank() const { return rank_.load(); }  // valid after Join
   // The topology as last received (deltas applied); null before. Loop
@@ -207,6 +207,8 @@ class ClusterClient {
   // (the scheduler's rule, roles/scheduler/scheduler.h step 4); if so, the scheduler
   // gets a fresh timeout.
   bool NoticeStall(uint64_t now, uint64_t timeout);
+  // This node's heartbeat: its progress and the view its backups hold.
+  Heartbeat CurrentHeartbeat() const;
   // After a stall: asks the scheduler whether it still counts this node in
   // (CountedIn is false until it answers).
   void DoubtStanding();

@@ -23,11 +23,10 @@ class StallWatch {
   // At each check, at `now`: how late it came, in ms, when that is more than
   // half `timeout_ms` (a stall), else 0. The first check is never late.
   uint64_t Check(uint64_t now, uint64_t interval_ms, uint64_t timeout_ms) {
-    const uint64_t due = last_check_ms_ + interval_ms;
-    const bool first = last_check_ms_ == 0;
+    const uint64_t late =
+        Overdue(now, interval_ms, timeout_ms) ? now - last_check_ms_ - interval_ms : 0;
     last_check_ms_ = now;
-    if (first || now <= due || now - due <= timeout_ms / 2) return 0;
-    return now - due;
+    return late;
   }
   // Whether, at `now`, the check due after the last one is late by more
   // than half `timeout_ms`: as Check would say, before the check has run.

@@ -224,8 +224,8 @@ void TableHost::Push(SparsePushRequest request, Buffer payload, Reply reply) {
     // A push sent again after its update was applied is acknowledged once
     // held, not applied twice; checked whole first, as any push.
     if (IsResentPush(*t, request)) {
-      Status whole = CheckPush(*t, request, payload);
-      if (!whole.ok()) return reply(ErrorReply{whole.message()}, {});
+      auto whole = CheckPush(*t, request, payload);
+      if (!whole.ok()) return reply(ErrorReply{whole.status().message()}, {});
       return t->queue.AfterSent(AckOnceHeld(reply));
     }
     const int64_t sent_before = t->queue.sent();
@@ -248,26 +248,25 @@ void TableHost::Push(SparsePushRequest request, Buffer payload, Reply reply) {
   });
 }
 
-Status TableHost::CheckPush(HostedTable& t, const SparsePushRequest& request,
-                            const Buffer& payload) {
+StatusOr<std::vector<int64_t>> TableHost::CheckPush(HostedTable& t,
+                                                    const SparsePushRequest& request,
+                                                    const Buffer& payload) {
   const int dim = t.table.options().dim;
   if (request.rows > kMaxIdsPerRequest ||
       payload.size != static_cast<uint64_t>(request.rows) * (sizeof(int64_t) + dim * sizeof(float)))
     return InvalidArgument(fmt::format(
         "push to table '{}' of {} rows in {} bytes: expected {} bytes per row (id and {} floats)",
         request.table, request.rows, payload.size, sizeof(int64_t) + dim * sizeof(float), dim));
-  for (int64_t r = 0; r < request.rows; ++r) {
-    int64_t id;
-    std::memcpy(&id, payload.data + r * sizeof(int64_t), sizeof(id));
-    PSTRAIN_RETURN_IF_ERROR(t.table.CheckId(id));
-  }
-  return Status::OK();
+  std::vector<int64_t> ids = ReadIds(payload.data, request.rows);
+  for (int64_t id : ids) PSTRAIN_RETURN_IF_ERROR(t.table.CheckId(id));
+  return ids;
 }
 
 Status TableHost::DoPush(HostedTable& t, const SparsePushRequest& request, const Buffer& payload) {
-  PSTRAIN_RETURN_IF_ERROR(CheckPush(t, request, payload));
+  auto checked = CheckPush(t, request, payload);
+  if (!checked.ok()) return checked.status();
+  std::vector<int64_t> ids = std::move(*checked);
   const int dim = t.table.options().dim;
-  std::vector<int64_t> ids = ReadIds(payload.data, request.rows);
   const float* grads =
       reinterpret_cast<const float*>(payload.data + request.rows * sizeof(int64_t));
   return t.core.Push(

@@ -72,7 +72,6 @@ class TableHost {
                                                      std::string store_dir = "");
   ~TableHost();
 
-  bool empty() const { return tables_.empty(); }
   void Pull(SparsePullRequest request, Buffer ids, Reply reply);
   void Push(SparsePushRequest request, Buffer payload, Reply reply);
   // A lost worker of a sync job, on every table: as PsShard::LoseWorker.
@@ -207,8 +206,10 @@ class TableHost {
   // Why a request placed over `servers` servers is refused (empty: it is not).
   std::string PlacementRefusal(const std::string& table, int servers) const;
   void DoPull(HostedTable& t, const Buffer& ids, const Reply& reply);
-  // A push's size and ids, checked before anything is taken from it.
-  Status CheckPush(HostedTable& t, const SparsePushRequest& request, const Buffer& payload);
+  // A push's size and ids, checked before anything is taken from it; its
+  // ids.
+  StatusOr<std::vector<int64_t>> CheckPush(HostedTable& t, const SparsePushRequest& request,
+                                           const Buffer& payload);
   Status DoPush(HostedTable& t, const SparsePushRequest& request, const Buffer& payload);
   Status ApplyGathered(HostedTable& t, float scale);
   void AfterPush(HostedTable& t);
@@ -253,6 +254,9 @@ class TableHost {
   // rows on disk still to come; and those rows.
   Status TakeState(const ServerTable& spec, int64_t seq, const TableState& state);
   Status HoldDiskRows(HostedTable& t, int64_t seq, const Buffer& payload, const Reply& ack);
+  // `rows` of `table` (named `name`), as they travel to another server
+  // (a live move, a backup's copy).
+  static MovedRows Moving(const std::string& name, const ServerRows& table, RowBatch rows);
   // A primary's tiered table: its rows on disk alone, after its state; adds
   // the bytes sent to *bytes.
   Status SendDiskRows(HostedTable& t, int64_t* bytes);

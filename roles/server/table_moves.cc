@@ -56,13 +56,6 @@ std::function<bool(int64_t)> PlacedElsewhere(int servers, int rank) {
   return [servers, rank](int64_t id) { return rank < 0 || ServerOfId(id, servers) != rank; };
 }
 
-// `rows` of `table` (named `name`), as they travel.
-MovedRows Moving(const std::string& name, const ServerRows& table, RowBatch rows) {
-  const auto dim = static_cast<uint32_t>(table.options().dim);
-  const auto slots = static_cast<uint32_t>(rows.floats / dim) - 1;
-  return MovedRows{name, dim, slots, table.table_updates(), std::move(rows), {}};
-}
-
 int64_t RowCount(const std::vector<MovedRows>& moved) {
   int64_t rows = 0;
   for (const MovedRows& m : moved) rows += static_cast<int64_t>(m.rows.size());
@@ -70,6 +63,12 @@ int64_t RowCount(const std::vector<MovedRows>& moved) {
 }
 
 }  // namespace
+
+MovedRows TableHost::Moving(const std::string& name, const ServerRows& table, RowBatch rows) {
+  const auto dim = static_cast<uint32_t>(table.options().dim);
+  const auto slots = static_cast<uint32_t>(rows.floats / dim) - 1;
+  return MovedRows{name, dim, slots, table.table_updates(), std::move(rows), {}};
+}
 
 void TableHost::Touched(HostedTable& t, const int64_t* ids, size_t n) {
   if (!t.copied_ahead) return;

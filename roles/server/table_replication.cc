@@ -136,15 +136,10 @@ void TableHost::SendStates(std::function<void(const Status&, int64_t tables, int
 // out, at most kWindowBytes of them on their way at a time.
 Status TableHost::SendDiskRows(HostedTable& t, int64_t* bytes) {
   const std::string& name = t.table.options().name;
-  const auto dim = static_cast<uint32_t>(t.table.options().dim);
   auto window = std::make_shared<SendWindow>();
-  return t.table.ForEachDiskBatch(kRowsPerMessage, [&](const RowBatch& batch) -> Status {
-    std::vector<MovedRows> rows(1);
-    rows[0].table = name;
-    rows[0].dim = dim;
-    rows[0].slots = static_cast<uint32_t>(batch.floats / dim - 1);
-    rows[0].table_updates = t.table.table_updates();
-    rows[0].rows = batch;
+  return t.table.ForEachDiskBatch(kRowsPerMessage, [&](RowBatch batch) -> Status {
+    std::vector<MovedRows> rows;
+    rows.push_back(Moving(name, t.table, std::move(batch)));
     auto encoded = std::make_shared<std::string>();
     EncodeMovedRows(rows, encoded.get());
     const auto size = static_cast<int64_t>(encoded->size());

@@ -101,7 +101,7 @@ StatusOr<ServerRows> ServerRows::ReplicaFrom(const ServerTable& table, RowStore*
 }
 
 Status ServerRows::ForEachDiskBatch(size_t max_rows,
-                                    const std::function<Status(const RowBatch&)>& fn) const {
+                                    const std::function<Status(RowBatch batch)>& fn) const {
   return tiered_ ? tiered_->ForEachDiskBatch(max_rows, fn) : Status::OK();
 }
 

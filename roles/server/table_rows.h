@@ -60,7 +60,7 @@ class ServerRows {
   // (PutRows).
   static StatusOr<ServerRows> ReplicaFrom(const ServerTable& table, RowStore* store,
                                           const std::string& bytes, int64_t* disk_rows_to_come);
-  Status ForEachDiskBatch(size_t max_rows, const std::function<Status(const RowBatch&)>& fn) const;
+  Status ForEachDiskBatch(size_t max_rows, const std::function<Status(RowBatch batch)>& fn) const;
 
   ServerRows(ServerRows&&) = default;
   ServerRows& operator=(ServerRows&&) = delete;
