@@ -5,13 +5,13 @@
 // are not visited at all, so their values and state stay exactly as they
 // were. A row pushed every step ends exactly where a dense tensor would.
 // Two choices are the sparse ones:
-//   - Adam is lazy: its bias correction uses the row's own update count t
+//   - Adam and AdamW are lazy: their bias correction uses the row's own update count t
 //     (1 on a row's first update, however late), as TensorFlow's LazyAdam and
 //     PyTorch's SparseAdam keep per-row moments.
-//   - The lr schedule (lr_decay_steps) counts pushes to the whole table, as
+//   - The lr schedule (warm-up, step or cosine decay) counts pushes to the whole table, as
 //     the dense optimizer counts pushes to its partition; a rare row does not
 //     keep the initial lr forever.
-// Weight decay (g = grad + weight_decay * w) is applied to pushed rows only.
+// Weight decay (L2, or adamw's own) is applied to pushed rows only.
 //
 // Thread-safety: immutable after construction; Update may run on several
 // threads at once for different rows.
@@ -29,14 +29,15 @@ class SparseOptimizer {
   // `config` must pass ValidateOptimizerConfig; dim > 0.
   SparseOptimizer(const OptimizerConfig& config, int dim);
 
-  // State floats per row element: sgd 0; momentum, adagrad 1; adam, ftrl 2.
+  // State floats per row element: sgd 0; momentum, adagrad, rmsprop 1; adam,
+  // adamw, ftrl 2.
   int num_slots() const { return kernel_.num_slots(); }
-  // As DenseOptimizer::slot_name: "momentum"; "m", "v"; "accumulator"; "z", "n".
+  // As DenseOptimizer::slot_name.
   const char* slot_name(int k) const { return kernel_.slot_name(k); }
   // Writes the initial state of one row: num_slots() * dim floats.
   void InitSlots(float* slots) const;
 
-  // The lr for the push after `table_updates` earlier pushes (step decay).
+  // The lr for the push after `table_updates` earlier pushes (its schedule).
   float ScheduledLr(int64_t table_updates) const {
     return kernel_.ScheduledLr(static_cast<uint64_t>(table_updates));
   }

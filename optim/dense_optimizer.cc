@@ -39,6 +39,31 @@ Status CheckUnitInterval(const OptimizerConfig& config, const char* field, float
   return CheckField(config, field, value, value >= 0.0f && value < 1.0f, "in [0, 1)");
 }
 
+// The schedule's keys: one decay at most, after an optional warm-up.
+Status ValidateSchedule(const OptimizerConfig& c) {
+  const char* name = OptimizerTypeName(c.type);
+  if (c.warmup_steps < 0 || c.lr_decay_steps < 0 || c.cosine_steps < 0)
+    return InvalidArgument(fmt::format(
+        "optimizer {}: warmup_steps, lr_decay_steps and cosine_steps must be >= 0, got {}, {}, {}",
+        name, c.warmup_steps, c.lr_decay_steps, c.cosine_steps));
+  const bool scheduled = c.warmup_steps > 0 || c.lr_decay_steps > 0 || c.cosine_steps > 0;
+  if (scheduled && c.type == OptimizerType::kFtrl)
+    return InvalidArgument(
+        "optimizer ftrl: warmup_steps, lr_decay_steps and cosine_steps are not supported (ftrl's "
+        "state assumes a fixed lr)");
+  if (c.lr_decay_steps > 0 && c.cosine_steps > 0)
+    return InvalidArgument(fmt::format(
+        "optimizer {}: lr_decay_steps ({}) and cosine_steps ({}) are two decays: give one", name,
+        c.lr_decay_steps, c.cosine_steps));
+  if (c.lr_decay_steps > 0)
+    PSTRAIN_RETURN_IF_ERROR(CheckField(c, "lr_decay", c.lr_decay,
+                                       c.lr_decay > 0.0f && c.lr_decay <= 1.0f, "in (0, 1]"));
+  if (c.cosine_steps > 0)
+    PSTRAIN_RETURN_IF_ERROR(CheckField(c, "min_lr", c.min_lr, c.min_lr >= 0.0f && c.min_lr < c.lr,
+                                       ">= 0 and below lr"));
+  return Status::OK();
+}
+
 }  // namespace
 
 Status ValidateOptimizerConfig(const OptimizerConfig& config) {
@@ -46,22 +71,19 @@ Status ValidateOptimizerConfig(const OptimizerConfig& config) {
   PSTRAIN_RETURN_IF_ERROR(CheckField(c, "lr", c.lr, c.lr > 0.0f, "> 0"));
   PSTRAIN_RETURN_IF_ERROR(
       CheckField(c, "weight_decay", c.weight_decay, c.weight_decay >= 0.0f, ">= 0"));
-  if (c.lr_decay_steps > 0) {
-    PSTRAIN_RETURN_IF_ERROR(CheckField(c, "lr_decay", c.lr_decay,
-                                       c.lr_decay > 0.0f && c.lr_decay <= 1.0f, "in (0, 1]"));
-    if (c.type == OptimizerType::kFtrl)
-      return InvalidArgument(
-          "optimizer ftrl: lr_decay_steps is not supported (ftrl's state "
-          "assumes a fixed lr)");
-  }
+  PSTRAIN_RETURN_IF_ERROR(ValidateSchedule(c));
   switch (c.type) {
     case OptimizerType::kSgd:
       return Status::OK();
     case OptimizerType::kMomentum:
       return CheckUnitInterval(c, "momentum", c.momentum);
     case OptimizerType::kAdam:
+    case OptimizerType::kAdamW:
       PSTRAIN_RETURN_IF_ERROR(CheckUnitInterval(c, "beta1", c.beta1));
       PSTRAIN_RETURN_IF_ERROR(CheckUnitInterval(c, "beta2", c.beta2));
+      return CheckField(c, "epsilon", c.epsilon, c.epsilon > 0.0f, "> 0");
+    case OptimizerType::kRmsprop:
+      PSTRAIN_RETURN_IF_ERROR(CheckUnitInterval(c, "alpha", c.alpha));
       return CheckField(c, "epsilon", c.epsilon, c.epsilon > 0.0f, "> 0");
     case OptimizerType::kAdagrad:
       PSTRAIN_RETURN_IF_ERROR(CheckField(c, "epsilon", c.epsilon, c.epsilon > 0.0f, "> 0"));
@@ -97,6 +119,10 @@ const char* OptimizerTypeName(OptimizerType type) {
       return "adagrad";
     case OptimizerType::kFtrl:
       return "ftrl";
+    case OptimizerType::kAdamW:
+      return "adamw";
+    case OptimizerType::kRmsprop:
+      return "rmsprop";
   }
   return "unknown";
 }

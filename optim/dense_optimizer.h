@@ -58,18 +58,21 @@ class DenseOptimizer {
 
 // Checks the fields that config.type uses (a field another type uses is
 // ignored): lr > 0 and weight_decay >= 0 always; momentum in [0, 1);
-// beta1, beta2 in [0, 1) and epsilon > 0 for adam; epsilon > 0 and
-// initial_accumulator >= 0 for adagrad; initial_accumulator > 0,
-// lr_power <= 0, l1 >= 0, l2 >= 0 for ftrl. Every checked value must be
-// finite. The error names the optimizer, the field and its value.
+// beta1, beta2 in [0, 1) and epsilon > 0 for adam and adamw; alpha in
+// [0, 1) and epsilon > 0 for rmsprop; epsilon > 0 and initial_accumulator
+// >= 0 for adagrad; initial_accumulator > 0, lr_power <= 0, l1 >= 0, l2 >= 0
+// and no schedule for ftrl. The schedule: lr_decay in (0, 1] with
+// lr_decay_steps, min_lr in [0, lr) with cosine_steps, not both. Every
+// checked value must be finite. The error names the optimizer, the field
+// and its value.
 Status ValidateOptimizerConfig(const OptimizerConfig& config);
 
 // A validated optimizer for `size` elements, its state initialized as above.
 StatusOr<std::unique_ptr<DenseOptimizer>> MakeDenseOptimizer(const OptimizerConfig& config,
                                                              size_t size);
 
-// "sgd", "momentum", "adam", "adagrad", "ftrl"; "unknown" for a value outside
-// the enum.
+// "sgd", "momentum", "adam", "adagrad", "ftrl", "adamw", "rmsprop"; "unknown"
+// for a value outside the enum.
 const char* OptimizerTypeName(OptimizerType type);
 
 }  // namespace pstrain

@@ -94,8 +94,10 @@ int NumSlots(OptimizerType type) {
       return 0;
     case OptimizerType::kMomentum:
     case OptimizerType::kAdagrad:
+    case OptimizerType::kRmsprop:
       return 1;
     case OptimizerType::kAdam:
+    case OptimizerType::kAdamW:
     case OptimizerType::kFtrl:
       return 2;
   }
@@ -116,9 +118,12 @@ const char* OptimizerKernel::slot_name(int k) const {
     case OptimizerType::kMomentum:
       return "momentum";
     case OptimizerType::kAdam:
+    case OptimizerType::kAdamW:
       return k == 0 ? "m" : "v";
     case OptimizerType::kAdagrad:
       return "accumulator";
+    case OptimizerType::kRmsprop:
+      return "square_avg";
     case OptimizerType::kFtrl:
       return k == 0 ? "z" : "n";
   }
@@ -132,11 +137,24 @@ float OptimizerKernel::initial_slot_value(int k) const {
 }
 
 float OptimizerKernel::ScheduledLr(uint64_t updates_before) const {
-  if (config_.lr_decay_steps <= 0) return config_.lr;
-  return config_.lr *
-         static_cast<float>(std::pow(
-             static_cast<double>(config_.lr_decay),
-             static_cast<double>(updates_before / static_cast<uint64_t>(config_.lr_decay_steps))));
+  const OptimizerConfig& c = config_;
+  const auto warmup = static_cast<uint64_t>(std::max<int64_t>(c.warmup_steps, 0));
+  if (updates_before < warmup)
+    return static_cast<float>(static_cast<double>(c.lr) * static_cast<double>(updates_before + 1) /
+                              static_cast<double>(warmup));
+  const uint64_t since = updates_before - warmup;
+  if (c.lr_decay_steps > 0)
+    return c.lr * static_cast<float>(std::pow(
+                      static_cast<double>(c.lr_decay),
+                      static_cast<double>(since / static_cast<uint64_t>(c.lr_decay_steps))));
+  if (c.cosine_steps > 0) {
+    const auto span = static_cast<uint64_t>(c.cosine_steps);
+    if (since >= span) return c.min_lr;
+    constexpr double kPi = 3.14159265358979323846;
+    const double cosine = std::cos(kPi * static_cast<double>(since) / static_cast<double>(span));
+    return static_cast<float>(c.min_lr + (static_cast<double>(c.lr) - c.min_lr) * (1 + cosine) / 2);
+  }
+  return c.lr;
 }
 
 void OptimizerKernel::AdamCorrections(uint64_t t, Step* step) const {
@@ -151,9 +169,9 @@ void OptimizerKernel::Apply(const Step& step, float* weights, float* const* slot
                             const float* grad, size_t n) const {
   const OptimizerConfig& c = config_;
   const float lr = step.lr;
-  auto run = [&](const auto& rule) {
-    ForEachSpan(weights, slots, num_slots_, grad, n, c.weight_decay, rule);
-  };
+  // adamw's decay is its own, not the gradient's.
+  const float l2 = c.type == OptimizerType::kAdamW ? 0.0f : c.weight_decay;
+  auto run = [&](const auto& rule) { ForEachSpan(weights, slots, num_slots_, grad, n, l2, rule); };
   switch (c.type) {
     case OptimizerType::kSgd:
       return run([&](auto& w, const auto& g, auto&, auto&) { w -= lr * g; });
@@ -171,6 +189,17 @@ void OptimizerKernel::Apply(const Step& step, float* weights, float* const* slot
         m = c.beta1 * m + (1.0f - c.beta1) * g;
         v = c.beta2 * v + (1.0f - c.beta2) * Square(g);
         w -= step.step_size * m / (Sqrt(v) * step.inv_sqrt_correction2 + c.epsilon);
+      });
+    case OptimizerType::kAdamW:
+      return run([&](auto& w, const auto& g, auto& m, auto& v) {
+        m = c.beta1 * m + (1.0f - c.beta1) * g;
+        v = c.beta2 * v + (1.0f - c.beta2) * Square(g);
+        w = w * step.keep - step.step_size * m / (Sqrt(v) * step.inv_sqrt_correction2 + c.epsilon);
+      });
+    case OptimizerType::kRmsprop:
+      return run([&](auto& w, const auto& g, auto& square_avg, auto&) {
+        square_avg = c.alpha * square_avg + (1.0f - c.alpha) * Square(g);
+        w -= lr * g / (Sqrt(square_avg) + c.epsilon);
       });
     case OptimizerType::kAdagrad:
       return run([&](auto& w, const auto& g, auto& accumulator, auto&) {

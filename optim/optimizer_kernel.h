@@ -4,14 +4,21 @@
 // one span (optim/dense_optimizer.h), an embedding table runs it row by row
 // (embedding/sparse_optimizer.h, with Adam's step count kept per row).
 //
-// Per element, with g = grad + weight_decay * w (L2 decay, as PyTorch) and t
-// the update's 1-based number:
+// Per element, with g = grad + weight_decay * w (L2 decay, as PyTorch; adamw
+// excepted) and t the update's 1-based number:
 //   sgd:      w -= lr * g
 //   momentum: v = momentum * v + g                       (PyTorch, no dampening)
 //             w -= lr * v,  or with nesterov: w -= lr * (g + momentum * v)
 //   adam:     m = beta1 * m + (1 - beta1) * g
 //             v = beta2 * v + (1 - beta2) * g * g
 //             w -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + epsilon)
+//   adamw:    (PyTorch's AdamW: decay apart from the gradient, g = grad)
+//             m, v as adam
+//             w = w * (1 - lr * weight_decay)
+//                 - lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + epsilon)
+//   rmsprop:  (PyTorch's, without momentum or centering)
+//             sq = alpha * sq + (1 - alpha) * g * g
+//             w -= lr * g / (sqrt(sq) + epsilon)
 //   adagrad:  acc += g * g
 //             w -= lr * g / (sqrt(acc) + epsilon)
 //   ftrl:     (TensorFlow's FTRL-Proximal with beta = 0; p = -lr_power)
@@ -19,8 +26,8 @@
 //             z += g - (n'^p - n^p) / lr * w
 //             n = n'
 //             w = |z| <= l1 ? 0 : -(z - sign(z) * l1) / (n^p / lr + 2 * l2)
-// Initial state: v, m = 0; acc, n = initial_accumulator; z = 0.
-// lr follows the step decay of lr_decay_steps / lr_decay (ScheduledLr).
+// Initial state: v, m, sq = 0; acc, n = initial_accumulator; z = 0.
+// lr follows the schedule of ScheduledLr.
 //
 // Rounding: the build forbids FMA contraction and Eigen's approximate sqrt
 // (top-level CMakeLists.txt), so a span gives the same floats whatever its
@@ -45,26 +52,36 @@ class OptimizerKernel {
   // `config` must pass ValidateOptimizerConfig (optim/dense_optimizer.h).
   explicit OptimizerKernel(const OptimizerConfig& config);
 
-  // State arrays per weight: sgd 0; momentum, adagrad 1; adam, ftrl 2. Their
-  // names (checkpoints): "momentum"; "m", "v"; "accumulator"; "z", "n".
+  // State arrays per weight: sgd 0; momentum, adagrad, rmsprop 1; adam,
+  // adamw, ftrl 2. Their names (checkpoints): "momentum"; "accumulator";
+  // "square_avg"; "m", "v"; "z", "n".
   int num_slots() const { return num_slots_; }
   const char* slot_name(int k) const;
   float initial_slot_value(int k) const;
 
-  // The lr of the update that follows `updates_before` earlier ones.
+  // The lr of the update that follows `u` earlier ones, with W =
+  // warmup_steps and d = u - W, the updates since the warm-up:
+  //   u < W:                  lr * (u + 1) / W   (the W-th update has lr)
+  //   step (lr_decay_steps):  lr * lr_decay ^ floor(d / lr_decay_steps)
+  //   cosine (cosine_steps C): min_lr + (lr - min_lr) * (1 + cos(pi * d / C)) / 2
+  //                           for d < C, then min_lr
+  //   else:                   lr
   float ScheduledLr(uint64_t updates_before) const;
 
   // The constants of one update, computed once for a whole span: lr as
   // scheduled, and t, the update's 1-based number (adam's bias correction).
   struct Step {
     float lr = 0;
-    float step_size = 0;             // adam: lr / (1 - beta1^t)
-    float inv_sqrt_correction2 = 0;  // adam: 1 / sqrt(1 - beta2^t)
+    float step_size = 0;             // adam, adamw: lr / (1 - beta1^t)
+    float inv_sqrt_correction2 = 0;  // adam, adamw: 1 / sqrt(1 - beta2^t)
+    float keep = 1;                  // adamw: 1 - lr * weight_decay
   };
   Step Prepare(float lr, uint64_t t) const {
     Step step;
     step.lr = lr;
-    if (config_.type == OptimizerType::kAdam) AdamCorrections(t, &step);
+    if (config_.type == OptimizerType::kAdam || config_.type == OptimizerType::kAdamW)
+      AdamCorrections(t, &step);
+    if (config_.type == OptimizerType::kAdamW) step.keep = 1.0f - lr * config_.weight_decay;
     return step;
   }
 

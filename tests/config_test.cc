@@ -114,13 +114,30 @@ TEST_CASE("missing sections and keys take the defaults") {
   CHECK(c.train.checkpoint->keep == 3);
 }
 
+TEST_CASE("adamw decays by 0.01 unless told; a schedule reads its keys") {
+  Config c = Parse("train: {optimizer: {type: adamw, lr: 0.001}}\n");
+  CHECK(c.train.optimizer.type == OptimizerType::kAdamW);
+  CHECK(c.train.optimizer.weight_decay == doctest::Approx(0.01));
+  c = Parse("train: {optimizer: {type: adamw, weight_decay: 0}}\n");
+  CHECK(c.train.optimizer.weight_decay == 0.0f);
+  c = Parse(
+      "train: {optimizer: {type: rmsprop, alpha: 0.9, warmup_steps: 100, cosine_steps: 900, "
+      "min_lr: 0.0001}}\n");
+  CHECK(c.train.optimizer.type == OptimizerType::kRmsprop);
+  CHECK(c.train.optimizer.alpha == doctest::Approx(0.9));
+  CHECK(c.train.optimizer.warmup_steps == 100);
+  CHECK(c.train.optimizer.cosine_steps == 900);
+  CHECK(c.train.optimizer.min_lr == doctest::Approx(0.0001));
+  CHECK(c.train.optimizer.weight_decay == 0.0f);
+}
+
 TEST_CASE("an unknown key names itself and the allowed keys") {
   CHECK(ErrorOf("train: {}\ntrian:\n  epochs: 1\n") ==
         "x.yaml:2: trian: unknown key (allowed: model, data, train, parameters)");
   CHECK(ErrorOf("train:\n  epochs: 2\n  optimizer:\n    type: sgd\n    learning_rate: 0.1\n") ==
         "x.yaml:5: train.optimizer.learning_rate: unknown key (allowed: type, lr, weight_decay, "
-        "lr_decay_steps, lr_decay, "
-        "momentum, nesterov, beta1, beta2, epsilon, initial_accumulator, lr_power, l1, l2)");
+        "warmup_steps, lr_decay_steps, lr_decay, cosine_steps, min_lr, "
+        "momentum, nesterov, beta1, beta2, epsilon, alpha, initial_accumulator, lr_power, l1, l2)");
   CHECK(ErrorOf("train:\n  checkpoint: {dir: c, every: 5}\n") ==
         "x.yaml:2: train.checkpoint.every: unknown key (allowed: dir, every_steps, resume, keep)");
   CHECK(ErrorOf("parameters:\n  - {match: a}\n  - {match: b, cache: 5}\n") ==
@@ -195,9 +212,9 @@ TEST_CASE("a value out of range names the key and the range") {
 TEST_CASE("a bad mode or optimizer type lists the choices") {
   CHECK(ErrorOf("train:\n  mode: fast\n") ==
         "x.yaml:2: train.mode: expected one of sync|async|ssp|average, got 'fast'");
-  CHECK(ErrorOf("parameters:\n  - match: emb_*\n    optimizer: {type: rmsprop}\n") ==
+  CHECK(ErrorOf("parameters:\n  - match: emb_*\n    optimizer: {type: lamb}\n") ==
         "x.yaml:3: parameters[0].optimizer.type: expected one of "
-        "sgd|momentum|adam|adagrad|ftrl, got 'rmsprop'");
+        "sgd|momentum|adam|adagrad|ftrl|adamw|rmsprop, got 'lamb'");
 }
 
 TEST_CASE("a missing required key is named at its section's line") {

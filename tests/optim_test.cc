@@ -66,7 +66,7 @@ struct ReferenceOptimizer {
     ++t;
     for (size_t i = 0; i < a.size(); ++i) {
       float& w = weights[i];
-      const float g = grad[i] + c.weight_decay * w;
+      const float g = grad[i] + (c.type == OptimizerType::kAdamW ? 0.0f : c.weight_decay) * w;
       const float p = -c.lr_power;
       switch (c.type) {
         case OptimizerType::kSgd:
@@ -84,6 +84,19 @@ struct ReferenceOptimizer {
           w -= c.lr * (a[i] / correction1) / (std::sqrt(b[i] / correction2) + c.epsilon);
           break;
         }
+        case OptimizerType::kAdamW: {
+          a[i] = c.beta1 * a[i] + (1 - c.beta1) * g;
+          b[i] = c.beta2 * b[i] + (1 - c.beta2) * g * g;
+          const auto correction1 = static_cast<float>(1 - std::pow(double{c.beta1}, t));
+          const auto correction2 = static_cast<float>(1 - std::pow(double{c.beta2}, t));
+          w = w * (1 - c.lr * c.weight_decay) -
+              c.lr * (a[i] / correction1) / (std::sqrt(b[i] / correction2) + c.epsilon);
+          break;
+        }
+        case OptimizerType::kRmsprop:
+          a[i] = c.alpha * a[i] + (1 - c.alpha) * g * g;
+          w -= c.lr * g / (std::sqrt(a[i]) + c.epsilon);
+          break;
         case OptimizerType::kAdagrad:
           a[i] += g * g;
           w -= c.lr * g / (std::sqrt(a[i]) + c.epsilon);
@@ -134,6 +147,8 @@ std::vector<OptimizerConfig> VariedConfigs() {
   configs[5].l2 = 0.01f;
   configs[6].lr_power = -0.6f;
   configs[6].l1 = 0.01f;
+  configs.push_back(Config(OptimizerType::kAdamW, 0.01f, 0.05f));
+  configs.push_back(Config(OptimizerType::kRmsprop, 0.01f, 0.01f));
   return configs;
 }
 
@@ -203,7 +218,7 @@ TEST_CASE("the kernel gives the same floats over a long span as over rows of it"
 
 TEST_CASE("state slots have their names and survive a checkpoint restore") {
   const std::vector<std::vector<std::string>> kNames = {
-      {}, {"momentum"}, {"m", "v"}, {"accumulator"}, {"z", "n"}};
+      {}, {"momentum"}, {"m", "v"}, {"accumulator"}, {"z", "n"}, {"m", "v"}, {"square_avg"}};
   constexpr size_t kSize = 37;
   for (const OptimizerConfig& config : VariedConfigs()) {
     INFO(std::string(OptimizerTypeName(config.type)) << " lr_power " << config.lr_power);
@@ -312,6 +327,8 @@ TEST_CASE("optimizer type names") {
   CHECK(std::string(OptimizerTypeName(OptimizerType::kAdam)) == "adam");
   CHECK(std::string(OptimizerTypeName(OptimizerType::kAdagrad)) == "adagrad");
   CHECK(std::string(OptimizerTypeName(OptimizerType::kFtrl)) == "ftrl");
+  CHECK(std::string(OptimizerTypeName(OptimizerType::kAdamW)) == "adamw");
+  CHECK(std::string(OptimizerTypeName(OptimizerType::kRmsprop)) == "rmsprop");
   const auto bogus = static_cast<OptimizerType>(42);
   CHECK(std::string(OptimizerTypeName(bogus)) == "unknown");
   OptimizerConfig config;
@@ -349,6 +366,76 @@ TEST_CASE("lr decays by lr_decay every lr_decay_steps updates") {
   c.type = OptimizerType::kSgd;
   c.lr_decay = 1.5f;
   CHECK(MakeDenseOptimizer(c, 1).status().message().find("lr_decay") != std::string::npos);
+}
+
+// The lr of each of `n` updates, as the kernel schedules them.
+std::vector<double> Lrs(const OptimizerConfig& c, int n) {
+  REQUIRE(ValidateOptimizerConfig(c).ok());
+  OptimizerKernel kernel(c);
+  std::vector<double> out;
+  for (int u = 0; u < n; ++u) out.push_back(kernel.ScheduledLr(static_cast<uint64_t>(u)));
+  return out;
+}
+
+TEST_CASE("a linear warm-up, then cosine decay to min_lr, then min_lr") {
+  OptimizerConfig c = Config(OptimizerType::kAdamW, 1.0f);
+  c.warmup_steps = 4;
+  c.cosine_steps = 4;
+  c.min_lr = 0.2f;
+  // Warm-up: 1/4 .. 4/4. Cosine, by hand: 0.2 + 0.8 * (1 + cos(pi * d / 4)) / 2.
+  const std::vector<double> expected = {
+      0.25, 0.5, 0.75, 1.0, 1.0, 0.2 + 0.4 * (1 + 0.70710678), 0.6, 0.2 + 0.4 * (1 - 0.70710678),
+      0.2,  0.2};
+  const std::vector<double> got = Lrs(c, 10);
+  for (size_t u = 0; u < got.size(); ++u) {
+    INFO("update " << u + 1);
+    CHECK(got[u] == doctest::Approx(expected[u]).epsilon(1e-6));
+  }
+  // The dense optimizer follows it: sgd with gradient 1 moves by the lr.
+  c.type = OptimizerType::kSgd;
+  auto opt = MakeDenseOptimizer(c, 1);
+  REQUIRE(opt.ok());
+  float w = 0.0f;
+  const float g = 1.0f;
+  double sum = 0;
+  for (double lr : expected) {
+    (*opt)->Update(&w, &g);
+    sum += lr;
+  }
+  CHECK(w == doctest::Approx(-sum).epsilon(1e-6));
+}
+
+TEST_CASE("step decay counts updates from the end of the warm-up") {
+  OptimizerConfig c = Config(OptimizerType::kRmsprop, 1.0f);
+  c.warmup_steps = 2;
+  c.lr_decay_steps = 2;
+  c.lr_decay = 0.5f;
+  const std::vector<double> expected = {0.5, 1.0, 1.0, 1.0, 0.5, 0.5, 0.25};
+  const std::vector<double> got = Lrs(c, 7);
+  for (size_t u = 0; u < got.size(); ++u) CHECK(got[u] == doctest::Approx(expected[u]));
+  // Without a warm-up, cosine starts at lr and reaches 0 by default.
+  c = Config(OptimizerType::kSgd, 0.5f);
+  c.cosine_steps = 2;
+  CHECK(Lrs(c, 3) == std::vector<double>{0.5, 0.25, 0.0});
+}
+
+TEST_CASE("a schedule is refused with why: two decays, ftrl, min_lr at or above lr") {
+  OptimizerConfig c = Config(OptimizerType::kAdam, 0.1f);
+  c.lr_decay_steps = 10;
+  c.cosine_steps = 10;
+  CHECK(ValidateOptimizerConfig(c).message() ==
+        "optimizer adam: lr_decay_steps (10) and cosine_steps (10) are two decays: give one");
+  c.lr_decay_steps = 0;
+  c.min_lr = 0.1f;
+  CHECK(ValidateOptimizerConfig(c).message() ==
+        "optimizer adam: min_lr must be >= 0 and below lr, got 0.1");
+  c = Config(OptimizerType::kFtrl, 0.1f);
+  c.warmup_steps = 5;
+  CHECK(ValidateOptimizerConfig(c).message().find("optimizer ftrl: warmup_steps") == 0);
+  c = Config(OptimizerType::kRmsprop, 0.1f);
+  c.alpha = 1.0f;
+  CHECK(ValidateOptimizerConfig(c).message() ==
+        "optimizer rmsprop: alpha must be in [0, 1), got 1");
 }
 
 }  // namespace

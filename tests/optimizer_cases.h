@@ -77,6 +77,36 @@ inline std::vector<LiteralCase> LiteralCases() {
                    {{{0.490000067f, -0.990000033f, 1.99000005f},
                      {0.480316632f, -0.983725107f, 1.98000279f},
                      {0.476443613f, -0.985567641f, 1.97001f}}}});
+  // Decay apart from the gradient: the third weight, whose gradient is 0,
+  // shrinks by lr * weight_decay alone.
+  c = Config(OptimizerType::kAdamW, 0.01f, 0.1f);
+  cases.push_back({"adamw",
+                   c,
+                   {{{0.489500001f, -0.989f, 1.998f},
+                     {0.47983269f, -0.98534763f, 1.996002f},
+                     {0.47677382f, -0.9889356f, 1.994006f}}}});
+  c = Config(OptimizerType::kAdamW, 0.01f, 0.01f);
+  c.beta1 = 0.8f;
+  c.beta2 = 0.99f;
+  c.epsilon = 1e-6f;
+  cases.push_back({"adamw betas epsilon",
+                   c,
+                   {{{0.4899501f, -0.98990005f, 1.9998f},
+                     {0.480478891f, -0.987689703f, 1.99960002f},
+                     {0.478459899f, -0.993027887f, 1.99940006f}}}});
+  c = Config(OptimizerType::kRmsprop, 0.01f);  // alpha 0.99, epsilon 1e-8
+  cases.push_back({"rmsprop",
+                   c,
+                   {{{0.4000001f, -0.90000005f, 2.0f},
+                     {0.30508433f, -0.944901355f, 2.0f},
+                     {0.358747608f, -1.0323753f, 2.0f}}}});
+  c = Config(OptimizerType::kRmsprop, 0.01f, 0.05f);
+  c.alpha = 0.9f;
+  cases.push_back({"rmsprop alpha weight decay",
+                   c,
+                   {{{0.468377231f, -0.968377227f, 1.96837723f},
+                     {0.438687314f, -0.975097611f, 1.94560965f},
+                     {0.453817694f, -1.00154422f, 1.9266337f}}}});
   c = Config(OptimizerType::kAdagrad, 0.1f);  // initial_accumulator 0.1, epsilon 1e-8
   cases.push_back({"adagrad",
                    c,

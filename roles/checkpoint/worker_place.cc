@@ -37,10 +37,16 @@ bool ParseNumber(const std::string& text, T* out) {
   return ec == std::errc() && ptr == end;
 }
 
-// "lr 0.05 x0.1 every 2340 updates" or "lr 0.05 constant".
+// "lr 0.05 x0.1 every 2340 updates", "lr 0.05 constant", "lr 0.05 after a
+// warm-up of 500 updates, cosine to 0 over 9000 updates".
 std::string Schedule(const OptimizerConfig& o) {
-  if (o.lr_decay_steps <= 0) return fmt::format("lr {} constant", o.lr);
-  return fmt::format("lr {} x{} every {} updates", o.lr, o.lr_decay, o.lr_decay_steps);
+  std::string text = fmt::format("lr {}", o.lr);
+  if (o.warmup_steps > 0) text += fmt::format(" after a warm-up of {} updates,", o.warmup_steps);
+  if (o.lr_decay_steps > 0)
+    return text + fmt::format(" x{} every {} updates", o.lr_decay, o.lr_decay_steps);
+  if (o.cosine_steps > 0)
+    return text + fmt::format(" cosine to {} over {} updates", o.min_lr, o.cosine_steps);
+  return text + " constant";
 }
 
 }  // namespace
@@ -279,7 +285,7 @@ std::string LrScheduleText(const Config& config, const std::vector<std::string>&
   bool decays = false;
   for (const std::string& name : params) {
     const OptimizerConfig o = OptimizerFor(config, name);
-    decays = decays || o.lr_decay_steps > 0;
+    decays = decays || o.lr_decay_steps > 0 || o.cosine_steps > 0 || o.warmup_steps > 0;
     const std::string schedule = Schedule(o);
     auto it = groups.begin();
     while (it != groups.end() && it->first != schedule) ++it;

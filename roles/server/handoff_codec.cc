@@ -57,7 +57,6 @@ std::vector<uint8_t> EncodePartitionState(const MovedPartition& moved) {
   const PartitionSnapshot& p = moved.partition;
   const UpdateCore::State& core = moved.core;
   const size_t floats = p.values.size() * sizeof(float);
-  const size_t n = core.pushes.size();
   size_t size = 4 + 4 + 3 * 8 + 8 + 4 + floats;
   for (const auto& [name, slot] : p.slots) size += 4 + name.size() + floats;
   const std::vector<uint8_t> core_bytes = EncodeCoreState(core);

@@ -31,16 +31,22 @@ std::vector<Field> OptimizerFields(OptimizerConfig* out) {
                             {"momentum", T::kMomentum},
                             {"adam", T::kAdam},
                             {"adagrad", T::kAdagrad},
-                            {"ftrl", T::kFtrl}})),
+                            {"ftrl", T::kFtrl},
+                            {"adamw", T::kAdamW},
+                            {"rmsprop", T::kRmsprop}})),
           Float("lr", &out->lr, Bound::kPositive),
           Float("weight_decay", &out->weight_decay, Bound::kNonNegative),
+          Int("warmup_steps", &out->warmup_steps, 0),
           Int("lr_decay_steps", &out->lr_decay_steps, 0),
           Float("lr_decay", &out->lr_decay, Bound::kPositive),
+          Int("cosine_steps", &out->cosine_steps, 0),
+          Float("min_lr", &out->min_lr, Bound::kNonNegative),
           Float("momentum", &out->momentum, Bound::kUnitInterval),
           Bool("nesterov", &out->nesterov),
           Float("beta1", &out->beta1, Bound::kUnitInterval),
           Float("beta2", &out->beta2, Bound::kUnitInterval),
           Float("epsilon", &out->epsilon, Bound::kPositive),
+          Float("alpha", &out->alpha, Bound::kUnitInterval),
           Float("initial_accumulator", &out->initial_accumulator, Bound::kNonNegative),
           Float("lr_power", &out->lr_power, Bound::kNonPositive),
           Float("l1", &out->l1, Bound::kNonNegative),
@@ -49,7 +55,11 @@ std::vector<Field> OptimizerFields(OptimizerConfig* out) {
 
 Status ReadOptimizer(const Value& v, OptimizerConfig* out) {
   *out = OptimizerConfig{};
-  return ReadMap(v, OptimizerFields(out));
+  PSTRAIN_RETURN_IF_ERROR(ReadMap(v, OptimizerFields(out)));
+  // PyTorch's AdamW decays by default; its L2-free update is the point.
+  if (out->type == OptimizerType::kAdamW && v.node.IsMap() && !v.node["weight_decay"])
+    out->weight_decay = 0.01f;
+  return Status::OK();
 }
 
 Status ReadOptionalOptimizer(const Value& v, std::optional<OptimizerConfig>* out) {
