@@ -6,6 +6,7 @@
 # `pstrain local` labels lines by role and rank, and refuses to run without
 # a model (exit 0 means a model was trained); a worker that cannot hold its
 # data says so in one line, exit 1, not std::bad_alloc's abort;
+# --set and --resume change a config for one run;
 # the cache-sizing bench reads a config's data; the tiered-table bench.
 # Usage: sh tests/cli_test.sh PSTRAIN_BIN [REPO_DIR]
 set -u
@@ -177,6 +178,25 @@ for node in "server 0" "worker 0" "worker 1"; do
   check "[$node] logs that $node joined" has "\] \[$node\] \[info\] ${node% *} rank ${node#* } joined a job"
   check "[$node] logs that $node stops" has "\] \[$node\] \[info\] ${node% *} rank ${node#* } stops"
 done
+
+# --set changes the config for this run and --resume picks its checkpoint
+# up: 6 steps with a checkpoint every 3, then 3 more from step 6. A --set
+# naming no key of the config is refused like the same key in the file.
+CK="checkpoint={dir: $DATA/ck, every_steps: 3}"
+"$BIN" local --config "$TINY" --servers 1 --workers 1 --set train.steps=6 --set "train.$CK" \
+  > "$OUT" 2>&1; status=$?
+check "local --set exits 0 (got $status)" [ "$status" = 0 ]
+check "--set train.steps=6 trains 6 steps" has "worker 0 finished 6 steps"
+"$BIN" local --config "$TINY" --servers 1 --workers 1 --set train.steps=9 --set "train.$CK" \
+  --resume > "$OUT" 2>&1; status=$?
+check "local --resume exits 0 (got $status)" [ "$status" = 0 ]
+check "--resume resumes at step 6" has "resuming at step 6 from"
+"$BIN" local --config "$TINY" --set train.step=9 > "$OUT" 2>&1; status=$?
+check "a --set of an unknown key exits 2 (got $status)" [ "$status" = 2 ]
+check "it names the --set" has "^pstrain: .*tiny.yaml: --set train.step: unknown key (allowed: epochs"
+"$BIN" local --config "$TINY" --resume > "$OUT" 2>&1; status=$?
+check "--resume without a checkpoint exits 2 (got $status)" [ "$status" = 2 ]
+check "it says what is missing" has "^pstrain: --resume: .*tiny.yaml has no train.checkpoint"
 
 # How much could a row cache save on this data? Bounds for 1%, 10% and 30%
 # caches, larger caches never worse.

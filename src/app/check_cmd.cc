@@ -116,7 +116,7 @@ int Fail(const std::string& message) {
 }  // namespace
 
 int RunCheck(const CheckOptions& options) {
-  auto config = LoadConfig(options.config_path);  // its errors start with the path
+  auto config = LoadConfig(options.config_path, options.config_overrides);  // errors name the path
   if (!config.ok()) return Fail(config.status().message());
   // Errors of the data and the directories name the config first.
   auto fail = [&](const Status& st) {

@@ -53,6 +53,12 @@ int RunCheckCli(const std::vector<std::string>& args) {
       "lives): exit 0, or one error line and exit 2.",
       "pstrain check");
   AddPath(&app, "--config", &options.config_path, "the job's YAML config");
+  app.add_option("--set", options.config_overrides.sets,
+                 "change a key of the config, as a job's --set does (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_flag("--resume", options.config_overrides.resume, "as a job's --resume");
   if (int status = ParseCommandLine(&app, args); status >= 0) return status;
   return RunCheck(options);
 }

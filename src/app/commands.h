@@ -31,6 +31,7 @@ int RunEval(const EvalOptions& options);
 // names; exit 0, or one error line and exit 2.
 struct CheckOptions {
   std::string config_path;
+  ConfigOverrides config_overrides;  // --set, --resume
 };
 int RunCheck(const CheckOptions& options);
 

@@ -81,10 +81,13 @@ int Finished(const Logger& log, const Status& status) {
 // each node then loads its own context from the same files.
 Status CheckTlsFiles(const TlsFiles& files) { return TlsContext::LoadIfSet(files).status(); }
 
-// The job's config, or defaults when no --config / PSTRAIN_CONFIG is given.
-StatusOr<Config> ConfigOf(const std::string& path) {
+// The job's config with the command line's changes, or defaults when no
+// --config / PSTRAIN_CONFIG is given.
+StatusOr<Config> ConfigOf(const std::string& path, const ConfigOverrides& overrides) {
+  if (path.empty() && !overrides.empty())
+    return InvalidArgument("--set and --resume change a config: pass --config or PSTRAIN_CONFIG");
   if (path.empty()) return Config{};
-  return LoadConfig(path);
+  return LoadConfig(path, overrides);
 }
 
 // The worker's job: training the config's model. Config errors surface
@@ -215,10 +218,11 @@ int RunNode(const NodeOptions& options, const Config& config) {
 // What a role and `local` do first: the log level, the TLS files and the
 // config (defaults when none is given); `cluster` takes the config's text,
 // which every node of the job must share (src/common/config/identity.h).
-StatusOr<Config> PrepareNodes(ClusterOptions* cluster, const std::string& config_path) {
+StatusOr<Config> PrepareNodes(ClusterOptions* cluster, const std::string& config_path,
+                              const ConfigOverrides& overrides) {
   PSTRAIN_RETURN_IF_ERROR(ApplyLogLevel(cluster->log_level, "--log-level"));
   PSTRAIN_RETURN_IF_ERROR(CheckTlsFiles(cluster->tls));
-  auto config = ConfigOf(config_path);
+  auto config = ConfigOf(config_path, overrides);
   if (!config.ok()) return config.status();
   cluster->job_config = JobConfigText(*config);
   cluster->job_config_source = config->source;
@@ -235,7 +239,7 @@ StatusOr<Config> PrepareNodes(ClusterOptions* cluster, const std::string& config
 int RunRole(const std::vector<std::string>& args) {
   auto options = ParseNodeOptions(args, ProcessEnv());
   if (!options.ok()) return UsageError(options.status());
-  auto config = PrepareNodes(&options->cluster, options->config_path);
+  auto config = PrepareNodes(&options->cluster, options->config_path, options->config_overrides);
   if (!config.ok()) return UsageError(config.status());
   auto chosen_host = ApplyNetworkMask(&*options, LocalInterfaceAddresses());
   if (!chosen_host.ok()) return UsageError(chosen_host.status());
@@ -264,7 +268,7 @@ int RunLocal(const std::vector<std::string>& args) {
   }
   auto options = ParseLocalOptions(args, ProcessEnv());
   if (!options.ok()) return UsageError(options.status());
-  auto config = PrepareNodes(&options->cluster, options->config_path);
+  auto config = PrepareNodes(&options->cluster, options->config_path, options->config_overrides);
   if (!config.ok()) return UsageError(config.status());
   if (auto check = JobOf(*config, /*check_data=*/true); !check.ok())
     return UsageError(check.status());

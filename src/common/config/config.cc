@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/common/config/overrides.h"
 #include "src/common/config/reader.h"
 #include "src/common/config/sizes.h"
 #include "src/common/config/text.h"
@@ -470,14 +471,17 @@ Status ReadConfig(const Documents& documents, const std::string& yaml_text,
 
 // ParseConfig, resolving relative data paths against `base_dir` (if not empty).
 StatusOr<Config> Parse(const std::string& yaml_text, const std::string& source_name,
-                       const std::string& base_dir) {
+                       const std::string& base_dir, const ConfigOverrides& overrides) {
   Config config;
   config.source = source_name;
   PSTRAIN_RETURN_IF_ERROR(CheckConfigText(yaml_text, source_name));
   // The readers never call a throwing conversion, so an exception here comes
   // from the parser.
   try {
-    PSTRAIN_RETURN_IF_ERROR(ReadConfig(LoadDocuments(yaml_text), yaml_text, base_dir, &config));
+    Documents documents = LoadDocuments(yaml_text);
+    if (!documents.second)
+      PSTRAIN_RETURN_IF_ERROR(ApplyOverrides(overrides, source_name, documents.first));
+    PSTRAIN_RETURN_IF_ERROR(ReadConfig(documents, yaml_text, base_dir, &config));
     // Checkpoints, like data, are where the config says from its own
     // directory, whichever directory the job was started in.
     if (config.train.checkpoint && !base_dir.empty() &&
@@ -506,11 +510,12 @@ std::vector<std::string> KnownConfigKeys() {
   return keys;
 }
 
-StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& source_name) {
-  return config_internal::Parse(yaml_text, source_name, "");
+StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& source_name,
+                             const ConfigOverrides& overrides) {
+  return config_internal::Parse(yaml_text, source_name, "", overrides);
 }
 
-StatusOr<Config> LoadConfig(const std::string& path) {
+StatusOr<Config> LoadConfig(const std::string& path, const ConfigOverrides& overrides) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) {
     int err = errno;
@@ -526,7 +531,8 @@ StatusOr<Config> LoadConfig(const std::string& path) {
   int err = std::ferror(file) ? errno : 0;
   std::fclose(file);
   if (err != 0) return InvalidArgument(fmt::format("config {}: {}", path, std::strerror(err)));
-  return config_internal::Parse(text, path, std::filesystem::path(path).parent_path().string());
+  return config_internal::Parse(text, path, std::filesystem::path(path).parent_path().string(),
+                                overrides);
 }
 
 bool GlobMatch(const std::string& pattern, const std::string& name) {

@@ -37,6 +37,7 @@
 #include "src/common/config/compression_config.h"
 #include "src/common/config/model_config.h"
 #include "src/common/config/optimizer_config.h"
+#include "src/common/config/overrides.h"
 #include "src/common/status.h"
 
 namespace pstrain {
@@ -162,16 +163,18 @@ struct Config {
   std::map<std::string, std::string> settings;
 };
 
-// Parses `yaml_text`; `source_name` is the file name used in messages.
-// Any error is kInvalidArgument.
-StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& source_name);
+// Parses `yaml_text` with the command line's `overrides` made to it
+// (src/common/config/overrides.h); `source_name` is the file name used in
+// messages. Any error is kInvalidArgument.
+StatusOr<Config> ParseConfig(const std::string& yaml_text, const std::string& source_name,
+                             const ConfigOverrides& overrides = {});
 
-// Reads and parses the file at `path`. Relative paths under `data:` and
-// train.checkpoint.dir are taken from the config file's directory
-// (ParseConfig keeps them as written). A
-// missing file is kNotFound, an unreadable one kInvalidArgument; both
-// messages name the path. Data files are not opened here.
-StatusOr<Config> LoadConfig(const std::string& path);
+// Reads and parses the file at `path`, as ParseConfig. Relative paths
+// under `data:` and train.checkpoint.dir (a --set's too) are taken from the
+// config file's directory (ParseConfig keeps them as written). A missing
+// file is kNotFound, an unreadable one kInvalidArgument; both messages name
+// the path. Data files are not opened here.
+StatusOr<Config> LoadConfig(const std::string& path, const ConfigOverrides& overrides = {});
 
 // Whether `name` matches `pattern` as a whole: `*` matches any run of
 // characters (also none), `?` exactly one; every other character itself.

@@ -26,6 +26,10 @@ struct Setting {
   const char* accepted;                           // for error messages and --help
   std::function<bool(const std::string&)> store;  // false: malformed value
   const char* what = "";                          // its meaning, for --help
+  // kValue: the last given counts; kRepeated: each is stored, in order;
+  // kSwitch: a flag without a value, stored as "true". Both of the latter
+  // are flags only.
+  enum class Kind { kValue, kRepeated, kSwitch } kind = Setting::Kind::kValue;
 };
 
 // The same setting with its meaning for --help.
@@ -89,6 +93,35 @@ Setting TextSetting(const char* flag, const char* env, bool required, const char
             *target = s;
             return true;
           }};
+}
+
+// --config, and the changes the command line makes to it
+// (src/common/config/overrides.h).
+std::vector<Setting> ConfigSettings(std::string* path, ConfigOverrides* overrides) {
+  Setting set{"set",
+              nullptr,
+              false,
+              "KEY=VALUE",
+              [overrides](const std::string& s) {
+                overrides->sets.push_back(s);
+                return true;
+              },
+              "change a key of the config, repeatable (train.optimizer.lr=0.1; the value in "
+              "YAML)"};
+  set.kind = Setting::Kind::kRepeated;
+  Setting resume{"resume",
+                 nullptr,
+                 false,
+                 "no value",
+                 [overrides](const std::string&) {
+                   overrides->resume = true;
+                   return true;
+                 },
+                 "resume from the newest checkpoint in train.checkpoint.dir"};
+  resume.kind = Setting::Kind::kSwitch;
+  return {Described(TextSetting("config", "PSTRAIN_CONFIG", false, "a file path", path),
+                    "the job's YAML config"),
+          set, resume};
 }
 
 // `shape_required`: false where the cluster shape has defaults (`pstrain local`).
@@ -229,18 +262,16 @@ std::vector<Setting> NodeSettings(NodeOptions* o) {
                                           "a whole number from 0 to 4095", &o->requested_rank),
                                "the rank to ask for, below the role's count (default: the "
                                "scheduler picks)"));
-  settings.push_back(
-      Described(TextSetting("config", "PSTRAIN_CONFIG", false, "a file path", &o->config_path),
-                "the job's YAML config"));
+  for (Setting& s : ConfigSettings(&o->config_path, &o->config_overrides))
+    settings.push_back(std::move(s));
   return settings;
 }
 
 // The settings of `pstrain local`: the shape has defaults, there is no role.
 std::vector<Setting> LocalSettings(LocalOptions* o) {
   std::vector<Setting> settings = ClusterSettings(&o->cluster, /*shape_required=*/false);
-  settings.push_back(
-      Described(TextSetting("config", "PSTRAIN_CONFIG", false, "a file path", &o->config_path),
-                "the job's YAML config"));
+  for (Setting& s : ConfigSettings(&o->config_path, &o->config_overrides))
+    settings.push_back(std::move(s));
   return settings;
 }
 
@@ -249,13 +280,33 @@ std::vector<Setting> LocalSettings(LocalOptions* o) {
 // `show_env`, the help names each flag's variable; the parsing app does not
 // set CLI11's envname, which would read the real environment behind the
 // EnvLookup's back.
+using CollectedFlags = std::map<std::string, std::vector<std::string>>;
+
 void DeclareSettings(CLI::App* app, const std::vector<Setting>& settings, bool show_env,
-                     std::map<std::string, std::string>* flags) {
+                     CollectedFlags* flags) {
   for (const Setting& s : settings) {
     const std::string flag = s.flag;
+    const std::string help = fmt::format("{}: {}", s.what, s.accepted);
+    if (s.kind == Setting::Kind::kSwitch) {
+      app->add_flag_function(
+          "--" + flag, [flags, flag](std::int64_t) { (*flags)[flag] = {"true"}; }, s.what);
+      continue;
+    }
+    if (s.kind == Setting::Kind::kRepeated) {
+      app->add_option_function<std::vector<std::string>>(
+             "--" + flag,
+             [flags, flag](const std::vector<std::string>& values) {
+               auto& all = (*flags)[flag];
+               all.insert(all.end(), values.begin(), values.end());
+             },
+             help)
+          ->expected(1)
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+          ->type_name(s.accepted);
+      continue;
+    }
     CLI::Option* option = app->add_option_function<std::string>(
-        "--" + flag, [flags, flag](const std::string& value) { (*flags)[flag] = value; },
-        fmt::format("{}: {}", s.what, s.accepted));
+        "--" + flag, [flags, flag](const std::string& value) { (*flags)[flag] = {value}; }, help);
     // The last of repeated flags wins, as a later assignment would.
     option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)->type_name("VALUE");
     if (show_env && s.env != nullptr) option->envname(s.env);
@@ -264,9 +315,9 @@ void DeclareSettings(CLI::App* app, const std::vector<Setting>& settings, bool s
 
 // "--name value" and "--name=value" into a map, through CLI11; anything
 // else is an error naming the first stray argument.
-StatusOr<std::map<std::string, std::string>> CollectFlags(const std::vector<std::string>& args,
-                                                          const std::vector<Setting>& settings) {
-  std::map<std::string, std::string> flags;
+StatusOr<CollectedFlags> CollectFlags(const std::vector<std::string>& args,
+                                      const std::vector<Setting>& settings) {
+  CollectedFlags flags;
   CLI::App app("pstrain", "pstrain");
   app.set_help_flag();  // main answers --help before parsing
   app.allow_extras();   // strays are reported below, in pstrain's words
@@ -294,8 +345,13 @@ Status ApplySettings(const std::vector<std::string>& args, const EnvLookup& env,
   for (const Setting& s : settings) {
     std::optional<std::string> value;
     std::string source;
-    if (auto it = flags->find(s.flag); it != flags->end()) {
-      value = it->second;
+    const auto it = flags->find(s.flag);
+    if (it != flags->end() && s.kind == Setting::Kind::kRepeated) {
+      for (const std::string& each : it->second) s.store(each);
+      continue;
+    }
+    if (it != flags->end()) {
+      value = it->second.back();
       source = fmt::format("--{}", s.flag);
     } else if (s.env != nullptr) {
       value = env(s.env);
@@ -316,7 +372,7 @@ Status ApplySettings(const std::vector<std::string>& args, const EnvLookup& env,
 // The help of the flags `settings` declares, as CLI11 formats it.
 std::string SettingsHelp(const std::vector<Setting>& settings, const std::string& name,
                          const std::string& description) {
-  std::map<std::string, std::string> unused;
+  CollectedFlags unused;
   CLI::App app(description, name);
   DeclareSettings(&app, settings, /*show_env=*/true, &unused);
   return app.help();
@@ -416,6 +472,7 @@ StatusOr<NodeOptions> ParseNodeOptions(const std::vector<std::string>& args, con
   NodeOptions o;
   ClusterOptions& c = o.cluster;
   PSTRAIN_RETURN_IF_ERROR(ApplySettings(args, env, NodeSettings(&o)));
+  PSTRAIN_RETURN_IF_ERROR(CheckOverrides(o.config_overrides));
   PSTRAIN_RETURN_IF_ERROR(CheckHeartbeat(c));
   PSTRAIN_RETURN_IF_ERROR(CheckTls(c.tls));
   PSTRAIN_RETURN_IF_ERROR(CheckRequestedRank(o));
@@ -443,6 +500,7 @@ StatusOr<LocalOptions> ParseLocalOptions(const std::vector<std::string>& args,
   o.cluster.server_num = 2;
   o.cluster.worker_num = 2;
   PSTRAIN_RETURN_IF_ERROR(ApplySettings(args, env, LocalSettings(&o)));
+  PSTRAIN_RETURN_IF_ERROR(CheckOverrides(o.config_overrides));
   PSTRAIN_RETURN_IF_ERROR(CheckHeartbeat(o.cluster));
   PSTRAIN_RETURN_IF_ERROR(CheckTls(o.cluster.tls));
   return o;

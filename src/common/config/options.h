@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "src/common/config/overrides.h"
 #include "src/common/network_mask.h"
 #include "src/common/status.h"
 
@@ -164,6 +165,7 @@ struct NodeOptions {
   // own index of the process, so log files and labels follow ranks.
   int requested_rank = -1;
   std::string config_path;
+  ConfigOverrides config_overrides;  // --set, --resume
 };
 
 // Looks up an environment variable; nullopt when unset. Tests pass a map.
@@ -189,6 +191,7 @@ StatusOr<std::string> ApplyNetworkMask(NodeOptions* options,
 struct LocalOptions {
   ClusterOptions cluster;
   std::string config_path;
+  ConfigOverrides config_overrides;  // --set, --resume
 };
 StatusOr<LocalOptions> ParseLocalOptions(const std::vector<std::string>& args,
                                          const EnvLookup& env);

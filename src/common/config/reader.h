@@ -44,6 +44,9 @@ struct Value {
   int line;          // 1-based
 
   Status Error(std::string_view what) const {
+    // No line: a --set wrote it (src/common/config/overrides.h).
+    if (line <= 0 && !path.empty())
+      return InvalidArgument(OneLine(fmt::format("{}: --set {}: {}", *source, path, what)));
     if (path.empty())
       return InvalidArgument(OneLine(fmt::format("{}:{}: {}", *source, line, what)));
     return InvalidArgument(OneLine(fmt::format("{}:{}: {}: {}", *source, line, path, what)));
