@@ -128,6 +128,8 @@ std::string SampleValue(const std::string& type) {
   if (type.rfind("integer", 0) == 0) return "1";
   if (type.rfind("number", 0) == 0) return "0.5";
   if (type.rfind("true or false", 0) == 0) return "true";
+  if (type.rfind("non-empty list of layers", 0) == 0) return "[relu]";
+  if (type == "a layer") return "{type: relu}";
   return "x";
 }
 

@@ -123,6 +123,52 @@ TEST_CASE("a layer may be written as its type alone") {
   CHECK(c.model.device == Device::kGpu);
 }
 
+TEST_CASE("a residual block holds its body and projection; gelu and layer_norm parse") {
+  Config c = Parse(
+      "model:\n"
+      "  input: [8]\n"
+      "  layers:\n"
+      "    - {type: linear, out: 16}\n"
+      "    - type: residual\n"
+      "      name: block\n"
+      "      layers: [{type: layer_norm, eps: 0.001}, gelu, {type: linear, out: 4}]\n"
+      "      projection: {type: linear, out: 4, bias: false}\n"
+      "    - {type: linear, out: 2}\n");
+  REQUIRE(c.model.layers.size() == 3);
+  const LayerConfig& block = c.model.layers[1];
+  CHECK(block.type == LayerType::kResidual);
+  REQUIRE(block.layers.size() == 3);
+  CHECK(block.layers[0].type == LayerType::kLayerNorm);
+  CHECK(block.layers[0].eps == doctest::Approx(0.001));
+  CHECK(block.layers[1].type == LayerType::kGelu);
+  CHECK(block.layers[2].line == 7);
+  REQUIRE(block.projection.size() == 1);
+  CHECK_FALSE(block.projection[0].bias);
+  CHECK(block.projection[0].line == 8);
+}
+
+TEST_CASE("a residual block's mistakes name the layer inside it") {
+  CHECK(ErrorOf("model: {input: [4], layers: [{type: residual}]}\n") ==
+        "x.yaml:1: model.layers[0].layers: required key of a residual layer is missing");
+  CHECK(ErrorOf("model: {input: [4], layers: [{type: residual, layers: []}]}\n") ==
+        "x.yaml:1: model.layers[0].layers: expected a non-empty list of layers, got an empty list");
+  CHECK(ErrorOf("model:\n  input: [4]\n  sparse_fields: 2\n  layers:\n"
+                "    - type: residual\n"
+                "      layers:\n"
+                "        - {type: embedding_bag, vocab: 10, dim: 4}\n") ==
+        "x.yaml:7: model.layers[0].layers[0]: embedding_bag reads the batch's own input, not the "
+        "block's: not inside a residual block");
+  CHECK(ErrorOf("model: {input: [4], layers: [{type: residual, layers: [relu], out: 3}]}\n") ==
+        "x.yaml:1: model.layers[0].out: not a key of a residual layer");
+  CHECK(ErrorOf("model: {input: [4], layers: [{type: layer_norm, eps: 0}]}\n") ==
+        "x.yaml:1: model.layers[0].eps: expected a number > 0, got '0'");
+  // Blocks in blocks, deeper than kMaxBlockDepth.
+  std::string deep = "relu";
+  for (int i = 0; i <= kMaxBlockDepth; ++i) deep = "{type: residual, layers: [" + deep + "]}";
+  CHECK(ErrorOf("model: {input: [4], layers: [" + deep + "]}\n").find("nest at most 8 deep") !=
+        std::string::npos);
+}
+
 TEST_CASE("a wide & deep model parses to its two towers") {
   Config c = Parse(
       "model:\n"
@@ -170,18 +216,20 @@ TEST_CASE("a wide & deep model parses to its two towers") {
 }
 
 TEST_CASE("a layer's mistakes name the layer, the key and the type") {
-  CHECK(ErrorOf("model:\n  input: [4]\n  layers:\n    - {type: linear, out: 3}\n"
-                "    - {type: softmax}\n") ==
-        "x.yaml:5: model.layers[1].type: expected one of linear|conv2d|maxpool|avgpool|relu|"
-        "sigmoid|tanh|dropout|flatten|concat|embedding_bag, got 'softmax'");
+  CHECK(
+      ErrorOf("model:\n  input: [4]\n  layers:\n    - {type: linear, out: 3}\n"
+              "    - {type: softmax}\n") ==
+      "x.yaml:5: model.layers[1].type: expected one of linear|conv2d|maxpool|avgpool|relu|"
+      "sigmoid|tanh|dropout|flatten|concat|embedding_bag|gelu|layer_norm|residual, got 'softmax'");
   CHECK(ErrorOf("model:\n  input: [4]\n  layers:\n    - flatten\n    - rellu\n") ==
         "x.yaml:5: model.layers[1]: expected one of linear|conv2d|maxpool|avgpool|relu|"
-        "sigmoid|tanh|dropout|flatten|concat|embedding_bag, got 'rellu'");
+        "sigmoid|tanh|dropout|flatten|concat|embedding_bag|gelu|layer_norm|residual, got 'rellu'");
   CHECK(ErrorOf("model: {input: [4], layers: [[relu]]}\n") ==
         "x.yaml:1: model.layers[0]: expected a layer (a mapping, or a type name), got a list");
   CHECK(ErrorOf("model: {input: [4], layers: [{type: relu, size: 3}]}\n") ==
         "x.yaml:1: model.layers[0].size: unknown key (allowed: type, name, out, out_channels, "
-        "kernel, stride, padding, bias, rate, vocab, dim, mode, init, init_scale)");
+        "kernel, stride, padding, bias, rate, vocab, dim, mode, init, init_scale, eps, layers, "
+        "projection)");
 
   // Keys the type does not take.
   CHECK(ErrorOf("model:\n  input: [1, 28, 28]\n  layers:\n"

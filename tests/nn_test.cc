@@ -218,6 +218,26 @@ TEST_CASE("every layer's gradients match finite differences") {
   cases.push_back(Case(Spec(LayerType::kRelu), {3, 4}, 3).DistinctInputs());
   cases.push_back(Case(Spec(LayerType::kSigmoid), {7}, 3).Eps(3e-3f));
   cases.push_back(Case(Spec(LayerType::kTanh), {7}, 3).Eps(3e-3f));
+  cases.push_back(Case(Spec(LayerType::kGelu), {7}, 3).Eps(3e-3f));
+  cases.push_back(Case(Spec(LayerType::kLayerNorm), {6}, 3).Eps(3e-3f));
+  cases.push_back(Case(Spec(LayerType::kLayerNorm), {2, 3, 2}, 2).Eps(3e-3f));
+  // A block adding its input, and one adding a projection of it.
+  c = Spec(LayerType::kResidual);
+  LayerConfig linear = Spec(LayerType::kLinear);
+  linear.name.clear();
+  linear.out = 5;
+  c.layers = {linear, Spec(LayerType::kTanh)};
+  c.layers[1].name.clear();
+  cases.push_back(Case(c, {5}, 3).Eps(3e-3f));
+  LayerConfig conv = Spec(LayerType::kConv2d);
+  conv.out_channels = 3;
+  conv.kernel = 1;
+  conv.stride = 2;
+  c.layers = {conv, Spec(LayerType::kGelu)};
+  c.projection = {conv};
+  c.layers[0].kernel = 3;
+  c.layers[0].padding = 1;
+  cases.push_back(Case(c, {2, 4, 4}, 2).Eps(3e-3f));
   cases.push_back(Case(Spec(LayerType::kFlatten), {2, 3, 2}));
   cases.push_back(Case(Spec(LayerType::kConcat), {4}, 3).Dense({3}));
   c = Spec(LayerType::kDropout);
@@ -265,6 +285,73 @@ double Direct(const LayerConfig& c, const std::vector<Param*>& params, const Ten
 
 // Gradients checked against a wrong forward would agree with it: these pin
 // the forward passes with windows to direct loops over each output's window.
+TEST_CASE("gelu and layer_norm outputs match values computed apart (python3, in double)") {
+  auto gelu = BuildLayer(Case(Spec(LayerType::kGelu), {4}, 1));
+  Tensor in({1, 4}), out;
+  in.data = {1.0f, -1.0f, 0.5f, -3.0f};
+  gelu->Forward(Batch{}, in, &out, true);
+  const float kGelu[] = {0.841344746f, -0.158655254f, 0.345731231f, -0.00404969409f};
+  for (int i = 0; i < 4; ++i) CHECK(out.data[i] == doctest::Approx(kGelu[i]).epsilon(1e-6));
+
+  // Weights other than the initial 1 and 0, and their gradients through a
+  // finite difference of the same weighted loss.
+  auto norm = BuildLayer(Case(Spec(LayerType::kLayerNorm), {3}, 1));
+  std::vector<Param*> params = norm->Params();
+  REQUIRE(params.size() == 2);
+  CHECK(params[0]->value.data == FloatBuffer{1.0f, 1.0f, 1.0f});
+  params[0]->value.data = {2.0f, -1.0f, 0.5f};
+  params[1]->value.data = {0.1f, 0.0f, -0.2f};
+  in = Tensor({1, 3});
+  in.data = {1.0f, 2.0f, 4.0f};
+  norm->Forward(Batch{}, in, &out, true);
+  const float kNorm[] = {-2.03808306f, 0.267260383f, 0.468150957f};
+  for (int i = 0; i < 3; ++i) CHECK(out.data[i] == doctest::Approx(kNorm[i]).epsilon(1e-5));
+  Tensor dout({1, 3}), din;
+  dout.data = {0.3f, -0.7f, 1.1f};
+  norm->Backward(Batch{}, in, out, dout, &din);
+  auto loss = [&] {
+    Tensor o;
+    norm->Forward(Batch{}, in, &o, true);
+    return WeightedSum(o, dout.data);
+  };
+  CheckAgainstDifferences(&in.data, din.data, loss, 3e-3f, "input");
+  CheckAgainstDifferences(&params[0]->value.data, FloatBuffer(params[0]->grad.data), loss, 3e-3f,
+                          "weight");
+}
+
+TEST_CASE("a residual block adds its input, names its layers after it, and says what misfits") {
+  LayerConfig block = Spec(LayerType::kResidual);
+  block.name = "block";
+  LayerConfig linear = Spec(LayerType::kLinear);
+  linear.name.clear();
+  linear.out = 2;
+  block.layers = {linear};
+  auto layer = BuildLayer(Case(block, {2}, 1));
+  std::vector<Param*> params = layer->Params();
+  REQUIRE(params.size() == 2);
+  CHECK(params[0]->name == "block.linear0.weight");
+  CHECK(params[1]->name == "block.linear0.bias");
+  params[0]->value.data = {1.0f, 2.0f, 3.0f, 4.0f};
+  params[1]->value.data = {0.5f, -0.5f};
+  Tensor in({1, 2}), out;
+  in.data = {1.0f, -1.0f};
+  layer->Forward(Batch{}, in, &out, true);
+  // W x + b = [1 - 2 + 0.5, 3 - 4 - 0.5] = [-0.5, -1.5]; plus x.
+  CHECK(out.data == FloatBuffer{0.5f, -2.5f});
+
+  block.layers[0].out = 3;
+  auto misfit = CreateLayer(block, LayerContext{});
+  REQUIRE(misfit.ok());
+  CHECK((*misfit)->Build({2}, kSeed).status().message() ==
+        "the body's output [3] differs from the block's input [2]: add a projection that makes it");
+  block.projection = {linear};
+  block.projection[0].out = 4;
+  auto projected = CreateLayer(block, LayerContext{});
+  REQUIRE(projected.ok());
+  CHECK((*projected)->Build({2}, kSeed).status().message() ==
+        "the body's output [3] differs from the projection's [4]");
+}
+
 TEST_CASE("conv2d and pooling outputs match direct loops") {
   std::mt19937 rng(9);
   auto window = [](LayerType type, int kernel, int stride, int padding) {

@@ -421,6 +421,10 @@ std::unique_ptr<GpuLayer> MakeGpuLayer(const LayerConfig& c, const Shape& input,
       return std::make_unique<EmbeddingBag>(c.vocab, fields, c.dim, c.mode == "concat", scale,
                                             params, context);
     }
+    case LayerType::kGelu:
+    case LayerType::kLayerNorm:
+    case LayerType::kResidual:
+      break;  // CheckGpuModelSupported refuses them
   }
   return nullptr;  // an unknown type: the CPU layer was refused first
 }

@@ -24,6 +24,10 @@ bool RunsOnGpu(LayerType type) {
     case LayerType::kConcat:
     case LayerType::kEmbeddingBag:
       return true;
+    case LayerType::kGelu:
+    case LayerType::kLayerNorm:
+    case LayerType::kResidual:
+      return false;
   }
   return false;
 }

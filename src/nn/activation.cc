@@ -1,12 +1,37 @@
-// relu, sigmoid, tanh: elementwise, vectorized by Eigen. Backward uses the
-// forward output (all three derivatives are cheap functions of it).
+// relu, sigmoid, tanh, gelu: elementwise, vectorized by Eigen where it
+// has the function. Backward uses the forward output for the first three
+// (their derivatives are cheap functions of it) and the input for gelu.
+#include <cmath>
+
 #include "src/nn/eigen_maps.h"
 #include "src/nn/layers.h"
 
 namespace pstrain {
 namespace {
 
-enum class Kind { kRelu, kSigmoid, kTanh };
+enum class Kind { kRelu, kSigmoid, kTanh, kGelu };
+
+// GELU as PyTorch's default (exact, not the tanh approximation):
+// x * Phi(x), Phi the standard normal CDF; its derivative is
+// Phi(x) + x * phi(x), phi the density.
+constexpr double kInvSqrt2 = 0.70710678118654752440;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+
+void GeluForward(const float* x, int64_t size, float* y) {
+  for (int64_t i = 0; i < size; ++i) {
+    const double v = x[i];
+    y[i] = static_cast<float>(0.5 * v * (1.0 + std::erf(v * kInvSqrt2)));
+  }
+}
+
+void GeluBackward(const float* x, const float* dy, int64_t size, float* dx) {
+  for (int64_t i = 0; i < size; ++i) {
+    const double v = x[i];
+    const double cdf = 0.5 * (1.0 + std::erf(v * kInvSqrt2));
+    const double pdf = kInvSqrt2Pi * std::exp(-0.5 * v * v);
+    dx[i] = static_cast<float>(dy[i] * (cdf + v * pdf));
+  }
+}
 
 // A plain loop that GCC turns into branch-free vector code (Eigen 3.4's
 // select() is scalar, and a branch on the sign mispredicts half the time).
@@ -23,6 +48,7 @@ class Activation : public Layer {
       : Layer(c.name),
         kind_(c.type == LayerType::kRelu      ? Kind::kRelu
               : c.type == LayerType::kSigmoid ? Kind::kSigmoid
+              : c.type == LayerType::kGelu    ? Kind::kGelu
                                               : Kind::kTanh) {}
 
   StatusOr<Shape> Build(const Shape& input, uint64_t) override { return input; }
@@ -41,10 +67,13 @@ class Activation : public Layer {
       case Kind::kTanh:
         y = x.tanh();
         break;
+      case Kind::kGelu:
+        GeluForward(in.ptr(), in.size(), out->ptr());
+        break;
     }
   }
 
-  void Backward(const Batch&, const Tensor&, const Tensor& out, const Tensor& dout,
+  void Backward(const Batch&, const Tensor& in, const Tensor& out, const Tensor& dout,
                 Tensor* din) override {
     if (din == nullptr) return;
     din->Resize(out.shape);
@@ -60,6 +89,9 @@ class Activation : public Layer {
         break;
       case Kind::kTanh:
         dx = dy * (1.0f - y.square());
+        break;
+      case Kind::kGelu:
+        GeluBackward(in.ptr(), dy.data(), dy.size(), dx.data());
         break;
     }
   }

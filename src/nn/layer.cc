@@ -57,7 +57,13 @@ StatusOr<std::unique_ptr<Layer>> CreateLayer(const LayerConfig& c, const LayerCo
     case LayerType::kRelu:
     case LayerType::kSigmoid:
     case LayerType::kTanh:
+    case LayerType::kGelu:
       return NewActivation(c);
+    case LayerType::kLayerNorm:
+      PSTRAIN_RETURN_IF_ERROR(Require(c.eps > 0.0f, c, "eps > 0"));
+      return NewLayerNorm(c);
+    case LayerType::kResidual:
+      return NewResidual(c, context);
     case LayerType::kDropout:
       PSTRAIN_RETURN_IF_ERROR(Require(c.rate >= 0.0f && c.rate < 1.0f, c, "rate in [0, 1)"));
       return NewDropout(c);

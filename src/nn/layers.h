@@ -32,7 +32,11 @@ Param NewParam(const std::string& layer, const char* suffix, const Shape& shape)
 std::unique_ptr<Layer> NewLinear(const LayerConfig& config);
 std::unique_ptr<Layer> NewConv2d(const LayerConfig& config);
 std::unique_ptr<Layer> NewPool(const LayerConfig& config);        // maxpool, avgpool
-std::unique_ptr<Layer> NewActivation(const LayerConfig& config);  // relu, sigmoid, tanh
+std::unique_ptr<Layer> NewActivation(const LayerConfig& config);  // relu, sigmoid, tanh, gelu
+std::unique_ptr<Layer> NewLayerNorm(const LayerConfig& config);
+// Its layers are made by CreateLayer, so their errors come back here.
+StatusOr<std::unique_ptr<Layer>> NewResidual(const LayerConfig& config,
+                                             const LayerContext& context);
 std::unique_ptr<Layer> NewDropout(const LayerConfig& config);
 std::unique_ptr<Layer> NewFlatten(const LayerConfig& config);
 std::unique_ptr<Layer> NewConcat(const LayerConfig& config, const Shape& dense);

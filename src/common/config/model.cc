@@ -35,6 +35,9 @@ const std::vector<LayerKind>& LayerKinds() {
       {T::kFlatten, {}, {}},
       {T::kConcat, {}, {}},
       {T::kEmbeddingBag, {"vocab", "dim"}, {"mode", "init", "init_scale"}},
+      {T::kGelu, {}, {}},
+      {T::kLayerNorm, {}, {"eps"}},
+      {T::kResidual, {"layers"}, {"projection"}},
   };
   return *kinds;
 }
@@ -63,6 +66,9 @@ Status ReadNonEmptyList(const Value& v, std::string_view expected,
   return ReadList(v, expected, read);
 }
 
+Status ReadLayer(const Value& v, LayerConfig* layer);
+Status ReadLayers(const Value& v, std::vector<LayerConfig>* layers);
+
 Field LayerTypeField(LayerConfig* layer) {
   std::vector<std::pair<const char*, LayerType>> types;
   for (const LayerKind& kind : LayerKinds())
@@ -85,10 +91,37 @@ std::vector<Field> LayerFields(LayerConfig* layer) {
           Int("dim", &layer->dim, 1, kMaxEmbeddingDim),
           Choice("mode", &layer->mode, {"sum", "mean", "concat"}),
           Choice("init", &layer->init, {"xavier", "he", "normal", "uniform", "zeros"}),
-          Float("init_scale", &layer->init_scale, Bound::kPositive)};
+          Float("init_scale", &layer->init_scale, Bound::kPositive),
+          Float("eps", &layer->eps, Bound::kPositive),
+          {"layers", [layer](const Value& v) { return ReadLayers(v, &layer->layers); }},
+          {"projection", [layer](const Value& v) {
+             LayerConfig& projection = layer->projection.emplace_back();
+             projection.line = v.line;
+             return ReadLayer(v, &projection);
+           }}};
 }
 
+// A layer a residual block may not hold, and why; empty: any.
+std::string RefusedInBlock(LayerType type) {
+  if (type == LayerType::kEmbeddingBag || type == LayerType::kConcat)
+    return fmt::format(
+        "{} reads the batch's own input, not the block's: not inside a residual "
+        "block",
+        LayerTypeName(type));
+  return "";
+}
+
+// Nesting of residual blocks being read, on this thread: a hostile config
+// cannot recurse the reader past kMaxBlockDepth.
+thread_local int block_depth = 0;
+
 Status ReadLayer(const Value& v, LayerConfig* layer) {
+  if (block_depth > kMaxBlockDepth)
+    return v.Error(fmt::format("residual blocks nest at most {} deep", kMaxBlockDepth));
+  struct Nested {
+    Nested() { ++block_depth; }
+    ~Nested() { --block_depth; }
+  } nested;
   std::map<std::string, int> lines;
   if (v.node.IsScalar()) {
     // `- relu` is short for `- {type: relu}`.
@@ -117,6 +150,16 @@ Status ReadLayer(const Value& v, LayerConfig* layer) {
       return v.Key(key, v.line)
           .Error(fmt::format("required key of {} layer is missing", WithArticle(kind->type)));
     }
+  }
+  if (layer->projection.size() > 1)  // a mapping has one such key; a guard
+    return v.Key("projection", lines["projection"]).Error("at most one projection");
+  for (size_t i = 0; i < layer->layers.size() + layer->projection.size(); ++i) {
+    const bool body = i < layer->layers.size();
+    const LayerConfig& sub = body ? layer->layers[i] : layer->projection[0];
+    const std::string refused = RefusedInBlock(sub.type);
+    if (refused.empty()) continue;
+    const std::string at = body ? fmt::format("layers[{}]", i) : "projection";
+    return Value{v.source, v.node, v.path + "." + at, sub.line}.Error(refused);
   }
   return Status::OK();
 }

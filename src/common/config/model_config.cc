@@ -28,6 +28,12 @@ const char* LayerTypeName(LayerType type) {
       return "concat";
     case LayerType::kEmbeddingBag:
       return "embedding_bag";
+    case LayerType::kGelu:
+      return "gelu";
+    case LayerType::kLayerNorm:
+      return "layer_norm";
+    case LayerType::kResidual:
+      return "residual";
   }
   return "unknown";
 }
@@ -64,6 +70,10 @@ const char* DataFormatName(DataFormat format) {
 
 std::string DefaultLayerName(const std::string& tower, LayerType type, size_t index) {
   return (tower.empty() ? "" : tower + "_") + LayerTypeName(type) + std::to_string(index);
+}
+
+std::string SubLayerName(const LayerConfig& layer, size_t index) {
+  return layer.name.empty() ? DefaultLayerName("", layer.type, index) : layer.name;
 }
 
 }  // namespace pstrain

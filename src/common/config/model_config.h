@@ -23,6 +23,9 @@ enum class LayerType {
   kFlatten,
   kConcat,
   kEmbeddingBag,
+  kGelu,
+  kLayerNorm,
+  kResidual,
 };
 enum class LossType { kSoftmaxCrossEntropy, kBceWithLogits };
 enum class Device { kCpu, kGpu };
@@ -56,12 +59,23 @@ struct LayerConfig {
   // Default: he for conv2d and linear, normal (std 0.01) for embedding_bag.
   std::string init;
   float init_scale = 0.01f;  // std of normal, bound of uniform
-  int line = 0;              // where it was written, for messages
+  float eps = 1e-5f;         // layer_norm: added to the variance
+  // residual: the body, whose output is added to the block's input, and at
+  // most one layer that the input goes through first (a projection) when
+  // the body changes its shape. Their layers are named "<block>.<name>".
+  std::vector<LayerConfig> layers;
+  std::vector<LayerConfig> projection;
+  int line = 0;  // where it was written, for messages
 };
 
 // The name of a layer the config leaves unnamed: "<type><index>", prefixed
 // with its tower ("deep_linear1") so that the towers' names differ.
 std::string DefaultLayerName(const std::string& tower, LayerType type, size_t index);
+// The name of layer `index` of a residual block's body within the block:
+// its own, or "<type><index>". The projection is "projection".
+std::string SubLayerName(const LayerConfig& layer, size_t index);
+// How deep residual blocks may nest in one another.
+inline constexpr int kMaxBlockDepth = 8;
 
 struct ModelConfig {
   std::vector<int64_t> input;  // one sample's dense input, e.g. [1, 28, 28] or [13]

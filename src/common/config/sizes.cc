@@ -77,53 +77,81 @@ class SizeCheck {
   // src/nn's Build); where a shape does not fit, stops: Build says why.
   Status Tower(const char* label, const char* key, const std::vector<LayerConfig>& layers) {
     std::vector<int64_t> shape = model_.input;
-    const uint64_t batch = static_cast<uint64_t>(config_.train.batch_size);
     for (size_t i = 0; i < layers.size(); ++i) {
       const LayerConfig& c = layers[i];
-      const std::string path = fmt::format("model.{}[{}]", key, i);
       const std::string name = c.name.empty() ? DefaultLayerName(label, c.type, i) : c.name;
-      switch (c.type) {
-        case LayerType::kLinear:
-          PSTRAIN_RETURN_IF_ERROR(
-              Param(c, path + ".out", name + ".weight", Mul(Elements(shape), c.out)));
-          shape = {c.out};
-          break;
-        case LayerType::kConv2d:
-        case LayerType::kMaxpool:
-        case LayerType::kAvgpool: {
-          const int64_t k = c.kernel, p = c.padding;
-          if (shape.size() != 3 || shape[1] + 2 * p < k || shape[2] + 2 * p < k)
-            return Status::OK();
-          const bool conv = c.type == LayerType::kConv2d;
-          const int64_t s = c.stride > 0 ? c.stride : conv ? 1 : k;
-          if (conv)
-            PSTRAIN_RETURN_IF_ERROR(Param(c, path + ".out_channels", name + ".weight",
-                                          Mul(Mul(c.out_channels, shape[0]), Mul(k, k))));
-          shape = {conv ? c.out_channels : shape[0], (shape[1] + 2 * p - k) / s + 1,
-                   (shape[2] + 2 * p - k) / s + 1};
-          break;
-        }
-        case LayerType::kFlatten:
-          shape = {static_cast<int64_t>(std::min<uint64_t>(Elements(shape), kSaturated >> 1))};
-          break;
-        case LayerType::kConcat:
-          shape = {static_cast<int64_t>(
-              std::min<uint64_t>(Add(Elements(shape), Elements(model_.input)), kSaturated >> 1))};
-          break;
-        case LayerType::kEmbeddingBag:
-          PSTRAIN_RETURN_IF_ERROR(Embedding(c, path, name + ".weight"));
-          shape = {c.mode == "concat" ? model_.sparse_fields * c.dim : c.dim};
-          break;
-        default:  // activations, dropout: the shape goes through
-          break;
-      }
-      const uint64_t out = Mul(Elements(shape), batch);
-      if (out > kMaxTensorElements)
-        return Error(c.line, path,
-                     fmt::format("its output for a batch of {} samples is {} elements; at most {} "
-                                 "per tensor (lower train.batch_size or the layer's size)",
-                                 batch, Count(out), kMaxTensorElements));
+      bool fits = true;
+      PSTRAIN_RETURN_IF_ERROR(Layer(c, fmt::format("model.{}[{}]", key, i), name, &shape, &fits));
+      if (!fits) return Status::OK();
     }
+    return Status::OK();
+  }
+
+  // One layer `name` at `path`: its parameters, and `shape` becomes its
+  // output's. `fits` false: the input does not fit (Build says why).
+  Status Layer(const LayerConfig& c, const std::string& path, const std::string& name,
+               std::vector<int64_t>* shape_io, bool* fits) {
+    std::vector<int64_t>& shape = *shape_io;
+    switch (c.type) {
+      case LayerType::kLinear:
+        PSTRAIN_RETURN_IF_ERROR(
+            Param(c, path + ".out", name + ".weight", Mul(Elements(shape), c.out)));
+        shape = {c.out};
+        break;
+      case LayerType::kConv2d:
+      case LayerType::kMaxpool:
+      case LayerType::kAvgpool: {
+        const int64_t k = c.kernel, p = c.padding;
+        if (shape.size() != 3 || shape[1] + 2 * p < k || shape[2] + 2 * p < k) {
+          *fits = false;
+          return Status::OK();
+        }
+        const bool conv = c.type == LayerType::kConv2d;
+        const int64_t s = c.stride > 0 ? c.stride : conv ? 1 : k;
+        if (conv)
+          PSTRAIN_RETURN_IF_ERROR(Param(c, path + ".out_channels", name + ".weight",
+                                        Mul(Mul(c.out_channels, shape[0]), Mul(k, k))));
+        shape = {conv ? c.out_channels : shape[0], (shape[1] + 2 * p - k) / s + 1,
+                 (shape[2] + 2 * p - k) / s + 1};
+        break;
+      }
+      case LayerType::kLayerNorm:
+        PSTRAIN_RETURN_IF_ERROR(Param(c, path, name + ".weight", Elements(shape)));
+        PSTRAIN_RETURN_IF_ERROR(Param(c, path, name + ".bias", Elements(shape)));
+        break;
+      case LayerType::kResidual: {
+        std::vector<int64_t> skip = shape;
+        for (size_t j = 0; j < c.layers.size() && *fits; ++j) {
+          const LayerConfig& sub = c.layers[j];
+          PSTRAIN_RETURN_IF_ERROR(Layer(sub, fmt::format("{}.layers[{}]", path, j),
+                                        name + "." + SubLayerName(sub, j), &shape, fits));
+        }
+        for (const LayerConfig& projection : c.projection)
+          PSTRAIN_RETURN_IF_ERROR(
+              Layer(projection, path + ".projection", name + ".projection", &skip, fits));
+        break;
+      }
+      case LayerType::kFlatten:
+        shape = {static_cast<int64_t>(std::min<uint64_t>(Elements(shape), kSaturated >> 1))};
+        break;
+      case LayerType::kConcat:
+        shape = {static_cast<int64_t>(
+            std::min<uint64_t>(Add(Elements(shape), Elements(model_.input)), kSaturated >> 1))};
+        break;
+      case LayerType::kEmbeddingBag:
+        PSTRAIN_RETURN_IF_ERROR(Embedding(c, path, name + ".weight"));
+        shape = {c.mode == "concat" ? model_.sparse_fields * c.dim : c.dim};
+        break;
+      default:  // activations, dropout: the shape goes through
+        break;
+    }
+    const uint64_t batch = static_cast<uint64_t>(config_.train.batch_size);
+    const uint64_t out = Mul(Elements(shape), batch);
+    if (out > kMaxTensorElements)
+      return Error(c.line, path,
+                   fmt::format("its output for a batch of {} samples is {} elements; at most {} "
+                               "per tensor (lower train.batch_size or the layer's size)",
+                               batch, Count(out), kMaxTensorElements));
     return Status::OK();
   }
 
