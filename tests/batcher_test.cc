@@ -221,6 +221,35 @@ TEST_CASE("AUC on hand-checked examples") {
   CHECK(acc.count() == 4);
 }
 
+TEST_CASE("the test metric of each loss: accuracy with top-5, AUC with log-loss, RMSE") {
+  Tensor logits({2, 6});
+  // Sample 0: label 2 ranks first; sample 1: label 0 ranks 5th (4 above).
+  logits.data = {0.1f, 0.2f, 0.9f, 0.0f, 0.0f, 0.0f, 0.1f, 0.5f, 0.6f, 0.7f, 0.8f, 0.0f};
+  TestMetric softmax(LossType::kSoftmaxCrossEntropy);
+  softmax.Add(logits, {2, 0});
+  CHECK(softmax.value() == doctest::Approx(0.5));
+  CHECK(std::string(softmax.name()) == "accuracy");
+  CHECK(softmax.Describe() == "test accuracy: 0.5000, top-5: 1.0000 (2 samples)");
+  logits.data[11] = 0.2f;  // now 5 classes score above label 0
+  TestMetric again(LossType::kSoftmaxCrossEntropy);
+  again.Add(logits, {2, 0});
+  CHECK(again.Describe() == "test accuracy: 0.5000, top-5: 0.5000 (2 samples)");
+
+  Tensor outputs({3, 1});
+  outputs.data = {1.0f, -2.0f, 0.0f};
+  TestMetric rmse(LossType::kMse);
+  rmse.Add(outputs, {0.0f, -1.0f, 1.0f});
+  CHECK(rmse.value() == doctest::Approx(1.0));  // sqrt((1 + 1 + 1) / 3)
+  CHECK_FALSE(rmse.higher_is_better());
+  CHECK(rmse.Describe() == "test RMSE: 1.0000 (3 samples)");
+
+  TestMetric auc(LossType::kBceWithLogits);
+  auc.Add(outputs, {1.0f, 0.0f, 0.0f});
+  CHECK(auc.value() == doctest::Approx(1.0));
+  CHECK(std::string(auc.name()) == "auc");
+  CHECK(auc.Describe().find("test AUC: 1.0000, log-loss: ") == 0);
+}
+
 TEST_CASE("accuracy and log loss on hand-checked examples") {
   Tensor logits({3, 3});
   logits.data = {2, 1, 0, /**/ 0, 0, 5, /**/ 1, 3, 2};

@@ -282,8 +282,9 @@ TEST_CASE("a model's mistakes name the key") {
         "x.yaml:2: model.layers: required key is missing (or give wide/deep towers)");
   CHECK(ErrorOf("model:\n  input: [4]\n  layers: []\n") ==
         "x.yaml:3: model.layers: expected a non-empty list of layers, got an empty list");
-  CHECK(ErrorOf("model:\n  input: [4]\n  layers: [relu]\n  loss: mse\n") ==
-        "x.yaml:4: model.loss: expected one of softmax_cross_entropy|bce_with_logits, got 'mse'");
+  CHECK(ErrorOf("model:\n  input: [4]\n  layers: [relu]\n  loss: l1\n") ==
+        "x.yaml:4: model.loss: expected one of softmax_cross_entropy|bce_with_logits|mse, got "
+        "'l1'");
   CHECK(ErrorOf("model: {input: [4], layers: [relu], device: tpu}\n") ==
         "x.yaml:1: model.device: expected one of cpu|gpu, got 'tpu'");
   CHECK(ErrorOf("model:\n  input: [1, 0, 28]\n  layers: [relu]\n") ==

@@ -227,9 +227,9 @@ TEST_CASE("every layer type and Wide&Deep towers run on the GPU; a type it lacks
   // The CPU's layers the GPU path lacks.
   for (LayerType cpu_only : {LayerType::kGelu, LayerType::kLayerNorm, LayerType::kResidual}) {
     future.deep[3] = Spec(cpu_only, 7);
-    CHECK(CheckGpuModelSupported(future).message() ==
-          "model.deep[3] (" + std::string(LayerTypeName(cpu_only)) +
-              ", line 7): not supported on the GPU");
+    CHECK(CheckGpuModelSupported(future).message() == "model.deep[3] (" +
+                                                          std::string(LayerTypeName(cpu_only)) +
+                                                          ", line 7): not supported on the GPU");
   }
 }
 

@@ -385,13 +385,14 @@ TEST_CASE("conv2d and pooling outputs match direct loops") {
 
 TEST_CASE("losses: gradients match finite differences, and large logits stay finite") {
   std::mt19937 rng(3);
-  for (LossType type : {LossType::kSoftmaxCrossEntropy, LossType::kBceWithLogits}) {
+  for (LossType type : {LossType::kSoftmaxCrossEntropy, LossType::kBceWithLogits, LossType::kMse}) {
     const int64_t classes = type == LossType::kSoftmaxCrossEntropy ? 5 : 1;
     Tensor logits({4, classes});
     logits.data = Uniform(logits.data.size(), &rng, -3.0f, 3.0f);
-    const std::vector<float> labels = type == LossType::kSoftmaxCrossEntropy
-                                          ? std::vector<float>{0, 4, 2, 2}
-                                          : std::vector<float>{0, 1, 1, 0};
+    const std::vector<float> labels =
+        type == LossType::kSoftmaxCrossEntropy ? std::vector<float>{0, 4, 2, 2}
+        : type == LossType::kMse               ? std::vector<float>{-1.5f, 0.25f, 7, 0}
+                                               : std::vector<float>{0, 1, 1, 0};
     Tensor grad;
     REQUIRE(MeanLoss(type, logits, labels, &grad).ok());
     REQUIRE(grad.shape == logits.shape);
@@ -413,6 +414,14 @@ TEST_CASE("losses: gradients match finite differences, and large logits stay fin
         doctest::Approx((-std::log(0.75) + std::log(2.0)) / 2));
   CHECK(grad.data[0] == doctest::Approx(-0.125f));
   CHECK(grad.data[1] == doctest::Approx(0.25f));
+  // mse by hand: ((2 - 0.5)^2 + (-1 - 1)^2) / 2, gradient 2 (x - y) / 2.
+  one.data = {2.0f, -1.0f};
+  CHECK(MeanLoss(LossType::kMse, one, {0.5f, 1.0f}, &grad).value() == doctest::Approx(3.125));
+  CHECK(grad.data == FloatBuffer{1.5f, -2.0f});
+  CHECK(MeanLoss(LossType::kMse, one, {0.5f, std::nanf("")}, nullptr).status().message() ==
+        "label nan of sample 1: mse needs finite labels");
+  CHECK(MeanLoss(LossType::kMse, big, {0.5f, 1.0f}, nullptr).status().message() ==
+        "mse needs one output a row, got 2");
 }
 
 TEST_CASE("dropout: seeded masks, scaled by 1 / (1 - rate); identity in evaluation") {

@@ -100,40 +100,14 @@ StatusOr<CheckpointMetric> EvaluateCheckpoint(const Config& config, const std::s
   if (!test.ok()) return test.status();
   Batcher batcher = Batcher::ForEval(&*test, kEvalBatch);
   batcher.StartEpoch(0);
-  CheckpointMetric m;
-  m.step = (*weights)->ref().step;
-  m.click = config.model.loss == LossType::kBceWithLogits;
+  TestMetric metric(config.model.loss);
   IdDedup dedup;
   Batch batch;
-  double correct = 0;
-  std::vector<float> scores, labels;
   while (batcher.Next(&batch)) {
     if (!tables.empty()) PSTRAIN_RETURN_IF_ERROR(GatherRows(dedup, tables, &batch));
-    const Tensor& logits = model.Forward(batch, /*training=*/false);
-    if (m.click) {
-      for (int64_t i = 0; i < batch.size(); ++i) {
-        scores.push_back(1.0f / (1.0f + std::exp(-logits.data[i])));
-        labels.push_back(batch.labels[i]);
-      }
-    } else {
-      correct += Accuracy(logits, batch.labels) * static_cast<double>(batch.size());
-    }
-    m.samples += batch.size();
+    metric.Add(model.Forward(batch, /*training=*/false), batch.labels);
   }
-  if (m.click) {
-    m.metric = Auc(scores, labels);
-    m.logloss = LogLoss(scores, labels);
-  } else {
-    m.metric = m.samples > 0 ? correct / static_cast<double>(m.samples) : 0.0;
-  }
-  return m;
-}
-
-std::string DescribeMetric(const CheckpointMetric& m) {
-  if (m.click)
-    return fmt::format("test AUC: {:.4f}, log-loss: {:.4f} ({} samples)", m.metric, m.logloss,
-                       m.samples);
-  return fmt::format("test accuracy: {:.4f} ({} samples)", m.metric, m.samples);
+  return CheckpointMetric{(*weights)->ref().step, metric.value(), metric.Describe()};
 }
 
 }  // namespace pstrain

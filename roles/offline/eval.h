@@ -16,18 +16,13 @@
 namespace pstrain {
 
 struct CheckpointMetric {
-  int64_t step = 0;    // of the checkpoint
-  bool click = false;  // AUC and log-loss; else accuracy
-  double metric = 0;   // accuracy or AUC
-  double logloss = 0;  // click data only
-  int64_t samples = 0;
+  int64_t step = 0;   // of the checkpoint
+  double metric = 0;  // accuracy, AUC or RMSE (TestMetric, src/data/metrics.h)
+  // "test accuracy: 0.8123 (10000 samples)": the words and precision of
+  // training's epoch-end line (TestMetric::Describe).
+  std::string description;
 };
 
 StatusOr<CheckpointMetric> EvaluateCheckpoint(const Config& config, const std::string& dir);
-
-// "test accuracy: 0.8123 (10000 samples)" / "test AUC: 0.7712, log-loss:
-// 0.4811 (2000 samples)": the words and precision of training's epoch-end
-// line.
-std::string DescribeMetric(const CheckpointMetric& m);
 
 }  // namespace pstrain

@@ -551,9 +551,9 @@ Status TrainJob::Run(WorkerContext& ctx) {
       if (evaluates)
         PSTRAIN_RETURN_IF_ERROR(
             Evaluate(ctx, epoch + 1, config_.train.mode == UpdateMode::kSync ? step + 1 : 0));
-      const bool click = config_.model.loss == LossType::kBceWithLogits;
       report.EpochLine(step + 1, epoch + 1, rate,
-                       evaluates ? (click ? "auc" : "accuracy") : nullptr, stats_.test_metric);
+                       evaluates ? TestMetric(config_.model.loss).name() : nullptr,
+                       stats_.test_metric);
     }
   }
   report.Finish();

@@ -38,10 +38,7 @@ Status TrainJob::Evaluate(WorkerContext& ctx, int epoch, int64_t rows_min_clock)
   Batcher batcher = Batcher::ForEval(test_.get(), kEvalBatch);
   batcher.StartEpoch(0);
   Batch batch;
-  const bool click = config_.model.loss == LossType::kBceWithLogits;
-  int64_t correct_n = 0, seen = 0;
-  double correct = 0;
-  std::vector<float> scores, labels;
+  TestMetric metric(config_.model.loss);
   if (gpu_) PSTRAIN_RETURN_IF_ERROR(gpu_->UploadWeights());
   while (batcher.Next(&batch)) {
     if (sparse_)
@@ -49,27 +46,11 @@ Status TrainJob::Evaluate(WorkerContext& ctx, int epoch, int64_t rows_min_clock)
           embeddings_->Gather(*sparse_, &batch, rows_min_clock, 0, /*use_cache=*/false));
     auto computed = Logits(batch);
     if (!computed.ok()) return computed.status().WithContext("evaluation");
-    const Tensor& logits = **computed;
-    if (click) {
-      for (int64_t i = 0; i < batch.size(); ++i) {
-        scores.push_back(1.0f / (1.0f + std::exp(-logits.data[i])));
-        labels.push_back(batch.labels[i]);
-      }
-    } else {
-      correct += Accuracy(logits, batch.labels) * static_cast<double>(batch.size());
-      correct_n += batch.size();
-    }
-    seen += batch.size();
+    metric.Add(**computed, batch.labels);
   }
-  if (click) {
-    stats_.test_metric = Auc(scores, labels);
-    stats_.test_logloss = LogLoss(scores, labels);
-    ctx.log->info("epoch: {} test AUC: {:.4f}, log-loss: {:.4f} ({} samples)", epoch,
-                  stats_.test_metric, stats_.test_logloss, seen);
-  } else {
-    stats_.test_metric = correct_n > 0 ? correct / static_cast<double>(correct_n) : 0.0;
-    ctx.log->info("epoch: {} test accuracy: {:.4f} ({} samples)", epoch, stats_.test_metric, seen);
-  }
+  stats_.test_metric = metric.value();
+  stats_.test_logloss = metric.logloss();
+  ctx.log->info("epoch: {} {}", epoch, metric.Describe());
   return Status::OK();
 }
 

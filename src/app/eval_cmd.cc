@@ -24,7 +24,7 @@ int RunEval(const EvalOptions& options) {
     return 1;
   }
   std::printf("checkpoint step %lld: %s\n", static_cast<long long>(metric->step),
-              DescribeMetric(*metric).c_str());
+              metric->description.c_str());
   return 0;
 }
 

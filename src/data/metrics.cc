@@ -1,5 +1,7 @@
 #include "src/data/metrics.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -87,5 +89,88 @@ void BinaryAccumulator::Add(const std::vector<float>& probabilities,
 
 double BinaryAccumulator::Auc() const { return pstrain::Auc(scores_, labels_); }
 double BinaryAccumulator::LogLoss() const { return pstrain::LogLoss(scores_, labels_); }
+
+void TestMetric::Add(const Tensor& logits, const std::vector<float>& labels) {
+  const auto n = static_cast<int64_t>(labels.size());
+  if (n == 0) return;
+  samples_ += n;
+  const int64_t width = logits.size() / n;
+  switch (loss_) {
+    case LossType::kSoftmaxCrossEntropy:
+      classes_ = width;
+      for (int64_t i = 0; i < n; ++i) {
+        const float* row = logits.ptr() + i * width;
+        const auto label = static_cast<int64_t>(labels[static_cast<size_t>(i)]);
+        if (label < 0 || label >= width) continue;
+        // The label's rank: how many classes score above it (ties to the
+        // lower index, as the arg-max takes the first).
+        int64_t above = 0;
+        for (int64_t c = 0; c < width; ++c)
+          above += row[c] > row[label] || (row[c] == row[label] && c < label);
+        correct_ += above == 0;
+        top_k_correct_ += above < kTopK;
+      }
+      return;
+    case LossType::kBceWithLogits: {
+      std::vector<float> probabilities(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i)
+        probabilities[static_cast<size_t>(i)] = 1.0f / (1.0f + std::exp(-logits.data[i]));
+      binary_.Add(probabilities, labels);
+      return;
+    }
+    case LossType::kMse:
+      for (int64_t i = 0; i < n; ++i) {
+        const double error = static_cast<double>(logits.data[i]) - labels[static_cast<size_t>(i)];
+        squared_error_ += error * error;
+      }
+      return;
+  }
+}
+
+double TestMetric::value() const {
+  if (samples_ == 0) return 0.0;
+  switch (loss_) {
+    case LossType::kSoftmaxCrossEntropy:
+      return static_cast<double>(correct_) / static_cast<double>(samples_);
+    case LossType::kBceWithLogits:
+      return binary_.Auc();
+    case LossType::kMse:
+      return std::sqrt(squared_error_ / static_cast<double>(samples_));
+  }
+  return 0.0;
+}
+
+const char* TestMetric::name() const {
+  switch (loss_) {
+    case LossType::kSoftmaxCrossEntropy:
+      return "accuracy";
+    case LossType::kBceWithLogits:
+      return "auc";
+    case LossType::kMse:
+      return "rmse";
+  }
+  return "unknown";
+}
+
+double TestMetric::logloss() const {
+  return loss_ == LossType::kBceWithLogits ? binary_.LogLoss() : -1.0;
+}
+
+std::string TestMetric::Describe() const {
+  switch (loss_) {
+    case LossType::kSoftmaxCrossEntropy:
+      if (classes_ > kTopK)
+        return fmt::format("test accuracy: {:.4f}, top-{}: {:.4f} ({} samples)", value(), kTopK,
+                           samples_ == 0 ? 0.0 : static_cast<double>(top_k_correct_) / samples_,
+                           samples_);
+      return fmt::format("test accuracy: {:.4f} ({} samples)", value(), samples_);
+    case LossType::kBceWithLogits:
+      return fmt::format("test AUC: {:.4f}, log-loss: {:.4f} ({} samples)", value(), logloss(),
+                         samples_);
+    case LossType::kMse:
+      return fmt::format("test RMSE: {:.4f} ({} samples)", value(), samples_);
+  }
+  return "";
+}
 
 }  // namespace pstrain

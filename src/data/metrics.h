@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "src/common/config/model_config.h"
 #include "src/common/tensor.h"
 
 namespace pstrain {
@@ -49,6 +50,39 @@ class BinaryAccumulator {
  private:
   std::vector<float> scores_;
   std::vector<float> labels_;
+};
+
+// What a test pass reports of a model trained with `loss`, over its batches
+// of outputs (logits) and labels:
+//   softmax_cross_entropy: accuracy, and top-5 accuracy with more than 5
+//     classes;
+//   bce_with_logits: AUC, with the log-loss of sigmoid(logit);
+//   mse: RMSE, the root of the mean squared error.
+class TestMetric {
+ public:
+  explicit TestMetric(LossType loss) : loss_(loss) {}
+  void Add(const Tensor& logits, const std::vector<float>& labels);
+  // The headline number and its name in the metrics file: "accuracy",
+  // "auc" or "rmse".
+  double value() const;
+  const char* name() const;
+  // Whether a larger value is a better model (not for RMSE).
+  bool higher_is_better() const { return loss_ != LossType::kMse; }
+  double logloss() const;  // bce_with_logits; -1 else
+  int64_t samples() const { return samples_; }
+  // "test accuracy: 0.9066, top-5: 0.9981 (10000 samples)", "test AUC:
+  // 0.7712, log-loss: 0.4811 (2000 samples)", "test RMSE: 0.2311 (500
+  // samples)".
+  std::string Describe() const;
+
+ private:
+  static constexpr int64_t kTopK = 5;
+  const LossType loss_;
+  int64_t samples_ = 0;
+  int64_t classes_ = 0;
+  int64_t correct_ = 0, top_k_correct_ = 0;
+  double squared_error_ = 0;
+  BinaryAccumulator binary_;
 };
 
 }  // namespace pstrain

@@ -35,6 +35,8 @@ bool RunsOnGpu(LayerType type) {
 }  // namespace
 
 Status CheckGpuModelSupported(const ModelConfig& config) {
+  if (config.loss == LossType::kMse)
+    return InvalidArgument("model.loss mse: not supported on the GPU");
   const std::pair<const char*, const std::vector<LayerConfig>*> lists[] = {
       {"layers", &config.layers}, {"wide", &config.wide}, {"deep", &config.deep}};
   for (const auto& [list, layers] : lists) {

@@ -39,6 +39,10 @@ double BceRow(float x, float y, float scale, float* grad) {
 Status CheckLabels(LossType type, int64_t classes, const std::vector<float>& labels) {
   for (size_t i = 0; i < labels.size(); ++i) {
     const float y = labels[i];
+    if (type == LossType::kMse) {
+      if (std::isfinite(y)) continue;
+      return InvalidArgument(fmt::format("label {} of sample {}: mse needs finite labels", y, i));
+    }
     if (type == LossType::kBceWithLogits) {
       if (y >= 0.0f && y <= 1.0f) continue;
       return InvalidArgument(
@@ -60,8 +64,9 @@ StatusOr<float> MeanLoss(LossType type, const Tensor& logits, const std::vector<
     return InvalidArgument(
         fmt::format("{} rows of logits for {} labels", n, static_cast<int64_t>(labels.size())));
   const int64_t classes = logits.size() / n;
-  if (type == LossType::kBceWithLogits && classes != 1)
-    return InvalidArgument(fmt::format("bce_with_logits needs one logit a row, got {}", classes));
+  if (type != LossType::kSoftmaxCrossEntropy && classes != 1)
+    return InvalidArgument(
+        fmt::format("{} needs one output a row, got {}", LossTypeName(type), classes));
   PSTRAIN_RETURN_IF_ERROR(CheckLabels(type, classes, labels));
   if (grad != nullptr) grad->Resize(logits.shape);
   const float scale = 1.0f / static_cast<float>(n);
@@ -71,6 +76,10 @@ StatusOr<float> MeanLoss(LossType type, const Tensor& logits, const std::vector<
     if (type == LossType::kSoftmaxCrossEntropy) {
       const auto label = static_cast<int64_t>(labels[i]);
       total += SoftmaxRow(logits.ptr() + i * classes, classes, label, scale, g);
+    } else if (type == LossType::kMse) {
+      const double error = static_cast<double>(logits.data[i]) - labels[i];
+      if (g != nullptr) *g = static_cast<float>(2.0 * error * scale);
+      total += error * error;
     } else {
       total += BceRow(logits.data[i], labels[i], scale, g);
     }

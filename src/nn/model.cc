@@ -98,8 +98,8 @@ Status CheckOutput(LossType loss, const Tower& tower, const Shape& shape) {
   if (!tower.label.empty() && shape != Shape{1}) {
     return InvalidArgument(got + "a tower must end in [1] (one logit)");
   }
-  if (loss == LossType::kBceWithLogits && shape != Shape{1}) {
-    return InvalidArgument(got + "bce_with_logits needs [1]");
+  if (loss != LossType::kSoftmaxCrossEntropy && shape != Shape{1}) {
+    return InvalidArgument(got + LossTypeName(loss) + " needs [1]");
   }
   if (loss == LossType::kSoftmaxCrossEntropy && (shape.size() != 1 || shape[0] < 2)) {
     return InvalidArgument(got + "softmax_cross_entropy needs [classes], at least 2 classes");

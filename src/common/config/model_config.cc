@@ -44,6 +44,8 @@ const char* LossTypeName(LossType loss) {
       return "softmax_cross_entropy";
     case LossType::kBceWithLogits:
       return "bce_with_logits";
+    case LossType::kMse:
+      return "mse";
   }
   return "unknown";
 }

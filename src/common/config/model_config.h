@@ -27,7 +27,7 @@ enum class LayerType {
   kLayerNorm,
   kResidual,
 };
-enum class LossType { kSoftmaxCrossEntropy, kBceWithLogits };
+enum class LossType { kSoftmaxCrossEntropy, kBceWithLogits, kMse };
 enum class Device { kCpu, kGpu };
 enum class DataFormat { kIdx, kCriteo };
 
