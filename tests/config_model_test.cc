@@ -145,6 +145,20 @@ TEST_CASE("a residual block holds its body and projection; gelu and layer_norm p
   REQUIRE(block.projection.size() == 1);
   CHECK_FALSE(block.projection[0].bias);
   CHECK(block.projection[0].line == 8);
+
+  c = Parse(
+      "model:\n  input: [1, 28, 28]\n"
+      "  layers: [{type: augment, flip: horizontal, crop: {pad: 4}}, flatten, "
+      "{type: linear, out: 10}]\n");
+  CHECK(c.model.layers[0].type == LayerType::kAugment);
+  CHECK(c.model.layers[0].flip == "horizontal");
+  CHECK(c.model.layers[0].crop_pad == 4);
+  CHECK(ErrorOf("model: {input: [1, 4, 4], layers: [{type: augment, crop: {pad: 65}}]}\n") ==
+        "x.yaml:1: model.layers[0].crop.pad: expected an integer in 1..64, got '65'");
+  CHECK(ErrorOf("model: {input: [1, 4, 4], layers: [{type: augment, crop: {size: 2}}]}\n")
+            .find("x.yaml:1: model.layers[0].crop.size: unknown key (allowed: pad)") == 0);
+  CHECK(ErrorOf("model: {input: [1, 4, 4], layers: [{type: augment, flip: vertical}]}\n")
+            .find("model.layers[0].flip: expected one of none|horizontal") != std::string::npos);
 }
 
 TEST_CASE("a residual block's mistakes name the layer inside it") {
@@ -220,16 +234,16 @@ TEST_CASE("a layer's mistakes name the layer, the key and the type") {
       ErrorOf("model:\n  input: [4]\n  layers:\n    - {type: linear, out: 3}\n"
               "    - {type: softmax}\n") ==
       "x.yaml:5: model.layers[1].type: expected one of linear|conv2d|maxpool|avgpool|relu|"
-      "sigmoid|tanh|dropout|flatten|concat|embedding_bag|gelu|layer_norm|residual, got 'softmax'");
+      "sigmoid|tanh|dropout|flatten|concat|embedding_bag|gelu|layer_norm|residual|augment, got 'softmax'");
   CHECK(ErrorOf("model:\n  input: [4]\n  layers:\n    - flatten\n    - rellu\n") ==
         "x.yaml:5: model.layers[1]: expected one of linear|conv2d|maxpool|avgpool|relu|"
-        "sigmoid|tanh|dropout|flatten|concat|embedding_bag|gelu|layer_norm|residual, got 'rellu'");
+        "sigmoid|tanh|dropout|flatten|concat|embedding_bag|gelu|layer_norm|residual|augment, got 'rellu'");
   CHECK(ErrorOf("model: {input: [4], layers: [[relu]]}\n") ==
         "x.yaml:1: model.layers[0]: expected a layer (a mapping, or a type name), got a list");
   CHECK(ErrorOf("model: {input: [4], layers: [{type: relu, size: 3}]}\n") ==
         "x.yaml:1: model.layers[0].size: unknown key (allowed: type, name, out, out_channels, "
         "kernel, stride, padding, bias, rate, vocab, dim, mode, init, init_scale, eps, layers, "
-        "projection)");
+        "flip, crop, projection)");
 
   // Keys the type does not take.
   CHECK(ErrorOf("model:\n  input: [1, 28, 28]\n  layers:\n"

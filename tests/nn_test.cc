@@ -243,6 +243,10 @@ TEST_CASE("every layer's gradients match finite differences") {
   c = Spec(LayerType::kDropout);
   c.rate = 0.4f;
   cases.push_back(Case(c, {4, 5}).FreshLayer());
+  c = Spec(LayerType::kAugment);
+  c.flip = "horizontal";
+  c.crop_pad = 1;
+  cases.push_back(Case(c, {2, 4, 3}, 4).FreshLayer());
   for (const char* mode : {"sum", "mean", "concat"}) {
     c = Spec(LayerType::kEmbeddingBag);
     c.vocab = 6;
@@ -350,6 +354,60 @@ TEST_CASE("a residual block adds its input, names its layers after it, and says 
   REQUIRE(projected.ok());
   CHECK((*projected)->Build({2}, kSeed).status().message() ==
         "the body's output [3] differs from the projection's [4]");
+}
+
+TEST_CASE("augment: mirrored and shifted copies of each image in training, itself in evaluation") {
+  LayerConfig c = Spec(LayerType::kAugment);
+  c.flip = "horizontal";
+  c.crop_pad = 2;
+  const int64_t kImages = 64;
+  auto layer = BuildLayer(Case(c, {1, 3, 3}, kImages));
+  Tensor in({kImages, 1, 3, 3}), out, again;
+  for (size_t i = 0; i < in.data.size(); ++i) in.data[i] = static_cast<float>(i % 9 + 1);
+  layer->Forward(Batch{}, in, &out, /*training=*/false);
+  CHECK(out.data == in.data);
+  layer->SetTrainingForwards(7);
+  layer->Forward(Batch{}, in, &out, /*training=*/true);
+  layer->SetTrainingForwards(7);
+  layer->Forward(Batch{}, in, &again, /*training=*/true);
+  CHECK(out.data == again.data);  // the k-th Forward draws the same
+  // Each output image is the input (1..9 row by row), mirrored or not,
+  // shifted by (dy, dx) in -2..2 with zeros coming in.
+  int mirrored = 0, shifted = 0;
+  for (int64_t n = 0; n < kImages; ++n) {
+    const float* o = out.ptr() + n * 9;
+    bool found = false;
+    for (int flip = 0; flip < 2 && !found; ++flip)
+      for (int dy = -2; dy <= 2 && !found; ++dy)
+        for (int dx = -2; dx <= 2 && !found; ++dx) {
+          bool same = true;
+          for (int y = 0; y < 3; ++y)
+            for (int x = 0; x < 3; ++x) {
+              const int sy = y + dy, cx = x + dx, sx = flip ? 2 - cx : cx;
+              const bool inside = sy >= 0 && sy < 3 && cx >= 0 && cx < 3;
+              same = same && o[y * 3 + x] == (inside ? static_cast<float>(sy * 3 + sx + 1) : 0.0f);
+            }
+          if (!same) continue;
+          found = true;
+          mirrored += flip;
+          shifted += dy != 0 || dx != 0;
+        }
+    CHECK_MESSAGE(found, "image " << n << " is no flip and crop of the input");
+  }
+  // About half mirrored, most shifted (24 of 25 offsets move the image).
+  CHECK(mirrored > kImages / 4);
+  CHECK(mirrored < 3 * kImages / 4);
+  CHECK(shifted > kImages / 2);
+
+  c.crop_pad = 0;
+  c.flip = "none";
+  CHECK(CreateLayer(c, LayerContext{}).status().message() ==
+        "augment needs flip: horizontal or a crop (it would change nothing)");
+  c.flip = "horizontal";
+  auto flat = CreateLayer(c, LayerContext{});
+  REQUIRE(flat.ok());
+  CHECK((*flat)->Build({9}, kSeed).status().message() ==
+        "augment expects images [C, H, W], got [9]");
 }
 
 TEST_CASE("conv2d and pooling outputs match direct loops") {

@@ -424,6 +424,7 @@ std::unique_ptr<GpuLayer> MakeGpuLayer(const LayerConfig& c, const Shape& input,
     case LayerType::kGelu:
     case LayerType::kLayerNorm:
     case LayerType::kResidual:
+    case LayerType::kAugment:
       break;  // CheckGpuModelSupported refuses them
   }
   return nullptr;  // an unknown type: the CPU layer was refused first

@@ -27,6 +27,7 @@ bool RunsOnGpu(LayerType type) {
     case LayerType::kGelu:
     case LayerType::kLayerNorm:
     case LayerType::kResidual:
+    case LayerType::kAugment:
       return false;
   }
   return false;

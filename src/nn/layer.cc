@@ -64,6 +64,12 @@ StatusOr<std::unique_ptr<Layer>> CreateLayer(const LayerConfig& c, const LayerCo
       return NewLayerNorm(c);
     case LayerType::kResidual:
       return NewResidual(c, context);
+    case LayerType::kAugment:
+      PSTRAIN_RETURN_IF_ERROR(Require(c.flip == "horizontal" || c.crop_pad > 0, c,
+                                      "flip: horizontal or a crop (it would change nothing)"));
+      PSTRAIN_RETURN_IF_ERROR(Require(c.crop_pad >= 0 && c.crop_pad <= kMaxCropPad, c,
+                                      "crop pad in 1.." + std::to_string(kMaxCropPad)));
+      return NewAugment(c);
     case LayerType::kDropout:
       PSTRAIN_RETURN_IF_ERROR(Require(c.rate >= 0.0f && c.rate < 1.0f, c, "rate in [0, 1)"));
       return NewDropout(c);

@@ -38,6 +38,7 @@ const std::vector<LayerKind>& LayerKinds() {
       {T::kGelu, {}, {}},
       {T::kLayerNorm, {}, {"eps"}},
       {T::kResidual, {"layers"}, {"projection"}},
+      {T::kAugment, {}, {"flip", "crop"}},
   };
   return *kinds;
 }
@@ -94,6 +95,11 @@ std::vector<Field> LayerFields(LayerConfig* layer) {
           Float("init_scale", &layer->init_scale, Bound::kPositive),
           Float("eps", &layer->eps, Bound::kPositive),
           {"layers", [layer](const Value& v) { return ReadLayers(v, &layer->layers); }},
+          Choice("flip", &layer->flip, {"none", "horizontal"}),
+          {"crop",
+           [layer](const Value& v) {
+             return ReadMap(v, {Required(Int("pad", &layer->crop_pad, 1, kMaxCropPad))});
+           }},
           {"projection", [layer](const Value& v) {
              LayerConfig& projection = layer->projection.emplace_back();
              projection.line = v.line;

@@ -34,6 +34,8 @@ const char* LayerTypeName(LayerType type) {
       return "layer_norm";
     case LayerType::kResidual:
       return "residual";
+    case LayerType::kAugment:
+      return "augment";
   }
   return "unknown";
 }

@@ -26,6 +26,7 @@ enum class LayerType {
   kGelu,
   kLayerNorm,
   kResidual,
+  kAugment,
 };
 enum class LossType { kSoftmaxCrossEntropy, kBceWithLogits, kMse };
 enum class Device { kCpu, kGpu };
@@ -65,6 +66,11 @@ struct LayerConfig {
   // the body changes its shape. Their layers are named "<block>.<name>".
   std::vector<LayerConfig> layers;
   std::vector<LayerConfig> projection;
+  // augment (images [C, H, W], training only): a mirror image with
+  // probability 1/2 ("horizontal"), and a random crop of the image padded
+  // with crop_pad zeros on each side (0: none).
+  std::string flip = "none";
+  int crop_pad = 0;
   int line = 0;  // where it was written, for messages
 };
 
@@ -76,6 +82,8 @@ std::string DefaultLayerName(const std::string& tower, LayerType type, size_t in
 std::string SubLayerName(const LayerConfig& layer, size_t index);
 // How deep residual blocks may nest in one another.
 inline constexpr int kMaxBlockDepth = 8;
+// The most zeros augment's crop pads an image with on each side.
+inline constexpr int kMaxCropPad = 64;
 
 struct ModelConfig {
   std::vector<int64_t> input;  // one sample's dense input, e.g. [1, 28, 28] or [13]
