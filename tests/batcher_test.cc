@@ -243,6 +243,13 @@ TEST_CASE("the test metric of each loss: accuracy with top-5, AUC with log-loss,
   CHECK_FALSE(rmse.higher_is_better());
   CHECK(rmse.Describe() == "test RMSE: 1.0000 (3 samples)");
 
+  // A model that diverged is never right, nor a NaN ever ranked first.
+  Tensor nan_logits({2, 3});
+  nan_logits.data = {std::nanf(""), 0.0f, -1.0f, std::nanf(""), std::nanf(""), 1.0f};
+  TestMetric diverged(LossType::kSoftmaxCrossEntropy);
+  diverged.Add(nan_logits, {0, 2});
+  CHECK(diverged.value() == doctest::Approx(0.5));
+
   TestMetric auc(LossType::kBceWithLogits);
   auc.Add(outputs, {1.0f, 0.0f, 0.0f});
   CHECK(auc.value() == doctest::Approx(1.0));

@@ -193,7 +193,7 @@ check "local --resume exits 0 (got $status)" [ "$status" = 0 ]
 check "--resume resumes at step 6" has "resuming at step 6 from"
 "$BIN" local --config "$TINY" --set train.step=9 > "$OUT" 2>&1; status=$?
 check "a --set of an unknown key exits 2 (got $status)" [ "$status" = 2 ]
-check "it names the --set" has "^pstrain: .*tiny.yaml: --set train.step: unknown key (allowed: epochs"
+check "it names the --set" has "^pstrain: .*tiny.yaml: train.step (from --set): unknown key (allowed: epochs"
 "$BIN" local --config "$TINY" --resume > "$OUT" 2>&1; status=$?
 check "--resume without a checkpoint exits 2 (got $status)" [ "$status" = 2 ]
 check "it says what is missing" has "^pstrain: --resume: .*tiny.yaml has no train.checkpoint"

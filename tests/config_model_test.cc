@@ -181,6 +181,19 @@ TEST_CASE("a residual block's mistakes name the layer inside it") {
   for (int i = 0; i <= kMaxBlockDepth; ++i) deep = "{type: residual, layers: [" + deep + "]}";
   CHECK(ErrorOf("model: {input: [4], layers: [" + deep + "]}\n").find("nest at most 8 deep") !=
         std::string::npos);
+  // Aliases that make ten blocks of ten blocks of ... out of a short file.
+  std::string layers =
+      "    - {type: residual, layers: &a [relu, relu, relu, relu, relu, relu, relu, "
+      "relu, relu, relu]}\n";
+  for (const char* level : {"a", "b", "c"}) {
+    layers +=
+        std::string("    - {type: residual, layers: &") + static_cast<char>(level[0] + 1) + " [";
+    for (int i = 0; i < 10; ++i)
+      layers += std::string(i ? ", " : "") + "{type: residual, layers: *" + level + "}";
+    layers += "]}\n";
+  }
+  CHECK(ErrorOf("model:\n  input: [4]\n  layers:\n" + layers)
+            .find("a model has at most 10000 layers, blocks' included") != std::string::npos);
 }
 
 TEST_CASE("a wide & deep model parses to its two towers") {
@@ -230,14 +243,15 @@ TEST_CASE("a wide & deep model parses to its two towers") {
 }
 
 TEST_CASE("a layer's mistakes name the layer, the key and the type") {
-  CHECK(
-      ErrorOf("model:\n  input: [4]\n  layers:\n    - {type: linear, out: 3}\n"
-              "    - {type: softmax}\n") ==
-      "x.yaml:5: model.layers[1].type: expected one of linear|conv2d|maxpool|avgpool|relu|"
-      "sigmoid|tanh|dropout|flatten|concat|embedding_bag|gelu|layer_norm|residual|augment, got 'softmax'");
+  CHECK(ErrorOf("model:\n  input: [4]\n  layers:\n    - {type: linear, out: 3}\n"
+                "    - {type: softmax}\n") ==
+        "x.yaml:5: model.layers[1].type: expected one of linear|conv2d|maxpool|avgpool|relu|"
+        "sigmoid|tanh|dropout|flatten|concat|embedding_bag|gelu|layer_norm|residual|augment, got "
+        "'softmax'");
   CHECK(ErrorOf("model:\n  input: [4]\n  layers:\n    - flatten\n    - rellu\n") ==
         "x.yaml:5: model.layers[1]: expected one of linear|conv2d|maxpool|avgpool|relu|"
-        "sigmoid|tanh|dropout|flatten|concat|embedding_bag|gelu|layer_norm|residual|augment, got 'rellu'");
+        "sigmoid|tanh|dropout|flatten|concat|embedding_bag|gelu|layer_norm|residual|augment, got "
+        "'rellu'");
   CHECK(ErrorOf("model: {input: [4], layers: [[relu]]}\n") ==
         "x.yaml:1: model.layers[0]: expected a layer (a mapping, or a type name), got a list");
   CHECK(ErrorOf("model: {input: [4], layers: [{type: relu, size: 3}]}\n") ==

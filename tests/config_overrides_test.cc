@@ -65,17 +65,30 @@ TEST_CASE("a --set replaces a key, makes missing sections, and a later one wins"
 
 TEST_CASE("a value a --set wrote is checked as the file's, and the error names the --set") {
   CHECK(ErrorOf({"train.epochs=many"}) ==
-        "x.yaml: --set train.epochs: expected an integer >= 1, got 'many'");
+        "x.yaml: train.epochs (from --set): expected an integer >= 1, got 'many'");
   CHECK(ErrorOf({"train.optimizer={type: rmsprop, alpha: 2}"}) ==
-        "x.yaml: --set train.optimizer.alpha: expected a number in [0, 1), got '2'");
-  CHECK(
-      ErrorOf({"train.epoch=2"}).find("x.yaml: --set train.epoch: unknown key (allowed: epochs") ==
-      0);
+        "x.yaml: train.optimizer.alpha (from --set): expected a number in [0, 1), got '2'");
+  CHECK(ErrorOf({"train.epoch=2"})
+            .find("x.yaml: train.epoch (from --set): unknown key (allowed: epochs") == 0);
   CHECK(ErrorOf({"parameters[2].ps=true"}) ==
         "--set parameters[2].ps: parameters has no item 2: x.yaml lists 2");
   CHECK(ErrorOf({"train.epochs.x=1"}) ==
         "--set train.epochs.x: train.epochs in x.yaml is not a mapping");
   CHECK(ErrorOf({"train.epochs=[1"}).find("--set train.epochs: '[1' is not a YAML value") == 0);
+  // A mapping a --set made is named as from it too.
+  CHECK(ErrorOf({"train.checkpoint.every_steps=5"}, false, "train: {epochs: 1}\n") ==
+        "x.yaml: train.checkpoint.dir (from --set): required key is missing");
+  // A value that aliases itself, or one that multiplies by aliases.
+  CHECK(ErrorOf({"train.epochs=&a [*a]"}).find("nests deeper than 32") != std::string::npos);
+  std::string huge = "[&a [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]";
+  for (const char* level : {"a", "b", "c"}) {  // each level ten of the one before
+    huge += std::string(", &") + static_cast<char>(level[0] + 1) + " [";
+    for (int i = 0; i < 10; ++i) huge += std::string(i ? ", *" : "*") + level;
+    huge += "]";
+  }
+  CHECK(ErrorOf({"train.epochs=" + huge + "]"}).find("holds more than 10000 values") !=
+        std::string::npos);
+  CHECK(ErrorOf({"train.epochs=\x01"}).find("control character 0x01") != std::string::npos);
   // The file's own mistakes keep their lines.
   CHECK(ErrorOf({"train.epochs=2"}, false, "train:\n  steps: -1\n") ==
         "x.yaml:2: train.steps: expected an integer >= 0, got '-1'");
@@ -153,6 +166,7 @@ TEST_CASE("local and a role take --set (repeatable) and --resume") {
   CHECK_FALSE(node->config_overrides.resume);
   auto bad = ParseNodeOptions({"--set", "epochs"}, lookup);
   CHECK(bad.status().message().find("--set 'epochs': expected KEY=VALUE") == 0);
+  CHECK_FALSE(ParseNodeOptions({"--resume=false"}, lookup).ok());
 }
 
 }  // namespace

@@ -172,3 +172,28 @@ TEST_CASE("batches of an earlier epoch cannot be made up, and bad ranks are refu
 
 }  // namespace
 }  // namespace pstrain
+
+namespace pstrain {
+namespace {
+
+// The schedule a checkpoint records (WorkerPlace::lr_schedule): a resume
+// compares it, so the text of an existing config never changes.
+TEST_CASE("the lr schedule text: unchanged for step decay and constant lr, new ones named") {
+  Config config;
+  config.train.optimizer.type = OptimizerType::kSgd;
+  config.train.optimizer.lr = 0.05f;
+  CHECK(LrScheduleText(config, {"w", "b"}) == "none (constant lr) lr 0.05 constant: w,b");
+  config.train.optimizer.lr_decay_steps = 2340;
+  config.train.optimizer.lr_decay = 0.1f;
+  CHECK(LrScheduleText(config, {"w"}) == "lr 0.05 x0.1 every 2340 updates: w");
+  config.train.optimizer.lr_decay_steps = 0;
+  config.train.optimizer.warmup_steps = 500;
+  config.train.optimizer.cosine_steps = 9000;
+  CHECK(LrScheduleText(config, {"w"}) ==
+        "lr 0.05 after a warm-up of 500 updates, cosine to 0 over 9000 updates: w");
+  config.train.optimizer.cosine_steps = 0;
+  CHECK(LrScheduleText(config, {"w"}) == "lr 0.05 after a warm-up of 500 updates, constant: w");
+}
+
+}  // namespace
+}  // namespace pstrain

@@ -62,7 +62,7 @@ struct TrainStats {
   double copy_s = 0;       // device: gpu: host <-> device copies (part of compute_s)
   int64_t copy_bytes = 0;  // device: gpu: what those copies moved
   double last_loss = 0;
-  double test_metric = -1;   // accuracy or AUC after the last epoch (chief; -1: not run)
+  double test_metric = -1;   // accuracy, AUC or RMSE after the last epoch (chief; -1: not run)
   double test_logloss = -1;  // click data only
   // PS pushes: bytes sent, the same pushes dense, and the
   // threshold encoders' totals (min_tau..max_tau: their final thresholds).

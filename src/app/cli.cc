@@ -20,6 +20,14 @@ CLI::Option* AddPath(CLI::App* app, const std::string& flag, std::string* out,
           CLI::Validator([](std::string& s) { return s.empty() ? "an empty path" : ""; }, "PATH"));
 }
 
+// --set KEY=VALUE, repeatable, as a job's (src/common/config/overrides.h).
+void AddConfigSets(CLI::App* app, std::vector<std::string>* sets) {
+  app->add_option("--set", *sets, "change a key of the config, as a job's --set does (repeatable)")
+      ->type_name("KEY=VALUE")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
 }  // namespace
 
 int RunExportCli(const std::vector<std::string>& args) {
@@ -40,6 +48,7 @@ int RunEvalCli(const std::vector<std::string>& args) {
                "pstrain eval");
   AddPath(&app, "--config", &options.config_path, "the job's YAML config (model and test data)");
   AddPath(&app, "--checkpoint", &options.checkpoint_dir, "the checkpoint directory");
+  AddConfigSets(&app, &options.config_overrides.sets);
   if (int status = ParseCommandLine(&app, args); status >= 0) return status;
   return RunEval(options);
 }
@@ -53,12 +62,9 @@ int RunCheckCli(const std::vector<std::string>& args) {
       "lives): exit 0, or one error line and exit 2.",
       "pstrain check");
   AddPath(&app, "--config", &options.config_path, "the job's YAML config");
-  app.add_option("--set", options.config_overrides.sets,
-                 "change a key of the config, as a job's --set does (repeatable)")
-      ->type_name("KEY=VALUE")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_flag("--resume", options.config_overrides.resume, "as a job's --resume");
+  AddConfigSets(&app, &options.config_overrides.sets);
+  app.add_flag("--resume", options.config_overrides.resume, "as a job's --resume")
+      ->disable_flag_override();
   if (int status = ParseCommandLine(&app, args); status >= 0) return status;
   return RunCheck(options);
 }

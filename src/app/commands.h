@@ -23,6 +23,7 @@ int RunExport(const ExportOptions& options);
 // checkpoint holds, without training.
 struct EvalOptions {
   std::string config_path;
+  ConfigOverrides config_overrides;  // --set
   std::string checkpoint_dir;
 };
 int RunEval(const EvalOptions& options);

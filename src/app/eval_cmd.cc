@@ -13,7 +13,7 @@ int RunEval(const EvalOptions& options) {
     std::fputs("pstrain eval: needs --config FILE and --checkpoint DIR\n", stderr);
     return 2;
   }
-  auto config = LoadConfig(options.config_path);
+  auto config = LoadConfig(options.config_path, options.config_overrides);
   if (!config.ok()) {
     std::fprintf(stderr, "pstrain eval: %s\n", config.status().message().c_str());
     return 2;

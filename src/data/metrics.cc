@@ -101,7 +101,9 @@ void TestMetric::Add(const Tensor& logits, const std::vector<float>& labels) {
       for (int64_t i = 0; i < n; ++i) {
         const float* row = logits.ptr() + i * width;
         const auto label = static_cast<int64_t>(labels[static_cast<size_t>(i)]);
-        if (label < 0 || label >= width) continue;
+        // A NaN score (a model that diverged) is never right: the label's
+        // counts as wrong, and any other's as below every number.
+        if (label < 0 || label >= width || std::isnan(row[label])) continue;
         // The label's rank: how many classes score above it (ties to the
         // lower index, as the arg-max takes the first).
         int64_t above = 0;

@@ -117,13 +117,17 @@ std::string RefusedInBlock(LayerType type) {
   return "";
 }
 
-// Nesting of residual blocks being read, on this thread: a hostile config
-// cannot recurse the reader past kMaxBlockDepth.
+// Nesting of residual blocks being read, and the layers read so far of
+// this model, on this thread: a hostile config can recurse the reader no
+// deeper than kMaxBlockDepth, nor make it read more than kMaxModelLayers.
 thread_local int block_depth = 0;
+thread_local int64_t layers_read = 0;
 
 Status ReadLayer(const Value& v, LayerConfig* layer) {
   if (block_depth > kMaxBlockDepth)
     return v.Error(fmt::format("residual blocks nest at most {} deep", kMaxBlockDepth));
+  if (++layers_read > kMaxModelLayers)
+    return v.Error(fmt::format("a model has at most {} layers, blocks' included", kMaxModelLayers));
   struct Nested {
     Nested() { ++block_depth; }
     ~Nested() { --block_depth; }
@@ -278,6 +282,7 @@ std::vector<Field> DataFieldKeys() { return KeysOf<DataConfig, &DataFieldsNoBase
 
 Status ReadModel(const Value& v, ModelConfig* model) {
   *model = ModelConfig{};
+  layers_read = 0;
   model->line = v.line;
   std::map<std::string, int> lines;
   PSTRAIN_RETURN_IF_ERROR(ReadMap(v, ModelFields(model), &lines));

@@ -80,8 +80,11 @@ std::string DefaultLayerName(const std::string& tower, LayerType type, size_t in
 // The name of layer `index` of a residual block's body within the block:
 // its own, or "<type><index>". The projection is "projection".
 std::string SubLayerName(const LayerConfig& layer, size_t index);
-// How deep residual blocks may nest in one another.
+// How deep residual blocks may nest in one another, and how many layers a
+// model holds in all (blocks' included): YAML aliases could otherwise make
+// a small file name a huge model.
 inline constexpr int kMaxBlockDepth = 8;
+inline constexpr int64_t kMaxModelLayers = 10000;
 // The most zeros augment's crop pads an image with on each side.
 inline constexpr int kMaxCropPad = 64;
 

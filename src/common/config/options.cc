@@ -289,7 +289,8 @@ void DeclareSettings(CLI::App* app, const std::vector<Setting>& settings, bool s
     const std::string help = fmt::format("{}: {}", s.what, s.accepted);
     if (s.kind == Setting::Kind::kSwitch) {
       app->add_flag_function(
-          "--" + flag, [flags, flag](std::int64_t) { (*flags)[flag] = {"true"}; }, s.what);
+             "--" + flag, [flags, flag](std::int64_t) { (*flags)[flag] = {"true"}; }, s.what)
+          ->disable_flag_override();  // --resume=false is refused, not taken as --resume
       continue;
     }
     if (s.kind == Setting::Kind::kRepeated) {

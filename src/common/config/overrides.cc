@@ -6,6 +6,9 @@
 #include <cctype>
 #include <optional>
 
+#include "src/common/config/reader.h"
+#include "src/common/config/text.h"
+
 namespace pstrain {
 namespace {
 
@@ -23,11 +26,17 @@ struct ParsedSet {
 
 // Longest index taken: more digits than this cannot name an item.
 constexpr size_t kMaxIndexDigits = 9;
+// The most nodes, and the deepest nesting, of one --set's value: YAML
+// aliases could otherwise make a short value huge, or contain itself.
+constexpr int64_t kMaxValueNodes = 10000;
+constexpr int kMaxValueDepth = 32;
 
 StatusOr<ParsedSet> ParseSet(const std::string& text) {
   auto bad = [&](const std::string& why) {
-    return InvalidArgument(fmt::format("--set '{}': {} (as in --set train.epochs=2)", text, why));
+    return InvalidArgument(config_internal::OneLine(
+        fmt::format("--set '{}': {} (as in --set train.epochs=2)", text, why)));
   };
+  PSTRAIN_RETURN_IF_ERROR(CheckConfigText(text, "--set '" + config_internal::OneLine(text) + "'"));
   const size_t equals = text.find('=');
   if (equals == std::string::npos) return bad("expected KEY=VALUE");
   ParsedSet out{text.substr(0, equals), {}, text.substr(equals + 1)};
@@ -57,34 +66,53 @@ StatusOr<ParsedSet> ParseSet(const std::string& text) {
   return out;
 }
 
-// The same value built afresh: its nodes carry no position in any text, so
-// the config's reader names them by their --set (reader.cc).
-YAML::Node Unmarked(const YAML::Node& node) {
+// The same value built afresh into *out: its nodes carry no position in any
+// text, so the config's reader names them as a --set's (reader.h). False
+// past kMaxValueNodes nodes in all (`budget`) or kMaxValueDepth deep.
+bool Unmarked(const YAML::Node& node, int depth, int64_t* budget, YAML::Node* out) {
+  if (--*budget < 0 || depth > kMaxValueDepth) return false;
   switch (node.Type()) {
     case YAML::NodeType::Scalar:
-      return YAML::Node(node.Scalar());
+      *out = YAML::Node(node.Scalar());
+      return true;
     case YAML::NodeType::Sequence: {
-      YAML::Node out(YAML::NodeType::Sequence);
-      for (const YAML::Node& item : node) out.push_back(Unmarked(item));
-      return out;
+      YAML::Node list(YAML::NodeType::Sequence);
+      for (const YAML::Node& item : node) {
+        YAML::Node copy;
+        if (!Unmarked(item, depth + 1, budget, &copy)) return false;
+        list.push_back(copy);
+      }
+      *out = list;
+      return true;
     }
     case YAML::NodeType::Map: {
-      YAML::Node out(YAML::NodeType::Map);
-      for (const auto& entry : node) out[Unmarked(entry.first)] = Unmarked(entry.second);
-      return out;
+      YAML::Node map(YAML::NodeType::Map);
+      for (const auto& entry : node) {
+        YAML::Node key, value;
+        if (!Unmarked(entry.first, depth + 1, budget, &key) ||
+            !Unmarked(entry.second, depth + 1, budget, &value))
+          return false;
+        map[key] = value;
+      }
+      *out = map;
+      return true;
     }
     default:
-      return YAML::Node(YAML::NodeType::Null);
+      *out = YAML::Node(YAML::NodeType::Null);
+      return true;
   }
 }
 
 Status Apply(const ParsedSet& set, const std::string& source, YAML::Node root) {
   auto bad = [&](const std::string& why) {
-    return InvalidArgument(fmt::format("--set {}: {}", set.key, why));
+    return InvalidArgument(config_internal::OneLine(fmt::format("--set {}: {}", set.key, why)));
   };
   YAML::Node value;
   try {
-    value = Unmarked(YAML::Load(set.value));
+    int64_t budget = kMaxValueNodes;
+    if (!Unmarked(YAML::Load(set.value), 0, &budget, &value))
+      return bad(fmt::format("'{}' holds more than {} values or nests deeper than {}", set.value,
+                             kMaxValueNodes, kMaxValueDepth));
   } catch (const YAML::Exception& e) {
     return bad(fmt::format("'{}' is not a YAML value: {}", set.value, e.msg));
   }

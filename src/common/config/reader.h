@@ -44,9 +44,10 @@ struct Value {
   int line;          // 1-based
 
   Status Error(std::string_view what) const {
-    // No line: a --set wrote it (src/common/config/overrides.h).
+    // No line: a --set wrote it, or the mapping it is in
+    // (src/common/config/overrides.h).
     if (line <= 0 && !path.empty())
-      return InvalidArgument(OneLine(fmt::format("{}: --set {}: {}", *source, path, what)));
+      return InvalidArgument(OneLine(fmt::format("{}: {} (from --set): {}", *source, path, what)));
     if (path.empty())
       return InvalidArgument(OneLine(fmt::format("{}:{}: {}", *source, line, what)));
     return InvalidArgument(OneLine(fmt::format("{}:{}: {}: {}", *source, line, path, what)));
