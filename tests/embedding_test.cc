@@ -145,6 +145,15 @@ std::vector<OptimizerConfig> AllConfigs() {
   configs[1].nesterov = true;
   configs[4].l1 = 0.05f;
   configs[5].lr_power = -0.6f;
+  // A warm-up then cosine or step decay, counted in pushes to the table.
+  configs.push_back(Config(OptimizerType::kAdamW, 0.01f, 0.05f));
+  configs.back().warmup_steps = 2;
+  configs.back().cosine_steps = 3;
+  configs.back().min_lr = 0.001f;
+  configs.push_back(Config(OptimizerType::kRmsprop, 0.01f, 0.01f));
+  configs.back().warmup_steps = 1;
+  configs.back().lr_decay_steps = 2;
+  configs.back().lr_decay = 0.5f;
   return configs;
 }
 

@@ -13,6 +13,7 @@
 // Any failure is one line on stderr and exit 2.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -70,11 +71,16 @@ std::string Summary(const Config& config, const Model& model, const ModelLayout&
   std::string text =
       fmt::format("model: input {}, loss {}, device {}\n", ShapeString(config.model.input),
                   LossTypeName(config.model.loss), DeviceName(config.model.device));
-  const auto row = [](const std::string& layer, const std::string& type, const std::string& out,
-                      const std::string& param, const std::string& shape, const std::string& size,
-                      const std::string& lives) {
-    std::string line = fmt::format("  {:<16} {:<13} {:<13} {:<16} {:<15} {:>9}  {}", layer, type,
-                                   out, param, shape, size, lives);
+  // Columns as wide as their longest name (a residual block's parameters
+  // are long), 16 at least.
+  size_t layer_width = 16, param_width = 16;
+  for (const LayerOutput& l : model.layers()) layer_width = std::max(layer_width, l.name.size());
+  for (const Param* p : model.params()) param_width = std::max(param_width, p->name.size());
+  const auto row = [&](const std::string& layer, const std::string& type, const std::string& out,
+                       const std::string& param, const std::string& shape, const std::string& size,
+                       const std::string& lives) {
+    std::string line = fmt::format("  {:<{}} {:<13} {:<13} {:<{}} {:<15} {:>9}  {}", layer,
+                                   layer_width, type, out, param, param_width, shape, size, lives);
     return line.erase(line.find_last_not_of(' ') + 1) + "\n";
   };
   text += row("layer", "type", "output", "parameter", "shape", "size", "lives");
