@@ -360,5 +360,48 @@ TEST_CASE("parameter averaging: copies differ between averagings, identical righ
   CHECK(copies[0].weights->compression_counters().messages == 0);
 }
 
+TEST_CASE(
+    "a layer's statistics ride along: never reduced nor optimized, broadcast from the chief") {
+  Config config;
+  config.train.optimizer.type = OptimizerType::kMomentum;
+  config.train.optimizer.lr = 0.1f;
+  config.train.optimizer.weight_decay = 0.5f;  // would move a value with a zero gradient
+  const int world = 2;
+  auto ring = MakeRing(world);
+  std::vector<Copy> copies;
+  std::vector<std::unique_ptr<Param>> stats;  // one per copy
+  for (int r = 0; r < world; ++r) {
+    Copy copy;
+    auto weight = std::make_unique<Param>();
+    weight->name = "bn.weight";
+    weight->value = Tensor({3});
+    weight->grad = Tensor({3});
+    auto stat = std::make_unique<Param>();
+    stat->name = "bn.running_mean";
+    stat->value = Tensor({3});
+    stat->grad = Tensor({3});
+    stat->trainable = false;
+    stat->value.data = {1.0f + r, 2.0f + r, 3.0f + r};  // each worker's own
+    auto weights = AllReducedWeights::Create(config, {weight.get(), stat.get()});
+    REQUIRE_MESSAGE(weights.ok(), weights.status().message());
+    copy.weights = std::move(*weights);
+    copy.params.push_back(std::move(weight));
+    stats.push_back(std::move(stat));
+    copies.push_back(std::move(copy));
+  }
+  RequireAllOk(OnEveryRank(world, [&](int r) -> Status {
+    copies[r].params[0]->grad.data = {1.0f, 1.0f, 1.0f};
+    stats[r]->grad.data = {5.0f, 5.0f, 5.0f};  // never used
+    return copies[r].weights->ReduceAndApply(ring->rank(r), false, false);
+  }));
+  CHECK(stats[0]->value.data == FloatBuffer{1.0f, 2.0f, 3.0f});
+  CHECK(stats[1]->value.data == FloatBuffer{2.0f, 3.0f, 4.0f});
+  CHECK(copies[0].params[0]->value.data[0] == doctest::Approx(-0.1));
+  CHECK_FALSE(copies[0].weights->ReducesDense(stats[0].get()));
+  RequireAllOk(OnEveryRank(
+      world, [&](int r) { return copies[r].weights->BroadcastFromChief(ring->rank(r), 1); }));
+  CHECK(stats[1]->value.data == FloatBuffer{1.0f, 2.0f, 3.0f});
+}
+
 }  // namespace
 }  // namespace pstrain

@@ -198,6 +198,20 @@ check "it names the --set" has "^pstrain: .*tiny.yaml: train.step (from --set): 
 check "--resume without a checkpoint exits 2 (got $status)" [ "$status" = 2 ]
 check "it says what is missing" has "^pstrain: --resume: .*tiny.yaml has no train.checkpoint"
 
+# A batch_norm layer in a job whose weights are all on the servers: its
+# running statistics stay with the workers (linked in a ring for them), the
+# chief's are checkpointed, and pstrain eval of the checkpoint gives the
+# chief's own last test line.
+BN="model.deep=[{type: batch_norm}, {name: dense, type: linear, out: 1}]"
+"$BIN" local --config "$TINY" --servers 1 --workers 2 --set "$BN" \
+  --set "train.checkpoint={dir: $DATA/ckbn, every_steps: 4}" > "$OUT" 2>&1; status=$?
+check "a batch_norm job exits 0 (got $status)" [ "$status" = 0 ]
+check "its workers link a ring for the statistics" has "ring: the 2 workers"
+trained=$(grep 'test AUC' "$OUT" | tail -n 1 | sed 's/.*\(test AUC.*\)/\1/')
+"$BIN" eval --config "$TINY" --set "$BN" --checkpoint "$DATA/ckbn" > "$OUT" 2>&1; status=$?
+check "eval of the batch_norm checkpoint exits 0 (got $status)" [ "$status" = 0 ]
+check "eval gives the chief's last test line ($trained)" has "checkpoint step 4: $trained"
+
 # How much could a row cache save on this data? Bounds for 1%, 10% and 30%
 # caches, larger caches never worse.
 "$BIN" bench embedding --cases data > "$OUT" 2>&1; status=$?

@@ -246,18 +246,20 @@ TEST_CASE("a layer's mistakes name the layer, the key and the type") {
   CHECK(ErrorOf("model:\n  input: [4]\n  layers:\n    - {type: linear, out: 3}\n"
                 "    - {type: softmax}\n") ==
         "x.yaml:5: model.layers[1].type: expected one of linear|conv2d|maxpool|avgpool|relu|"
-        "sigmoid|tanh|dropout|flatten|concat|embedding_bag|gelu|layer_norm|residual|augment, got "
+        "sigmoid|tanh|dropout|flatten|concat|embedding_bag|gelu|layer_norm|residual|augment|batch_"
+        "norm, got "
         "'softmax'");
   CHECK(ErrorOf("model:\n  input: [4]\n  layers:\n    - flatten\n    - rellu\n") ==
         "x.yaml:5: model.layers[1]: expected one of linear|conv2d|maxpool|avgpool|relu|"
-        "sigmoid|tanh|dropout|flatten|concat|embedding_bag|gelu|layer_norm|residual|augment, got "
+        "sigmoid|tanh|dropout|flatten|concat|embedding_bag|gelu|layer_norm|residual|augment|batch_"
+        "norm, got "
         "'rellu'");
   CHECK(ErrorOf("model: {input: [4], layers: [[relu]]}\n") ==
         "x.yaml:1: model.layers[0]: expected a layer (a mapping, or a type name), got a list");
   CHECK(ErrorOf("model: {input: [4], layers: [{type: relu, size: 3}]}\n") ==
         "x.yaml:1: model.layers[0].size: unknown key (allowed: type, name, out, out_channels, "
-        "kernel, stride, padding, bias, rate, vocab, dim, mode, init, init_scale, eps, layers, "
-        "flip, crop, projection)");
+        "kernel, stride, padding, bias, rate, vocab, dim, mode, init, init_scale, eps, momentum, "
+        "layers, flip, crop, projection)");
 
   // Keys the type does not take.
   CHECK(ErrorOf("model:\n  input: [1, 28, 28]\n  layers:\n"

@@ -225,7 +225,8 @@ TEST_CASE("every layer type and Wide&Deep towers run on the GPU; a type it lacks
   REQUIRE(!model.ok());
   CHECK(model.status().message() == s.message());
   // The CPU's layers the GPU path lacks.
-  for (LayerType cpu_only : {LayerType::kGelu, LayerType::kLayerNorm, LayerType::kResidual}) {
+  for (LayerType cpu_only : {LayerType::kGelu, LayerType::kLayerNorm, LayerType::kResidual,
+                             LayerType::kAugment, LayerType::kBatchNorm}) {
     future.deep[3] = Spec(cpu_only, 7);
     CHECK(CheckGpuModelSupported(future).message() == "model.deep[3] (" +
                                                           std::string(LayerTypeName(cpu_only)) +

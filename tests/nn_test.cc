@@ -243,6 +243,8 @@ TEST_CASE("every layer's gradients match finite differences") {
   c = Spec(LayerType::kDropout);
   c.rate = 0.4f;
   cases.push_back(Case(c, {4, 5}).FreshLayer());
+  cases.push_back(Case(Spec(LayerType::kBatchNorm), {3}, 4).Eps(3e-3f));
+  cases.push_back(Case(Spec(LayerType::kBatchNorm), {2, 3, 2}, 3).Eps(3e-3f));
   c = Spec(LayerType::kAugment);
   c.flip = "horizontal";
   c.crop_pad = 1;
@@ -321,6 +323,40 @@ TEST_CASE("gelu and layer_norm outputs match values computed apart (python3, in 
   CheckAgainstDifferences(&in.data, din.data, loss, 3e-3f, "input");
   CheckAgainstDifferences(&params[0]->value.data, FloatBuffer(params[0]->grad.data), loss, 3e-3f,
                           "weight");
+}
+
+TEST_CASE("batch_norm: batch statistics in training, running ones in evaluation") {
+  LayerConfig c = Spec(LayerType::kBatchNorm);
+  c.momentum = 0.5f;
+  auto layer = BuildLayer(Case(c, {2}, 3));
+  std::vector<Param*> params = layer->Params();
+  REQUIRE(params.size() == 4);
+  CHECK(params[2]->name == "batch_norm.running_mean");
+  CHECK(params[3]->name == "batch_norm.running_var");
+  CHECK(params[0]->trainable);
+  CHECK_FALSE(params[2]->trainable);
+  CHECK_FALSE(params[3]->trainable);
+  CHECK(params[3]->value.data == FloatBuffer{1.0f, 1.0f});
+  // Channel 0 holds 1, 2, 6 (mean 3, biased variance 14/3, unbiased 7);
+  // channel 1 holds 4 three times (variance 0).
+  Tensor in({3, 2}), out;
+  in.data = {1.0f, 4.0f, 2.0f, 4.0f, 6.0f, 4.0f};
+  layer->Forward(Batch{}, in, &out, /*training=*/true);
+  const double inv_std = 1.0 / std::sqrt(14.0 / 3.0 + 1e-5);
+  CHECK(out.data[0] == doctest::Approx(-2.0 * inv_std));
+  CHECK(out.data[4] == doctest::Approx(3.0 * inv_std));
+  CHECK(out.data[1] == 0.0f);
+  // Halfway (momentum 0.5) from 0 and 1 toward the batch's mean and
+  // unbiased variance.
+  CHECK(params[2]->value.data[0] == doctest::Approx(1.5));
+  CHECK(params[2]->value.data[1] == doctest::Approx(2.0));
+  CHECK(params[3]->value.data[0] == doctest::Approx(4.0));
+  CHECK(params[3]->value.data[1] == doctest::Approx(0.5));
+  // Evaluation: the running statistics, the batch's own ignored.
+  layer->Forward(Batch{}, in, &out, /*training=*/false);
+  CHECK(out.data[0] == doctest::Approx((1.0 - 1.5) / std::sqrt(4.0 + 1e-5)));
+  CHECK(out.data[1] == doctest::Approx((4.0 - 2.0) / std::sqrt(0.5 + 1e-5)));
+  CHECK(params[2]->value.data[0] == doctest::Approx(1.5));  // unchanged
 }
 
 TEST_CASE("a residual block adds its input, names its layers after it, and says what misfits") {

@@ -58,7 +58,9 @@ StatusOr<PlacedModel> PlaceModel(const Config& config, int max_batch) {
     }
     if (placed_param.place == ParamPlace::kServerTable) continue;
     const ParameterRule* rule = FindParameterRule(config, p->name);
-    if (rule != nullptr && !rule->ps) placed_param.place = ParamPlace::kAllReduced;
+    // A statistic a layer keeps (batch_norm's) stays with the workers.
+    if ((rule != nullptr && !rule->ps) || !p->trainable)
+      placed_param.place = ParamPlace::kAllReduced;
   }
   for (size_t t = 0; t < placed.tables.size(); ++t)
     if (placed.TableParam(t) == nullptr)

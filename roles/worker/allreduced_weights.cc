@@ -17,6 +17,19 @@ StatusOr<std::unique_ptr<AllReducedWeights>> AllReducedWeights::Create(const Con
   weights->averaging_ = config.train.mode == UpdateMode::kAverage;
   std::vector<TensorView> grads, state;
   for (Param* p : params) {
+    if (!p->trainable) {
+      // A layer's own statistic: no gradient to average, no optimizer; its
+      // value goes with the others (the chief's broadcast, checkpoints,
+      // mode average's rounds).
+      OptimizerConfig none;
+      none.type = OptimizerType::kSgd;
+      auto plain = MakeDenseOptimizer(none, static_cast<size_t>(p->value.size()));
+      if (!plain.ok()) return plain.status().WithContext(p->name);
+      state.push_back({p->value.ptr(), p->value.size()});
+      weights->state_floats_ += p->value.size();
+      weights->entries_.push_back({p, std::move(*plain), false, /*trainable=*/false});
+      continue;
+    }
     const CompressionConfig compression = CompressionFor(config, p->name);
     // Averaging sends weights, not gradients: nothing to encode.
     const bool compressed = !weights->averaging_ && compression.enabled() && p->grad.size() > 0;
@@ -38,7 +51,7 @@ StatusOr<std::unique_ptr<AllReducedWeights>> AllReducedWeights::Create(const Con
     for (int k = 0; k < (*optimizer)->num_slots(); ++k)
       state.push_back({(*optimizer)->slot(k), p->value.size()});
     weights->state_floats_ += p->value.size() * (1 + (*optimizer)->num_slots());
-    weights->entries_.push_back({p, std::move(*optimizer), compressed});
+    weights->entries_.push_back({p, std::move(*optimizer), compressed, /*trainable=*/true});
   }
   weights->grads_ = std::make_unique<TensorBuckets>(std::move(grads), kBucketBytes);
   weights->state_ = std::make_unique<TensorBuckets>(std::move(state), kBucketBytes);
@@ -127,7 +140,8 @@ Status AllReducedWeights::AverageWeights(Collective& collective) {
 }
 
 void AllReducedWeights::Apply() {
-  for (Entry& e : entries_) e.optimizer->Update(e.param->value.ptr(), e.param->grad.ptr());
+  for (Entry& e : entries_)
+    if (e.trainable) e.optimizer->Update(e.param->value.ptr(), e.param->grad.ptr());
 }
 
 bool AllReducedWeights::Contains(const Param* param) const {
@@ -162,7 +176,7 @@ std::string AllReducedWeights::DescribeTraffic(const Traffic& before, const Traf
 bool AllReducedWeights::ReducesDense(const Param* param) const {
   if (averaging_) return false;
   for (const Entry& e : entries_)
-    if (e.param == param) return !e.compressed;
+    if (e.param == param) return e.trainable && !e.compressed;
   return false;
 }
 

@@ -23,6 +23,13 @@
 //     the optimizer slots are averaged (DL4J's averageUpdaters: true), so the
 //     copies are identical again, momentum included.
 //
+// A layer's statistics (batch_norm's running mean and variance,
+// Param::trainable false) are here too, whatever the rules say: no gradient
+// of theirs is averaged and no optimizer runs on them, so each worker's
+// follow its own batches (as DDP's without broadcast_buffers); the chief's
+// are broadcast at the start and written to checkpoints, and mode average
+// averages them with the weights.
+//
 // Checkpoints: worker 0 writes one file per checkpoint step with every value
 // and optimizer slot ("<param>/value", "<param>/<slot>"), plus the update
 // count; on resume worker 0 reads it back and the broadcast hands it out.
@@ -120,8 +127,9 @@ class AllReducedWeights {
  private:
   struct Entry {
     Param* param;
-    std::unique_ptr<DenseOptimizer> optimizer;
+    std::unique_ptr<DenseOptimizer> optimizer;  // sgd, never applied, for a statistic
     bool compressed = false;
+    bool trainable = true;  // false: a layer's statistic (Param::trainable)
   };
   AllReducedWeights() = default;
   void Apply();

@@ -92,10 +92,11 @@ std::string Summary(const Config& config, const Model& model, const ModelLayout&
       auto it = where.find(p->name);
       if (p->name.rfind(l.name + ".", 0) != 0 || it == where.end()) continue;
       const int64_t size = NumElements(it->second.shape);
+      const std::string place = p->trainable ? it->second.place : "workers, not trained";
       total += size;
-      by_place[it->second.place] += size;
+      by_place[place] += size;
       text += row(layer, type, out, p->name, ShapeString(it->second.shape), std::to_string(size),
-                  it->second.place);
+                  place);
       layer = type = out = "";
       ++shown;
     }

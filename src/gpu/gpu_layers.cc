@@ -425,6 +425,7 @@ std::unique_ptr<GpuLayer> MakeGpuLayer(const LayerConfig& c, const Shape& input,
     case LayerType::kLayerNorm:
     case LayerType::kResidual:
     case LayerType::kAugment:
+    case LayerType::kBatchNorm:
       break;  // CheckGpuModelSupported refuses them
   }
   return nullptr;  // an unknown type: the CPU layer was refused first

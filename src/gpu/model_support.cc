@@ -28,6 +28,7 @@ bool RunsOnGpu(LayerType type) {
     case LayerType::kLayerNorm:
     case LayerType::kResidual:
     case LayerType::kAugment:
+    case LayerType::kBatchNorm:
       return false;
   }
   return false;

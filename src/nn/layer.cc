@@ -64,6 +64,11 @@ StatusOr<std::unique_ptr<Layer>> CreateLayer(const LayerConfig& c, const LayerCo
       return NewLayerNorm(c);
     case LayerType::kResidual:
       return NewResidual(c, context);
+    case LayerType::kBatchNorm:
+      PSTRAIN_RETURN_IF_ERROR(Require(c.eps > 0.0f, c, "eps > 0"));
+      PSTRAIN_RETURN_IF_ERROR(
+          Require(c.momentum >= 0.0f && c.momentum < 1.0f, c, "momentum in [0, 1)"));
+      return NewBatchNorm(c);
     case LayerType::kAugment:
       PSTRAIN_RETURN_IF_ERROR(Require(c.flip == "horizontal" || c.crop_pad > 0, c,
                                       "flip: horizontal or a crop (it would change nothing)"));

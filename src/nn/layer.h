@@ -19,6 +19,10 @@ struct Param {
   std::string name;  // "<layer>.weight" / "<layer>.bias"
   Tensor value;
   Tensor grad;  // same shape; Backward() overwrites it
+  // False: a statistic the layer keeps itself (batch_norm's running mean and
+  // variance): no gradient, no optimizer, never on the servers; each worker
+  // holds its own (roles/worker/allreduced_weights.h).
+  bool trainable = true;
 };
 
 class Layer {

@@ -35,6 +35,7 @@ std::unique_ptr<Layer> NewPool(const LayerConfig& config);        // maxpool, av
 std::unique_ptr<Layer> NewActivation(const LayerConfig& config);  // relu, sigmoid, tanh, gelu
 std::unique_ptr<Layer> NewLayerNorm(const LayerConfig& config);
 std::unique_ptr<Layer> NewAugment(const LayerConfig& config);
+std::unique_ptr<Layer> NewBatchNorm(const LayerConfig& config);
 // Its layers are made by CreateLayer, so their errors come back here.
 StatusOr<std::unique_ptr<Layer>> NewResidual(const LayerConfig& config,
                                              const LayerContext& context);

@@ -39,6 +39,7 @@ const std::vector<LayerKind>& LayerKinds() {
       {T::kLayerNorm, {}, {"eps"}},
       {T::kResidual, {"layers"}, {"projection"}},
       {T::kAugment, {}, {"flip", "crop"}},
+      {T::kBatchNorm, {}, {"eps", "momentum"}},
   };
   return *kinds;
 }
@@ -94,6 +95,7 @@ std::vector<Field> LayerFields(LayerConfig* layer) {
           Choice("init", &layer->init, {"xavier", "he", "normal", "uniform", "zeros"}),
           Float("init_scale", &layer->init_scale, Bound::kPositive),
           Float("eps", &layer->eps, Bound::kPositive),
+          Float("momentum", &layer->momentum, Bound::kUnitInterval),
           {"layers", [layer](const Value& v) { return ReadLayers(v, &layer->layers); }},
           Choice("flip", &layer->flip, {"none", "horizontal"}),
           {"crop",

@@ -36,6 +36,8 @@ const char* LayerTypeName(LayerType type) {
       return "residual";
     case LayerType::kAugment:
       return "augment";
+    case LayerType::kBatchNorm:
+      return "batch_norm";
   }
   return "unknown";
 }

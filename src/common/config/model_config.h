@@ -27,6 +27,7 @@ enum class LayerType {
   kLayerNorm,
   kResidual,
   kAugment,
+  kBatchNorm,
 };
 enum class LossType { kSoftmaxCrossEntropy, kBceWithLogits, kMse };
 enum class Device { kCpu, kGpu };
@@ -60,7 +61,8 @@ struct LayerConfig {
   // Default: he for conv2d and linear, normal (std 0.01) for embedding_bag.
   std::string init;
   float init_scale = 0.01f;  // std of normal, bound of uniform
-  float eps = 1e-5f;         // layer_norm: added to the variance
+  float eps = 1e-5f;         // layer_norm, batch_norm: added to the variance
+  float momentum = 0.1f;     // batch_norm: weight of a batch in the running statistics
   // residual: the body, whose output is added to the block's input, and at
   // most one layer that the input goes through first (a projection) when
   // the body changes its shape. Their layers are named "<block>.<name>".

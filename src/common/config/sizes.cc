@@ -119,6 +119,11 @@ class SizeCheck {
         PSTRAIN_RETURN_IF_ERROR(Param(c, path, name + ".weight", Elements(shape)));
         PSTRAIN_RETURN_IF_ERROR(Param(c, path, name + ".bias", Elements(shape)));
         break;
+      case LayerType::kBatchNorm:  // weight, bias, running mean and variance
+        if (!shape.empty())
+          PSTRAIN_RETURN_IF_ERROR(
+              Param(c, path, name + ".weight", Mul(4, static_cast<uint64_t>(shape[0]))));
+        break;
       case LayerType::kResidual: {
         std::vector<int64_t> skip = shape;
         for (size_t j = 0; j < c.layers.size() && *fits; ++j) {

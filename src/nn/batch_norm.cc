@@ -1,0 +1,120 @@
+// batch_norm: each channel (the first dimension of a sample: [C] features,
+// or [C, H, W] images, over N x H x W values) normalized with the batch's
+// mean and variance in training and with running ones in evaluation, then
+// scaled and shifted per channel, as PyTorch's BatchNorm1d/2d:
+//   y = (x - mean) / sqrt(var + eps) * weight + bias
+// var the biased variance; weight starts at 1, bias at 0. Each training
+// Forward moves the running statistics toward the batch's:
+//   running_mean = (1 - momentum) * running_mean + momentum * mean
+//   running_var  = (1 - momentum) * running_var  + momentum * var * n / (n - 1)
+// (the unbiased variance, n values a channel), from 0 and 1. They are
+// parameters that are not trained (Param::trainable false): each worker
+// keeps its own, and the chief's are the ones it evaluates and checkpoints.
+#include <cmath>
+
+#include "src/nn/layers.h"
+
+namespace pstrain {
+namespace {
+
+class BatchNorm : public Layer {
+ public:
+  explicit BatchNorm(const LayerConfig& c) : Layer(c.name), eps_(c.eps), momentum_(c.momentum) {}
+
+  StatusOr<Shape> Build(const Shape& input, uint64_t) override {
+    if (input.empty() || NumElements(input) <= 0)
+      return InvalidArgument("batch_norm expects a non-empty input, got " + ShapeString(input));
+    channels_ = input[0];
+    spatial_ = NumElements(input) / channels_;
+    weight_ = NewParam(name(), "weight", {channels_});
+    std::fill(weight_.value.data.begin(), weight_.value.data.end(), 1.0f);
+    bias_ = NewParam(name(), "bias", {channels_});
+    running_mean_ = NewParam(name(), "running_mean", {channels_});
+    running_var_ = NewParam(name(), "running_var", {channels_});
+    std::fill(running_var_.value.data.begin(), running_var_.value.data.end(), 1.0f);
+    running_mean_.trainable = running_var_.trainable = false;
+    mean_.assign(static_cast<size_t>(channels_), 0.0);
+    inv_std_.assign(static_cast<size_t>(channels_), 0.0);
+    return input;
+  }
+
+  void Forward(const Batch&, const Tensor& in, Tensor* out, bool training) override {
+    out->Resize(in.shape);
+    const int64_t n = in.dim(0);
+    const double count = static_cast<double>(n * spatial_);
+    for (int64_t c = 0; c < channels_; ++c) {
+      double mean = running_mean_.value.data[c], var = running_var_.value.data[c];
+      if (training) {
+        double sum = 0, sum_sq = 0;
+        ForChannel(n, c, [&](int64_t i) { sum += in.data[i]; });
+        mean = sum / count;
+        ForChannel(n, c, [&](int64_t i) { sum_sq += (in.data[i] - mean) * (in.data[i] - mean); });
+        var = sum_sq / count;
+        const double unbiased = count > 1 ? var * count / (count - 1) : var;
+        running_mean_.value.data[c] =
+            static_cast<float>((1 - momentum_) * running_mean_.value.data[c] + momentum_ * mean);
+        running_var_.value.data[c] =
+            static_cast<float>((1 - momentum_) * running_var_.value.data[c] + momentum_ * unbiased);
+      }
+      mean_[c] = mean;
+      inv_std_[c] = 1.0 / std::sqrt(var + eps_);
+      const double w = weight_.value.data[c], b = bias_.value.data[c];
+      ForChannel(n, c, [&](int64_t i) {
+        out->data[i] = static_cast<float>((in.data[i] - mean) * inv_std_[c] * w + b);
+      });
+    }
+  }
+
+  // Through the batch's statistics (training), with xh the normalized
+  // input and m the values a channel:
+  //   dx = weight * inv_std / m * (m * dy - sum(dy) - xh * sum(dy * xh))
+  void Backward(const Batch&, const Tensor& in, const Tensor&, const Tensor& dout,
+                Tensor* din) override {
+    const int64_t n = in.dim(0);
+    const double count = static_cast<double>(n * spatial_);
+    if (din != nullptr) din->Resize(in.shape);
+    for (int64_t c = 0; c < channels_; ++c) {
+      double sum_dy = 0, sum_dy_xh = 0;
+      ForChannel(n, c, [&](int64_t i) {
+        sum_dy += dout.data[i];
+        sum_dy_xh += dout.data[i] * (in.data[i] - mean_[c]) * inv_std_[c];
+      });
+      weight_.grad.data[c] = static_cast<float>(sum_dy_xh);
+      bias_.grad.data[c] = static_cast<float>(sum_dy);
+      if (din == nullptr) continue;
+      const double scale = weight_.value.data[c] * inv_std_[c] / count;
+      ForChannel(n, c, [&](int64_t i) {
+        const double xh = (in.data[i] - mean_[c]) * inv_std_[c];
+        din->data[i] = static_cast<float>(scale * (count * dout.data[i] - sum_dy - xh * sum_dy_xh));
+      });
+    }
+  }
+
+  std::vector<Param*> Params() override {
+    return {&weight_, &bias_, &running_mean_, &running_var_};
+  }
+
+ private:
+  // Calls fn(i) for the flat index i of every value of channel c in a batch
+  // of n samples.
+  template <typename Fn>
+  void ForChannel(int64_t n, int64_t c, const Fn& fn) const {
+    for (int64_t s = 0; s < n; ++s) {
+      const int64_t begin = (s * channels_ + c) * spatial_;
+      for (int64_t i = begin; i < begin + spatial_; ++i) fn(i);
+    }
+  }
+
+  const double eps_, momentum_;
+  int64_t channels_ = 0, spatial_ = 0;
+  Param weight_, bias_, running_mean_, running_var_;
+  std::vector<double> mean_, inv_std_;  // per channel, of the last Forward
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> NewBatchNorm(const LayerConfig& config) {
+  return std::make_unique<BatchNorm>(config);
+}
+
+}  // namespace pstrain
