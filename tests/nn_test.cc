@@ -357,6 +357,15 @@ TEST_CASE("batch_norm: batch statistics in training, running ones in evaluation"
   CHECK(out.data[0] == doctest::Approx((1.0 - 1.5) / std::sqrt(4.0 + 1e-5)));
   CHECK(out.data[1] == doctest::Approx((4.0 - 2.0) / std::sqrt(0.5 + 1e-5)));
   CHECK(params[2]->value.data[0] == doctest::Approx(1.5));  // unchanged
+  // A batch of one sample: no variance to learn from; the running
+  // statistics keep what they had, the output is the bias.
+  params[1]->value.data = {0.25f, -0.5f};
+  Tensor one({1, 2});
+  one.data = {7.0f, -3.0f};
+  layer->Forward(Batch{}, one, &out, /*training=*/true);
+  CHECK(out.data == FloatBuffer{0.25f, -0.5f});
+  CHECK(params[2]->value.data[0] == doctest::Approx(1.5));
+  CHECK(params[3]->value.data[1] == doctest::Approx(0.5));
 }
 
 TEST_CASE("a residual block adds its input, names its layers after it, and says what misfits") {

@@ -60,7 +60,8 @@ StatusOr<std::unique_ptr<AllReducedWeights>> AllReducedWeights::Create(const Con
 
 int64_t AllReducedWeights::elements() const {
   int64_t n = 0;
-  for (const Entry& e : entries_) n += e.param->value.size();
+  for (const Entry& e : entries_)
+    if (e.trainable) n += e.param->value.size();
   return n;
 }
 

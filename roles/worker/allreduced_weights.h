@@ -70,7 +70,8 @@ class AllReducedWeights {
                                                              std::vector<Param*> params);
 
   bool empty() const { return entries_.empty(); }
-  // Elements in every value tensor together.
+  // Elements in every trained value tensor together (a layer's statistics
+  // left out: no gradient of theirs is sent).
   int64_t elements() const;
 
   // Every worker: worker 0's values and optimizer state become everyone's,

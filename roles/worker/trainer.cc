@@ -138,7 +138,8 @@ WorkerPlace TrainJob::PlaceAt(const WorkerContext& ctx, int64_t step, const Epoc
   p.make_up = plan.RestAt(step).make_up;
   p.training_forwards = training_forwards_;
   std::vector<std::string> names;
-  for (const Param* param : model_->params()) names.push_back(param->name);
+  for (const Param* param : model_->params())
+    if (param->trainable) names.push_back(param->name);  // a statistic follows no schedule
   p.lr_schedule = LrScheduleText(config_, names);
   return p;
 }

@@ -42,19 +42,26 @@ class BatchNorm : public Layer {
     out->Resize(in.shape);
     const int64_t n = in.dim(0);
     const double count = static_cast<double>(n * spatial_);
+    // One value a channel (a batch of one vector) has no variance to learn
+    // from: it is normalized by itself, and the running statistics keep
+    // what they had (PyTorch refuses such a batch; an elastic epoch's rest
+    // may give a worker one sample).
+    const bool learns = training && count > 1;
     for (int64_t c = 0; c < channels_; ++c) {
       double mean = running_mean_.value.data[c], var = running_var_.value.data[c];
-      if (training) {
+      if (training && count > 0) {
         double sum = 0, sum_sq = 0;
         ForChannel(n, c, [&](int64_t i) { sum += in.data[i]; });
         mean = sum / count;
         ForChannel(n, c, [&](int64_t i) { sum_sq += (in.data[i] - mean) * (in.data[i] - mean); });
         var = sum_sq / count;
-        const double unbiased = count > 1 ? var * count / (count - 1) : var;
-        running_mean_.value.data[c] =
-            static_cast<float>((1 - momentum_) * running_mean_.value.data[c] + momentum_ * mean);
-        running_var_.value.data[c] =
-            static_cast<float>((1 - momentum_) * running_var_.value.data[c] + momentum_ * unbiased);
+        if (learns) {
+          const double unbiased = var * count / (count - 1);
+          running_mean_.value.data[c] =
+              static_cast<float>((1 - momentum_) * running_mean_.value.data[c] + momentum_ * mean);
+          running_var_.value.data[c] = static_cast<float>(
+              (1 - momentum_) * running_var_.value.data[c] + momentum_ * unbiased);
+        }
       }
       mean_[c] = mean;
       inv_std_[c] = 1.0 / std::sqrt(var + eps_);

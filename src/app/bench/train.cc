@@ -68,7 +68,8 @@ Status BenchLocal(const Config& config, int64_t steps) {
     }
     const auto& params = (*model)->params();
     for (size_t i = 0; i < params.size(); ++i)
-      optimizers[i]->Update(params[i]->value.ptr(), params[i]->grad.ptr());
+      if (params[i]->trainable)  // a layer's statistic moves in Forward alone
+        optimizers[i]->Update(params[i]->value.ptr(), params[i]->grad.ptr());
   }
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   PrintJsonLine({{"bench", "train"},
