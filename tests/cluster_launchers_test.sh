@@ -162,12 +162,33 @@ fi
 # tiny config (the wrapper's default trains LeNet for minutes).
 . "$repo/tests/tiny_job.sh"
 tiny=$(tiny_job "$bin" "$tmp/data") || fail "gen criteo"
-port=$((20000 + $$ % 30000))
-pids=""
-for rank in 0 1 2 3; do
-  SLURM_PROCID=$rank SLURM_NTASKS=4 MS_SERVER_NUM=1 MS_SCHED_HOST=127.0.0.1 MS_SCHED_PORT=$port \
+# launch RANK PORT: one launcher rank, in the background; pid in $!.
+launch() {
+  SLURM_PROCID=$1 SLURM_NTASKS=4 MS_SERVER_NUM=1 MS_SCHED_HOST=127.0.0.1 MS_SCHED_PORT=$2 \
     PSTRAIN_CONFIG="$tiny" \
-    PSTRAIN_CONNECT_TIMEOUT=20 $guard sh "$wrapper" > "$tmp/rank$rank.log" 2>&1 &
+    PSTRAIN_CONNECT_TIMEOUT=20 $guard sh "$wrapper" > "$tmp/rank$1.log" 2>&1 &
+}
+# Rank 0, the scheduler, first: another test may hold the port it is given,
+# so it is given another until it listens (at most 5 tries of 10 s).
+attempt=0
+while :; do
+  port=$((20000 + ($$ * 7 + attempt * 131) % 30000))
+  launch 0 "$port"
+  sched=$!
+  t=0
+  until grep -qs "listens on" "$tmp/rank0.log" || ! kill -0 "$sched" 2> /dev/null || [ "$t" -ge 100 ]; do
+    sleep 0.1
+    t=$((t + 1))
+  done
+  grep -qs "listens on" "$tmp/rank0.log" && break
+  kill "$sched" 2> /dev/null  # timeout hands the TERM on
+  wait "$sched" 2> /dev/null
+  attempt=$((attempt + 1))
+  [ "$attempt" -lt 5 ] || { fail "the scheduler never listened: $(cat "$tmp/rank0.log")"; break; }
+done
+pids="$sched"
+for rank in 1 2 3; do
+  launch "$rank" "$port"
   pids="$pids $!"
 done
 rank=0

@@ -242,7 +242,8 @@ start_probe() {
   gen=$(grep -o "(node id $ID_PREFIX-$1, generation [0-9]*)" "$(node_log "$1")" | tail -n 1 |
     grep -o "[0-9]*)$" | tr -d ')')
   [ -n "$port" ] && [ -n "$gen" ] || fail "$RUN: no port or generation of $1 to probe"
-  rm -f "$WORK/go"
+  # The last probe's words must be gone before this one's are waited for.
+  rm -f "$WORK/go" "$WORK/probe.out"
   timeout 180 "$PROBE" "$PSTRAIN_CONFIG" 127.0.0.1 "$port" "$2" 3 "$gen" "$WORK/go" \
     > "$WORK/probe.out" 2>&1 &
   probe_pid=$!
