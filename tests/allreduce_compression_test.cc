@@ -8,7 +8,9 @@
 // copies drift apart between averagings and makes them identical at each; a
 // compressed momentum tensor is momentum-corrected (masked momentum encoded,
 // sgd applied) as the rule written out in tests/threshold_oracle.h says, and
-// its checkpoint has no momentum slot.
+// its checkpoint has no momentum slot; a layer's statistics are never
+// reduced nor optimized, but averaged when asked (checkpoints, epoch ends)
+// or after every step (sync_stats).
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -360,16 +362,15 @@ TEST_CASE("parameter averaging: copies differ between averagings, identical righ
   CHECK(copies[0].weights->compression_counters().messages == 0);
 }
 
-TEST_CASE(
-    "a layer's statistics ride along: never reduced nor optimized, broadcast from the chief") {
-  Config config;
-  config.train.optimizer.type = OptimizerType::kMomentum;
-  config.train.optimizer.lr = 0.1f;
-  config.train.optimizer.weight_decay = 0.5f;  // would move a value with a zero gradient
-  const int world = 2;
-  auto ring = MakeRing(world);
+// Workers' copies of a batch_norm's weight and running mean (each worker's
+// own statistic: 1+r, 2+r, 3+r).
+struct StatCopies {
   std::vector<Copy> copies;
   std::vector<std::unique_ptr<Param>> stats;  // one per copy
+};
+
+StatCopies MakeStatCopies(const Config& config, int world, bool synced_each_step) {
+  StatCopies out;
   for (int r = 0; r < world; ++r) {
     Copy copy;
     auto weight = std::make_unique<Param>();
@@ -381,14 +382,27 @@ TEST_CASE(
     stat->value = Tensor({3});
     stat->grad = Tensor({3});
     stat->trainable = false;
-    stat->value.data = {1.0f + r, 2.0f + r, 3.0f + r};  // each worker's own
+    stat->synced_each_step = synced_each_step;
+    stat->value.data = {1.0f + r, 2.0f + r, 3.0f + r};
     auto weights = AllReducedWeights::Create(config, {weight.get(), stat.get()});
     REQUIRE_MESSAGE(weights.ok(), weights.status().message());
     copy.weights = std::move(*weights);
     copy.params.push_back(std::move(weight));
-    stats.push_back(std::move(stat));
-    copies.push_back(std::move(copy));
+    out.stats.push_back(std::move(stat));
+    out.copies.push_back(std::move(copy));
   }
+  return out;
+}
+
+TEST_CASE(
+    "a layer's statistics ride along: never reduced nor optimized, broadcast from the chief") {
+  Config config;
+  config.train.optimizer.type = OptimizerType::kMomentum;
+  config.train.optimizer.lr = 0.1f;
+  config.train.optimizer.weight_decay = 0.5f;  // would move a value with a zero gradient
+  const int world = 2;
+  auto ring = MakeRing(world);
+  auto [copies, stats] = MakeStatCopies(config, world, false);
   RequireAllOk(OnEveryRank(world, [&](int r) -> Status {
     copies[r].params[0]->grad.data = {1.0f, 1.0f, 1.0f};
     stats[r]->grad.data = {5.0f, 5.0f, 5.0f};  // never used
@@ -398,9 +412,35 @@ TEST_CASE(
   CHECK(stats[1]->value.data == FloatBuffer{2.0f, 3.0f, 4.0f});
   CHECK(copies[0].params[0]->value.data[0] == doctest::Approx(-0.1));
   CHECK_FALSE(copies[0].weights->ReducesDense(stats[0].get()));
+  // At a checkpoint or an epoch's end every worker takes the mean.
+  RequireAllOk(OnEveryRank(
+      world, [&](int r) { return copies[r].weights->AverageStatistics(ring->rank(r)); }));
+  for (int r = 0; r < world; ++r) CHECK(stats[r]->value.data == FloatBuffer{1.5f, 2.5f, 3.5f});
+  CHECK(copies[1].params[0]->value.data[0] == doctest::Approx(-0.1));  // the weights stay
+  stats[1]->value.data = {7.0f, 8.0f, 9.0f};
   RequireAllOk(OnEveryRank(
       world, [&](int r) { return copies[r].weights->BroadcastFromChief(ring->rank(r), 1); }));
-  CHECK(stats[1]->value.data == FloatBuffer{1.0f, 2.0f, 3.0f});
+  CHECK(stats[1]->value.data == FloatBuffer{1.5f, 2.5f, 3.5f});
+}
+
+TEST_CASE("sync_stats: a layer's statistics are the workers' mean after every step") {
+  for (UpdateMode mode : {UpdateMode::kSync, UpdateMode::kAverage}) {
+    CAPTURE(static_cast<int>(mode));
+    Config config;
+    config.train.mode = mode;
+    config.train.optimizer.lr = 0.1f;
+    const int world = 3;
+    auto ring = MakeRing(world);
+    auto [copies, stats] = MakeStatCopies(config, world, true);
+    RequireAllOk(OnEveryRank(world, [&](int r) -> Status {
+      copies[r].params[0]->grad.data = {1.0f, 1.0f, 1.0f};
+      return copies[r].weights->ReduceAndApply(ring->rank(r), false, false);
+    }));
+    for (int r = 0; r < world; ++r) CHECK(stats[r]->value.data == FloatBuffer{2.0f, 3.0f, 4.0f});
+    // The gradient is still the mean's (in sync) or the worker's own.
+    CHECK(copies[2].params[0]->value.data[0] == doctest::Approx(-0.1));
+    CHECK(copies[0].weights->elements() == 3);  // the statistic is not a trained element
+  }
 }
 
 }  // namespace

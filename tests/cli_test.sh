@@ -211,6 +211,16 @@ trained=$(grep 'test AUC' "$OUT" | tail -n 1 | sed 's/.*\(test AUC.*\)/\1/')
 "$BIN" eval --config "$TINY" --set "$BN" --checkpoint "$DATA/ckbn" > "$OUT" 2>&1; status=$?
 check "eval of the batch_norm checkpoint exits 0 (got $status)" [ "$status" = 0 ]
 check "eval gives the chief's last test line ($trained)" has "checkpoint step 4: $trained"
+# sync_stats: the statistics averaged every step too (checkpoints every 3
+# steps, between epoch ends: every worker's collectives stay in step).
+BN="model.deep=[{type: batch_norm, sync_stats: true}, {name: dense, type: linear, out: 1}]"
+"$BIN" local --config "$TINY" --servers 1 --workers 2 --set "$BN" \
+  --set "train.checkpoint={dir: $DATA/ckbn-sync, every_steps: 3}" > "$OUT" 2>&1; status=$?
+check "a batch_norm job with sync_stats exits 0 (got $status)" [ "$status" = 0 ]
+trained=$(grep 'test AUC' "$OUT" | tail -n 1 | sed 's/.*\(test AUC.*\)/\1/')
+last=$(sed -n 's/.*checkpoint of step \([0-9]*\) written.*/\1/p' "$OUT" | tail -n 1)
+"$BIN" eval --config "$TINY" --set "$BN" --checkpoint "$DATA/ckbn-sync" > "$OUT" 2>&1; status=$?
+check "eval of its checkpoint gives the chief's last test line ($trained)" has "checkpoint step $last: $trained"
 
 # How much could a row cache save on this data? Bounds for 1%, 10% and 30%
 # caches, larger caches never worse.

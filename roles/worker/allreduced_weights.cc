@@ -15,12 +15,20 @@ StatusOr<std::unique_ptr<AllReducedWeights>> AllReducedWeights::Create(const Con
                                                                        std::vector<Param*> params) {
   std::unique_ptr<AllReducedWeights> weights(new AllReducedWeights());
   weights->averaging_ = config.train.mode == UpdateMode::kAverage;
-  std::vector<TensorView> grads, state;
+  std::vector<TensorView> grads, state, stats, synced;
   for (Param* p : params) {
     if (!p->trainable) {
       // A layer's own statistic: no gradient to average, no optimizer; its
       // value goes with the others (the chief's broadcast, checkpoints,
-      // mode average's rounds).
+      // mode average's rounds) and with the other statistics (averaged at
+      // checkpoints and epoch ends). One synced each step rides in the
+      // gradients' buckets (their average is its average), or, in mode
+      // average, where no gradient is reduced, in a round of its own.
+      if (p->synced_each_step) {
+        (weights->averaging_ ? synced : grads).push_back({p->value.ptr(), p->value.size()});
+        if (!weights->averaging_) weights->dense_grad_floats_ += p->value.size();
+      }
+      stats.push_back({p->value.ptr(), p->value.size()});
       OptimizerConfig none;
       none.type = OptimizerType::kSgd;
       auto plain = MakeDenseOptimizer(none, static_cast<size_t>(p->value.size()));
@@ -55,6 +63,10 @@ StatusOr<std::unique_ptr<AllReducedWeights>> AllReducedWeights::Create(const Con
   }
   weights->grads_ = std::make_unique<TensorBuckets>(std::move(grads), kBucketBytes);
   weights->state_ = std::make_unique<TensorBuckets>(std::move(state), kBucketBytes);
+  if (!stats.empty())
+    weights->stats_ = std::make_unique<TensorBuckets>(std::move(stats), kBucketBytes);
+  if (!synced.empty())
+    weights->synced_stats_ = std::make_unique<TensorBuckets>(std::move(synced), kBucketBytes);
   return weights;
 }
 
@@ -117,7 +129,12 @@ Status AllReducedWeights::ApplyReduced(Collective& collective, bool average_due)
 
 Status AllReducedWeights::Reduce(Collective& collective, bool dense_reduced) {
   ++steps_;
-  if (averaging_) return Status::OK();  // each worker's own gradients
+  if (averaging_) {  // each worker's own gradients
+    if (synced_stats_)
+      PSTRAIN_RETURN_IF_ERROR(synced_stats_->AllReduce(collective, ReduceOp::kAverage)
+                                  .WithContext("averaging the synced statistics"));
+    return Status::OK();
+  }
   if (!dense_reduced && dense_grad_floats_ > 0) {
     PSTRAIN_RETURN_IF_ERROR(
         grads_->AllReduce(collective, ReduceOp::kAverage).WithContext("all-reducing gradients"));
@@ -138,6 +155,12 @@ Status AllReducedWeights::AverageWeights(Collective& collective) {
   if (collective.world() > 1)
     collective_bytes_ += state_floats_ * static_cast<int64_t>(sizeof(float));
   return Status::OK();
+}
+
+Status AllReducedWeights::AverageStatistics(Collective& collective) {
+  if (!stats_) return Status::OK();
+  return stats_->AllReduce(collective, ReduceOp::kAverage)
+      .WithContext("averaging the layers' statistics");
 }
 
 void AllReducedWeights::Apply() {

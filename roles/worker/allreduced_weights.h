@@ -25,10 +25,13 @@
 //
 // A layer's statistics (batch_norm's running mean and variance,
 // Param::trainable false) are here too, whatever the rules say: no gradient
-// of theirs is averaged and no optimizer runs on them, so each worker's
-// follow its own batches (as DDP's without broadcast_buffers); the chief's
-// are broadcast at the start and written to checkpoints, and mode average
-// averages them with the weights.
+// of theirs is averaged and no optimizer runs on them, so between the
+// points where the caller averages them (AverageStatistics: checkpoint steps
+// and epoch ends, so the chief evaluates and saves the workers' mean) each
+// worker's follow its own batches (as DDP's without broadcast_buffers).
+// Those of a batch_norm with sync_stats (Param::synced_each_step) are
+// averaged every step, in the gradients' buckets. The chief's are broadcast
+// at the start, and mode average averages them with the weights.
 //
 // Checkpoints: worker 0 writes one file per checkpoint step with every value
 // and optimizer slot ("<param>/value", "<param>/<slot>"), plus the update
@@ -92,6 +95,9 @@ class AllReducedWeights {
   Status ApplyReduced(Collective& collective, bool average_due);
   // Mode average: every value and optimizer slot becomes the workers' mean.
   Status AverageWeights(Collective& collective);
+  // Every worker: the layers' statistics become the workers' mean.
+  Status AverageStatistics(Collective& collective);
+  bool has_statistics() const { return stats_ != nullptr; }
   bool Contains(const Param* param) const;
   // Whether `param`'s gradient is all-reduced densely each step (what NCCL
   // may do on the GPU): not when compressed, nor in mode average.
@@ -141,6 +147,9 @@ class AllReducedWeights {
   int64_t dense_grad_floats_ = 0;         // their elements
   CompressedAllReduce compressed_;        // the compressed ones
   std::unique_ptr<TensorBuckets> state_;  // every value and optimizer slot
+  std::unique_ptr<TensorBuckets> stats_;  // the layers' statistics; null: none
+  // Mode average: the statistics averaged every step (sync_stats); null: none.
+  std::unique_ptr<TensorBuckets> synced_stats_;
   int64_t state_floats_ = 0;
   int64_t collective_bytes_ = 0;
   int64_t steps_ = 0;  // Reduce() calls

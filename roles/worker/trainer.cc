@@ -218,8 +218,13 @@ Status TrainJob::ExchangeLocalState(WorkerContext& ctx, int64_t step) {
   if (st.ok() && !steps_can_be_called_off_)
     st = allreduced_->ApplyReduced(*ctx.collective, AverageDue(step + 1));
   // A checkpoint after this step saves every worker's residuals too.
-  if (st.ok() && CheckpointDue(config_, step + 1, step + 1 == total_steps_))
-    st = allreduced_->GatherEncoderStates(*ctx.collective, step + 1);
+  const bool checkpoint_due = CheckpointDue(config_, step + 1, step + 1 == total_steps_);
+  if (st.ok() && checkpoint_due) st = allreduced_->GatherEncoderStates(*ctx.collective, step + 1);
+  // The chief evaluates and saves the workers' mean statistics (a round of
+  // mode average has just averaged them with the weights).
+  const bool statistics_due = checkpoint_due || step == epoch_end_step_;
+  if (st.ok() && statistics_due && allreduced_->has_statistics() && !AverageDue(step + 1))
+    st = allreduced_->AverageStatistics(*ctx.collective);
   stats_.allreduce_s += Since(start);
   const bool saves = allreduced_->averaging() || allreduced_->compression_counters().messages > 0;
   if (st.ok() && saves && (step + 1) % config_.train.log_every == 0) {
@@ -512,6 +517,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
     // The next batch's embedding rows are pulled while this one computes.
     if (look_ahead && in_epoch + 1 < epoch_steps && step + 1 < run.total)
       have_next = run.batcher->Next(&next);
+    epoch_end_step_ = in_epoch + 1 == epoch_steps || step + 1 == run.total ? step : -1;
     if (Status st = Step(ctx, batch, step, have_next ? &next : nullptr); !st.ok()) {
       // Called off: the job goes on without the lost worker from this step,
       // which is trained again after that change (once).

@@ -196,12 +196,13 @@ class TrainJob : public WorkerJob {
   std::unique_ptr<PsCompression> ps_compression_;  // made in Run (needs the partition map)
   std::unique_ptr<PsAveraging> ps_averaging_;      // mode average only
   int64_t total_steps_ = 0;                        // of the job, set in Run
-  int64_t train_samples_ = 0;                      // the training set's, set in Run
-  std::unique_ptr<RemoteEmbeddings> embeddings_;   // server-held tables
-  std::unique_ptr<SparseClient> sparse_;           // their rows, when there are some
-  std::unique_ptr<GpuModel> gpu_;                  // device: gpu only
-  std::unique_ptr<NcclCommunicator> nccl_;         // averages ps: false grads on the GPU
-  std::shared_ptr<const Dataset> test_;            // loaded at the first evaluation
+  int64_t epoch_end_step_ = -1;  // the step under way when it ends an epoch, else -1
+  int64_t train_samples_ = 0;    // the training set's, set in Run
+  std::unique_ptr<RemoteEmbeddings> embeddings_;  // server-held tables
+  std::unique_ptr<SparseClient> sparse_;          // their rows, when there are some
+  std::unique_ptr<GpuModel> gpu_;                 // device: gpu only
+  std::unique_ptr<NcclCommunicator> nccl_;        // averages ps: false grads on the GPU
+  std::shared_ptr<const Dataset> test_;           // loaded at the first evaluation
   // Where the data sets are read from when the worker keeps none across runs.
   std::unique_ptr<DataCache> own_data_;
   // The chief's checkpoint whose servers may still be writing (training

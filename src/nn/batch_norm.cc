@@ -9,7 +9,9 @@
 //   running_var  = (1 - momentum) * running_var  + momentum * var * n / (n - 1)
 // (the unbiased variance, n values a channel), from 0 and 1. They are
 // parameters that are not trained (Param::trainable false): each worker
-// keeps its own, and the chief's are the ones it evaluates and checkpoints.
+// keeps its own between the points where they are averaged among the
+// workers (roles/worker/allreduced_weights.h): checkpoints and epoch ends,
+// or every step with sync_stats.
 #include <cmath>
 
 #include "src/nn/layers.h"
@@ -19,7 +21,8 @@ namespace {
 
 class BatchNorm : public Layer {
  public:
-  explicit BatchNorm(const LayerConfig& c) : Layer(c.name), eps_(c.eps), momentum_(c.momentum) {}
+  explicit BatchNorm(const LayerConfig& c)
+      : Layer(c.name), eps_(c.eps), momentum_(c.momentum), sync_stats_(c.sync_stats) {}
 
   StatusOr<Shape> Build(const Shape& input, uint64_t) override {
     if (input.empty() || NumElements(input) <= 0)
@@ -33,6 +36,7 @@ class BatchNorm : public Layer {
     running_var_ = NewParam(name(), "running_var", {channels_});
     std::fill(running_var_.value.data.begin(), running_var_.value.data.end(), 1.0f);
     running_mean_.trainable = running_var_.trainable = false;
+    running_mean_.synced_each_step = running_var_.synced_each_step = sync_stats_;
     mean_.assign(static_cast<size_t>(channels_), 0.0);
     inv_std_.assign(static_cast<size_t>(channels_), 0.0);
     return input;
@@ -113,6 +117,7 @@ class BatchNorm : public Layer {
   }
 
   const double eps_, momentum_;
+  const bool sync_stats_;
   int64_t channels_ = 0, spatial_ = 0;
   Param weight_, bias_, running_mean_, running_var_;
   std::vector<double> mean_, inv_std_;  // per channel, of the last Forward

@@ -23,6 +23,9 @@ struct Param {
   // variance): no gradient, no optimizer, never on the servers; each worker
   // holds its own (roles/worker/allreduced_weights.h).
   bool trainable = true;
+  // A statistic averaged among the workers every step (batch_norm's
+  // sync_stats), not only at checkpoints and epoch ends.
+  bool synced_each_step = false;
 };
 
 class Layer {

@@ -39,7 +39,7 @@ const std::vector<LayerKind>& LayerKinds() {
       {T::kLayerNorm, {}, {"eps"}},
       {T::kResidual, {"layers"}, {"projection"}},
       {T::kAugment, {}, {"flip", "crop"}},
-      {T::kBatchNorm, {}, {"eps", "momentum"}},
+      {T::kBatchNorm, {}, {"eps", "momentum", "sync_stats"}},
   };
   return *kinds;
 }
@@ -96,6 +96,7 @@ std::vector<Field> LayerFields(LayerConfig* layer) {
           Float("init_scale", &layer->init_scale, Bound::kPositive),
           Float("eps", &layer->eps, Bound::kPositive),
           Float("momentum", &layer->momentum, Bound::kUnitInterval),
+          Bool("sync_stats", &layer->sync_stats),
           {"layers", [layer](const Value& v) { return ReadLayers(v, &layer->layers); }},
           Choice("flip", &layer->flip, {"none", "horizontal"}),
           {"crop",

@@ -63,6 +63,9 @@ struct LayerConfig {
   float init_scale = 0.01f;  // std of normal, bound of uniform
   float eps = 1e-5f;         // layer_norm, batch_norm: added to the variance
   float momentum = 0.1f;     // batch_norm: weight of a batch in the running statistics
+  // batch_norm: the running statistics averaged among the workers every
+  // step (in the all-reduce), not only at checkpoints and epoch ends.
+  bool sync_stats = false;
   // residual: the body, whose output is added to the block's input, and at
   // most one layer that the input goes through first (a projection) when
   // the body changes its shape. Their layers are named "<block>.<name>".
