@@ -14,6 +14,7 @@
 // or every step with sync_stats.
 #include <cmath>
 
+#include "src/nn/eigen_maps.h"
 #include "src/nn/layers.h"
 
 namespace pstrain {
@@ -54,10 +55,12 @@ class BatchNorm : public Layer {
     for (int64_t c = 0; c < channels_; ++c) {
       double mean = running_mean_.value.data[c], var = running_var_.value.data[c];
       if (training && count > 0) {
+        // Each plane's sum in float (vectorized), the planes' in double.
         double sum = 0, sum_sq = 0;
-        ForChannel(n, c, [&](int64_t i) { sum += in.data[i]; });
+        ForPlanes(n, c, [&](int64_t at) { sum += Plane(in, at).sum(); });
         mean = sum / count;
-        ForChannel(n, c, [&](int64_t i) { sum_sq += (in.data[i] - mean) * (in.data[i] - mean); });
+        const float m = static_cast<float>(mean);
+        ForPlanes(n, c, [&](int64_t at) { sum_sq += (Plane(in, at) - m).square().sum(); });
         var = sum_sq / count;
         if (learns) {
           const double unbiased = var * count / (count - 1);
@@ -69,34 +72,40 @@ class BatchNorm : public Layer {
       }
       mean_[c] = mean;
       inv_std_[c] = 1.0 / std::sqrt(var + eps_);
-      const double w = weight_.value.data[c], b = bias_.value.data[c];
-      ForChannel(n, c, [&](int64_t i) {
-        out->data[i] = static_cast<float>((in.data[i] - mean) * inv_std_[c] * w + b);
-      });
+      // Centred first: x * scale + (bias - mean * scale) would lose the
+      // bits that a large mean cancels.
+      const float m = static_cast<float>(mean), b = bias_.value.data[c];
+      const float a = static_cast<float>(inv_std_[c] * weight_.value.data[c]);
+      ForPlanes(n, c, [&](int64_t at) { Plane(out, at) = (Plane(in, at) - m) * a + b; });
     }
   }
 
   // Through the batch's statistics (training), with xh the normalized
   // input and m the values a channel:
   //   dx = weight * inv_std / m * (m * dy - sum(dy) - xh * sum(dy * xh))
+  // which is dx = dy * a + (x - mean) * b + k per channel.
   void Backward(const Batch&, const Tensor& in, const Tensor&, const Tensor& dout,
                 Tensor* din) override {
     const int64_t n = in.dim(0);
     const double count = static_cast<double>(n * spatial_);
     if (din != nullptr) din->Resize(in.shape);
     for (int64_t c = 0; c < channels_; ++c) {
-      double sum_dy = 0, sum_dy_xh = 0;
-      ForChannel(n, c, [&](int64_t i) {
-        sum_dy += dout.data[i];
-        sum_dy_xh += dout.data[i] * (in.data[i] - mean_[c]) * inv_std_[c];
+      const float m = static_cast<float>(mean_[c]);
+      double sum_dy = 0, sum_dy_xc = 0;  // xc = x - mean
+      ForPlanes(n, c, [&](int64_t at) {
+        sum_dy += Plane(dout, at).sum();
+        sum_dy_xc += (Plane(dout, at) * (Plane(in, at) - m)).sum();
       });
+      const double sum_dy_xh = sum_dy_xc * inv_std_[c];
       weight_.grad.data[c] = static_cast<float>(sum_dy_xh);
       bias_.grad.data[c] = static_cast<float>(sum_dy);
       if (din == nullptr) continue;
       const double scale = weight_.value.data[c] * inv_std_[c] / count;
-      ForChannel(n, c, [&](int64_t i) {
-        const double xh = (in.data[i] - mean_[c]) * inv_std_[c];
-        din->data[i] = static_cast<float>(scale * (count * dout.data[i] - sum_dy - xh * sum_dy_xh));
+      const double x_scale = -scale * sum_dy_xh * inv_std_[c];
+      const float a = static_cast<float>(scale * count), b = static_cast<float>(x_scale);
+      const float k = static_cast<float>(-scale * sum_dy);
+      ForPlanes(n, c, [&](int64_t at) {
+        Plane(din, at) = Plane(dout, at) * a + (Plane(in, at) - m) * b + k;
       });
     }
   }
@@ -106,15 +115,16 @@ class BatchNorm : public Layer {
   }
 
  private:
-  // Calls fn(i) for the flat index i of every value of channel c in a batch
-  // of n samples.
+  // Calls fn(at) for the offset of each sample's plane of channel c (its
+  // spatial_ values) in a batch of n samples.
   template <typename Fn>
-  void ForChannel(int64_t n, int64_t c, const Fn& fn) const {
-    for (int64_t s = 0; s < n; ++s) {
-      const int64_t begin = (s * channels_ + c) * spatial_;
-      for (int64_t i = begin; i < begin + spatial_; ++i) fn(i);
-    }
+  void ForPlanes(int64_t n, int64_t c, const Fn& fn) const {
+    for (int64_t s = 0; s < n; ++s) fn((s * channels_ + c) * spatial_);
   }
+  ConstArrayMap Plane(const Tensor& t, int64_t at) const {
+    return ConstArrayMap(t.ptr() + at, spatial_);
+  }
+  ArrayMap Plane(Tensor* t, int64_t at) const { return ArrayMap(t->ptr() + at, spatial_); }
 
   const double eps_, momentum_;
   const bool sync_stats_;
