@@ -10,9 +10,10 @@
 // reordered between [OC][samples][Ho*Wo] and the tensors' [samples][OC][Ho*Wo],
 // one pass over the output against the GEMMs' `taps` passes.
 //
-// Chunks keep the columns in L2 between im2col and the GEMM; all chunks'
-// columns are kept for Backward, which costs memory (taps * Ho * Wo floats
-// per sample) but saves redoing im2col.
+// Chunks keep the columns in L2 between im2col and the GEMM; in training
+// all chunks' columns are kept for Backward, which costs memory (taps * Ho *
+// Wo floats per sample) but saves redoing im2col. Evaluation, with no
+// Backward to follow and larger batches, reuses one chunk's.
 #include <algorithm>
 #include <cassert>
 #include <vector>
@@ -58,14 +59,14 @@ class Conv2d : public Layer {
     return Shape{out_channels_, g_.out_height, g_.out_width};
   }
 
-  void Forward(const Batch&, const Tensor& in, Tensor* out, bool) override {
+  void Forward(const Batch&, const Tensor& in, Tensor* out, bool training) override {
     const int64_t n = in.dim(0);
     assert(in.size() == n * InputSize());
-    cols_.resize(n * g_.taps() * g_.positions());
+    cols_.resize(std::min(n, training ? n : Chunk()) * g_.taps() * g_.positions());
     out->Resize({n, out_channels_, g_.out_height, g_.out_width});
     for (int64_t first = 0; first < n; first += Chunk()) {
       const int64_t count = std::min(Chunk(), n - first), rows = count * g_.positions();
-      float* cols = ChunkCols(first);
+      float* cols = training ? ChunkCols(first) : cols_.data();
       Im2Col(g_, in.ptr() + first * InputSize(), count, cols, &padded_);
       y_.resize(out_channels_ * rows);
       ColMap(y_.data(), rows, out_channels_).noalias() =
