@@ -358,7 +358,7 @@ TEST_CASE("shard files go to worker suffix % workers; a single file goes to ever
   CHECK(LoadTrainShard(config, 0, 2)->size() == 4);
   config.limit = 0;
 
-  auto test = LoadTest(DataConfig{DataFormat::kCriteo, {}, {prefix}});
+  auto test = LoadWhole(DataConfig{DataFormat::kCriteo, {}, {prefix}}, {prefix}, "test");
   REQUIRE(test.ok());
   CHECK(test->size() == 15);  // evaluation reads every shard
   CHECK_FALSE(test->sharded_by_file);
@@ -464,7 +464,7 @@ TEST_CASE("the generator writes readable Criteo shards with a learnable planted 
   auto part = LoadTrainShard(config, 2, 3);
   REQUIRE(part.ok());
   CHECK(part->size() == 6666);
-  auto test = LoadTest(config);
+  auto test = LoadWhole(config, config.test, "test");
   REQUIRE(test.ok());
   CHECK(test->size() == 2000);
   int64_t empties = 0;  // some values are empty, as in Criteo

@@ -69,19 +69,29 @@ Status CheckpointWeights::RestoreStore(const std::string& name, File* shard) {
 
 StatusOr<std::unique_ptr<CheckpointWeights>> CheckpointWeights::Open(const std::string& dir) {
   std::unique_ptr<CheckpointWeights> w(new CheckpointWeights());
-  std::vector<std::string> skipped;
-  auto ref = FindNewestCheckpoint(dir, &skipped);
-  if (!ref.ok()) {
-    if (!skipped.empty()) return ref.status().WithContext(skipped.front());
-    return ref.status();
+  // A step's own directory (".../step-000000000016", say the one BEST
+  // names): that step, whatever is newer.
+  const std::filesystem::path path(dir);
+  const std::string base = path.filename().string();
+  if (base.rfind("step-", 0) == 0 && base.size() > 5 && base.size() <= 5 + 18 &&
+      base.find_first_not_of("0123456789", 5) == std::string::npos) {
+    PSTRAIN_RETURN_IF_ERROR(
+        VerifyStep(path.parent_path().string(), std::stoll(base.substr(5)), &w->ref_));
+  } else {
+    std::vector<std::string> skipped;
+    auto ref = FindNewestCheckpoint(dir, &skipped);
+    if (!ref.ok()) {
+      if (!skipped.empty()) return ref.status().WithContext(skipped.front());
+      return ref.status();
+    }
+    // A newer step that is damaged (not merely still being written, without
+    // its MANIFEST) is an error: exporting an older step instead would go
+    // unnoticed.
+    for (const std::string& why : skipped)
+      if (why.find("missing, the checkpoint is incomplete") == std::string::npos)
+        return InvalidArgument(why);
+    w->ref_ = *ref;
   }
-  // A newer step that is damaged (not merely still being written, without
-  // its MANIFEST) is an error: exporting an older step instead would go
-  // unnoticed.
-  for (const std::string& why : skipped)
-    if (why.find("missing, the checkpoint is incomplete") == std::string::npos)
-      return InvalidArgument(why);
-  w->ref_ = *ref;
   const auto& files = w->ref_.files;
   if (std::find(files.begin(), files.end(), kModelLayoutFileName) == files.end())
     return FailedPrecondition(fmt::format(

@@ -33,7 +33,8 @@ class CheckpointWeights {
   // The newest complete checkpoint under `dir` (train.checkpoint.dir). A
   // newer step that is damaged (not merely partial), and a checkpoint
   // without a model layout (written before it was recorded), are errors
-  // saying so.
+  // saying so. A step's own directory (`<dir>/step-<N>`, say the one
+  // `<dir>/BEST` names) opens that step.
   static StatusOr<std::unique_ptr<CheckpointWeights>> Open(const std::string& dir);
   ~CheckpointWeights();
 

@@ -96,7 +96,7 @@ StatusOr<CheckpointMetric> EvaluateCheckpoint(const Config& config, const std::s
     if (!rows.ok()) return rows.status();
     t.rows.emplace(std::move(*rows));
   }
-  auto test = LoadTest(config.data);
+  auto test = LoadWhole(config.data, config.data.test, "test");
   if (!test.ok()) return test.status();
   Batcher batcher = Batcher::ForEval(&*test, kEvalBatch);
   batcher.StartEpoch(0);

@@ -77,7 +77,7 @@ StatusOr<std::unique_ptr<CheckpointInFlight>> BeginCheckpoint(WorkerContext& ctx
   return c;
 }
 
-Status CheckpointInFlight::Finish() {
+Status CheckpointInFlight::Finish(int64_t keep_also) {
   const std::string what = fmt::format("checkpoint of step {}", step_);
   if (servers_) PSTRAIN_RETURN_IF_ERROR(servers_->Wait().WithContext(what));
   servers_.reset();
@@ -86,7 +86,7 @@ Status CheckpointInFlight::Finish() {
   files_.insert(files_.end(), local_files_.begin(), local_files_.end());
   const std::string job = JobIdentityText(*ctx_->config);
   PSTRAIN_RETURN_IF_ERROR(WriteManifest(c.dir, step_, files_, job));
-  PSTRAIN_RETURN_IF_ERROR(PruneCheckpoints(c.dir, c.keep, &job));
+  PSTRAIN_RETURN_IF_ERROR(PruneCheckpoints(c.dir, c.keep, &job, keep_also));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   ctx_->log->info("checkpoint of step {} written to {} in {:.3f} s ({} files, {} bytes)", step_,

@@ -49,7 +49,10 @@ class CheckpointInFlight {
     local_files_.insert(local_files_.end(), files.begin(), files.end());
   }
   // Steps 3 and 4: waits for the servers, writes the MANIFEST, prunes.
-  Status Finish();
+  // `keep_also`: a step whose checkpoint pruning keeps past `keep` (the
+  // best, checkpoint.keep_best); -1: none.
+  Status Finish(int64_t keep_also = -1);
+  int64_t step() const { return step_; }
 
  private:
   friend StatusOr<std::unique_ptr<CheckpointInFlight>> BeginCheckpoint(WorkerContext&, int64_t,

@@ -37,14 +37,25 @@ void DataCache::Preload(const DataConfig& config) {
 }
 
 StatusOr<std::shared_ptr<const Dataset>> DataCache::Test(const DataConfig& config) {
+  return Whole(config, config.test, "test");
+}
+
+StatusOr<std::shared_ptr<const Dataset>> DataCache::Validation(const DataConfig& config) {
+  return Whole(config, config.validation, "validation");
+}
+
+StatusOr<std::shared_ptr<const Dataset>> DataCache::Whole(const DataConfig& config,
+                                                          const std::vector<std::string>& paths,
+                                                          const char* which) {
   MutexLock lock(&mutex_);
-  const std::string key = KeyOf(config, config.test);
-  if (test_ && test_key_ == key) return test_;
-  auto data = LoadTest(config);
+  Kept* kept = &(std::string_view(which) == "test" ? test_ : validation_);
+  const std::string key = KeyOf(config, paths);
+  if (kept->data && kept->key == key) return kept->data;
+  auto data = LoadWhole(config, paths, which);
   if (!data.ok()) return data.status();
-  test_key_ = key;
-  test_ = std::make_shared<const Dataset>(std::move(*data));
-  return test_;
+  kept->key = key;
+  kept->data = std::make_shared<const Dataset>(std::move(*data));
+  return kept->data;
 }
 
 }  // namespace pstrain

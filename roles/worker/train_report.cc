@@ -118,19 +118,21 @@ void TrainReport::WriteStep(int64_t step, int epoch, double loss, double lr,
   last_step_ = step;
 }
 
-void TrainReport::EpochLine(int64_t step, int epoch, double samples_per_s,
-                            const char* test_metric_name, double test_metric) {
+void TrainReport::EpochLine(int64_t step, int epoch, double samples_per_s, const char* metric_name,
+                            double test_metric, double validation_metric) {
   nlohmann::ordered_json line;
   line["step"] = step;
   line["epoch"] = epoch;
   line["samples_per_s"] = samples_per_s;
-  if (test_metric_name != nullptr) {
-    line["test_metric_name"] = test_metric_name;
+  line["test_metric_name"] = metric_name != nullptr ? nlohmann::ordered_json(metric_name) : nullptr;
+  if (metric_name != nullptr && test_metric >= 0) {
     line["test_metric"] = test_metric;
   } else {
-    line["test_metric_name"] = nullptr;
     line["test_metric"] = nullptr;
   }
+  // Only where there is a validation set: older readers see the lines they knew.
+  if (metric_name != nullptr && validation_metric >= 0)
+    line["validation_metric"] = validation_metric;
   metrics_.Write("epoch", line);
 }
 

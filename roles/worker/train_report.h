@@ -58,10 +58,11 @@ class TrainReport {
   // threshold-encoded, ", pushed 1.2 KiB/step (dense 241.9 KiB, 201x), tau
   // 0.0012..0.0031, density 0.21%".
   std::string LogSuffix(int64_t step, const TrainCounters& now);
-  // At an epoch end. `test_metric_name` null when this worker did not
-  // evaluate (then the metric is null too).
-  void EpochLine(int64_t step, int epoch, double samples_per_s, const char* test_metric_name,
-                 double test_metric);
+  // At an epoch end. `metric_name` null when this worker did not evaluate
+  // (then the metrics are null too); a metric < 0: that set was not
+  // measured (test_metric null, no validation_metric).
+  void EpochLine(int64_t step, int epoch, double samples_per_s, const char* metric_name,
+                 double test_metric, double validation_metric);
   // Ends the bar's line.
   void Finish();
   // Tests (PSTRAIN_TEST_SAMPLE_LOG): appends "generation step epoch sample"

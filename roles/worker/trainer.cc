@@ -99,6 +99,7 @@ TrainJob::TrainJob(const Config& config)
     : config_(config),
       steps_can_be_called_off_(config.train.elastic.has_value() &&
                                FinishesStepsWithoutLostWorkers(config)),
+      best_(config),
       own_data_(std::make_unique<DataCache>()) {}
 TrainJob::~TrainJob() = default;
 
@@ -218,7 +219,7 @@ Status TrainJob::ExchangeLocalState(WorkerContext& ctx, int64_t step) {
   if (st.ok() && !steps_can_be_called_off_)
     st = allreduced_->ApplyReduced(*ctx.collective, AverageDue(step + 1));
   // A checkpoint after this step saves every worker's residuals too.
-  const bool checkpoint_due = CheckpointDue(config_, step + 1, step + 1 == total_steps_);
+  const bool checkpoint_due = CheckpointAt(step);
   if (st.ok() && checkpoint_due) st = allreduced_->GatherEncoderStates(*ctx.collective, step + 1);
   // The chief evaluates and saves the workers' mean statistics (a round of
   // mode average has just averaged them with the weights).
@@ -427,6 +428,10 @@ Status TrainJob::Run(WorkerContext& ctx) {
   model_->SetTrainingForwards(training_forwards_);
   total_steps_ = total;  // a live change of workers sets it again
   PSTRAIN_RETURN_IF_ERROR(InitWeights(ctx, *resume, start_step));
+  // A resumed job's patience counts from the best its checkpoints recorded.
+  if (start_step > 0 && config_.train.checkpoint && !config_.data.validation.empty())
+    PSTRAIN_RETURN_IF_ERROR(best_.Restore(config_.train.checkpoint->dir, start_step,
+                                          static_cast<int>(run.plan.Epoch(start_step - 1) + 1)));
   if (!ps_params_.empty()) {
     // Mode average pushes weight deltas, dense: only gradients are encoded.
     ps_compression_ = std::make_unique<PsCompression>(config_, ctx.kv->map(),
@@ -445,8 +450,8 @@ Status TrainJob::Run(WorkerContext& ctx) {
         "worker {}: the checkpoint {} is at step {}, the job's last ({} steps): nothing left to "
         "train{}",
         ctx.rank, resume->step_dir, start_step, total,
-        ctx.rank == 0 && !config_.data.test.empty() ? "; evaluating it on the test set" : "");
-    if (ctx.rank == 0 && !config_.data.test.empty())
+        ctx.rank == 0 && HasHeldOutData() ? "; evaluating it" : "");
+    if (ctx.rank == 0 && HasHeldOutData())
       PSTRAIN_RETURN_IF_ERROR(Evaluate(ctx, static_cast<int>(run.plan.Epoch(start_step - 1) + 1)));
     return Status::OK();
   }
@@ -462,10 +467,11 @@ Status TrainJob::Run(WorkerContext& ctx) {
   Batch batch, next;
   bool have_next = false;  // `next` holds the batch after `batch`
   const bool look_ahead = sparse_ && embeddings_->CanPrefetch();
-  int64_t stopped_at = -1;  // stopped on request before this step
-  std::vector<int> slots;   // of a live change of the servers
-  int64_t called_off = -1;  // the step last called off (a worker was lost)
-  bool left = false;        // left the job live at stopped_at
+  int64_t stopped_at = -1;     // stopped on request before this step
+  std::vector<int> slots;      // of a live change of the servers
+  int64_t called_off = -1;     // the step last called off (a worker was lost)
+  bool left = false;           // left the job live at stopped_at
+  int64_t stopped_early = -1;  // train.early_stopping ended the job after this step
   for (int64_t step = start_step; step < run.total; ++step) {
     // Where the next step's epoch rest began: how far back a lost worker's
     // batches can be made up there (roles/scheduler/lost_worker.cc).
@@ -544,26 +550,43 @@ Status TrainJob::Run(WorkerContext& ctx) {
       }
     }
     if (checkpoint_ && checkpoint_->ServersDone()) PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());
-    if (CheckpointDue(config_, step + 1, last) && CheckpointableAt(step + 1))
+    if (CheckpointAt(step) && CheckpointableAt(step + 1))
       PSTRAIN_RETURN_IF_ERROR(Checkpoint(ctx, step + 1, plan, /*wait=*/false));
     if (in_epoch + 1 == epoch_steps || last) {
       double seconds = Since(epoch_begin);
       const double rate = static_cast<double>(epoch_samples) / seconds;
       ctx.log->info("epoch: {} done: {:.0f} samples/s on this worker ({} workers)", epoch + 1, rate,
                     ctx.workers);
-      const bool evaluates = ctx.rank == ChiefRank(ctx) && !config_.data.test.empty();
+      const bool evaluates = ctx.rank == ChiefRank(ctx) && HasHeldOutData();
       // The test and the job's end take the servers' exact weights.
       if (evaluates || last)
         PSTRAIN_RETURN_IF_ERROR(PullWhole(ctx.kv, ps_params_, delta_pulls_, MinClock(step)));
       if (evaluates)
-        PSTRAIN_RETURN_IF_ERROR(
-            Evaluate(ctx, epoch + 1, config_.train.mode == UpdateMode::kSync ? step + 1 : 0));
+        PSTRAIN_RETURN_IF_ERROR(Evaluate(
+            ctx, epoch + 1, config_.train.mode == UpdateMode::kSync ? step + 1 : 0, step + 1));
       report.EpochLine(step + 1, epoch + 1, rate,
                        evaluates ? TestMetric(config_.model.loss).name() : nullptr,
-                       stats_.test_metric);
+                       config_.data.test.empty() ? -1 : stats_.test_metric,
+                       config_.data.validation.empty() ? -1 : stats_.validation_metric);
+      // Early stopping: the chief's verdict, which every worker follows.
+      if (config_.train.early_stopping && !last) {
+        const bool stop = evaluates && best_.ShouldStop();
+        auto agreed = ctx.cluster->AgreeMin(BarrierGroup::kWorkers, stop ? 0 : 1);
+        if (!agreed.ok()) return agreed.status().WithContext("early stopping");
+        if (*agreed == 0) {
+          if (evaluates)
+            ctx.log->info("early stopping after epoch {}: {}", epoch + 1, best_.WhyStop());
+          stopped_early = step + 1;
+          break;
+        }
+      }
     }
   }
   report.Finish();
+  // An early stop is the job's end: its step is checkpointed as a last one.
+  if (stopped_early > 0 && config_.train.checkpoint && !CheckpointAt(stopped_early - 1) &&
+      CheckpointableAt(stopped_early))
+    PSTRAIN_RETURN_IF_ERROR(Checkpoint(ctx, stopped_early, run.plan, /*wait=*/true));
   PSTRAIN_RETURN_IF_ERROR(FinishCheckpoint());
   if (left) {
     ctx.log->info("worker {} left the job after step {}: the others go on without it", ctx.rank,

@@ -26,9 +26,11 @@
 
 #include "optim/threshold_codec.h"
 #include "roles/worker/allreduced_weights.h"
+#include "roles/worker/best_epoch.h"
 #include "roles/worker/data_fit.h"
 #include "roles/worker/job.h"
 #include "src/common/config/config.h"
+#include "src/data/metrics.h"
 
 namespace pstrain {
 
@@ -62,8 +64,9 @@ struct TrainStats {
   double copy_s = 0;       // device: gpu: host <-> device copies (part of compute_s)
   int64_t copy_bytes = 0;  // device: gpu: what those copies moved
   double last_loss = 0;
-  double test_metric = -1;   // accuracy, AUC or RMSE after the last epoch (chief; -1: not run)
-  double test_logloss = -1;  // click data only
+  double test_metric = -1;        // accuracy, AUC or RMSE after the last epoch (chief; -1: not run)
+  double test_logloss = -1;       // click data only
+  double validation_metric = -1;  // the same on data.validation (chief; -1: not run)
   // PS pushes: bytes sent, the same pushes dense, and the
   // threshold encoders' totals (min_tau..max_tau: their final thresholds).
   int64_t push_bytes = 0, push_dense_bytes = 0;
@@ -120,7 +123,19 @@ class TrainJob : public WorkerJob {
   // `rows_min_clock`: the clock the server-held tables' rows must have
   // reached (sync: the step after the last one trained, so that the test
   // sees its updates, as the dense pull before it does).
-  Status Evaluate(WorkerContext& ctx, int epoch, int64_t rows_min_clock = 0);
+  bool HasHeldOutData() const {
+    return !config_.data.test.empty() || !config_.data.validation.empty();
+  }
+  // The validation set (if any), then the test set (if any). `steps_done`
+  // >= 0: an epoch's end, whose validation metric best_ records.
+  Status Evaluate(WorkerContext& ctx, int epoch, int64_t rows_min_clock = 0,
+                  int64_t steps_done = -1);
+  // A data set read whole, for evaluation; `which` is "test" or "validation".
+  struct HeldOut {
+    const char* which;
+    std::shared_ptr<const Dataset> data;  // read at its first evaluation
+  };
+  StatusOr<TestMetric> Measure(WorkerContext& ctx, HeldOut* set, int64_t rows_min_clock);
   // At the end: bytes pushed and pulled, samples/s, the GPU's copies.
   void LogTotals(WorkerContext& ctx);
   // device: gpu: the model on the GPU and, with ps: false weights and
@@ -158,6 +173,10 @@ class TrainJob : public WorkerJob {
                               int checkpoint_workers);
   // Completes the checkpoint in flight, if any (waits for its servers).
   Status FinishCheckpoint();
+  // Whether a checkpoint is written after step `step` (0-based) of the
+  // epoch under way: train.checkpoint's steps, and with keep_best the
+  // epoch's end.
+  bool CheckpointAt(int64_t step) const;
   // A worker of a sync elastic job lost mid-step (roles/worker/trainer_lost.cc).
   // The rank that writes checkpoints and evaluates: 0, or the lowest left.
   int ChiefRank(WorkerContext& ctx) const;
@@ -202,7 +221,8 @@ class TrainJob : public WorkerJob {
   std::unique_ptr<SparseClient> sparse_;          // their rows, when there are some
   std::unique_ptr<GpuModel> gpu_;                 // device: gpu only
   std::unique_ptr<NcclCommunicator> nccl_;        // averages ps: false grads on the GPU
-  std::shared_ptr<const Dataset> test_;           // loaded at the first evaluation
+  HeldOut test_{"test", nullptr}, validation_{"validation", nullptr};
+  BestEpoch best_;  // the chief's: the validation metric's best epoch
   // Where the data sets are read from when the worker keeps none across runs.
   std::unique_ptr<DataCache> own_data_;
   // The chief's checkpoint whose servers may still be writing (training

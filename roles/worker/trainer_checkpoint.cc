@@ -73,9 +73,20 @@ Status TrainJob::RestorePsWorkerState(WorkerContext& ctx, const CheckpointRef& r
 
 Status TrainJob::FinishCheckpoint() {
   if (!checkpoint_) return Status::OK();
-  Status st = checkpoint_->Finish();
+  const bool keep_best = config_.train.checkpoint->keep_best && best_.has_best();
+  const int64_t step = checkpoint_->step();
+  Status st = checkpoint_->Finish(keep_best ? best_.best_step() : -1);
   checkpoint_.reset();
+  // BEST names only a step whose checkpoint is complete.
+  if (st.ok() && keep_best && step == best_.best_step())
+    st = best_.Save(config_.train.checkpoint->dir);
   return st;
+}
+
+bool TrainJob::CheckpointAt(int64_t step) const {
+  if (CheckpointDue(config_, step + 1, step + 1 == total_steps_)) return true;
+  // keep_best: every epoch end, where the validation metric is measured.
+  return config_.train.checkpoint && config_.train.checkpoint->keep_best && step == epoch_end_step_;
 }
 
 }  // namespace pstrain

@@ -1,10 +1,13 @@
-// TrainJob's evaluation on the test set (roles/worker/trainer.h): the chief
-// runs it at epoch ends and on a resumed finished job. And the totals every
-// worker logs at its end.
+// TrainJob's evaluation on the validation and test sets
+// (roles/worker/trainer.h): the chief runs it at epoch ends and on a resumed
+// finished job. And the totals every worker logs at its end.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <string_view>
 
 #include "roles/worker/compressed_pulls.h"
 #include "roles/worker/data_cache.h"
@@ -18,6 +21,31 @@
 #include "src/nn/model.h"
 
 namespace pstrain {
+namespace {
+
+// Tests only: PSTRAIN_TEST_VALIDATION_METRICS="0.5,0.7,0.6" stands for the
+// validation metric of epochs 1, 2, 3 (later epochs: the measured one), so
+// a test can script what early stopping sees.
+std::optional<double> ScriptedValidation(int epoch) {
+  const char* env = std::getenv("PSTRAIN_TEST_VALIDATION_METRICS");
+  if (env == nullptr || epoch < 1) return std::nullopt;
+  std::string_view rest(env);
+  for (int i = 1; !rest.empty(); ++i) {
+    const size_t comma = rest.find(',');
+    const std::string item(rest.substr(0, comma));
+    if (i == epoch) {
+      char* end = nullptr;
+      const double v = std::strtod(item.c_str(), &end);
+      if (end == item.c_str() || *end != '\0' || !std::isfinite(v)) return std::nullopt;
+      return v;
+    }
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 StatusOr<const Tensor*> TrainJob::Logits(const Batch& batch) {
   if (!gpu_) return &model_->Forward(batch, /*training=*/false);
@@ -26,16 +54,19 @@ StatusOr<const Tensor*> TrainJob::Logits(const Batch& batch) {
   return gpu_->Forward(batch, /*training=*/false);
 }
 
-Status TrainJob::Evaluate(WorkerContext& ctx, int epoch, int64_t rows_min_clock) {
-  if (!test_) {
-    auto test = (ctx.data_cache ? ctx.data_cache : own_data_.get())->Test(config_.data);
-    if (!test.ok()) return test.status();
-    const DataFiles files = DataFilesOf(config_.data.format, config_.data.test, "test");
+StatusOr<TestMetric> TrainJob::Measure(WorkerContext& ctx, HeldOut* set, int64_t rows_min_clock) {
+  if (!set->data) {
+    DataCache* cache = ctx.data_cache ? ctx.data_cache : own_data_.get();
+    const bool test = std::string_view(set->which) == "test";
+    auto data = test ? cache->Test(config_.data) : cache->Validation(config_.data);
+    if (!data.ok()) return data.status();
+    const DataFiles files = DataFilesOf(
+        config_.data.format, test ? config_.data.test : config_.data.validation, set->which);
     PSTRAIN_RETURN_IF_ERROR(
-        CheckFit(reads_, **test, files.features, files.labels).WithContext(config_.source));
-    test_ = std::move(*test);
+        CheckFit(reads_, **data, files.features, files.labels).WithContext(config_.source));
+    set->data = std::move(*data);
   }
-  Batcher batcher = Batcher::ForEval(test_.get(), kEvalBatch);
+  Batcher batcher = Batcher::ForEval(set->data.get(), kEvalBatch);
   batcher.StartEpoch(0);
   Batch batch;
   TestMetric metric(config_.model.loss);
@@ -45,12 +76,33 @@ Status TrainJob::Evaluate(WorkerContext& ctx, int epoch, int64_t rows_min_clock)
       PSTRAIN_RETURN_IF_ERROR(
           embeddings_->Gather(*sparse_, &batch, rows_min_clock, 0, /*use_cache=*/false));
     auto computed = Logits(batch);
-    if (!computed.ok()) return computed.status().WithContext("evaluation");
+    if (!computed.ok()) return computed.status().WithContext(set->which);
     metric.Add(**computed, batch.labels);
   }
-  stats_.test_metric = metric.value();
-  stats_.test_logloss = metric.logloss();
-  ctx.log->info("epoch: {} {}", epoch, metric.Describe());
+  return metric;
+}
+
+Status TrainJob::Evaluate(WorkerContext& ctx, int epoch, int64_t rows_min_clock,
+                          int64_t steps_done) {
+  if (!config_.data.validation.empty()) {
+    auto measured = Measure(ctx, &validation_, rows_min_clock);
+    if (!measured.ok()) return measured.status();
+    stats_.validation_metric = measured->value();
+    double value = best_.ValueOf(*measured);
+    std::string line = measured->Describe("validation");
+    if (std::optional<double> scripted = ScriptedValidation(epoch)) {
+      value = *scripted;
+      line += fmt::format("; {} {} from PSTRAIN_TEST_VALIDATION_METRICS", best_.metric(), value);
+    }
+    if (steps_done >= 0 && best_.Record(epoch, steps_done, value)) line += " (best so far)";
+    ctx.log->info("epoch: {} {}", epoch, line);
+  }
+  if (config_.data.test.empty()) return Status::OK();
+  auto measured = Measure(ctx, &test_, rows_min_clock);
+  if (!measured.ok()) return measured.status();
+  stats_.test_metric = measured->value();
+  stats_.test_logloss = measured->logloss();
+  ctx.log->info("epoch: {} {}", epoch, measured->Describe());
   return Status::OK();
 }
 

@@ -146,7 +146,7 @@ int RunCheck(const CheckOptions& options) {
     if (Status st = FitsJob(job.get(), config->data, *data, config->data.train, "train"); !st.ok())
       return fail(st);
     if (!config->data.test.empty()) {
-      auto held_out = LoadTest(config->data);
+      auto held_out = LoadWhole(config->data, config->data.test, "test");
       if (!held_out.ok()) return fail(held_out.status());
       test = held_out->size();
       if (Status st = FitsJob(job.get(), config->data, *held_out, config->data.test, "test");

@@ -36,7 +36,8 @@ int RunExportCli(const std::vector<std::string>& args) {
       "Writes every dense weight (name and full shape) and every server-held table (ids and "
       "rows) of a checkpoint to a file Python reads with numpy alone.",
       "pstrain export");
-  AddPath(&app, "--checkpoint", &options.checkpoint_dir, "the checkpoint directory");
+  AddPath(&app, "--checkpoint", &options.checkpoint_dir,
+          "the checkpoint directory (its newest step), or one step's directory in it");
   AddPath(&app, "--out", &options.out_path, "the file to write");
   if (int status = ParseCommandLine(&app, args); status >= 0) return status;
   return RunExport(options);
@@ -47,7 +48,8 @@ int RunEvalCli(const std::vector<std::string>& args) {
   CLI::App app("Prints the test metric of the model a checkpoint holds, without training.",
                "pstrain eval");
   AddPath(&app, "--config", &options.config_path, "the job's YAML config (model and test data)");
-  AddPath(&app, "--checkpoint", &options.checkpoint_dir, "the checkpoint directory");
+  AddPath(&app, "--checkpoint", &options.checkpoint_dir,
+          "the checkpoint directory (its newest step), or one step's directory in it");
   AddConfigSets(&app, &options.config_overrides.sets);
   if (int status = ParseCommandLine(&app, args); status >= 0) return status;
   return RunEval(options);

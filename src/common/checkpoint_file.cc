@@ -273,34 +273,6 @@ Status ReadManifest(const std::string& path, int64_t step, std::vector<ManifestE
   return entries->empty() ? bad("lists no files") : Status::OK();
 }
 
-// OK when the step's MANIFEST and every file it lists verify; with `job`,
-// FailedPrecondition when the MANIFEST names another job.
-Status VerifyStep(const std::string& dir, int64_t step, CheckpointRef* ref,
-                  const std::string* job = nullptr) {
-  const std::string step_dir = CheckpointStepDir(dir, step);
-  std::vector<ManifestEntry> entries;
-  std::string written_by;
-  PSTRAIN_RETURN_IF_ERROR(
-      ReadManifest(step_dir + "/" + kManifestName, step, &entries, &written_by));
-  if (job != nullptr && !written_by.empty() && written_by != *job)
-    return FailedPrecondition(
-        fmt::format("{}: another job's checkpoint ({})", step_dir,
-                    DescribeConfigDifference(written_by, "there", *job, "in this job")));
-  *ref = CheckpointRef{step, step_dir, {}, written_by};
-  for (const ManifestEntry& e : entries) {
-    const std::string path = step_dir + "/" + e.name;
-    FileInfo info;
-    PSTRAIN_RETURN_IF_ERROR(ScanFile(path, nullptr, &info));
-    if (info.size != e.size || info.crc != e.crc) {
-      return InvalidArgument(
-          fmt::format("{}: {} bytes with CRC 0x{:08x}, MANIFEST says {} bytes with CRC 0x{:08x}",
-                      path, info.size, info.crc, e.size, e.crc));
-    }
-    ref->files.push_back(e.name);
-  }
-  return Status::OK();
-}
-
 // Whether step `step`'s MANIFEST names a job other than `job` (reads only
 // the MANIFEST: a partial or damaged step is nobody else's).
 bool IsAnotherJobs(const std::string& dir, int64_t step, const std::string& job) {
@@ -333,6 +305,32 @@ Status ListSteps(const std::string& dir, std::vector<int64_t>* steps) {
 }
 
 }  // namespace
+
+Status VerifyStep(const std::string& dir, int64_t step, CheckpointRef* ref,
+                  const std::string* job) {
+  const std::string step_dir = CheckpointStepDir(dir, step);
+  std::vector<ManifestEntry> entries;
+  std::string written_by;
+  PSTRAIN_RETURN_IF_ERROR(
+      ReadManifest(step_dir + "/" + kManifestName, step, &entries, &written_by));
+  if (job != nullptr && !written_by.empty() && written_by != *job)
+    return FailedPrecondition(
+        fmt::format("{}: another job's checkpoint ({})", step_dir,
+                    DescribeConfigDifference(written_by, "there", *job, "in this job")));
+  *ref = CheckpointRef{step, step_dir, {}, written_by};
+  for (const ManifestEntry& e : entries) {
+    const std::string path = step_dir + "/" + e.name;
+    FileInfo info;
+    PSTRAIN_RETURN_IF_ERROR(ScanFile(path, nullptr, &info));
+    if (info.size != e.size || info.crc != e.crc) {
+      return InvalidArgument(
+          fmt::format("{}: {} bytes with CRC 0x{:08x}, MANIFEST says {} bytes with CRC 0x{:08x}",
+                      path, info.size, info.crc, e.size, e.crc));
+    }
+    ref->files.push_back(e.name);
+  }
+  return Status::OK();
+}
 
 Status WriteCheckpointFile(const std::string& path, const std::vector<SectionView>& sections,
                            uint32_t* crc) {
@@ -448,7 +446,8 @@ StatusOr<int64_t> NewestStepDirectory(const std::string& dir) {
   return steps.empty() ? -1 : steps.front();
 }
 
-Status PruneCheckpoints(const std::string& dir, int keep, const std::string* job) {
+Status PruneCheckpoints(const std::string& dir, int keep, const std::string* job,
+                        int64_t keep_also) {
   if (keep < 1) return InvalidArgument(fmt::format("prune checkpoints: keep {} < 1", keep));
   std::vector<int64_t> steps;
   Status listed = ListSteps(dir, &steps);
@@ -457,6 +456,7 @@ Status PruneCheckpoints(const std::string& dir, int keep, const std::string* job
   int complete = 0;
   for (int64_t step : steps) {
     if (job != nullptr && IsAnotherJobs(dir, step, *job)) continue;  // never ours to delete
+    if (step == keep_also) continue;
     if (complete < keep) {
       CheckpointRef ref;
       if (VerifyStep(dir, step, &ref).ok()) {

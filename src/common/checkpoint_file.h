@@ -116,6 +116,12 @@ StatusOr<CheckpointRef> FindNewestCheckpoint(const std::string& dir,
                                              std::vector<std::string>* skipped = nullptr,
                                              const std::string* job = nullptr);
 
+// OK when step `step`'s MANIFEST under `dir` and every file it lists verify
+// (*ref then describes it); with `job`, FailedPrecondition when the MANIFEST
+// names another job.
+Status VerifyStep(const std::string& dir, int64_t step, CheckpointRef* ref,
+                  const std::string* job = nullptr);
+
 // The newest step directory under `dir`, complete or not; -1 when there is
 // none or `dir` does not exist.
 StatusOr<int64_t> NewestStepDirectory(const std::string& dir);
@@ -131,6 +137,7 @@ Status CheckWritableDirectory(const std::string& dir);
 // With `job`, steps of another job are neither counted nor deleted. Deletes
 // nothing when no step is complete; OK when `dir` does not exist, and when a
 // step vanishes while being deleted (someone else removed it).
-Status PruneCheckpoints(const std::string& dir, int keep, const std::string* job = nullptr);
+Status PruneCheckpoints(const std::string& dir, int keep, const std::string* job = nullptr,
+                        int64_t keep_also = -1);
 
 }  // namespace pstrain

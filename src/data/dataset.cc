@@ -190,16 +190,17 @@ Status CheckDataFiles(const DataConfig& config) {
     return UnknownFormat(config);
   };
   PSTRAIN_RETURN_IF_ERROR(check(config.train, "train"));
+  if (!config.validation.empty()) PSTRAIN_RETURN_IF_ERROR(check(config.validation, "validation"));
   if (config.test.empty()) return Status::OK();
   return check(config.test, "test");
 }
 
 StatusOr<std::vector<FileSamples>> ReadFirstSamples(const DataConfig& config, int64_t n) {
   std::vector<FileSamples> out;
-  const std::pair<const std::vector<std::string>*, const char*> lists[] = {{&config.train, "train"},
-                                                                           {&config.test, "test"}};
+  const std::pair<const std::vector<std::string>*, const char*> lists[] = {
+      {&config.train, "train"}, {&config.test, "test"}, {&config.validation, "validation"}};
   for (const auto& [paths, which] : lists) {
-    if (paths->empty() && paths == &config.test) continue;  // no test set
+    if (paths->empty() && paths != &config.train) continue;  // no test or validation set
     switch (config.format) {
       case DataFormat::kIdx: {
         PSTRAIN_RETURN_IF_ERROR(CheckIdxPair(*paths, which));
@@ -227,12 +228,13 @@ StatusOr<std::vector<FileSamples>> ReadFirstSamples(const DataConfig& config, in
   return out;
 }
 
-StatusOr<Dataset> LoadTest(const DataConfig& config) {
+StatusOr<Dataset> LoadWhole(const DataConfig& config, const std::vector<std::string>& paths,
+                            const char* which) {
   switch (config.format) {
     case DataFormat::kIdx:
-      return LoadIdxPair(config.test, "test");
+      return LoadIdxPair(paths, which);
     case DataFormat::kCriteo:
-      return LoadCriteo(config, config.test, "test", /*shard=*/false, 0, 1, /*limit=*/0);
+      return LoadCriteo(config, paths, which, /*shard=*/false, 0, 1, /*limit=*/0);
   }
   return UnknownFormat(config);
 }

@@ -55,8 +55,10 @@ std::vector<ShardFile> ShardsOf(const std::vector<ShardFile>& all, int rank, int
 // config.limit of them when it is set.
 StatusOr<Dataset> LoadTrainShard(const DataConfig& config, int rank, int workers);
 
-// All test samples (never sharded: evaluation reads them whole).
-StatusOr<Dataset> LoadTest(const DataConfig& config);
+// All samples of `paths` (config.test or config.validation, `which` in
+// messages), never sharded: evaluation reads them whole.
+StatusOr<Dataset> LoadWhole(const DataConfig& config, const std::vector<std::string>& paths,
+                            const char* which);
 
 // The first samples of one data file (an idx pair counts as one), to check
 // against the model before training.

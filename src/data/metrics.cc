@@ -158,19 +158,19 @@ double TestMetric::logloss() const {
   return loss_ == LossType::kBceWithLogits ? binary_.LogLoss() : -1.0;
 }
 
-std::string TestMetric::Describe() const {
+std::string TestMetric::Describe(std::string_view set) const {
   switch (loss_) {
     case LossType::kSoftmaxCrossEntropy:
       if (classes_ > kTopK)
-        return fmt::format("test accuracy: {:.4f}, top-{}: {:.4f} ({} samples)", value(), kTopK,
+        return fmt::format("{} accuracy: {:.4f}, top-{}: {:.4f} ({} samples)", set, value(), kTopK,
                            samples_ == 0 ? 0.0 : static_cast<double>(top_k_correct_) / samples_,
                            samples_);
-      return fmt::format("test accuracy: {:.4f} ({} samples)", value(), samples_);
+      return fmt::format("{} accuracy: {:.4f} ({} samples)", set, value(), samples_);
     case LossType::kBceWithLogits:
-      return fmt::format("test AUC: {:.4f}, log-loss: {:.4f} ({} samples)", value(), logloss(),
+      return fmt::format("{} AUC: {:.4f}, log-loss: {:.4f} ({} samples)", set, value(), logloss(),
                          samples_);
     case LossType::kMse:
-      return fmt::format("test RMSE: {:.4f} ({} samples)", value(), samples_);
+      return fmt::format("{} RMSE: {:.4f} ({} samples)", set, value(), samples_);
   }
   return "";
 }

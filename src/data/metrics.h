@@ -72,8 +72,8 @@ class TestMetric {
   int64_t samples() const { return samples_; }
   // "test accuracy: 0.9066, top-5: 0.9981 (10000 samples)", "test AUC:
   // 0.7712, log-loss: 0.4811 (2000 samples)", "test RMSE: 0.2311 (500
-  // samples)".
-  std::string Describe() const;
+  // samples)"; `set` names the samples ("validation accuracy: ...").
+  std::string Describe(std::string_view set = "test") const;
 
  private:
   static constexpr int64_t kTopK = 5;

@@ -136,7 +136,23 @@ Status ReadOptionalCompression(const Value& v, std::optional<CompressionConfig>*
 
 std::vector<Field> CheckpointFields(CheckpointConfig* c) {
   return {Required(NonEmptyString("dir", &c->dir)), Int("every_steps", &c->every_steps, 0),
-          Bool("resume", &c->resume), Int("keep", &c->keep, 1)};
+          Bool("resume", &c->resume), Int("keep", &c->keep, 1), Bool("keep_best", &c->keep_best)};
+}
+
+std::vector<Field> EarlyStoppingFields(EarlyStoppingConfig* e) {
+  return {Choice("metric", &e->metric, {"accuracy", "auc", "logloss", "rmse"}),
+          Int("patience", &e->patience, 1, 1000000),
+          {"min_delta", [e](const Value& v) {
+             float delta = 0;
+             PSTRAIN_RETURN_IF_ERROR(Float("min_delta", &delta, Bound::kNonNegative).read(v));
+             e->min_delta = delta;
+             return Status::OK();
+           }}};
+}
+
+Status ReadEarlyStopping(const Value& v, std::optional<EarlyStoppingConfig>* out) {
+  out->emplace().line = v.line;
+  return ReadMap(v, EarlyStoppingFields(&**out));
 }
 
 Status ReadCheckpoint(const Value& v, std::optional<CheckpointConfig>* out) {
@@ -208,6 +224,8 @@ std::vector<Field> TrainFields(TrainConfig* t) {
       Int("partition_bytes", &t->partition_bytes, 4096, int64_t{1} << 30, 4),
       Section("checkpoint", &t->checkpoint, &ReadCheckpoint,
               &KeysOf<CheckpointConfig, &CheckpointFields>),
+      Section("early_stopping", &t->early_stopping, &ReadEarlyStopping,
+              &KeysOf<EarlyStoppingConfig, &EarlyStoppingFields>),
       Section("recovery", &t->recovery, &ReadRecovery, &KeysOf<RecoveryConfig, &RecoveryFields>),
       Section("elastic", &t->elastic, &ReadElastic, &KeysOf<ElasticConfig, &ElasticFields>),
       Section("replication", &t->replication, &ReadReplication,
@@ -332,6 +350,35 @@ int KeyLine(const YAML::Node& map, const char* key) {
   for (const auto& entry : map)
     if (entry.first.IsScalar() && entry.first.Scalar() == key) return entry.first.Mark().line + 1;
   return 0;
+}
+
+// What measures the validation set must have one, and the metric must be
+// one the loss gives (src/data/metrics.h).
+Status CheckEvaluationAgainstData(const Value& doc, const Config& config) {
+  const YAML::Node train = doc.node["train"];
+  const Value at{doc.source, train, "train", KeyLine(doc.node, "train")};
+  const bool validation = !config.data.validation.empty();
+  if (config.train.early_stopping) {
+    const Value es = at.Key("early_stopping", config.train.early_stopping->line);
+    if (!validation) return es.Error("needs data.validation: the samples whose metric it watches");
+    const std::string& metric = config.train.early_stopping->metric;
+    const char* own = config.model.loss == LossType::kSoftmaxCrossEntropy ? "accuracy"
+                      : config.model.loss == LossType::kBceWithLogits     ? "auc"
+                                                                          : "rmse";
+    const bool fits = metric.empty() || metric == own ||
+                      (metric == "logloss" && config.model.loss == LossType::kBceWithLogits);
+    if (!fits)
+      return es.Key("metric", KeyLine(train["early_stopping"], "metric"))
+          .Error(fmt::format("{} is not measured for loss {} (it gives {}{})", metric,
+                             LossTypeName(config.model.loss), own,
+                             config.model.loss == LossType::kBceWithLogits ? " and logloss" : ""));
+  }
+  if (config.train.checkpoint && config.train.checkpoint->keep_best && !validation)
+    return at.Key("checkpoint", KeyLine(train, "checkpoint"))
+        .Key("keep_best", KeyLine(train["checkpoint"], "keep_best"))
+        .Error(
+            "needs data.validation: the best checkpoint is the one of the best validation metric");
+  return Status::OK();
 }
 
 // Rules that contradict train: (either section may come first in the file).
@@ -465,6 +512,7 @@ Status ReadConfig(const Documents& documents, const std::string& yaml_text,
   if (!root.IsMap()) return doc.Expected("a mapping of sections at the top level");
   PSTRAIN_RETURN_IF_ERROR(ReadMap(doc, DocumentFields(config, base_dir)));
   PSTRAIN_RETURN_IF_ERROR(CheckRulesAgainstTrain(doc, *config));
+  PSTRAIN_RETURN_IF_ERROR(CheckEvaluationAgainstData(doc, *config));
   FlattenSettings(root, "", &config->settings);
   return Status::OK();
 }

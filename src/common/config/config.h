@@ -55,6 +55,19 @@ struct CheckpointConfig {
   int64_t every_steps = 0;  // 0 = only at the end
   bool resume = false;      // start from the newest checkpoint in `dir`
   int keep = 3;             // how many checkpoints to keep, >= 1
+  // Also a checkpoint at every epoch end, and the one of the best
+  // validation metric kept past `keep` (needs data.validation).
+  bool keep_best = false;
+};
+
+// Stop training when the validation metric (data.validation, measured at
+// each epoch's end) has not improved on its best by more than min_delta
+// for `patience` epochs in a row.
+struct EarlyStoppingConfig {
+  std::string metric;    // accuracy | auc | logloss | rmse; empty: the loss's own
+  int patience = 3;      // epochs, >= 1
+  double min_delta = 0;  // >= 0
+  int line = 0;
 };
 
 // What the job does when a node is lost (roles/scheduler/scheduler.h): with
@@ -102,7 +115,8 @@ struct TrainConfig {
   // Large tensors are split into parts of this size across the servers:
   // 4096..1<<30, a multiple of 4.
   int64_t partition_bytes = 4 << 20;
-  std::optional<CheckpointConfig> checkpoint;  // unset: no checkpoints
+  std::optional<CheckpointConfig> checkpoint;         // unset: no checkpoints
+  std::optional<EarlyStoppingConfig> early_stopping;  // unset: run every epoch
   // Where servers keep the table rows beyond server_cache_rows/bytes, each
   // in a directory of its own; relative: from the config's directory.
   // Empty: pstrain-store under the job's working directory.

@@ -271,6 +271,7 @@ std::vector<Field> DataFields(const std::string& base_dir, DataConfig* data) {
                         &DataFormatName)),
           Required(Paths("train", base_dir, &data->train)),
           Paths("test", base_dir, &data->test),
+          Paths("validation", base_dir, &data->validation),
           Int("vocab", &data->vocab, 1, kMaxEmbeddingVocab),
           Int("limit", &data->limit, 0),
           Bool("shuffle", &data->shuffle)};
@@ -303,7 +304,8 @@ Status ReadData(const Value& v, const std::string& base_dir, DataConfig* data) {
     return v.Key("vocab", lines["vocab"]).Error("only used with format: criteo");
   }
   for (const auto& [key, paths] :
-       {std::make_pair("train", &data->train), std::make_pair("test", &data->test)}) {
+       {std::make_pair("train", &data->train), std::make_pair("test", &data->test),
+        std::make_pair("validation", &data->validation)}) {
     if (lines.count(key) > 0 && paths->size() != 2) {
       return v.Key(key, lines[key])
           .Error(fmt::format("an idx data set is [images, labels], got {} path{}", paths->size(),

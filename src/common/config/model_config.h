@@ -117,6 +117,10 @@ struct DataConfig {
   // a single file is split among workers by sample index.
   std::vector<std::string> train;
   std::vector<std::string> test;
+  // Samples to measure the model on at each epoch's end, apart from the
+  // test set, for train.early_stopping and checkpoint.keep_best (the same
+  // form as test); empty: none.
+  std::vector<std::string> validation;
   int64_t vocab = 1 << 20;  // criteo: categorical values hash into [0, vocab)
   int64_t limit = 0;        // use at most this many training samples (0: all)
   bool shuffle = true;      // reshuffle every epoch (seeded by train.seed)
