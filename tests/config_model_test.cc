@@ -259,7 +259,7 @@ TEST_CASE("a layer's mistakes name the layer, the key and the type") {
   CHECK(ErrorOf("model: {input: [4], layers: [{type: relu, size: 3}]}\n") ==
         "x.yaml:1: model.layers[0].size: unknown key (allowed: type, name, out, out_channels, "
         "kernel, stride, padding, bias, rate, vocab, dim, mode, init, init_scale, eps, momentum, "
-        "layers, flip, crop, projection)");
+        "sync_stats, layers, flip, crop, projection)");
 
   // Keys the type does not take.
   CHECK(ErrorOf("model:\n  input: [1, 28, 28]\n  layers:\n"
@@ -360,7 +360,8 @@ TEST_CASE("a data section's mistakes name the key") {
   CHECK(ErrorOf("data: {format: criteo, train: a, limit: -1}\n") ==
         "x.yaml:1: data.limit: expected an integer >= 0, got '-1'");
   CHECK(ErrorOf("data: {format: criteo, train: a, shufle: true}\n") ==
-        "x.yaml:1: data.shufle: unknown key (allowed: format, train, test, vocab, limit, shuffle)");
+        "x.yaml:1: data.shufle: unknown key (allowed: format, train, test, validation, vocab, "
+        "limit, shuffle)");
 }
 
 }  // namespace

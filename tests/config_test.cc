@@ -139,7 +139,8 @@ TEST_CASE("an unknown key names itself and the allowed keys") {
         "warmup_steps, lr_decay_steps, lr_decay, cosine_steps, min_lr, "
         "momentum, nesterov, beta1, beta2, epsilon, alpha, initial_accumulator, lr_power, l1, l2)");
   CHECK(ErrorOf("train:\n  checkpoint: {dir: c, every: 5}\n") ==
-        "x.yaml:2: train.checkpoint.every: unknown key (allowed: dir, every_steps, resume, keep)");
+        "x.yaml:2: train.checkpoint.every: unknown key (allowed: dir, every_steps, resume, keep, "
+        "keep_best)");
   CHECK(ErrorOf("parameters:\n  - {match: a}\n  - {match: b, cache: 5}\n") ==
         "x.yaml:3: parameters[1].cache: unknown key (allowed: match, ps, init_in_server, "
         "cache_rows, cache_staleness, admit_after, evict_after_steps, max_rows, "
@@ -322,7 +323,7 @@ TEST_CASE("a value shown in an error stays on one line") {
   CHECK(ErrorOf("train:\n  ? |\n    se\n    ed\n  : 1\n") ==
         "x.yaml:2: train.se\\ned\\n: unknown key (allowed: epochs, batch_size, steps, mode, "
         "staleness, average_every, optimizer, compression, seed, log_every, partition_bytes, "
-        "checkpoint, recovery, elastic, replication, store_dir)");
+        "checkpoint, early_stopping, recovery, elastic, replication, store_dir)");
   CHECK(ErrorOf("train: {seed: '" + std::string(300, 'x') + "'}\n") ==
         "x.yaml:1: train.seed: expected an integer >= 0, got '" + std::string(200, 'x') + "...'");
 }
