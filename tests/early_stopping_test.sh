@@ -44,8 +44,9 @@ check "the stop's step is checkpointed" [ -f "$DATA/ck/step-000000000032/MANIFES
 check "the best epoch's checkpoint is kept past keep: 1" [ -f "$DATA/ck/step-000000000016/MANIFEST" ]
 check "no other is" [ "$(ls "$DATA/ck" | grep -c '^step-')" = 2 ]
 check "BEST names it" grep -q "step 16" "$DATA/ck/BEST"
-"$BIN" eval --config "$TINY" --checkpoint "$DATA/ck/step-000000000016" > "$OUT" 2>&1; status=$?
+"$BIN" eval --config "$TINY" --checkpoint "$DATA/ck/step-000000000016/" > "$OUT" 2>&1; status=$?
 check "pstrain eval reads the best checkpoint (got $status)" [ "$status" = 0 ]
+check "it says which step it read" has "checkpoint step 16:"
 
 # Resumed for more epochs: patience counts from epoch 2's best, so epoch 5
 # (0.65 < 0.7) makes three epochs without improvement: stop after epoch 5.
@@ -80,6 +81,10 @@ check "it names the metric" has "train.early_stopping.metric.*accuracy is not me
 status=$?
 check "keep_best without validation exits 2 (got $status)" [ "$status" = 2 ]
 check "it names keep_best" has "train.checkpoint.keep_best.*needs data.validation"
+"$BIN" check --config "$TINY" --set "data.validation=[$DATA/tiny/test.txt]" --set train.mode=average \
+  --set train.average_every=4 --set "train.early_stopping={patience: 2}" > "$OUT" 2>&1; status=$?
+check "early_stopping in mode average exits 2 (got $status)" [ "$status" = 2 ]
+check "it says why" has "train.early_stopping.*does not work with mode: average"
 
 echo "early_stopping_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -71,12 +72,18 @@ StatusOr<std::unique_ptr<CheckpointWeights>> CheckpointWeights::Open(const std::
   std::unique_ptr<CheckpointWeights> w(new CheckpointWeights());
   // A step's own directory (".../step-000000000016", say the one BEST
   // names): that step, whatever is newer.
-  const std::filesystem::path path(dir);
+  std::filesystem::path path = std::filesystem::path(dir).lexically_normal();
+  if (!path.has_filename()) path = path.parent_path();  // "ckpt/step-.../"
   const std::string base = path.filename().string();
-  if (base.rfind("step-", 0) == 0 && base.size() > 5 && base.size() <= 5 + 18 &&
-      base.find_first_not_of("0123456789", 5) == std::string::npos) {
-    PSTRAIN_RETURN_IF_ERROR(
-        VerifyStep(path.parent_path().string(), std::stoll(base.substr(5)), &w->ref_));
+  std::string parent = path.parent_path().string();
+  if (parent.empty()) parent = ".";
+  int64_t step = -1;
+  const char* digits = base.data() + std::min<size_t>(base.size(), 5);
+  const auto [end, ec] = std::from_chars(digits, base.data() + base.size(), step);
+  // Only a name the checkpoints' own (step-%012d): "step-16" is no step's.
+  if (base.rfind("step-", 0) == 0 && ec == std::errc() && end == base.data() + base.size() &&
+      step >= 0 && CheckpointStepDir(parent, step) == parent + "/" + base) {
+    PSTRAIN_RETURN_IF_ERROR(VerifyStep(parent, step, &w->ref_));
   } else {
     std::vector<std::string> skipped;
     auto ref = FindNewestCheckpoint(dir, &skipped);

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
+#include <map>
+#include <string_view>
 
 #include "src/common/checkpoint_file.h"
 #include "src/common/config/identity.h"
@@ -14,6 +17,14 @@ namespace {
 
 constexpr char kBestFile[] = "BEST";
 
+// A number that is all of `text`.
+template <typename T>
+bool ParseWhole(const std::string& text, T* out) {
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, *out);
+  return ec == std::errc() && ptr == end && !text.empty();
+}
+
 }  // namespace
 
 BestEpoch::BestEpoch(const Config& config) : rule_(config.train.early_stopping) {
@@ -21,6 +32,8 @@ BestEpoch::BestEpoch(const Config& config) : rule_(config.train.early_stopping) 
   metric_ = rule_ && !rule_->metric.empty() ? rule_->metric : own.name();
   higher_is_better_ = metric_ == "accuracy" || metric_ == "auc";
   job_ = JobIdentityText(config);
+  watching_ = !config.data.validation.empty() &&
+              (rule_ || (config.train.checkpoint && config.train.checkpoint->keep_best));
 }
 
 double BestEpoch::ValueOf(const TestMetric& m) const {
@@ -32,9 +45,13 @@ bool BestEpoch::Better(double value, double than) const {
   return higher_is_better_ ? value > than + delta : value < than - delta;
 }
 
+bool BestEpoch::WouldImprove(double value) const {
+  return std::isfinite(value) && (!has_best() || Better(value, best_));
+}
+
 bool BestEpoch::Record(int epoch, int64_t step, double value) {
   last_epoch_ = epoch;
-  if (has_best() && !Better(value, best_)) return false;
+  if (!WouldImprove(value)) return false;
   best_ = value;
   best_epoch_ = epoch;
   best_step_ = step;
@@ -78,17 +95,26 @@ Status BestEpoch::Restore(const std::string& dir, int64_t resumed_step, int resu
   // after it was lost): not this run's to count from.
   if (std::string(job->second->begin(), job->second->end()) != job_) return Status::OK();
   const std::string text(best->second->begin(), best->second->end());
-  long long step = -1;
-  int epoch = 0;
-  char name[16] = {};
+  // "step N\nepoch E\n<metric> V\n": each line a key and a number.
+  std::map<std::string, std::string, std::less<>> fields;
+  for (std::string_view rest(text); !rest.empty() && fields.size() < 8;) {
+    const size_t eol = std::min(rest.find('\n'), rest.size());
+    const std::string_view line = rest.substr(0, eol);
+    rest.remove_prefix(std::min(eol + 1, rest.size()));
+    const size_t space = line.find(' ');
+    if (space != std::string_view::npos)
+      fields[std::string(line.substr(0, space))] = std::string(line.substr(space + 1));
+  }
+  if (fields.count(metric_) == 0) return Status::OK();  // another metric's best
+  int64_t step = -1, epoch = 0;
   double value = 0;
-  if (std::sscanf(text.c_str(), "step %lld\nepoch %d\n%15s %lf", &step, &epoch, name, &value) !=
-          4 ||
-      step < 0 || epoch < 1 || !std::isfinite(value))
-    return InvalidArgument(fmt::format("{}: cannot read '{}'", path, text.substr(0, 80)));
-  if (name != metric_ || step > resumed_step) return Status::OK();
+  if (!ParseWhole(fields["step"], &step) || !ParseWhole(fields["epoch"], &epoch) ||
+      !ParseWhole(fields[metric_], &value) || step < 0 || epoch < 1 || epoch > (int64_t{1} << 30) ||
+      !std::isfinite(value))
+    return InvalidArgument(fmt::format("{}: cannot read its best", path));
+  if (step > resumed_step) return Status::OK();
   best_ = value;
-  best_epoch_ = epoch;
+  best_epoch_ = static_cast<int>(epoch);
   best_step_ = step;
   last_epoch_ = resumed_epoch;
   return Status::OK();

@@ -27,13 +27,18 @@ class BestEpoch {
  public:
   explicit BestEpoch(const Config& config);
 
+  // Whether the job watches the validation metric (train.early_stopping
+  // or checkpoint.keep_best, both of which need data.validation).
+  bool watching() const { return watching_; }
   // The metric's name ("accuracy", "logloss", ...), and its value in `m`.
   const std::string& metric() const { return metric_; }
   double ValueOf(const TestMetric& m) const;
 
   // Records epoch `epoch` (1-based), ending at `step` steps done, measured
-  // at `value`; returns whether it is the best so far.
+  // at `value`; returns whether it is the best so far. A value that is not
+  // finite (a diverged model's log-loss) is never the best.
   bool Record(int epoch, int64_t step, double value);
+  bool WouldImprove(double value) const;
   // Whether the rule says stop now (never without train.early_stopping).
   bool ShouldStop() const;
   // Why it stops, for the log: "validation accuracy has not improved on
@@ -43,13 +48,15 @@ class BestEpoch {
   bool has_best() const { return best_step_ >= 0; }
   int64_t best_step() const { return best_step_; }
 
-  // BEST in `dir`; read back by Restore (a missing file: nothing to restore).
+  // BEST in `dir`; read back by Restore (a missing file: nothing to
+  // restore; a damaged one: an error naming it, the state unchanged).
   Status Save(const std::string& dir) const;
   Status Restore(const std::string& dir, int64_t resumed_step, int resumed_epoch);
 
  private:
   bool Better(double value, double than) const;
 
+  bool watching_ = false;
   std::string metric_;
   bool higher_is_better_ = true;
   std::optional<EarlyStoppingConfig> rule_;

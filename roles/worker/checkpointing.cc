@@ -77,7 +77,7 @@ StatusOr<std::unique_ptr<CheckpointInFlight>> BeginCheckpoint(WorkerContext& ctx
   return c;
 }
 
-Status CheckpointInFlight::Finish(int64_t keep_also) {
+Status CheckpointInFlight::Finish(const std::vector<int64_t>& keep_also) {
   const std::string what = fmt::format("checkpoint of step {}", step_);
   if (servers_) PSTRAIN_RETURN_IF_ERROR(servers_->Wait().WithContext(what));
   servers_.reset();

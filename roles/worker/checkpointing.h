@@ -49,9 +49,9 @@ class CheckpointInFlight {
     local_files_.insert(local_files_.end(), files.begin(), files.end());
   }
   // Steps 3 and 4: waits for the servers, writes the MANIFEST, prunes.
-  // `keep_also`: a step whose checkpoint pruning keeps past `keep` (the
-  // best, checkpoint.keep_best); -1: none.
-  Status Finish(int64_t keep_also = -1);
+  // `keep_also`: steps whose checkpoints pruning keeps past `keep` (the
+  // best, checkpoint.keep_best).
+  Status Finish(const std::vector<int64_t>& keep_also = {});
   int64_t step() const { return step_; }
 
  private:

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -430,8 +431,10 @@ Status TrainJob::Run(WorkerContext& ctx) {
   PSTRAIN_RETURN_IF_ERROR(InitWeights(ctx, *resume, start_step));
   // A resumed job's patience counts from the best its checkpoints recorded.
   if (start_step > 0 && config_.train.checkpoint && !config_.data.validation.empty())
-    PSTRAIN_RETURN_IF_ERROR(best_.Restore(config_.train.checkpoint->dir, start_step,
-                                          static_cast<int>(run.plan.Epoch(start_step - 1) + 1)));
+    if (Status st = best_.Restore(config_.train.checkpoint->dir, start_step,
+                                  static_cast<int>(run.plan.Epoch(start_step - 1) + 1));
+        !st.ok())
+      ctx.log->warn("{}: ignored, the best validation metric is counted afresh", st.message());
   if (!ps_params_.empty()) {
     // Mode average pushes weight deltas, dense: only gradients are encoded.
     ps_compression_ = std::make_unique<PsCompression>(config_, ctx.kv->map(),
@@ -568,12 +571,17 @@ Status TrainJob::Run(WorkerContext& ctx) {
                        evaluates ? TestMetric(config_.model.loss).name() : nullptr,
                        config_.data.test.empty() ? -1 : stats_.test_metric,
                        config_.data.validation.empty() ? -1 : stats_.validation_metric);
-      // Early stopping: the chief's verdict, which every worker follows.
-      if (config_.train.early_stopping && !last) {
-        const bool stop = evaluates && best_.ShouldStop();
-        auto agreed = ctx.cluster->AgreeMin(BarrierGroup::kWorkers, stop ? 0 : 1);
-        if (!agreed.ok()) return agreed.status().WithContext("early stopping");
-        if (*agreed == 0) {
+      // The chief's validation metric goes to every worker, so all keep the
+      // same best (whichever becomes the chief) and stop together.
+      if (best_.watching()) {
+        auto shared = ctx.cluster->ShareFromOne(
+            BarrierGroup::kWorkers, evaluates ? fmt::format("{:.17g}", watched_) : std::string());
+        if (!shared.ok()) return shared.status().WithContext("sharing the validation metric");
+        double value = 0;
+        const char* end = shared->data() + shared->size();
+        if (std::from_chars(shared->data(), end, value).ptr == end)
+          best_.Record(epoch + 1, step + 1, value);
+        if (config_.train.early_stopping && !last && best_.ShouldStop()) {
           if (evaluates)
             ctx.log->info("early stopping after epoch {}: {}", epoch + 1, best_.WhyStop());
           stopped_early = step + 1;
@@ -594,8 +602,8 @@ Status TrainJob::Run(WorkerContext& ctx) {
   } else if (stopped_at >= 0) {
     // Every worker stopped here: what the job did so far is kept, unless the
     // last periodic checkpoint already holds it.
-    if (config_.train.checkpoint && stopped_at > start_step &&
-        !CheckpointDue(config_, stopped_at, false) && CheckpointableAt(stopped_at))
+    if (config_.train.checkpoint && stopped_at > start_step && !CheckpointAt(stopped_at - 1) &&
+        CheckpointableAt(stopped_at))
       PSTRAIN_RETURN_IF_ERROR(Checkpoint(ctx, stopped_at, run.plan, /*wait=*/true));
     ctx.log->info("worker {} stopped on request after step {} of {}", ctx.rank, stopped_at,
                   run.total);

@@ -222,7 +222,9 @@ class TrainJob : public WorkerJob {
   std::unique_ptr<GpuModel> gpu_;                 // device: gpu only
   std::unique_ptr<NcclCommunicator> nccl_;        // averages ps: false grads on the GPU
   HeldOut test_{"test", nullptr}, validation_{"validation", nullptr};
-  BestEpoch best_;  // the chief's: the validation metric's best epoch
+  BestEpoch best_;                // the validation metric's best epoch, the same on every worker
+  double watched_ = 0;            // the chief's: its last measure of best_.metric()
+  int64_t best_saved_step_ = -1;  // the step BEST names (the chief's)
   // Where the data sets are read from when the worker keeps none across runs.
   std::unique_ptr<DataCache> own_data_;
   // The chief's checkpoint whose servers may still be writing (training

@@ -73,13 +73,23 @@ Status TrainJob::RestorePsWorkerState(WorkerContext& ctx, const CheckpointRef& r
 
 Status TrainJob::FinishCheckpoint() {
   if (!checkpoint_) return Status::OK();
-  const bool keep_best = config_.train.checkpoint->keep_best && best_.has_best();
+  // keep_best: pruning spares the best step and the one BEST names now
+  // (until BEST names the new one: a crash between the two leaves BEST
+  // naming a step that is there).
+  std::vector<int64_t> spared;
+  if (config_.train.checkpoint->keep_best && best_.has_best())
+    spared = {best_.best_step(), best_saved_step_};
   const int64_t step = checkpoint_->step();
-  Status st = checkpoint_->Finish(keep_best ? best_.best_step() : -1);
+  Status st = checkpoint_->Finish(spared);
   checkpoint_.reset();
-  // BEST names only a step whose checkpoint is complete.
-  if (st.ok() && keep_best && step == best_.best_step())
+  // BEST is written once its step's checkpoint is complete, or, without
+  // keep_best, at every checkpoint (for a resumed job's patience).
+  const bool write_best = best_.watching() && best_.has_best() &&
+                          (!config_.train.checkpoint->keep_best || step >= best_.best_step());
+  if (st.ok() && write_best && best_saved_step_ != best_.best_step()) {
     st = best_.Save(config_.train.checkpoint->dir);
+    if (st.ok()) best_saved_step_ = best_.best_step();
+  }
   return st;
 }
 

@@ -88,13 +88,15 @@ Status TrainJob::Evaluate(WorkerContext& ctx, int epoch, int64_t rows_min_clock,
     auto measured = Measure(ctx, &validation_, rows_min_clock);
     if (!measured.ok()) return measured.status();
     stats_.validation_metric = measured->value();
-    double value = best_.ValueOf(*measured);
+    watched_ = best_.ValueOf(*measured);
     std::string line = measured->Describe("validation");
     if (std::optional<double> scripted = ScriptedValidation(epoch)) {
-      value = *scripted;
-      line += fmt::format("; {} {} from PSTRAIN_TEST_VALIDATION_METRICS", best_.metric(), value);
+      watched_ = *scripted;
+      line += fmt::format("; {} {} from PSTRAIN_TEST_VALIDATION_METRICS", best_.metric(), watched_);
     }
-    if (steps_done >= 0 && best_.Record(epoch, steps_done, value)) line += " (best so far)";
+    // Recorded once every worker has it (TrainJob::Run).
+    if (steps_done >= 0 && best_.watching() && best_.WouldImprove(watched_))
+      line += " (best so far)";
     ctx.log->info("epoch: {} {}", epoch, line);
   }
   if (config_.data.test.empty()) return Status::OK();

@@ -447,7 +447,7 @@ StatusOr<int64_t> NewestStepDirectory(const std::string& dir) {
 }
 
 Status PruneCheckpoints(const std::string& dir, int keep, const std::string* job,
-                        int64_t keep_also) {
+                        const std::vector<int64_t>& keep_also) {
   if (keep < 1) return InvalidArgument(fmt::format("prune checkpoints: keep {} < 1", keep));
   std::vector<int64_t> steps;
   Status listed = ListSteps(dir, &steps);
@@ -456,7 +456,7 @@ Status PruneCheckpoints(const std::string& dir, int keep, const std::string* job
   int complete = 0;
   for (int64_t step : steps) {
     if (job != nullptr && IsAnotherJobs(dir, step, *job)) continue;  // never ours to delete
-    if (step == keep_also) continue;
+    if (std::find(keep_also.begin(), keep_also.end(), step) != keep_also.end()) continue;
     if (complete < keep) {
       CheckpointRef ref;
       if (VerifyStep(dir, step, &ref).ok()) {

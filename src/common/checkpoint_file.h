@@ -134,10 +134,11 @@ Status CheckWritableDirectory(const std::string& dir);
 // Keeps the newest `keep` (>= 1) complete steps. Deletes every step older than
 // the oldest kept one, and partial or damaged steps older than the newest
 // complete one; newer partial steps stay (they may still be being written).
-// With `job`, steps of another job are neither counted nor deleted. Deletes
+// With `job`, steps of another job are neither counted nor deleted; the
+// steps in `keep_also` are not deleted (nor counted). Deletes
 // nothing when no step is complete; OK when `dir` does not exist, and when a
 // step vanishes while being deleted (someone else removed it).
 Status PruneCheckpoints(const std::string& dir, int keep, const std::string* job = nullptr,
-                        int64_t keep_also = -1);
+                        const std::vector<int64_t>& keep_also = {});
 
 }  // namespace pstrain

@@ -373,6 +373,17 @@ Status CheckEvaluationAgainstData(const Value& doc, const Config& config) {
                              LossTypeName(config.model.loss), own,
                              config.model.loss == LossType::kBceWithLogits ? " and logloss" : ""));
   }
+  // Mode average checkpoints only where a round of averaging ends, which
+  // an epoch's end need not be.
+  if (config.train.mode == UpdateMode::kAverage) {
+    if (config.train.early_stopping)
+      return at.Key("early_stopping", config.train.early_stopping->line)
+          .Error("does not work with mode: average yet (an epoch's end is no averaging round)");
+    if (config.train.checkpoint && config.train.checkpoint->keep_best)
+      return at.Key("checkpoint", KeyLine(train, "checkpoint"))
+          .Key("keep_best", KeyLine(train["checkpoint"], "keep_best"))
+          .Error("does not work with mode: average yet (an epoch's end is no averaging round)");
+  }
   if (config.train.checkpoint && config.train.checkpoint->keep_best && !validation)
     return at.Key("checkpoint", KeyLine(train, "checkpoint"))
         .Key("keep_best", KeyLine(train["checkpoint"], "keep_best"))
