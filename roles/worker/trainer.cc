@@ -453,7 +453,9 @@ Status TrainJob::Run(WorkerContext& ctx) {
         "worker {}: the checkpoint {} is at step {}, the job's last ({} steps): nothing left to "
         "train{}",
         ctx.rank, resume->step_dir, start_step, total,
-        ctx.rank == 0 && HasHeldOutData() ? "; evaluating it" : "");
+        ctx.rank != 0 || !HasHeldOutData() ? ""
+        : config_.data.test.empty()        ? "; evaluating it on the validation set"
+                                           : "; evaluating it on the test set");
     if (ctx.rank == 0 && HasHeldOutData())
       PSTRAIN_RETURN_IF_ERROR(Evaluate(ctx, static_cast<int>(run.plan.Epoch(start_step - 1) + 1)));
     return Status::OK();
