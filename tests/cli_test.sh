@@ -12,18 +12,7 @@
 set -u
 BIN="$1"
 REPO="${2:-$(dirname "$0")/..}"
-OUT=$(mktemp)
-DATA=$(mktemp -d)
-trap 'rm -rf "$OUT" "$DATA"' EXIT
-. "$(dirname "$0")/tiny_job.sh"
-TINY=$(tiny_job "$BIN" "$DATA/tiny") || { echo "FAILED: gen criteo"; exit 1; }
-passed=0
-failed=0
-check() {
-  desc="$1"; shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $desc"; cat "$OUT"; fi
-}
-has() { grep -q -e "$1" "$OUT"; }
+. "$(dirname "$0")/check_util.sh"
 lines() { wc -l < "$OUT" | tr -d ' '; }
 
 GOOD="MS_ROLE=MS_WORKER MS_SERVER_NUM=1 MS_WORKER_NUM=1 MS_SCHED_HOST=127.0.0.1 MS_SCHED_PORT=1"
@@ -202,25 +191,25 @@ check "it says what is missing" has "^pstrain: --resume: .*tiny.yaml has no trai
 # running statistics stay with the workers (linked in a ring for them), the
 # chief's are checkpointed, and pstrain eval of the checkpoint gives the
 # chief's own last test line.
-BN="model.deep=[{type: batch_norm}, {name: dense, type: linear, out: 1}]"
-"$BIN" local --config "$TINY" --servers 1 --workers 2 --set "$BN" \
-  --set "train.checkpoint={dir: $DATA/ckbn, every_steps: 4}" > "$OUT" 2>&1; status=$?
-check "a batch_norm job exits 0 (got $status)" [ "$status" = 0 ]
-check "its workers link a ring for the statistics" has "ring: the 2 workers"
-trained=$(grep 'test AUC' "$OUT" | tail -n 1 | sed 's/.*\(test AUC.*\)/\1/')
-"$BIN" eval --config "$TINY" --set "$BN" --checkpoint "$DATA/ckbn" > "$OUT" 2>&1; status=$?
-check "eval of the batch_norm checkpoint exits 0 (got $status)" [ "$status" = 0 ]
-check "eval gives the chief's last test line ($trained)" has "checkpoint step 4: $trained"
+# bn_job NAME LAYER EVERY: trains with LAYER before the linear one,
+# checkpointing every EVERY steps into DATA/NAME, then evaluates the last
+# checkpoint: it must give the chief's own last test line.
+bn_job() {
+  BN="model.deep=[$2, {name: dense, type: linear, out: 1}]"
+  "$BIN" local --config "$TINY" --servers 1 --workers 2 --set "$BN" \
+    --set "train.checkpoint={dir: $DATA/$1, every_steps: $3}" > "$OUT" 2>&1; status=$?
+  check "$1: the job exits 0 (got $status)" [ "$status" = 0 ]
+  check "$1: its workers link a ring for the statistics" has "ring: the 2 workers"
+  trained=$(grep 'test AUC' "$OUT" | tail -n 1 | sed 's/.*\(test AUC.*\)/\1/')
+  last=$(sed -n 's/.*checkpoint of step \([0-9]*\) written.*/\1/p' "$OUT" | tail -n 1)
+  "$BIN" eval --config "$TINY" --set "$BN" --checkpoint "$DATA/$1" > "$OUT" 2>&1; status=$?
+  check "$1: eval of its checkpoint exits 0 (got $status)" [ "$status" = 0 ]
+  check "$1: eval gives the chief's last test line ($trained)" has "checkpoint step $last: $trained"
+}
+bn_job ckbn "{type: batch_norm}" 4
 # sync_stats: the statistics averaged every step too (checkpoints every 3
 # steps, between epoch ends: every worker's collectives stay in step).
-BN="model.deep=[{type: batch_norm, sync_stats: true}, {name: dense, type: linear, out: 1}]"
-"$BIN" local --config "$TINY" --servers 1 --workers 2 --set "$BN" \
-  --set "train.checkpoint={dir: $DATA/ckbn-sync, every_steps: 3}" > "$OUT" 2>&1; status=$?
-check "a batch_norm job with sync_stats exits 0 (got $status)" [ "$status" = 0 ]
-trained=$(grep 'test AUC' "$OUT" | tail -n 1 | sed 's/.*\(test AUC.*\)/\1/')
-last=$(sed -n 's/.*checkpoint of step \([0-9]*\) written.*/\1/p' "$OUT" | tail -n 1)
-"$BIN" eval --config "$TINY" --set "$BN" --checkpoint "$DATA/ckbn-sync" > "$OUT" 2>&1; status=$?
-check "eval of its checkpoint gives the chief's last test line ($trained)" has "checkpoint step $last: $trained"
+bn_job ckbn-sync "{type: batch_norm, sync_stats: true}" 3
 
 # How much could a row cache save on this data? Bounds for 1%, 10% and 30%
 # caches, larger caches never worse.

@@ -9,18 +9,7 @@
 # Usage: sh tests/early_stopping_test.sh PSTRAIN_BIN
 set -u
 BIN="$1"
-OUT=$(mktemp)
-DATA=$(mktemp -d)
-trap 'rm -rf "$OUT" "$DATA"' EXIT
-. "$(dirname "$0")/tiny_job.sh"
-TINY=$(tiny_job "$BIN" "$DATA/tiny") || { echo "FAILED: gen criteo"; exit 1; }
-passed=0
-failed=0
-check() {
-  desc="$1"; shift
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $desc"; cat "$OUT"; fi
-}
-has() { grep -q -e "$1" "$OUT"; }
+. "$(dirname "$0")/check_util.sh"
 
 # job CKPT_DIR SETS...: the tiny job for 8 epochs with a validation set.
 job() {

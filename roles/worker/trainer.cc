@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -562,33 +561,11 @@ Status TrainJob::Run(WorkerContext& ctx) {
       const double rate = static_cast<double>(epoch_samples) / seconds;
       ctx.log->info("epoch: {} done: {:.0f} samples/s on this worker ({} workers)", epoch + 1, rate,
                     ctx.workers);
-      const bool evaluates = ctx.rank == ChiefRank(ctx) && HasHeldOutData();
-      // The test and the job's end take the servers' exact weights.
-      if (evaluates || last)
-        PSTRAIN_RETURN_IF_ERROR(PullWhole(ctx.kv, ps_params_, delta_pulls_, MinClock(step)));
-      if (evaluates)
-        PSTRAIN_RETURN_IF_ERROR(Evaluate(
-            ctx, epoch + 1, config_.train.mode == UpdateMode::kSync ? step + 1 : 0, step + 1));
-      report.EpochLine(step + 1, epoch + 1, rate,
-                       evaluates ? TestMetric(config_.model.loss).name() : nullptr,
-                       config_.data.test.empty() ? -1 : stats_.test_metric,
-                       config_.data.validation.empty() ? -1 : stats_.validation_metric);
-      // The chief's validation metric goes to every worker, so all keep the
-      // same best (whichever becomes the chief) and stop together.
-      if (best_.watching()) {
-        auto shared = ctx.cluster->ShareFromOne(
-            BarrierGroup::kWorkers, evaluates ? fmt::format("{:.17g}", watched_) : std::string());
-        if (!shared.ok()) return shared.status().WithContext("sharing the validation metric");
-        double value = 0;
-        const char* end = shared->data() + shared->size();
-        if (std::from_chars(shared->data(), end, value).ptr == end)
-          best_.Record(epoch + 1, step + 1, value);
-        if (config_.train.early_stopping && !last && best_.ShouldStop()) {
-          if (evaluates)
-            ctx.log->info("early stopping after epoch {}: {}", epoch + 1, best_.WhyStop());
-          stopped_early = step + 1;
-          break;
-        }
+      auto stop = EndEpoch(ctx, report, epoch + 1, step, last, rate);
+      if (!stop.ok()) return stop.status();
+      if (*stop) {
+        stopped_early = step + 1;
+        break;
       }
     }
   }

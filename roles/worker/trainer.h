@@ -126,6 +126,12 @@ class TrainJob : public WorkerJob {
   bool HasHeldOutData() const {
     return !config_.data.test.empty() || !config_.data.validation.empty();
   }
+  // After epoch `epoch` (1-based) ends at 0-based `step`: the chief
+  // evaluates, the metrics file's line, and every worker records the
+  // chief's validation metric (best_); true: train.early_stopping ends the
+  // job here.
+  StatusOr<bool> EndEpoch(WorkerContext& ctx, TrainReport& report, int epoch, int64_t step,
+                          bool last, double rate);
   // The validation set (if any), then the test set (if any). `steps_done`
   // >= 0: an epoch's end, whose validation metric best_ records.
   Status Evaluate(WorkerContext& ctx, int epoch, int64_t rows_min_clock = 0,

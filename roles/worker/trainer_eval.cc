@@ -1,9 +1,11 @@
-// TrainJob's evaluation on the validation and test sets
-// (roles/worker/trainer.h): the chief runs it at epoch ends and on a resumed
-// finished job. And the totals every worker logs at its end.
+// TrainJob's epoch ends (roles/worker/trainer.h): the chief's evaluation on
+// the validation and test sets (also of a resumed finished job) and the
+// early-stopping verdict every worker follows. And the totals every worker
+// logs at its end.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <optional>
@@ -13,6 +15,7 @@
 #include "roles/worker/data_cache.h"
 #include "roles/worker/ps_compression.h"
 #include "roles/worker/remote_embeddings.h"
+#include "roles/worker/train_report.h"
 #include "roles/worker/trainer.h"
 #include "src/data/batcher.h"
 #include "src/data/dataset.h"
@@ -106,6 +109,37 @@ Status TrainJob::Evaluate(WorkerContext& ctx, int epoch, int64_t rows_min_clock,
   stats_.test_logloss = measured->logloss();
   ctx.log->info("epoch: {} {}", epoch, measured->Describe());
   return Status::OK();
+}
+
+StatusOr<bool> TrainJob::EndEpoch(WorkerContext& ctx, TrainReport& report, int epoch, int64_t step,
+                                  bool last, double rate) {
+  const bool evaluates = ctx.rank == ChiefRank(ctx) && HasHeldOutData();
+  // The test and the job's end take the servers' exact weights.
+  if (evaluates || last)
+    PSTRAIN_RETURN_IF_ERROR(PullWhole(ctx.kv, ps_params_, delta_pulls_, MinClock(step)));
+  if (evaluates)
+    PSTRAIN_RETURN_IF_ERROR(
+        Evaluate(ctx, epoch, config_.train.mode == UpdateMode::kSync ? step + 1 : 0, step + 1));
+  report.EpochLine(step + 1, epoch, rate,
+                   evaluates ? TestMetric(config_.model.loss).name() : nullptr,
+                   config_.data.test.empty() ? -1 : stats_.test_metric,
+                   config_.data.validation.empty() ? -1 : stats_.validation_metric);
+  // The chief's validation metric goes to every worker, so all keep the
+  // same best (whichever becomes the chief) and stop together.
+  if (best_.watching()) {
+    auto shared = ctx.cluster->ShareFromOne(
+        BarrierGroup::kWorkers, evaluates ? fmt::format("{:.17g}", watched_) : std::string());
+    if (!shared.ok()) return shared.status().WithContext("sharing the validation metric");
+    double value = 0;
+    const char* end = shared->data() + shared->size();
+    if (std::from_chars(shared->data(), end, value).ptr == end)
+      best_.Record(epoch, step + 1, value);
+    if (config_.train.early_stopping && !last && best_.ShouldStop()) {
+      if (evaluates) ctx.log->info("early stopping after epoch {}: {}", epoch, best_.WhyStop());
+      return true;
+    }
+  }
+  return false;
 }
 
 void TrainJob::LogTotals(WorkerContext& ctx) {

@@ -30,6 +30,7 @@
 #include "src/common/status.h"
 
 namespace pstrain {
+struct Config;  // src/common/config/config.h
 namespace config_internal {
 
 // `text` on one line: line breaks and tabs (in a key or a block scalar)
@@ -187,6 +188,12 @@ Status ReadData(const Value& v, const std::string& base_dir, DataConfig* data);
 // Their keys, for SectionFields.
 std::vector<Field> ModelFieldKeys();
 std::vector<Field> DataFieldKeys();
+
+// Checks between sections of the whole document `doc` (cross_checks.cc).
+Status CheckRulesAgainstTrain(const Value& doc, const Config& config);
+Status CheckEvaluationAgainstData(const Value& doc, const Config& config);
+// The line of `key` in the mapping `map` (which ReadMap read, so it holds it).
+int KeyLine(const YAML::Node& map, const char* key);
 
 }  // namespace config_internal
 }  // namespace pstrain
