@@ -20,6 +20,7 @@
 #include "roles/checkpoint/shard_file.h"
 #include "roles/placement/server_tables.h"
 #include "src/common/checkpoint_file.h"
+#include "src/data/libsvm_gen.h"
 #include "tests/test_util.h"
 #include "tests/train_util.h"
 
@@ -72,7 +73,14 @@ Config Load(const std::string& name) {
 }
 
 // Small enough to be quick: epochs of 6 steps with one worker, 3 with two.
-void Shrink(Config* config, const testing::ClickData* clicks) {
+// `sparse_dir`: libsvm data of 400 rows in 2 shards, ids below 1001.
+void Shrink(Config* config, const testing::ClickData* clicks, const std::string& sparse_dir = "") {
+  if (config->data.format == DataFormat::kLibsvm) {
+    REQUIRE_FALSE(sparse_dir.empty());
+    config->data.train = {sparse_dir + "/train.txt"};
+    config->train.batch_size = 32;
+    return;
+  }
   if (config->data.format == DataFormat::kCriteo) {
     REQUIRE(clicks != nullptr);
     config->data.train = {clicks->dir + "/train.txt"};
@@ -197,13 +205,23 @@ void CheckResumeIsExact(const std::string& name, Config config, int workers) {
 
 void CheckConfigs(bool images) {
   std::unique_ptr<testing::ClickData> clicks;
+  TempDir sparse;
+  if (!images) {
+    LibsvmGenOptions gen;
+    gen.rows = 400;
+    gen.shards = 2;
+    gen.test_rows = 0;
+    gen.features = 1000;
+    gen.out_dir = sparse.path();
+    REQUIRE(GenerateLibsvm(gen).ok());
+  }
   int checked = 0;
   for (const std::string& name : AllConfigs()) {
     Config config = Load(name);
-    const bool is_images = config.data.format != DataFormat::kCriteo;
+    const bool is_images = config.data.format == DataFormat::kIdx;
     if (is_images != images) continue;
     if (!images && !clicks) clicks = std::make_unique<testing::ClickData>(400, 0);
-    Shrink(&config, clicks.get());
+    Shrink(&config, clicks.get(), sparse.path());
     for (int workers : {1, 2}) CheckResumeIsExact(name, config, workers);
     ++checked;
   }

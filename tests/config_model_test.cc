@@ -340,8 +340,8 @@ TEST_CASE("a model's mistakes name the key") {
 
 TEST_CASE("a data section's mistakes name the key") {
   CHECK(ErrorOf("data:\n  train: [a, b]\n") == "x.yaml:1: data.format: required key is missing");
-  CHECK(ErrorOf("data: {format: csv, train: a}\n") ==
-        "x.yaml:1: data.format: expected one of idx|criteo, got 'csv'");
+  CHECK(ErrorOf("data: {format: tsv, train: a}\n") ==
+        "x.yaml:1: data.format: expected one of idx|criteo|csv|libsvm, got 'tsv'");
   CHECK(ErrorOf("data: {format: criteo}\n") == "x.yaml:1: data.train: required key is missing");
   CHECK(ErrorOf("data:\n  format: criteo\n  train: []\n") ==
         "x.yaml:3: data.train: expected a path or a non-empty list of paths, got an empty list");
@@ -354,14 +354,94 @@ TEST_CASE("a data section's mistakes name the key") {
   CHECK(ErrorOf("data:\n  format: idx\n  train: [a, b]\n  test: c\n") ==
         "x.yaml:4: data.test: an idx data set is [images, labels], got 1 path");
   CHECK(ErrorOf("data:\n  format: idx\n  train: [a, b]\n  vocab: 100\n") ==
-        "x.yaml:4: data.vocab: only used with format: criteo");
+        "x.yaml:4: data.vocab: only used with format: criteo, csv or libsvm (this is idx)");
   CHECK(ErrorOf("data: {format: criteo, train: a, vocab: 0}\n") ==
         "x.yaml:1: data.vocab: expected an integer in 1..1099511627776, got '0'");
   CHECK(ErrorOf("data: {format: criteo, train: a, limit: -1}\n") ==
         "x.yaml:1: data.limit: expected an integer >= 0, got '-1'");
   CHECK(ErrorOf("data: {format: criteo, train: a, shufle: true}\n") ==
-        "x.yaml:1: data.shufle: unknown key (allowed: format, train, test, validation, vocab, "
-        "limit, shuffle)");
+        "x.yaml:1: data.shufle: unknown key (allowed: format, train, test, validation, "
+        "validation_fraction, vocab, limit, shuffle, columns, delimiter, header, on_bad_row)");
+}
+
+TEST_CASE("a csv or libsvm schema is read, and its mistakes name the key") {
+  auto data = [](const std::string& rest) { return "data:\n  format: csv\n  train: a\n" + rest; };
+  const std::string good =
+      "  columns:\n"
+      "    - {name: y, type: label, threshold: 0.5}\n"
+      "    - {name: age, type: dense, transform: standardize, mean: 40, std: 12, fill: 40}\n"
+      "    - {name: city, type: categorical}\n"
+      "    - {name: items, type: multi_hot, separator: ';', max_ids: 8, ids: raw}\n"
+      "    - {name: note, type: skip}\n";
+  auto config = ParseConfig(
+      data("  delimiter: \"\\t\"\n  header: true\n  on_bad_row: skip\n" + good), "x.yaml");
+  REQUIRE_MESSAGE(config.ok(), config.status().ToString());
+  const DataConfig& d = config->data;
+  CHECK(d.format == DataFormat::kCsv);
+  CHECK(d.delimiter == "\t");
+  CHECK(d.header);
+  CHECK(d.on_bad_row == OnBadRow::kSkip);
+  REQUIRE(d.columns.size() == 5);
+  CHECK(d.columns[0].has_threshold);
+  CHECK(d.columns[0].threshold == 0.5f);
+  CHECK(d.columns[1].transform == DenseTransform::kStandardize);
+  CHECK(d.columns[1].mean == 40.0f);
+  CHECK(d.columns[1].std == 12.0f);
+  CHECK(d.columns[1].fill == 40.0f);
+  CHECK(d.columns[2].type == ColumnType::kCategorical);
+  CHECK_FALSE(d.columns[2].raw_ids);
+  CHECK(d.columns[3].raw_ids);
+  CHECK(d.columns[3].separator == ";");
+  CHECK(d.columns[3].max_ids == 8);
+  CHECK(d.columns[4].type == ColumnType::kSkip);
+
+  CHECK(ErrorOf(data("")) ==
+        "x.yaml:1: data.columns: required key is missing: what each column of a csv line is");
+  CHECK(ErrorOf(data("  columns: [{name: a, type: dense}]\n")) ==
+        "x.yaml:4: data.columns: expected exactly one column of type label, got 0");
+  CHECK(ErrorOf(data("  columns: [{name: a, type: label}, {name: a, type: dense}]\n")) ==
+        "x.yaml:4: data.columns[1].name: 'a' names another column too");
+  CHECK(ErrorOf(data("  columns: [{name: y, type: label, max_ids: 3}]\n")) ==
+        "x.yaml:4: data.columns[0].max_ids: not a key of a label column");
+  CHECK(ErrorOf(data("  columns: [{name: y, type: label}, {name: m, type: multi_hot}]\n")) ==
+        "x.yaml:4: data.columns[1].max_ids: required key of a multi_hot column is missing (the "
+        "most values a row holds)");
+  CHECK(ErrorOf(data("  columns: [{name: y, type: label}, {name: x, type: dense, mean: 1}]\n")) ==
+        "x.yaml:4: data.columns[1].mean: only used with transform: standardize");
+  CHECK(ErrorOf(data("  columns: [{name: y, type: label}, {name: x, type: dense, transform: "
+                     "standardize, mean: 1}]\n")) ==
+        "x.yaml:4: data.columns[1].std: required with transform: standardize (the training "
+        "data's mean and std)");
+  CHECK(ErrorOf(data("  delimiter: ab\n" + good)) ==
+        "x.yaml:4: data.delimiter: expected one character (\"\\t\" for tabs), got 'ab'");
+  CHECK(ErrorOf(data("  delimiter: ';'\n" + good)) ==
+        "x.yaml:9: data.columns[3].separator: ';' holds data.delimiter ';', which ends the column");
+  CHECK(ErrorOf("data:\n  format: criteo\n  train: a\n" + good) ==
+        "x.yaml:4: data.columns: only used with format: csv or libsvm (criteo's are fixed) (this "
+        "is criteo)");
+  CHECK(ErrorOf("data:\n  format: libsvm\n  train: a\n  header: true\n" + good) ==
+        "x.yaml:4: data.header: only used with format: csv (this is libsvm)");
+  CHECK(ErrorOf("data:\n  format: libsvm\n  train: a\n" + good) ==
+        "x.yaml:4: data.columns: a libsvm line is a label and then its id:value pairs: expected "
+        "[{type: label}, {type: multi_hot, max_ids: N}]");
+}
+
+TEST_CASE("a schema must give the model what it reads") {
+  const std::string data =
+      "data:\n  format: csv\n  train: a\n  columns:\n    - {name: y, type: label}\n"
+      "    - {name: x, type: dense}\n    - {name: c, type: categorical}\n"
+      "    - {name: m, type: multi_hot, max_ids: 3}\n";
+  const std::string layers =
+      "  layers: [{type: embedding_bag, vocab: 10, dim: 2}, {type: linear, out: 1}]\n";
+  CHECK(
+      ParseConfig("model:\n  sparse_fields: 4\n  loss: bce_with_logits\n" + layers + data, "x.yaml")
+          .ok());
+  CHECK(ErrorOf("model:\n  sparse_fields: 3\n  loss: bce_with_logits\n" + layers + data) ==
+        "x.yaml:2: model.sparse_fields: is 3, but data.columns (line 8) give a sample 4 id slots "
+        "(one per categorical column, max_ids per multi_hot column)");
+  CHECK(ErrorOf("model:\n  input: [2]\n  sparse_fields: 4\n  loss: bce_with_logits\n" + layers +
+                data) ==
+        "x.yaml:2: model.input: expected [1]: data.columns (line 9) have 1 dense columns");
 }
 
 }  // namespace

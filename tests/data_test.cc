@@ -23,6 +23,7 @@
 #include "src/data/idx_reader.h"
 #include "src/data/metrics.h"
 #include "src/data/prefetcher.h"
+#include "src/data/schema_reader.h"
 #include "tests/test_util.h"
 
 namespace pstrain {
@@ -37,6 +38,15 @@ const bool kSuiteRegistered = testing::SuiteNeeds(kFashionMnist, testing::Fashio
 
 bool Contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
+}
+
+// One line of the criteo layout through its schema preset.
+Status ParseCriteoLine(std::string_view line, int64_t vocab, float* label, float* dense,
+                       int64_t* ids) {
+  DataConfig config;
+  config.format = DataFormat::kCriteo;
+  config.vocab = vocab;
+  return RowParser::For(config).Parse(line, label, dense, ids, nullptr);
 }
 
 // A fresh directory under the temp directory, removed with its contents.
@@ -302,10 +312,10 @@ TEST_CASE("Criteo errors name the file, the line and its byte offset") {
                              "): expected 40 tab-separated fields, got 39");
   }
   SUBCASE("a bad label") {
-    WriteFile(path, good + Line(GoodFields("2")) + "\n");
+    WriteFile(path, good + Line(GoodFields("yes")) + "\n");
     Status s = AppendCriteo(path, 100, 0, &data);
     CHECK(s.message() == path + ": line 2 (offset " + std::to_string(good.size()) +
-                             "): label '2': expected 0 or 1");
+                             "): label 'yes': expected a number");
   }
   SUBCASE("a bad count") {
     std::vector<std::string> f = GoodFields("0");
@@ -358,7 +368,10 @@ TEST_CASE("shard files go to worker suffix % workers; a single file goes to ever
   CHECK(LoadTrainShard(config, 0, 2)->size() == 4);
   config.limit = 0;
 
-  auto test = LoadWhole(DataConfig{DataFormat::kCriteo, {}, {prefix}}, {prefix}, "test");
+  DataConfig whole;
+  whole.format = DataFormat::kCriteo;
+  whole.test = {prefix};
+  auto test = LoadWhole(whole, {prefix}, "test");
   REQUIRE(test.ok());
   CHECK(test->size() == 15);  // evaluation reads every shard
   CHECK_FALSE(test->sharded_by_file);

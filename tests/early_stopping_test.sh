@@ -46,6 +46,29 @@ check "it resumes at step 32" has "resum.* step 32"
 check "its patience counts from the recorded best" \
   has "early stopping after epoch 5: validation auc has not improved on 0.7000 (epoch 2, step 16)"
 
+# A damaged BEST is named and ignored: the resumed job counts its best
+# afresh, so epoch 6's 0.1 is the best so far and patience 3 does not stop
+# it before epoch 8 (counting from epoch 2's 0.7 would stop it at epoch 6).
+printf 'damaged' | dd of="$DATA/ck/BEST" bs=1 seek=12 conv=notrunc 2> /dev/null
+PSTRAIN_TEST_VALIDATION_METRICS=0.5,0.7,0.6,0.65,0.65,0.1,0.1,0.1 \
+  job "$DATA/ck" --set "train.early_stopping={patience: 3}" --resume; status=$?
+check "a job resumed with a damaged BEST exits 0 (got $status)" [ "$status" = 0 ]
+check "it names the damaged file and ignores it" \
+  has "ck/BEST.*: ignored, the best validation metric is counted afresh"
+check "its best is counted afresh" has "epoch: 6 validation AUC: .*auc 0.1 from .* (best so far)"
+check "it runs to epoch 8" has "epoch: 8 validation AUC: "
+check "it writes a sound BEST again" grep -q "step 48" "$DATA/ck/BEST"
+
+# A held-out share of train as the validation set: measured every epoch.
+"$BIN" local --config "$TINY" --servers 1 --workers 2 --set train.steps=0 --set train.epochs=2 \
+  --set data.validation_fraction=0.25 --set "train.early_stopping={patience: 2}" > "$OUT" 2>&1
+status=$?
+check "validation_fraction: exit 0 (got $status)" [ "$status" = 0 ]
+check "validation_fraction: the held-out samples are measured" \
+  has "epoch: 2 validation AUC: .* (134 samples)"
+check "validation_fraction: the others are trained on (378 + 134 = 512)" \
+  has "worker 0 trains 10 steps (5 per epoch, batch 32) on 378 samples"
+
 # min_delta: 0.705 and 0.709 are not more than 0.01 above 0.7.
 PSTRAIN_TEST_VALIDATION_METRICS=0.5,0.7,0.705,0.709,0.9 \
   job "$DATA/ck-delta" --set "train.early_stopping={patience: 2, min_delta: 0.01}"; status=$?

@@ -69,6 +69,12 @@ TEST_CASE("every message type round-trips") {
   auto hb = std::get<Heartbeat>(RoundTrip({0, false, Heartbeat{42, 1234.5}}).body);
   CHECK(hb.step == 42);
   CHECK(hb.samples_per_s == 1234.5);
+  CHECK(hb.validation == -1);
+  auto validated =
+      std::get<Heartbeat>(RoundTrip({0, false, Heartbeat{42, 1.0, -1, 0.8125, 3, "auc"}}).body);
+  CHECK(validated.validation == 0.8125);
+  CHECK(validated.validation_epoch == 3);
+  CHECK(validated.validation_metric == "auc");
   CHECK(std::get<BarrierRequest>(
             RoundTrip({5, false, BarrierRequest{BarrierGroup::kWorkers, 0, ""}}).body)
             .group == BarrierGroup::kWorkers);
@@ -441,8 +447,11 @@ TEST_CASE("a topology delta from a generation below -1 or past its own is refuse
 }
 
 TEST_CASE("a heartbeat with a negative or non-finite rate, or a step below -1, is refused") {
-  for (Heartbeat bad : {Heartbeat{-2, 0}, Heartbeat{1, -1.0}, Heartbeat{1, std::nan("")},
-                        Heartbeat{1, std::numeric_limits<double>::infinity()}}) {
+  for (Heartbeat bad :
+       {Heartbeat{-2, 0}, Heartbeat{1, -1.0}, Heartbeat{1, std::nan("")},
+        Heartbeat{1, std::numeric_limits<double>::infinity()}, Heartbeat{1, 0, -1, -0.5, 1, "auc"},
+        Heartbeat{1, 0, -1, std::nan(""), 1, "auc"}, Heartbeat{1, 0, -1, 0.5, -1, "auc"},
+        Heartbeat{1, 0, -1, 0.5, 1, "AUC"}, Heartbeat{1, 0, -1, 0.5, 1, std::string(17, 'a')}}) {
     std::vector<uint8_t> bytes = EncodeHeader({0, false, bad});
     auto back = DecodeHeader(bytes.data(), bytes.size());
     REQUIRE_FALSE(back.ok());

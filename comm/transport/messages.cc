@@ -17,6 +17,8 @@ namespace {
 
 using namespace wire_checks;  // NOLINT: the decoders' own checks
 
+constexpr size_t kMaxMetricName = 16;  // a Heartbeat's validation_metric
+
 StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
   // The Verifier accepts a union whose type is set but whose table is absent.
   if (h->body_type() != w::Body_NONE && h->body() == nullptr)
@@ -83,13 +85,27 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
     }
     case w::Body_Heartbeat: {
       const w::Heartbeat* hb = h->body_as_Heartbeat();
-      Heartbeat out{hb->step(), hb->samples_per_s(), hb->held_view()};
+      Heartbeat out{hb->step(),
+                    hb->samples_per_s(),
+                    hb->held_view(),
+                    hb->validation(),
+                    hb->validation_epoch(),
+                    hb->validation_metric() ? hb->validation_metric()->str() : ""};
       if (out.step < -1 || !std::isfinite(out.samples_per_s) || out.samples_per_s < 0 ||
           out.held_view < -1)
         return InvalidArgument(fmt::format(
             "Heartbeat with step {}, samples/s {} and view {} (want >= -1, a finite rate >= 0, "
             ">= -1)",
             out.step, out.samples_per_s, out.held_view));
+      const bool name_ok = out.validation_metric.size() <= kMaxMetricName &&
+                           std::all_of(out.validation_metric.begin(), out.validation_metric.end(),
+                                       [](char c) { return (c >= 'a' && c <= 'z') || c == '_'; });
+      if (!(out.validation == -1 || (std::isfinite(out.validation) && out.validation >= 0)) ||
+          out.validation_epoch < 0 || !name_ok)
+        return InvalidArgument(fmt::format(
+            "Heartbeat with validation {} of epoch {} (want -1 or a finite value >= 0, an epoch "
+            ">= 0, a metric name of at most {} lower-case letters)",
+            out.validation, out.validation_epoch, kMaxMetricName));
       return MessageBody(out);
     }
     case w::Body_BarrierRequest: {

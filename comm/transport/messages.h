@@ -60,6 +60,11 @@ struct Heartbeat {
   int64_t step = -1;         // a worker's steps done; -1: nothing to report
   double samples_per_s = 0;  // its training rate, finite and >= 0
   int64_t held_view = -1;    // a server's backups hold all it holds as of this view
+  // A chief's last validation measure (-1: none; else finite, >= 0), the
+  // epoch it ended, and its metric's name ("auc": letters, at most 16).
+  double validation = -1;
+  int validation_epoch = 0;
+  std::string validation_metric;
 };
 struct BarrierRequest {
   BarrierGroup group = BarrierGroup::kAll;

@@ -67,7 +67,10 @@ struct BodyEncoder {
                                   .Union()};
   }
   Out operator()(const Heartbeat& m) {
-    return {w::Body_Heartbeat, w::CreateHeartbeat(b, m.step, m.samples_per_s, m.held_view).Union()};
+    return {w::Body_Heartbeat,
+            w::CreateHeartbeatDirect(b, m.step, m.samples_per_s, m.held_view, m.validation,
+                                     m.validation_epoch, m.validation_metric.c_str())
+                .Union()};
   }
   Out operator()(const BarrierRequest& m) {
     return {w::Body_BarrierRequest,

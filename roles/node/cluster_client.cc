@@ -287,8 +287,21 @@ void ClusterClient::ReportProgress(int64_t step, double samples_per_s) {
   progress_rate_.store(std::isfinite(samples_per_s) ? std::max(samples_per_s, 0.0) : 0.0);
 }
 
+void ClusterClient::ReportValidation(int epoch, const std::string& metric, double value) {
+  MutexLock lock(&validation_mutex_);
+  // The scheduler refuses a value that is not -1 or a finite number >= 0.
+  validation_.validation = std::isfinite(value) && value >= 0 ? value : -1;
+  validation_.validation_epoch = std::max(epoch, 0);
+  validation_.validation_metric = metric;
+}
+
 Heartbeat ClusterClient::CurrentHeartbeat() const {
-  return Heartbeat{progress_step_.load(), progress_rate_.load(), held_view_.load()};
+  MutexLock lock(&validation_mutex_);
+  Heartbeat beat = validation_;
+  beat.step = progress_step_.load();
+  beat.samples_per_s = progress_rate_.load();
+  beat.held_view = held_view_.load();
+  return beat;
 }
 
 void ClusterClient::ReportReplicasHeld(int64_t view) {

@@ -155,6 +155,10 @@ class ClusterClient {
   // Workers: the steps done and the training rate, sent with the next
   // heartbeats for the scheduler's live view. Any thread; never blocks.
   void ReportProgress(int64_t step, double samples_per_s);
+  // The chief: its measure of the validation set at the end of `epoch`,
+  // sent with the next heartbeats (`metric`: "auc", "accuracy", ...).
+  // Any thread; never blocks for long.
+  void ReportValidation(int epoch, const std::string& metric, double value);
   // A server of a replicated job: its backups hold all it holds as of
   // server view `view`. Told the scheduler at once, and with each heartbeat.
   void ReportReplicasHeld(int64_t view);
@@ -235,6 +239,8 @@ class ClusterClient {
   std::atomic<bool> in_workers_change_{false};  // 16. EnterWorkersChange
   std::atomic<int64_t> progress_step_{-1};      // ReportProgress, read by the loop
   std::atomic<double> progress_rate_{0};
+  mutable Mutex validation_mutex_;  // ReportValidation, read by the loop
+  Heartbeat validation_ GUARDED_BY(validation_mutex_);
   std::atomic<int64_t> held_view_{-1};
 
   // Loop-thread state.

@@ -70,6 +70,9 @@ JobView Scheduler::View() {
       v.port = n.info.port;
       v.step = n.step;
       v.samples_per_s = n.samples_per_s;
+      v.validation = n.validation.validation;
+      v.validation_epoch = n.validation.validation_epoch;
+      v.validation_metric = n.validation.validation_metric;
       if (n.info.node_id.empty()) {
         v.state = "unregistered";
       } else {

@@ -139,6 +139,8 @@ void Scheduler::OnRequest(const Connection::Ptr& conn, Incoming&& in) {
       node->samples_per_s = heartbeat->samples_per_s;
       best_step_ = std::max(best_step_, heartbeat->step);
     }
+    if (heartbeat->validation >= 0 && node->info.role == Role::kWorker)
+      node->validation = *heartbeat;
     // Never a view this scheduler has not sent (a stale or confused report).
     if (heartbeat->held_view > node->held_view && heartbeat->held_view <= server_view_.view &&
         node->info.role == Role::kServer)

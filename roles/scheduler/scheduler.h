@@ -174,6 +174,7 @@ class Scheduler {
     bool shut_down = false;   // acknowledged Shutdown or gone
     int64_t step = -1;        // 12. a worker's last reported step and rate
     double samples_per_s = 0;
+    Heartbeat validation{};  // the chief's last validation measure (validation -1: none)
     // 17. A server's: the newest server view for which its backups hold
     // all it holds (-1: none yet; 0: the tables' states sent at the start).
     int64_t held_view = -1;

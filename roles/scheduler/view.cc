@@ -68,6 +68,10 @@ std::string StatusJson(const JobView& view) {
     if (n.role == Role::kWorker) {
       node["step"] = n.step < 0 ? json(nullptr) : json(n.step);
       node["samples_per_s"] = n.samples_per_s;
+      if (n.validation >= 0)
+        node["validation"] = {{"metric", n.validation_metric},
+                              {"value", n.validation},
+                              {"epoch", n.validation_epoch}};
     }
     nodes.push_back(std::move(node));
   }
@@ -148,6 +152,12 @@ std::string MetricsText(const JobView& view) {
     if (n.role == Role::kWorker && n.step >= 0)
       out += fmt::format("pstrain_worker_samples_per_second{{{}}} {:.3f}\n", NodeLabels(n),
                          n.samples_per_s);
+  Family(&out, "pstrain_worker_validation_metric", "gauge",
+         "The worker's last measure of the validation set (the chief's), by metric.");
+  for (const NodeView& n : view.nodes)
+    if (n.role == Role::kWorker && n.validation >= 0)
+      out += fmt::format("pstrain_worker_validation_metric{{{},metric=\"{}\"}} {:.6f}\n",
+                         NodeLabels(n), n.validation_metric, n.validation);
   const Totals t = TotalsOf(view);
   Family(&out, "pstrain_job_samples_per_second", "gauge",
          "Sum of the running workers' training rates.");

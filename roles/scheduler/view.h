@@ -27,6 +27,11 @@ struct NodeView {
   double heartbeat_age_s = -1;  // -1: never heard from
   int64_t step = -1;            // workers: steps done; -1: none reported yet
   double samples_per_s = 0;     // workers: training rate this epoch
+  // A worker that measured the validation set (the chief): its last
+  // measure, the epoch it ended and the metric's name; -1: none.
+  double validation = -1;
+  int validation_epoch = 0;
+  std::string validation_metric;
 };
 
 struct JobView {

@@ -32,7 +32,7 @@ BestEpoch::BestEpoch(const Config& config) : rule_(config.train.early_stopping) 
   metric_ = rule_ && !rule_->metric.empty() ? rule_->metric : own.name();
   higher_is_better_ = metric_ == "accuracy" || metric_ == "auc";
   job_ = JobIdentityText(config);
-  watching_ = !config.data.validation.empty() &&
+  watching_ = HasValidation(config.data) &&
               (rule_ || (config.train.checkpoint && config.train.checkpoint->keep_best));
 }
 
@@ -85,7 +85,7 @@ Status BestEpoch::Restore(const std::string& dir, int64_t resumed_step, int resu
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return Status::OK();
   auto sections = ReadCheckpointFile(path);
-  if (!sections.ok()) return sections.status().WithContext(path);
+  if (!sections.ok()) return sections.status();  // its message names the file
   const SectionsByName by_name = ByName(*sections);
   const auto best = by_name.find("best");
   const auto job = by_name.find("job");

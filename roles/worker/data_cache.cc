@@ -7,10 +7,17 @@ namespace pstrain {
 
 namespace {
 
-// What decides the samples a load gives.
+// What decides the samples a load gives: the files and how they are read.
 std::string KeyOf(const DataConfig& c, const std::vector<std::string>& files) {
-  return fmt::format("{}|{}|{}|{}", static_cast<int>(c.format), c.vocab, c.limit,
-                     fmt::join(files, "|"));
+  std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(c.format), c.vocab,
+                                c.limit, c.delimiter, c.header, static_cast<int>(c.on_bad_row),
+                                c.validation_fraction, c.validation_seed, fmt::join(files, "|"));
+  for (const ColumnConfig& col : c.columns) {
+    key += fmt::format("|{}:{}:{}:{}:{}:{}:{}:{}:{}:{}:{}:{}", col.name, static_cast<int>(col.type),
+                       col.has_threshold, col.threshold, col.fill, static_cast<int>(col.transform),
+                       col.mean, col.std, col.raw_ids, col.separator, col.max_ids, col.line);
+  }
+  return key;
 }
 
 }  // namespace
@@ -30,7 +37,7 @@ StatusOr<std::shared_ptr<const Dataset>> DataCache::Train(const DataConfig& conf
 }
 
 void DataCache::Preload(const DataConfig& config) {
-  if (config.format == DataFormat::kCriteo)
+  if (config.format != DataFormat::kIdx)
     for (const std::string& path : config.train)
       if (auto shards = ListShards(path); !shards.ok() || !shards->empty()) return;
   Train(config, 0, 1).status().IgnoreError();  // the run reads it again and says why
@@ -41,7 +48,8 @@ StatusOr<std::shared_ptr<const Dataset>> DataCache::Test(const DataConfig& confi
 }
 
 StatusOr<std::shared_ptr<const Dataset>> DataCache::Validation(const DataConfig& config) {
-  return Whole(config, config.validation, "validation");
+  return Whole(config, config.validation_fraction > 0 ? config.train : config.validation,
+               "validation");
 }
 
 StatusOr<std::shared_ptr<const Dataset>> DataCache::Whole(const DataConfig& config,
@@ -51,7 +59,8 @@ StatusOr<std::shared_ptr<const Dataset>> DataCache::Whole(const DataConfig& conf
   Kept* kept = &(std::string_view(which) == "test" ? test_ : validation_);
   const std::string key = KeyOf(config, paths);
   if (kept->data && kept->key == key) return kept->data;
-  auto data = LoadWhole(config, paths, which);
+  auto data = std::string_view(which) == "validation" ? LoadValidation(config)
+                                                      : LoadWhole(config, paths, which);
   if (!data.ok()) return data.status();
   kept->key = key;
   kept->data = std::make_shared<const Dataset>(std::move(*data));

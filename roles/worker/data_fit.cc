@@ -1,6 +1,9 @@
 #include "roles/worker/data_fit.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <string_view>
 
 #include "src/nn/layers.h"
 #include "src/nn/loss.h"
@@ -72,6 +75,23 @@ DataFiles DataFilesOf(DataFormat format, const std::vector<std::string>& paths, 
   if (paths.size() == 1) return {paths[0], paths[0]};
   const std::string all = fmt::format("the files of data.{}", key);
   return {all, all};
+}
+
+Status CheckLoaded(const ModelReads& reads, const DataConfig& config, const Dataset& data,
+                   const char* which, const Logger& log) {
+  if (data.skipped_rows > 0) {
+    log->warn(
+        "data.{}: skipped {} bad line{} (data.on_bad_row: skip), {} samples kept; the first: {}",
+        which, data.skipped_rows, data.skipped_rows == 1 ? "" : "s", data.size(),
+        fmt::join(data.skipped_examples, "; "));
+  }
+  const std::string_view set(which);
+  const std::vector<std::string>& paths = set == "test" ? config.test
+                                          : set == "validation" && config.validation_fraction <= 0
+                                              ? config.validation
+                                              : config.train;
+  const DataFiles files = DataFilesOf(config.format, paths, which);
+  return CheckFit(reads, data, files.features, files.labels);
 }
 
 }  // namespace pstrain

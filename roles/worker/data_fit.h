@@ -14,6 +14,7 @@
 #include <string>
 
 #include "src/common/config/config.h"
+#include "src/common/logging.h"
 #include "src/common/status.h"
 #include "src/common/tensor.h"
 #include "src/data/dataset.h"
@@ -50,5 +51,11 @@ struct DataFiles {
   std::string features, labels;
 };
 DataFiles DataFilesOf(DataFormat format, const std::vector<std::string>& paths, const char* key);
+
+// What a worker does with a set it loaded (`which`: "train", "test",
+// "validation"): logs the lines data.on_bad_row: skip left out, then
+// CheckFit on every sample.
+Status CheckLoaded(const ModelReads& reads, const DataConfig& config, const Dataset& data,
+                   const char* which, const Logger& log);
 
 }  // namespace pstrain

@@ -45,6 +45,12 @@ std::string RemoteEmbeddings::UnusedCacheWarning(const Config& config) {
       names.size() == 1 ? "is" : "are");
 }
 
+std::vector<float> RemoteEmbeddings::RowsInUse(const Param& param) const {
+  const size_t n = std::min(param.value.data.size(),
+                            dedup_.unique().size() * static_cast<size_t>(param.value.shape.back()));
+  return std::vector<float>(param.value.data.begin(), param.value.data.begin() + n);
+}
+
 bool RemoteEmbeddings::Holds(const Param* param) const {
   for (const Table& t : tables_)
     if (t.param == param) return true;

@@ -60,6 +60,9 @@ class RemoteEmbeddings {
   bool empty() const { return tables_.empty(); }
   // Whether `param` is a server-held table's.
   bool Holds(const Param* param) const;
+  // A held table's rows for the last Gather's ids, in the order its batch
+  // refers to them (the rest of the Param is rows of earlier batches).
+  std::vector<float> RowsInUse(const Param& param) const;
   // From now on `param`'s table takes its rows from `values` and pushes its
   // gradient from `grads` (each as large as the Param, e.g.
   // GpuModel::PinTable's) instead of the Param's own tensors.

@@ -119,7 +119,9 @@ std::vector<TensorSpec> TrainJob::PsTensors() {
 std::vector<std::vector<float>> TrainJob::Weights() const {
   std::vector<std::vector<float>> out;
   for (const Param* p : model_->params())
-    out.emplace_back(p->value.data.begin(), p->value.data.end());
+    out.push_back(embeddings_ && embeddings_->Holds(p)
+                      ? embeddings_->RowsInUse(*p)
+                      : std::vector<float>(p->value.data.begin(), p->value.data.end()));
   return out;
 }
 
@@ -394,14 +396,12 @@ Status TrainJob::Run(WorkerContext& ctx) {
   const std::shared_ptr<const Dataset> data = std::move(*loaded);
   train_samples_ = data->sharded_by_file ? -1 : data->size();
   // The first batches were checked at start; this is every sample.
-  const DataFiles files = DataFilesOf(config_.data.format, config_.data.train, "train");
   PSTRAIN_RETURN_IF_ERROR(
-      CheckFit(reads_, *data, files.features, files.labels).WithContext(config_.source));
+      CheckLoaded(reads_, config_.data, *data, "train", ctx.log).WithContext(config_.source));
   if (ctx.rank == 0 && config_.train.checkpoint && ctx.cluster->generation() == 0)
     ctx.log->info("checkpoints: {} (resolved from the config's directory when relative)",
                   AbsolutePath(config_.train.checkpoint->dir));
-  // Found and agreed on by every node before any trained (roles/worker/worker.cc);
-  // a worker that joined live starts where the chief is.
+  // Agreed on by every node (worker.cc); one that joined live starts at the chief's.
   const CheckpointRef* resume = &ctx.resume;
   const int64_t start_step = ctx.joined_at ? ctx.joined_at->step : resume->step;
   ctx.cluster->StartingAt(start_step);
@@ -429,7 +429,7 @@ Status TrainJob::Run(WorkerContext& ctx) {
   total_steps_ = total;  // a live change of workers sets it again
   PSTRAIN_RETURN_IF_ERROR(InitWeights(ctx, *resume, start_step));
   // A resumed job's patience counts from the best its checkpoints recorded.
-  if (start_step > 0 && config_.train.checkpoint && !config_.data.validation.empty())
+  if (start_step > 0 && config_.train.checkpoint && HasValidation(config_.data))
     if (Status st = best_.Restore(config_.train.checkpoint->dir, start_step,
                                   static_cast<int>(run.plan.Epoch(start_step - 1) + 1));
         !st.ok())

@@ -95,7 +95,8 @@ class TrainJob : public WorkerJob {
   Status Run(WorkerContext& context) override;
 
   const TrainStats& stats() const { return stats_; }
-  // The weights as this worker last pulled them, in params() order.
+  // The weights as this worker last pulled them, in params() order (a
+  // server-held table: the rows of the last batch's ids).
   std::vector<std::vector<float>> Weights() const;
 
  private:
@@ -123,9 +124,7 @@ class TrainJob : public WorkerJob {
   // `rows_min_clock`: the clock the server-held tables' rows must have
   // reached (sync: the step after the last one trained, so that the test
   // sees its updates, as the dense pull before it does).
-  bool HasHeldOutData() const {
-    return !config_.data.test.empty() || !config_.data.validation.empty();
-  }
+  bool HasHeldOutData() const { return !config_.data.test.empty() || HasValidation(config_.data); }
   // After epoch `epoch` (1-based) ends at 0-based `step`: the chief
   // evaluates, the metrics file's line, and every worker records the
   // chief's validation metric (best_); true: train.early_stopping ends the

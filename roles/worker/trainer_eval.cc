@@ -63,10 +63,8 @@ StatusOr<TestMetric> TrainJob::Measure(WorkerContext& ctx, HeldOut* set, int64_t
     const bool test = std::string_view(set->which) == "test";
     auto data = test ? cache->Test(config_.data) : cache->Validation(config_.data);
     if (!data.ok()) return data.status();
-    const DataFiles files = DataFilesOf(
-        config_.data.format, test ? config_.data.test : config_.data.validation, set->which);
     PSTRAIN_RETURN_IF_ERROR(
-        CheckFit(reads_, **data, files.features, files.labels).WithContext(config_.source));
+        CheckLoaded(reads_, config_.data, **data, set->which, ctx.log).WithContext(config_.source));
     set->data = std::move(*data);
   }
   Batcher batcher = Batcher::ForEval(set->data.get(), kEvalBatch);
@@ -87,10 +85,11 @@ StatusOr<TestMetric> TrainJob::Measure(WorkerContext& ctx, HeldOut* set, int64_t
 
 Status TrainJob::Evaluate(WorkerContext& ctx, int epoch, int64_t rows_min_clock,
                           int64_t steps_done) {
-  if (!config_.data.validation.empty()) {
+  if (HasValidation(config_.data)) {
     auto measured = Measure(ctx, &validation_, rows_min_clock);
     if (!measured.ok()) return measured.status();
     stats_.validation_metric = measured->value();
+    ctx.cluster->ReportValidation(epoch, TestMetric(config_.model.loss).name(), measured->value());
     watched_ = best_.ValueOf(*measured);
     std::string line = measured->Describe("validation");
     if (std::optional<double> scripted = ScriptedValidation(epoch)) {
@@ -123,7 +122,7 @@ StatusOr<bool> TrainJob::EndEpoch(WorkerContext& ctx, TrainReport& report, int e
   report.EpochLine(step + 1, epoch, rate,
                    evaluates ? TestMetric(config_.model.loss).name() : nullptr,
                    config_.data.test.empty() ? -1 : stats_.test_metric,
-                   config_.data.validation.empty() ? -1 : stats_.validation_metric);
+                   HasValidation(config_.data) ? stats_.validation_metric : -1);
   // The chief's validation metric goes to every worker, so all keep the
   // same best (whichever becomes the chief) and stop together.
   if (best_.watching()) {

@@ -12,6 +12,7 @@
 // and where it lives (roles/checkpoint/model_layout.h decides, as training does).
 // Any failure is one line on stderr and exit 2.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -138,17 +139,25 @@ int RunCheck(const CheckOptions& options) {
     if (Status st = job->CheckData(); !st.ok()) return fail(st);
   }
   int64_t train = 0, test = 0;
+  std::string skipped;  // lines data.on_bad_row: skip left out, by set
+  auto note_skipped = [&](const Dataset& data, const char* which) {
+    if (data.skipped_rows == 0) return;
+    skipped += fmt::format("data.{}: skipped {} bad lines (on_bad_row: skip); the first: {}\n",
+                           which, data.skipped_rows, fmt::join(data.skipped_examples, "; "));
+  };
   if (config->has_data) {
     // Rank 0 of 1: every training file, shards included.
     auto data = LoadTrainShard(config->data, 0, 1);
     if (!data.ok()) return fail(data.status());
     train = data->size();
+    note_skipped(*data, "train");
     if (Status st = FitsJob(job.get(), config->data, *data, config->data.train, "train"); !st.ok())
       return fail(st);
     if (!config->data.test.empty()) {
       auto held_out = LoadWhole(config->data, config->data.test, "test");
       if (!held_out.ok()) return fail(held_out.status());
       test = held_out->size();
+      note_skipped(*held_out, "test");
       if (Status st = FitsJob(job.get(), config->data, *held_out, config->data.test, "test");
           !st.ok())
         return fail(st);
@@ -173,6 +182,7 @@ int RunCheck(const CheckOptions& options) {
               : !config->has_model ? " (no model: section)"
                                    : "",
               summary.c_str());
+  std::fputs(skipped.c_str(), stdout);
   return 0;
 }
 

@@ -14,6 +14,9 @@ struct Batch {
   Tensor dense;
   std::vector<int64_t> sparse;  // size N * fields; ids in [0, vocab)
   int fields = 0;
+  // Size N * fields, each id's weight in its embedding_bag's sum; empty when
+  // every id weighs 1 (src/data/dataset.h).
+  std::vector<float> sparse_weights;
   std::vector<float> labels;  // size N: class index (0..C-1) or click (0/1)
   // Each sample's index in its dataset, when the Batcher was asked to record
   // them (Batcher::RecordSampleIds: tests count what an epoch trained).

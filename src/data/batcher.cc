@@ -114,6 +114,8 @@ void Batcher::Gather(int64_t begin, int64_t end, Batch* out) const {
   out->dense.Resize(std::move(shape));
   out->fields = fields;
   out->sparse.resize(static_cast<size_t>(n * fields));
+  const bool weighted = !data_->weights.empty();
+  out->sparse_weights.resize(weighted ? static_cast<size_t>(n * fields) : 0);
   out->labels.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     const int64_t s = order_[static_cast<size_t>(begin + i)];
@@ -122,6 +124,10 @@ void Batcher::Gather(int64_t begin, int64_t end, Batch* out) const {
     if (fields > 0) {
       std::memcpy(out->sparse.data() + i * fields, data_->sparse.data() + s * fields,
                   sizeof(int64_t) * static_cast<size_t>(fields));
+      if (weighted) {
+        std::memcpy(out->sparse_weights.data() + i * fields, data_->weights.data() + s * fields,
+                    sizeof(float) * static_cast<size_t>(fields));
+      }
     }
     out->labels[static_cast<size_t>(i)] = data_->labels[static_cast<size_t>(s)];
   }

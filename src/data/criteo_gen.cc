@@ -3,29 +3,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <memory>
-#include <system_error>
 #include <vector>
 
 #include "src/common/random.h"
 #include "src/data/criteo_reader.h"
-#include "src/data/dataset.h"
-#include "src/data/metrics.h"
 
 namespace pstrain {
 namespace {
 
-// Streams of the seed: the model, the bias estimate, train rows, test rows.
-enum Stream : uint64_t { kModelStream = 0, kPilotStream, kTrainStream, kTestStream };
 constexpr int kPilotRows = 8192;
 constexpr size_t kGuideSize = 4096;
-constexpr size_t kFlushBytes = 4 << 20;
+constexpr size_t kMaxRowBytes = 1024;
 // Means of the integer features (exponential counts), loosely like Criteo's.
 constexpr double kDenseMean[kCriteoDense] = {3, 100, 20, 7, 15000, 100, 15, 12, 100, 1, 3, 1, 10};
 
@@ -101,18 +91,11 @@ class PlantedModel {
       d.missing_rate = rng.Uniform() < 0.5 ? 0.5 * rng.Uniform() : 0.0;
       d.weight = o.dense_weight_std * rng.Normal();
     }
-    // The bias that makes the mean probability on pilot rows click_rate
-    // (bisection: the mean is increasing in the bias).
+    // The bias that makes the mean probability on pilot rows click_rate.
     Rng pilot(StreamSeed(o.seed, kPilotStream));
     std::vector<double> logits(kPilotRows);
     for (double& l : logits) l = Draw(&pilot).logit;
-    double lo = -30, hi = 30;
-    for (int i = 0; i < 60; ++i) {
-      bias_ = (lo + hi) / 2;
-      double mean = 0;
-      for (double l : logits) mean += 1 / (1 + std::exp(-(bias_ + l)));
-      (mean / kPilotRows < o.click_rate ? lo : hi) = bias_;
-    }
+    bias_ = BiasFor(logits, o.click_rate);
   }
 
   Row Draw(Rng* rng) const {
@@ -174,50 +157,7 @@ char* FormatRow(const PlantedModel& model, const Row& row, bool label, char* p) 
   return p;
 }
 
-struct FileCloser {
-  void operator()(std::FILE* f) const { std::fclose(f); }
-};
-
-Status IoError(const std::string& path, const char* op) {
-  return Internal(fmt::format("{}: {}: {}", path, op, std::strerror(errno)));
-}
-
-// Writes rows [first, first + count) of `stream` to `path`; collects the
-// planted probabilities and labels when `probs` is set.
-Status WriteRows(const PlantedModel& model, uint64_t stream_seed, int64_t first, int64_t count,
-                 const std::string& path, std::vector<float>* probs, std::vector<float>* labels) {
-  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "wb"));
-  if (!file) return IoError(path, "open");
-  std::vector<char> buf(kFlushBytes + 1024);
-  char* p = buf.data();
-  for (int64_t i = first; i < first + count; ++i) {
-    Rng rng(StreamSeed(stream_seed, static_cast<uint64_t>(i)));
-    const Row row = model.Draw(&rng);
-    const double prob = model.Probability(row);
-    const bool label = rng.Uniform() < prob;
-    p = FormatRow(model, row, label, p);
-    if (probs != nullptr) {
-      probs->push_back(static_cast<float>(prob));
-      labels->push_back(label ? 1.0f : 0.0f);
-    }
-    if (static_cast<size_t>(p - buf.data()) >= kFlushBytes || i + 1 == first + count) {
-      const size_t n = static_cast<size_t>(p - buf.data());
-      if (std::fwrite(buf.data(), 1, n, file.get()) != n) return IoError(path, "write");
-      p = buf.data();
-    }
-  }
-  if (std::fclose(file.release()) != 0) return IoError(path, "close");
-  return Status::OK();
-}
-
 Status CheckOptions(const GenOptions& o) {
-  if (o.rows <= 0) return InvalidArgument(fmt::format("rows {}: expected > 0", o.rows));
-  if (o.shards < 1 || o.shards > 100000 || o.shards > o.rows) {
-    return InvalidArgument(fmt::format("shards {}: expected 1..min(rows, 100000)", o.shards));
-  }
-  if (o.test_rows < -1)
-    return InvalidArgument(fmt::format("test rows {}: expected >= 0", o.test_rows));
-  if (o.out_dir.empty()) return InvalidArgument("no output directory");
   if (!(o.zipf > 0 && o.zipf < 10))
     return InvalidArgument(fmt::format("zipf {}: expected 0 < z < 10", o.zipf));
   if (o.min_categories < 1 || o.max_categories < o.min_categories || o.max_categories > (1 << 26)) {
@@ -230,54 +170,17 @@ Status CheckOptions(const GenOptions& o) {
   return Status::OK();
 }
 
-// Removes the files of an earlier run: its extra shards would be read as
-// part of this data set, its test file would belong to another model.
-Status RemoveStaleFiles(const std::string& dir) {
-  auto stale = ListShards(dir + "/train.txt");
-  if (!stale.ok()) return stale.status();
-  for (const ShardFile& s : *stale) {
-    if (std::remove(s.path.c_str()) != 0) return IoError(s.path, "remove");
-  }
-  const std::string test = dir + "/test.txt";
-  if (std::remove(test.c_str()) != 0 && errno != ENOENT) return IoError(test, "remove");
-  return Status::OK();
-}
-
 }  // namespace
 
 StatusOr<GenReport> GenerateCriteo(const GenOptions& options) {
   PSTRAIN_RETURN_IF_ERROR(CheckOptions(options));
-  std::error_code ec;
-  std::filesystem::create_directories(options.out_dir, ec);
-  if (ec) return Internal(fmt::format("{}: create directory: {}", options.out_dir, ec.message()));
-  PSTRAIN_RETURN_IF_ERROR(RemoveStaleFiles(options.out_dir));
-  const std::string train = options.out_dir + "/train.txt";
-
   const PlantedModel model(options);
-  GenReport report;
-  report.train_rows = options.rows;
-  report.test_rows = options.test_rows < 0 ? options.rows / 10 : options.test_rows;
-  const bool score_train = report.test_rows == 0;
-  std::vector<float> probs, labels;
-  int64_t first = 0;
-  for (int s = 0; s < options.shards; ++s) {
-    const int64_t count = options.rows / options.shards + (s < options.rows % options.shards);
-    const std::string path = fmt::format("{}-{:05d}", train, s);
-    PSTRAIN_RETURN_IF_ERROR(WriteRows(model, StreamSeed(options.seed, kTrainStream), first, count,
-                                      path, score_train ? &probs : nullptr, &labels));
-    report.files.push_back(path);
-    first += count;
-  }
-  if (!score_train) {
-    const std::string path = options.out_dir + "/test.txt";
-    PSTRAIN_RETURN_IF_ERROR(WriteRows(model, StreamSeed(options.seed, kTestStream), 0,
-                                      report.test_rows, path, &probs, &labels));
-    report.files.push_back(path);
-  }
-  report.planted_auc = Auc(probs, labels);
-  int64_t positives = std::count(labels.begin(), labels.end(), 1.0f);
-  report.positive_rate = static_cast<double>(positives) / static_cast<double>(labels.size());
-  return report;
+  return WriteDataSet(options, kMaxRowBytes, [&](Rng* rng, char* p, double* prob, bool* label) {
+    const Row row = model.Draw(rng);
+    *prob = model.Probability(row);
+    *label = rng->Uniform() < *prob;
+    return FormatRow(model, row, *label, p);
+  });
 }
 
 }  // namespace pstrain

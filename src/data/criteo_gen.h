@@ -13,8 +13,7 @@
 //
 // Deterministic: the same options give the same files (random.h draws the
 // numbers; only libm's last-bit rounding of log/exp could differ between
-// platforms). Row i of the training set depends only on (seed, i), so the
-// rows do not change with the number of shards.
+// platforms). The files and their sharding: gen_files.h.
 #pragma once
 
 #include <cstdint>
@@ -22,32 +21,17 @@
 #include <vector>
 
 #include "src/common/status.h"
+#include "src/data/gen_files.h"
 
 namespace pstrain {
 
-struct GenOptions {
-  int64_t rows = 1000000;  // training rows, split over the shards
-  int shards = 1;          // out_dir/train.txt-00000 ... -<shards-1>
-  int64_t test_rows = -1;  // out_dir/test.txt; -1: rows / 10; 0: no test file
-  std::string out_dir;
-  uint64_t seed = 1;
+struct GenOptions : GenShape {
   double zipf = 1.1;
   int64_t min_categories = 10000;  // per field, spread geometrically
   int64_t max_categories = 100000;
   double weight_std = 0.5;         // typical std of a field's frequent values' weights
   double dense_weight_std = 0.15;  // std of the v_j
   double click_rate = 0.25;        // about this share of labels is 1
-};
-
-struct GenReport {
-  int64_t train_rows = 0;
-  int64_t test_rows = 0;
-  std::vector<std::string> files;  // written, training shards first
-  // AUC of the planted model's probabilities against the drawn labels on the
-  // test rows (the training rows when there are none): a ceiling for any
-  // model trained on this data.
-  double planted_auc = 0;
-  double positive_rate = 0;  // share of labels that are 1, same rows
 };
 
 // Writes the files, first removing train.txt-NNNNN and test.txt files of an

@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <system_error>
 
-#include "src/data/criteo_reader.h"
+#include "src/common/fnv.h"
+#include "src/common/random.h"
 #include "src/data/idx_reader.h"
+#include "src/data/schema_reader.h"
 
 namespace pstrain {
 namespace {
@@ -47,6 +49,44 @@ Status CheckIdxPair(const std::vector<std::string>& paths, const char* which) {
   return missing.empty() ? Status::OK() : MissingFiles(missing);
 }
 
+// Which samples of a training file a load keeps (data.validation_fraction).
+enum class Share { kAll, kTrain, kHeldOut };
+
+// Whether sample `index` of `file` is held out: by the file's name (not its
+// directory, which may differ between hosts) and the sample's place.
+bool HeldOut(const DataConfig& config, const std::string& file, int64_t index) {
+  const std::string name = std::filesystem::path(file).filename().string();
+  uint64_t h = config.validation_seed ^ Mix64(Fnv(kFnvOffset, name.data(), name.size()));
+  h = Mix64(h ^ Mix64(static_cast<uint64_t>(index)));
+  return static_cast<double>(h >> 11) * 0x1.0p-53 < config.validation_fraction;
+}
+
+// Keeps the samples [from, size) of `data` that `share` asks for, samples
+// of `file` from its first on.
+void KeepShare(const DataConfig& config, const std::string& file, Share share, int64_t from,
+               Dataset* data) {
+  if (share == Share::kAll || config.validation_fraction <= 0) return;
+  const int64_t width = data->dense_per_sample(), fields = data->fields;
+  const bool weighted = !data->weights.empty();
+  int64_t kept = from;
+  for (int64_t s = from; s < data->size(); ++s) {
+    if (HeldOut(config, file, s - from) != (share == Share::kHeldOut)) continue;
+    if (kept != s) {
+      data->labels[kept] = data->labels[s];
+      std::copy_n(data->dense.begin() + s * width, width, data->dense.begin() + kept * width);
+      std::copy_n(data->sparse.begin() + s * fields, fields, data->sparse.begin() + kept * fields);
+      if (weighted)
+        std::copy_n(data->weights.begin() + s * fields, fields,
+                    data->weights.begin() + kept * fields);
+    }
+    ++kept;
+  }
+  data->labels.resize(kept);
+  data->dense.resize(kept * width);
+  data->sparse.resize(kept * fields);
+  if (weighted) data->weights.resize(kept * fields);
+}
+
 // `max_samples` > 0: only the first that many are read (data.limit), so that
 // a worker of a job on a slice holds the slice, not the whole file.
 StatusOr<Dataset> LoadIdxPair(const std::vector<std::string>& paths, const char* which,
@@ -55,17 +95,17 @@ StatusOr<Dataset> LoadIdxPair(const std::vector<std::string>& paths, const char*
   return LoadIdx(paths[0], paths[1], max_samples);
 }
 
-// The criteo files one reader loads: this worker's shards (`shard`), or every
-// file (evaluation).
-struct CriteoPlan {
+// The text files (criteo, csv, libsvm) one reader loads: this worker's
+// shards (`shard`), or every file (evaluation).
+struct TextPlan {
   std::vector<std::string> files;
   bool sharded_by_file = false;
 };
 
-StatusOr<CriteoPlan> PlanCriteo(const std::vector<std::string>& paths, const char* which,
-                                bool shard, int rank, int workers) {
+StatusOr<TextPlan> PlanText(const std::vector<std::string>& paths, const char* which, bool shard,
+                            int rank, int workers) {
   if (paths.empty()) return InvalidArgument(fmt::format("data.{}: no files listed", which));
-  CriteoPlan plan;
+  TextPlan plan;
   std::vector<std::string> missing, singles, all_shards;
   for (const std::string& p : paths) {
     auto shards = ListShards(p);
@@ -101,28 +141,30 @@ StatusOr<CriteoPlan> PlanCriteo(const std::vector<std::string>& paths, const cha
   return plan;
 }
 
-StatusOr<Dataset> LoadCriteo(const DataConfig& config, const std::vector<std::string>& paths,
-                             const char* which, bool shard, int rank, int workers, int64_t limit) {
+bool IsText(DataFormat format) { return format != DataFormat::kIdx; }
+
+StatusOr<Dataset> LoadText(const DataConfig& config, const std::vector<std::string>& paths,
+                           const char* which, bool shard, int rank, int workers, int64_t limit,
+                           Share share = Share::kAll) {
   if (config.vocab <= 0) {
     return InvalidArgument(fmt::format("data.vocab {}: expected > 0", config.vocab));
   }
-  auto plan = PlanCriteo(paths, which, shard, rank, workers);
+  auto plan = PlanText(paths, which, shard, rank, workers);
   if (!plan.ok()) return plan.status();
   Dataset data;
-  data.sample_shape = {kCriteoDense};
-  data.fields = kCriteoCategorical;
   data.sharded_by_file = plan->sharded_by_file;
   for (const std::string& file : plan->files) {
     if (limit > 0 && data.size() >= limit) break;
-    PSTRAIN_RETURN_IF_ERROR(AppendCriteo(file, config.vocab, limit, &data));
+    const int64_t from = data.size();
+    PSTRAIN_RETURN_IF_ERROR(AppendRows(file, config, limit, &data));
+    KeepShare(config, file, share, from, &data);
+  }
+  if (data.sample_shape.empty()) {  // no files read: the shape all the same
+    const RowParser parser = RowParser::For(config);
+    data.sample_shape = {parser.dense()};
+    data.fields = parser.fields();
   }
   return data;
-}
-
-// Past a switch on the format: only a config built in code gets there.
-Status UnknownFormat(const DataConfig& config) {
-  return InvalidArgument(
-      fmt::format("data.format {}: expected idx or criteo", static_cast<int>(config.format)));
 }
 
 }  // namespace
@@ -169,25 +211,18 @@ std::vector<ShardFile> ShardsOf(const std::vector<ShardFile>& all, int rank, int
 
 StatusOr<Dataset> LoadTrainShard(const DataConfig& config, int rank, int workers) {
   assert(workers > 0 && rank >= 0 && rank < workers);
-  switch (config.format) {
-    case DataFormat::kIdx: {
-      return LoadIdxPair(config.train, "train", config.limit);
-    }
-    case DataFormat::kCriteo:
-      return LoadCriteo(config, config.train, "train", /*shard=*/true, rank, workers, config.limit);
-  }
-  return UnknownFormat(config);
+  if (IsText(config.format))
+    return LoadText(config, config.train, "train", /*shard=*/true, rank, workers, config.limit,
+                    Share::kTrain);
+  auto data = LoadIdxPair(config.train, "train", config.limit);
+  if (data.ok()) KeepShare(config, config.train[0], Share::kTrain, 0, &*data);
+  return data;
 }
 
 Status CheckDataFiles(const DataConfig& config) {
   auto check = [&](const std::vector<std::string>& paths, const char* which) -> Status {
-    switch (config.format) {
-      case DataFormat::kIdx:
-        return CheckIdxPair(paths, which);
-      case DataFormat::kCriteo:
-        return PlanCriteo(paths, which, /*shard=*/false, 0, 1).status();
-    }
-    return UnknownFormat(config);
+    if (IsText(config.format)) return PlanText(paths, which, /*shard=*/false, 0, 1).status();
+    return CheckIdxPair(paths, which);
   };
   PSTRAIN_RETURN_IF_ERROR(check(config.train, "train"));
   if (!config.validation.empty()) PSTRAIN_RETURN_IF_ERROR(check(config.validation, "validation"));
@@ -201,46 +236,47 @@ StatusOr<std::vector<FileSamples>> ReadFirstSamples(const DataConfig& config, in
       {&config.train, "train"}, {&config.test, "test"}, {&config.validation, "validation"}};
   for (const auto& [paths, which] : lists) {
     if (paths->empty() && paths != &config.train) continue;  // no test or validation set
-    switch (config.format) {
-      case DataFormat::kIdx: {
-        PSTRAIN_RETURN_IF_ERROR(CheckIdxPair(*paths, which));
-        auto data = LoadIdx((*paths)[0], (*paths)[1], n);
-        if (!data.ok()) return data.status();
-        out.push_back({(*paths)[0], (*paths)[1], std::move(*data)});
-        break;
-      }
-      case DataFormat::kCriteo: {
-        if (config.vocab <= 0)
-          return InvalidArgument(fmt::format("data.vocab {}: expected > 0", config.vocab));
-        auto plan = PlanCriteo(*paths, which, /*shard=*/false, 0, 1);
-        if (!plan.ok()) return plan.status();
-        for (const std::string& file : plan->files) {
-          FileSamples f{file, file, {}};
-          PSTRAIN_RETURN_IF_ERROR(AppendCriteo(file, config.vocab, n, &f.samples));
-          out.push_back(std::move(f));
-        }
-        break;
-      }
-      default:
-        return UnknownFormat(config);
+    if (!IsText(config.format)) {
+      PSTRAIN_RETURN_IF_ERROR(CheckIdxPair(*paths, which));
+      auto data = LoadIdx((*paths)[0], (*paths)[1], n);
+      if (!data.ok()) return data.status();
+      out.push_back({(*paths)[0], (*paths)[1], std::move(*data)});
+      continue;
+    }
+    if (config.vocab <= 0)
+      return InvalidArgument(fmt::format("data.vocab {}: expected > 0", config.vocab));
+    auto plan = PlanText(*paths, which, /*shard=*/false, 0, 1);
+    if (!plan.ok()) return plan.status();
+    for (const std::string& file : plan->files) {
+      FileSamples f{file, file, {}};
+      PSTRAIN_RETURN_IF_ERROR(AppendRows(file, config, n, &f.samples));
+      out.push_back(std::move(f));
     }
   }
   return out;
 }
 
+StatusOr<Dataset> LoadValidation(const DataConfig& config) {
+  if (config.validation_fraction <= 0) return LoadWhole(config, config.validation, "validation");
+  // The held-out samples of every training file, whichever worker trains
+  // on the rest; as many files and samples as training reads (data.limit).
+  if (IsText(config.format))
+    return LoadText(config, config.train, "train", /*shard=*/false, 0, 1, config.limit,
+                    Share::kHeldOut);
+  auto data = LoadIdxPair(config.train, "train", config.limit);
+  if (data.ok()) KeepShare(config, config.train[0], Share::kHeldOut, 0, &*data);
+  return data;
+}
+
 StatusOr<Dataset> LoadWhole(const DataConfig& config, const std::vector<std::string>& paths,
                             const char* which) {
-  switch (config.format) {
-    case DataFormat::kIdx:
-      return LoadIdxPair(paths, which);
-    case DataFormat::kCriteo:
-      return LoadCriteo(config, paths, which, /*shard=*/false, 0, 1, /*limit=*/0);
-  }
-  return UnknownFormat(config);
+  if (IsText(config.format))
+    return LoadText(config, paths, which, /*shard=*/false, 0, 1, /*limit=*/0);
+  return LoadIdxPair(paths, which);
 }
 
 bool SplitsTrainByFile(const DataConfig& config) {
-  if (config.format != DataFormat::kCriteo) return false;
+  if (!IsText(config.format)) return false;
   for (const std::string& p : config.train) {
     auto shards = ListShards(p);
     if (shards.ok() && !shards->empty()) return true;

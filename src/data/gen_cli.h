@@ -2,8 +2,10 @@
 //
 //   pstrain gen criteo --rows N --out DIR [--shards K] [--test-rows M]
 //                      [--seed S] [--zipf Z]
+//   pstrain gen libsvm --rows N --out DIR [--shards K] [--test-rows M]
+//                      [--seed S] [--features F] [--zipf Z]
 //
-// prints one JSON line on stdout, e.g.
+// each prints one JSON line on stdout, e.g.
 //   {"gen":"criteo","rows":N,"shards":K,"test_rows":M,"out":"DIR","planted_auc":0.7712}
 #pragma once
 

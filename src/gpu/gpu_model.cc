@@ -284,6 +284,11 @@ Status CudaModel::UploadIds(const Batch& batch, int64_t n, bool training) {
                            std::to_string(n) + " samples; the model reads " +
                            std::to_string(fields) + " per sample");
   }
+  if (!batch.sparse_weights.empty()) {
+    return InvalidArgument(
+        "GPU forward: the ids carry weights (multi_hot columns or libsvm data), which the GPU "
+        "embedding kernels do not apply; train this model with device: cpu");
+  }
   int64_t range = 0;
   for (int64_t i = 0; i < count; ++i) {
     const int64_t id = batch.sparse[i];

@@ -1,6 +1,10 @@
 // embedding_bag: looks up each sample's `fields` ids (batch.sparse) in a
 // [vocab, dim] table and sums them, averages them, or lays them side by side.
 // Its input shape is the ids' [fields]; the input tensor itself is ignored.
+// With weights (batch.sparse_weights: libsvm values, multi-hot slots) each
+// row is scaled by its id's weight first, and mean divides by the sample's
+// sum of weights instead of `fields` (TensorFlow's weighted combiners): an
+// unused multi-hot slot, weight 0, then counts for nothing.
 #include <cassert>
 #include <cstring>
 
@@ -44,19 +48,19 @@ class EmbeddingBag : public Layer {
     const int64_t n = static_cast<int64_t>(batch.sparse.size()) / fields_;
     const int64_t width = mode_ == Mode::kConcat ? fields_ * dim_ : dim_;
     out->Resize({n, width});
-    const float scale = mode_ == Mode::kMean ? 1.0f / static_cast<float>(fields_) : 1.0f;
     for (int64_t s = 0; s < n; ++s) {
       float* dst = out->ptr() + s * width;
       if (mode_ != Mode::kConcat) Row(dst, dim_).setZero();
       for (int64_t f = 0; f < fields_; ++f) {
         ConstRow row(weight_.value.ptr() + Id(batch, s, f) * dim_, dim_);
+        const float w = Weight(batch, s, f);
         if (mode_ == Mode::kConcat) {
-          Row(dst + f * dim_, dim_) = row;
+          Row(dst + f * dim_, dim_) = row * w;
         } else {
-          Row(dst, dim_) += row;
+          Row(dst, dim_) += row * w;
         }
       }
-      if (mode_ == Mode::kMean) Row(dst, dim_) *= scale;
+      if (mode_ == Mode::kMean) Row(dst, dim_) *= MeanScale(batch, s);
     }
   }
 
@@ -65,16 +69,17 @@ class EmbeddingBag : public Layer {
                 Tensor* din) override {
     const int64_t n = static_cast<int64_t>(batch.sparse.size()) / fields_;
     const int64_t width = mode_ == Mode::kConcat ? fields_ * dim_ : dim_;
-    const float scale = mode_ == Mode::kMean ? 1.0f / static_cast<float>(fields_) : 1.0f;
     std::memset(weight_.grad.ptr(), 0, sizeof(float) * weight_.grad.data.size());
     for (int64_t s = 0; s < n; ++s) {
       const float* dy = dout.ptr() + s * width;
+      const float scale = mode_ == Mode::kMean ? MeanScale(batch, s) : 1.0f;
       for (int64_t f = 0; f < fields_; ++f) {
         Row grad(weight_.grad.ptr() + Id(batch, s, f) * dim_, dim_);
+        const float w = Weight(batch, s, f);
         if (mode_ == Mode::kConcat) {
-          grad += ConstRow(dy + f * dim_, dim_);
+          grad += ConstRow(dy + f * dim_, dim_) * w;
         } else {
-          grad += ConstRow(dy, dim_) * scale;
+          grad += ConstRow(dy, dim_) * (scale * w);
         }
       }
     }
@@ -91,6 +96,19 @@ class EmbeddingBag : public Layer {
     const int64_t id = batch.sparse[static_cast<size_t>(sample * fields_ + field)];
     assert(id >= 0 && id < vocab_);
     return id;
+  }
+
+  float Weight(const Batch& batch, int64_t sample, int64_t field) const {
+    if (batch.sparse_weights.empty()) return 1.0f;
+    return batch.sparse_weights[static_cast<size_t>(sample * fields_ + field)];
+  }
+
+  // 1 / the sample's total weight (0 when it is 0: no ids, a zero row).
+  float MeanScale(const Batch& batch, int64_t sample) const {
+    if (batch.sparse_weights.empty()) return 1.0f / static_cast<float>(fields_);
+    float total = 0;
+    for (int64_t f = 0; f < fields_; ++f) total += Weight(batch, sample, f);
+    return total == 0 ? 0.0f : 1.0f / total;
   }
 
   const int64_t vocab_, dim_;

@@ -327,6 +327,24 @@ void CriteoSeeds() {
   Write("criteo_fuzz", "three_lines_gzip", Gzip(raw));
 }
 
+// schema_fuzz: the first byte picks the schema (0 csv, 1 tab-separated with
+// a header, 2 libsvm raw ids, 3 libsvm hashed; +4 skips bad lines).
+void SchemaSeeds() {
+  auto seed = [](const char* name, uint8_t pick, const std::string& text, bool gzip = false) {
+    Bytes bytes(text.begin(), text.end());
+    if (gzip) bytes = Gzip(bytes);
+    bytes.insert(bytes.begin(), pick);
+    Write("schema_fuzz", name, bytes);
+  };
+  const std::string csv = "1,50,7,paris,a;;b,x\n0,,,,,\r\n-1,1e3,-2,rome,c,note\n";
+  seed("csv", 0, csv);
+  seed("csv_gzip_skip", 4, csv + "1,bad\n", true);
+  seed("tsv_header", 1, "y\tx\tcity\titems\n1\t0.5\t7\t1||2\n0\t\t999\t\n");
+  const std::string libsvm = "+1 0:1 3:0.5 17:2\n-1 0:1\n+1 2:1 5:1 9:-1.5 11:1\n";
+  seed("libsvm_raw", 2, libsvm);
+  seed("libsvm_hashed_skip", 7, libsvm + "1 x\n1 a:1 b:2\n");
+}
+
 void ConfigSeeds(const fs::path& repo) {
   for (const auto& entry : fs::directory_iterator(repo / "configs"))
     if (entry.path().extension() == ".yaml")
@@ -442,6 +460,7 @@ int main(int argc, char** argv) {
   pstrain::CheckpointSeeds();
   pstrain::IdxSeeds();
   pstrain::CriteoSeeds();
+  pstrain::SchemaSeeds();
   pstrain::ThresholdSeeds();
   pstrain::PullReplySeeds();
   pstrain::HandOffSeeds();

@@ -20,14 +20,17 @@ int KeyLine(const YAML::Node& map, const char* key) {
 Status CheckEvaluationAgainstData(const Value& doc, const Config& config) {
   const YAML::Node train = doc.node["train"];
   const Value at{doc.source, train, "train", KeyLine(doc.node, "train")};
-  const bool validation = !config.data.validation.empty();
+  const bool validation = HasValidation(config.data);
   auto keep_best = [&] {
     return at.Key("checkpoint", KeyLine(train, "checkpoint"))
         .Key("keep_best", KeyLine(train["checkpoint"], "keep_best"));
   };
   if (config.train.early_stopping) {
     const Value es = at.Key("early_stopping", config.train.early_stopping->line);
-    if (!validation) return es.Error("needs data.validation: the samples whose metric it watches");
+    if (!validation)
+      return es.Error(
+          "needs data.validation or data.validation_fraction: the samples whose metric it "
+          "watches");
     const std::string& metric = config.train.early_stopping->metric;
     const char* own = config.model.loss == LossType::kSoftmaxCrossEntropy ? "accuracy"
                       : config.model.loss == LossType::kBceWithLogits     ? "auc"
@@ -52,7 +55,43 @@ Status CheckEvaluationAgainstData(const Value& doc, const Config& config) {
   }
   if (config.train.checkpoint && config.train.checkpoint->keep_best && !validation)
     return keep_best().Error(
-        "needs data.validation: the best checkpoint is the one of the best validation metric");
+        "needs data.validation or data.validation_fraction: the best checkpoint is the one "
+        "of the best validation metric");
+  return Status::OK();
+}
+
+// A csv or libsvm schema says what a sample holds: its dense columns are
+// the model's input, its id slots (one per categorical column, max_ids per
+// multi_hot one) the model's sparse_fields.
+Status CheckModelAgainstData(const Value& doc, const Config& config) {
+  const DataConfig& data = config.data;
+  if (data.columns.empty() || !doc.node["model"]) return Status::OK();
+  int64_t dense = 0, fields = 0;
+  bool weighted = false;
+  for (const ColumnConfig& c : data.columns) {
+    dense += c.type == ColumnType::kDense;
+    fields += c.type == ColumnType::kCategorical ? 1
+              : c.type == ColumnType::kMultiHot  ? c.max_ids
+                                                 : 0;
+    weighted = weighted || c.type == ColumnType::kMultiHot;
+  }
+  const ModelConfig& m = config.model;
+  const Value model{doc.source, doc.node["model"], "model", KeyLine(doc.node, "model")};
+  const std::string columns =
+      fmt::format("data.columns (line {})", KeyLine(doc.node["data"], "columns"));
+  if (m.sparse_fields > 0 && m.sparse_fields != fields)
+    return model.Key("sparse_fields", KeyLine(model.node, "sparse_fields"))
+        .Error(fmt::format("is {}, but {} give a sample {} id slots (one per categorical "
+                           "column, max_ids per multi_hot column)",
+                           m.sparse_fields, columns, fields));
+  if (!m.input.empty() && m.input != std::vector<int64_t>{dense})
+    return model.Key("input", m.input_line)
+        .Error(fmt::format("expected [{}]: {} have {} dense columns", dense, columns, dense));
+  if (weighted && m.device == Device::kGpu)
+    return model.Key("device", KeyLine(model.node, "device"))
+        .Error(fmt::format("gpu does not weigh ids, which the multi_hot columns of {} need; use "
+                           "device: cpu",
+                           columns));
   return Status::OK();
 }
 

@@ -1,4 +1,4 @@
-// Reading the `model:` and `data:` sections of the config. What each field
+// Reading the `model:` section of the config. What each field
 // means, and its default, is in model_config.h; this file checks that the
 // values are in range and fit together, so src/nn and src/data can trust them.
 #include <filesystem>
@@ -56,16 +56,6 @@ bool Contains(const std::vector<const char*>& keys, const std::string& key) {
     if (key == k) return true;
   }
   return false;
-}
-
-// ReadList for a list that must have at least one item.
-Status ReadNonEmptyList(const Value& v, std::string_view expected,
-                        const std::function<Status(const Value& item)>& read) {
-  if (v.node.IsNull() || (v.node.IsSequence() && v.node.size() == 0)) {
-    return v.Error(fmt::format("expected {}, got {}", expected,
-                               v.node.IsNull() ? "nothing" : "an empty list"));
-  }
-  return ReadList(v, expected, read);
 }
 
 Status ReadLayer(const Value& v, LayerConfig* layer);
@@ -237,22 +227,6 @@ Status CheckModel(const Value& v, const std::map<std::string, int>& lines, const
   return Status::OK();
 }
 
-// A path or a non-empty list of paths; relative ones are taken from `base_dir`.
-Field Paths(const char* key, const std::string& base_dir, std::vector<std::string>* paths) {
-  return {key, [=](const Value& v) {
-            auto read_one = [&](const Value& item) {
-              std::string& path = paths->emplace_back();
-              PSTRAIN_RETURN_IF_ERROR(NonEmptyString("", &path).read(item));
-              if (!base_dir.empty() && std::filesystem::path(path).is_relative()) {
-                path = (std::filesystem::path(base_dir) / path).string();
-              }
-              return Status::OK();
-            };
-            if (v.node.IsScalar()) return read_one(v);
-            return ReadNonEmptyList(v, "a path or a non-empty list of paths", read_one);
-          }};
-}
-
 std::vector<Field> ModelFields(ModelConfig* model) {
   const SectionFields layer_keys = &KeysOf<LayerConfig, &LayerFields>;
   return {{"input", [model](const Value& x) { return ReadShape(x, &model->input); }},
@@ -266,23 +240,9 @@ std::vector<Field> ModelFields(ModelConfig* model) {
           Section("deep", &model->deep, &ReadLayers, layer_keys, /*list=*/true)};
 }
 
-std::vector<Field> DataFields(const std::string& base_dir, DataConfig* data) {
-  return {Required(Enum("format", &data->format, {DataFormat::kIdx, DataFormat::kCriteo},
-                        &DataFormatName)),
-          Required(Paths("train", base_dir, &data->train)),
-          Paths("test", base_dir, &data->test),
-          Paths("validation", base_dir, &data->validation),
-          Int("vocab", &data->vocab, 1, kMaxEmbeddingVocab),
-          Int("limit", &data->limit, 0),
-          Bool("shuffle", &data->shuffle)};
-}
-
-std::vector<Field> DataFieldsNoBase(DataConfig* data) { return DataFields("", data); }
-
 }  // namespace
 
 std::vector<Field> ModelFieldKeys() { return KeysOf<ModelConfig, &ModelFields>(); }
-std::vector<Field> DataFieldKeys() { return KeysOf<DataConfig, &DataFieldsNoBase>(); }
 
 Status ReadModel(const Value& v, ModelConfig* model) {
   *model = ModelConfig{};
@@ -292,27 +252,6 @@ Status ReadModel(const Value& v, ModelConfig* model) {
   PSTRAIN_RETURN_IF_ERROR(ReadMap(v, ModelFields(model), &lines));
   model->input_line = lines.count("input") > 0 ? lines["input"] : v.line;
   return CheckModel(v, lines, *model);
-}
-
-Status ReadData(const Value& v, const std::string& base_dir, DataConfig* data) {
-  *data = DataConfig{};
-  data->line = v.line;
-  std::map<std::string, int> lines;
-  PSTRAIN_RETURN_IF_ERROR(ReadMap(v, DataFields(base_dir, data), &lines));
-  if (data->format != DataFormat::kIdx) return Status::OK();
-  if (lines.count("vocab") > 0) {
-    return v.Key("vocab", lines["vocab"]).Error("only used with format: criteo");
-  }
-  for (const auto& [key, paths] :
-       {std::make_pair("train", &data->train), std::make_pair("test", &data->test),
-        std::make_pair("validation", &data->validation)}) {
-    if (lines.count(key) > 0 && paths->size() != 2) {
-      return v.Key(key, lines[key])
-          .Error(fmt::format("an idx data set is [images, labels], got {} path{}", paths->size(),
-                             paths->size() == 1 ? "" : "s"));
-    }
-  }
-  return Status::OK();
 }
 
 }  // namespace config_internal

@@ -70,8 +70,16 @@ const char* DataFormatName(DataFormat format) {
       return "idx";
     case DataFormat::kCriteo:
       return "criteo";
+    case DataFormat::kCsv:
+      return "csv";
+    case DataFormat::kLibsvm:
+      return "libsvm";
   }
   return "unknown";
+}
+
+bool HasValidation(const DataConfig& data) {
+  return !data.validation.empty() || data.validation_fraction > 0;
 }
 
 std::string DefaultLayerName(const std::string& tower, LayerType type, size_t index) {

@@ -31,7 +31,7 @@ enum class LayerType {
 };
 enum class LossType { kSoftmaxCrossEntropy, kBceWithLogits, kMse };
 enum class Device { kCpu, kGpu };
-enum class DataFormat { kIdx, kCriteo };
+enum class DataFormat { kIdx, kCriteo, kCsv, kLibsvm };
 
 // How the config spells each value ("embedding_bag", "bce_with_logits"), for
 // messages and logs; "unknown" for a value outside the enum.
@@ -109,6 +109,41 @@ struct ModelConfig {
   int input_line = 0;  // of `input`, for messages about it
 };
 
+// One column of a csv or libsvm line (data.columns; docs/formats.md, "Data
+// by schema"). Which fields matter depends on `type`.
+enum class ColumnType { kLabel, kDense, kCategorical, kMultiHot, kSkip };
+enum class DenseTransform { kNone, kLog1p, kStandardize };
+
+struct ColumnConfig {
+  std::string name;
+  ColumnType type = ColumnType::kSkip;
+  // label: a number, or with `threshold` set, 1 when above it and 0 else
+  // (libsvm's -1/+1 for a bce model).
+  bool has_threshold = false;
+  float threshold = 0;
+  // dense: an empty cell counts as `fill`, then the transform (log1p is
+  // log(1 + max(x, 0)); standardize (x - mean) / std).
+  float fill = 0;
+  DenseTransform transform = DenseTransform::kNone;
+  float mean = 0;
+  float std = 1;
+  // categorical and multi_hot: each value hashed with the column's field
+  // index into [0, data.vocab), or with raw_ids read as the id itself.
+  bool raw_ids = false;
+  // multi_hot: up to max_ids values split at `separator` (libsvm: the
+  // line's id:value pairs); a sample has max_ids slots, unused ones weigh 0.
+  std::string separator = "|";
+  int max_ids = 0;
+  int line = 0;
+};
+
+enum class OnBadRow { kFail, kSkip };
+
+struct DataConfig;
+// Whether the job measures a validation set: data.validation's files or a
+// held-out fraction of the training set.
+bool HasValidation(const DataConfig& data);
+
 struct DataConfig {
   DataFormat format = DataFormat::kIdx;
   // idx: [images, labels] (.gz or raw). criteo: one or more paths; a path
@@ -121,9 +156,21 @@ struct DataConfig {
   // test set, for train.early_stopping and checkpoint.keep_best (the same
   // form as test); empty: none.
   std::vector<std::string> validation;
-  int64_t vocab = 1 << 20;  // criteo: categorical values hash into [0, vocab)
-  int64_t limit = 0;        // use at most this many training samples (0: all)
-  bool shuffle = true;      // reshuffle every epoch (seeded by train.seed)
+  // Or a share of the training samples held out as the validation set
+  // (0: none): each sample of each training file, by its file's name and
+  // its place in it, hashed with validation_seed (train.seed).
+  float validation_fraction = 0;
+  uint64_t validation_seed = 0;
+  int64_t vocab = 1 << 20;  // criteo/csv/libsvm: categorical values hash into [0, vocab)
+  // csv and libsvm: what each column of a line is (criteo's are fixed).
+  std::vector<ColumnConfig> columns;
+  std::string delimiter = ",";  // csv: one byte between columns
+  bool header = false;          // csv: each file's first line names columns (skipped)
+  // A line that does not parse: stop with an error naming it, or skip it
+  // (counted, the first few named in the log).
+  OnBadRow on_bad_row = OnBadRow::kFail;
+  int64_t limit = 0;    // use at most this many training samples (0: all)
+  bool shuffle = true;  // reshuffle every epoch (seeded by train.seed)
   int line = 0;
 };
 

@@ -3,6 +3,7 @@
 #include "src/common/config/reader.h"
 
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <string_view>
@@ -110,7 +111,7 @@ Field Uint64(const char* key, uint64_t* out) {
 
 Field Float(const char* key, float* out, Bound bound) {
   static const char* const kExpected[] = {"a number > 0", "a number >= 0", "a number in [0, 1)",
-                                          "a number <= 0"};
+                                          "a number <= 0", "a number"};
   return {key, [=](const Value& v) {
             double d = 0;
             bool ok = v.node.IsScalar() && ParseNumber(v.node.Scalar(), &d) &&
@@ -163,6 +164,32 @@ void ListKeys(const std::vector<Field>& fields, const std::string& prefix,
     out->push_back(path);
     if (f.section != nullptr) ListKeys(f.section(), path + (f.list ? "[]" : ""), out);
   }
+}
+
+// ReadList for a list that must have at least one item.
+Status ReadNonEmptyList(const Value& v, std::string_view expected,
+                        const std::function<Status(const Value& item)>& read) {
+  if (v.node.IsNull() || (v.node.IsSequence() && v.node.size() == 0)) {
+    return v.Error(fmt::format("expected {}, got {}", expected,
+                               v.node.IsNull() ? "nothing" : "an empty list"));
+  }
+  return ReadList(v, expected, read);
+}
+
+// A path or a non-empty list of paths; relative ones are taken from `base_dir`.
+Field Paths(const char* key, const std::string& base_dir, std::vector<std::string>* paths) {
+  return {key, [=](const Value& v) {
+            auto read_one = [&](const Value& item) {
+              std::string& path = paths->emplace_back();
+              PSTRAIN_RETURN_IF_ERROR(NonEmptyString("", &path).read(item));
+              if (!base_dir.empty() && std::filesystem::path(path).is_relative()) {
+                path = (std::filesystem::path(base_dir) / path).string();
+              }
+              return Status::OK();
+            };
+            if (v.node.IsScalar()) return read_one(v);
+            return ReadNonEmptyList(v, "a path or a non-empty list of paths", read_one);
+          }};
 }
 
 }  // namespace config_internal

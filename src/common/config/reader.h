@@ -101,6 +101,13 @@ Status ReadMap(const Value& map, const std::vector<Field>& fields,
 Status ReadList(const Value& list, std::string_view expected,
                 const std::function<Status(const Value& item)>& read);
 
+// ReadList for a list that must have at least one item.
+Status ReadNonEmptyList(const Value& v, std::string_view expected,
+                        const std::function<Status(const Value& item)>& read);
+
+// A path or a non-empty list of paths; relative ones are taken from `base_dir`.
+Field Paths(const char* key, const std::string& base_dir, std::vector<std::string>* paths);
+
 // Every key under `fields`, and under their sections, as a path below
 // `prefix` ("train.optimizer.lr", "parameters[].match"): KnownConfigKeys.
 void ListKeys(const std::vector<Field>& fields, const std::string& prefix,
@@ -140,7 +147,7 @@ Field Int(const char* key, T* out, int64_t lo, int64_t hi = std::numeric_limits<
 Field Uint64(const char* key, uint64_t* out);
 
 // Allowed ranges of float fields.
-enum class Bound { kPositive, kNonNegative, kUnitInterval /* [0, 1) */, kNonPositive };
+enum class Bound { kPositive, kNonNegative, kUnitInterval /* [0, 1) */, kNonPositive, kAny };
 
 Field Float(const char* key, float* out, Bound bound);
 Field Bool(const char* key, bool* out);
@@ -181,7 +188,7 @@ Field Section(const char* key, T* out, Status (*read)(const Value&, T*), Section
   return {key, [=](const Value& v) { return read(v, out); }, false, fields, list};
 }
 
-// The `model:` and `data:` sections (model.cc). `base_dir`, when not empty,
+// The `model:` (model.cc) and `data:` (data.cc) sections. `base_dir`, when not empty,
 // is the directory relative data paths are resolved against.
 Status ReadModel(const Value& v, ModelConfig* model);
 Status ReadData(const Value& v, const std::string& base_dir, DataConfig* data);
@@ -192,6 +199,7 @@ std::vector<Field> DataFieldKeys();
 // Checks between sections of the whole document `doc` (cross_checks.cc).
 Status CheckRulesAgainstTrain(const Value& doc, const Config& config);
 Status CheckEvaluationAgainstData(const Value& doc, const Config& config);
+Status CheckModelAgainstData(const Value& doc, const Config& config);
 // The line of `key` in the mapping `map` (which ReadMap read, so it holds it).
 int KeyLine(const YAML::Node& map, const char* key);
 
