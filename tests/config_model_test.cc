@@ -419,6 +419,12 @@ TEST_CASE("a csv or libsvm schema is read, and its mistakes name the key") {
   CHECK(ErrorOf("data:\n  format: criteo\n  train: a\n" + good) ==
         "x.yaml:4: data.columns: only used with format: csv or libsvm (criteo's are fixed) (this "
         "is criteo)");
+  std::string wide = "  columns:\n    - {name: y, type: label}\n";
+  for (int i = 0; i < 11; ++i)
+    wide += "    - {name: m" + std::to_string(i) + ", type: multi_hot, max_ids: 100000}\n";
+  CHECK(ErrorOf(data(wide)) ==
+        "x.yaml:16: data.columns[11]: the id columns up to here give a sample 1100000 id slots; at "
+        "most 1048576 in all");
   CHECK(ErrorOf("data:\n  format: libsvm\n  train: a\n  header: true\n" + good) ==
         "x.yaml:4: data.header: only used with format: csv (this is libsvm)");
   CHECK(ErrorOf("data:\n  format: libsvm\n  train: a\n" + good) ==

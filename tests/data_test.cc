@@ -312,10 +312,10 @@ TEST_CASE("Criteo errors name the file, the line and its byte offset") {
                              "): expected 40 tab-separated fields, got 39");
   }
   SUBCASE("a bad label") {
-    WriteFile(path, good + Line(GoodFields("yes")) + "\n");
+    WriteFile(path, good + Line(GoodFields("2")) + "\n");
     Status s = AppendCriteo(path, 100, 0, &data);
     CHECK(s.message() == path + ": line 2 (offset " + std::to_string(good.size()) +
-                             "): label 'yes': expected a number");
+                             "): label '2': expected 0 or 1");
   }
   SUBCASE("a bad count") {
     std::vector<std::string> f = GoodFields("0");

@@ -98,7 +98,8 @@ train wd 2 2
 same_metric wd
 export_model wd
 "$PY" "$TOOLS/export_check.py" "$WORK/wd.npz" wide_emb.weight=table:1 deep_emb.weight=table:8 \
-  fc1.weight=f4:32,221 fc1.bias=f4:32 fc2.weight=f4:1,32 fc2.bias=f4:1 || fail "wd export"
+  fc1.weight=f4:32,221 fc1.bias=f4:32 fc2.weight=f4:1,32 fc2.bias=f4:1 \
+  "data_schema=criteo:wide_emb.weight:$WORK/criteo/train.txt-00000" || fail "wd export"
 
 # 3. One flipped byte in the newest step's server-0.ckpt.
 step=$(ls -d "$WORK"/wd-ckpt/step-* | tail -n 1)

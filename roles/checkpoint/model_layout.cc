@@ -13,6 +13,7 @@ namespace {
 
 constexpr int kMaxDims = 8;
 constexpr int64_t kMaxElements = int64_t{1} << 40;
+constexpr size_t kMaxSchemaBytes = 64 << 20;
 
 bool ParseInt(const std::string& s, int64_t* out) {
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
@@ -60,16 +61,19 @@ StatusOr<std::string> WriteModelLayout(const std::string& step_dir, const ModelL
                         t.place == WeightPlace::kServers ? "ps" : "allreduced", dims);
   }
   for (const LayoutTable& t : layout.tables) text += fmt::format("table {} {}\n", t.name, t.dim);
-  PSTRAIN_RETURN_IF_ERROR(WriteCheckpointFile(step_dir + "/" + kModelLayoutFileName,
-                                              {SectionView{"layout", text.data(), text.size()}}));
+  std::vector<SectionView> sections = {SectionView{"layout", text.data(), text.size()}};
+  if (!layout.data_schema.empty())
+    sections.push_back(SectionView{"data", layout.data_schema.data(), layout.data_schema.size()});
+  PSTRAIN_RETURN_IF_ERROR(WriteCheckpointFile(step_dir + "/" + kModelLayoutFileName, sections));
   return std::string(kModelLayoutFileName);
 }
 
 StatusOr<ModelLayout> ReadModelLayout(const std::string& path) {
   auto sections = ReadCheckpointFile(path);
   if (!sections.ok()) return sections.status();
-  if (sections->size() != 1 || (*sections)[0].name != "layout")
-    return InvalidArgument(path + ": expected one section named 'layout'");
+  const bool data = sections->size() == 2 && (*sections)[1].name == "data";
+  if ((sections->size() != 1 && !data) || (*sections)[0].name != "layout")
+    return InvalidArgument(path + ": expected a section named 'layout' (and one named 'data')");
   const std::vector<uint8_t>& bytes = (*sections)[0].bytes;
   std::stringstream in(std::string(bytes.begin(), bytes.end()));
   std::string line;
@@ -95,6 +99,13 @@ StatusOr<ModelLayout> ReadModelLayout(const std::string& path) {
     } else {
       return bad();
     }
+  }
+  if (data) {
+    const std::vector<uint8_t>& schema = (*sections)[1].bytes;
+    if (schema.size() > kMaxSchemaBytes)
+      return InvalidArgument(fmt::format("{}: a data schema of {} bytes (at most {})", path,
+                                         schema.size(), kMaxSchemaBytes));
+    layout.data_schema.assign(schema.begin(), schema.end());
   }
   return layout;
 }

@@ -8,6 +8,9 @@
 //     "layout 1"
 //     "tensor <name> <ps|allreduced> <d0>,<d1>,..."   a dense weight
 //     "table <name> <dim>"                            a server-held table
+//   section "data" (when the job reads text data by a schema): how a line
+//     becomes the model's inputs, as JSON (src/data/schema_reader.h,
+//     SchemaJson), which `pstrain export` hands on with the weights.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +40,7 @@ struct LayoutTable {
 struct ModelLayout {
   std::vector<LayoutTensor> tensors;  // in the model's parameter order
   std::vector<LayoutTable> tables;
+  std::string data_schema;  // JSON; empty: none recorded
 };
 
 // The layout of the model `config` describes, its weights placed as

@@ -66,6 +66,14 @@ StatusOr<ExportSummary> ExportCheckpoint(const std::string& checkpoint_dir,
     PSTRAIN_RETURN_IF_ERROR(WriteTable(*table, **out));
     summary.table_rows += table->rows();
   }
+  // How the data's lines become the model's ids and inputs: JSON bytes.
+  if (!layout.data_schema.empty()) {
+    const std::string& schema = layout.data_schema;
+    PSTRAIN_RETURN_IF_ERROR((*out)->BeginArray(kDataSchemaArray, NpyType::kUint8,
+                                               {static_cast<int64_t>(schema.size())}));
+    PSTRAIN_RETURN_IF_ERROR((*out)->Write(schema.data(), schema.size()));
+    PSTRAIN_RETURN_IF_ERROR((*out)->EndArray());
+  }
   PSTRAIN_RETURN_IF_ERROR((*out)->Finish());
   summary.step = (*weights)->ref().step;
   summary.dense = layout.tensors.size();

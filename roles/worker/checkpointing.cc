@@ -10,6 +10,7 @@
 #include "roles/checkpoint/model_layout.h"
 #include "src/common/checkpoint_file.h"
 #include "src/common/config/identity.h"
+#include "src/data/schema_reader.h"
 
 namespace pstrain {
 namespace {
@@ -58,6 +59,7 @@ StatusOr<std::unique_ptr<CheckpointInFlight>> BeginCheckpoint(WorkerContext& ctx
   if (ctx.config->has_model) {
     auto layout = LayoutOf(*ctx.config);
     if (!layout.ok()) return fail(layout.status());
+    layout->data_schema = SchemaJson(ctx.config->data);
     auto file = WriteModelLayout(step_dir, *layout);
     if (!file.ok()) return fail(file.status());
     c->local_files_.push_back(*file);

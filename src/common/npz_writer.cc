@@ -19,7 +19,7 @@ void Le(std::string* out, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
 }
 
-size_t ItemSize(NpyType t) { return t == NpyType::kFloat32 ? 4 : 8; }
+size_t ItemSize(NpyType t) { return t == NpyType::kFloat32 ? 4 : t == NpyType::kInt64 ? 8 : 1; }
 
 // The local header of a stored (uncompressed) entry.
 std::string LocalHeader(const std::string& name, uint32_t crc, uint64_t size) {
@@ -46,7 +46,10 @@ std::string NpyHeader(NpyType type, const std::vector<int64_t>& shape) {
   if (shape.size() > 1) dims.resize(dims.size() - 2);  // (3,) but (3, 4)
   if (shape.size() == 1) dims.pop_back();
   std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}",
-                                 type == NpyType::kFloat32 ? "<f4" : "<i8", dims);
+                                 type == NpyType::kFloat32 ? "<f4"
+                                 : type == NpyType::kInt64 ? "<i8"
+                                                           : "|u1",
+                                 dims);
   const size_t unpadded = 10 + dict.size() + 1;  // magic+version+length, dict, '\n'
   dict.append((64 - unpadded % 64) % 64, ' ');
   dict += '\n';

@@ -22,7 +22,7 @@
 
 namespace pstrain {
 
-enum class NpyType { kFloat32, kInt64 };
+enum class NpyType { kFloat32, kInt64, kUint8 };
 
 class NpzWriter {
  public:

@@ -153,10 +153,13 @@ StatusOr<Dataset> LoadText(const DataConfig& config, const std::vector<std::stri
   if (!plan.ok()) return plan.status();
   Dataset data;
   data.sharded_by_file = plan->sharded_by_file;
+  // `limit` counts samples read, before any are held out.
+  int64_t read = 0;
   for (const std::string& file : plan->files) {
-    if (limit > 0 && data.size() >= limit) break;
+    if (limit > 0 && read >= limit) break;
     const int64_t from = data.size();
-    PSTRAIN_RETURN_IF_ERROR(AppendRows(file, config, limit, &data));
+    PSTRAIN_RETURN_IF_ERROR(AppendRows(file, config, limit > 0 ? from + limit - read : 0, &data));
+    read += data.size() - from;
     KeepShare(config, file, share, from, &data);
   }
   if (data.sample_shape.empty()) {  // no files read: the shape all the same
@@ -259,11 +262,13 @@ StatusOr<std::vector<FileSamples>> ReadFirstSamples(const DataConfig& config, in
 StatusOr<Dataset> LoadValidation(const DataConfig& config) {
   if (config.validation_fraction <= 0) return LoadWhole(config, config.validation, "validation");
   // The held-out samples of every training file, whichever worker trains
-  // on the rest; as many files and samples as training reads (data.limit).
+  // on the rest. Each file whole: data.limit bounds training, and a worker
+  // reads its first samples of its own shards (held-out ones are never
+  // trained, so more of them measured is no leak).
   if (IsText(config.format))
-    return LoadText(config, config.train, "train", /*shard=*/false, 0, 1, config.limit,
+    return LoadText(config, config.train, "train", /*shard=*/false, 0, 1, /*limit=*/0,
                     Share::kHeldOut);
-  auto data = LoadIdxPair(config.train, "train", config.limit);
+  auto data = LoadIdxPair(config.train, "train");
   if (data.ok()) KeepShare(config, config.train[0], Share::kHeldOut, 0, &*data);
   return data;
 }

@@ -70,8 +70,8 @@ StatusOr<Dataset> LoadWhole(const DataConfig& config, const std::vector<std::str
                             const char* which);
 
 // The validation set: data.validation's files whole, or the samples
-// data.validation_fraction holds out of every training file (LoadTrainShard
-// leaves them out).
+// data.validation_fraction holds out of every training file, read whole
+// (LoadTrainShard leaves them out).
 StatusOr<Dataset> LoadValidation(const DataConfig& config);
 
 // The first samples of one data file (an idx pair counts as one), to check

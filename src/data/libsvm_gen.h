@@ -9,7 +9,7 @@
 // constant feature (every row has it, so a model without a bias of its own
 // learns the bias as its weight), ids 1..features are drawn by a Zipf law
 // (the rank-k id with probability proportional to (k+1)^-zipf), between
-// min_active and max_active distinct ones a row. Half the values are 1,
+// min_active and max_active draws a row (a repeated id is kept once). Half the values are 1,
 // the others a number in [0.1, 2] with three decimals. A frequent id's
 // weight is larger than a rare one's, as in criteo_gen.h.
 #pragma once

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <new>
+#include <nlohmann/json.hpp>
 
 #include "src/data/criteo_reader.h"
 #include "src/data/line_reader.h"
@@ -81,8 +82,11 @@ RowParser::RowParser(DataFormat format, const std::vector<ColumnConfig>& columns
 }
 
 RowParser RowParser::For(const DataConfig& config) {
-  if (config.format == DataFormat::kCriteo)
-    return RowParser(DataFormat::kCsv, CriteoColumns(), '\t', config.vocab);
+  if (config.format == DataFormat::kCriteo) {
+    RowParser parser(DataFormat::kCsv, CriteoColumns(), '\t', config.vocab);
+    parser.binary_labels_ = true;
+    return parser;
+  }
   return RowParser(config.format, config.columns, config.delimiter[0], config.vocab);
 }
 
@@ -207,6 +211,9 @@ Status RowParser::Parse(std::string_view line, float* label, float* dense, int64
     double x = 0;
     switch (c.config.type) {
       case ColumnType::kLabel:
+        if (binary_labels_ && cell != "0" && cell != "1")
+          return InvalidArgument(
+              fmt::format("{} '{}': expected 0 or 1", c.config.name, Shown(cell)));
         if (!ParseNumber(cell, &x)) {
           return InvalidArgument(
               fmt::format("{} '{}': expected a number", c.config.name, Shown(cell)));
@@ -236,6 +243,56 @@ Status RowParser::Parse(std::string_view line, float* label, float* dense, int64
     }
   }
   return Status::OK();
+}
+
+std::string SchemaJson(const DataConfig& config) {
+  if (config.format == DataFormat::kIdx) return "";
+  static const char* const kTypes[] = {"label", "dense", "categorical", "multi_hot", "skip"};
+  static const char* const kTransforms[] = {"none", "log1p", "standardize"};
+  const RowParser parser = RowParser::For(config);
+  nlohmann::ordered_json columns = nlohmann::ordered_json::array();
+  for (const RowParser::Column& c : parser.columns_) {
+    nlohmann::ordered_json col = {{"name", c.config.name},
+                                  {"type", kTypes[static_cast<int>(c.config.type)]}};
+    switch (c.config.type) {
+      case ColumnType::kLabel:
+        if (c.config.has_threshold) col["threshold"] = c.config.threshold;
+        break;
+      case ColumnType::kDense:
+        col["input_index"] = c.slot;
+        col["fill"] = c.config.fill;
+        col["transform"] = kTransforms[static_cast<int>(c.config.transform)];
+        if (c.config.transform == DenseTransform::kStandardize) {
+          col["mean"] = c.config.mean;
+          col["std"] = c.config.std;
+        }
+        break;
+      case ColumnType::kCategorical:
+      case ColumnType::kMultiHot:
+        col["field"] = c.field;
+        col["first_slot"] = c.slot;
+        col["slots"] = c.config.type == ColumnType::kMultiHot ? c.config.max_ids : 1;
+        col["ids"] = c.config.raw_ids ? "raw" : "hash";
+        if (c.config.type == ColumnType::kMultiHot && config.format == DataFormat::kCsv)
+          col["separator"] = c.config.separator;
+        break;
+      case ColumnType::kSkip:
+        break;
+    }
+    columns.push_back(std::move(col));
+  }
+  nlohmann::ordered_json schema = {
+      {"format", DataFormatName(config.format)},
+      {"vocab", config.vocab},
+      {"hash",
+       "CriteoHash(field, value) % vocab: 64-bit FNV-1a over field as 4 bytes little-endian, "
+       "then the value's bytes, finished by SplitMix64's mix"},
+      {"columns", std::move(columns)}};
+  if (config.format != DataFormat::kLibsvm) {
+    schema["delimiter"] = std::string(1, parser.delimiter_);
+    schema["header"] = config.format == DataFormat::kCsv && config.header;
+  }
+  return schema.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 namespace {

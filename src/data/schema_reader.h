@@ -32,6 +32,7 @@ class RowParser {
             int64_t vocab);
   // The parser of `config`'s lines (criteo: its preset).
   static RowParser For(const DataConfig& config);
+  friend std::string SchemaJson(const DataConfig& config);
 
   int dense() const { return dense_; }
   int fields() const { return fields_; }
@@ -58,6 +59,7 @@ class RowParser {
   Status Label(const Column& c, std::string_view cell, double x, float* label) const;
 
   DataFormat format_;
+  bool binary_labels_ = false;  // criteo: a label is "0" or "1"
   char delimiter_;
   int64_t vocab_;
   std::vector<Column> columns_;
@@ -65,6 +67,13 @@ class RowParser {
   int fields_ = 0;
   bool weighted_ = false;
 };
+
+// How a line of `config`'s text data becomes a sample, as JSON that a
+// model served outside pstrain needs: the format, vocab, delimiter and
+// header, and per column its name, type and options, an id column's field
+// (its CriteoHash field index) and id slots [first, first + count); with
+// "hash" naming the hash (docs/formats.md). "" for idx data.
+std::string SchemaJson(const DataConfig& config);
 
 // Appends the samples of `path` to `out`, stopping once `out` holds
 // `max_samples` (0: no limit). Bad lines fail the read, or with

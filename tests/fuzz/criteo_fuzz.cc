@@ -1,8 +1,7 @@
 // The Criteo reader fed an arbitrary file, raw or gzip (seeds: lines in the
 // Criteo layout, corpus/criteo_fuzz/), read whole or only its first samples.
 // Beyond the sanitizers: a file that loads gives 13 finite dense features, 26
-// ids in [0, vocab) and a finite label per sample (the loss's rule on labels
-// is checked after loading, roles/worker/data_fit.h).
+// ids in [0, vocab) and a 0/1 label per sample.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -26,7 +25,7 @@ void Check(const pstrain::Dataset& d) {
   for (int64_t id : d.sparse)
     if (id < 0 || id >= kVocab) Fail("an id outside [0, vocab)");
   for (float y : d.labels)
-    if (!std::isfinite(y)) Fail("a label that is not finite");
+    if (y != 0 && y != 1) Fail("a label that is not 0 or 1");
   if (!d.weights.empty()) Fail("weights for ids that all weigh 1");
 }
 

@@ -4,6 +4,10 @@ usage: export_check.py NPZ SPEC... [--mlp IMAGES LABELS ACCURACY]
   SPEC "name=f4:d0,d1"  a dense weight: float32 of that shape
        "name=table:dim" a server-held table: name.ids int64 [n], ascending,
                         and name.rows float32 [n, dim], n > 0
+       "data_schema=criteo:TABLE:LINES" the data schema, JSON in uint8, of
+                        criteo data: every categorical value of the first
+                        line of the file LINES, hashed as the schema says
+                        (docs/formats.md), is a row of TABLE
   --mlp: the weights fc1, fc2 are a flatten-linear-relu-linear model; its
   accuracy on the raw IDX test files must be ACCURACY (to one sample).
 Every array in the file must be named by a SPEC. Prints one line; exit 1 on
@@ -28,6 +32,47 @@ def idx(path):
     return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
+M = (1 << 64) - 1
+
+
+def mix64(x):
+    x = (x + 0x9E3779B97F4A7C15) & M
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & M
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & M
+    return x ^ (x >> 31)
+
+
+def criteo_hash(field, value):
+    h = 0xCBF29CE484222325
+    for b in field.to_bytes(4, "little") + value.encode():
+        h = ((h ^ b) * 0x100000001B3) & M
+    return mix64(h)
+
+
+def check_schema(z, fmt, table, lines):
+    import json
+
+    raw = z["data_schema"]
+    if raw.dtype != np.uint8 or raw.ndim != 1:
+        fail("data_schema is %s %s, expected uint8 [n]" % (raw.dtype, raw.shape))
+    schema = json.loads(bytes(raw).decode())
+    if schema["format"] != fmt:
+        fail("data_schema format %s, expected %s" % (schema["format"], fmt))
+    with open(lines) as f:
+        cells = f.readline().rstrip("\n").split(schema["delimiter"])
+    rows = set(z[table + ".ids"].tolist())
+    checked = 0
+    for cell, col in zip(cells, schema["columns"]):
+        if col["type"] != "categorical":
+            continue
+        row = criteo_hash(col["field"], cell) % schema["vocab"]
+        if row not in rows:
+            fail("%s '%s' hashes to row %d, not in %s" % (col["name"], cell, row, table))
+        checked += 1
+    if checked == 0:
+        fail("data_schema has no categorical column")
+
+
 def main(argv):
     args = argv[1:]
     mlp = None
@@ -39,8 +84,12 @@ def main(argv):
     expected = set()
     for spec in args[1:]:
         name, kind = spec.split("=")
-        what, dims = kind.split(":")
-        if what == "f4":
+        what, dims = kind.split(":", 1)
+        if name == "data_schema":
+            expected.add(name)
+            table, lines = dims.split(":")
+            check_schema(z, what, table, lines)
+        elif what == "f4":
             shape = tuple(int(d) for d in dims.split(","))
             expected.add(name)
             if name not in z.files:

@@ -18,6 +18,7 @@ namespace {
 // rows: columns of a line, and id slots of one multi_hot column.
 constexpr int kMaxColumns = 100000;
 constexpr int kMaxIdsPerColumn = 100000;
+constexpr int64_t kMaxIdSlots = 1 << 20;  // of a sample, over all id columns
 constexpr size_t kMaxSeparatorBytes = 8;
 
 const char* ColumnTypeName(ColumnType type) {
@@ -146,9 +147,17 @@ Status CheckColumns(const Value& v, const std::map<std::string, int>& lines,
   const Value at = v.Key("columns", lines.at("columns"));
   std::set<std::string> names;
   int labels = 0;
+  int64_t slots = 0;
   for (size_t i = 0; i < data.columns.size(); ++i) {
     const ColumnConfig& c = data.columns[i];
     const Value item{v.source, v.node, fmt::format("{}[{}]", at.path, i), c.line};
+    slots += c.type == ColumnType::kCategorical ? 1
+             : c.type == ColumnType::kMultiHot  ? c.max_ids
+                                                : 0;
+    if (slots > kMaxIdSlots)
+      return item.Error(
+          fmt::format("the id columns up to here give a sample {} id slots; at most {} in all",
+                      slots, kMaxIdSlots));
     if (!names.insert(c.name).second)
       return item.Key("name", c.line).Error(fmt::format("'{}' names another column too", c.name));
     labels += c.type == ColumnType::kLabel;

@@ -118,7 +118,8 @@ Field Float(const char* key, float* out, Bound bound) {
                       std::isfinite(static_cast<float>(d));
             if (ok && bound == Bound::kPositive) ok = d > 0;
             if (ok && bound == Bound::kNonNegative) ok = d >= 0;
-            if (ok && bound == Bound::kUnitInterval) ok = d >= 0 && d < 1;
+            // As stored: 0.99999999 rounds to 1.0f.
+            if (ok && bound == Bound::kUnitInterval) ok = d >= 0 && static_cast<float>(d) < 1;
             if (ok && bound == Bound::kNonPositive) ok = d <= 0;
             if (!ok) return v.Expected(kExpected[static_cast<int>(bound)]);
             *out = static_cast<float>(d);
