@@ -22,6 +22,7 @@ paths="--set data.train=$DATA/libsvm/train.txt --set data.test=$DATA/libsvm/test
 "$BIN" check --config "$CONFIG" $paths > "$OUT" 2>&1; status=$?
 check "pstrain check of the shipped config exits 0 (got $status)" [ "$status" = 0 ]
 check "it counts the samples" has "OK: 1000000 training and 100000 test samples"
+check "it prints the model's inputs" has "model: input none, 48 ids a sample, loss bce_with_logits"
 check "it prints the model: a table on the servers" \
   has "lr  *embedding_bag \[1\]  *lr.weight  *\[100001, 1\]  *100001  *table on servers"
 

@@ -69,8 +69,12 @@ std::string Summary(const Config& config, const Model& model, const ModelLayout&
       if (t.name == c.name + ".weight") where[t.name] = {{c.vocab, t.dim}, "table on servers"};
   int64_t total = 0;
   std::map<std::string, int64_t> by_place;
+  const std::string ids = config.model.sparse_fields > 0
+                              ? fmt::format(", {} ids a sample", config.model.sparse_fields)
+                              : "";
   std::string text =
-      fmt::format("model: input {}, loss {}, device {}\n", ShapeString(config.model.input),
+      fmt::format("model: input {}{}, loss {}, device {}\n",
+                  config.model.input.empty() ? "none" : ShapeString(config.model.input), ids,
                   LossTypeName(config.model.loss), DeviceName(config.model.device));
   // Columns as wide as their longest name (a residual block's parameters
   // are long), 16 at least.

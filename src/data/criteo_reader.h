@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "src/common/config/model_config.h"
+#include "src/common/random.h"
 #include "src/common/status.h"
 #include "src/data/dataset.h"
 
@@ -29,8 +30,18 @@ inline constexpr int kCriteoColumns = 1 + kCriteoDense + kCriteoCategorical;
 // value's bytes, finished with SplitMix64's mix so that the low bits (which
 // `% vocab` keeps) depend on every input byte. Defined byte by byte, so ids
 // are the same on every platform and build. Every schema's categorical
-// values hash this way.
-uint64_t CriteoHash(int field, std::string_view value);
+// values hash this way. Inline: the readers call it for every value.
+inline uint64_t CriteoHash(int field, std::string_view value) {
+  uint64_t h = 14695981039346656037ULL;  // FNV-1a offset basis
+  auto add = [&h](uint8_t byte) {
+    h ^= byte;
+    h *= 1099511628211ULL;  // FNV-1a prime
+  };
+  const auto f = static_cast<uint32_t>(field);
+  for (int i = 0; i < 4; ++i) add(static_cast<uint8_t>(f >> (8 * i)));
+  for (char c : value) add(static_cast<uint8_t>(c));
+  return Mix64(h);
+}
 
 // The columns of the layout: label, I1..I13 (dense, log1p), C1..C26
 // (categorical, hashed).

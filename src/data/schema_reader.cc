@@ -193,53 +193,73 @@ Status RowParser::ParseLibsvm(std::string_view line, float* label, int64_t* ids,
   return Status::OK();
 }
 
+// One csv cell of a label, dense, hashed categorical or skip column, the
+// common ones: false when it does not parse (CellError says why), with no
+// Status made for a good cell.
+bool RowParser::FastCell(const Column& c, std::string_view cell, float* label, float* dense,
+                         int64_t* ids, float* weights) const {
+  double x = 0;
+  switch (c.config.type) {
+    case ColumnType::kLabel:
+      if (binary_labels_ && cell != "0" && cell != "1") return false;
+      if (!ParseNumber(cell, &x)) return false;
+      *label =
+          c.config.has_threshold ? (x > c.config.threshold ? 1.0f : 0.0f) : static_cast<float>(x);
+      return std::isfinite(*label);
+    case ColumnType::kDense:
+      x = c.config.fill;
+      if (!cell.empty() && !ParseNumber(cell, &x)) return false;
+      if (c.config.transform == DenseTransform::kLog1p) x = std::log1p(std::max(x, 0.0));
+      if (c.config.transform == DenseTransform::kStandardize)
+        x = (x - c.config.mean) / c.config.std;
+      dense[c.slot] = static_cast<float>(x);
+      return std::isfinite(dense[c.slot]);
+    case ColumnType::kCategorical:
+      ids[c.slot] = static_cast<int64_t>(CriteoHash(c.field, cell) % static_cast<uint64_t>(vocab_));
+      if (weights != nullptr) weights[c.slot] = 1;
+      return true;
+    default:
+      return true;
+  }
+}
+
+// Why FastCell refused `cell`.
+Status RowParser::CellError(const Column& c, std::string_view cell) const {
+  double x = 0;
+  if (c.config.type == ColumnType::kLabel && binary_labels_)
+    return InvalidArgument(fmt::format("{} '{}': expected 0 or 1", c.config.name, Shown(cell)));
+  if (!cell.empty() && !ParseNumber(cell, &x))
+    return InvalidArgument(fmt::format("{} '{}': expected a number", c.config.name, Shown(cell)));
+  return InvalidArgument(
+      fmt::format("{} '{}': out of a float's range", c.config.name, Shown(cell)));
+}
+
 Status RowParser::Parse(std::string_view line, float* label, float* dense, int64_t* ids,
                         float* weights) const {
   if (format_ == DataFormat::kLibsvm) return ParseLibsvm(line, label, ids, weights);
-  // The count first, so that a short line says so whatever its values.
-  const size_t fields = 1 + static_cast<size_t>(std::count(line.begin(), line.end(), delimiter_));
-  if (fields != columns_.size()) {
+  // A wrong number of fields is the error whatever the values: counted
+  // only when something is wrong, so a good line is read in one pass.
+  auto fail = [&](Status value_error) {
+    const size_t fields = 1 + static_cast<size_t>(std::count(line.begin(), line.end(), delimiter_));
+    if (fields == columns_.size()) return value_error;
     return InvalidArgument(fmt::format("expected {} {}-separated fields, got {}", columns_.size(),
                                        DelimiterName(delimiter_), fields));
-  }
+  };
+  const size_t n = columns_.size();
   size_t start = 0;
-  for (size_t i = 0; i < columns_.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
+    size_t end = line.find(delimiter_, start);
+    if ((end == std::string_view::npos) != (i + 1 == n)) return fail(Status::OK());
+    if (end == std::string_view::npos) end = line.size();
     const Column& c = columns_[i];
-    const size_t end = i + 1 == columns_.size() ? line.size() : line.find(delimiter_, start);
     const std::string_view cell = line.substr(start, end - start);
     start = end + 1;
-    double x = 0;
-    switch (c.config.type) {
-      case ColumnType::kLabel:
-        if (binary_labels_ && cell != "0" && cell != "1")
-          return InvalidArgument(
-              fmt::format("{} '{}': expected 0 or 1", c.config.name, Shown(cell)));
-        if (!ParseNumber(cell, &x)) {
-          return InvalidArgument(
-              fmt::format("{} '{}': expected a number", c.config.name, Shown(cell)));
-        }
-        PSTRAIN_RETURN_IF_ERROR(Label(c, cell, x, label));
-        break;
-      case ColumnType::kDense:
-        x = c.config.fill;
-        if (!cell.empty() && !ParseNumber(cell, &x)) {
-          return InvalidArgument(
-              fmt::format("{} '{}': expected a number", c.config.name, Shown(cell)));
-        }
-        if (c.config.transform == DenseTransform::kLog1p) x = std::log1p(std::max(x, 0.0));
-        if (c.config.transform == DenseTransform::kStandardize)
-          x = (x - c.config.mean) / c.config.std;
-        dense[c.slot] = static_cast<float>(x);
-        if (!std::isfinite(dense[c.slot]))
-          return InvalidArgument(
-              fmt::format("{} '{}': out of a float's range", c.config.name, Shown(cell)));
-        break;
-      case ColumnType::kCategorical:
-      case ColumnType::kMultiHot:
-        PSTRAIN_RETURN_IF_ERROR(ParseIds(c, cell, ids, weights));
-        break;
-      case ColumnType::kSkip:
-        break;
+    if (c.config.type == ColumnType::kMultiHot ||
+        (c.config.type == ColumnType::kCategorical && c.config.raw_ids)) {
+      Status s = ParseIds(c, cell, ids, weights);
+      if (!s.ok()) return fail(std::move(s));
+    } else if (!FastCell(c, cell, label, dense, ids, weights)) {
+      return fail(CellError(c, cell));
     }
   }
   return Status::OK();

@@ -53,6 +53,9 @@ class RowParser {
     int64_t empty_id = 0;
   };
   Status ParseLibsvm(std::string_view line, float* label, int64_t* ids, float* weights) const;
+  bool FastCell(const Column& c, std::string_view cell, float* label, float* dense, int64_t* ids,
+                float* weights) const;
+  Status CellError(const Column& c, std::string_view cell) const;
   Status ParseIds(const Column& c, std::string_view cell, int64_t* ids, float* weights) const;
   Status Id(const Column& c, std::string_view value, int64_t* id) const;
   Status RawId(const Column& c, std::string_view value, int64_t* id) const;
