@@ -24,6 +24,7 @@
 #include "src/data/metrics.h"
 #include "src/data/prefetcher.h"
 #include "src/data/schema_reader.h"
+#include "tests/file_util.h"
 #include "tests/test_util.h"
 
 namespace pstrain {
@@ -68,17 +69,8 @@ class TempDir {
   std::string path_;
 };
 
-void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-void WriteGz(const std::string& path, const std::string& bytes) {
-  gzFile f = gzopen(path.c_str(), "wb");
-  REQUIRE(f != nullptr);
-  REQUIRE(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) ==
-          static_cast<int>(bytes.size()));
-  REQUIRE(gzclose(f) == Z_OK);
-}
+using testing::WriteFile;
+using testing::WriteGz;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -21,6 +21,7 @@
 #include "src/data/dataset.h"
 #include "src/data/libsvm_gen.h"
 #include "src/nn/layers.h"
+#include "tests/file_util.h"
 #include "tests/test_util.h"
 
 namespace pstrain {
@@ -28,17 +29,8 @@ namespace {
 
 using testing::TempDir;
 
-void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-void WriteGz(const std::string& path, const std::string& bytes) {
-  gzFile f = gzopen(path.c_str(), "wb");
-  REQUIRE(f != nullptr);
-  REQUIRE(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) ==
-          static_cast<int>(bytes.size()));
-  REQUIRE(gzclose(f) == Z_OK);
-}
+using testing::WriteFile;
+using testing::WriteGz;
 
 ColumnConfig Column(const std::string& name, ColumnType type) {
   ColumnConfig c;
@@ -105,6 +97,10 @@ TEST_CASE("a csv line's columns become the label, dense features and weighted id
         "items: more than max_ids 3 values");
   CHECK(parser.Parse("0,1,1,x", &label, dense, ids, weights).message() ==
         "expected 6 comma-separated fields, got 4");
+  CHECK(parser.Parse(",1,1,x,,", &label, dense, ids, weights).message() ==
+        "y '': expected a number");
+  CHECK(parser.Parse("1,1e40,1,x,,", &label, dense, ids, weights).message() ==
+        "age '1e40': out of a float's range");
 }
 
 TEST_CASE("a label threshold and raw ids") {
@@ -207,11 +203,12 @@ TEST_CASE("csv files: a header, gzip, CRLF; bad lines fail or are skipped with f
         dir / "bad.csv" + ": line 4 (offset 52): expected 6 comma-separated fields, got 2");
 }
 
-TEST_CASE("the Criteo files read as a csv schema give bit-identical batches") {
-  TempDir dir;
+// Generated Criteo rows in `dir`, `shards` training files, and the config
+// that reads them.
+DataConfig SmallCriteo(const TempDir& dir, int64_t rows, int shards) {
   GenOptions gen;
-  gen.rows = 3000;
-  gen.shards = 2;
+  gen.rows = rows;
+  gen.shards = shards;
   gen.test_rows = 0;
   gen.out_dir = dir.path();
   gen.min_categories = 50;
@@ -221,6 +218,12 @@ TEST_CASE("the Criteo files read as a csv schema give bit-identical batches") {
   criteo.format = DataFormat::kCriteo;
   criteo.vocab = 4096;
   criteo.train = {dir / "train.txt"};
+  return criteo;
+}
+
+TEST_CASE("the Criteo files read as a csv schema give bit-identical batches") {
+  TempDir dir;
+  const DataConfig criteo = SmallCriteo(dir, 3000, 2);
   DataConfig csv = criteo;
   csv.format = DataFormat::kCsv;
   csv.delimiter = "\t";
@@ -309,18 +312,7 @@ TEST_CASE("embedding_bag weighs each id by its weight, forward and backward") {
 // the validation set is exactly them, from every shard.
 TEST_CASE("validation_fraction holds out the same samples on every worker") {
   TempDir dir;
-  GenOptions gen;
-  gen.rows = 4000;
-  gen.shards = 3;
-  gen.test_rows = 0;
-  gen.out_dir = dir.path();
-  gen.min_categories = 50;
-  gen.max_categories = 500;
-  REQUIRE(GenerateCriteo(gen).ok());
-  DataConfig d;
-  d.format = DataFormat::kCriteo;
-  d.vocab = 4096;
-  d.train = {dir / "train.txt"};
+  DataConfig d = SmallCriteo(dir, 4000, 3);
   d.validation_fraction = 0.2f;
   d.validation_seed = 5;
   auto held = LoadValidation(d);

@@ -73,7 +73,8 @@ StatusOr<ModelLayout> ReadModelLayout(const std::string& path) {
   if (!sections.ok()) return sections.status();
   const bool data = sections->size() == 2 && (*sections)[1].name == "data";
   if ((sections->size() != 1 && !data) || (*sections)[0].name != "layout")
-    return InvalidArgument(path + ": expected a section named 'layout' (and one named 'data')");
+    return InvalidArgument(
+        path + ": expected a section 'layout', optionally followed by one named 'data'");
   const std::vector<uint8_t>& bytes = (*sections)[0].bytes;
   std::stringstream in(std::string(bytes.begin(), bytes.end()));
   std::string line;

@@ -228,7 +228,8 @@ Status RowParser::CellError(const Column& c, std::string_view cell) const {
   double x = 0;
   if (c.config.type == ColumnType::kLabel && binary_labels_)
     return InvalidArgument(fmt::format("{} '{}': expected 0 or 1", c.config.name, Shown(cell)));
-  if (!cell.empty() && !ParseNumber(cell, &x))
+  // Only a dense cell may be empty (it is then `fill`).
+  if ((c.config.type == ColumnType::kLabel || !cell.empty()) && !ParseNumber(cell, &x))
     return InvalidArgument(fmt::format("{} '{}': expected a number", c.config.name, Shown(cell)));
   return InvalidArgument(
       fmt::format("{} '{}': out of a float's range", c.config.name, Shown(cell)));

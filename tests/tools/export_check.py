@@ -87,7 +87,7 @@ def main(argv):
         what, dims = kind.split(":", 1)
         if name == "data_schema":
             expected.add(name)
-            table, lines = dims.split(":")
+            table, lines = dims.split(":", 1)
             check_schema(z, what, table, lines)
         elif what == "f4":
             shape = tuple(int(d) for d in dims.split(","))
