@@ -3,21 +3,18 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "src/data/schema_reader.h"
+
 namespace pstrain {
 
 namespace {
 
-// What decides the samples a load gives: the files and how they are read.
+// What decides the samples a load gives: the files and how they are read
+// (a text format's schema, as export records it).
 std::string KeyOf(const DataConfig& c, const std::vector<std::string>& files) {
-  std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<int>(c.format), c.vocab,
-                                c.limit, c.delimiter, c.header, static_cast<int>(c.on_bad_row),
-                                c.validation_fraction, c.validation_seed, fmt::join(files, "|"));
-  for (const ColumnConfig& col : c.columns) {
-    key += fmt::format("|{}:{}:{}:{}:{}:{}:{}:{}:{}:{}:{}:{}", col.name, static_cast<int>(col.type),
-                       col.has_threshold, col.threshold, col.fill, static_cast<int>(col.transform),
-                       col.mean, col.std, col.raw_ids, col.separator, col.max_ids, col.line);
-  }
-  return key;
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}", static_cast<int>(c.format), c.limit,
+                     static_cast<int>(c.on_bad_row), c.validation_fraction, c.validation_seed,
+                     SchemaJson(c), fmt::join(files, "|"));
 }
 
 }  // namespace
@@ -48,8 +45,7 @@ StatusOr<std::shared_ptr<const Dataset>> DataCache::Test(const DataConfig& confi
 }
 
 StatusOr<std::shared_ptr<const Dataset>> DataCache::Validation(const DataConfig& config) {
-  return Whole(config, config.validation_fraction > 0 ? config.train : config.validation,
-               "validation");
+  return Whole(config, ValidationFiles(config), "validation");
 }
 
 StatusOr<std::shared_ptr<const Dataset>> DataCache::Whole(const DataConfig& config,

@@ -77,24 +77,28 @@ DataFiles DataFilesOf(DataFormat format, const std::vector<std::string>& paths, 
   return {all, all};
 }
 
+std::string SkippedLines(const Dataset& data, const std::string& key) {
+  if (data.skipped_rows == 0) return "";
+  return fmt::format(
+      "data.{}: skipped {} bad line{} (data.on_bad_row: skip), {} samples kept; the first: {}", key,
+      data.skipped_rows, data.skipped_rows == 1 ? "" : "s", data.size(),
+      fmt::join(data.skipped_examples, "; "));
+}
+
 Status CheckLoaded(const ModelReads& reads, const DataConfig& config, const Dataset& data,
                    const char* which, const Logger& log) {
   const std::string_view set(which);
   const bool held_out = set == "validation" && config.validation_fraction > 0;
   const std::string key = held_out ? "validation_fraction" : std::string(which);
-  if (data.skipped_rows > 0) {
-    log->warn(
-        "data.{}: skipped {} bad line{} (data.on_bad_row: skip), {} samples kept; the first: {}",
-        key, data.skipped_rows, data.skipped_rows == 1 ? "" : "s", data.size(),
-        fmt::join(data.skipped_examples, "; "));
-  }
+  const std::string skipped = SkippedLines(data, key);
+  if (!skipped.empty()) log->warn("{}", skipped);
   if (held_out && data.size() == 0)
     return InvalidArgument(fmt::format(
         "data.validation_fraction {} held out no sample of data.train: nothing to measure",
         config.validation_fraction));
-  const std::vector<std::string>& paths = set == "test"                      ? config.test
-                                          : set == "validation" && !held_out ? config.validation
-                                                                             : config.train;
+  const std::vector<std::string>& paths = set == "test"         ? config.test
+                                          : set == "validation" ? ValidationFiles(config)
+                                                                : config.train;
   const DataFiles files = DataFilesOf(config.format, paths, held_out ? "train" : which);
   return CheckFit(reads, data, files.features, files.labels);
 }

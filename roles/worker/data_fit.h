@@ -52,6 +52,10 @@ struct DataFiles {
 };
 DataFiles DataFilesOf(DataFormat format, const std::vector<std::string>& paths, const char* key);
 
+// The line that tells of the lines data.on_bad_row: skip left out of
+// `data` (data.`key`); "" when none.
+std::string SkippedLines(const Dataset& data, const std::string& key);
+
 // What a worker does with a set it loaded (`which`: "train", "test",
 // "validation"): logs the lines data.on_bad_row: skip left out, then
 // CheckFit on every sample.

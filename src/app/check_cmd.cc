@@ -12,7 +12,6 @@
 // and where it lives (roles/checkpoint/model_layout.h decides, as training does).
 // Any failure is one line on stderr and exit 2.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -145,9 +144,7 @@ int RunCheck(const CheckOptions& options) {
   int64_t train = 0, test = 0;
   std::string skipped;  // lines data.on_bad_row: skip left out, by set
   auto note_skipped = [&](const Dataset& data, const char* which) {
-    if (data.skipped_rows == 0) return;
-    skipped += fmt::format("data.{}: skipped {} bad lines (on_bad_row: skip); the first: {}\n",
-                           which, data.skipped_rows, fmt::join(data.skipped_examples, "; "));
+    if (data.skipped_rows > 0) skipped += SkippedLines(data, which) + "\n";
   };
   if (config->has_data) {
     // Rank 0 of 1: every training file, shards included.

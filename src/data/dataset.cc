@@ -52,12 +52,15 @@ Status CheckIdxPair(const std::vector<std::string>& paths, const char* which) {
 // Which samples of a training file a load keeps (data.validation_fraction).
 enum class Share { kAll, kTrain, kHeldOut };
 
-// Whether sample `index` of `file` is held out: by the file's name (not its
-// directory, which may differ between hosts) and the sample's place.
-bool HeldOut(const DataConfig& config, const std::string& file, int64_t index) {
+// The samples of a file are held out by the file's name (not its
+// directory, which may differ between hosts) and each sample's place.
+uint64_t HoldOutKey(const DataConfig& config, const std::string& file) {
   const std::string name = std::filesystem::path(file).filename().string();
-  uint64_t h = config.validation_seed ^ Mix64(Fnv(kFnvOffset, name.data(), name.size()));
-  h = Mix64(h ^ Mix64(static_cast<uint64_t>(index)));
+  return config.validation_seed ^ Mix64(Fnv(kFnvOffset, name.data(), name.size()));
+}
+
+bool HeldOut(const DataConfig& config, uint64_t file_key, int64_t index) {
+  const uint64_t h = Mix64(file_key ^ Mix64(static_cast<uint64_t>(index)));
   return static_cast<double>(h >> 11) * 0x1.0p-53 < config.validation_fraction;
 }
 
@@ -68,9 +71,10 @@ void KeepShare(const DataConfig& config, const std::string& file, Share share, i
   if (share == Share::kAll || config.validation_fraction <= 0) return;
   const int64_t width = data->dense_per_sample(), fields = data->fields;
   const bool weighted = !data->weights.empty();
+  const uint64_t file_key = HoldOutKey(config, file);
   int64_t kept = from;
   for (int64_t s = from; s < data->size(); ++s) {
-    if (HeldOut(config, file, s - from) != (share == Share::kHeldOut)) continue;
+    if (HeldOut(config, file_key, s - from) != (share == Share::kHeldOut)) continue;
     if (kept != s) {
       data->labels[kept] = data->labels[s];
       std::copy_n(data->dense.begin() + s * width, width, data->dense.begin() + kept * width);
@@ -170,6 +174,16 @@ StatusOr<Dataset> LoadText(const DataConfig& config, const std::vector<std::stri
   return data;
 }
 
+// `share` of the training files: worker `rank`'s shards (`shard`) or all.
+StatusOr<Dataset> LoadTrainFiles(const DataConfig& config, Share share, bool shard, int rank,
+                                 int workers, int64_t limit) {
+  if (IsText(config.format))
+    return LoadText(config, config.train, "train", shard, rank, workers, limit, share);
+  auto data = LoadIdxPair(config.train, "train", limit);
+  if (data.ok()) KeepShare(config, config.train[0], share, 0, &*data);
+  return data;
+}
+
 }  // namespace
 
 StatusOr<std::vector<ShardFile>> ListShards(const std::string& path) {
@@ -214,12 +228,7 @@ std::vector<ShardFile> ShardsOf(const std::vector<ShardFile>& all, int rank, int
 
 StatusOr<Dataset> LoadTrainShard(const DataConfig& config, int rank, int workers) {
   assert(workers > 0 && rank >= 0 && rank < workers);
-  if (IsText(config.format))
-    return LoadText(config, config.train, "train", /*shard=*/true, rank, workers, config.limit,
-                    Share::kTrain);
-  auto data = LoadIdxPair(config.train, "train", config.limit);
-  if (data.ok()) KeepShare(config, config.train[0], Share::kTrain, 0, &*data);
-  return data;
+  return LoadTrainFiles(config, Share::kTrain, /*shard=*/true, rank, workers, config.limit);
 }
 
 Status CheckDataFiles(const DataConfig& config) {
@@ -265,12 +274,7 @@ StatusOr<Dataset> LoadValidation(const DataConfig& config) {
   // on the rest. Each file whole: data.limit bounds training, and a worker
   // reads its first samples of its own shards (held-out ones are never
   // trained, so more of them measured is no leak).
-  if (IsText(config.format))
-    return LoadText(config, config.train, "train", /*shard=*/false, 0, 1, /*limit=*/0,
-                    Share::kHeldOut);
-  auto data = LoadIdxPair(config.train, "train");
-  if (data.ok()) KeepShare(config, config.train[0], Share::kHeldOut, 0, &*data);
-  return data;
+  return LoadTrainFiles(config, Share::kHeldOut, /*shard=*/false, 0, 1, /*limit=*/0);
 }
 
 StatusOr<Dataset> LoadWhole(const DataConfig& config, const std::vector<std::string>& paths,

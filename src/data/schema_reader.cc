@@ -50,6 +50,11 @@ std::string DelimiterName(char c) {
 
 bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 
+// The label the column makes of `x`: x, or 0/1 by its threshold.
+float LabelOf(const ColumnConfig& c, double x) {
+  return c.has_threshold ? (x > c.threshold ? 1.0f : 0.0f) : static_cast<float>(x);
+}
+
 }  // namespace
 
 RowParser::RowParser(DataFormat format, const std::vector<ColumnConfig>& columns, char delimiter,
@@ -68,12 +73,9 @@ RowParser::RowParser(DataFormat format, const std::vector<ColumnConfig>& columns
       case ColumnType::kMultiHot:
         c.field = id_columns++;
         c.slot = fields_;
-        fields_ += config.type == ColumnType::kMultiHot ? config.max_ids : 1;
+        fields_ += IdSlots(config);
         weighted_ = weighted_ || config.type == ColumnType::kMultiHot;
-        c.empty_id =
-            config.raw_ids
-                ? 0
-                : static_cast<int64_t>(CriteoHash(c.field, "") % static_cast<uint64_t>(vocab));
+        c.empty_id = config.raw_ids ? 0 : HashedId(c.field, "");
         break;
       default:
         break;
@@ -92,7 +94,7 @@ RowParser RowParser::For(const DataConfig& config) {
 
 Status RowParser::Id(const Column& c, std::string_view value, int64_t* id) const {
   if (!c.config.raw_ids) {
-    *id = static_cast<int64_t>(CriteoHash(c.field, value) % static_cast<uint64_t>(vocab_));
+    *id = HashedId(c.field, value);
     return Status::OK();
   }
   return RawId(c, value, id);
@@ -108,24 +110,9 @@ Status RowParser::RawId(const Column& c, std::string_view value, int64_t* id) co
   return Status::OK();
 }
 
-// The label `x` read from `cell`, as the column says.
-Status RowParser::Label(const Column& c, std::string_view cell, double x, float* label) const {
-  *label = c.config.has_threshold ? (x > c.config.threshold ? 1.0f : 0.0f) : static_cast<float>(x);
-  if (std::isfinite(*label)) return Status::OK();
-  return InvalidArgument(
-      fmt::format("{} '{}': out of a float's range", c.config.name, Shown(cell)));
-}
-
-// A multi_hot cell (csv: values split at the separator, empty ones left
-// out) or a categorical one.
-Status RowParser::ParseIds(const Column& c, std::string_view cell, int64_t* ids,
-                           float* weights) const {
-  if (c.config.type == ColumnType::kCategorical) {
-    if (weights != nullptr) weights[c.slot] = 1;
-    if (c.config.raw_ids) return RawId(c, cell, &ids[c.slot]);
-    ids[c.slot] = static_cast<int64_t>(CriteoHash(c.field, cell) % static_cast<uint64_t>(vocab_));
-    return Status::OK();
-  }
+// A csv multi_hot cell: its values split at the separator, empty ones left out.
+Status RowParser::ParseMultiHot(const Column& c, std::string_view cell, int64_t* ids,
+                                float* weights) const {
   const std::string& sep = c.config.separator;
   int n = 0;
   for (size_t start = 0; start <= cell.size();) {
@@ -168,7 +155,10 @@ Status RowParser::ParseLibsvm(std::string_view line, float* label, int64_t* ids,
     return InvalidArgument(
         fmt::format("{} '{}': expected a number", labels.config.name, Shown(first)));
   }
-  PSTRAIN_RETURN_IF_ERROR(Label(labels, first, x, label));
+  *label = LabelOf(labels.config, x);
+  if (!std::isfinite(*label))
+    return InvalidArgument(
+        fmt::format("{} '{}': out of a float's range", labels.config.name, Shown(first)));
   const int max_ids = features.config.max_ids;
   int n = 0;
   for (std::string_view pair = next_token(); !pair.empty(); pair = next_token()) {
@@ -193,9 +183,8 @@ Status RowParser::ParseLibsvm(std::string_view line, float* label, int64_t* ids,
   return Status::OK();
 }
 
-// One csv cell of a label, dense, hashed categorical or skip column, the
-// common ones: false when it does not parse (CellError says why), with no
-// Status made for a good cell.
+// One csv cell of any column but a multi_hot one: false when it does not
+// parse (CellError says why), with no Status made for a good cell.
 bool RowParser::FastCell(const Column& c, std::string_view cell, float* label, float* dense,
                          int64_t* ids, float* weights) const {
   double x = 0;
@@ -203,8 +192,7 @@ bool RowParser::FastCell(const Column& c, std::string_view cell, float* label, f
     case ColumnType::kLabel:
       if (binary_labels_ && cell != "0" && cell != "1") return false;
       if (!ParseNumber(cell, &x)) return false;
-      *label =
-          c.config.has_threshold ? (x > c.config.threshold ? 1.0f : 0.0f) : static_cast<float>(x);
+      *label = LabelOf(c.config, x);
       return std::isfinite(*label);
     case ColumnType::kDense:
       x = c.config.fill;
@@ -215,8 +203,9 @@ bool RowParser::FastCell(const Column& c, std::string_view cell, float* label, f
       dense[c.slot] = static_cast<float>(x);
       return std::isfinite(dense[c.slot]);
     case ColumnType::kCategorical:
-      ids[c.slot] = static_cast<int64_t>(CriteoHash(c.field, cell) % static_cast<uint64_t>(vocab_));
       if (weights != nullptr) weights[c.slot] = 1;
+      if (c.config.raw_ids) return RawId(c, cell, &ids[c.slot]).ok();
+      ids[c.slot] = HashedId(c.field, cell);
       return true;
     default:
       return true;
@@ -225,6 +214,8 @@ bool RowParser::FastCell(const Column& c, std::string_view cell, float* label, f
 
 // Why FastCell refused `cell`.
 Status RowParser::CellError(const Column& c, std::string_view cell) const {
+  int64_t id = 0;
+  if (c.config.type == ColumnType::kCategorical) return RawId(c, cell, &id);
   double x = 0;
   if (c.config.type == ColumnType::kLabel && binary_labels_)
     return InvalidArgument(fmt::format("{} '{}': expected 0 or 1", c.config.name, Shown(cell)));
@@ -255,9 +246,8 @@ Status RowParser::Parse(std::string_view line, float* label, float* dense, int64
     const Column& c = columns_[i];
     const std::string_view cell = line.substr(start, end - start);
     start = end + 1;
-    if (c.config.type == ColumnType::kMultiHot ||
-        (c.config.type == ColumnType::kCategorical && c.config.raw_ids)) {
-      Status s = ParseIds(c, cell, ids, weights);
+    if (c.config.type == ColumnType::kMultiHot) {
+      Status s = ParseMultiHot(c, cell, ids, weights);
       if (!s.ok()) return fail(std::move(s));
     } else if (!FastCell(c, cell, label, dense, ids, weights)) {
       return fail(CellError(c, cell));
@@ -292,7 +282,7 @@ std::string SchemaJson(const DataConfig& config) {
       case ColumnType::kMultiHot:
         col["field"] = c.field;
         col["first_slot"] = c.slot;
-        col["slots"] = c.config.type == ColumnType::kMultiHot ? c.config.max_ids : 1;
+        col["slots"] = IdSlots(c.config);
         col["ids"] = c.config.raw_ids ? "raw" : "hash";
         if (c.config.type == ColumnType::kMultiHot && config.format == DataFormat::kCsv)
           col["separator"] = c.config.separator;
@@ -318,9 +308,8 @@ std::string SchemaJson(const DataConfig& config) {
 
 namespace {
 
-Status AppendLines(const std::string& path, const DataConfig& config, int64_t max_samples,
-                   Dataset* out) {
-  RowParser parser = RowParser::For(config);
+Status AppendLines(const std::string& path, const DataConfig& config, const RowParser& parser,
+                   int64_t max_samples, Dataset* out) {
   const int dense = parser.dense(), fields = parser.fields();
   const bool skip_bad = config.on_bad_row == OnBadRow::kSkip;
   const bool header = config.format == DataFormat::kCsv && config.header;
@@ -352,17 +341,15 @@ Status AppendLines(const std::string& path, const DataConfig& config, int64_t ma
 
 Status AppendRows(const std::string& path, const DataConfig& config, int64_t max_samples,
                   Dataset* out) {
-  {
-    const RowParser parser = RowParser::For(config);
-    if (out->sample_shape.empty()) {
-      out->sample_shape = {parser.dense()};
-      out->fields = parser.fields();
-    }
-    assert(out->sample_shape == Shape{parser.dense()} && out->fields == parser.fields());
+  const RowParser parser = RowParser::For(config);
+  if (out->sample_shape.empty()) {
+    out->sample_shape = {parser.dense()};
+    out->fields = parser.fields();
   }
+  assert(out->sample_shape == Shape{parser.dense()} && out->fields == parser.fields());
   const int64_t before = out->size();
   try {
-    return AppendLines(path, config, max_samples, out);
+    return AppendLines(path, config, parser, max_samples, out);
   } catch (const std::bad_alloc&) {
     // Memory grows with the file's lines: an error naming it, never an abort.
     return Unavailable(fmt::format(

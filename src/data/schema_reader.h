@@ -20,6 +20,7 @@
 
 #include "src/common/config/model_config.h"
 #include "src/common/status.h"
+#include "src/data/criteo_reader.h"
 #include "src/data/dataset.h"
 
 namespace pstrain {
@@ -56,10 +57,12 @@ class RowParser {
   bool FastCell(const Column& c, std::string_view cell, float* label, float* dense, int64_t* ids,
                 float* weights) const;
   Status CellError(const Column& c, std::string_view cell) const;
-  Status ParseIds(const Column& c, std::string_view cell, int64_t* ids, float* weights) const;
+  Status ParseMultiHot(const Column& c, std::string_view cell, int64_t* ids, float* weights) const;
   Status Id(const Column& c, std::string_view value, int64_t* id) const;
   Status RawId(const Column& c, std::string_view value, int64_t* id) const;
-  Status Label(const Column& c, std::string_view cell, double x, float* label) const;
+  int64_t HashedId(int field, std::string_view value) const {
+    return static_cast<int64_t>(CriteoHash(field, value) % static_cast<uint64_t>(vocab_));
+  }
 
   DataFormat format_;
   bool binary_labels_ = false;  // criteo: a label is "0" or "1"

@@ -70,9 +70,7 @@ Status CheckModelAgainstData(const Value& doc, const Config& config) {
   bool weighted = false;
   for (const ColumnConfig& c : data.columns) {
     dense += c.type == ColumnType::kDense;
-    fields += c.type == ColumnType::kCategorical ? 1
-              : c.type == ColumnType::kMultiHot  ? c.max_ids
-                                                 : 0;
+    fields += IdSlots(c);
     weighted = weighted || c.type == ColumnType::kMultiHot;
   }
   const ModelConfig& m = config.model;

@@ -151,9 +151,7 @@ Status CheckColumns(const Value& v, const std::map<std::string, int>& lines,
   for (size_t i = 0; i < data.columns.size(); ++i) {
     const ColumnConfig& c = data.columns[i];
     const Value item{v.source, v.node, fmt::format("{}[{}]", at.path, i), c.line};
-    slots += c.type == ColumnType::kCategorical ? 1
-             : c.type == ColumnType::kMultiHot  ? c.max_ids
-                                                : 0;
+    slots += IdSlots(c);
     if (slots > kMaxIdSlots)
       return item.Error(
           fmt::format("the id columns up to here give a sample {} id slots; at most {} in all",

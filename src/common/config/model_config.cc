@@ -82,6 +82,10 @@ bool HasValidation(const DataConfig& data) {
   return !data.validation.empty() || data.validation_fraction > 0;
 }
 
+const std::vector<std::string>& ValidationFiles(const DataConfig& data) {
+  return data.validation_fraction > 0 ? data.train : data.validation;
+}
+
 std::string DefaultLayerName(const std::string& tower, LayerType type, size_t index) {
   return (tower.empty() ? "" : tower + "_") + LayerTypeName(type) + std::to_string(index);
 }

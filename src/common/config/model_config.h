@@ -137,12 +137,21 @@ struct ColumnConfig {
   int line = 0;
 };
 
+// The id slots column `c` gives a sample: one for a categorical column,
+// max_ids for a multi_hot one, none for the others.
+inline int IdSlots(const ColumnConfig& c) {
+  return c.type == ColumnType::kCategorical ? 1 : c.type == ColumnType::kMultiHot ? c.max_ids : 0;
+}
+
 enum class OnBadRow { kFail, kSkip };
 
 struct DataConfig;
 // Whether the job measures a validation set: data.validation's files or a
 // held-out fraction of the training set.
 bool HasValidation(const DataConfig& data);
+// The files the validation set comes from: data.validation's, or with a
+// held-out share, data.train's.
+const std::vector<std::string>& ValidationFiles(const DataConfig& data);
 
 struct DataConfig {
   DataFormat format = DataFormat::kIdx;
