@@ -141,5 +141,32 @@ TEST_CASE("mode: average takes average_every, and only it does") {
         "x.yaml:3: train.average_every: expected an integer >= 1, got '0'");
 }
 
+TEST_CASE("clip_norm: a number > 0, in sync mode, on the paths that hold a step's whole gradient") {
+  CHECK(Parse("train: {clip_norm: 1.5}\n").train.clip_norm == 1.5f);
+  CHECK(Parse("train: {epochs: 1}\n").train.clip_norm == 0);
+  CHECK(ErrorOf("train:\n  clip_norm: 0\n") ==
+        "x.yaml:2: train.clip_norm: expected a number > 0, got '0'");
+  CHECK(ErrorOf("train:\n  mode: async\n  clip_norm: 1\n") ==
+        "x.yaml:3: train.clip_norm: needs train.mode: sync: the global norm is of one step's "
+        "gradient from every worker, which the other modes never hold at once");
+  CHECK(ErrorOf("train:\n  clip_norm: 1\n  compression: {type: threshold}\n") ==
+        "x.yaml:2: train.clip_norm: does not work with train.compression: the encoders delay "
+        "part of each gradient, so no step holds its whole gradient");
+  CHECK(ErrorOf("train:\n  clip_norm: 1\n  replication: {replicas: 1}\n") ==
+        "x.yaml:2: train.clip_norm: does not work with train.replication yet");
+  CHECK(ErrorOf("train: {clip_norm: 1}\nparameters:\n  - {match: emb, init_in_server: true}\n") ==
+        "x.yaml:3: parameters[0].init_in_server: server-held tables do not take "
+        "train.clip_norm yet: keep the table's weights dense (drop init_in_server) or drop "
+        "clip_norm");
+  CHECK(ErrorOf("train: {clip_norm: 1}\nparameters:\n  - match: fc*\n    ps: false\n"
+                "    compression: {type: threshold}\n") ==
+        "x.yaml:5: parameters[0].compression: does not work with train.clip_norm: the encoders "
+        "delay part of each gradient, so no step holds its whole gradient");
+  CHECK(ErrorOf("model:\n  device: gpu\n  input: [4]\n  layers: [{type: linear, out: 2}]\n"
+                "train: {clip_norm: 1}\n") ==
+        "x.yaml:2: model.device: gpu does not clip gradients yet (train.clip_norm); use "
+        "device: cpu");
+}
+
 }  // namespace
 }  // namespace pstrain

@@ -322,7 +322,8 @@ TEST_CASE("a value shown in an error stays on one line") {
         "x.yaml:1: expected a mapping of sections at the top level, got 'a\\nb\\n'");
   CHECK(ErrorOf("train:\n  ? |\n    se\n    ed\n  : 1\n") ==
         "x.yaml:2: train.se\\ned\\n: unknown key (allowed: epochs, batch_size, steps, mode, "
-        "staleness, average_every, optimizer, compression, seed, log_every, partition_bytes, "
+        "staleness, average_every, optimizer, compression, clip_norm, seed, log_every, "
+        "partition_bytes, "
         "checkpoint, early_stopping, recovery, elastic, replication, store_dir)");
   CHECK(ErrorOf("train: {seed: '" + std::string(300, 'x') + "'}\n") ==
         "x.yaml:1: train.seed: expected an integer >= 0, got '" + std::string(200, 'x') + "...'");

@@ -267,6 +267,20 @@ TEST_CASE("every message type round-trips") {
   CHECK(pull.min_clock == 9);
   CHECK(pull.elements == 250);
   CHECK(std::get<PullReply>(RoundTrip({13, true, PullReply{44}}).body).clock == 44);
+  // train.clip_norm's messages: a norm pull and its answer, a clip factor.
+  PullRequest norm{"b", 1, 0, 9, 250};
+  norm.norm = true;
+  CHECK(std::get<PullRequest>(RoundTrip({12, false, norm}).body).norm);
+  CHECK_FALSE(pull.norm);
+  PullReply squares{10};
+  squares.squared_norm = 2.5e-3;
+  CHECK(std::get<PullReply>(RoundTrip({13, true, squares}).body).squared_norm == 2.5e-3);
+  CHECK(std::get<PushRequest>(
+            RoundTrip({11, false, PushRequest{"b", 0, 1, 9, PushKind::kClipScale}}).body)
+            .kind == PushKind::kClipScale);
+  norm.accept_delta = true;
+  std::vector<uint8_t> both = EncodeHeader({12, false, norm});
+  CHECK(DecodeHeader(both.data(), both.size()).status().message() == "a norm pull takes no delta");
   CHECK(std::get<SaveRequest>(RoundTrip({14, false, SaveRequest{300}}).body).step == 300);
   auto chunk = std::get<RingChunk>(RoundTrip({0, false, RingChunk{77, 5}}).body);
   CHECK(chunk.op == 77);

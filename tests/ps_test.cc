@@ -18,6 +18,7 @@
 
 #include "roles/local_job.h"
 #include "roles/worker/checkpointing.h"
+#include "roles/worker/norm_clip.h"
 #include "src/common/checkpoint_file.h"
 #include "tests/test_util.h"
 
@@ -121,6 +122,78 @@ TEST_CASE("sync: the pulled weights equal the hand-computed averaged SGD steps")
         for (int r = 0; r < kWorkers; ++r) mean += Gradient(r, step, i);
         expected[t][i] -= kLr * static_cast<float>(mean / kWorkers);
       }
+  for (int r = 0; r < kWorkers; ++r)
+    for (int t = 0; t < 2; ++t)
+      for (size_t i = 0; i < expected[t].size(); ++i)
+        REQUIRE(finals[r][t][i] == doctest::Approx(expected[t][i]).epsilon(1e-5));
+}
+
+// train.clip_norm by hand: 3 workers push known gradients to "w" (4
+// partitions over 2 servers) and "b"; each adds the same made-up
+// all-reduced squares, asks the servers' shares (roles/worker/norm_clip.h),
+// and sends the one factor with its pulls. The weights must be the
+// hand-computed clipped SGD steps, and the norm the single-process one.
+TEST_CASE(
+    "clip: the global norm adds every partition's share on both servers to the "
+    "all-reduced part, and every partition applies the one factor") {
+  constexpr int kWorkers = 3, kSteps = 3;
+  constexpr float kLr = 0.1f, kClip = 0.5f;
+  constexpr double kLocalSquares = 0.04;  // as if all-reduced weights had a gradient of norm 0.2
+  Config config = PsConfig(UpdateMode::kSync, kLr);
+  config.train.clip_norm = kClip;
+  std::mutex mutex;
+  std::vector<std::vector<std::vector<float>>> finals(kWorkers);
+  std::vector<std::vector<double>> norms(kWorkers);
+  Status st = RunJob(config, 2, kWorkers, [&](WorkerContext& ctx) {
+    std::vector<std::vector<float>> values;
+    PSTRAIN_RETURN_IF_ERROR(InitAndPull(ctx, values));
+    std::vector<std::vector<float>> grads = values;
+    NormClip clip(kClip);
+    for (int64_t step = 0; step < kSteps; ++step) {
+      std::vector<KvOp> ops;
+      for (int t = 0; t < 2; ++t) {
+        for (size_t i = 0; i < grads[t].size(); ++i) grads[t][i] = Gradient(ctx.rank, step, i);
+        ops.push_back({KvOp::Kind::kPush, t, grads[t].data(), step});
+      }
+      for (const KvOp& op : clip.NormRequests(ctx.kv->map(), step)) ops.push_back(op);
+      PSTRAIN_RETURN_IF_ERROR(ctx.kv->Run(std::move(ops)).Wait());
+      PSTRAIN_RETURN_IF_ERROR(clip.Decide(kLocalSquares, step));
+      ops = clip.FactorRequests(2, step);
+      for (int t = 0; t < 2; ++t) ops.push_back({KvOp::Kind::kPull, t, values[t].data(), step + 1});
+      PSTRAIN_RETURN_IF_ERROR(ctx.kv->Run(std::move(ops)).Wait());
+      std::lock_guard<std::mutex> lock(mutex);
+      norms[ctx.rank].push_back(clip.norm());
+    }
+    // A second, different factor for a step already applied is refused.
+    float other = clip.factor() / 2;
+    Status twice = ctx.kv->Run({{KvOp::Kind::kClipScale, 1, &other, kSteps - 1}}).Wait();
+    if (twice.ok()) return Internal("a different clip factor was taken");
+    if (twice.message().find("the workers disagree on the global norm") == std::string::npos)
+      return twice;
+    std::lock_guard<std::mutex> lock(mutex);
+    finals[ctx.rank] = values;
+    return Status::OK();
+  });
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  std::vector<std::vector<float>> expected = InitialValues();
+  for (int64_t step = 0; step < kSteps; ++step) {
+    std::vector<std::vector<double>> mean(2);
+    double squares = kLocalSquares;
+    for (int t = 0; t < 2; ++t)
+      for (size_t i = 0; i < expected[t].size(); ++i) {
+        double sum = 0;
+        for (int r = 0; r < kWorkers; ++r) sum += Gradient(r, step, i);
+        mean[t].push_back(sum / kWorkers);
+        squares += mean[t].back() * mean[t].back();
+      }
+    const double norm = std::sqrt(squares);
+    const double factor = std::min(1.0, kClip / norm);
+    CHECK(factor < 1.0);  // every step is clipped
+    for (int r = 0; r < kWorkers; ++r) CHECK(norms[r][step] == doctest::Approx(norm).epsilon(1e-6));
+    for (int t = 0; t < 2; ++t)
+      for (size_t i = 0; i < expected[t].size(); ++i)
+        expected[t][i] -= kLr * static_cast<float>(factor * mean[t][i]);
+  }
   for (int r = 0; r < kWorkers; ++r)
     for (int t = 0; t < 2; ++t)
       for (size_t i = 0; i < expected[t].size(); ++i)

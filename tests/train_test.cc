@@ -60,16 +60,24 @@ Config Lenet(const std::string& file = "configs/lenet_fashion_mnist.yaml") {
 // moves the trajectory smoothly: with ReLU and max pools it can flip a unit or
 // a pool's winner, and the runs then part for good at a step that depends on
 // the CPU. Hence tanh and average pools, at the config's own lr.
-void CheckSyncEquivalence(const std::string& file, int servers) {
-  constexpr int kSteps = 50;
+// `file`'s LeNet made smooth (tanh, average pools) for `steps` steps of 64
+// samples in all, no test set.
+Config SmoothLenet(const std::string& file, int steps) {
   Config config = Lenet(file);
-  config.train.steps = kSteps;
+  config.train.steps = steps;
   config.data.test.clear();
-  config.data.limit = 64 * kSteps;
+  config.data.limit = 64 * steps;
   for (LayerConfig& layer : config.model.layers) {
     if (layer.type == LayerType::kRelu) layer.type = LayerType::kTanh;
     if (layer.type == LayerType::kMaxpool) layer.type = LayerType::kAvgpool;
   }
+  return config;
+}
+
+void CheckSyncEquivalence(const std::string& file, int servers, float clip_norm = 0) {
+  constexpr int kSteps = 50;
+  Config config = SmoothLenet(file, kSteps);
+  config.train.clip_norm = clip_norm;
   Config one = config, two = config;
   one.train.batch_size = 64;
   two.train.batch_size = 32;
@@ -78,6 +86,11 @@ void CheckSyncEquivalence(const std::string& file, int servers) {
   REQUIRE_MESSAGE(b.status.ok(), b.status.message());
   CHECK(a.stats.steps == kSteps);
   CHECK(b.stats.steps == kSteps);
+  if (clip_norm > 0) {
+    MESSAGE("steps clipped: " << a.stats.clipped_steps << " and " << b.stats.clipped_steps);
+    CHECK(a.stats.clipped_steps > kSteps / 2);
+    CHECK(a.stats.clipped_steps == b.stats.clipped_steps);
+  }
 
   auto initial = Model::Build(config.model, config.train.seed);  // what both runs start from
   REQUIRE(initial.ok());
@@ -112,6 +125,69 @@ TEST_CASE("sync: 2 workers x batch 32 equal 1 worker x batch 64 after 50 steps" 
 TEST_CASE("hybrid: convolutions on the servers, fc all-reduced: 2 x 32 equal 1 x 64" *
           doctest::test_suite(kFashionMnist)) {
   CheckSyncEquivalence("configs/lenet_hybrid.yaml", 2);
+}
+
+// train.clip_norm: the norm of a step's mean gradient over every weight,
+// the convolutions' on 2 servers and the fc layers' all-reduced, is the
+// single process's. One plain SGD step of 1 worker x 64, unclipped, gives
+// that gradient: g = (w0 - w1) / lr. 2 workers x 32 on 2 servers, clipped
+// to a quarter of its norm, must report the norm and end at
+// w0 - (w0 - w1) / 4, within float's rounding (as CheckSyncEquivalence
+// bounds it, for one step).
+TEST_CASE("clip_norm: 2 servers and the all-reduce clip by the single-process global norm" *
+          doctest::test_suite(kFashionMnist)) {
+  Config config = SmoothLenet("configs/lenet_hybrid.yaml", 1);
+  config.train.optimizer = OptimizerConfig{};
+  config.train.optimizer.type = OptimizerType::kSgd;
+  config.train.optimizer.lr = 1.0f;  // g read back from w0 - w1 to float's precision
+  Config one = config, two = config;
+  one.train.batch_size = 64;
+  Outcome plain = Train(one, 1, 1);
+  REQUIRE_MESSAGE(plain.status.ok(), plain.status.message());
+  CHECK(plain.stats.grad_norm == -1);  // not clipping: no norm taken
+
+  auto initial = Model::Build(config.model, config.train.seed);
+  REQUIRE(initial.ok());
+  const std::vector<Param*>& params = (*initial)->params();
+  REQUIRE(params.size() == plain.weights.size());
+  double squares = 0;
+  for (size_t t = 0; t < params.size(); ++t)
+    for (size_t i = 0; i < plain.weights[t].size(); ++i) {
+      const double g = static_cast<double>(params[t]->value.data[i]) - plain.weights[t][i];
+      squares += g * g;
+    }
+  const double norm = std::sqrt(squares);
+  constexpr double kFactor = 0.25;
+  two.train.batch_size = 32;
+  two.train.clip_norm = static_cast<float>(kFactor * norm);
+  Outcome clipped = Train(two, 2, 2);
+  REQUIRE_MESSAGE(clipped.status.ok(), clipped.status.message());
+  MESSAGE("single-process norm " << norm << ", the clipped job's " << clipped.stats.grad_norm);
+  CHECK(clipped.stats.grad_norm == doctest::Approx(norm).epsilon(1e-4));
+  CHECK(clipped.stats.clipped_steps == 1);
+
+  float largest = 0;
+  double moved = 0, worst = 0;
+  for (size_t t = 0; t < params.size(); ++t)
+    for (size_t i = 0; i < plain.weights[t].size(); ++i) {
+      const double w0 = params[t]->value.data[i];
+      const double step = w0 - plain.weights[t][i];
+      largest = std::max(largest, std::fabs(plain.weights[t][i]));
+      moved = std::max(moved, std::fabs(step));
+      worst = std::max(worst, std::fabs(clipped.weights[t][i] - (w0 - kFactor * step)));
+    }
+  const double u = std::numeric_limits<float>::epsilon() / 2;
+  const double ulp = std::nextafter(largest, std::numeric_limits<float>::infinity()) - largest;
+  const double tolerance = 2 * ulp + 6 * std::sqrt(64.0 * 28 * 28) * u * moved;
+  MESSAGE("the clipped weights differ from w0 - (w0 - w1) / 4 by up to " << worst << " (tolerance "
+                                                                         << tolerance << ")");
+  CHECK(kFactor * moved > 100 * tolerance);
+  CHECK(worst <= tolerance);
+}
+
+TEST_CASE("clip_norm: 2 workers x batch 32 equal 1 worker x batch 64 over 50 clipped steps" *
+          doctest::test_suite(kFashionMnist)) {
+  CheckSyncEquivalence("configs/lenet_hybrid.yaml", 2, /*clip_norm=*/0.5f);
 }
 
 TEST_CASE("hybrid: the ring over shared memory and over TCP give the same weights" *

@@ -77,6 +77,45 @@ TEST_CASE("sync with one worker applies each push alone, with no copy kept") {
   CHECK(core.clock() == 2);
 }
 
+TEST_CASE("clip: a gathered step is held until its factor; norm waits answer at the hold") {
+  for (int workers : {1, 2}) {
+    CAPTURE(workers);
+    UpdateCore core(workers, UpdateMode::kSync);
+    core.HoldSteps();
+    Recorder r;
+    std::vector<std::string> answered;
+    core.AnswerAt(1, [&] { answered.push_back("pull"); });
+    core.AnswerHeldAt(0, [&](const std::string*) { answered.push_back("norm"); });
+    for (int w = 0; w < workers; ++w) REQUIRE(r.Push(core, w, 0).ok());
+    // Every gradient is in: held, not applied; the norm is answered, the pull waits.
+    CHECK(core.holding());
+    CHECK(core.mid_step());
+    CHECK(core.clock() == 0);
+    CHECK(answered == std::vector<std::string>{"norm"});
+    CHECK(r.calls.back() ==
+          "gather " + std::to_string(workers - 1) + (workers == 1 ? " first" : ""));
+    Status early = core.ApplyHeld(1, "'w' partition 0", [](float) { return Status::OK(); });
+    CHECK(early.message() == "a clip factor for step 1 of 'w' partition 0, which holds step 0");
+    float scale = 0;
+    REQUIRE(core.ApplyHeld(0, "'w' partition 0",
+                           [&](float s) {
+                             scale = s;
+                             return Status::OK();
+                           })
+                .ok());
+    core.AnswerReady();
+    CHECK(scale == 1.0f / static_cast<float>(workers));
+    CHECK_FALSE(core.holding());
+    CHECK(core.clock() == 1);
+    CHECK(answered == std::vector<std::string>{"norm", "pull"});
+    // A norm asked after the step was applied is answered at once.
+    core.AnswerHeldAt(0, [&](const std::string*) { answered.push_back("late norm"); });
+    CHECK(answered.back() == "late norm");
+    Status none = core.ApplyHeld(1, "'w' partition 0", [](float) { return Status::OK(); });
+    CHECK(none.message() == "a clip factor for step 1 of 'w' partition 0, which gathers step 1");
+  }
+}
+
 TEST_CASE("ssp: the clock is the slowest worker's pushes; pulls wait for it") {
   UpdateCore core(3, UpdateMode::kSsp);
   Recorder r;

@@ -51,6 +51,10 @@ const char* Verb(KvOp::Kind kind) {
       return "pull";
     case KvOp::Kind::kDelta:
       return "weight delta push";
+    case KvOp::Kind::kNorm:
+      return "norm pull";
+    case KvOp::Kind::kClipScale:
+      return "clip factor push";
   }
   return "?";
 }
@@ -69,8 +73,13 @@ KvHandle KvClient::Run(std::vector<KvOp> ops) {
       return Failed(InvalidArgument(fmt::format(
           "{} of tensor '{}': {} encoded messages for {} partitions", Verb(op.kind),
           map_.tensors()[op.tensor].name, op.encoded->size(), map_.partitions(op.tensor).size())));
+    if ((op.kind == KvOp::Kind::kNorm) != (op.norms != nullptr))
+      return Failed(InvalidArgument(fmt::format("{} of tensor '{}': norms {}", Verb(op.kind),
+                                                map_.tensors()[op.tensor].name,
+                                                op.norms ? "given" : "missing")));
     requests += map_.partitions(op.tensor).size();
-    bytes += map_.tensors()[op.tensor].elements * static_cast<int64_t>(sizeof(float));
+    const bool values = op.kind != KvOp::Kind::kNorm && op.kind != KvOp::Kind::kClipScale;
+    if (values) bytes += map_.tensors()[op.tensor].elements * static_cast<int64_t>(sizeof(float));
   }
   KvHandle handle;
   // Waiting on a small batch is about one round trip: worth spinning for.
@@ -142,7 +151,33 @@ void KvClient::IssuePart(const KvOp& op, const Partition& p,
     });
     return;
   }
-  if (op.kind == KvOp::Kind::kPull) {
+  if (op.kind == KvOp::Kind::kNorm) {
+    PullRequest pull{name, p.part, worker_rank_, op.clock, p.elements};
+    pull.norm = true;
+    double* share = op.norms + p.part;
+    servers_[server]->Call(std::move(pull), [this, op, batch, hops, &name, p, server,
+                                             share](StatusOr<Incoming> reply) {
+      if (const Moved* moved = MovedIn(reply)) return Reroute(op, p, *moved, batch, hops);
+      if (FailOver(op, p, batch, hops, server, reply.status())) return;
+      Status st = reply.status();
+      if (st.ok()) {
+        const auto* answer = std::get_if<PullReply>(&reply->message.body);
+        if (answer == nullptr) {
+          st = InvalidArgument("a norm pull answered without a PullReply");
+        } else {
+          *share = answer->squared_norm;
+        }
+      }
+      batch->Report(st.ok() ? st
+                            : st.WithContext(fmt::format("norm pull '{}' partition {} on server {}",
+                                                         name, p.part, server)));
+    });
+    return;
+  }
+  if (op.kind == KvOp::Kind::kClipScale) {
+    body = PushRequest{name, p.part, worker_rank_, op.clock, PushKind::kClipScale};
+    payload = Payload{reinterpret_cast<const uint8_t*>(op.data), sizeof(float), nullptr};
+  } else if (op.kind == KvOp::Kind::kPull) {
     // A dense pull overwrites the copy: no view of it is held any more.
     held_[op.tensor][p.part] = 0;
     body = PullRequest{name, p.part, worker_rank_, op.clock, p.elements};

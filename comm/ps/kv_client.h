@@ -55,8 +55,11 @@ class KvHandle {
 // One request of a batch: a tensor's init, push or pull.
 struct KvOp {
   // kDelta: mode average, the weight change since the last pull (clock: the
-  // averaging round).
-  enum class Kind { kInit, kPush, kPull, kDelta };
+  // averaging round). train.clip_norm (roles/server/update_core.h):
+  // kNorm, the squared norm of step `clock`'s mean gradient over each
+  // partition, into `norms`; kClipScale, step `clock`'s clip factor,
+  // `data` pointing at the one float sent to every partition.
+  enum class Kind { kInit, kPush, kPull, kDelta, kNorm, kClipScale };
   Kind kind;
   int tensor;     // index in map().tensors()
   float* data;    // values or gradient (read for init/push, written for pull)
@@ -71,6 +74,8 @@ struct KvOp {
   // hold exactly what that pull left there (the same memory, untouched
   // since; see ForgetDeltaPulls).
   bool delta = false;
+  // kNorm only: norms[i] gets partition i's share; as many as partitions.
+  double* norms = nullptr;
 };
 
 class KvClient {

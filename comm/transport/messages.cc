@@ -390,6 +390,9 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
         case w::PushKind_Delta:
           kind = PushKind::kDelta;
           break;
+        case w::PushKind_ClipScale:
+          kind = PushKind::kClipScale;
+          break;
         default:
           return InvalidArgument(fmt::format("unknown push kind {}", static_cast<int>(m->kind())));
       }
@@ -404,14 +407,15 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       auto m = h->body_as_PullRequest();
       auto tensor = Text(m->tensor(), "tensor", true);
       if (!tensor.ok()) return tensor.status();
+      if (m->norm() && m->accept_delta()) return InvalidArgument("a norm pull takes no delta");
       return MessageBody(PullRequest{*tensor, m->part(), m->worker(), m->min_clock(), m->elements(),
-                                     m->accept_delta(), m->have_seq()});
+                                     m->accept_delta(), m->have_seq(), m->norm()});
     }
     case w::Body_PullReply: {
       auto* m = h->body_as_PullReply();
       auto encoding = PushEncodingOf(m->encoding());
       if (!encoding.ok()) return encoding.status();
-      return MessageBody(PullReply{m->clock(), *encoding, m->seq()});
+      return MessageBody(PullReply{m->clock(), *encoding, m->seq(), m->squared_norm()});
     }
     case w::Body_SaveRequest: {
       const w::SaveRequest* m = h->body_as_SaveRequest();

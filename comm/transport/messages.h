@@ -187,7 +187,9 @@ struct AuthProof {
 // values travel as the frame's payload.
 // kDelta: mode average, a worker's weight change since its last pull, for
 // averaging round `clock` (roles/server/partition.h).
-enum class PushKind { kGradient, kInit, kDelta };
+// kClipScale: train.clip_norm, step `clock`'s factor min(1, clip_norm /
+// global norm), one float32, applied to the step's gathered gradient.
+enum class PushKind { kGradient, kInit, kDelta, kClipScale };
 // kThreshold: the payload is one threshold message (optim/threshold_codec.h)
 // for the partition's elements instead of float32 values; gradients only.
 enum class PushEncoding { kDense, kThreshold };
@@ -210,13 +212,17 @@ struct PullRequest {
   // threshold message (roles/server/pull_deltas.h).
   bool accept_delta = false;
   uint64_t have_seq = 0;
+  // train.clip_norm: the squared norm of step min_clock's mean gradient
+  // over the partition instead of the values, once every worker's is in.
+  bool norm = false;
 };
 struct PullReply {
   int64_t clock = 0;
   // kThreshold: the payload is the largest changes since the reply the
   // request named, to add to what that reply left; kDense: the values.
   PushEncoding encoding = PushEncoding::kDense;
-  uint64_t seq = 0;  // with accept_delta: the copy this reply leaves, for the next pull
+  uint64_t seq = 0;         // with accept_delta: the copy this reply leaves, for the next pull
+  double squared_norm = 0;  // a norm pull's answer (no payload)
 };
 struct SaveRequest {
   int64_t step = 0;  // written to the server's own checkpoint dir

@@ -189,9 +189,10 @@ struct BodyEncoder {
     return {w::Body_Error, w::CreateError(b, b.CreateString(m.message)).Union()};
   }
   Out operator()(const PushRequest& m) {
-    auto kind = m.kind == PushKind::kInit    ? w::PushKind_Init
-                : m.kind == PushKind::kDelta ? w::PushKind_Delta
-                                             : w::PushKind_Gradient;
+    auto kind = m.kind == PushKind::kInit        ? w::PushKind_Init
+                : m.kind == PushKind::kDelta     ? w::PushKind_Delta
+                : m.kind == PushKind::kClipScale ? w::PushKind_ClipScale
+                                                 : w::PushKind_Gradient;
     auto encoding =
         m.encoding == PushEncoding::kThreshold ? w::PushEncoding_Threshold : w::PushEncoding_Dense;
     return {w::Body_PushRequest, w::CreatePushRequest(b, b.CreateString(m.tensor), m.part, m.worker,
@@ -201,13 +202,14 @@ struct BodyEncoder {
   Out operator()(const PullRequest& m) {
     return {w::Body_PullRequest,
             w::CreatePullRequest(b, b.CreateString(m.tensor), m.part, m.worker, m.min_clock,
-                                 m.elements, m.accept_delta, m.have_seq)
+                                 m.elements, m.accept_delta, m.have_seq, m.norm)
                 .Union()};
   }
   Out operator()(const PullReply& m) {
     auto encoding =
         m.encoding == PushEncoding::kThreshold ? w::PushEncoding_Threshold : w::PushEncoding_Dense;
-    return {w::Body_PullReply, w::CreatePullReply(b, m.clock, encoding, m.seq).Union()};
+    return {w::Body_PullReply,
+            w::CreatePullReply(b, m.clock, encoding, m.seq, m.squared_norm).Union()};
   }
   Out operator()(const SaveRequest& m) {
     return {w::Body_SaveRequest, w::CreateSaveRequest(b, m.step, m.servers, m.origin).Union()};

@@ -44,6 +44,18 @@ class PsPartition {
   // bit. `update` holds exactly size() floats.
   Status Replay(int worker, const float* update);
 
+  // train.clip_norm (roles/server/update_core.h): gathered steps are held
+  // for their clip factor. Before the first push.
+  void HoldForClip() { core_.HoldSteps(); }
+  // The squared L2 norm of step `step`'s mean gradient over this
+  // partition, once the step is gathered whole (core().AnswerHeldAt):
+  // refused for any other step than the one held or last clipped.
+  StatusOr<double> SquaredNorm(int64_t step) const;
+  // The held step `step` applied times `clip` (in (0, 1]). A factor for the
+  // step last clipped is taken again if it is the same (every worker sends
+  // one) and refused if not. The caller then answers the pulls.
+  Status Clip(int64_t step, float clip);
+
   int64_t clock() const { return core_.clock(); }
   size_t size() const { return optimizer_->size(); }
   const std::string& tensor() const { return tensor_; }
@@ -62,8 +74,8 @@ class PsPartition {
  private:
   FloatBuffer& WritableValues();
   void Apply(const float* grad);
-  // Sync: the step's gathered sum times `scale`, applied.
-  Status ApplySum(float scale);
+  // Sync: the step's gathered sum times `scale`, then `clip`, applied.
+  Status ApplySum(float scale, float clip = 1.0f);
 
   const std::string tensor_;
   const uint32_t part_;
@@ -73,6 +85,11 @@ class PsPartition {
   FloatBuffer sum_;     // sync, average: the running sum of this step's gradients (deltas)
   const bool average_;  // mode average: updates are weight deltas
   const float* last_update_ = nullptr;
+  // train.clip_norm: the step whose squared norm was last taken, it, and
+  // the factor it was clipped by (0: not yet).
+  int64_t norm_step_ = -1;
+  double squared_norm_ = 0;
+  float clipped_by_ = 0;
   UpdateCore core_;
 };
 

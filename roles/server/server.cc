@@ -236,7 +236,8 @@ void Server::OnPeerRequest(const Connection::Ptr& conn, Incoming&& in) {
     if (const Moved* moved = moved_.Find(push->tensor, push->part)) return conn->Reply(id, *moved);
     PsShard* shard = ShardFor(push->tensor, push->part, static_cast<int64_t>(in.payload.size));
     if (shard == nullptr) return RefuseNewPartition(conn, id, push->tensor, push->part);
-    if (push->kind != PushKind::kInit) updates_.fetch_add(1, std::memory_order_relaxed);
+    if (push->kind == PushKind::kGradient || push->kind == PushKind::kDelta)
+      updates_.fetch_add(1, std::memory_order_relaxed);
     shard->Push(std::move(*push), std::move(in.payload), ReplyTo(conn, id));
   } else if (auto* pull = std::get_if<PullRequest>(&in.message.body)) {
     if (pull->elements <= 0 || pull->elements > largest / 4)

@@ -33,8 +33,11 @@ StatusOr<std::unique_ptr<PsPartition>> PsShard::Make(const Key& key, std::vector
   auto optimizer = MakeDenseOptimizer(CorrectedOptimizerFor(*config_, key.first), values.size());
   if (!optimizer.ok())
     return optimizer.status().WithContext(fmt::format("optimizer of '{}'", key.first));
-  return std::make_unique<PsPartition>(key.first, key.second, workers_, config_->train.mode,
-                                       std::move(*optimizer), std::move(values));
+  auto partition =
+      std::make_unique<PsPartition>(key.first, key.second, workers_, config_->train.mode,
+                                    std::move(*optimizer), std::move(values));
+  if (config_->train.clip_norm > 0) partition->HoldForClip();
+  return partition;
 }
 
 Status PsShard::Create(const Key& key, std::vector<float> values, PsPartition** out) {
@@ -117,6 +120,7 @@ void PsShard::Take(PushRequest& request, Buffer& payload, Reply& reply) {
   }
   PsPartition& partition = *it->second;
   if (std::string why = KindRefusal(request); !why.empty()) return reply(ErrorReply{why}, {});
+  if (request.kind == PushKind::kClipScale) return TakeClip(partition, request, payload, reply);
   if (request.encoding == PushEncoding::kThreshold) {
     // Checked whole before anything is written: a bad message leaves the
     // scratch (and so the partition) as it was.
@@ -153,9 +157,29 @@ void PsShard::Take(PushRequest& request, Buffer& payload, Reply& reply) {
   partition.core().AnswerReady();
 }
 
-// Mode average takes weight deltas, every other mode gradients: a worker
-// configured otherwise than this server is told so.
+void PsShard::TakeClip(PsPartition& partition, const PushRequest& request, const Buffer& payload,
+                       const Reply& reply) {
+  float clip = 0;
+  if (payload.size != sizeof clip)
+    return reply(ErrorReply{fmt::format("clip factor for '{}' partition {}: {} bytes, expected {}",
+                                        request.tensor, request.part, payload.size, sizeof clip)},
+                 {});
+  std::memcpy(&clip, payload.data, sizeof clip);
+  Status st = partition.Clip(request.clock, clip);
+  if (!st.ok()) return reply(ErrorReply{st.message()}, {});
+  reply(Ack{}, {});
+  partition.core().AnswerReady();
+}
+
+// Mode average takes weight deltas, every other mode gradients; a clip
+// factor needs train.clip_norm: a worker configured otherwise than this
+// server is told so.
 std::string PsShard::KindRefusal(const PushRequest& request) const {
+  if (request.kind == PushKind::kClipScale && !(config_->train.clip_norm > 0))
+    return fmt::format(
+        "clip factor for '{}' partition {}: this server's config sets no "
+        "train.clip_norm",
+        request.tensor, request.part);
   const bool average = config_->train.mode == UpdateMode::kAverage;
   if (average == (request.kind == PushKind::kDelta)) return "";
   return fmt::format("push of a {} to '{}' partition {}: this server runs train.mode {}",
@@ -199,6 +223,7 @@ void PsShard::PullNow(PsPartition& partition, const PullRequest& request, Reply 
         ErrorReply{fmt::format("pull of '{}' partition {} for worker {}: this job has {}",
                                partition.tensor(), partition.part(), request.worker, workers_)},
         {});
+  if (request.norm) return PullNorm(partition, request, std::move(reply));
   // A pull waiting for a step called off (a lost worker) is refused.
   // A dense pull (every pull of most jobs) waits holding only its reply.
   if (!request.accept_delta)
@@ -212,6 +237,24 @@ void PsShard::PullNow(PsPartition& partition, const PullRequest& request, Reply 
       [this, &partition, request, reply = std::move(reply)](const std::string* refused) {
         if (refused != nullptr) return reply(ErrorReply{*refused}, {});
         AnswerDelta(partition, request, reply);
+      });
+}
+
+void PsShard::PullNorm(PsPartition& partition, const PullRequest& request, Reply reply) {
+  if (!(config_->train.clip_norm > 0))
+    return reply(ErrorReply{fmt::format("norm of '{}' partition {}: this server's config sets no "
+                                        "train.clip_norm",
+                                        partition.tensor(), partition.part())},
+                 {});
+  partition.core().AnswerHeldAt(
+      request.min_clock,
+      [&partition, step = request.min_clock, reply = std::move(reply)](const std::string* refused) {
+        if (refused != nullptr) return reply(ErrorReply{*refused}, {});
+        StatusOr<double> squares = partition.SquaredNorm(step);
+        if (!squares.ok()) return reply(ErrorReply{squares.status().message()}, {});
+        PullReply answer{partition.clock()};
+        answer.squared_norm = *squares;
+        reply(answer, {});
       });
 }
 

@@ -145,6 +145,11 @@ class PsShard {
   // With accept_delta: the largest changes since the worker's last pull
   // (roles/server/pull_deltas.h).
   void AnswerDelta(PsPartition& partition, const PullRequest& request, const Reply& reply);
+  // train.clip_norm: a worker's clip factor for a held step, and a norm
+  // pull (roles/server/update_core.h).
+  void TakeClip(PsPartition& partition, const PushRequest& request, const Buffer& payload,
+                const Reply& reply);
+  void PullNorm(PsPartition& partition, const PullRequest& request, Reply reply);
   // Why a push of this kind does not fit the job's mode (empty: it does).
   std::string KindRefusal(const PushRequest& request) const;
   // Installs one partition's saved state (a checkpoint's, or a move's with

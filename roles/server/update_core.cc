@@ -116,7 +116,8 @@ StatusOr<UpdateCore::Take> UpdateCore::Arrive(int worker, int64_t step, const st
   if (arrived_[worker])
     return FailedPrecondition(
         fmt::format("worker {} pushed step {} to {} twice", worker, step, what));
-  if (member_count_ == 1) return Take::kAlone;  // nothing to average: no copy to keep
+  // Nothing to average: no copy to keep, unless the step is held.
+  if (member_count_ == 1 && !hold_) return Take::kAlone;
   arrived_[worker] = true;
   ++arrived_count_;
   return arrived_count_ < member_count_ ? Take::kGather : Take::kGatherAndApply;
@@ -214,12 +215,12 @@ void UpdateCore::RefuseCalledOff() {
 
 void UpdateCore::AnswerReady() {
   if (waiting_.empty()) return;
-  const int64_t now = clock();
+  const int64_t now = clock(), gathered = gathered_clock();
   // Walked from a list of its own, so that an answer may wait again
   // (AnswerAt) without touching the list being walked.
   walking_.swap(waiting_);
   for (WaitingPull& w : walking_) {
-    if (w.min_clock <= now) {
+    if (w.min_clock <= (w.held ? gathered : now)) {
       w.answer(nullptr);
     } else {
       waiting_.push_back(std::move(w));
@@ -236,6 +237,7 @@ void UpdateCore::Restore(int64_t applied, int64_t clock) {
   std::fill(pushes_.begin(), pushes_.end(), clock);
   std::fill(arrived_.begin(), arrived_.end(), false);
   arrived_count_ = 0;
+  holding_ = false;
 }
 
 UpdateCore::State UpdateCore::Save() const {
@@ -263,6 +265,7 @@ Status UpdateCore::Load(const State& s) {
   for (const auto& [step, members] : s.changes) changes_.push_back({step, members});
   std::fill(arrived_.begin(), arrived_.end(), false);
   arrived_count_ = 0;
+  holding_ = false;
   return Status::OK();
 }
 

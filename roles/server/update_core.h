@@ -36,9 +36,19 @@
 // last + 1 (Renumber). In async and ssp nothing waits for it: Lose takes
 // it out of the members at once, and the others go on to the change.
 //
+// Clipping by the global norm (train.clip_norm, sync only; HoldSteps): a
+// step whose every gradient is in, one worker's included, is held instead
+// of applied. The workers ask each part for its share of the step's
+// squared norm (AnswerHeldAt), add the shares and send each part the one
+// factor min(1, clip_norm / norm), which applies the held step times it
+// (ApplyHeld). Pulls wait on the clock as before, so none sees the step
+// before its factor came.
+//
 // Threads: owned by one thread (the partition's or the table's); nothing
 // here locks. Waiting pulls run on that thread, from Push.
 #pragma once
+
+#include <fmt/format.h>
 
 #include <cstdint>
 #include <functional>
@@ -130,6 +140,14 @@ class UpdateCore {
                });
     }
   }
+  // HoldSteps on: runs `answer` once step `step` is gathered whole (held,
+  // or applied since), as AnswerAt runs a pull's.
+  template <typename Answer>
+  void AnswerHeldAt(int64_t step, Answer&& answer) {
+    if (CalledOff(step + 1)) return answer(&called_off_why_);
+    if (gathered_clock() > step) return answer(nullptr);
+    waiting_.push_back({step + 1, std::forward<Answer>(answer), /*held=*/true});
+  }
   // Answers the waiting pulls the clock allows; call after each Push.
   void AnswerReady();
   // Pulls waiting for a later clock.
@@ -139,6 +157,18 @@ class UpdateCore {
 
   int64_t clock() const;
   int64_t step() const;
+  // Sync only: every gathered step is held for its clip factor (see the
+  // header comment). Before the first push.
+  void HoldSteps() { hold_ = mode_ == UpdateMode::kSync; }
+  // A step is held: every gradient of step clock() is in.
+  bool holding() const { return holding_; }
+  // The members whose gradients a step averages.
+  int member_count() const { return member_count_; }
+  // Applies the held step `step`: apply_gathered(scale) as Push's, with
+  // `scale` 1 / members; the caller multiplies in the clip factor. Refused
+  // when no step or another one is held.
+  template <typename ApplyGathered>
+  Status ApplyHeld(int64_t step, const std::string& what, ApplyGathered&& apply_gathered);
   // Updates applied: steps in sync, pushes in async and ssp.
   int64_t applied() const { return applied_; }
   // Async and ssp: the pushes applied from worker `worker` (0 for a rank
@@ -194,7 +224,10 @@ class UpdateCore {
   struct WaitingPull {
     int64_t min_clock;
     std::function<void(const std::string* refused)> answer;  // null: answer
+    bool held = false;  // waits on gathered_clock(), not clock()
   };
+  // The steps gathered whole: clock(), and the held one.
+  int64_t gathered_clock() const { return clock() + (holding_ ? 1 : 0); }
   // FinishWithout, but for applying: drops `rank`, and what was gathered
   // for a step after `last`. True: the step is complete, apply it.
   StatusOr<bool> DropLost(int rank, int64_t last, const std::string& why);
@@ -226,6 +259,8 @@ class UpdateCore {
   std::vector<WaitingPull> waiting_;
   std::vector<WaitingPull> walking_;  // AnswerReady's: kept to reuse its memory
   int last_applied_worker_ = -1;
+  bool hold_ = false;     // HoldSteps
+  bool holding_ = false;  // step applied_ is gathered whole, waiting for its factor
 };
 
 template <typename Alone, typename Gather, typename ApplyGathered>
@@ -244,10 +279,26 @@ Status UpdateCore::Push(int worker, int64_t step, const std::string& what, Alone
       return Status::OK();
     case Take::kGatherAndApply:
       gather(worker, arrived_count_ == 1);
+      if (hold_) {
+        holding_ = true;
+        return Status::OK();
+      }
       st = apply_gathered(1.0f / static_cast<float>(member_count_));
       break;
   }
   Applied(*take, worker);
+  return st;
+}
+
+template <typename ApplyGathered>
+Status UpdateCore::ApplyHeld(int64_t step, const std::string& what,
+                             ApplyGathered&& apply_gathered) {
+  if (!holding_ || step != applied_)
+    return FailedPrecondition(fmt::format("a clip factor for step {} of {}, which {} step {}", step,
+                                          what, holding_ ? "holds" : "gathers", applied_));
+  holding_ = false;
+  Status st = apply_gathered(1.0f / static_cast<float>(member_count_));
+  Applied(Take::kGatherAndApply, -1);
   return st;
 }
 

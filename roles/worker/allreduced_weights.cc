@@ -168,6 +168,21 @@ void AllReducedWeights::Apply() {
     if (e.trainable) e.optimizer->Update(e.param->value.ptr(), e.param->grad.ptr());
 }
 
+double AllReducedWeights::SquaredGradNorm() const {
+  double squares = 0;
+  for (const Entry& e : entries_) {
+    if (!e.trainable) continue;
+    for (float g : e.param->grad.data) squares += static_cast<double>(g) * g;
+  }
+  return squares;
+}
+
+void AllReducedWeights::ScaleGrads(float factor) {
+  for (Entry& e : entries_)
+    if (e.trainable)
+      for (float& g : e.param->grad.data) g *= factor;
+}
+
 bool AllReducedWeights::Contains(const Param* param) const {
   for (const Entry& e : entries_)
     if (e.param == param) return true;

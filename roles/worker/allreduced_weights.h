@@ -93,6 +93,11 @@ class AllReducedWeights {
   // optimizers, and the averaging when due.
   Status Reduce(Collective& collective, bool dense_reduced);
   Status ApplyReduced(Collective& collective, bool average_due);
+  // train.clip_norm, between Reduce and ApplyReduced: the squared L2 norm
+  // of the averaged gradients (the same on every worker), and them scaled
+  // by `factor`. A layer's statistics have no gradient and are left out.
+  double SquaredGradNorm() const;
+  void ScaleGrads(float factor);
   // Mode average: every value and optimizer slot becomes the workers' mean.
   Status AverageWeights(Collective& collective);
   // Every worker: the layers' statistics become the workers' mean.

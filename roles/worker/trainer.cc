@@ -17,6 +17,7 @@
 #include "roles/worker/data_cache.h"
 #include "roles/worker/data_run.h"
 #include "roles/worker/grow.h"
+#include "roles/worker/norm_clip.h"
 #include "roles/worker/ps_averaging.h"
 #include "roles/worker/ps_compression.h"
 #include "roles/worker/remote_embeddings.h"
@@ -99,6 +100,9 @@ TrainJob::TrainJob(const Config& config)
     : config_(config),
       steps_can_be_called_off_(config.train.elastic.has_value() &&
                                FinishesStepsWithoutLostWorkers(config)),
+      clip_(config.train.clip_norm > 0 ? std::make_unique<NormClip>(config.train.clip_norm)
+                                       : nullptr),
+      reduced_applied_late_(steps_can_be_called_off_ || clip_ != nullptr),
       best_(config),
       own_data_(std::make_unique<DataCache>()) {}
 TrainJob::~TrainJob() = default;
@@ -218,7 +222,7 @@ Status TrainJob::ExchangeLocalState(WorkerContext& ctx, int64_t step) {
   if (allreduced_->empty()) return Status::OK();
   start = Clock::now();
   Status st = allreduced_->Reduce(*ctx.collective, /*dense_reduced=*/nccl_ != nullptr);
-  if (st.ok() && !steps_can_be_called_off_)
+  if (st.ok() && !reduced_applied_late_)
     st = allreduced_->ApplyReduced(*ctx.collective, AverageDue(step + 1));
   // A checkpoint after this step saves every worker's residuals too.
   const bool checkpoint_due = CheckpointAt(step);
@@ -307,14 +311,15 @@ Status TrainJob::Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batc
   stats_.compute_s += Since(start);
   start = Clock::now();
   // The PS traffic goes out first and flies while the ring all-reduces.
-  std::vector<KvOp> ops = PsRequests(step);
+  std::vector<KvOp> ops = PsRequests(ctx, step);
   std::optional<KvHandle> pushed_and_pulled;
   if (!ops.empty()) pushed_and_pulled = ctx.kv->Run(std::move(ops));
   stats_.push_s += Since(start);
   Status st = ExchangeLocalState(ctx, step);
   // The all-reduced update waits for the servers' answer where a step they
-  // call off is trained again: it must not be applied twice.
-  bool apply_reduced = st.ok() && !allreduced_->empty() && steps_can_be_called_off_;
+  // call off is trained again (it must not be applied twice), or for the
+  // step's clip factor.
+  bool apply_reduced = st.ok() && !allreduced_->empty() && reduced_applied_late_;
   if (!st.ok() && !allreduced_->empty()) st = AfterRingLost(ctx, step, st);
   if (pushed_and_pulled) {
     const Clock::time_point waited = Clock::now();
@@ -324,6 +329,8 @@ Status TrainJob::Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batc
     if (kv.ok()) AfterPsRequests(step);
     apply_reduced = apply_reduced && kv.ok();
   }
+  if (clip_ && st.ok()) st = Clip(ctx, step);
+  apply_reduced = apply_reduced && st.ok();
   if (apply_reduced) {
     const Clock::time_point applied = Clock::now();
     Status applied_st = allreduced_->ApplyReduced(*ctx.collective, AverageDue(step + 1));
@@ -334,40 +341,6 @@ Status TrainJob::Step(WorkerContext& ctx, Batch& batch, int64_t step, const Batc
   ++stats_.steps;
   stats_.samples += batch.size();
   return st.WithContext(fmt::format("step {}", step + 1));
-}
-
-std::vector<KvOp> TrainJob::PsRequests(int64_t step) {
-  const std::vector<Param*>& params = ps_params_;
-  std::vector<KvOp> ops;
-  ops.reserve(2 * params.size());
-  if (ps_averaging_) {
-    ps_averaging_->LocalStep();
-    if (!AverageDue(step + 1)) return ops;  // nothing goes out
-    const int64_t round = ps_averaging_->Round(step);
-    for (size_t t = 0; t < params.size(); ++t) {
-      const int tensor = static_cast<int>(t);
-      ops.push_back({KvOp::Kind::kDelta, tensor, ps_averaging_->Delta(t), round});
-      ops.push_back({KvOp::Kind::kPull, tensor, params[t]->value.ptr(), round + 1});
-      ps_compression_->CountPush(tensor);
-    }
-    return ops;
-  }
-  const int64_t min_clock = MinClock(step);
-  for (size_t t = 0; t < params.size(); ++t) {
-    const int tensor = static_cast<int>(t);
-    KvOp push{KvOp::Kind::kPush, tensor, params[t]->grad.ptr(), step};
-    if (ps_compression_->Compresses(tensor))
-      push.encoded = ps_compression_->Encode(tensor, params[t]->grad.ptr());
-    ps_compression_->CountPush(tensor);
-    ops.push_back(push);
-    ops.push_back({KvOp::Kind::kPull, tensor, params[t]->value.ptr(), min_clock});
-    ops.back().delta = delta_pulls_[t];
-  }
-  return ops;
-}
-
-void TrainJob::AfterPsRequests(int64_t step) {
-  if (ps_averaging_ && AverageDue(step + 1)) ps_averaging_->Anchor(step + 1);
 }
 
 Status TrainJob::Run(WorkerContext& ctx) {

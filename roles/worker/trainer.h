@@ -46,6 +46,7 @@ class CheckpointInFlight;
 class GpuModel;
 class Model;
 class NcclCommunicator;
+class NormClip;
 class TrainReport;
 class PsAveraging;
 class PsCompression;
@@ -67,6 +68,10 @@ struct TrainStats {
   double test_metric = -1;        // accuracy, AUC or RMSE after the last epoch (chief; -1: not run)
   double test_logloss = -1;       // click data only
   double validation_metric = -1;  // the same on data.validation (chief; -1: not run)
+  // train.clip_norm: the last step's global gradient norm (before the
+  // clip), and the steps whose gradient was scaled down.
+  double grad_norm = -1;
+  int64_t clipped_steps = 0;
   // PS pushes: bytes sent, the same pushes dense, and the
   // threshold encoders' totals (min_tau..max_tau: their final thresholds).
   int64_t push_bytes = 0, push_dense_bytes = 0;
@@ -154,7 +159,14 @@ class TrainJob : public WorkerJob {
   // Step 3's requests for the PS weights (roles/worker/ps_compression.h: threshold-
   // encoded gradients; roles/worker/ps_averaging.h: mode average's local step, and
   // its weight deltas when a round ends).
-  std::vector<KvOp> PsRequests(int64_t step);
+  // With train.clip_norm: the pushes and the norm requests, no pulls.
+  std::vector<KvOp> PsRequests(WorkerContext& ctx, int64_t step);
+  // Step `step`'s pulls of every PS weight.
+  void AddPulls(int64_t step, std::vector<KvOp>* ops);
+  // train.clip_norm, once the pushes and the norm requests answered: the
+  // step's factor, applied to the all-reduced gradients and sent to the
+  // servers with the pulls (roles/worker/norm_clip.h).
+  Status Clip(WorkerContext& ctx, int64_t step);
   // After step 3 completed: mode average anchors on the weights it pulled.
   void AfterPsRequests(int64_t step);
   // Whether a checkpoint of `steps_done` holds the job's state: in mode
@@ -208,6 +220,10 @@ class TrainJob : public WorkerJob {
   // elastic job, roles/worker/trainer_lost.cc), to be trained again: its
   // all-reduced update then waits for their answer.
   const bool steps_can_be_called_off_;
+  std::unique_ptr<NormClip> clip_;  // train.clip_norm only
+  // The all-reduced update waits for the servers' answer: a step can be
+  // called off, or the factor of a clipped one comes from their norms.
+  const bool reduced_applied_late_;
   // config_.model as the model was built: server-held tables hold one
   // batch's rows (roles/placement/placed_model.h).
   ModelConfig model_config_;

@@ -219,6 +219,7 @@ std::vector<Field> TrainFields(TrainConfig* t) {
               &KeysOf<OptimizerConfig, &OptimizerFields>),
       Section("compression", &t->compression, &ReadCompression,
               &KeysOf<CompressionConfig, &CompressionFields>),
+      Float("clip_norm", &t->clip_norm, Bound::kPositive),
       Uint64("seed", &t->seed),
       Int("log_every", &t->log_every, 1),
       Int("partition_bytes", &t->partition_bytes, 4096, int64_t{1} << 30, 4),
@@ -231,6 +232,25 @@ std::vector<Field> TrainFields(TrainConfig* t) {
       Section("replication", &t->replication, &ReadReplication,
               &KeysOf<ReplicationConfig, &ReplicationFields>),
       NonEmptyString("store_dir", &t->store_dir)};
+}
+
+// Clipping by the global norm needs each step's whole mean gradient, exact,
+// at one moment: what the modes that apply a worker's gradient alone, the
+// encoders and the paths not built for it yet cannot give.
+Status CheckClipping(const Value& v, const TrainConfig& t, std::map<std::string, int>& lines) {
+  if (!lines.count("clip_norm")) return Status::OK();
+  const Value clip = v.Key("clip_norm", lines["clip_norm"]);
+  if (t.mode != UpdateMode::kSync)
+    return clip.Error(
+        "needs train.mode: sync: the global norm is of one step's gradient from every worker, "
+        "which the other modes never hold at once");
+  if (t.compression.enabled())
+    return clip.Error(
+        "does not work with train.compression: the encoders delay part of each gradient, so no "
+        "step holds its whole gradient");
+  if (t.elastic) return clip.Error("does not work with train.elastic yet");
+  if (t.replication.replicas > 0) return clip.Error("does not work with train.replication yet");
+  return Status::OK();
 }
 
 Status ReadTrain(const Value& v, TrainConfig* t) {
@@ -276,7 +296,7 @@ Status ReadTrain(const Value& v, TrainConfig* t) {
   // Averaging sends weights every N steps, not gradients: nothing to encode.
   if (t->mode == M::kAverage && t->compression.enabled())
     return v.Key("compression", lines["compression"]).Error("is not used with mode: average");
-  return Status::OK();
+  return CheckClipping(v, *t, lines);
 }
 
 std::vector<Field> RuleFields(ParameterRule* rule) {
@@ -443,6 +463,7 @@ Status ReadConfig(const Documents& documents, const std::string& yaml_text,
   PSTRAIN_RETURN_IF_ERROR(ReadMap(doc, DocumentFields(config, base_dir)));
   config->data.validation_seed = config->train.seed;
   PSTRAIN_RETURN_IF_ERROR(CheckRulesAgainstTrain(doc, *config));
+  PSTRAIN_RETURN_IF_ERROR(CheckClippingAgainstRules(doc, *config));
   PSTRAIN_RETURN_IF_ERROR(CheckEvaluationAgainstData(doc, *config));
   PSTRAIN_RETURN_IF_ERROR(CheckModelAgainstData(doc, *config));
   FlattenSettings(root, "", &config->settings);

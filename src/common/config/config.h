@@ -110,6 +110,10 @@ struct TrainConfig {
   int average_every = 0;          // mode average: steps between averagings, >= 1; else 0
   OptimizerConfig optimizer;      // default for every parameter
   CompressionConfig compression;  // default for every dense parameter
+  // > 0: each step's gradient (every trained parameter's, the workers'
+  // mean) is scaled by min(1, clip_norm / its global L2 norm) before any
+  // optimizer sees it; 0: no clipping. Sync mode only.
+  float clip_norm = 0;
   uint64_t seed = 1;
   int log_every = 100;  // steps between progress lines, >= 1
   // Large tensors are split into parts of this size across the servers:

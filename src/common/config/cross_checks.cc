@@ -127,5 +127,32 @@ Status CheckRulesAgainstTrain(const Value& doc, const Config& config) {
   return Status::OK();
 }
 
+// train.clip_norm against the rules and the model: the paths whose
+// gradients it cannot see yet.
+Status CheckClippingAgainstRules(const Value& doc, const Config& config) {
+  if (!(config.train.clip_norm > 0)) return Status::OK();
+  const YAML::Node rules = doc.node["parameters"];
+  for (size_t i = 0; i < config.parameters.size(); ++i) {
+    const ParameterRule& rule = config.parameters[i];
+    const Value at{doc.source, rules[i], fmt::format("parameters[{}]", i), rule.line};
+    if (rule.init_in_server)
+      return at.Key("init_in_server", KeyLine(rules[i], "init_in_server"))
+          .Error(
+              "server-held tables do not take train.clip_norm yet: keep the table's weights "
+              "dense (drop init_in_server) or drop clip_norm");
+    if (rule.compression && rule.compression->enabled())
+      return at.Key("compression", KeyLine(rules[i], "compression"))
+          .Error(
+              "does not work with train.clip_norm: the encoders delay part of each gradient, so "
+              "no step holds its whole gradient");
+  }
+  if (config.model.device == Device::kGpu && doc.node["model"]) {
+    const Value model{doc.source, doc.node["model"], "model", KeyLine(doc.node, "model")};
+    return model.Key("device", KeyLine(model.node, "device"))
+        .Error("gpu does not clip gradients yet (train.clip_norm); use device: cpu");
+  }
+  return Status::OK();
+}
+
 }  // namespace config_internal
 }  // namespace pstrain

@@ -72,11 +72,12 @@ std::string JobIdentityText(const Config& config) {
       text += Line(key, std::filesystem::path(value).filename().string());
       continue;
     }
-    const bool decides_model = UnderAny(
-        key, {"model", "parameters", "train.optimizer", "train.compression", "train.mode",
-              "train.staleness", "train.average_every", "train.seed", "train.batch_size",
-              "data.format", "data.vocab", "data.limit", "data.shuffle", "data.columns",
-              "data.delimiter", "data.header", "data.on_bad_row", "data.validation_fraction"});
+    const bool decides_model =
+        UnderAny(key, {"model", "parameters", "train.optimizer", "train.compression",
+                       "train.clip_norm", "train.mode", "train.staleness", "train.average_every",
+                       "train.seed", "train.batch_size", "data.format", "data.vocab", "data.limit",
+                       "data.shuffle", "data.columns", "data.delimiter", "data.header",
+                       "data.on_bad_row", "data.validation_fraction"});
     const bool memory =
         key.find("cache_rows") != std::string::npos || key.find("cache_bytes") != std::string::npos;
     if (decides_model && !memory) text += Line(key, value);

@@ -198,6 +198,7 @@ std::vector<Field> DataFieldKeys();
 
 // Checks between sections of the whole document `doc` (cross_checks.cc).
 Status CheckRulesAgainstTrain(const Value& doc, const Config& config);
+Status CheckClippingAgainstRules(const Value& doc, const Config& config);
 Status CheckEvaluationAgainstData(const Value& doc, const Config& config);
 Status CheckModelAgainstData(const Value& doc, const Config& config);
 // The line of `key` in the mapping `map` (which ReadMap read, so it holds it).
