@@ -80,6 +80,39 @@ TEST_CASE("a table on the servers trains like the same table as a dense PS tenso
   CHECK(b.stats.test_metric > 0.6);
 }
 
+// train.clip_norm: a table's rows count in the global norm as the same
+// table held dense does (its untouched rows' gradients are 0), so both jobs
+// take the same norm, clip the same steps and end alike; unclipped, they
+// end elsewhere.
+TEST_CASE("clip_norm: a table on the servers clips like the same table as a dense PS tensor") {
+  ClickData data;
+  Config dense = ClickConfig(data, false), sparse = ClickConfig(data, true);
+  Outcome plain = Train(dense, 2, 2);
+  REQUIRE_MESSAGE(plain.status.ok(), plain.status.message());
+  dense.train.clip_norm = sparse.train.clip_norm = 0.05f;
+  Outcome a = Train(dense, 2, 2), b = Train(sparse, 2, 2);
+  REQUIRE_MESSAGE(a.status.ok(), a.status.message());
+  REQUIRE_MESSAGE(b.status.ok(), b.status.message());
+  MESSAGE("last norms " << a.stats.grad_norm << " and " << b.stats.grad_norm << "; steps clipped "
+                        << a.stats.clipped_steps << " and " << b.stats.clipped_steps);
+  CHECK(b.stats.grad_norm == doctest::Approx(a.stats.grad_norm).epsilon(1e-5));
+  CHECK(a.stats.clipped_steps > 20);
+  CHECK(a.stats.clipped_steps == b.stats.clipped_steps);
+  double worst = 0, moved_by_clip = 0;
+  for (const char* name : {"dense.weight", "dense.bias"}) {
+    const size_t t = ParamIndex(name);
+    for (size_t i = 0; i < a.weights[t].size(); ++i) {
+      worst = std::max(worst, static_cast<double>(std::fabs(a.weights[t][i] - b.weights[t][i])));
+      moved_by_clip = std::max(
+          moved_by_clip, static_cast<double>(std::fabs(a.weights[t][i] - plain.weights[t][i])));
+    }
+  }
+  MESSAGE("clipped dense weights differ by at most " << worst << "; the clip moved them by up to "
+                                                     << moved_by_clip);
+  CHECK(worst <= 1e-6);
+  CHECK(moved_by_clip > 1e-3);
+}
+
 TEST_CASE("tables come back from a checkpoint: a resumed job ends where a straight one does") {
   ClickData data;
   Config config = ClickConfig(data, true);

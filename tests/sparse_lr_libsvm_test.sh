@@ -1,7 +1,9 @@
 #!/bin/sh
 # Data by schema as a user meets it:
 # - configs/sparse_lr_libsvm.yaml (FTRL on a server table) on data from
-#   `pstrain gen libsvm` reaches within 0.01 AUC of the planted model;
+#   `pstrain gen libsvm` reaches within 0.01 AUC of the planted model (on
+#   400k rows, not the README's 1M, to keep the suite short: 0.0043 below
+#   it here, 0.0024 on 1M);
 # - `pstrain check` prints its model summary;
 # - a csv job with a dense, a categorical and a multi_hot column trains;
 #   a bad line stops it naming file and line, or with on_bad_row: skip is
@@ -12,16 +14,16 @@ BIN="$1"
 CONFIG="$2/sparse_lr_libsvm.yaml"
 . "$(dirname "$0")/check_util.sh"
 
-"$BIN" gen libsvm --rows 1000000 --shards 4 --out "$DATA/libsvm" > "$OUT" 2>&1; status=$?
+"$BIN" gen libsvm --rows 400000 --shards 4 --out "$DATA/libsvm" > "$OUT" 2>&1; status=$?
 check "gen libsvm exits 0 (got $status)" [ "$status" = 0 ]
-check "it prints the planted model's AUC" has '"gen":"libsvm","rows":1000000,"shards":4,"test_rows":100000'
+check "it prints the planted model's AUC" has '"gen":"libsvm","rows":400000,"shards":4,"test_rows":40000'
 planted=$(sed -n 's/.*"planted_auc":\([0-9.]*\).*/\1/p' "$OUT")
 paths="--set data.train=$DATA/libsvm/train.txt --set data.test=$DATA/libsvm/test.txt"
 
 # shellcheck disable=SC2086
 "$BIN" check --config "$CONFIG" $paths > "$OUT" 2>&1; status=$?
 check "pstrain check of the shipped config exits 0 (got $status)" [ "$status" = 0 ]
-check "it counts the samples" has "OK: 1000000 training and 100000 test samples"
+check "it counts the samples" has "OK: 400000 training and 40000 test samples"
 check "it prints the model's inputs" has "model: input none, 48 ids a sample, loss bce_with_logits"
 check "it prints the model: a table on the servers" \
   has "lr  *embedding_bag \[1\]  *lr.weight  *\[100001, 1\]  *100001  *table on servers"

@@ -116,6 +116,54 @@ Status SparseClient::Push(const std::vector<RowTransfer>& transfers, int64_t clo
   });
 }
 
+Status SparseClient::Norms(const std::vector<const std::string*>& tables, int64_t clock,
+                           std::vector<double>* squares) {
+  const size_t servers = servers_.size();
+  std::vector<double> shares(tables.size() * servers, 0.0);
+  std::vector<Request> requests;
+  for (size_t t = 0; t < tables.size(); ++t)
+    for (size_t s = 0; s < servers; ++s) requests.push_back({t, s, 0, 0});
+  Status st = Send(requests, [&](const Request& r, Connection& conn, int origin, Answer answer) {
+    SparsePullRequest pull{*tables[r.t], worker_, clock, static_cast<int>(servers), origin};
+    pull.norm = true;
+    double* share = &shares[r.t * servers + r.s];
+    conn.Call(std::move(pull),
+              [answer, share, s = r.s, table = tables[r.t]](StatusOr<Incoming> reply) {
+                Status got = reply.status();
+                if (got.ok()) {
+                  const auto* norm = std::get_if<SparsePullReply>(&reply->message.body);
+                  if (norm == nullptr) {
+                    got = InvalidArgument("a norm pull answered without a SparsePullReply");
+                  } else {
+                    *share = norm->squared_norm;
+                  }
+                }
+                answer(got.WithContext(fmt::format("norm of table '{}' on server {}", *table, s)));
+              });
+  });
+  if (!st.ok()) return st;
+  squares->assign(tables.size(), 0.0);
+  for (size_t t = 0; t < tables.size(); ++t)
+    for (size_t s = 0; s < servers; ++s) (*squares)[t] += shares[t * servers + s];
+  return Status::OK();
+}
+
+Status SparseClient::Clip(const std::vector<const std::string*>& tables, int64_t clock,
+                          float factor) {
+  const size_t servers = servers_.size();
+  std::vector<Request> requests;
+  for (size_t t = 0; t < tables.size(); ++t)
+    for (size_t s = 0; s < servers; ++s) requests.push_back({t, s, 0, 0});
+  return Send(requests, [&](const Request& r, Connection& conn, int origin, Answer answer) {
+    SparsePushRequest push{*tables[r.t], worker_, clock, 0, static_cast<int>(servers), origin};
+    push.clip = factor;
+    conn.Call(std::move(push), [answer, s = r.s, table = tables[r.t]](StatusOr<Incoming> reply) {
+      answer(reply.status().WithContext(
+          fmt::format("clip factor of table '{}' to server {}", *table, s)));
+    });
+  });
+}
+
 Connection::Ptr SparseClient::Route(size_t server) const {
   if (routes_) return routes_->Route(static_cast<int>(server));
   return server < servers_.size() ? servers_[server] : nullptr;

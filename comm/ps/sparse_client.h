@@ -66,6 +66,13 @@ class SparseClient {
   // mode a step is applied once every worker's push of it is in.
   Status Push(const std::vector<RowTransfer>& transfers, int64_t clock);
 
+  // train.clip_norm (roles/worker/norm_clip.h): (*squares)[t] gets the sum
+  // over the servers of table *tables[t]'s share of step `clock`'s squared
+  // norm, once every worker's rows of the step are in.
+  Status Norms(const std::vector<const std::string*>& tables, int64_t clock,
+               std::vector<double>* squares);
+  // Step `clock`'s clip factor to every server's part of each table.
+  Status Clip(const std::vector<const std::string*>& tables, int64_t clock, float factor);
   // The job's servers changed live (roles/worker/grow.h): rows are placed
   // over `servers` from the next call on. Not during a call.
   void UseServers(std::vector<std::shared_ptr<Connection>> servers) {

@@ -440,11 +440,13 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       if (m->origin() < -1 || m->origin() >= m->servers())
         return InvalidArgument(
             fmt::format("SparsePullRequest of server {}'s rows of {}", m->origin(), m->servers()));
-      return MessageBody(
-          SparsePullRequest{*table, m->worker(), m->min_clock(), m->servers(), m->origin()});
+      return MessageBody(SparsePullRequest{*table, m->worker(), m->min_clock(), m->servers(),
+                                           m->origin(), m->norm()});
     }
-    case w::Body_SparsePullReply:
-      return MessageBody(SparsePullReply{h->body_as_SparsePullReply()->clock()});
+    case w::Body_SparsePullReply: {
+      auto* m = h->body_as_SparsePullReply();
+      return MessageBody(SparsePullReply{m->clock(), m->squared_norm()});
+    }
     case w::Body_SparsePushRequest: {
       auto* m = h->body_as_SparsePushRequest();
       auto table = Text(m->table(), "table", true);
@@ -456,8 +458,11 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       if (m->origin() < -1 || m->origin() >= m->servers())
         return InvalidArgument(
             fmt::format("SparsePushRequest of server {}'s rows of {}", m->origin(), m->servers()));
-      return MessageBody(
-          SparsePushRequest{*table, m->worker(), m->clock(), m->rows(), m->servers(), m->origin()});
+      if (m->clip() != 0 && (m->rows() != 0 || !(m->clip() > 0 && m->clip() <= 1)))
+        return InvalidArgument(fmt::format("SparsePushRequest of a clip factor {} with {} rows",
+                                           m->clip(), m->rows()));
+      return MessageBody(SparsePushRequest{*table, m->worker(), m->clock(), m->rows(), m->servers(),
+                                           m->origin(), m->clip()});
     }
     case w::Body_RingChunk:
       return MessageBody(RingChunk{h->body_as_RingChunk()->op(), h->body_as_RingChunk()->step(),

@@ -240,9 +240,11 @@ struct SparsePullRequest {
   int64_t min_clock = 0;  // answer once the table has applied this many steps
   int servers = 0;        // the placement the ids were grouped by
   int origin = -1;        // the rank that placement puts them on (-1: the receiver's)
+  bool norm = false;      // train.clip_norm: no ids; the reply's squared_norm
 };
 struct SparsePullReply {
   int64_t clock = 0;
+  double squared_norm = 0;  // a norm pull's answer (no payload)
 };
 struct SparsePushRequest {
   std::string table;
@@ -251,6 +253,7 @@ struct SparsePushRequest {
   int64_t rows = 0;   // ids in the payload, each followed later by a row
   int servers = 0;    // the placement the ids were grouped by
   int origin = -1;    // the rank that placement puts them on (-1: the receiver's)
+  float clip = 0;     // train.clip_norm: > 0, step `clock`'s factor (no rows)
 };
 
 // Live moves of a partition between servers (roles/server/handoff.h).

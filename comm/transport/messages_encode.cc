@@ -224,16 +224,16 @@ struct BodyEncoder {
   Out operator()(const SparsePullRequest& m) {
     return {w::Body_SparsePullRequest,
             w::CreateSparsePullRequest(b, b.CreateString(m.table), m.worker, m.min_clock, m.servers,
-                                       m.origin)
+                                       m.origin, m.norm)
                 .Union()};
   }
   Out operator()(const SparsePullReply& m) {
-    return {w::Body_SparsePullReply, w::CreateSparsePullReply(b, m.clock).Union()};
+    return {w::Body_SparsePullReply, w::CreateSparsePullReply(b, m.clock, m.squared_norm).Union()};
   }
   Out operator()(const SparsePushRequest& m) {
     return {w::Body_SparsePushRequest,
             w::CreateSparsePushRequest(b, b.CreateString(m.table), m.worker, m.clock, m.rows,
-                                       m.servers, m.origin)
+                                       m.servers, m.origin, m.clip)
                 .Union()};
   }
   Out operator()(const AuthHello& m) {

@@ -89,7 +89,9 @@ TableHost::RemovedAtEnd::~RemovedAtEnd() {
 }
 
 std::unique_ptr<TableHost::HostedTable> TableHost::MakeHosted(ServerRows table) const {
-  return std::make_unique<HostedTable>(std::move(table), workers_, mode_);
+  auto hosted = std::make_unique<HostedTable>(std::move(table), workers_, mode_);
+  if (config_.train.clip_norm > 0) hosted->core.HoldSteps();
+  return hosted;
 }
 
 TableHost::HostedTable* TableHost::Find(const std::string& name) {
@@ -122,6 +124,12 @@ void TableHost::Pull(SparsePullRequest request, Buffer ids, Reply reply) {
     if (std::string why = PlacementRefusal(request.table, request.servers); !why.empty())
       return reply(ErrorReply{"pull " + why}, {});
     if (!not_whole_.ok()) return reply(ErrorReply{not_whole_.message()}, {});
+    if (request.norm) {
+      if (ids.size != 0)
+        return reply(ErrorReply{fmt::format("norm pull of table '{}' with ids", request.table)},
+                     {});
+      return PullNorm(*t, request, reply);
+    }
     t->core.AnswerAt(request.min_clock, [this, t, ids, reply](const std::string* refused) {
       if (refused != nullptr) return reply(ErrorReply{*refused}, {});
       DoPull(*t, ids, reply);
@@ -221,6 +229,7 @@ void TableHost::Push(SparsePushRequest request, Buffer payload, Reply reply) {
     if (std::string why = PlacementRefusal(request.table, request.servers); !why.empty())
       return reply(ErrorReply{"push " + why}, {});
     if (!not_whole_.ok()) return reply(ErrorReply{not_whole_.message()}, {});
+    if (request.clip > 0) return TakeClip(*t, request, reply);
     // A push sent again after its update was applied is acknowledged once
     // held, not applied twice; checked whole first, as any push.
     if (IsResentPush(*t, request)) {
@@ -230,6 +239,7 @@ void TableHost::Push(SparsePushRequest request, Buffer payload, Reply reply) {
     }
     const int64_t sent_before = t->queue.sent();
     Status st = DoPush(*t, request, payload);
+    if (st.ok()) NoteHeld(*t, request.clock);
     if (!st.ok()) {
       reply(ErrorReply{st.message()}, {});
     } else if (!send_) {
@@ -287,6 +297,11 @@ Status TableHost::DoPush(HostedTable& t, const SparsePushRequest& request, const
 
 // Every worker's push of this step is in: one update with the average.
 Status TableHost::ApplyGathered(HostedTable& t, float scale) {
+  SumGathered(t, scale);
+  return ApplySummed(t, 1.0f);
+}
+
+void TableHost::SumGathered(HostedTable& t, float scale) {
   const int dim = t.table.options().dim;
   std::vector<int64_t> all_ids;
   std::vector<float> all_grads;
@@ -298,19 +313,25 @@ Status TableHost::ApplyGathered(HostedTable& t, float scale) {
   }
   IdDedup dedup;
   dedup.Reset(all_ids.data(), all_ids.size());
-  std::vector<float> summed;
-  SumGradients(dedup.inverse(), dedup.unique().size(), all_grads.data(), dim, &summed);
-  for (float& g : summed) g *= scale;
+  SumGradients(dedup.inverse(), dedup.unique().size(), all_grads.data(), dim, &t.step_grads);
+  for (float& g : t.step_grads) g *= scale;
+  t.step_ids.assign(dedup.unique().begin(), dedup.unique().end());
+}
+
+Status TableHost::ApplySummed(HostedTable& t, float clip) {
+  const std::vector<int64_t>& ids = t.step_ids;
+  if (clip != 1.0f)
+    for (float& g : t.step_grads) g *= clip;
   // A row changes when the step is applied, not when a push of it comes.
-  Touched(t, dedup.unique().data(), dedup.unique().size());
-  if (Status applied = t.table.ApplyGradients(dedup.unique().data(), summed.data(),
-                                              dedup.unique().size(), t.core.step());
+  Touched(t, ids.data(), ids.size());
+  if (Status applied =
+          t.table.ApplyGradients(ids.data(), t.step_grads.data(), ids.size(), t.core.step());
       !applied.ok()) {
     // The other workers' pushes of the step, held for it, fail as this one.
     t.queue.FailStep(applied);
     return applied;
   }
-  SendChange(t, TableOp::kApply, -1, dedup.unique().data(), dedup.unique().size(), summed.data());
+  SendChange(t, TableOp::kApply, -1, ids.data(), ids.size(), t.step_grads.data());
   if (send_) t.queue.StepSent();
   return Status::OK();
 }

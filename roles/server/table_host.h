@@ -172,6 +172,15 @@ class TableHost {
     // sync: the pushes of this step so far, by worker.
     std::vector<std::vector<int64_t>> pending_ids;
     std::vector<std::vector<float>> pending_grads;
+    // sync: the step's rows as applied, each id once with the workers'
+    // mean gradient (SumGathered). With train.clip_norm they wait here for
+    // the factor (roles/server/update_core.h): norm_step's squared norm,
+    // and the factor it was applied with (0: not yet).
+    std::vector<int64_t> step_ids;
+    std::vector<float> step_grads;
+    int64_t norm_step = -1;
+    double squared_norm = 0;
+    float clipped_by = 0;
     int64_t logged_step = 0;  // the last step counts were logged at
     // The ids of rows copied ahead of a move (HandOffRows kCopy), each
     // marked when pulled or changed by a push since; null when none were.
@@ -212,6 +221,15 @@ class TableHost {
                                            const Buffer& payload);
   Status DoPush(HostedTable& t, const SparsePushRequest& request, const Buffer& payload);
   Status ApplyGathered(HostedTable& t, float scale);
+  // ApplyGathered in two: every worker's rows of the step summed times
+  // `scale` into step_ids/step_grads, then applied times `clip`.
+  void SumGathered(HostedTable& t, float scale);
+  Status ApplySummed(HostedTable& t, float clip);
+  // train.clip_norm (roles/server/table_clip.cc): after a push, a step
+  // just held gets its squared norm; a norm pull; a worker's factor.
+  void NoteHeld(HostedTable& t, int64_t step);
+  void PullNorm(HostedTable& t, const SparsePullRequest& request, const Reply& reply);
+  void TakeClip(HostedTable& t, const SparsePushRequest& request, const Reply& reply);
   void AfterPush(HostedTable& t);
 
   // Rows moving live (roles/server/table_moves.cc).

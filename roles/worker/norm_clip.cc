@@ -20,10 +20,14 @@ std::vector<KvOp> NormClip::NormRequests(const PartitionMap& map, int64_t step) 
   return ops;
 }
 
-Status NormClip::Decide(double local_squares, int64_t step) {
+Status NormClip::Decide(double local_squares, int64_t step,
+                        const std::vector<double>& table_shares) {
   double squares = local_squares;
-  for (const std::vector<double>& tensor : shares_)
-    for (double share : tensor) {
+  std::vector<const std::vector<double>*> all;
+  for (const std::vector<double>& tensor : shares_) all.push_back(&tensor);
+  all.push_back(&table_shares);
+  for (const std::vector<double>* shares : all)
+    for (double share : *shares) {
       if (!(share >= 0) || !std::isfinite(share))
         return FailedPrecondition(fmt::format(
             "a server's share of the gradient's squared norm at step {} is {}: training "

@@ -9,12 +9,15 @@
 //     holds the step once every worker's gradient is in, instead of
 //     applying it, and answers with the square of its mean
 //     (roles/server/update_core.h);
-//  2. the all-reduced weights' averaged gradients, the same on every
+//  2. the server-held tables' rows of the step are asked the same way
+//     (SparseClient::Norms: each server holds its share of the rows), and
+//     the all-reduced weights' averaged gradients, the same on every
 //     worker, add their squares (AllReducedWeights::SquaredGradNorm);
 //  3. Decide takes the sum's root and the factor min(1, clip_norm / norm);
 //     the worker scales its all-reduced gradients by it and sends it to
-//     every partition (FactorRequests), which applies the held step times
-//     it; the pulls of the step wait for that, as before.
+//     every partition (FactorRequests) and every server's part of each
+//     table (SparseClient::Clip), which apply the held step times it; the
+//     pulls of the step wait for that, as before.
 // Every worker adds the same shares in the same order, so every worker and
 // every partition uses one factor, bit for bit; a server refuses a second,
 // different factor for a step. The cost: a second round trip to the
@@ -39,9 +42,10 @@ class NormClip {
   // here and must not move until the handle completes.
   std::vector<KvOp> NormRequests(const PartitionMap& map, int64_t step);
   // Once those answered: the global norm, with `local_squares` from the
-  // all-reduced gradients, and its factor. Refused when a share or the norm
+  // all-reduced gradients and `table_shares` (the server-held tables',
+  // SparseClient::Norms), and its factor. Refused when a share or the norm
   // is not a finite number >= 0 (a diverged step, or a bad server).
-  Status Decide(double local_squares, int64_t step);
+  Status Decide(double local_squares, int64_t step, const std::vector<double>& table_shares = {});
   // Step `step`'s factor to every partition of the first `tensors` tensors.
   std::vector<KvOp> FactorRequests(int tensors, int64_t step);
 

@@ -229,6 +229,12 @@ std::string RemoteEmbeddings::DescribeSinceLast() {
   return line;
 }
 
+std::vector<const std::string*> RemoteEmbeddings::TableNames() const {
+  std::vector<const std::string*> names;
+  for (const Table& t : tables_) names.push_back(&t.config.options.name);
+  return names;
+}
+
 Status RemoteEmbeddings::Scatter(SparseClient& client, int64_t clock) {
   std::vector<RowTransfer> pushes;
   for (Table& t : tables_)

@@ -73,6 +73,8 @@ class RemoteEmbeddings {
   Status Gather(SparseClient& client, Batch* batch, int64_t min_clock, int64_t step,
                 bool use_cache = true);
   Status Scatter(SparseClient& client, int64_t clock);
+  // The tables' names, in the order Scatter sends them.
+  std::vector<const std::string*> TableNames() const;
 
   // Whether some table has a worker-side row cache (async and ssp only).
   bool HasCache() const;

@@ -6,9 +6,11 @@
 
 #include <chrono>
 
+#include "comm/ps/sparse_client.h"
 #include "roles/worker/norm_clip.h"
 #include "roles/worker/ps_averaging.h"
 #include "roles/worker/ps_compression.h"
+#include "roles/worker/remote_embeddings.h"
 #include "roles/worker/trainer.h"
 
 namespace pstrain {
@@ -61,7 +63,14 @@ void TrainJob::AfterPsRequests(int64_t step) {
 
 Status TrainJob::Clip(WorkerContext& ctx, int64_t step) {
   const auto start = std::chrono::steady_clock::now();
-  PSTRAIN_RETURN_IF_ERROR(clip_->Decide(allreduced_->SquaredGradNorm(), step));
+  // Every table's rows were pushed (ExchangeLocalState): their servers hold the step.
+  std::vector<const std::string*> tables;
+  std::vector<double> table_shares;
+  if (sparse_) {
+    tables = embeddings_->TableNames();
+    PSTRAIN_RETURN_IF_ERROR(sparse_->Norms(tables, step, &table_shares));
+  }
+  PSTRAIN_RETURN_IF_ERROR(clip_->Decide(allreduced_->SquaredGradNorm(), step, table_shares));
   if (clip_->clipped()) {
     allreduced_->ScaleGrads(clip_->factor());
     ++stats_.clipped_steps;
@@ -72,6 +81,7 @@ Status TrainJob::Clip(WorkerContext& ctx, int64_t step) {
                   step + 1,
                   clip_->clipped() ? fmt::format(", scaled by {:.6g}", clip_->factor()) : "",
                   stats_.clipped_steps, stats_.steps + 1, config_.train.clip_norm);
+  if (sparse_) PSTRAIN_RETURN_IF_ERROR(sparse_->Clip(tables, step, clip_->factor()));
   if (ps_params_.empty()) return Status::OK();
   std::vector<KvOp> ops = clip_->FactorRequests(static_cast<int>(ps_params_.size()), step);
   AddPulls(step, &ops);

@@ -135,11 +135,6 @@ Status CheckClippingAgainstRules(const Value& doc, const Config& config) {
   for (size_t i = 0; i < config.parameters.size(); ++i) {
     const ParameterRule& rule = config.parameters[i];
     const Value at{doc.source, rules[i], fmt::format("parameters[{}]", i), rule.line};
-    if (rule.init_in_server)
-      return at.Key("init_in_server", KeyLine(rules[i], "init_in_server"))
-          .Error(
-              "server-held tables do not take train.clip_norm yet: keep the table's weights "
-              "dense (drop init_in_server) or drop clip_norm");
     if (rule.compression && rule.compression->enabled())
       return at.Key("compression", KeyLine(rules[i], "compression"))
           .Error(
