@@ -152,6 +152,11 @@ TEST_CASE("clip_norm: a number > 0, in sync mode, on the paths that hold a step'
   CHECK(ErrorOf("train:\n  clip_norm: 1\n  compression: {type: threshold}\n") ==
         "x.yaml:2: train.clip_norm: does not work with train.compression: the encoders delay "
         "part of each gradient, so no step holds its whole gradient");
+  CHECK(ErrorOf("train:\n  clip_norm: 1e-50\n") ==
+        "x.yaml:2: train.clip_norm: expected a number > 0, got '1e-50'");
+  CHECK(ErrorOf("train:\n  clip_norm: 1\n  checkpoint: {dir: c, every_steps: 5}\n"
+                "  elastic: {workers: [1, 2]}\n") ==
+        "x.yaml:2: train.clip_norm: does not work with train.elastic yet");
   CHECK(ErrorOf("train:\n  clip_norm: 1\n  replication: {replicas: 1}\n") ==
         "x.yaml:2: train.clip_norm: does not work with train.replication yet");
   CHECK(Parse("train: {clip_norm: 1}\nparameters:\n  - {match: emb, init_in_server: true}\n")

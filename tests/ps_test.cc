@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -131,7 +132,7 @@ TEST_CASE("sync: the pulled weights equal the hand-computed averaged SGD steps")
 // train.clip_norm by hand: 3 workers push known gradients to "w" (4
 // partitions over 2 servers) and "b"; each adds the same made-up
 // all-reduced squares, asks the servers' shares (roles/worker/norm_clip.h),
-// and sends the one factor with its pulls. The weights must be the
+// and sends the one factor with its pulls (the last step's is 1). The weights must be the
 // hand-computed clipped SGD steps, and the norm the single-process one.
 TEST_CASE(
     "clip: the global norm adds every partition's share on both servers to the "
@@ -148,8 +149,10 @@ TEST_CASE(
     std::vector<std::vector<float>> values;
     PSTRAIN_RETURN_IF_ERROR(InitAndPull(ctx, values));
     std::vector<std::vector<float>> grads = values;
-    NormClip clip(kClip);
+    NormClip clipping(kClip), unclipped(1e6f);
     for (int64_t step = 0; step < kSteps; ++step) {
+      // The last step's norm is below the clip: its factor is 1.
+      NormClip& clip = step + 1 < kSteps ? clipping : unclipped;
       std::vector<KvOp> ops;
       for (int t = 0; t < 2; ++t) {
         for (size_t i = 0; i < grads[t].size(); ++i) grads[t][i] = Gradient(ctx.rank, step, i);
@@ -165,7 +168,7 @@ TEST_CASE(
       norms[ctx.rank].push_back(clip.norm());
     }
     // A second, different factor for a step already applied is refused.
-    float other = clip.factor() / 2;
+    float other = unclipped.factor() / 2;
     Status twice = ctx.kv->Run({{KvOp::Kind::kClipScale, 1, &other, kSteps - 1}}).Wait();
     if (twice.ok()) return Internal("a different clip factor was taken");
     if (twice.message().find("the workers disagree on the global norm") == std::string::npos)
@@ -187,8 +190,8 @@ TEST_CASE(
         squares += mean[t].back() * mean[t].back();
       }
     const double norm = std::sqrt(squares);
-    const double factor = std::min(1.0, kClip / norm);
-    CHECK(factor < 1.0);  // every step is clipped
+    const double factor = step + 1 < kSteps ? std::min(1.0, kClip / norm) : 1.0;
+    CHECK((factor < 1.0) == (step + 1 < kSteps));  // the steps before the last are clipped
     for (int r = 0; r < kWorkers; ++r) CHECK(norms[r][step] == doctest::Approx(norm).epsilon(1e-6));
     for (int t = 0; t < 2; ++t)
       for (size_t i = 0; i < expected[t].size(); ++i)
@@ -279,11 +282,16 @@ TEST_CASE("a bad push is refused naming the problem, and changes nothing") {
 }
 
 // Sends `body` on `conn` (a connection of `loop`) and waits for the answer.
-StatusOr<Incoming> CallOn(EventLoop* loop, const Connection::Ptr& conn, MessageBody body) {
+// `bytes`, when given, go as the payload.
+StatusOr<Incoming> CallOn(EventLoop* loop, const Connection::Ptr& conn, MessageBody body,
+                          std::vector<uint8_t> bytes = {}) {
   Completion<StatusOr<Incoming>> answer;
+  auto held = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
   // Captured by value: the reply may still be inside Set() when Wait() returns.
-  loop->Post([conn, body = std::move(body), answer]() mutable {
-    conn->Call(std::move(body), [answer](StatusOr<Incoming> r) { answer.Set(r); });
+  loop->Post([conn, body = std::move(body), answer, held]() mutable {
+    conn->Call(
+        std::move(body), [answer](StatusOr<Incoming> r) { answer.Set(r); },
+        Payload{held->data(), held->size(), held});
   });
   return answer.Wait();
 }
@@ -460,6 +468,66 @@ TEST_CASE("checkpoint, kill every node, resume: the weights equal an uninterrupt
   }
   std::filesystem::remove_all(reference_dir);
   std::filesystem::remove_all(dir);
+}
+
+std::vector<uint8_t> FloatBytes(float f) {
+  std::vector<uint8_t> bytes(sizeof f);
+  std::memcpy(bytes.data(), &f, sizeof f);
+  return bytes;
+}
+
+// The server's side of train.clip_norm, message by message: a factor is
+// taken only for the held step and only in (0, 1], once (a second one
+// must be the same); a norm is answered for a step gathered whole; a
+// server whose config clips nothing refuses both.
+TEST_CASE("clip: a server takes one factor in (0, 1] for the held step, and answers its norm") {
+  constexpr float kLr = 0.1f;
+  for (const bool clips : {true, false}) {
+    CAPTURE(clips);
+    Config config = PsConfig(UpdateMode::kSync, kLr);
+    if (clips) config.train.clip_norm = 1.0f;
+    Status st = RunJob(config, 1, 1, [&](WorkerContext& ctx) {
+      std::vector<std::vector<float>> values;
+      PSTRAIN_RETURN_IF_ERROR(InitAndPull(ctx, values));
+      const Connection::Ptr& server = ctx.servers[0];
+      auto factor = [&](int64_t step, std::vector<uint8_t> bytes) {
+        return MessageOf(CallOn(ctx.loop, server,
+                                PushRequest{"b", 0, 0, step, PushKind::kClipScale},
+                                std::move(bytes)));
+      };
+      PullRequest norm{"b", 0, 0, 0, 3};
+      norm.norm = true;
+      if (!clips) {
+        CHECK(factor(0, FloatBytes(0.5f)) ==
+              "clip factor for 'b' partition 0: this server's config sets no train.clip_norm");
+        CHECK(MessageOf(CallOn(ctx.loop, server, norm)) ==
+              "norm of 'b' partition 0: this server's config sets no train.clip_norm");
+        return Status::OK();
+      }
+      CHECK(factor(0, FloatBytes(0.5f)) ==
+            "a clip factor for step 0 of 'b' partition 0, which gathers step 0");
+      const std::vector<float> grad = {3.0f, 4.0f, 12.0f};  // norm 13
+      PSTRAIN_RETURN_IF_ERROR(ctx.kv->Push(1, grad.data(), 0).Wait());
+      StatusOr<Incoming> answer = CallOn(ctx.loop, server, norm);
+      REQUIRE(answer.ok());
+      CHECK(std::get<PullReply>(answer->message.body).squared_norm == 169.0);
+      CHECK(factor(0, std::vector<uint8_t>(8)) ==
+            "clip factor for 'b' partition 0: 8 bytes, expected 4");
+      for (float bad : {0.0f, 1.5f, -0.5f, std::nanf("")})
+        CHECK(factor(0, FloatBytes(bad)).find("expected one in (0, 1]") != std::string::npos);
+      CHECK(factor(0, FloatBytes(0.5f)) == "OK");
+      CHECK(factor(0, FloatBytes(0.5f)) == "OK");  // every worker sends it
+      CHECK(factor(0, FloatBytes(0.25f)) ==
+            "a clip factor of 0.25 for step 0 of 'b' partition 0, which was clipped by 0.5: the "
+            "workers disagree on the global norm");
+      std::vector<float> now(3);
+      PSTRAIN_RETURN_IF_ERROR(ctx.kv->Pull(1, now.data(), 1).Wait());
+      for (size_t i = 0; i < now.size(); ++i)
+        CHECK(now[i] == doctest::Approx(values[1][i] - kLr * 0.5f * grad[i]));
+      return Status::OK();
+    });
+    REQUIRE_MESSAGE(st.ok(), st.message());
+  }
 }
 
 }  // namespace

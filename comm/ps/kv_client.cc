@@ -73,10 +73,11 @@ KvHandle KvClient::Run(std::vector<KvOp> ops) {
       return Failed(InvalidArgument(fmt::format(
           "{} of tensor '{}': {} encoded messages for {} partitions", Verb(op.kind),
           map_.tensors()[op.tensor].name, op.encoded->size(), map_.partitions(op.tensor).size())));
-    if ((op.kind == KvOp::Kind::kNorm) != (op.norms != nullptr))
-      return Failed(InvalidArgument(fmt::format("{} of tensor '{}': norms {}", Verb(op.kind),
+    if ((op.kind == KvOp::Kind::kNorm) != (op.norms != nullptr) ||
+        (op.kind != KvOp::Kind::kNorm && op.data == nullptr))
+      return Failed(InvalidArgument(fmt::format("{} of tensor '{}' without its {}", Verb(op.kind),
                                                 map_.tensors()[op.tensor].name,
-                                                op.norms ? "given" : "missing")));
+                                                op.kind == KvOp::Kind::kNorm ? "shares" : "data")));
     requests += map_.partitions(op.tensor).size();
     const bool values = op.kind != KvOp::Kind::kNorm && op.kind != KvOp::Kind::kClipScale;
     if (values) bytes += map_.tensors()[op.tensor].elements * static_cast<int64_t>(sizeof(float));
@@ -118,7 +119,9 @@ void KvClient::IssuePart(const KvOp& op, const Partition& p,
   const std::string& name = map_.tensors()[op.tensor].name;
   const int server = route_[op.tensor][p.part];
   const size_t bytes = static_cast<size_t>(p.elements) * sizeof(float);
-  uint8_t* data = reinterpret_cast<uint8_t*>(op.data + p.offset);
+  // A partition's values or gradient; a norm or a clip factor has none.
+  const bool values = op.kind != KvOp::Kind::kNorm && op.kind != KvOp::Kind::kClipScale;
+  uint8_t* data = values ? reinterpret_cast<uint8_t*>(op.data + p.offset) : nullptr;
   MessageBody body;
   Payload payload;
   Buffer reply_into;
@@ -162,8 +165,10 @@ void KvClient::IssuePart(const KvOp& op, const Partition& p,
       Status st = reply.status();
       if (st.ok()) {
         const auto* answer = std::get_if<PullReply>(&reply->message.body);
-        if (answer == nullptr) {
-          st = InvalidArgument("a norm pull answered without a PullReply");
+        if (answer == nullptr || reply->payload.size != 0) {
+          st = InvalidArgument("a norm pull answered without a PullReply, or with values");
+        } else if (answer->squared_norm < 0) {  // NaN passes: a diverged step, said later
+          st = InvalidArgument(fmt::format("a squared norm of {}", answer->squared_norm));
         } else {
           *share = answer->squared_norm;
         }

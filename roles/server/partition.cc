@@ -63,9 +63,7 @@ Status PsPartition::Push(int worker, int64_t clock, const float* grad) {
 }
 
 StatusOr<double> PsPartition::SquaredNorm(int64_t step) const {
-  if (step != norm_step_)
-    return FailedPrecondition(
-        fmt::format("the norm of step {} of {}, which holds step {}'s", step, name_, norm_step_));
+  if (step != norm_step_) return FailedPrecondition(HeldStepMismatch(step, name_, norm_step_));
   return squared_norm_;
 }
 

@@ -15,12 +15,18 @@
 //      partitions run sgd (CorrectedOptimizerFor, optim/momentum_correction.h).
 //      kind Delta (mode average only): a worker's weight change for round
 //      `clock`, gathered like a sync step and added as the workers' mean.
+//      kind ClipScale (train.clip_norm): step `clock`'s factor, one float,
+//      applied to the held step (roles/server/update_core.h).
 //   4. PullRequest(min_clock): answered once the partition exists and its
 //      clock has reached min_clock.     reply: PullReply(clock) + values
+//      With `norm` (train.clip_norm): once step min_clock is gathered
+//      whole.                        reply: PullReply(squared_norm), no values
 //   5. SaveRequest(step, dir): write this server's shard of a checkpoint.
 //                                                        reply: SaveReply
 //   6. SparsePullRequest / SparsePushRequest: rows of the embedding tables
-//      this server holds a share of (roles/server/table_host.h).
+//      this server holds a share of (roles/server/table_host.h); with
+//      train.clip_norm also a norm pull (`norm`, no ids) and a factor (a
+//      push with `clip`, no rows), as 3. and 4. (roles/server/table_clip.cc).
 //   7. From the chief: HandOffRequest and TakeOverRequest move a partition
 //      to another server while the job runs (roles/server/handoff.h); a push
 //      or pull of a partition handed off is answered Moved.

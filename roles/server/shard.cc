@@ -36,7 +36,13 @@ StatusOr<std::unique_ptr<PsPartition>> PsShard::Make(const Key& key, std::vector
   auto partition =
       std::make_unique<PsPartition>(key.first, key.second, workers_, config_->train.mode,
                                     std::move(*optimizer), std::move(values));
-  if (config_->train.clip_norm > 0) partition->HoldForClip();
+  if (config_->train.clip_norm > 0) {
+    // A backup replays applied updates; a held step's would wait for an
+    // ack its factor cannot come before (refused in the config too).
+    if (config_->train.replication.replicas > 0)
+      return FailedPrecondition("train.clip_norm does not work with train.replication yet");
+    partition->HoldForClip();
+  }
   return partition;
 }
 

@@ -24,17 +24,15 @@ void TableHost::PullNorm(HostedTable& t, const SparsePullRequest& request, const
                                         "train.clip_norm",
                                         request.table)},
                  {});
-  t.core.AnswerHeldAt(
-      request.min_clock, [&t, step = request.min_clock, reply](const std::string* refused) {
-        if (refused != nullptr) return reply(ErrorReply{*refused}, {});
-        if (step != t.norm_step)
-          return reply(ErrorReply{fmt::format("the norm of step {} of {}, which holds step {}'s",
-                                              step, t.name, t.norm_step)},
-                       {});
-        SparsePullReply answer{t.core.clock()};
-        answer.squared_norm = t.squared_norm;
-        reply(answer, {});
-      });
+  t.core.AnswerHeldAt(request.min_clock,
+                      [&t, step = request.min_clock, reply](const std::string* refused) {
+                        if (refused != nullptr) return reply(ErrorReply{*refused}, {});
+                        if (step != t.norm_step)
+                          return reply(ErrorReply{HeldStepMismatch(step, t.name, t.norm_step)}, {});
+                        SparsePullReply answer{t.core.clock()};
+                        answer.squared_norm = t.squared_norm;
+                        reply(answer, {});
+                      });
 }
 
 void TableHost::TakeClip(HostedTable& t, const SparsePushRequest& request, const Reply& reply) {

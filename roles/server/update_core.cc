@@ -7,6 +7,11 @@
 
 namespace pstrain {
 
+std::string HeldStepMismatch(int64_t step, const std::string& what, int64_t held) {
+  if (held < 0) return fmt::format("the norm of step {} of {}, which has held no step", step, what);
+  return fmt::format("the norm of step {} of {}, whose last held step is {}", step, what, held);
+}
+
 UpdateCore::UpdateCore(int workers, UpdateMode mode) : UpdateCore(workers, workers, mode) {}
 
 UpdateCore::UpdateCore(int slots, int members, UpdateMode mode)

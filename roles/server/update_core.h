@@ -62,6 +62,10 @@
 
 namespace pstrain {
 
+// The error of a norm asked of step `step` of `what`, whose last held
+// step is `held` (-1: none).
+std::string HeldStepMismatch(int64_t step, const std::string& what, int64_t held);
+
 class UpdateCore {
  public:
   // Everything that decides what the core takes next, between steps (no
@@ -305,6 +309,11 @@ Status UpdateCore::ApplyHeld(int64_t step, const std::string& what,
 template <typename ApplyGathered>
 Status UpdateCore::FinishWithout(int rank, int64_t last, const std::string& why,
                                  ApplyGathered&& apply_gathered) {
+  // A held step waits for a factor no lost worker's step can get
+  // (train.clip_norm is refused with train.elastic).
+  if (hold_)
+    return FailedPrecondition(
+        "a step held for its clip factor cannot finish without a lost worker");
   StatusOr<bool> complete = DropLost(rank, last, why);
   if (!complete.ok()) return complete.status();
   if (!*complete) return Status::OK();

@@ -20,8 +20,9 @@
 //     pulls of the step wait for that, as before.
 // Every worker adds the same shares in the same order, so every worker and
 // every partition uses one factor, bit for bit; a server refuses a second,
-// different factor for a step. The cost: a second round trip to the
-// servers each step (small messages, no values).
+// different factor for a step. The cost: the pulls go a round trip later
+// (after the norm's, and after the all-reduce, which they overlapped
+// before), and a table costs two more small calls a step.
 // Threads: the worker's training thread; the shares are written by the
 // KvClient's loop until the requests' handle completes.
 #pragma once
@@ -43,8 +44,8 @@ class NormClip {
   std::vector<KvOp> NormRequests(const PartitionMap& map, int64_t step);
   // Once those answered: the global norm, with `local_squares` from the
   // all-reduced gradients and `table_shares` (the server-held tables',
-  // SparseClient::Norms), and its factor. Refused when a share or the norm
-  // is not a finite number >= 0 (a diverged step, or a bad server).
+  // SparseClient::Norms), and its factor. Refused when the norm is not
+  // finite (a diverged step).
   Status Decide(double local_squares, int64_t step, const std::vector<double>& table_shares = {});
   // Step `step`'s factor to every partition of the first `tensors` tensors.
   std::vector<KvOp> FactorRequests(int tensors, int64_t step);

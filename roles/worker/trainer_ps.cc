@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <optional>
 
 #include "comm/ps/sparse_client.h"
 #include "roles/worker/norm_clip.h"
@@ -81,11 +82,19 @@ Status TrainJob::Clip(WorkerContext& ctx, int64_t step) {
                   step + 1,
                   clip_->clipped() ? fmt::format(", scaled by {:.6g}", clip_->factor()) : "",
                   stats_.clipped_steps, stats_.steps + 1, config_.train.clip_norm);
-  if (sparse_) PSTRAIN_RETURN_IF_ERROR(sparse_->Clip(tables, step, clip_->factor()));
-  if (ps_params_.empty()) return Status::OK();
-  std::vector<KvOp> ops = clip_->FactorRequests(static_cast<int>(ps_params_.size()), step);
-  AddPulls(step, &ops);
-  Status st = ctx.kv->Run(std::move(ops)).Wait();
+  // The PS factors and pulls fly while the tables take theirs; the handle
+  // is waited for whatever happens (its requests read this job's memory).
+  std::optional<KvHandle> pulled;
+  if (!ps_params_.empty()) {
+    std::vector<KvOp> ops = clip_->FactorRequests(static_cast<int>(ps_params_.size()), step);
+    AddPulls(step, &ops);
+    pulled = ctx.kv->Run(std::move(ops));
+  }
+  Status st = sparse_ ? sparse_->Clip(tables, step, clip_->factor()) : Status::OK();
+  if (pulled) {
+    Status kv = pulled->Wait();
+    if (st.ok()) st = kv;
+  }
   stats_.pull_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return st;
 }

@@ -116,7 +116,8 @@ Field Float(const char* key, float* out, Bound bound) {
             double d = 0;
             bool ok = v.node.IsScalar() && ParseNumber(v.node.Scalar(), &d) &&
                       std::isfinite(static_cast<float>(d));
-            if (ok && bound == Bound::kPositive) ok = d > 0;
+            // As stored: 1e-50 rounds to 0.0f.
+            if (ok && bound == Bound::kPositive) ok = static_cast<float>(d) > 0;
             if (ok && bound == Bound::kNonNegative) ok = d >= 0;
             // As stored: 0.99999999 rounds to 1.0f.
             if (ok && bound == Bound::kUnitInterval) ok = d >= 0 && static_cast<float>(d) < 1;
