@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "roles/worker/progress_bar.h"
+#include "roles/worker/train_report.h"
 
 namespace pstrain {
 namespace {
@@ -66,6 +67,30 @@ TEST_CASE("lines are appended across reopenings and stay JSON for a non-finite l
   CHECK(lines[0]["elapsed_s"].get<double>() >= 0);
   CHECK(lines[1]["step"] == 2);
   CHECK(lines[1]["time"].get<double>() >= lines[0]["time"].get<double>());
+}
+
+TEST_CASE(
+    "a worker's step line carries the gradient norm and the steps clipped only when it clips") {
+  TempDir dir;
+  std::ostringstream logged;
+  {
+    TrainReport report(dir.path.string(), 0, CapturingLogger(&logged), false, 0, 100);
+    TrainCounters counters;
+    report.WriteStep(10, 1, 0.5, 0.1, counters);  // not clipping
+    counters.grad_norm = 2.5;
+    counters.clipped_steps = 4;
+    report.WriteStep(20, 1, 0.5, 0.1, counters);
+    counters.grad_norm = 0.75;
+    counters.clipped_steps = 7;
+    report.WriteStep(30, 1, 0.5, 0.1, counters);
+  }
+  auto lines = ReadLines(MetricsLog::PathFor(dir.path.string(), "worker", 0));
+  REQUIRE(lines.size() == 3);
+  CHECK_FALSE(lines[0].contains("grad_norm"));
+  CHECK(lines[1]["grad_norm"] == 2.5);
+  CHECK(lines[1]["clipped_steps"] == 4);
+  CHECK(lines[2]["grad_norm"] == 0.75);
+  CHECK(lines[2]["clipped_steps"] == 3);  // of the interval
 }
 
 TEST_CASE("a directory that cannot be made costs one warning, and writes do nothing") {

@@ -112,6 +112,11 @@ void TrainReport::WriteStep(int64_t step, int epoch, double loss, double lr,
   } else {
     line["cache_hit_rate"] = nullptr;
   }
+  // Only with train.clip_norm: older readers see the lines they knew.
+  if (now.grad_norm >= 0) {
+    line["grad_norm"] = now.grad_norm;
+    line["clipped_steps"] = now.clipped_steps - last_.clipped_steps;
+  }
   metrics_.Write("step", line);
   last_time_ = t;
   last_ = now;

@@ -34,6 +34,10 @@ struct TrainCounters {
   int64_t push_bytes = 0, push_dense_bytes = 0;
   // The threshold encoders' totals; min_tau..max_tau: their current range.
   CompressionCounters compression;
+  // train.clip_norm: the last step's global gradient norm (-1: not
+  // clipping) and the steps clipped so far.
+  double grad_norm = -1;
+  int64_t clipped_steps = 0;
 };
 
 class TrainReport {

@@ -273,6 +273,8 @@ TrainCounters TrainJob::Counters(const WorkerContext& ctx) const {
   // The all-reduced weights' threshold messages count in the threshold and
   // density; their bytes have a progress line of their own (not pushes).
   c.compression.Add(allreduced_->compression_counters());
+  c.grad_norm = stats_.grad_norm;
+  c.clipped_steps = stats_.clipped_steps;
   return c;
 }
 
