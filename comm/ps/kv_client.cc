@@ -162,17 +162,9 @@ void KvClient::IssuePart(const KvOp& op, const Partition& p,
                                              share](StatusOr<Incoming> reply) {
       if (const Moved* moved = MovedIn(reply)) return Reroute(op, p, *moved, batch, hops);
       if (FailOver(op, p, batch, hops, server, reply.status())) return;
-      Status st = reply.status();
-      if (st.ok()) {
-        const auto* answer = std::get_if<PullReply>(&reply->message.body);
-        if (answer == nullptr || reply->payload.size != 0) {
-          st = InvalidArgument("a norm pull answered without a PullReply, or with values");
-        } else if (answer->squared_norm < 0) {  // NaN passes: a diverged step, said later
-          st = InvalidArgument(fmt::format("a squared norm of {}", answer->squared_norm));
-        } else {
-          *share = answer->squared_norm;
-        }
-      }
+      StatusOr<double> squares = SquaredNormIn<PullReply>(reply);
+      if (squares.ok()) *share = *squares;
+      const Status st = squares.status();
       batch->Report(st.ok() ? st
                             : st.WithContext(fmt::format("norm pull '{}' partition {} on server {}",
                                                          name, p.part, server)));

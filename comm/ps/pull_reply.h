@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "comm/transport/connection.h"
 #include "comm/transport/messages.h"
 #include "src/common/status.h"
 
@@ -19,5 +20,20 @@ namespace pstrain {
 // (have_seq != 0), the only case a threshold message may answer.
 Status TakePullReply(const PullReply& reply, const uint8_t* payload, size_t size, int64_t elements,
                      bool had_view, float* values);
+
+// A norm pull's answer (train.clip_norm, roles/worker/norm_clip.h): the
+// squared norm that `reply`, a PullReply or SparsePullReply with no
+// payload, carries. A negative one is refused; NaN passes (a diverged
+// step, which the norm's sum reports).
+template <typename Reply>
+StatusOr<double> SquaredNormIn(const StatusOr<Incoming>& reply) {
+  if (!reply.ok()) return reply.status();
+  const auto* answer = std::get_if<Reply>(&reply->message.body);
+  if (answer == nullptr || reply->payload.size != 0)
+    return InvalidArgument("a norm pull answered with values, or with another message");
+  if (answer->squared_norm < 0)
+    return InvalidArgument("a norm pull answered with a negative squared norm");
+  return answer->squared_norm;
+}
 
 }  // namespace pstrain

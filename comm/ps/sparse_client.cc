@@ -8,6 +8,7 @@
 #include <numeric>
 #include <thread>
 
+#include "comm/ps/pull_reply.h"
 #include "comm/transport/completion.h"
 #include "comm/transport/connection.h"
 #include "comm/transport/event_loop.h"
@@ -127,21 +128,13 @@ Status SparseClient::Norms(const std::vector<const std::string*>& tables, int64_
     SparsePullRequest pull{*tables[r.t], worker_, clock, static_cast<int>(servers), origin};
     pull.norm = true;
     double* share = &shares[r.t * servers + r.s];
-    conn.Call(
-        std::move(pull), [answer, share, s = r.s, table = tables[r.t]](StatusOr<Incoming> reply) {
-          Status got = reply.status();
-          if (got.ok()) {
-            const auto* norm = std::get_if<SparsePullReply>(&reply->message.body);
-            if (norm == nullptr || reply->payload.size != 0) {
-              got = InvalidArgument("a norm pull answered without a SparsePullReply, or with rows");
-            } else if (norm->squared_norm < 0) {  // NaN passes: a diverged step, said later
-              got = InvalidArgument(fmt::format("a squared norm of {}", norm->squared_norm));
-            } else {
-              *share = norm->squared_norm;
-            }
-          }
-          answer(got.WithContext(fmt::format("norm of table '{}' on server {}", *table, s)));
-        });
+    conn.Call(std::move(pull),
+              [answer, share, s = r.s, table = tables[r.t]](StatusOr<Incoming> reply) {
+                StatusOr<double> squares = SquaredNormIn<SparsePullReply>(reply);
+                if (squares.ok()) *share = *squares;
+                const Status got = squares.status();
+                answer(got.WithContext(fmt::format("norm of table '{}' on server {}", *table, s)));
+              });
   });
   if (!st.ok()) return st;
   squares->assign(tables.size(), 0.0);
