@@ -252,6 +252,26 @@ TEST_CASE("mode average resumes bit for bit: each worker's local optimizer state
   }
 }
 
+// train.clip_norm holds no state across steps: a resumed job clips the
+// steps after the checkpoint as the straight one does (tables, all-reduced
+// and PS weights alike).
+TEST_CASE("clipped steps resume bit for bit, tables included (1 and 2 workers)") {
+  testing::ClickData clicks(400, 0);
+  Config config = Load("wide_deep_criteo.yaml");
+  Shrink(&config, &clicks);
+  config.train.clip_norm = 0.05f;
+  for (int workers : {1, 2})
+    CheckResumeIsExact("wide_deep_criteo.yaml (clip_norm)", config, workers);
+}
+
+TEST_CASE("clipped steps of the hybrid LeNet resume bit for bit (1 and 2 workers)" *
+          doctest::test_suite(kFashionMnist)) {
+  Config config = Load("lenet_hybrid.yaml");
+  Shrink(&config, nullptr);
+  config.train.clip_norm = 0.5f;
+  for (int workers : {1, 2}) CheckResumeIsExact("lenet_hybrid.yaml (clip_norm)", config, workers);
+}
+
 TEST_CASE("dropout continues its masks after a resume (its only state is a count of draws)") {
   testing::ClickData clicks(400, 0);
   Config config = Load("wide_deep_criteo.yaml");
