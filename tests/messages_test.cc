@@ -281,6 +281,18 @@ TEST_CASE("every message type round-trips") {
   norm.accept_delta = true;
   std::vector<uint8_t> both = EncodeHeader({12, false, norm});
   CHECK(DecodeHeader(both.data(), both.size()).status().message() == "a norm pull takes no delta");
+  // A norm pull's step is one a server can hold.
+  for (int64_t step : {int64_t{-1}, std::numeric_limits<int64_t>::max()}) {
+    PullRequest dense{"b", 0, 0, step, 3};
+    dense.norm = true;
+    SparsePullRequest table{"t", 0, step, 1};
+    table.norm = true;
+    for (const MessageBody& body : {MessageBody(dense), MessageBody(table)}) {
+      std::vector<uint8_t> bytes = EncodeHeader({12, false, body});
+      CHECK(DecodeHeader(bytes.data(), bytes.size()).status().message() ==
+            "a norm pull of step " + std::to_string(step));
+    }
+  }
   CHECK(std::get<SaveRequest>(RoundTrip({14, false, SaveRequest{300}}).body).step == 300);
   auto chunk = std::get<RingChunk>(RoundTrip({0, false, RingChunk{77, 5}}).body);
   CHECK(chunk.op == 77);

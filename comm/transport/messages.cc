@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "comm/transport/message_checks.h"
@@ -14,6 +15,12 @@ namespace fb = ::flatbuffers;
 namespace w = ::pstrain::wire;
 
 namespace {
+
+// A norm pull's step (train.clip_norm): a step a server can hold, which
+// step + 1 must not overflow.
+bool NormStepInRange(int64_t step) {
+  return step >= 0 && step < std::numeric_limits<int64_t>::max();
+}
 
 using namespace wire_checks;  // NOLINT: the decoders' own checks
 
@@ -408,6 +415,8 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       auto tensor = Text(m->tensor(), "tensor", true);
       if (!tensor.ok()) return tensor.status();
       if (m->norm() && m->accept_delta()) return InvalidArgument("a norm pull takes no delta");
+      if (m->norm() && !NormStepInRange(m->min_clock()))
+        return InvalidArgument(fmt::format("a norm pull of step {}", m->min_clock()));
       return MessageBody(PullRequest{*tensor, m->part(), m->worker(), m->min_clock(), m->elements(),
                                      m->accept_delta(), m->have_seq(), m->norm()});
     }
@@ -440,6 +449,8 @@ StatusOr<MessageBody> DecodeBody(const w::Header* h, size_t header_size) {
       if (m->origin() < -1 || m->origin() >= m->servers())
         return InvalidArgument(
             fmt::format("SparsePullRequest of server {}'s rows of {}", m->origin(), m->servers()));
+      if (m->norm() && !NormStepInRange(m->min_clock()))
+        return InvalidArgument(fmt::format("a norm pull of step {}", m->min_clock()));
       return MessageBody(SparsePullRequest{*table, m->worker(), m->min_clock(), m->servers(),
                                            m->origin(), m->norm()});
     }

@@ -48,11 +48,13 @@ void TableHost::TakeClip(HostedTable& t, const SparsePushRequest& request, const
                                         request.clip, request.clock, t.name, t.clipped_by)},
                  {});
   }
+  const int64_t before = t.core.clock();
   Status st =
       t.core.ApplyHeld(request.clock, t.name, [&](float) { return ApplySummed(t, request.clip); });
-  if (!st.ok()) return reply(ErrorReply{st.message()}, {});
-  t.clipped_by = request.clip;
-  reply(Ack{}, {});
+  if (t.core.clock() > before) t.clipped_by = request.clip;  // counted applied, even if it failed
+  reply(st.ok() ? MessageBody(Ack{}) : MessageBody(ErrorReply{st.message()}), {});
+  // As after a push: the clock moved, whatever the update's fate, and
+  // what waits for it (pulls, checkpoints) goes on.
   t.core.AnswerReady();
   AfterPush(t);
 }

@@ -30,6 +30,10 @@ StatusOr<std::unique_ptr<TableHost>> TableHost::Create(const Config& config, int
                                                        std::string store_dir) {
   auto tables = ServerTables(config);
   if (!tables.ok()) return tables.status();
+  // A held step's acks would wait for backups its factor cannot come
+  // before (refused in the config too).
+  if (config.train.clip_norm > 0 && config.train.replication.replicas > 0 && !tables->empty())
+    return FailedPrecondition("train.clip_norm does not work with train.replication yet");
   std::unique_ptr<TableHost> host(new TableHost(config, workers, rank, servers, std::move(log)));
   host->specs_ = std::move(*tables);
   host->store_dir_ = std::move(store_dir);
@@ -229,7 +233,13 @@ void TableHost::Push(SparsePushRequest request, Buffer payload, Reply reply) {
     if (std::string why = PlacementRefusal(request.table, request.servers); !why.empty())
       return reply(ErrorReply{"push " + why}, {});
     if (!not_whole_.ok()) return reply(ErrorReply{not_whole_.message()}, {});
-    if (request.clip > 0) return TakeClip(*t, request, reply);
+    if (request.clip > 0) {
+      if (payload.size != 0)
+        return reply(ErrorReply{fmt::format("clip factor for table '{}' with {} bytes of rows",
+                                            request.table, payload.size)},
+                     {});
+      return TakeClip(*t, request, reply);
+    }
     // A push sent again after its update was applied is acknowledged once
     // held, not applied twice; checked whole first, as any push.
     if (IsResentPush(*t, request)) {
@@ -333,6 +343,10 @@ Status TableHost::ApplySummed(HostedTable& t, float clip) {
   }
   SendChange(t, TableOp::kApply, -1, ids.data(), ids.size(), t.step_grads.data());
   if (send_) t.queue.StepSent();
+  // Freed, as the step's rows always were: a large batch's would otherwise
+  // stay beside the table's memory budget.
+  std::vector<int64_t>().swap(t.step_ids);
+  std::vector<float>().swap(t.step_grads);
   return Status::OK();
 }
 
