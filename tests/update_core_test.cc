@@ -94,10 +94,10 @@ TEST_CASE("clip: a gathered step is held until its factor; norm waits answer at 
     CHECK(answered == std::vector<std::string>{"norm"});
     CHECK(r.calls.back() ==
           "gather " + std::to_string(workers - 1) + (workers == 1 ? " first" : ""));
-    Status early = core.ApplyHeld(1, "'w' partition 0", [](float) { return Status::OK(); });
+    Status early = core.ApplyHeld(1, 1.0f, "'w' partition 0", [](float) { return Status::OK(); });
     CHECK(early.message() == "a clip factor for step 1 of 'w' partition 0, which holds step 0");
     float scale = 0;
-    REQUIRE(core.ApplyHeld(0, "'w' partition 0",
+    REQUIRE(core.ApplyHeld(0, 1.0f, "'w' partition 0",
                            [&](float s) {
                              scale = s;
                              return Status::OK();
@@ -111,7 +111,7 @@ TEST_CASE("clip: a gathered step is held until its factor; norm waits answer at 
     // A norm asked after the step was applied is answered at once.
     core.AnswerHeldAt(0, [&](const std::string*) { answered.push_back("late norm"); });
     CHECK(answered.back() == "late norm");
-    Status none = core.ApplyHeld(1, "'w' partition 0", [](float) { return Status::OK(); });
+    Status none = core.ApplyHeld(1, 1.0f, "'w' partition 0", [](float) { return Status::OK(); });
     CHECK(none.message() == "a clip factor for step 1 of 'w' partition 0, which gathers step 1");
   }
 }

@@ -47,7 +47,7 @@ Status PsPartition::Push(int worker, int64_t clock, const float* grad) {
         }
       },
       [&](float scale) { return ApplySum(scale); });
-  if (st.ok() && core_.holding() && norm_step_ != clock) {
+  if (st.ok() && core_.holding() && !core_.NormNoted()) {
     // The mean as ApplySum will round it, squared in double.
     const float scale = 1.0f / static_cast<float>(core_.member_count());
     double squares = 0;
@@ -55,33 +55,13 @@ Status PsPartition::Push(int worker, int64_t clock, const float* grad) {
       const double mean = g * scale;
       squares += mean * mean;
     }
-    norm_step_ = clock;
-    squared_norm_ = squares;
-    clipped_by_ = 0;
+    core_.NoteHeldNorm(squares);
   }
   return st;
 }
 
-StatusOr<double> PsPartition::SquaredNorm(int64_t step) const {
-  if (step != norm_step_) return FailedPrecondition(HeldStepMismatch(step, name_, norm_step_));
-  return squared_norm_;
-}
-
 Status PsPartition::Clip(int64_t step, float clip) {
-  if (!(clip > 0.0f && clip <= 1.0f))
-    return InvalidArgument(
-        fmt::format("a clip factor of {} for {}: expected one in (0, 1]", clip, name_));
-  if (step == norm_step_ && clipped_by_ > 0) {
-    if (clip == clipped_by_) return Status::OK();
-    return FailedPrecondition(fmt::format(
-        "a clip factor of {} for step {} of {}, which was clipped by {}: the workers disagree on "
-        "the global norm",
-        clip, step, name_, clipped_by_));
-  }
-  PSTRAIN_RETURN_IF_ERROR(
-      core_.ApplyHeld(step, name_, [&](float scale) { return ApplySum(scale, clip); }));
-  clipped_by_ = clip;
-  return Status::OK();
+  return core_.ApplyHeld(step, clip, name_, [&](float scale) { return ApplySum(scale, clip); });
 }
 
 Status PsPartition::ApplySum(float scale, float clip) {

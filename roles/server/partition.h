@@ -47,18 +47,15 @@ class PsPartition {
   // train.clip_norm (roles/server/update_core.h): gathered steps are held
   // for their clip factor. Before the first push.
   void HoldForClip() { core_.HoldSteps(); }
-  // The squared L2 norm of step `step`'s mean gradient over this
-  // partition, once the step is gathered whole (core().AnswerHeldAt):
-  // refused for any other step than the one held or last clipped.
-  StatusOr<double> SquaredNorm(int64_t step) const;
-  // The held step `step` applied times `clip` (in (0, 1]). A factor for the
-  // step last clipped is taken again if it is the same (every worker sends
-  // one) and refused if not. The caller then answers the pulls.
+  // The held step `step` applied times `clip` (UpdateCore::ApplyHeld). Its
+  // squared norm, taken once the step is held, is core().HeldNorm's. The
+  // caller then answers the pulls.
   Status Clip(int64_t step, float clip);
 
   int64_t clock() const { return core_.clock(); }
   size_t size() const { return optimizer_->size(); }
   const std::string& tensor() const { return tensor_; }
+  const std::string& name() const { return name_; }  // for errors
   uint32_t part() const { return part_; }
   // The current values, shared (not copied) with whoever sends them; an
   // update never writes into values someone still holds.
@@ -85,11 +82,6 @@ class PsPartition {
   FloatBuffer sum_;     // sync, average: the running sum of this step's gradients (deltas)
   const bool average_;  // mode average: updates are weight deltas
   const float* last_update_ = nullptr;
-  // train.clip_norm: the step whose squared norm was last taken, it, and
-  // the factor it was clipped by (0: not yet).
-  int64_t norm_step_ = -1;
-  double squared_norm_ = 0;
-  float clipped_by_ = 0;
   UpdateCore core_;
 };
 

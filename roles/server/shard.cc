@@ -256,7 +256,7 @@ void PsShard::PullNorm(PsPartition& partition, const PullRequest& request, Reply
       request.min_clock,
       [&partition, step = request.min_clock, reply = std::move(reply)](const std::string* refused) {
         if (refused != nullptr) return reply(ErrorReply{*refused}, {});
-        StatusOr<double> squares = partition.SquaredNorm(step);
+        StatusOr<double> squares = partition.core().HeldNorm(step, partition.name());
         if (!squares.ok()) return reply(ErrorReply{squares.status().message()}, {});
         PullReply answer{partition.clock()};
         answer.squared_norm = *squares;

@@ -8,14 +8,12 @@
 
 namespace pstrain {
 
-void TableHost::NoteHeld(HostedTable& t, int64_t step) {
-  if (!t.core.holding() || t.norm_step == step) return;
+void TableHost::NoteHeld(HostedTable& t) {
+  if (!t.core.holding() || t.core.NormNoted()) return;
   SumGathered(t, 1.0f / static_cast<float>(t.core.member_count()));
   double squares = 0;
   for (float g : t.step_grads) squares += static_cast<double>(g) * g;
-  t.norm_step = step;
-  t.squared_norm = squares;
-  t.clipped_by = 0;
+  t.core.NoteHeldNorm(squares);
 }
 
 void TableHost::PullNorm(HostedTable& t, const SparsePullRequest& request, const Reply& reply) {
@@ -27,10 +25,10 @@ void TableHost::PullNorm(HostedTable& t, const SparsePullRequest& request, const
   t.core.AnswerHeldAt(request.min_clock,
                       [&t, step = request.min_clock, reply](const std::string* refused) {
                         if (refused != nullptr) return reply(ErrorReply{*refused}, {});
-                        if (step != t.norm_step)
-                          return reply(ErrorReply{HeldStepMismatch(step, t.name, t.norm_step)}, {});
+                        StatusOr<double> squares = t.core.HeldNorm(step, t.name);
+                        if (!squares.ok()) return reply(ErrorReply{squares.status().message()}, {});
                         SparsePullReply answer{t.core.clock()};
-                        answer.squared_norm = t.squared_norm;
+                        answer.squared_norm = *squares;
                         reply(answer, {});
                       });
 }
@@ -41,17 +39,8 @@ void TableHost::TakeClip(HostedTable& t, const SparsePushRequest& request, const
                                         "no train.clip_norm",
                                         request.table)},
                  {});
-  if (request.clock == t.norm_step && t.clipped_by > 0) {
-    if (request.clip == t.clipped_by) return reply(Ack{}, {});
-    return reply(ErrorReply{fmt::format("a clip factor of {} for step {} of {}, which was clipped "
-                                        "by {}: the workers disagree on the global norm",
-                                        request.clip, request.clock, t.name, t.clipped_by)},
-                 {});
-  }
-  const int64_t before = t.core.clock();
-  Status st =
-      t.core.ApplyHeld(request.clock, t.name, [&](float) { return ApplySummed(t, request.clip); });
-  if (t.core.clock() > before) t.clipped_by = request.clip;  // counted applied, even if it failed
+  Status st = t.core.ApplyHeld(request.clock, request.clip, t.name,
+                               [&](float) { return ApplySummed(t, request.clip); });
   reply(st.ok() ? MessageBody(Ack{}) : MessageBody(ErrorReply{st.message()}), {});
   // As after a push: the clock moved, whatever the update's fate, and
   // what waits for it (pulls, checkpoints) goes on.

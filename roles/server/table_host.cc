@@ -249,7 +249,7 @@ void TableHost::Push(SparsePushRequest request, Buffer payload, Reply reply) {
     }
     const int64_t sent_before = t->queue.sent();
     Status st = DoPush(*t, request, payload);
-    if (st.ok()) NoteHeld(*t, request.clock);
+    if (st.ok()) NoteHeld(*t);
     if (!st.ok()) {
       reply(ErrorReply{st.message()}, {});
     } else if (!send_) {

@@ -174,13 +174,9 @@ class TableHost {
     std::vector<std::vector<float>> pending_grads;
     // sync: the step's rows as applied, each id once with the workers'
     // mean gradient (SumGathered). With train.clip_norm they wait here for
-    // the factor (roles/server/update_core.h): norm_step's squared norm,
-    // and the factor it was applied with (0: not yet).
+    // the factor (roles/server/update_core.h).
     std::vector<int64_t> step_ids;
     std::vector<float> step_grads;
-    int64_t norm_step = -1;
-    double squared_norm = 0;
-    float clipped_by = 0;
     int64_t logged_step = 0;  // the last step counts were logged at
     // The ids of rows copied ahead of a move (HandOffRows kCopy), each
     // marked when pulled or changed by a push since; null when none were.
@@ -227,7 +223,7 @@ class TableHost {
   Status ApplySummed(HostedTable& t, float clip);
   // train.clip_norm (roles/server/table_clip.cc): after a push, a step
   // just held gets its squared norm; a norm pull; a worker's factor.
-  void NoteHeld(HostedTable& t, int64_t step);
+  void NoteHeld(HostedTable& t);
   void PullNorm(HostedTable& t, const SparsePullRequest& request, const Reply& reply);
   void TakeClip(HostedTable& t, const SparsePushRequest& request, const Reply& reply);
   void AfterPush(HostedTable& t);

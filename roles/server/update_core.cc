@@ -7,11 +7,6 @@
 
 namespace pstrain {
 
-std::string HeldStepMismatch(int64_t step, const std::string& what, int64_t held) {
-  if (held < 0) return fmt::format("the norm of step {} of {}, which has held no step", step, what);
-  return fmt::format("the norm of step {} of {}, whose last held step is {}", step, what, held);
-}
-
 UpdateCore::UpdateCore(int workers, UpdateMode mode) : UpdateCore(workers, workers, mode) {}
 
 UpdateCore::UpdateCore(int slots, int members, UpdateMode mode)
@@ -22,6 +17,15 @@ UpdateCore::UpdateCore(int slots, int members, UpdateMode mode)
       arrived_(slots, false),
       lost_(slots, false) {
   std::fill(members_.begin(), members_.begin() + members, true);
+}
+
+StatusOr<double> UpdateCore::HeldNorm(int64_t step, const std::string& what) const {
+  if (step == norm_step_) return squared_norm_;
+  if (norm_step_ < 0)
+    return FailedPrecondition(
+        fmt::format("the norm of step {} of {}, which has held no step", step, what));
+  return FailedPrecondition(
+      fmt::format("the norm of step {} of {}, whose last held step is {}", step, what, norm_step_));
 }
 
 std::vector<int> UpdateCore::members() const {
@@ -243,6 +247,7 @@ void UpdateCore::Restore(int64_t applied, int64_t clock) {
   std::fill(arrived_.begin(), arrived_.end(), false);
   arrived_count_ = 0;
   holding_ = false;
+  norm_step_ = clipped_step_ = -1;
 }
 
 UpdateCore::State UpdateCore::Save() const {
@@ -271,6 +276,7 @@ Status UpdateCore::Load(const State& s) {
   std::fill(arrived_.begin(), arrived_.end(), false);
   arrived_count_ = 0;
   holding_ = false;
+  norm_step_ = clipped_step_ = -1;
   return Status::OK();
 }
 

@@ -62,10 +62,6 @@
 
 namespace pstrain {
 
-// The error of a norm asked of step `step` of `what`, whose last held
-// step is `held` (-1: none).
-std::string HeldStepMismatch(int64_t step, const std::string& what, int64_t held);
-
 class UpdateCore {
  public:
   // Everything that decides what the core takes next, between steps (no
@@ -168,11 +164,23 @@ class UpdateCore {
   bool holding() const { return holding_; }
   // The members whose gradients a step averages.
   int member_count() const { return member_count_; }
-  // Applies the held step `step`: apply_gathered(scale) as Push's, with
-  // `scale` 1 / members; the caller multiplies in the clip factor. Refused
+  // The held step's squared norm, once its owner took it (NoteHeldNorm:
+  // NormNoted() is then true until the next step is held); HeldNorm
+  // answers a norm pull of step `step` with it, refused for any other step.
+  bool NormNoted() const { return holding_ && norm_step_ == applied_; }
+  void NoteHeldNorm(double squares) {
+    norm_step_ = applied_;
+    squared_norm_ = squares;
+  }
+  StatusOr<double> HeldNorm(int64_t step, const std::string& what) const;
+  // Applies the held step `step` by its clip factor `clip`, in (0, 1]:
+  // apply_gathered(scale) as Push's, with `scale` 1 / members; the caller
+  // multiplies in the factor. The factor the step was applied by is taken
+  // again (every worker sends it) and another one refused; so is a factor
   // when no step or another one is held.
   template <typename ApplyGathered>
-  Status ApplyHeld(int64_t step, const std::string& what, ApplyGathered&& apply_gathered);
+  Status ApplyHeld(int64_t step, float clip, const std::string& what,
+                   ApplyGathered&& apply_gathered);
   // Updates applied: steps in sync, pushes in async and ssp.
   int64_t applied() const { return applied_; }
   // Async and ssp: the pushes applied from worker `worker` (0 for a rank
@@ -263,8 +271,12 @@ class UpdateCore {
   std::vector<WaitingPull> waiting_;
   std::vector<WaitingPull> walking_;  // AnswerReady's: kept to reuse its memory
   int last_applied_worker_ = -1;
-  bool hold_ = false;     // HoldSteps
-  bool holding_ = false;  // step applied_ is gathered whole, waiting for its factor
+  bool hold_ = false;       // HoldSteps
+  bool holding_ = false;    // step applied_ is gathered whole, waiting for its factor
+  int64_t norm_step_ = -1;  // the step whose squared norm was last noted
+  double squared_norm_ = 0;
+  int64_t clipped_step_ = -1;  // the step last applied by its factor,
+  float clipped_by_ = 0;       // and that factor
 };
 
 template <typename Alone, typename Gather, typename ApplyGathered>
@@ -295,12 +307,24 @@ Status UpdateCore::Push(int worker, int64_t step, const std::string& what, Alone
 }
 
 template <typename ApplyGathered>
-Status UpdateCore::ApplyHeld(int64_t step, const std::string& what,
+Status UpdateCore::ApplyHeld(int64_t step, float clip, const std::string& what,
                              ApplyGathered&& apply_gathered) {
+  if (!(clip > 0.0f && clip <= 1.0f))
+    return InvalidArgument(
+        fmt::format("a clip factor of {} for {}: expected one in (0, 1]", clip, what));
+  if (step == clipped_step_) {
+    if (clip == clipped_by_) return Status::OK();
+    return FailedPrecondition(fmt::format(
+        "a clip factor of {} for step {} of {}, which was clipped by {}: the workers disagree on "
+        "the global norm",
+        clip, step, what, clipped_by_));
+  }
   if (!holding_ || step != applied_)
     return FailedPrecondition(fmt::format("a clip factor for step {} of {}, which {} step {}", step,
                                           what, holding_ ? "holds" : "gathers", applied_));
   holding_ = false;
+  clipped_step_ = step;  // it counts as applied even if the update fails
+  clipped_by_ = clip;
   Status st = apply_gathered(1.0f / static_cast<float>(member_count_));
   Applied(Take::kGatherAndApply, -1);
   return st;
