@@ -150,6 +150,32 @@ sed 's/vocab: 4096, dim: 16/vocab: 1000, dim: 16/' "$WORK/wd.yaml" > "$WORK/wdv.
 expect_refused "vocab" "$WORK/wdv.yaml" "model.deep[0].vocab is 1000 rows" \
   "$WORK/criteo/train.txt-00000 has id" "data.vocab must be at most 1000"
 
+# The same files read as csv whose columns name their tables: wide_emb reads
+# C1..C13, deep_emb (vocab 1000 now) C14..C26, so it gives 13 x 16.
+columns="    - {name: label, type: label}"
+i=1
+while [ $i -le 13 ]; do
+  columns="$columns\n    - {name: I$i, type: dense, transform: log1p}"
+  i=$((i + 1))
+done
+i=1
+while [ $i -le 26 ]; do
+  table=wide_emb
+  [ $i -gt 13 ] && table=deep_emb
+  columns="$columns\n    - {name: C$i, type: categorical, table: $table}"
+  i=$((i + 1))
+done
+sed -e 's/format: criteo/format: csv\n  delimiter: "\\t"\n  columns:\n'"$columns"'/' \
+  -e 's/vocab: 4096, dim: 16/vocab: 1000, dim: 16/' "$WORK/wd.yaml" > "$WORK/wdt.yaml"
+out=$(timeout 60 "$PSTRAIN" check --config "$WORK/wdt.yaml" 2>&1)
+[ $? -eq 0 ] || fail "tables by column: $out"
+echo "$out" | grep -Eq "^  deep_emb +embedding_bag +\[208\] +deep_emb.weight +\[1000, 16\] +16000  table on servers$" ||
+  fail "tables by column: no deep_emb line: $out"
+echo "$out" | grep -q "^ids: embedding_bag 'wide_emb' reads columns C1, C2, C3, C4, C5, C6, C7, C8, C9, C10, C11, C12, C13 (13 slots, vocab 4096)$" ||
+  fail "tables by column: no wide_emb line: $out"
+echo "$out" | grep -q "^ids: embedding_bag 'deep_emb' reads columns C14, .*, C26 (13 slots, vocab 1000)$" ||
+  fail "tables by column: no deep_emb line: $out"
+
 printf 'train:\n  epochs: 0\n' > "$WORK/bad.yaml"
 out=$(timeout 60 "$PSTRAIN" check --config "$WORK/bad.yaml" 2>&1)
 [ $? -eq 2 ] || fail "malformed config: exit status not 2: $out"

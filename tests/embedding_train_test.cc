@@ -326,6 +326,87 @@ TEST_CASE("ssp: no worker runs more than `staleness` steps ahead of the slowest 
   MESSAGE("largest lead over the slowest worker: " << worst_lead.load());
 }
 
+// Criteo's columns read as csv, the first 13 categorical ones by the wide
+// table and the other 13 by the deep one (data.columns[].table), each
+// hashed into its own vocab; `split` false: both read all 26, in
+// data.vocab. `on_servers`: both tables held by the servers.
+Config SplitColumnsConfig(const ClickData& data, bool split, bool on_servers) {
+  std::string columns = "    - {name: label, type: label}\n";
+  for (int i = 1; i <= 13; ++i)
+    columns += fmt::format("    - {{name: I{}, type: dense, transform: log1p}}\n", i);
+  for (int i = 1; i <= 26; ++i)
+    columns += fmt::format("    - {{name: C{}, type: categorical{}}}\n", i,
+                           !split    ? ""
+                           : i <= 13 ? ", table: wide_emb"
+                                     : ", table: deep_emb");
+  const std::string rules =
+      on_servers ? "parameters:\n  - {match: \"*_emb.weight\", init_in_server: true}\n" : "";
+  const std::string yaml = fmt::format(R"(model:
+  input: [13]
+  sparse_fields: 26
+  loss: bce_with_logits
+  wide:
+    - {{name: wide_emb, type: embedding_bag, vocab: {}, dim: 1, init: zeros}}
+  deep:
+    - {{name: deep_emb, type: embedding_bag, vocab: 4096, dim: 4, mode: concat, init: zeros}}
+    - concat
+    - {{name: fc1, type: linear, out: 8}}
+    - relu
+    - {{name: fc2, type: linear, out: 1}}
+data:
+  format: csv
+  delimiter: "\t"
+  train: {}/train.txt
+  test: {}/test.txt
+  vocab: 4096
+  columns:
+{}train:
+  steps: 40
+  batch_size: 128
+  optimizer: {{type: adagrad, lr: 0.1}}
+{})",
+                                       split ? 8192 : 4096, data.dir, data.dir, columns, rules);
+  auto config = ParseConfig(yaml, "split.yaml");
+  REQUIRE_MESSAGE(config.ok(), config.status().message());
+  return *config;
+}
+
+// Every weight but the two tables' (params() order: wide_emb, deep_emb,
+// fc1, fc2), which a server-held table's model holds only a batch of.
+double DenseDifference(const Outcome& a, const Outcome& b) {
+  double worst = 0;
+  for (size_t t = 2; t < a.weights.size(); ++t) {
+    REQUIRE(a.weights[t].size() == b.weights[t].size());
+    for (size_t i = 0; i < a.weights[t].size(); ++i)
+      worst = std::max(worst, static_cast<double>(std::fabs(a.weights[t][i] - b.weights[t][i])));
+  }
+  return worst;
+}
+
+TEST_CASE("tables that read their own columns train alike on the servers and as PS tensors") {
+  ClickData data;
+  Outcome servers = Train(SplitColumnsConfig(data, true, true), 2, 2);
+  Outcome dense = Train(SplitColumnsConfig(data, true, false), 2, 2);
+  Outcome all = Train(SplitColumnsConfig(data, false, true), 2, 2);
+  for (const Outcome* o : {&servers, &dense, &all})
+    REQUIRE_MESSAGE(o->status.ok(), o->status.message());
+  REQUIRE(servers.weights.size() == 6);
+  // The dense PS copy of the deep table has 4096 rows x 4, the wide 8192 x 1.
+  CHECK(dense.weights[0].size() == 8192);
+  CHECK(dense.weights[1].size() == 4096 * 4);
+  // fc1 reads 13 slots x dim 4 + 13 dense features.
+  CHECK(servers.weights[2].size() == 8 * (13 * 4 + 13));
+  CHECK(all.weights[2].size() == 8 * (26 * 4 + 13));
+  const double worst = DenseDifference(servers, dense);
+  MESSAGE("split columns: fc weights on servers and as PS tensors differ by at most "
+          << worst << "; test AUC " << servers.stats.test_metric << " and "
+          << dense.stats.test_metric
+          << "; every table reading every column: " << all.stats.test_metric);
+  CHECK(worst <= 1e-6);
+  CHECK(std::fabs(servers.stats.test_metric - dense.stats.test_metric) <= 1e-4);
+  CHECK(servers.stats.test_metric > 0.6);
+}
+
 TEST_CASE("an init_in_server rule on a parameter that is not a table is refused") {
   ClickData data;
   Config config = ClickConfig(data, false);

@@ -8,7 +8,8 @@
 #      fails in one line;
 #   2. Wide&Deep on `pstrain gen criteo` data (tables on 2 servers): eval
 #      prints the AUC line training ended with; the export has both tables
-#      (ids, rows) and the dense weights with their shapes;
+#      (ids, rows) and the dense weights with their shapes; the same with
+#      the data read as csv whose columns name their tables;
 #   3. a damaged checkpoint file: export and eval fail with one line, exit 1,
 #      and leave no output file.
 # usage: export_eval_test.sh PSTRAIN
@@ -100,6 +101,34 @@ export_model wd
 "$PY" "$TOOLS/export_check.py" "$WORK/wd.npz" wide_emb.weight=table:1 deep_emb.weight=table:8 \
   fc1.weight=f4:32,221 fc1.bias=f4:32 fc2.weight=f4:1,32 fc2.bias=f4:1 \
   "data_schema=criteo:wide_emb.weight:$WORK/criteo/train.txt-00000" || fail "wd export"
+
+# 2b. The same files read as csv whose columns name their tables: the wide
+# table reads C1..C13, the deep one (1000 rows now) C14..C26. Eval numbers
+# each table's ids apart as training does, and each value of a line hashes
+# into its own table's rows, as the exported schema says.
+columns="    - {name: label, type: label}"
+i=1
+while [ $i -le 13 ]; do
+  columns="$columns\n    - {name: I$i, type: dense, transform: log1p}"
+  i=$((i + 1))
+done
+i=1
+while [ $i -le 26 ]; do
+  table=wide_emb
+  [ $i -gt 13 ] && table=deep_emb
+  columns="$columns\n    - {name: C$i, type: categorical, table: $table}"
+  i=$((i + 1))
+done
+sed -e 's/format: criteo/format: csv\n  delimiter: "\\t"\n  columns:\n'"$columns"'/' \
+  -e 's/vocab: 65536, dim: 8/vocab: 1000, dim: 8/' -e "s|$WORK/wd-ckpt|$WORK/wdt-ckpt|" \
+  "$WORK/wd.yaml" > "$WORK/wdt.yaml"
+train wdt 2 2
+same_metric wdt
+export_model wdt
+"$PY" "$TOOLS/export_check.py" "$WORK/wdt.npz" wide_emb.weight=table:1 deep_emb.weight=table:8 \
+  fc1.weight=f4:32,117 fc1.bias=f4:32 fc2.weight=f4:1,32 fc2.bias=f4:1 \
+  "data_schema=csv:wide_emb.weight:$WORK/criteo/train.txt-00000" \
+  "data_schema=csv:deep_emb.weight:$WORK/criteo/train.txt-00000" || fail "export, tables by column"
 
 # 3. One flipped byte in the newest step's server-0.ckpt.
 step=$(ls -d "$WORK"/wd-ckpt/step-* | tail -n 1)

@@ -6,9 +6,9 @@
 #include <cstring>
 #include <optional>
 
-#include "embedding/id_dedup.h"
 #include "embedding/row_init.h"
 #include "roles/checkpoint/weights.h"
+#include "roles/placement/id_groups.h"
 #include "roles/placement/placed_model.h"
 #include "src/data/batcher.h"
 #include "src/data/dataset.h"
@@ -55,12 +55,12 @@ Status LoadDense(const CheckpointWeights& w, Model& model, const std::string& so
 // Param, as a training worker does with rows from the servers
 // (roles/worker/remote_embeddings.h; rows on disk read batch by batch, so a
 // table larger than memory evaluates).
-Status GatherRows(IdDedup& dedup, std::vector<EvalTable>& tables, Batch* batch) {
-  dedup.Reset(batch->sparse.data(), batch->sparse.size());
-  for (size_t i = 0; i < batch->sparse.size(); ++i) batch->sparse[i] = dedup.inverse()[i];
+Status GatherRows(IdGroups& groups, std::vector<EvalTable>& tables, Batch* batch) {
+  groups.Reset(batch->sparse.data(), batch->sparse.size(), /*renumber=*/true);
   std::vector<char> found;
-  for (EvalTable& t : tables) {
-    const std::vector<int64_t>& ids = dedup.unique();
+  for (size_t k = 0; k < tables.size(); ++k) {
+    EvalTable& t = tables[k];
+    const std::vector<int64_t>& ids = groups.unique(k);
     PSTRAIN_RETURN_IF_ERROR(t.rows->Gather(ids.data(), ids.size(), t.param->value.ptr(), &found));
     for (size_t u = 0; u < ids.size(); ++u)
       if (found[u] == 0) InitRow(t.options, ids[u], t.param->value.ptr() + u * t.options.dim);
@@ -101,10 +101,11 @@ StatusOr<CheckpointMetric> EvaluateCheckpoint(const Config& config, const std::s
   Batcher batcher = Batcher::ForEval(&*test, kEvalBatch);
   batcher.StartEpoch(0);
   TestMetric metric(config.model.loss);
-  IdDedup dedup;
+  auto groups = IdGroups::ForTables(placed->tables, config.model.sparse_fields);
+  if (!groups.ok()) return groups.status().WithContext(config.source);
   Batch batch;
   while (batcher.Next(&batch)) {
-    if (!tables.empty()) PSTRAIN_RETURN_IF_ERROR(GatherRows(dedup, tables, &batch));
+    if (!tables.empty()) PSTRAIN_RETURN_IF_ERROR(GatherRows(*groups, tables, &batch));
     metric.Add(model.Forward(batch, /*training=*/false), batch.labels);
   }
   return CheckpointMetric{(*weights)->ref().step, metric.value(), metric.Describe()};

@@ -10,13 +10,14 @@ namespace {
 
 // Gives each server-held table of `model` room for `max_batch` samples' ids.
 void ResizeServerTables(const std::vector<ServerTable>& tables, int max_batch, ModelConfig* model) {
-  const int64_t rows = static_cast<int64_t>(max_batch) * std::max(1, model->sparse_fields);
   // NamedLayers gives the names Model::Build will use, in list order.
   const std::vector<LayerConfig> named = NamedLayers(*model);
   size_t k = 0;
   for (std::vector<LayerConfig>* list : {&model->layers, &model->wide, &model->deep}) {
     for (LayerConfig& layer : *list) {
       const std::string param = named[k++].name + ".weight";
+      const int64_t rows =
+          static_cast<int64_t>(max_batch) * std::max(1, SlotsRead(layer, model->sparse_fields));
       for (const ServerTable& t : tables)
         if (t.options.name == param) layer.vocab = rows;
     }

@@ -11,9 +11,9 @@
 //   kServerTable  an embedding table the servers hold row by row
 //                 (init_in_server: true; roles/placement/server_tables.h).
 // A server-held table's rows live on the servers, so in the built model its
-// Param has room for one batch's rows only: `max_batch` samples times
-// model.sparse_fields ids (each batch's ids renumbered 0..U-1 by whoever
-// gathers the rows: roles/worker/remote_embeddings.h, roles/offline/eval.cc).
+// Param has room for one batch's rows only: `max_batch` samples times the
+// id slots it reads (each batch's ids renumbered 0..U-1 by whoever gathers
+// the rows: roles/placement/id_groups.h).
 //
 // Pure: reads the config, builds the model (seeded, the same weights every
 // time), touches nothing else. Worker-side row caches are not placement;

@@ -1,8 +1,10 @@
 #include "roles/placement/server_tables.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "embedding/tiered_table.h"
+#include "roles/placement/id_groups.h"
 #include "src/common/random.h"
 #include "src/nn/model.h"
 
@@ -52,6 +54,7 @@ StatusOr<std::vector<ServerTable>> ServerTables(const Config& config) {
       o.evict_after_steps = rule->evict_after_steps;
       o.max_rows = rule->max_rows;
       PSTRAIN_RETURN_IF_ERROR(o.Validate().WithContext(config.source));
+      t.slots = layer.slots;
       t.cache_rows = rule->cache_rows;
       t.cache_staleness = rule->cache_staleness;
       t.memory_rows = rule->server_cache_bytes > 0
@@ -65,6 +68,14 @@ StatusOr<std::vector<ServerTable>> ServerTables(const Config& config) {
         "{}: {} embedding_bag layers are held by the servers (init_in_server: true) and {} are "
         "not: put every embedding table on the servers, or none",
         config.source, tables.size(), worker_held));
+  if (!IdGroups::ForTables(tables, config.model.sparse_fields).ok()) {
+    std::vector<std::string> names;
+    for (const ServerTable& t : tables) names.push_back("'" + t.options.name + "'");
+    return InvalidArgument(fmt::format(
+        "{}: data.columns: the server-held tables {} read some of the same columns but not all "
+        "(table:): let them read the same columns, or none in common",
+        config.source, fmt::join(names, ", ")));
+  }
   return tables;
 }
 

@@ -19,6 +19,9 @@ struct ServerTable {
   // Rows a server keeps in memory, the rest on its disk (server_cache_rows,
   // or server_cache_bytes in rows); 0: all in memory.
   int64_t memory_rows = 0;
+  // The id slots of a sample its layer reads (LayerConfig::slots; empty:
+  // all): which of a batch's ids are its rows.
+  std::vector<int> slots;
 };
 
 // Where server `rank` keeps the table rows beyond their memory budget:
@@ -28,8 +31,9 @@ bool HasMemoryBudget(const std::vector<ServerTable>& tables);
 
 // Errors name the config line: an init_in_server rule that matches a
 // parameter other than an embedding_bag's weight, an initializer tables do
-// not have, or a model that mixes server-held and worker-held embedding
-// tables (a worker renumbers a batch's ids once, for every table).
+// not have, a model that mixes server-held and worker-held embedding
+// tables (a worker renumbers a batch's ids once, for every table), or
+// tables that read some of the same columns but not all (id_groups.h).
 StatusOr<std::vector<ServerTable>> ServerTables(const Config& config);
 
 // The smallest config with one server-held table: a model of one

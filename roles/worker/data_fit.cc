@@ -3,18 +3,39 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <string_view>
 
 #include "src/nn/layers.h"
 #include "src/nn/loss.h"
 
 namespace pstrain {
+namespace {
+
+// Embedding_bag `layer`'s vocab, set by `key`, bounds the ids of the slots
+// it reads where no smaller table does.
+void NoteVocab(const LayerConfig& layer, const std::string& key, ModelReads* reads) {
+  auto note = [&](size_t slot) {
+    if (slot >= reads->slot_vocab.size()) return;  // Model::Build refuses the layer
+    int64_t& vocab = reads->slot_vocab[slot];
+    if (vocab != 0 && vocab <= layer.vocab) return;
+    vocab = layer.vocab;
+    reads->slot_vocab_key[slot] = key;
+  };
+  if (layer.slots.empty())
+    for (size_t slot = 0; slot < reads->slot_vocab.size(); ++slot) note(slot);
+  for (int slot : layer.slots) note(static_cast<size_t>(slot));
+}
+
+}  // namespace
 
 ModelReads ModelReadsOf(const ModelConfig& config, const Shape& output) {
   ModelReads reads;
   reads.loss = config.loss;
   reads.input = config.input;
   reads.sparse_fields = config.sparse_fields;
+  reads.slot_vocab.assign(static_cast<size_t>(std::max(0, config.sparse_fields)), 0);
+  reads.slot_vocab_key.resize(reads.slot_vocab.size());
   reads.classes = output.empty() ? 1 : NumElements(output);
   reads.head_key = "model.loss";
   const std::pair<const char*, const std::vector<LayerConfig>*> lists[] = {
@@ -23,11 +44,7 @@ ModelReads ModelReadsOf(const ModelConfig& config, const Shape& output) {
     for (size_t i = 0; i < layers->size(); ++i) {
       const LayerConfig& layer = (*layers)[i];
       const std::string key = fmt::format("model.{}[{}]", list, i);
-      if (layer.type == LayerType::kEmbeddingBag &&
-          (reads.vocab == 0 || layer.vocab < reads.vocab)) {
-        reads.vocab = layer.vocab;
-        reads.vocab_key = key + ".vocab";
-      }
+      if (layer.type == LayerType::kEmbeddingBag) NoteVocab(layer, key + ".vocab", &reads);
       // The classes of a sequential softmax model: its last linear layer's.
       if (config.loss == LossType::kSoftmaxCrossEntropy && layer.type == LayerType::kLinear)
         reads.head_key = key + ".out";
@@ -46,15 +63,16 @@ Status CheckFit(const ModelReads& reads, const Dataset& data, const std::string&
     return InvalidArgument(
         fmt::format("model.sparse_fields is {}, but {} has {} categorical fields a sample",
                     reads.sparse_fields, features, data.fields));
-  if (reads.sparse_fields > 0 && reads.vocab > 0) {
+  if (reads.sparse_fields > 0) {
     for (size_t i = 0; i < data.sparse.size(); ++i) {
       const int64_t id = data.sparse[i];
-      if (id >= 0 && id < reads.vocab) continue;
+      const size_t slot = i % static_cast<size_t>(data.fields);
+      const int64_t vocab = reads.slot_vocab[slot];
+      if (vocab == 0 || (id >= 0 && id < vocab)) continue;
       return InvalidArgument(fmt::format(
           "{} is {} rows, but {} has id {} (sample {}, field {}): ids go up to data.vocab - 1, "
           "so data.vocab must be at most {}",
-          reads.vocab_key, reads.vocab, features, id, i / data.fields, i % data.fields,
-          reads.vocab));
+          reads.slot_vocab_key[slot], vocab, features, id, i / data.fields, slot, vocab));
     }
   }
   Status fits = CheckLabels(reads.loss, reads.classes, data.labels);

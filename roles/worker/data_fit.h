@@ -3,7 +3,7 @@
 // useless model or a read out of bounds:
 //   - the features' shape against model.input,
 //   - the categorical fields a sample against model.sparse_fields,
-//   - every id against the rows of each embedding table (`vocab`),
+//   - every id against the rows of each embedding table that reads it (`vocab`),
 //   - every label against the head (the loss's rule, src/nn/loss.h).
 // Checked on the first batch of every data file before a job starts
 // (`pstrain check`, a worker's and `pstrain local`'s start) and on every
@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "src/common/config/config.h"
 #include "src/common/logging.h"
@@ -26,10 +27,12 @@ struct ModelReads {
   LossType loss = LossType::kSoftmaxCrossEntropy;
   Shape input;            // model.input; empty: no dense features are read
   int sparse_fields = 0;  // model.sparse_fields; 0: no ids are read
-  int64_t vocab = 0;      // rows of the smallest embedding table; 0: none
-  std::string vocab_key;  // "model.deep[0].vocab"
-  int64_t classes = 1;    // the head's outputs
-  std::string head_key;   // what sets them: "model.layers[9].out", or "model.loss"
+  // Per id slot: the rows of the smallest embedding table that reads it
+  // (0: none does), and the key that sets them ("model.deep[0].vocab").
+  std::vector<int64_t> slot_vocab;
+  std::vector<std::string> slot_vocab_key;
+  int64_t classes = 1;   // the head's outputs
+  std::string head_key;  // what sets them: "model.layers[9].out", or "model.loss"
 };
 
 // `output`: one sample's logits as the built model gives them

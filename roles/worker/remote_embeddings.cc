@@ -10,9 +10,13 @@
 
 namespace pstrain {
 
-std::unique_ptr<RemoteEmbeddings> RemoteEmbeddings::Create(const PlacedModel& placed,
-                                                           UpdateMode mode) {
+StatusOr<std::unique_ptr<RemoteEmbeddings>> RemoteEmbeddings::Create(const PlacedModel& placed,
+                                                                     UpdateMode mode) {
   auto remote = std::make_unique<RemoteEmbeddings>();
+  auto groups = IdGroups::ForTables(placed.tables, placed.model_config.sparse_fields);
+  if (!groups.ok()) return groups.status();
+  remote->groups_ = std::move(*groups);
+  remote->prefetch_groups_ = remote->groups_;
   const bool cached = mode != UpdateMode::kSync;
   for (size_t k = 0; k < placed.tables.size(); ++k) {
     const ServerTable& t = placed.tables[k];
@@ -46,8 +50,11 @@ std::string RemoteEmbeddings::UnusedCacheWarning(const Config& config) {
 }
 
 std::vector<float> RemoteEmbeddings::RowsInUse(const Param& param) const {
-  const size_t n = std::min(param.value.data.size(),
-                            dedup_.unique().size() * static_cast<size_t>(param.value.shape.back()));
+  size_t rows = 0;
+  for (size_t k = 0; k < tables_.size(); ++k)
+    if (tables_[k].param == &param) rows = groups_.unique(k).size();
+  const size_t n =
+      std::min(param.value.data.size(), rows * static_cast<size_t>(param.value.shape.back()));
   return std::vector<float>(param.value.data.begin(), param.value.data.begin() + n);
 }
 
@@ -94,21 +101,22 @@ void RemoteEmbeddings::StartPrefetch(std::vector<int64_t> next_ids, int64_t step
   if (!prefetch_thread_ || prefetching_) return;
   prefetched_ = Completion<Status>();
   prefetching_ = true;
-  prefetch_thread_->Post([this, ids = std::move(next_ids), step, done = prefetched_] {
+  prefetch_thread_->Post([this, ids = std::move(next_ids), step, done = prefetched_]() mutable {
     done.Set(Prefetch(*prefetch_client_, ids, step));
   });
 }
 
 // The caches are not touched by anyone else until FinishPrefetch.
-Status RemoteEmbeddings::Prefetch(SparseClient& client, const std::vector<int64_t>& next_ids,
+Status RemoteEmbeddings::Prefetch(SparseClient& client, std::vector<int64_t>& next_ids,
                                   int64_t step) {
-  prefetch_dedup_.Reset(next_ids.data(), next_ids.size());
+  prefetch_groups_.Reset(next_ids.data(), next_ids.size(), /*renumber=*/false);
   std::vector<RowTransfer> pulls;
-  for (Table& t : tables_) {
+  for (size_t k = 0; k < tables_.size(); ++k) {
+    Table& t = tables_[k];
     t.ahead_ids.clear();
     t.ahead_index.Clear();
     if (!t.cache || t.config.cache_staleness < 1) continue;
-    for (int64_t id : prefetch_dedup_.unique())
+    for (int64_t id : prefetch_groups_.unique(k))
       if (!t.cache->Has(id, step + 1, t.config.cache_staleness)) t.ahead_ids.push_back(id);
     t.ahead_rows.resize(t.ahead_ids.size() * t.config.options.dim);
     pulls.push_back(
@@ -138,18 +146,17 @@ Status RemoteEmbeddings::FinishPrefetch() {
 Status RemoteEmbeddings::Gather(SparseClient& client, Batch* batch, int64_t min_clock, int64_t step,
                                 bool use_cache) {
   PSTRAIN_RETURN_IF_ERROR(FinishPrefetch());
-  dedup_.Reset(batch->sparse.data(), batch->sparse.size());
-  const std::vector<int64_t>& unique = dedup_.unique();
-  const std::vector<uint32_t>& inverse = dedup_.inverse();
-  for (size_t i = 0; i < batch->sparse.size(); ++i) batch->sparse[i] = inverse[i];
+  groups_.Reset(batch->sparse.data(), batch->sparse.size(), /*renumber=*/true);
   // Every table's missing rows in one round of requests.
   std::vector<RowTransfer> pulls;
-  for (Table& t : tables_) {
+  for (size_t k = 0; k < tables_.size(); ++k) {
+    Table& t = tables_[k];
+    const std::vector<int64_t>& unique = groups_.unique(k);
     const int dim = t.config.options.dim;
     if (static_cast<int64_t>(unique.size()) * dim > t.param->value.size())
       return Internal(fmt::format("{} distinct ids do not fit table '{}''s {} rows", unique.size(),
                                   t.config.options.name, t.param->value.size() / dim));
-    const size_t hits = ServeFromCache(t, use_cache ? t.cache.get() : nullptr, step);
+    const size_t hits = ServeFromCache(t, unique, use_cache ? t.cache.get() : nullptr, step);
     if (use_cache) {
       counts_.ids += static_cast<int64_t>(unique.size());
       counts_.hits += static_cast<int64_t>(hits);
@@ -164,10 +171,11 @@ Status RemoteEmbeddings::Gather(SparseClient& client, Batch* batch, int64_t min_
     pulls.push_back({&t.config.options.name, dim, &t.missing, t.pulled.data()});
   }
   PSTRAIN_RETURN_IF_ERROR(client.Pull(pulls, min_clock));
-  for (Table& t : tables_) {
+  for (size_t k = 0; k < tables_.size(); ++k) {
+    Table& t = tables_[k];
     const int dim = t.config.options.dim;
     RowCache* cache = use_cache ? t.cache.get() : nullptr;
-    const bool in_place = t.missing.size() == unique.size();
+    const bool in_place = t.missing.size() == groups_.unique(k).size();
     for (size_t k = 0; k < t.missing.size(); ++k) {
       float* into = t.values + static_cast<size_t>(t.missing_at[k]) * dim;
       if (!in_place) std::memcpy(into, t.pulled.data() + k * dim, dim * sizeof(float));
@@ -183,12 +191,12 @@ Status RemoteEmbeddings::Gather(SparseClient& client, Batch* batch, int64_t min_
   return Status::OK();
 }
 
-size_t RemoteEmbeddings::ServeFromCache(Table& t, RowCache* cache, int64_t step) {
+size_t RemoteEmbeddings::ServeFromCache(Table& t, const std::vector<int64_t>& unique,
+                                        RowCache* cache, int64_t step) {
   size_t hits = 0;
   const int dim = t.config.options.dim;
   t.missing.clear();
   t.missing_at.clear();
-  const std::vector<int64_t>& unique = dedup_.unique();
   for (size_t u = 0; u < unique.size(); ++u) {
     const float* cached =
         cache != nullptr ? cache->Get(unique[u], step, t.config.cache_staleness) : nullptr;
@@ -237,8 +245,10 @@ std::vector<const std::string*> RemoteEmbeddings::TableNames() const {
 
 Status RemoteEmbeddings::Scatter(SparseClient& client, int64_t clock) {
   std::vector<RowTransfer> pushes;
-  for (Table& t : tables_)
-    pushes.push_back({&t.config.options.name, t.config.options.dim, &dedup_.unique(), t.grads});
+  for (size_t k = 0; k < tables_.size(); ++k) {
+    const Table& t = tables_[k];
+    pushes.push_back({&t.config.options.name, t.config.options.dim, &groups_.unique(k), t.grads});
+  }
   return client.Push(pushes, clock);
 }
 

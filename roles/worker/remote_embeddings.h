@@ -3,9 +3,10 @@
 //
 // The worker's model keeps, for each such table, only room for one batch's
 // rows: the layer's `vocab` becomes the most distinct ids a batch can have
-// (batch x fields; roles/placement/placed_model.h). Each step:
+// (batch x the slots it reads; roles/placement/placed_model.h). Each step:
 //   Gather: the batch's ids are deduplicated (U unique ids) and renumbered
-//     0..U-1 in place, and each table's U rows are pulled into rows 0..U-1
+//     0..U-1 in place, per set of slots the tables read
+//     (roles/placement/id_groups.h), and each table's U rows are pulled into rows 0..U-1
 //     of its Param: one request per server and table. Rows no cache serves
 //     land there straight from the replies (with every row pulled, that is
 //     all of them); UseRowMemory moves that place to pinned memory of the
@@ -35,9 +36,9 @@
 
 #include "comm/ps/sparse_client.h"
 #include "comm/transport/completion.h"
-#include "embedding/id_dedup.h"
 #include "embedding/id_map.h"
 #include "embedding/row_cache.h"
+#include "roles/placement/id_groups.h"
 #include "roles/placement/placed_model.h"
 #include "roles/placement/server_tables.h"
 #include "src/common/batch.h"
@@ -51,7 +52,8 @@ class RemoteEmbeddings {
   // The worker's side of `placed`'s server-held tables, bound to their
   // Params in placed.model (which must outlive it). Row caches only in
   // modes async and ssp (above).
-  static std::unique_ptr<RemoteEmbeddings> Create(const PlacedModel& placed, UpdateMode mode);
+  static StatusOr<std::unique_ptr<RemoteEmbeddings>> Create(const PlacedModel& placed,
+                                                            UpdateMode mode);
   ~RemoteEmbeddings();
   // The one line worker 0 logs at start when a rule asks for a row cache
   // that sync mode leaves off (above), else "".
@@ -128,14 +130,15 @@ class RemoteEmbeddings {
     FlatIdMap<uint32_t> ahead_index;
   };
   // On the prefetch thread.
-  Status Prefetch(SparseClient& client, const std::vector<int64_t>& next_ids, int64_t step);
+  Status Prefetch(SparseClient& client, std::vector<int64_t>& next_ids, int64_t step);
 
   // Rows the cache has, or the prefetch brought, go to the Param; the
   // others to t.missing. Returns the cache's hits.
-  size_t ServeFromCache(Table& t, RowCache* cache, int64_t step);
+  size_t ServeFromCache(Table& t, const std::vector<int64_t>& unique, RowCache* cache,
+                        int64_t step);
 
   std::vector<Table> tables_;
-  IdDedup dedup_;  // the last Gather's batch: its unique ids are the rows
+  IdGroups groups_;  // the last Gather's batch: each table's unique ids are its rows
   Counts counts_;
   Counts described_;  // at the last DescribeSinceLast
   // Prefetch: its client, its thread (declared after: joins first), its
@@ -144,8 +147,8 @@ class RemoteEmbeddings {
   std::unique_ptr<WorkThread> prefetch_thread_;
   bool prefetching_ = false;
   Completion<Status> prefetched_;
-  IdDedup prefetch_dedup_;  // prefetch thread
-  Counts prefetch_counts_;  // prefetch thread until FinishPrefetch
+  IdGroups prefetch_groups_;  // prefetch thread
+  Counts prefetch_counts_;    // prefetch thread until FinishPrefetch
 };
 
 }  // namespace pstrain

@@ -77,7 +77,9 @@ StatusOr<std::unique_ptr<TrainJob>> TrainJob::Create(const Config& config) {
   std::unique_ptr<TrainJob> job(new TrainJob(config));
   auto placed = PlaceModel(config, std::max(config.train.batch_size, kEvalBatch));
   if (!placed.ok()) return placed.status();
-  job->embeddings_ = RemoteEmbeddings::Create(*placed, config.train.mode);
+  auto embeddings = RemoteEmbeddings::Create(*placed, config.train.mode);
+  if (!embeddings.ok()) return embeddings.status().WithContext(config.source);
+  job->embeddings_ = std::move(*embeddings);
   job->model_ = std::move(placed->model);
   job->model_config_ = std::move(placed->model_config);
   job->reads_ = ModelReadsOf(config.model, job->model_->output_shape());

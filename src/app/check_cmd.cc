@@ -12,6 +12,7 @@
 // and where it lives (roles/checkpoint/model_layout.h decides, as training does).
 // Any failure is one line on stderr and exit 2.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -50,6 +51,23 @@ Status CheckWritable(const std::string& dir, const std::string& key) {
 
 const char* PlaceName(WeightPlace place) {
   return place == WeightPlace::kServers ? "PS servers" : "all-reduced";
+}
+
+// Which columns each embedding_bag reads, when the columns name their
+// tables: "ids: embedding_bag 'user' reads columns user_id, city (2 slots)".
+std::string TableReads(const Config& config) {
+  std::string text;
+  for (const LayerConfig& layer : NamedLayers(config.model)) {
+    if (layer.type != LayerType::kEmbeddingBag || layer.slots.empty()) continue;
+    std::vector<std::string> columns;
+    for (const ColumnConfig& c : config.data.columns)
+      if (std::find(c.tables.begin(), c.tables.end(), layer.name) != c.tables.end())
+        columns.push_back(c.name);
+    text += fmt::format("ids: embedding_bag '{}' reads column{} {} ({} slot{}, vocab {})\n",
+                        layer.name, columns.size() == 1 ? "" : "s", fmt::join(columns, ", "),
+                        layer.slots.size(), layer.slots.size() == 1 ? "" : "s", layer.vocab);
+  }
+  return text;
 }
 
 // One line per layer (its output) and per parameter (shape, size, place),
@@ -108,7 +126,7 @@ std::string Summary(const Config& config, const Model& model, const ModelLayout&
   }
   text += fmt::format("parameters: {} floats", total);
   for (const auto& [place, size] : by_place) text += fmt::format("; {} {}", size, place);
-  return text + "\n";
+  return text + "\n" + TableReads(config);
 }
 
 // Every sample `data` loaded from `paths` (data.`which`) against the model.

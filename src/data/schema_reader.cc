@@ -59,7 +59,7 @@ float LabelOf(const ColumnConfig& c, double x) {
 
 RowParser::RowParser(DataFormat format, const std::vector<ColumnConfig>& columns, char delimiter,
                      int64_t vocab)
-    : format_(format), delimiter_(delimiter), vocab_(vocab) {
+    : format_(format), delimiter_(delimiter) {
   assert(vocab > 0);
   int id_columns = 0;
   for (const ColumnConfig& config : columns) {
@@ -72,10 +72,11 @@ RowParser::RowParser(DataFormat format, const std::vector<ColumnConfig>& columns
       case ColumnType::kCategorical:
       case ColumnType::kMultiHot:
         c.field = id_columns++;
+        c.vocab = config.vocab > 0 ? config.vocab : vocab;
         c.slot = fields_;
         fields_ += IdSlots(config);
         weighted_ = weighted_ || config.type == ColumnType::kMultiHot;
-        c.empty_id = config.raw_ids ? 0 : HashedId(c.field, "");
+        c.empty_id = config.raw_ids ? 0 : HashedId(c, "");
         break;
       default:
         break;
@@ -94,7 +95,7 @@ RowParser RowParser::For(const DataConfig& config) {
 
 Status RowParser::Id(const Column& c, std::string_view value, int64_t* id) const {
   if (!c.config.raw_ids) {
-    *id = HashedId(c.field, value);
+    *id = HashedId(c, value);
     return Status::OK();
   }
   return RawId(c, value, id);
@@ -103,9 +104,9 @@ Status RowParser::Id(const Column& c, std::string_view value, int64_t* id) const
 Status RowParser::RawId(const Column& c, std::string_view value, int64_t* id) const {
   const char* end = value.data() + value.size();
   auto r = std::from_chars(value.data(), end, *id);
-  if (r.ec != std::errc() || r.ptr != end || *id < 0 || *id >= vocab_) {
+  if (r.ec != std::errc() || r.ptr != end || *id < 0 || *id >= c.vocab) {
     return InvalidArgument(fmt::format("{} id '{}': expected an integer in [0, {}) (ids: raw)",
-                                       c.config.name, Shown(value), vocab_));
+                                       c.config.name, Shown(value), c.vocab));
   }
   return Status::OK();
 }
@@ -205,7 +206,7 @@ bool RowParser::FastCell(const Column& c, std::string_view cell, float* label, f
     case ColumnType::kCategorical:
       if (weights != nullptr) weights[c.slot] = 1;
       if (c.config.raw_ids) return RawId(c, cell, &ids[c.slot]).ok();
-      ids[c.slot] = HashedId(c.field, cell);
+      ids[c.slot] = HashedId(c, cell);
       return true;
     default:
       return true;
@@ -284,6 +285,8 @@ std::string SchemaJson(const DataConfig& config) {
         col["first_slot"] = c.slot;
         col["slots"] = IdSlots(c.config);
         col["ids"] = c.config.raw_ids ? "raw" : "hash";
+        col["vocab"] = c.vocab;
+        if (!c.config.tables.empty()) col["tables"] = c.config.tables;
         if (c.config.type == ColumnType::kMultiHot && config.format == DataFormat::kCsv)
           col["separator"] = c.config.separator;
         break;

@@ -8,7 +8,8 @@
 // slot per categorical column and max_ids slots per multi_hot column, in
 // column order. A categorical value v of the k-th id column (0-based,
 // counting categorical and multi_hot columns) becomes CriteoHash(k, v) %
-// vocab, or v itself with `ids: raw`. A multi_hot column's unused slots hold
+// vocab, or v itself with `ids: raw`; vocab is the column's tables' when it
+// names them (`table:`), else data.vocab. A multi_hot column's unused slots hold
 // the column's empty-value id with weight 0, so they add nothing to a sum;
 // a libsvm pair's value is its id's weight, a csv value's weight is 1.
 #pragma once
@@ -49,8 +50,9 @@ class RowParser {
  private:
   struct Column {
     ColumnConfig config;
-    int field = -1;  // hash field index (id columns)
-    int slot = 0;    // first id slot, or index of the dense feature
+    int field = -1;     // hash field index (id columns)
+    int slot = 0;       // first id slot, or index of the dense feature
+    int64_t vocab = 0;  // id columns: ids are below it (its tables', or data.vocab)
     int64_t empty_id = 0;
   };
   Status ParseLibsvm(std::string_view line, float* label, int64_t* ids, float* weights) const;
@@ -60,14 +62,13 @@ class RowParser {
   Status ParseMultiHot(const Column& c, std::string_view cell, int64_t* ids, float* weights) const;
   Status Id(const Column& c, std::string_view value, int64_t* id) const;
   Status RawId(const Column& c, std::string_view value, int64_t* id) const;
-  int64_t HashedId(int field, std::string_view value) const {
-    return static_cast<int64_t>(CriteoHash(field, value) % static_cast<uint64_t>(vocab_));
+  static int64_t HashedId(const Column& c, std::string_view value) {
+    return static_cast<int64_t>(CriteoHash(c.field, value) % static_cast<uint64_t>(c.vocab));
   }
 
   DataFormat format_;
   bool binary_labels_ = false;  // criteo: a label is "0" or "1"
   char delimiter_;
-  int64_t vocab_;
   std::vector<Column> columns_;
   int dense_ = 0;
   int fields_ = 0;

@@ -44,6 +44,11 @@ Status CheckGpuModelSupported(const ModelConfig& config) {
   for (const auto& [list, layers] : lists) {
     for (size_t i = 0; i < layers->size(); ++i) {
       const LayerConfig& c = (*layers)[i];
+      if (!c.slots.empty())
+        return InvalidArgument("model." + std::string(list) + "[" + std::to_string(i) +
+                               "] (embedding_bag, line " + std::to_string(c.line) +
+                               "): reading only the columns that name it (table:) is not "
+                               "supported on the GPU");
       if (RunsOnGpu(c.type)) continue;
       return InvalidArgument("model." + std::string(list) + "[" + std::to_string(i) + "] (" +
                              LayerTypeName(c.type) + ", line " + std::to_string(c.line) +

@@ -348,10 +348,23 @@ void SchemaSeeds() {
   seed("libsvm_hashed_skip", 7, libsvm + "1 x\n1 a:1 b:2\n");
 }
 
+// The shipped configs, and a csv schema whose columns name their tables.
 void ConfigSeeds(const fs::path& repo) {
   for (const auto& entry : fs::directory_iterator(repo / "configs"))
     if (entry.path().extension() == ".yaml")
       Write("config_fuzz", entry.path().filename().string(), ReadFile(entry.path()));
+  const std::string tables =
+      "model:\n  input: [1]\n  sparse_fields: 3\n  loss: bce_with_logits\n"
+      "  wide: [{name: crosses, type: embedding_bag, vocab: 100, dim: 1}]\n"
+      "  deep: [{name: ids, type: embedding_bag, vocab: 50, dim: 2, mode: concat}, concat,\n"
+      "         {type: linear, out: 1}]\n"
+      "data:\n  format: csv\n  train: t.csv\n  columns:\n"
+      "    - {name: click, type: label}\n    - {name: age, type: dense}\n"
+      "    - {name: user, type: categorical, table: ids}\n"
+      "    - {name: items, type: multi_hot, max_ids: 1, table: [ids]}\n"
+      "    - {name: cross, type: categorical, ids: raw, table: crosses}\n"
+      "parameters:\n  - {match: \"*s.weight\", init_in_server: true}\n";
+  Write("config_fuzz", "column_tables.yaml", Bytes(tables.begin(), tables.end()));
 }
 
 // Messages from the threshold encoder: empty, sparse at a few densities,

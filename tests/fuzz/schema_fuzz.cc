@@ -5,7 +5,9 @@
 // fail or are skipped; whether only the first 2 samples are read. Beyond
 // the sanitizers: what loads has as many features, ids and weights as
 // samples, finite dense features, labels and weights, 0/1 labels where a
-// threshold makes them, ids in [0, vocab); skipped lines only when asked.
+// threshold makes them, ids in [0, vocab) (a column's own vocab where it
+// has one, as a column that names its tables does); skipped lines only
+// when asked.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +21,8 @@ namespace {
 using namespace pstrain;
 
 constexpr int64_t kVocab = 1000;
+// The rows of the table the csv schemas' city column names (table:).
+constexpr int64_t kCityVocab = 50;
 
 ColumnConfig Column(const char* name, ColumnType type) {
   ColumnConfig c;
@@ -47,7 +51,9 @@ DataConfig Schema(int which) {
       ColumnConfig count = Column("count", ColumnType::kDense);
       count.transform = DenseTransform::kLog1p;
       d.columns.push_back(count);
-      d.columns.push_back(Column("city", ColumnType::kCategorical));
+      ColumnConfig city = Column("city", ColumnType::kCategorical);
+      city.vocab = kCityVocab;
+      d.columns.push_back(city);
       d.columns.push_back(items);
       d.columns.push_back(Column("note", ColumnType::kSkip));
       break;
@@ -60,6 +66,7 @@ DataConfig Schema(int which) {
       d.columns.push_back(Column("x", ColumnType::kDense));
       ColumnConfig city = Column("city", ColumnType::kCategorical);
       city.raw_ids = true;
+      city.vocab = kCityVocab;
       d.columns.push_back(city);
       items.raw_ids = true;
       items.separator = "||";
@@ -94,6 +101,9 @@ void Check(const DataConfig& config, const Dataset& d, int64_t max_samples) {
     if (!std::isfinite(w)) Fail("a weight is not finite");
   for (int64_t id : d.sparse)
     if (id < 0 || id >= kVocab) Fail("an id outside [0, vocab)");
+  // The csv schemas' first id slot is city's.
+  for (size_t s = 0; config.format == DataFormat::kCsv && s < n; ++s)
+    if (d.sparse[s * parser.fields()] >= kCityVocab) Fail("a city id outside its table's vocab");
   for (float y : d.labels) {
     if (!std::isfinite(y)) Fail("a label is not finite");
     if (config.columns[0].has_threshold && y != 0 && y != 1) Fail("a thresholded label not 0/1");

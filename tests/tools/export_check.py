@@ -4,10 +4,11 @@ usage: export_check.py NPZ SPEC... [--mlp IMAGES LABELS ACCURACY]
   SPEC "name=f4:d0,d1"  a dense weight: float32 of that shape
        "name=table:dim" a server-held table: name.ids int64 [n], ascending,
                         and name.rows float32 [n, dim], n > 0
-       "data_schema=criteo:TABLE:LINES" the data schema, JSON in uint8, of
-                        criteo data: every categorical value of the first
-                        line of the file LINES, hashed as the schema says
-                        (docs/formats.md), is a row of TABLE
+       "data_schema=FORMAT:TABLE:LINES" the data schema, JSON in uint8, of
+                        FORMAT (criteo, csv) data: every categorical value
+                        of the first line of the file LINES that TABLE
+                        reads (all, or the columns naming it), hashed as the
+                        schema says (docs/formats.md), is a row of TABLE
   --mlp: the weights fc1, fc2 are a flatten-linear-relu-linear model; its
   accuracy on the raw IDX test files must be ACCURACY (to one sample).
 Every array in the file must be named by a SPEC. Prints one line; exit 1 on
@@ -65,7 +66,11 @@ def check_schema(z, fmt, table, lines):
     for cell, col in zip(cells, schema["columns"]):
         if col["type"] != "categorical":
             continue
-        row = criteo_hash(col["field"], cell) % schema["vocab"]
+        # A column that names its tables hashes into theirs only.
+        layer = table.rsplit(".", 1)[0]
+        if "tables" in col and layer not in col["tables"]:
+            continue
+        row = criteo_hash(col["field"], cell) % col["vocab"]
         if row not in rows:
             fail("%s '%s' hashes to row %d, not in %s" % (col["name"], cell, row, table))
         checked += 1

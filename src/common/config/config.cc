@@ -466,6 +466,7 @@ Status ReadConfig(const Documents& documents, const std::string& yaml_text,
   PSTRAIN_RETURN_IF_ERROR(CheckClippingAgainstRules(doc, *config));
   PSTRAIN_RETURN_IF_ERROR(CheckEvaluationAgainstData(doc, *config));
   PSTRAIN_RETURN_IF_ERROR(CheckModelAgainstData(doc, *config));
+  PSTRAIN_RETURN_IF_ERROR(BindColumnTables(doc, config));
   FlattenSettings(root, "", &config->settings);
   return Status::OK();
 }

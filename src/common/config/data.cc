@@ -45,9 +45,9 @@ std::vector<std::string> ColumnKeys(ColumnType type) {
     case ColumnType::kDense:
       return {"fill", "transform", "mean", "std"};
     case ColumnType::kCategorical:
-      return {"ids"};
+      return {"ids", "table"};
     case ColumnType::kMultiHot:
-      return {"ids", "separator", "max_ids"};
+      return {"ids", "table", "separator", "max_ids"};
     case ColumnType::kSkip:
       return {};
   }
@@ -74,6 +74,7 @@ std::vector<Field> ColumnFields(ColumnConfig* c) {
           Float("mean", &c->mean, Bound::kAny),
           Float("std", &c->std, Bound::kPositive),
           Enum("ids", &c->raw_ids, {{"hash", false}, {"raw", true}}),
+          Strings("table", "an embedding_bag layer's name or a non-empty list of them", &c->tables),
           NonEmptyString("separator", &c->separator),
           Int("max_ids", &c->max_ids, 1, kMaxIdsPerColumn)};
 }

@@ -57,6 +57,10 @@ struct LayerConfig {
   int64_t dim = 0;           // embedding_bag: columns
   std::string mode = "sum";  // embedding_bag: sum | mean over the sample's fields,
                              // or concat (one dim-sized slot per field)
+  // embedding_bag: the id slots it reads, in order, when data.columns name
+  // their tables (a column's `table:`; filled by the config reader); empty:
+  // every slot of the sample.
+  std::vector<int> slots;
   // xavier | he | normal | uniform | zeros (weights; biases start at 0).
   // Default: he for conv2d and linear, normal (std 0.01) for embedding_bag.
   std::string init;
@@ -128,8 +132,14 @@ struct ColumnConfig {
   float mean = 0;
   float std = 1;
   // categorical and multi_hot: each value hashed with the column's field
-  // index into [0, data.vocab), or with raw_ids read as the id itself.
+  // index into [0, vocab), or with raw_ids read as the id itself.
   bool raw_ids = false;
+  // categorical and multi_hot: the embedding_bag layers that read this
+  // column's ids (empty: every one, when no column names one). Its ids then
+  // hash into those tables' vocab, which `vocab` holds (the config reader
+  // fills it; 0: data.vocab).
+  std::vector<std::string> tables;
+  int64_t vocab = 0;
   // multi_hot: up to max_ids values split at `separator` (libsvm: the
   // line's id:value pairs); a sample has max_ids slots, unused ones weigh 0.
   std::string separator = "|";
@@ -141,6 +151,11 @@ struct ColumnConfig {
 // max_ids for a multi_hot one, none for the others.
 inline int IdSlots(const ColumnConfig& c) {
   return c.type == ColumnType::kCategorical ? 1 : c.type == ColumnType::kMultiHot ? c.max_ids : 0;
+}
+
+// The id slots embedding_bag `c` reads of a sample's `sparse_fields`.
+inline int SlotsRead(const LayerConfig& c, int sparse_fields) {
+  return c.slots.empty() ? sparse_fields : static_cast<int>(c.slots.size());
 }
 
 enum class OnBadRow { kFail, kSkip };

@@ -179,18 +179,25 @@ Status ReadNonEmptyList(const Value& v, std::string_view expected,
 }
 
 // A path or a non-empty list of paths; relative ones are taken from `base_dir`.
-Field Paths(const char* key, const std::string& base_dir, std::vector<std::string>* paths) {
+Field Strings(const char* key, const char* expected, std::vector<std::string>* out) {
   return {key, [=](const Value& v) {
             auto read_one = [&](const Value& item) {
-              std::string& path = paths->emplace_back();
-              PSTRAIN_RETURN_IF_ERROR(NonEmptyString("", &path).read(item));
-              if (!base_dir.empty() && std::filesystem::path(path).is_relative()) {
-                path = (std::filesystem::path(base_dir) / path).string();
-              }
-              return Status::OK();
+              return NonEmptyString("", &out->emplace_back()).read(item);
             };
             if (v.node.IsScalar()) return read_one(v);
-            return ReadNonEmptyList(v, "a path or a non-empty list of paths", read_one);
+            return ReadNonEmptyList(v, expected, read_one);
+          }};
+}
+
+Field Paths(const char* key, const std::string& base_dir, std::vector<std::string>* paths) {
+  Field strings = Strings(key, "a path or a non-empty list of paths", paths);
+  return {key, [=](const Value& v) {
+            PSTRAIN_RETURN_IF_ERROR(strings.read(v));
+            if (base_dir.empty()) return Status::OK();
+            for (std::string& path : *paths)
+              if (std::filesystem::path(path).is_relative())
+                path = (std::filesystem::path(base_dir) / path).string();
+            return Status::OK();
           }};
 }
 

@@ -105,6 +105,9 @@ Status ReadList(const Value& list, std::string_view expected,
 Status ReadNonEmptyList(const Value& v, std::string_view expected,
                         const std::function<Status(const Value& item)>& read);
 
+// A string or a non-empty list of strings (each non-empty); `expected`
+// names them for the error ("a path or a non-empty list of paths").
+Field Strings(const char* key, const char* expected, std::vector<std::string>* out);
 // A path or a non-empty list of paths; relative ones are taken from `base_dir`.
 Field Paths(const char* key, const std::string& base_dir, std::vector<std::string>* paths);
 
@@ -201,6 +204,9 @@ Status CheckRulesAgainstTrain(const Value& doc, const Config& config);
 Status CheckClippingAgainstRules(const Value& doc, const Config& config);
 Status CheckEvaluationAgainstData(const Value& doc, const Config& config);
 Status CheckModelAgainstData(const Value& doc, const Config& config);
+// The columns' `table:` names bound to the model's embedding_bag layers:
+// fills LayerConfig::slots and ColumnConfig::vocab (column_tables.cc).
+Status BindColumnTables(const Value& doc, Config* config);
 // The line of `key` in the mapping `map` (which ReadMap read, so it holds it).
 int KeyLine(const YAML::Node& map, const char* key);
 

@@ -145,7 +145,7 @@ class SizeCheck {
         break;
       case LayerType::kEmbeddingBag:
         PSTRAIN_RETURN_IF_ERROR(Embedding(c, path, name + ".weight"));
-        shape = {c.mode == "concat" ? model_.sparse_fields * c.dim : c.dim};
+        shape = {c.mode == "concat" ? SlotsRead(c, model_.sparse_fields) * c.dim : c.dim};
         break;
       default:  // activations, dropout: the shape goes through
         break;
@@ -167,13 +167,13 @@ class SizeCheck {
     if (rule == nullptr || !rule->init_in_server)
       return Param(c, path + ".vocab", param, Mul(c.vocab, c.dim));
     const int64_t batch = std::max<int64_t>(config_.train.batch_size, kMinStagedBatch);
-    const uint64_t staged = Mul(Mul(batch, model_.sparse_fields), c.dim);
+    const int fields = SlotsRead(c, model_.sparse_fields);
+    const uint64_t staged = Mul(Mul(batch, fields), c.dim);
     if (staged > kMaxTensorElements)
       return Error(c.line, path + ".dim",
                    fmt::format("a batch's rows of '{}' ({} ids of {} fields, dim {}) are {} "
                                "elements; at most {} per tensor",
-                               param, batch, model_.sparse_fields, c.dim, Count(staged),
-                               kMaxTensorElements));
+                               param, batch, fields, c.dim, Count(staged), kMaxTensorElements));
     const uint64_t cached = Mul(rule->cache_rows, c.dim);
     if (cached > kMaxTensorElements)
       return Error(rule->line,
