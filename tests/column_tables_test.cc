@@ -110,6 +110,14 @@ TEST_CASE("mistakes in table: name the column and what is wrong") {
   std::string on_dense = TwoTables();
   on_dense.replace(on_dense.find("type: dense}"), 12, "type: dense, table: deep}");
   CHECK(ErrorOf(on_dense) == "x.yaml:18: data.columns[2].table: not a key of a dense column");
+  // Only a list's first layer reads the ids: refused before any column is
+  // bound to it.
+  std::string late = TwoTables();
+  late.replace(late.find("    - concat\n"), 13,
+               "    - concat\n    - {name: late, type: embedding_bag, vocab: 5, dim: 1}\n");
+  CHECK(ErrorOf(late) ==
+        "x.yaml:10: model.deep[2]: embedding_bag reads the sample's ids, so it must come first in "
+        "its list");
   // (Without the multi_hot column, which the GPU refuses first.)
   std::string gpu = TwoTables("deep", "  device: gpu\n");
   gpu.replace(gpu.find("type: multi_hot, max_ids: 2"), 27, "type: categorical");
@@ -178,9 +186,10 @@ TEST_CASE("a batch's ids are numbered per set of slots the server-held tables re
       "  - {match: \"deep.weight\", init_in_server: true}\n";
   const Config overlapping = Parse(TwoTables("[deep, crosses]", "", "50") + rules);
   CHECK(ServerTables(overlapping).status().message() ==
-        "x.yaml: data.columns: the server-held tables 'crosses.weight', 'deep.weight' read some "
-        "of the same columns but not all (table:): let them read the same columns, or none in "
-        "common");
+        "x.yaml: data.columns: column 'user' is read by the server-held tables 'crosses.weight' "
+        "and 'deep.weight', which read different columns otherwise (table:): a worker numbers a "
+        "batch's ids once per set of columns, so tables on the servers read the same columns or "
+        "none in common");
   auto disjoint = ServerTables(Parse(TwoTables() + rules));
   REQUIRE(disjoint.ok());
   CHECK((*disjoint)[0].slots == std::vector<int>{3});
@@ -201,8 +210,8 @@ TEST_CASE("each id is checked against the tables that read its slot") {
   CHECK(CheckFit(reads, data, "f", "f").ok());
   data.sparse = {50, 0, 0, 999};
   CHECK(CheckFit(reads, data, "f", "f").message() ==
-        "model.deep[0].vocab is 50 rows, but f has id 50 (sample 0, field 0): ids go up to "
-        "data.vocab - 1, so data.vocab must be at most 50");
+        "model.deep[0].vocab is 50 rows, but f has id 50 (sample 0, field 0): the columns that "
+        "name a table hash into its vocab");
 }
 
 }  // namespace

@@ -1,14 +1,50 @@
 #include "roles/placement/server_tables.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <iterator>
 
 #include "embedding/tiered_table.h"
-#include "roles/placement/id_groups.h"
 #include "src/common/random.h"
 #include "src/nn/model.h"
 
 namespace pstrain {
+namespace {
+
+// The name of the data column that gives a sample's id slot `slot`.
+std::string ColumnOfSlot(const DataConfig& data, int slot) {
+  int first = 0;
+  for (const ColumnConfig& c : data.columns) {
+    if (slot < first + IdSlots(c)) return c.name;
+    first += IdSlots(c);
+  }
+  return std::to_string(slot);
+}
+
+// A worker numbers a batch's ids once per set of columns that server-held
+// tables read (id_groups.h): two tables read the same columns or none in
+// common.
+Status CheckSharedColumns(const Config& config, const std::vector<ServerTable>& tables) {
+  for (size_t a = 0; a < tables.size(); ++a)
+    for (size_t b = a + 1; b < tables.size(); ++b) {
+      const std::vector<int>& x = tables[a].slots;
+      const std::vector<int>& y = tables[b].slots;
+      if (x == y) continue;
+      std::vector<int> shared;
+      std::set_intersection(x.begin(), x.end(), y.begin(), y.end(), std::back_inserter(shared));
+      if (shared.empty()) continue;
+      return InvalidArgument(fmt::format(
+          "{}: data.columns: column '{}' is read by the server-held tables '{}' and '{}', which "
+          "read different columns otherwise (table:): a worker numbers a batch's ids once per "
+          "set of columns, so tables on the servers read the same columns or none in common",
+          config.source, ColumnOfSlot(config.data, shared[0]), tables[a].options.name,
+          tables[b].options.name));
+    }
+  return Status::OK();
+}
+
+}  // namespace
 
 StatusOr<std::vector<ServerTable>> ServerTables(const Config& config) {
   std::vector<ServerTable> tables;
@@ -68,14 +104,7 @@ StatusOr<std::vector<ServerTable>> ServerTables(const Config& config) {
         "{}: {} embedding_bag layers are held by the servers (init_in_server: true) and {} are "
         "not: put every embedding table on the servers, or none",
         config.source, tables.size(), worker_held));
-  if (!IdGroups::ForTables(tables, config.model.sparse_fields).ok()) {
-    std::vector<std::string> names;
-    for (const ServerTable& t : tables) names.push_back("'" + t.options.name + "'");
-    return InvalidArgument(fmt::format(
-        "{}: data.columns: the server-held tables {} read some of the same columns but not all "
-        "(table:): let them read the same columns, or none in common",
-        config.source, fmt::join(names, ", ")));
-  }
+  PSTRAIN_RETURN_IF_ERROR(CheckSharedColumns(config, tables));
   return tables;
 }
 

@@ -32,8 +32,10 @@ bool HasMemoryBudget(const std::vector<ServerTable>& tables);
 // Errors name the config line: an init_in_server rule that matches a
 // parameter other than an embedding_bag's weight, an initializer tables do
 // not have, a model that mixes server-held and worker-held embedding
-// tables (a worker renumbers a batch's ids once, for every table), or
-// tables that read some of the same columns but not all (id_groups.h).
+// tables (a worker renumbers a batch's ids in place for the server-held
+// ones, which a worker-held table reading the same slots would then
+// misread), or server-held tables that read some of the same columns but
+// not all (id_groups.h).
 StatusOr<std::vector<ServerTable>> ServerTables(const Config& config);
 
 // The smallest config with one server-held table: a model of one

@@ -22,6 +22,7 @@ void NoteVocab(const LayerConfig& layer, const std::string& key, ModelReads* rea
     vocab = layer.vocab;
     reads->slot_vocab_key[slot] = key;
   };
+  reads->tables_by_column = reads->tables_by_column || !layer.slots.empty();
   if (layer.slots.empty())
     for (size_t slot = 0; slot < reads->slot_vocab.size(); ++slot) note(slot);
   for (int slot : layer.slots) note(static_cast<size_t>(slot));
@@ -69,10 +70,15 @@ Status CheckFit(const ModelReads& reads, const Dataset& data, const std::string&
       const size_t slot = i % static_cast<size_t>(data.fields);
       const int64_t vocab = reads.slot_vocab[slot];
       if (vocab == 0 || (id >= 0 && id < vocab)) continue;
-      return InvalidArgument(fmt::format(
-          "{} is {} rows, but {} has id {} (sample {}, field {}): ids go up to data.vocab - 1, "
-          "so data.vocab must be at most {}",
-          reads.slot_vocab_key[slot], vocab, features, id, i / data.fields, slot, vocab));
+      // With table:, a column's ids hash into its tables' vocab, so only
+      // data the parser did not check (a bug) gets here.
+      const std::string why =
+          reads.tables_by_column
+              ? std::string("the columns that name a table hash into its vocab")
+              : fmt::format("ids go up to data.vocab - 1, so data.vocab must be at most {}", vocab);
+      return InvalidArgument(
+          fmt::format("{} is {} rows, but {} has id {} (sample {}, field {}): {}",
+                      reads.slot_vocab_key[slot], vocab, features, id, i / data.fields, slot, why));
     }
   }
   Status fits = CheckLabels(reads.loss, reads.classes, data.labels);

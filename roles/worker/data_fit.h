@@ -31,8 +31,9 @@ struct ModelReads {
   // (0: none does), and the key that sets them ("model.deep[0].vocab").
   std::vector<int64_t> slot_vocab;
   std::vector<std::string> slot_vocab_key;
-  int64_t classes = 1;   // the head's outputs
-  std::string head_key;  // what sets them: "model.layers[9].out", or "model.loss"
+  bool tables_by_column = false;  // data.columns name their tables (table:)
+  int64_t classes = 1;            // the head's outputs
+  std::string head_key;           // what sets them: "model.layers[9].out", or "model.loss"
 };
 
 // `output`: one sample's logits as the built model gives them

@@ -54,7 +54,8 @@ const char* PlaceName(WeightPlace place) {
 }
 
 // Which columns each embedding_bag reads, when the columns name their
-// tables: "ids: embedding_bag 'user' reads columns user_id, city (2 slots)".
+// tables: "ids: embedding_bag 'user' reads columns user_id, city (2 slots,
+// vocab 4096)".
 std::string TableReads(const Config& config) {
   std::string text;
   for (const LayerConfig& layer : NamedLayers(config.model)) {

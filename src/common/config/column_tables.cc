@@ -16,19 +16,25 @@ namespace pstrain {
 namespace config_internal {
 namespace {
 
-// The model's top-level embedding_bag layers by the name Model::Build gives
-// them ("deep_embedding_bag0" when unnamed).
-std::map<std::string, LayerConfig*> EmbeddingLayers(ModelConfig* model) {
-  std::map<std::string, LayerConfig*> out;
+// The model's embedding_bag layers by the name Model::Build gives them
+// ("deep_embedding_bag0" when unnamed). One reads the sample's ids, so it
+// comes first in its list (Model::Build refuses it elsewhere); refused here
+// already, as binding columns to many of them would take memory for each.
+Status EmbeddingLayers(const Value& doc, ModelConfig* model,
+                       std::map<std::string, LayerConfig*>* out) {
   const std::pair<const char*, std::vector<LayerConfig>*> lists[] = {
       {"", &model->layers}, {"wide", &model->wide}, {"deep", &model->deep}};
   for (const auto& [tower, layers] : lists)
     for (size_t i = 0; i < layers->size(); ++i) {
       LayerConfig& layer = (*layers)[i];
       if (layer.type != LayerType::kEmbeddingBag) continue;
-      out[layer.name.empty() ? DefaultLayerName(tower, layer.type, i) : layer.name] = &layer;
+      const std::string list = *tower == '\0' ? "layers" : tower;
+      if (i > 0)
+        return Value{doc.source, doc.node, fmt::format("model.{}[{}]", list, i), layer.line}.Error(
+            "embedding_bag reads the sample's ids, so it must come first in its list");
+      (*out)[layer.name.empty() ? DefaultLayerName(tower, layer.type, i) : layer.name] = &layer;
     }
-  return out;
+  return Status::OK();
 }
 
 std::string Quoted(const std::map<std::string, LayerConfig*>& layers) {
@@ -55,7 +61,8 @@ Status BindColumnTables(const Value& doc, Config* config) {
     return at.Error(
         "columns that name their tables (table:) are not read on the GPU yet; use device: cpu or "
         "leave out table:");
-  std::map<std::string, LayerConfig*> layers = EmbeddingLayers(&config->model);
+  std::map<std::string, LayerConfig*> layers;
+  PSTRAIN_RETURN_IF_ERROR(EmbeddingLayers(doc, &config->model, &layers));
   int slot = 0;
   for (size_t i = 0; i < columns.size(); ++i) {
     ColumnConfig& c = columns[i];
