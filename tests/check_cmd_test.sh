@@ -12,6 +12,7 @@ PSTRAIN=$1
 REPO=$2
 DATA=/usr/share/datasets/fashion-mnist
 [ -f "$DATA/t10k-images-idx3-ubyte.gz" ] || { echo "skip: Fashion-MNIST is not installed"; exit 77; }
+. "$(dirname "$0")/cluster_util.sh"  # by_column (its fail is replaced below)
 WORK=$(mktemp -d /tmp/pstrain-check-XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -152,21 +153,7 @@ expect_refused "vocab" "$WORK/wdv.yaml" "model.deep[0].vocab is 1000 rows" \
 
 # The same files read as csv whose columns name their tables: wide_emb reads
 # C1..C13, deep_emb (vocab 1000 now) C14..C26, so it gives 13 x 16.
-columns="    - {name: label, type: label}"
-i=1
-while [ $i -le 13 ]; do
-  columns="$columns\n    - {name: I$i, type: dense, transform: log1p}"
-  i=$((i + 1))
-done
-i=1
-while [ $i -le 26 ]; do
-  table=wide_emb
-  [ $i -gt 13 ] && table=deep_emb
-  columns="$columns\n    - {name: C$i, type: categorical, table: $table}"
-  i=$((i + 1))
-done
-sed -e 's/format: criteo/format: csv\n  delimiter: "\\t"\n  columns:\n'"$columns"'/' \
-  -e 's/vocab: 4096, dim: 16/vocab: 1000, dim: 16/' "$WORK/wd.yaml" > "$WORK/wdt.yaml"
+by_column < "$WORK/wd.yaml" | sed 's/vocab: 4096, dim: 16/vocab: 1000, dim: 16/' > "$WORK/wdt.yaml"
 out=$(timeout 60 "$PSTRAIN" check --config "$WORK/wdt.yaml" 2>&1)
 [ $? -eq 0 ] || fail "tables by column: $out"
 echo "$out" | grep -Eq "^  deep_emb +embedding_bag +\[208\] +deep_emb.weight +\[1000, 16\] +16000  table on servers$" ||

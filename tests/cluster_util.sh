@@ -240,3 +240,23 @@ EOF
   [ "$ckpt" != "-" ] && echo "  checkpoint: {dir: $ckpt, every_steps: 16, keep: 3, resume: true}"
   for line in "$@"; do echo "  $line"; done
 }
+
+# by_column < CONFIG: a Wide&Deep config of criteo-format data, read as csv
+# instead, its columns naming their tables (data.columns[].table): wide_emb
+# reads C1..C13, deep_emb C14..C26. Written to stdout.
+by_column() {
+  columns="    - {name: label, type: label}"
+  i=1
+  while [ $i -le 13 ]; do
+    columns="$columns\n    - {name: I$i, type: dense, transform: log1p}"
+    i=$((i + 1))
+  done
+  i=1
+  while [ $i -le 26 ]; do
+    table=wide_emb
+    [ $i -gt 13 ] && table=deep_emb
+    columns="$columns\n    - {name: C$i, type: categorical, table: $table}"
+    i=$((i + 1))
+  done
+  sed -e 's/format: criteo/format: csv\n  delimiter: "\\t"\n  columns:\n'"$columns"'/'
+}

@@ -371,18 +371,6 @@ data:
   return *config;
 }
 
-// Every weight but the two tables' (params() order: wide_emb, deep_emb,
-// fc1, fc2), which a server-held table's model holds only a batch of.
-double DenseDifference(const Outcome& a, const Outcome& b) {
-  double worst = 0;
-  for (size_t t = 2; t < a.weights.size(); ++t) {
-    REQUIRE(a.weights[t].size() == b.weights[t].size());
-    for (size_t i = 0; i < a.weights[t].size(); ++i)
-      worst = std::max(worst, static_cast<double>(std::fabs(a.weights[t][i] - b.weights[t][i])));
-  }
-  return worst;
-}
-
 TEST_CASE("tables that read their own columns train alike on the servers and as PS tensors") {
   ClickData data;
   Outcome servers = Train(SplitColumnsConfig(data, true, true), 2, 2);
@@ -397,7 +385,9 @@ TEST_CASE("tables that read their own columns train alike on the servers and as 
   // fc1 reads 13 slots x dim 4 + 13 dense features.
   CHECK(servers.weights[2].size() == 8 * (13 * 4 + 13));
   CHECK(all.weights[2].size() == 8 * (26 * 4 + 13));
-  const double worst = DenseDifference(servers, dense);
+  // Every weight but the two tables' (params() order: wide_emb, deep_emb,
+  // fc1, fc2).
+  const double worst = testing::LargestDifference(servers, dense, 2);
   MESSAGE("split columns: fc weights on servers and as PS tensors differ by at most "
           << worst << "; test AUC " << servers.stats.test_metric << " and "
           << dense.stats.test_metric

@@ -106,22 +106,9 @@ export_model wd
 # table reads C1..C13, the deep one (1000 rows now) C14..C26. Eval numbers
 # each table's ids apart as training does, and each value of a line hashes
 # into its own table's rows, as the exported schema says.
-columns="    - {name: label, type: label}"
-i=1
-while [ $i -le 13 ]; do
-  columns="$columns\n    - {name: I$i, type: dense, transform: log1p}"
-  i=$((i + 1))
-done
-i=1
-while [ $i -le 26 ]; do
-  table=wide_emb
-  [ $i -gt 13 ] && table=deep_emb
-  columns="$columns\n    - {name: C$i, type: categorical, table: $table}"
-  i=$((i + 1))
-done
-sed -e 's/format: criteo/format: csv\n  delimiter: "\\t"\n  columns:\n'"$columns"'/' \
-  -e 's/vocab: 65536, dim: 8/vocab: 1000, dim: 8/' -e "s|$WORK/wd-ckpt|$WORK/wdt-ckpt|" \
-  "$WORK/wd.yaml" > "$WORK/wdt.yaml"
+by_column < "$WORK/wd.yaml" |
+  sed -e 's/vocab: 65536, dim: 8/vocab: 1000, dim: 8/' -e "s|$WORK/wd-ckpt|$WORK/wdt-ckpt|" \
+    > "$WORK/wdt.yaml"
 train wdt 2 2
 same_metric wdt
 export_model wdt

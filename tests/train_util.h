@@ -2,6 +2,7 @@
 // and keep what the chief saw.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -56,7 +57,9 @@ struct ClickData {
 // test.txt: a 65536-id vocabulary, batch 128, `steps` steps.
 Config ClickLrConfig(const ClickData& data, int64_t steps);
 
-// The largest difference between two outcomes' weights (same model).
-double LargestDifference(const TrainOutcome& a, const TrainOutcome& b);
+// The largest difference between two outcomes' weights (same model), from
+// the `first`-th Param on (a server-held table's model holds a batch's rows
+// only: a caller leaves the tables out).
+double LargestDifference(const TrainOutcome& a, const TrainOutcome& b, size_t first = 0);
 
 }  // namespace pstrain::testing
