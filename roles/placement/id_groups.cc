@@ -3,39 +3,66 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <numeric>
 
 namespace pstrain {
 
-StatusOr<IdGroups> IdGroups::Make(const std::vector<std::vector<int>>& table_slots, int fields) {
-  IdGroups out;
-  out.fields_ = std::max(1, fields);
-  for (size_t t = 0; t < table_slots.size(); ++t) {
-    std::vector<int> slots = table_slots[t];
+namespace {
+
+// Each table's slots, sorted; empty (all) written out as 0..fields-1.
+std::vector<std::vector<int>> SortedSlots(const std::vector<std::vector<int>>& table_slots,
+                                          int fields) {
+  std::vector<std::vector<int>> out;
+  for (std::vector<int> slots : table_slots) {
     if (slots.empty()) {
-      slots.resize(static_cast<size_t>(out.fields_));
+      slots.resize(static_cast<size_t>(fields));
       std::iota(slots.begin(), slots.end(), 0);
     }
     std::sort(slots.begin(), slots.end());
-    size_t group = out.groups_.size();
-    for (size_t g = 0; g < out.groups_.size(); ++g) {
-      const std::vector<int>& other = out.groups_[g].slots;
-      if (other == slots) {
-        group = g;
-        break;
-      }
+    out.push_back(std::move(slots));
+  }
+  return out;
+}
+
+std::vector<std::vector<int>> SlotsOf(const std::vector<ServerTable>& tables) {
+  std::vector<std::vector<int>> slots;
+  for (const ServerTable& t : tables) slots.push_back(t.slots);
+  return slots;
+}
+
+}  // namespace
+
+std::optional<IdGroups::SlotConflict> IdGroups::Conflict(
+    const std::vector<std::vector<int>>& table_slots, int fields) {
+  const std::vector<std::vector<int>> sets = SortedSlots(table_slots, std::max(1, fields));
+  for (size_t a = 0; a < sets.size(); ++a)
+    for (size_t b = a + 1; b < sets.size(); ++b) {
+      if (sets[a] == sets[b]) continue;
       std::vector<int> shared;
-      std::set_intersection(other.begin(), other.end(), slots.begin(), slots.end(),
+      std::set_intersection(sets[a].begin(), sets[a].end(), sets[b].begin(), sets[b].end(),
                             std::back_inserter(shared));
-      if (!shared.empty()) {
-        size_t first = 0;
-        while (out.group_of_[first] != g) ++first;
-        return InvalidArgument(fmt::format(
-            "tables {} and {} read some of the same id slots (slot {}) but not all: tables on "
-            "the servers read the same columns or none in common",
-            first, t, shared[0]));
-      }
+      if (!shared.empty()) return SlotConflict{a, b, shared[0]};
     }
+  return std::nullopt;
+}
+
+std::optional<IdGroups::SlotConflict> IdGroups::ConflictIn(const std::vector<ServerTable>& tables,
+                                                           int fields) {
+  return Conflict(SlotsOf(tables), fields);
+}
+
+StatusOr<IdGroups> IdGroups::Make(const std::vector<std::vector<int>>& table_slots, int fields) {
+  if (auto c = Conflict(table_slots, fields))
+    return InvalidArgument(fmt::format(
+        "tables {} and {} read some of the same id slots (slot {}) but not all: tables on the "
+        "servers read the same columns or none in common",
+        c->a, c->b, c->slot));
+  IdGroups out;
+  out.fields_ = std::max(1, fields);
+  for (std::vector<int>& slots : SortedSlots(table_slots, out.fields_)) {
+    size_t group = 0;
+    while (group < out.groups_.size() && out.groups_[group].slots != slots) ++group;
     if (group == out.groups_.size()) out.groups_.emplace_back().slots = std::move(slots);
     out.group_of_.push_back(group);
   }
@@ -43,9 +70,7 @@ StatusOr<IdGroups> IdGroups::Make(const std::vector<std::vector<int>>& table_slo
 }
 
 StatusOr<IdGroups> IdGroups::ForTables(const std::vector<ServerTable>& tables, int fields) {
-  std::vector<std::vector<int>> slots;
-  for (const ServerTable& t : tables) slots.push_back(t.slots);
-  return Make(slots, fields);
+  return Make(SlotsOf(tables), fields);
 }
 
 void IdGroups::Reset(int64_t* ids, size_t n, bool renumber) {

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "embedding/id_dedup.h"
@@ -26,6 +27,17 @@ class IdGroups {
   static StatusOr<IdGroups> Make(const std::vector<std::vector<int>>& table_slots, int fields);
   // Make over `tables`' slots, in their order.
   static StatusOr<IdGroups> ForTables(const std::vector<ServerTable>& tables, int fields);
+
+  // Two tables (by index, a < b) that share `slot` but not all their slots:
+  // what Make refuses. Nothing when every two read the same slots or none
+  // in common.
+  struct SlotConflict {
+    size_t a, b;
+    int slot;
+  };
+  static std::optional<SlotConflict> Conflict(const std::vector<std::vector<int>>& table_slots,
+                                              int fields);
+  static std::optional<SlotConflict> ConflictIn(const std::vector<ServerTable>& tables, int fields);
 
   // Deduplicates each group's ids of `ids` (a batch, samples x fields) and,
   // with `renumber`, writes each id's place among its group's unique ids

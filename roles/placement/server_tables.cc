@@ -2,10 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <iterator>
-
 #include "embedding/tiered_table.h"
+#include "roles/placement/id_groups.h"
 #include "src/common/random.h"
 #include "src/nn/model.h"
 
@@ -20,28 +18,6 @@ std::string ColumnOfSlot(const DataConfig& data, int slot) {
     first += IdSlots(c);
   }
   return std::to_string(slot);
-}
-
-// A worker numbers a batch's ids once per set of columns that server-held
-// tables read (id_groups.h): two tables read the same columns or none in
-// common.
-Status CheckSharedColumns(const Config& config, const std::vector<ServerTable>& tables) {
-  for (size_t a = 0; a < tables.size(); ++a)
-    for (size_t b = a + 1; b < tables.size(); ++b) {
-      const std::vector<int>& x = tables[a].slots;
-      const std::vector<int>& y = tables[b].slots;
-      if (x == y) continue;
-      std::vector<int> shared;
-      std::set_intersection(x.begin(), x.end(), y.begin(), y.end(), std::back_inserter(shared));
-      if (shared.empty()) continue;
-      return InvalidArgument(fmt::format(
-          "{}: data.columns: column '{}' is read by the server-held tables '{}' and '{}', which "
-          "read different columns otherwise (table:): a worker numbers a batch's ids once per "
-          "set of columns, so tables on the servers read the same columns or none in common",
-          config.source, ColumnOfSlot(config.data, shared[0]), tables[a].options.name,
-          tables[b].options.name));
-    }
-  return Status::OK();
 }
 
 }  // namespace
@@ -104,7 +80,15 @@ StatusOr<std::vector<ServerTable>> ServerTables(const Config& config) {
         "{}: {} embedding_bag layers are held by the servers (init_in_server: true) and {} are "
         "not: put every embedding table on the servers, or none",
         config.source, tables.size(), worker_held));
-  PSTRAIN_RETURN_IF_ERROR(CheckSharedColumns(config, tables));
+  // A worker numbers a batch's ids once per set of columns that server-held
+  // tables read (id_groups.h).
+  if (auto c = IdGroups::ConflictIn(tables, config.model.sparse_fields))
+    return InvalidArgument(fmt::format(
+        "{}: data.columns: column '{}' is read by the server-held tables '{}' and '{}', which "
+        "read different columns otherwise (table:): a worker numbers a batch's ids once per "
+        "set of columns, so tables on the servers read the same columns or none in common",
+        config.source, ColumnOfSlot(config.data, c->slot), tables[c->a].options.name,
+        tables[c->b].options.name));
   return tables;
 }
 

@@ -462,11 +462,7 @@ Status ReadConfig(const Documents& documents, const std::string& yaml_text,
   if (!root.IsMap()) return doc.Expected("a mapping of sections at the top level");
   PSTRAIN_RETURN_IF_ERROR(ReadMap(doc, DocumentFields(config, base_dir)));
   config->data.validation_seed = config->train.seed;
-  PSTRAIN_RETURN_IF_ERROR(CheckRulesAgainstTrain(doc, *config));
-  PSTRAIN_RETURN_IF_ERROR(CheckClippingAgainstRules(doc, *config));
-  PSTRAIN_RETURN_IF_ERROR(CheckEvaluationAgainstData(doc, *config));
-  PSTRAIN_RETURN_IF_ERROR(CheckModelAgainstData(doc, *config));
-  PSTRAIN_RETURN_IF_ERROR(BindColumnTables(doc, config));
+  PSTRAIN_RETURN_IF_ERROR(CheckAcrossSections(doc, config));
   FlattenSettings(root, "", &config->settings);
   return Status::OK();
 }

@@ -15,6 +15,8 @@ int KeyLine(const YAML::Node& map, const char* key) {
   return 0;
 }
 
+namespace {
+
 // What measures the validation set must have one, and the metric must be
 // one the loss gives (src/data/metrics.h).
 Status CheckEvaluationAgainstData(const Value& doc, const Config& config) {
@@ -147,6 +149,16 @@ Status CheckClippingAgainstRules(const Value& doc, const Config& config) {
         .Error("gpu does not clip gradients yet (train.clip_norm); use device: cpu");
   }
   return Status::OK();
+}
+
+}  // namespace
+
+Status CheckAcrossSections(const Value& doc, Config* config) {
+  PSTRAIN_RETURN_IF_ERROR(CheckRulesAgainstTrain(doc, *config));
+  PSTRAIN_RETURN_IF_ERROR(CheckClippingAgainstRules(doc, *config));
+  PSTRAIN_RETURN_IF_ERROR(CheckEvaluationAgainstData(doc, *config));
+  PSTRAIN_RETURN_IF_ERROR(CheckModelAgainstData(doc, *config));
+  return BindColumnTables(doc, config);
 }
 
 }  // namespace config_internal

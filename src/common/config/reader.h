@@ -199,11 +199,9 @@ Status ReadData(const Value& v, const std::string& base_dir, DataConfig* data);
 std::vector<Field> ModelFieldKeys();
 std::vector<Field> DataFieldKeys();
 
-// Checks between sections of the whole document `doc` (cross_checks.cc).
-Status CheckRulesAgainstTrain(const Value& doc, const Config& config);
-Status CheckClippingAgainstRules(const Value& doc, const Config& config);
-Status CheckEvaluationAgainstData(const Value& doc, const Config& config);
-Status CheckModelAgainstData(const Value& doc, const Config& config);
+// The checks between sections of the whole document `doc`, once each is
+// read (cross_checks.cc), then BindColumnTables.
+Status CheckAcrossSections(const Value& doc, Config* config);
 // The columns' `table:` names bound to the model's embedding_bag layers:
 // fills LayerConfig::slots and ColumnConfig::vocab (column_tables.cc).
 Status BindColumnTables(const Value& doc, Config* config);
